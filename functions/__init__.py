@@ -1,0 +1,1 @@
+"""The HTTP edge: Lambda handlers, the route table and the local gateway."""

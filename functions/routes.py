@@ -1,0 +1,50 @@
+"""The one route table. The CDK app (infra/) and the local gateway (``capsule serve``)
+both read it, so a route cannot exist in one and not the other.
+
+Each route names the Lambda handler (``module:function``) that serves it, and the
+hints the CDK app uses for that function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    name: str          # the operation; also the Lambda function's logical name
+    method: str
+    path: str          # API Gateway route path, with {param} placeholders
+    handler: str       # "module:function" of the Lambda handler
+    timeout_s: int = 10
+    memory_mb: int = 512
+    auth: bool = True  # IAM (hosted) or token/SigV4 (local); False only for public documents
+
+
+def _h(name: str) -> str:
+    return f"functions.handlers.{name}:handler"
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("health", "GET", "/v1/health", _h("health"), timeout_s=5, memory_mb=256),
+    Route("store", "POST", "/v1/memories", _h("store")),
+    Route("list", "GET", "/v1/memories", _h("list")),
+    Route("ingest", "POST", "/v1/memories/ingest", _h("ingest"), timeout_s=60, memory_mb=1024),
+    Route("search", "POST", "/v1/memories/search", _h("search"), timeout_s=15, memory_mb=1024),
+    Route("get", "GET", "/v1/memories/{id}", _h("get")),
+    Route("forget", "DELETE", "/v1/memories/{id}", _h("forget")),
+    Route("pin", "POST", "/v1/memories/{id}/pin", _h("pin")),
+    Route("unpin", "POST", "/v1/memories/{id}/unpin", _h("unpin")),
+    Route("restore", "POST", "/v1/memories/{id}/restore", _h("restore")),
+    Route("feedback", "POST", "/v1/memories/{id}/feedback", _h("feedback")),
+    Route("projects", "GET", "/v1/projects", _h("projects")),
+    Route("project_settings", "PUT", "/v1/projects/settings", _h("project_settings")),
+    Route("openapi", "GET", "/openapi.json", _h("openapi"), timeout_s=5, memory_mb=256, auth=False),
+)
+
+
+def by_name(name: str) -> Route:
+    for route in ROUTES:
+        if route.name == name:
+            return route
+    raise KeyError(name)

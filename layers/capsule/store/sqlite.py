@@ -1,0 +1,512 @@
+"""The embedded store: one SQLite file in WAL mode, safe across threads and processes.
+
+Each thread gets its own connection. Every write runs in ``BEGIN IMMEDIATE``, so two
+processes storing into one project serialise on the database's write lock and the
+retention check inside the transaction sees the other's rows: nobody evicts more than
+needed. Embeddings are float32 BLOBs. The schema is versioned with ``PRAGMA user_version``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from ..clock import from_epoch, to_epoch
+from ..errors import NotFound, Unavailable
+from ..records import AuditRecord, Filters, MemoryRecord, ProjectStats, WriteOutcome
+from .base import Cursor
+
+MIGRATIONS: list[str] = [
+    # 1: memories, projects, feedback, audit, embedding cache
+    """
+    CREATE TABLE memories (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        tenant TEXT NOT NULL,
+        project TEXT NOT NULL,
+        content TEXT NOT NULL,
+        path TEXT,
+        chunk_index INTEGER,
+        chunk_count INTEGER,
+        embedding BLOB,
+        model TEXT,
+        sha256 TEXT NOT NULL,
+        occurred_at REAL NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        accessed_at REAL,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        explanation TEXT,
+        meta TEXT NOT NULL DEFAULT '{}',
+        component TEXT,
+        category TEXT,
+        helpful INTEGER NOT NULL DEFAULT 0,
+        unhelpful INTEGER NOT NULL DEFAULT 0,
+        deleted_at REAL,
+        deleted_reason TEXT,
+        status TEXT NOT NULL DEFAULT 'ready'
+    );
+    CREATE INDEX memories_recent ON memories (tenant, project, deleted_at, created_at, id);
+    CREATE INDEX memories_sha ON memories (tenant, project, sha256);
+    CREATE INDEX memories_pinned ON memories (tenant, project, pinned, deleted_at);
+    CREATE INDEX memories_deleted ON memories (deleted_at) WHERE deleted_at IS NOT NULL;
+    CREATE INDEX memories_pending ON memories (status) WHERE status != 'ready';
+    CREATE TABLE projects (
+        tenant TEXT NOT NULL,
+        name TEXT NOT NULL,
+        retention_limit INTEGER,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (tenant, name)
+    );
+    CREATE TABLE feedback (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        helpful INTEGER NOT NULL,
+        context TEXT,
+        at REAL NOT NULL
+    );
+    CREATE INDEX feedback_memory ON feedback (tenant, memory_id);
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        project TEXT NOT NULL,
+        action TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX audit_memory ON audit (tenant, memory_id);
+    CREATE TABLE embedding_cache (
+        model TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (model, sha256)
+    );
+    """,
+]
+
+_COLUMNS = (
+    "id, tenant, project, content, path, chunk_index, chunk_count, embedding, model, sha256, "
+    "occurred_at, created_at, updated_at, accessed_at, pinned, explanation, meta, helpful, "
+    "unhelpful, deleted_at, deleted_reason, status"
+)
+
+
+def encode_vector(vector: np.ndarray | None) -> bytes | None:
+    return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
+
+
+def decode_vector(blob: bytes | None) -> np.ndarray | None:
+    return None if blob is None else np.frombuffer(blob, dtype="<f4")
+
+
+def _row_to_record(row: sqlite3.Row) -> MemoryRecord:
+    return MemoryRecord(
+        id=row["id"],
+        tenant=row["tenant"],
+        project=row["project"],
+        content=row["content"],
+        path=row["path"],
+        chunk_index=row["chunk_index"],
+        chunk_count=row["chunk_count"],
+        embedding=decode_vector(row["embedding"]),
+        model=row["model"],
+        sha256=row["sha256"],
+        occurred_at=from_epoch(row["occurred_at"]),
+        created_at=from_epoch(row["created_at"]),
+        updated_at=from_epoch(row["updated_at"]),
+        accessed_at=from_epoch(row["accessed_at"]),
+        pinned=bool(row["pinned"]),
+        explanation=row["explanation"],
+        meta=json.loads(row["meta"]),
+        helpful=row["helpful"],
+        unhelpful=row["unhelpful"],
+        deleted_at=from_epoch(row["deleted_at"]),
+        deleted_reason=row["deleted_reason"],
+        status=row["status"],
+    )
+
+
+def _record_params(r: MemoryRecord) -> tuple[Any, ...]:
+    return (
+        r.id, r.tenant, r.project, r.content, r.path, r.chunk_index, r.chunk_count,
+        encode_vector(r.embedding), r.model, r.sha256, to_epoch(r.occurred_at),
+        to_epoch(r.created_at), to_epoch(r.updated_at), None, int(r.pinned), r.explanation,
+        json.dumps(r.meta), r.helpful, r.unhelpful, None, None, r.status,
+        r.meta.get("component"), r.meta.get("category"),
+    )
+
+
+class SQLiteStore:
+    """The :class:`~capsule.store.base.MemoryStore` on one SQLite file."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    # ---- connections and transactions ---------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(
+                    self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
+                )
+                conn.row_factory = sqlite3.Row
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA foreign_keys=ON")
+            except sqlite3.Error as exc:
+                raise Unavailable(f"cannot open the database at {self.path}: {exc}") from exc
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise Unavailable(f"the database is busy or unavailable: {exc}") from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise Unavailable(f"the write could not be committed: {exc}") from exc
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise Unavailable(f"the database could not be read: {exc}") from exc
+
+    def migrate(self) -> None:
+        with self._write() as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                for statement in filter(str.strip, script.split(";")):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number}")
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    # ---- memories ------------------------------------------------------
+
+    def insert(
+        self, records: Sequence[MemoryRecord], *, limit: int, dedupe_after: datetime | None, actor: str
+    ) -> WriteOutcome:
+        outcome = WriteOutcome(limit=limit)
+        if not records:
+            return outcome
+        tenant, project = records[0].tenant, records[0].project
+        now = to_epoch(records[0].created_at)
+        with self._write() as conn:
+            for record in records:
+                existing = self._find_duplicate(conn, record, dedupe_after)
+                if existing:
+                    outcome.duplicates[record.id] = existing
+                    continue
+                conn.execute(
+                    f"INSERT INTO memories ({_COLUMNS}, component, category) "
+                    f"VALUES ({', '.join('?' * 24)})",
+                    _record_params(record),
+                )
+                outcome.inserted.append(record.id)
+            conn.execute(
+                "INSERT INTO projects (tenant, name, created_at, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (tenant, name) DO UPDATE SET updated_at = excluded.updated_at",
+                (tenant, project, now, now),
+            )
+            outcome.evicted = self._evict_over_limit(conn, tenant, project, limit, now, actor, outcome.inserted)
+            outcome.active_after = self._active_count(conn, tenant, project)
+        return outcome
+
+    def _find_duplicate(
+        self, conn: sqlite3.Connection, record: MemoryRecord, dedupe_after: datetime | None
+    ) -> str | None:
+        if dedupe_after is None:
+            return None
+        row = conn.execute(
+            "SELECT id FROM memories WHERE tenant = ? AND project = ? AND sha256 = ? "
+            "AND deleted_at IS NULL AND created_at >= ? ORDER BY created_at LIMIT 1",
+            (record.tenant, record.project, record.sha256, to_epoch(dedupe_after)),
+        ).fetchone()
+        return row["id"] if row else None
+
+    @staticmethod
+    def _active_count(conn: sqlite3.Connection, tenant: str, project: str) -> int:
+        return conn.execute(
+            "SELECT count(*) FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL",
+            (tenant, project),
+        ).fetchone()[0]
+
+    def _evict_over_limit(
+        self, conn: sqlite3.Connection, tenant: str, project: str, limit: int, now: float,
+        actor: str, protected: Sequence[str],
+    ) -> list[str]:
+        excess = self._active_count(conn, tenant, project) - limit
+        if excess <= 0:
+            return []
+        marks = ", ".join("?" * len(protected))
+        rows = conn.execute(
+            "SELECT id FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL "
+            f"AND pinned = 0 AND id NOT IN ({marks}) ORDER BY created_at, seq LIMIT ?",
+            (tenant, project, *protected, excess),
+        ).fetchall()
+        evicted = [row["id"] for row in rows]
+        reason = f"evicted: the project holds its rolling limit of {limit} memories; this was the oldest unpinned"
+        for memory_id in evicted:
+            conn.execute(
+                "UPDATE memories SET deleted_at = ?, deleted_reason = 'evicted', updated_at = ? WHERE id = ?",
+                (now, now, memory_id),
+            )
+            self._audit(conn, tenant, memory_id, project, "evict", actor, reason, now)
+        return evicted
+
+    @staticmethod
+    def _audit(conn, tenant, memory_id, project, action, actor, reason, at) -> None:
+        conn.execute(
+            "INSERT INTO audit (tenant, memory_id, project, action, actor, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (tenant, memory_id, project, action, actor, reason, at),
+        )
+
+    def get(self, tenant: str, memory_id: str, *, include_forgotten: bool = False) -> MemoryRecord:
+        rows = self._read(f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND id = ?", (tenant, memory_id))
+        if not rows or (rows[0]["deleted_at"] is not None and not include_forgotten):
+            raise NotFound(f"no memory {memory_id}")
+        return _row_to_record(rows[0])
+
+    def list(
+        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int
+    ) -> list[MemoryRecord]:
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL"
+        params: list[Any] = [tenant, project]
+        if pinned_only:
+            sql += " AND pinned = 1"
+        if after is not None:
+            sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
+            params += [after[0], after[0], after[1]]
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+        return [_row_to_record(row) for row in self._read(sql, [*params, limit])]
+
+    def _change(self, tenant: str, memory_id: str, sql: str, params: Sequence[Any], *,
+                forgotten: bool = False, audit: tuple[str, str, str, float] | None = None,
+                also: tuple[str, Sequence[Any]] | None = None) -> MemoryRecord:
+        state = "IS NOT NULL" if forgotten else "IS NULL"
+        with self._write() as conn:
+            row = conn.execute(
+                f"SELECT project FROM memories WHERE tenant = ? AND id = ? AND deleted_at {state}",
+                (tenant, memory_id),
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no {'forgotten ' if forgotten else ''}memory {memory_id}")
+            conn.execute(sql, (*params, tenant, memory_id))
+            if audit:
+                self._audit(conn, tenant, memory_id, row["project"], *audit)
+            if also:
+                conn.execute(*also)
+        return self.get(tenant, memory_id)
+
+    def set_pinned(self, tenant: str, memory_id: str, pinned: bool, *, at: datetime, actor: str) -> MemoryRecord:
+        action = "pin" if pinned else "unpin"
+        return self._change(
+            tenant, memory_id,
+            "UPDATE memories SET pinned = ?, updated_at = ? WHERE tenant = ? AND id = ?",
+            (int(pinned), to_epoch(at)),
+            audit=(action, actor, f"{action}ned by request", to_epoch(at)),
+        )
+
+    def forget(self, tenant: str, memory_id: str, *, at: datetime, actor: str, reason: str) -> MemoryRecord:
+        self._change(
+            tenant, memory_id,
+            "UPDATE memories SET deleted_at = ?, deleted_reason = 'forgotten', updated_at = ? "
+            "WHERE tenant = ? AND id = ?",
+            (to_epoch(at), to_epoch(at)),
+            audit=("forget", actor, reason, to_epoch(at)),
+        )
+        return self.get(tenant, memory_id, include_forgotten=True)
+
+    def restore(self, tenant: str, memory_id: str, *, at: datetime, actor: str) -> MemoryRecord:
+        return self._change(
+            tenant, memory_id,
+            "UPDATE memories SET deleted_at = NULL, deleted_reason = NULL, updated_at = ? "
+            "WHERE tenant = ? AND id = ?",
+            (to_epoch(at),),
+            forgotten=True,
+            audit=("restore", actor, "restored by request", to_epoch(at)),
+        )
+
+    def add_feedback(
+        self, tenant: str, memory_id: str, *, helpful: bool, context: str | None, at: datetime
+    ) -> MemoryRecord:
+        column = "helpful" if helpful else "unhelpful"
+        return self._change(
+            tenant, memory_id,
+            f"UPDATE memories SET {column} = {column} + 1, accessed_at = ? WHERE tenant = ? AND id = ?",
+            (to_epoch(at),),
+            also=(
+                "INSERT INTO feedback (tenant, memory_id, helpful, context, at) VALUES (?, ?, ?, ?, ?)",
+                (tenant, memory_id, int(helpful), context, to_epoch(at)),
+            ),
+        )
+
+    def candidates(self, tenant: str, projects: Sequence[str] | None, filters: Filters) -> list[MemoryRecord]:
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND deleted_at IS NULL"
+        params: list[Any] = [tenant]
+        if projects is not None:
+            sql += f" AND project IN ({', '.join('?' * len(projects))})"
+            params += list(projects)
+        if filters.component:
+            sql += " AND component = ?"
+            params.append(filters.component)
+        if filters.category:
+            sql += " AND category = ?"
+            params.append(filters.category)
+        for tag in filters.tags:
+            sql += " AND EXISTS (SELECT 1 FROM json_each(meta, '$.tags') WHERE value = ?)"
+            params.append(tag)
+        if filters.path_prefix:
+            sql += " AND substr(path, 1, ?) = ?"
+            params += [len(filters.path_prefix), filters.path_prefix]
+        if filters.since:
+            sql += " AND created_at >= ?"
+            params.append(to_epoch(filters.since))
+        if filters.until:
+            sql += " AND created_at < ?"
+            params.append(to_epoch(filters.until))
+        return [_row_to_record(row) for row in self._read(sql, params)]
+
+    # ---- projects and audit --------------------------------------------
+
+    def projects(self, tenant: str) -> list[ProjectStats]:
+        rows = self._read(
+            """
+            SELECT p.name AS project, p.retention_limit AS retention_limit,
+                   count(m.id) FILTER (WHERE m.deleted_at IS NULL) AS memories,
+                   count(m.id) FILTER (WHERE m.deleted_at IS NULL AND m.pinned = 1) AS pinned,
+                   count(m.id) FILTER (WHERE m.deleted_at IS NOT NULL) AS forgotten,
+                   max(coalesce(max(m.updated_at), p.updated_at), p.updated_at) AS last_activity
+            FROM projects p LEFT JOIN memories m ON m.tenant = p.tenant AND m.project = p.name
+            WHERE p.tenant = ? GROUP BY p.name ORDER BY last_activity DESC
+            """,
+            (tenant,),
+        )
+        return [
+            ProjectStats(
+                project=row["project"], memories=row["memories"], pinned=row["pinned"],
+                forgotten=row["forgotten"], retention_limit=row["retention_limit"],
+                last_activity=from_epoch(row["last_activity"]),
+            )
+            for row in rows
+        ]
+
+    def set_retention_limit(self, tenant: str, project: str, limit: int, *, at: datetime) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO projects (tenant, name, retention_limit, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (tenant, name) DO UPDATE SET retention_limit = excluded.retention_limit, "
+                "updated_at = excluded.updated_at",
+                (tenant, project, limit, to_epoch(at), to_epoch(at)),
+            )
+
+    def retention_limit(self, tenant: str, project: str) -> int | None:
+        rows = self._read("SELECT retention_limit FROM projects WHERE tenant = ? AND name = ?", (tenant, project))
+        return rows[0]["retention_limit"] if rows else None
+
+    def audit_log(self, tenant: str, *, memory_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
+        sql, params = "SELECT * FROM audit WHERE tenant = ?", [tenant]
+        if memory_id:
+            sql += " AND memory_id = ?"
+            params.append(memory_id)
+        rows = self._read(sql + " ORDER BY id DESC LIMIT ?", [*params, limit])
+        return [
+            AuditRecord(
+                tenant=r["tenant"], memory_id=r["memory_id"], project=r["project"], action=r["action"],
+                actor=r["actor"], reason=r["reason"], at=from_epoch(r["at"]),
+            )
+            for r in rows
+        ]
+
+    # ---- jobs ------------------------------------------------------------
+
+    def purge_forgotten(self, *, before: datetime) -> int:
+        with self._write() as conn:
+            rows = conn.execute(
+                "SELECT tenant, id, project FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ?",
+                (to_epoch(before),),
+            ).fetchall()
+            for row in rows:
+                self._audit(conn, row["tenant"], row["id"], row["project"], "purge", "retention",
+                            "forgotten longer than the recovery window", to_epoch(before))
+            conn.execute("DELETE FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ?", (to_epoch(before),))
+        return len(rows)
+
+    def pending_embeddings(self, *, limit: int) -> list[MemoryRecord]:
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM memories WHERE status = 'pending_embedding' AND deleted_at IS NULL "
+            "ORDER BY seq LIMIT ?",
+            (limit,),
+        )
+        return [_row_to_record(row) for row in rows]
+
+    def set_embedding(self, tenant: str, memory_id: str, embedding: np.ndarray, model: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE memories SET embedding = ?, model = ?, status = 'ready' WHERE tenant = ? AND id = ?",
+                (encode_vector(embedding), model, tenant, memory_id),
+            )
+
+    def cache_get(self, model: str, sha256s: Sequence[str], *, fresh_after: datetime) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        keys = list(dict.fromkeys(sha256s))
+        for start in range(0, len(keys), 500):
+            part = keys[start:start + 500]
+            rows = self._read(
+                f"SELECT sha256, vector FROM embedding_cache WHERE model = ? AND created_at >= ? "
+                f"AND sha256 IN ({', '.join('?' * len(part))})",
+                (model, to_epoch(fresh_after), *part),
+            )
+            found.update({row["sha256"]: decode_vector(row["vector"]) for row in rows})
+        return found
+
+    def cache_put(self, model: str, vectors: dict[str, np.ndarray], *, at: datetime) -> None:
+        if not vectors:
+            return
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO embedding_cache (model, sha256, vector, created_at) VALUES (?, ?, ?, ?)",
+                [(model, sha, encode_vector(vec), to_epoch(at)) for sha, vec in vectors.items()],
+            )
+
+    def cache_purge(self, *, before: datetime) -> int:
+        with self._write() as conn:
+            return conn.execute("DELETE FROM embedding_cache WHERE created_at < ?", (to_epoch(before),)).rowcount

@@ -1,0 +1,67 @@
+"""Tokenising text for keyword search: prose and code alike.
+
+``tokens("Fix ECONNREFUSED in getUserById (HTTP 503)")`` keeps identifiers and error
+codes whole (``econnrefused``, ``getuserbyid``, ``503``) and adds their parts
+(``get``, ``user``, ``by``, ``id``), so a query finds code by either spelling.
+Dotted names (``redis.railway.internal``) are kept whole and split too. Plain words
+are stemmed (Snowball English) and common stop words dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import lru_cache
+
+import snowballstemmer
+
+_WORD = re.compile(r"[A-Za-z0-9_]+(?:[.\-/:][A-Za-z0-9_]+)*")
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_STEMMER = snowballstemmer.stemmer("english")
+
+STOP_WORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have he her his how i if
+    in into is it its me my no not of on or our she so than that the their them then there these they this
+    to was we were what when where which who whom why will with would you your""".split()
+)
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _STEMMER.stemWord(word) if word.isalpha() and len(word) > 3 else word
+
+
+def _parts(word: str) -> list[str]:
+    pieces = re.split(r"[._\-/:]+", word)
+    out: list[str] = []
+    for piece in pieces:
+        out.extend(m.group(0) for m in _PART.finditer(piece))
+    return out
+
+
+def tokens(text: str, *, stem: bool = True) -> list[str]:
+    """The keyword tokens of ``text``, lowercased, in order."""
+    out: list[str] = []
+    for match in _WORD.finditer(text):
+        word = match.group(0)
+        lower = word.lower()
+        parts = _parts(word)
+        if len(parts) <= 1:
+            if lower not in STOP_WORDS:
+                out.append(_stem(lower) if stem else lower)
+            continue
+        out.append(lower)  # the identifier as written
+        for part in parts:
+            part = part.lower()
+            if part not in STOP_WORDS and len(part) > 1:
+                out.append(_stem(part) if stem else part)
+    return out
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def estimate_tokens(text: str) -> int:
+    """A model-free token count close to a WordPiece count for English and code."""
+    return len(re.findall(r"\w+|[^\w\s]", text))
