@@ -1,0 +1,114 @@
+"""``capsule mcp``: the MCP server on stdio (official ``mcp`` SDK, 2.x ``MCPServer``).
+
+Embedded mode (the default when no URL is set) calls the library on the local store;
+remote mode (``--url`` or ``CAPSULE_MEMORY_URL``) proxies every tool to the HTTP API,
+signing with SigV4 or sending an API key. The backend is opened once, in the server's
+lifespan, and reached by every tool through the request context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from contextlib import asynccontextmanager
+from typing import AsyncIterator, Callable
+
+from mcp.server import MCPServer
+
+from capsule import __version__
+
+from . import memory_tools
+from .backends import Backend, Connection, open_backend
+from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
+from .tool_kit import ServerState
+
+INSTRUCTIONS = """\
+Capsule Memory: long-term memory shared across sessions and agents.
+- Before a task, memory_search for past decisions, fixes and conventions about it.
+- When you learn something another session would need (a decision and why, a fix that worked,
+  a pitfall), memory_store it; use memory_feedback on search hits that helped or misled.
+- For a recurring error, solution_search finds fixes that worked before; solution_apply records
+  whether one worked.
+Results are bounded (max_chars); page with cursor or narrow the query when items are omitted."""
+
+TOOL_MODULES = [memory_tools]
+
+
+def build_server(open_state: Callable[[], ServerState]) -> MCPServer:
+    """The server, with every tool registered; ``open_state`` runs once at startup."""
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[ServerState]:
+        state = open_state()
+        try:
+            yield state
+        finally:
+            state.backend.close()
+
+    server = MCPServer("capsule-memory", title="Capsule Memory", version=__version__,
+                       instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    for module in TOOL_MODULES:
+        module.register(server)
+    return server
+
+
+def state_opener(conn: Connection, project: str, max_chars: int = DEFAULT_MAX_CHARS
+                 ) -> Callable[[], ServerState]:
+    def open_state() -> ServerState:
+        backend: Backend = open_backend(conn)
+        return ServerState(backend=backend, default_project=project, max_chars=max_chars)
+
+    return open_state
+
+
+# ---- the command ------------------------------------------------------------------
+
+
+def connection_options(parser: argparse.ArgumentParser) -> None:
+    """The options that pick the backend; shared with the hook commands."""
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--embedded", action="store_true",
+                      help="use the local store directly (the default when no URL is set)")
+    mode.add_argument("--url", help="the memory API's base URL (default: CAPSULE_MEMORY_URL)")
+    parser.add_argument("--auth", choices=["sigv4", "apikey", "none"],
+                        help="how to sign remote requests (default: CAPSULE_AUTH, else sigv4)")
+    parser.add_argument("--region", help="AWS region for SigV4 (default: from the URL, else AWS_REGION)")
+    parser.add_argument("--profile", help="AWS profile for SigV4 (default: the standard chain)")
+    parser.add_argument("--api-key-file", help="file holding the API key (default: CAPSULE_API_KEY)")
+    parser.add_argument("--data-dir", help="embedded: data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
+    parser.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"],
+                        help="embedded: which embedder (default: CAPSULE_EMBEDDER, else auto)")
+
+
+def connection_from(args: argparse.Namespace) -> Connection:
+    return Connection.from_env(embedded=args.embedded, url=args.url, auth=args.auth, region=args.region,
+                               profile=args.profile, api_key_file=args.api_key_file, data_dir=args.data_dir,
+                               embedder=args.embedder)
+
+
+def _max_chars(value: str) -> int:
+    number = int(value)
+    if not MIN_MAX_CHARS <= number <= MAX_MAX_CHARS:
+        raise argparse.ArgumentTypeError(f"between {MIN_MAX_CHARS} and {MAX_MAX_CHARS}")
+    return number
+
+
+def cmd_mcp(args: argparse.Namespace) -> None:
+    # stdout carries the protocol: every log line goes to stderr.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    project = args.project or os.environ.get("CAPSULE_PROJECT") or os.getcwd()
+    server = build_server(state_opener(connection_from(args), project, args.max_chars))
+    server.run("stdio")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("mcp", help="run the MCP server on stdio (for Claude and other MCP clients)")
+    connection_options(p)
+    p.add_argument("--project", "-p", help="default project (default: CAPSULE_PROJECT or the current folder)")
+    p.add_argument("--max-chars", type=_max_chars, default=DEFAULT_MAX_CHARS,
+                   help=f"default character budget of a tool result (default {DEFAULT_MAX_CHARS})")
+    p.set_defaults(run=cmd_mcp)
+
+
+__all__ = ["build_server", "state_opener", "register", "connection_options", "connection_from"]
