@@ -17,7 +17,7 @@ from capsule.runtime import build_service
 from capsule.service import MemoryService
 
 from .auth import Auth, BearerAuth, NoAuth, SigV4Auth
-from .client import CapsuleClient
+from .client import CapsuleClient, Retry
 
 LOCAL_TENANT = "local"  # the embedded store's one tenant, as the CLI uses
 
@@ -128,6 +128,8 @@ class Connection:
     api_key_file: str | None = None
     data_dir: str | None = None
     embedder: str | None = None
+    timeout_s: float = 30.0             # remote: per request
+    attempts: int = 4                   # remote: tries per request, the first included
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, embedded: bool = False,
@@ -154,7 +156,9 @@ def make_auth(conn: Connection, environ: Mapping[str, str] | None = None) -> Aut
 def open_backend(conn: Connection, environ: Mapping[str, str] | None = None) -> Backend:
     """The remote backend when the connection has a URL, else the embedded one."""
     if conn.url:
-        return RemoteBackend(CapsuleClient(conn.url, auth=make_auth(conn, environ)))
+        client = CapsuleClient(conn.url, auth=make_auth(conn, environ), timeout_s=conn.timeout_s,
+                               retry=Retry(attempts=conn.attempts))
+        return RemoteBackend(client)
     settings = Settings.from_env(environ, data_dir=conn.data_dir, embedder=conn.embedder)
     return EmbeddedBackend.from_settings(settings)
 

@@ -257,8 +257,7 @@ class CapsuleClient:
     def set_retention_limit(self, project: str, retention_limit: int) -> models.ProjectsResult:
         validate(models.ListRequest, {"project": project})
         body = self._body(models.ProjectSettingsRequest, {"retention_limit": retention_limit})
-        return self._call(models.ProjectsResult, "PUT", "/v1/projects/settings", body=body,
-                          query={"project": project})
+        return self._call(models.ProjectsResult, "PUT", "/v1/projects/settings", body={"project": project, **body})
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

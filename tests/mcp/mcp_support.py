@@ -1,0 +1,49 @@
+"""Shared pieces of the MCP tests: the environment a ``capsule`` subprocess runs with.
+
+(No ``__init__.py`` in tests/mcp: a package named ``mcp`` would shadow the SDK.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def capsule_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """A clean environment: our code on PYTHONPATH, the offline hashing embedder, a temp store,
+    and no AWS settings from the machine."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AWS_", "CAPSULE_")) and k != "PYTHONPATH"}
+    env.update({
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
+        "CAPSULE_EMBEDDER": "hashing",
+        "CAPSULE_DATA_DIR": str(data_dir),
+        "AWS_CONFIG_FILE": str(data_dir / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(data_dir / "no-aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+    })
+    env.update(extra)
+    return env
+
+
+def capsule_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mcp_client", *args]
+
+
+def hook_input(name: str) -> str:
+    """A recorded hook input, pointed at the sample transcript."""
+    text = (FIXTURES / name).read_text("utf-8")
+    return text.replace("{transcript}", json.dumps(str(FIXTURES / "transcript.jsonl"))[1:-1])
+
+
+
+
+def new_data_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "capsule-data"
+    folder.mkdir(exist_ok=True)
+    return folder
