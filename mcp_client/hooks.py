@@ -27,6 +27,7 @@ from capsule import limits
 from .backends import Backend, Connection, open_backend
 from .bounded import excerpt
 from .digest import Digest, infer_outcome, last_compact_summary, transcript_digests
+from .options import connection_from, connection_options
 
 TASK_TOOLS = {"Task", "Agent"}  # the subagent tool; newer Claude Code versions call it Agent
 DEFAULT_MIN_SCORE = 0.25
@@ -197,8 +198,6 @@ def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, conn: 
 
 
 def cmd_hook(args: argparse.Namespace) -> None:
-    from .mcp_server import connection_from
-
     try:
         conn = connection_from(args)
         conn = Connection(**{**conn.__dict__, "timeout_s": HOOK_TIMEOUT_S, "attempts": 2})
@@ -210,8 +209,6 @@ def cmd_hook(args: argparse.Namespace) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .mcp_server import connection_options
-
     p = subparsers.add_parser("hook", help="Claude Code hook commands (read the hook JSON on stdin; never block)")
     p.add_argument("hook", choices=["stop", "post-compact", "pre-tool-use"])
     connection_options(p)

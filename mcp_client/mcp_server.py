@@ -12,16 +12,18 @@ import argparse
 import logging
 import os
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Callable
-
-from mcp.server import MCPServer
+from typing import TYPE_CHECKING, AsyncIterator, Callable
 
 from capsule import __version__
 
-from . import memory_tools
 from .backends import Backend, Connection, open_backend
 from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
-from .tool_kit import ServerState
+from .options import connection_from, connection_options
+
+if TYPE_CHECKING:  # the SDK is imported when a server is built, so other commands start fast
+    from mcp.server import MCPServer
+
+    from .tool_kit import ServerState
 
 INSTRUCTIONS = """\
 Capsule Memory: long-term memory shared across sessions and agents.
@@ -32,11 +34,14 @@ Capsule Memory: long-term memory shared across sessions and agents.
   whether one worked.
 Results are bounded (max_chars); page with cursor or narrow the query when items are omitted."""
 
-TOOL_MODULES = [memory_tools]
+TOOL_MODULES = ["mcp_client.memory_tools"]
 
 
 def build_server(open_state: Callable[[], ServerState]) -> MCPServer:
     """The server, with every tool registered; ``open_state`` runs once at startup."""
+    import importlib
+
+    from mcp.server import MCPServer
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[ServerState]:
@@ -49,13 +54,15 @@ def build_server(open_state: Callable[[], ServerState]) -> MCPServer:
     server = MCPServer("capsule-memory", title="Capsule Memory", version=__version__,
                        instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
     for module in TOOL_MODULES:
-        module.register(server)
+        importlib.import_module(module).register(server)
     return server
 
 
 def state_opener(conn: Connection, project: str, max_chars: int = DEFAULT_MAX_CHARS
                  ) -> Callable[[], ServerState]:
     def open_state() -> ServerState:
+        from .tool_kit import ServerState
+
         backend: Backend = open_backend(conn)
         return ServerState(backend=backend, default_project=project, max_chars=max_chars)
 
@@ -63,28 +70,6 @@ def state_opener(conn: Connection, project: str, max_chars: int = DEFAULT_MAX_CH
 
 
 # ---- the command ------------------------------------------------------------------
-
-
-def connection_options(parser: argparse.ArgumentParser) -> None:
-    """The options that pick the backend; shared with the hook commands."""
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--embedded", action="store_true",
-                      help="use the local store directly (the default when no URL is set)")
-    mode.add_argument("--url", help="the memory API's base URL (default: CAPSULE_MEMORY_URL)")
-    parser.add_argument("--auth", choices=["sigv4", "apikey", "none"],
-                        help="how to sign remote requests (default: CAPSULE_AUTH, else sigv4)")
-    parser.add_argument("--region", help="AWS region for SigV4 (default: from the URL, else AWS_REGION)")
-    parser.add_argument("--profile", help="AWS profile for SigV4 (default: the standard chain)")
-    parser.add_argument("--api-key-file", help="file holding the API key (default: CAPSULE_API_KEY)")
-    parser.add_argument("--data-dir", help="embedded: data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
-    parser.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"],
-                        help="embedded: which embedder (default: CAPSULE_EMBEDDER, else auto)")
-
-
-def connection_from(args: argparse.Namespace) -> Connection:
-    return Connection.from_env(embedded=args.embedded, url=args.url, auth=args.auth, region=args.region,
-                               profile=args.profile, api_key_file=args.api_key_file, data_dir=args.data_dir,
-                               embedder=args.embedder)
 
 
 def _max_chars(value: str) -> int:
