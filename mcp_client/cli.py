@@ -28,7 +28,9 @@ from .files import ingestible
 LOCAL_TENANT = "local"
 
 # Modules with a ``register(subparsers)`` function adding their commands.
-COMMAND_MODULES: list[str] = ["mcp_client.mcp_server", "mcp_client.hooks", "mcp_client.install"]
+COMMAND_MODULES: list[str] = [
+    "mcp_client.serve", "mcp_client.keys", "mcp_client.mcp_server", "mcp_client.hooks", "mcp_client.install",
+]
 
 
 def default_project() -> str:
