@@ -47,3 +47,28 @@ def new_data_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "capsule-data"
     folder.mkdir(exist_ok=True)
     return folder
+
+
+class ToolSession:
+    """An MCP client session (the SDK's own ``Client``) over stdio to a ``capsule mcp`` subprocess."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+
+    async def call(self, name: str, arguments: dict | None = None):
+        """(structured content, text, is_error) of one tool call."""
+        result = await self.client.call_tool(name, arguments or {})
+        text = "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
+        return result.structured_content, text, bool(result.is_error)
+
+    async def ok(self, name: str, arguments: dict | None = None):
+        structured, text, is_error = await self.call(name, arguments)
+        assert not is_error, f"{name} failed: {text}"
+        return structured, text
+
+
+def mcp_params(data_dir: Path, *args: str, **env: str):
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(command=sys.executable, args=["-m", "mcp_client", "mcp", *args],
+                                 env=capsule_env(data_dir, **env), cwd=str(ROOT))
