@@ -71,6 +71,9 @@ class MemoryStore(Protocol):
     ) -> list[MemoryRecord]:
         """Active memories of the given projects (None: all of the tenant's), filtered."""
 
+    def tenants(self) -> list[str]:
+        """Every tenant that has a project, sorted (the scheduled jobs visit each)."""
+
     def projects(self, tenant: str) -> list[ProjectStats]:
         """Per project of the tenant: counts, limit and last activity."""
 
