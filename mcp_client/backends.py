@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
 from capsule import Settings, models
+from capsule.learning import LearningService
+from capsule.learning import models as lm
+from capsule.learning.runtime import build_learning
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
@@ -35,6 +38,13 @@ class Backend(Protocol):
     def forget(self, memory_id: str, reason: str | None) -> models.MemoryResult: ...
     def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult: ...
     def projects(self) -> models.ProjectsResult: ...
+    def solution_search(self, request: Mapping[str, Any]) -> lm.SolutionSearchResult: ...
+    def solution_apply(self, solution_id: str, request: Mapping[str, Any]) -> lm.ApplyResult: ...
+    def pattern_detect(self, request: Mapping[str, Any]) -> lm.PatternDetectResult: ...
+    def pattern_solutions(self, request: Mapping[str, Any]) -> lm.PatternSolutionsResult: ...
+    def pattern_link(self, request: Mapping[str, Any]) -> lm.PatternLinkResult: ...
+    def golden_paths(self, request: Mapping[str, Any]) -> lm.GoldenPathsResult: ...
+    def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult: ...
     def close(self) -> None: ...
 
 
@@ -43,13 +53,22 @@ class EmbeddedBackend:
 
     name = "embedded"
 
-    def __init__(self, service: MemoryService, *, tenant: str = LOCAL_TENANT) -> None:
+    def __init__(self, service: MemoryService, learning: LearningService | None = None, *,
+                 tenant: str = LOCAL_TENANT) -> None:
         self.service = service
+        self._learning = learning
         self.tenant = tenant
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "EmbeddedBackend":
         return cls(build_service(settings))
+
+    @property
+    def learning(self) -> LearningService:
+        """Opened on first use: the memory tools and hooks never pay for it."""
+        if self._learning is None:
+            self._learning = build_learning(self.service)
+        return self._learning
 
     def store(self, request: Mapping[str, Any]) -> models.StoreResult:
         return self.service.store_memory(self.tenant, dict(request))
@@ -74,6 +93,27 @@ class EmbeddedBackend:
 
     def projects(self) -> models.ProjectsResult:
         return self.service.projects(self.tenant)
+
+    def solution_search(self, request: Mapping[str, Any]) -> lm.SolutionSearchResult:
+        return self.learning.solution_search(self.tenant, dict(request))
+
+    def solution_apply(self, solution_id: str, request: Mapping[str, Any]) -> lm.ApplyResult:
+        return self.learning.solution_apply(self.tenant, solution_id, dict(request))
+
+    def pattern_detect(self, request: Mapping[str, Any]) -> lm.PatternDetectResult:
+        return self.learning.pattern_detect(self.tenant, dict(request))
+
+    def pattern_solutions(self, request: Mapping[str, Any]) -> lm.PatternSolutionsResult:
+        return self.learning.pattern_solutions(self.tenant, dict(request))
+
+    def pattern_link(self, request: Mapping[str, Any]) -> lm.PatternLinkResult:
+        return self.learning.pattern_link(self.tenant, dict(request))
+
+    def golden_paths(self, request: Mapping[str, Any]) -> lm.GoldenPathsResult:
+        return self.learning.golden_paths(self.tenant, dict(request))
+
+    def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult:
+        return self.learning.detect_patterns(self.tenant, dict(request))
 
     def close(self) -> None:
         close = getattr(self.service.store, "close", None)
@@ -112,6 +152,27 @@ class RemoteBackend:
 
     def projects(self) -> models.ProjectsResult:
         return self.client.projects()
+
+    def solution_search(self, request: Mapping[str, Any]) -> lm.SolutionSearchResult:
+        return self.client.solution_search(request)
+
+    def solution_apply(self, solution_id: str, request: Mapping[str, Any]) -> lm.ApplyResult:
+        return self.client.solution_apply(solution_id, request)
+
+    def pattern_detect(self, request: Mapping[str, Any]) -> lm.PatternDetectResult:
+        return self.client.pattern_detect(request)
+
+    def pattern_solutions(self, request: Mapping[str, Any]) -> lm.PatternSolutionsResult:
+        return self.client.pattern_solutions(request)
+
+    def pattern_link(self, request: Mapping[str, Any]) -> lm.PatternLinkResult:
+        return self.client.pattern_link(request)
+
+    def golden_paths(self, request: Mapping[str, Any]) -> lm.GoldenPathsResult:
+        return self.client.golden_paths(request)
+
+    def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult:
+        return self.client.detect_patterns(request)
 
     def close(self) -> None:
         return None

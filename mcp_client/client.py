@@ -36,6 +36,7 @@ from urllib.parse import quote, urlencode
 from pydantic import BaseModel, ValidationError
 
 from capsule import errors, models
+from capsule.learning import models as lm
 from capsule.service import validate
 
 from .auth import Auth, NoAuth
@@ -258,6 +259,46 @@ class CapsuleClient:
         validate(models.ListRequest, {"project": project})
         body = self._body(models.ProjectSettingsRequest, {"retention_limit": retention_limit})
         return self._call(models.ProjectsResult, "PUT", "/v1/projects/settings", body={"project": project, **body})
+
+    # ---- learning: solutions and patterns -------------------------------------
+
+    def solution_search(self, request: lm.SolutionSearchRequest | Mapping[str, Any]) -> lm.SolutionSearchResult:
+        """Solutions (fixpacks) whose signatures match an error, best first."""
+        return self._call(lm.SolutionSearchResult, "POST", "/v1/solutions/search",
+                          body=self._body(lm.SolutionSearchRequest, request))
+
+    def solution_apply(self, solution_id: str, request: lm.ApplyRequest | Mapping[str, Any]) -> lm.ApplyResult:
+        """Record whether applying a solution worked; not retried once sent (it counts)."""
+        return self._call(lm.ApplyResult, "POST", f"/v1/solutions/{self._id(solution_id)}/apply",
+                          body=self._body(lm.ApplyRequest, request), idempotent=False)
+
+    def pattern_detect(self, request: lm.PatternDetectRequest | Mapping[str, Any]) -> lm.PatternDetectResult:
+        """Known error patterns an error belongs to, with what fixed them."""
+        return self._call(lm.PatternDetectResult, "POST", "/v1/patterns/detect",
+                          body=self._body(lm.PatternDetectRequest, request))
+
+    def pattern_solutions(self, request: lm.PatternSolutionsRequest | Mapping[str, Any]
+                          ) -> lm.PatternSolutionsResult:
+        """The solutions and fixes linked to one pattern, most successful first."""
+        return self._call(lm.PatternSolutionsResult, "POST", "/v1/patterns/solutions",
+                          body=self._body(lm.PatternSolutionsRequest, request))
+
+    def pattern_link(self, request: lm.PatternLinkRequest | Mapping[str, Any]) -> lm.PatternLinkResult:
+        """Record that a solution worked (or not) for a pattern; not retried once sent."""
+        return self._call(lm.PatternLinkResult, "POST", "/v1/patterns/link",
+                          body=self._body(lm.PatternLinkRequest, request), idempotent=False)
+
+    def golden_paths(self, request: lm.GoldenPathsRequest | Mapping[str, Any] | None = None
+                     ) -> lm.GoldenPathsResult:
+        """Pattern-fix pairs that worked repeatedly."""
+        query = validate(lm.GoldenPathsRequest, request or {}).model_dump(mode="json", exclude_none=True)
+        return self._call(lm.GoldenPathsResult, "GET", "/v1/patterns/golden-paths", query=query)
+
+    def detect_patterns(self, request: lm.DetectPatternsRequest | Mapping[str, Any] | None = None
+                        ) -> lm.DetectPatternsResult:
+        """Mine the memories for recurring failures now (idempotent)."""
+        return self._call(lm.DetectPatternsResult, "POST", "/v1/patterns/mine",
+                          body=self._body(lm.DetectPatternsRequest, request or {}))
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

@@ -34,7 +34,7 @@ Capsule Memory: long-term memory shared across sessions and agents.
   whether one worked.
 Results are bounded (max_chars); page with cursor or narrow the query when items are omitted."""
 
-TOOL_MODULES = ["mcp_client.memory_tools"]
+TOOL_MODULES = ["mcp_client.memory_tools", "mcp_client.learning_tools"]
 
 
 def build_server(open_state: Callable[[], ServerState]) -> MCPServer:
