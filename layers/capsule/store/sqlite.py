@@ -19,7 +19,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ..clock import from_epoch, to_epoch
-from ..errors import NotFound, Unavailable
+from ..errors import Conflict, NotFound, Unavailable
 from ..records import AuditRecord, Filters, MemoryRecord, ProjectStats, WriteOutcome
 from .base import Cursor
 
@@ -189,6 +189,12 @@ class SQLiteStore:
             raise Unavailable(f"the database is busy or unavailable: {exc}") from exc
         try:
             yield conn
+        except sqlite3.IntegrityError as exc:
+            conn.execute("ROLLBACK")
+            raise Conflict(f"the write conflicts with stored data: {exc}") from exc
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise Unavailable(f"the database write failed: {exc}") from exc
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -334,7 +340,7 @@ class SQLiteStore:
                 self._audit(conn, tenant, memory_id, row["project"], *audit)
             if also:
                 conn.execute(*also)
-        return self.get(tenant, memory_id)
+        return self.get(tenant, memory_id, include_forgotten=True)
 
     def set_pinned(self, tenant: str, memory_id: str, pinned: bool, *, at: datetime, actor: str) -> MemoryRecord:
         action = "pin" if pinned else "unpin"
@@ -346,14 +352,13 @@ class SQLiteStore:
         )
 
     def forget(self, tenant: str, memory_id: str, *, at: datetime, actor: str, reason: str) -> MemoryRecord:
-        self._change(
+        return self._change(
             tenant, memory_id,
             "UPDATE memories SET deleted_at = ?, deleted_reason = 'forgotten', updated_at = ? "
             "WHERE tenant = ? AND id = ?",
             (to_epoch(at), to_epoch(at)),
             audit=("forget", actor, reason, to_epoch(at)),
         )
-        return self.get(tenant, memory_id, include_forgotten=True)
 
     def restore(self, tenant: str, memory_id: str, *, at: datetime, actor: str) -> MemoryRecord:
         return self._change(
