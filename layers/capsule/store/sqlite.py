@@ -153,8 +153,6 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_s = busy_timeout_s
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
@@ -166,6 +164,7 @@ class SQLiteStore:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(
                     self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
                 )
@@ -173,7 +172,7 @@ class SQLiteStore:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA foreign_keys=ON")
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, OSError) as exc:
                 raise Unavailable(f"cannot open the database at {self.path}: {exc}") from exc
             self._local.conn = conn
             with self._lock:
@@ -207,7 +206,7 @@ class SQLiteStore:
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         try:
             return self._conn().execute(sql, params).fetchall()
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
             raise Unavailable(f"the database could not be read: {exc}") from exc
 
     def migrate(self) -> None:
