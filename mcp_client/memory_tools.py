@@ -156,8 +156,8 @@ def register(server: MCPServer) -> None:
         """Say whether a memory from memory_search helped. Search ranks helpful memories higher and
         misleading ones lower, so this is how the memory gets better. Returns the updated counts."""
         s = state(ctx)
-        return result(*out.memory_output(run(lambda: s.backend.feedback(
-            id, drop_none(helpful=helpful, context=context) | {"helpful": helpful}))))
+        request = {"helpful": helpful, **drop_none(context=context)}
+        return result(*out.memory_output(run(lambda: s.backend.feedback(id, request))))
 
     @server.tool(annotations=READ)
     def memory_projects(ctx: Context, max_chars: MaxChars = None) -> Annotated[CallToolResult, out.ProjectsOutput]:
