@@ -413,7 +413,8 @@ class SQLiteStore:
                 self._audit(conn, tenant, memory_id, row["project"], *audit)
             if also:
                 conn.execute(*also)
-        return self.get(tenant, memory_id)
+        # A forget has just made the memory forgotten: read it back either way.
+        return self.get(tenant, memory_id, include_forgotten=True)
 
     def set_pinned(self, tenant: str, memory_id: str, pinned: bool, *, at: datetime, actor: str) -> MemoryRecord:
         action = "pin" if pinned else "unpin"
