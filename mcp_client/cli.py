@@ -28,7 +28,9 @@ from .files import ingestible
 LOCAL_TENANT = "local"
 
 # Modules with a ``register(subparsers)`` function adding their commands.
-COMMAND_MODULES: list[str] = ["mcp_client.jobs_cmd", "mcp_client.solutions_cmd"]
+COMMAND_MODULES: list[str] = [
+    "mcp_client.serve", "mcp_client.keys", "mcp_client.loadtest", "mcp_client.jobs_cmd", "mcp_client.solutions_cmd",
+]
 
 
 def default_project() -> str:
