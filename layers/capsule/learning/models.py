@@ -180,6 +180,13 @@ class Fixpack(_Strict):
 FIXPACK_FIELDS = frozenset(Fixpack.model_fields)
 
 
+class FixpackFile(Fixpack):
+    """A fixpack file as written for the original memory: fields we do not keep are allowed
+    (and reported as ignored by the import)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 # ---- requests ---------------------------------------------------------------
 
 
