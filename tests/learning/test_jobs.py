@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capsule.errors import InvalidInput, NotFound
+from capsule.errors import InvalidInput, NotFound, Unavailable
 
 import functions.jobs as lambda_jobs
 from learning_helpers import fixpack, make_world
@@ -180,3 +180,42 @@ def test_cli_imports_fixpacks_and_runs_jobs(tmp_path):
     assert job.returncode == 0 and json.loads(job.stdout)["job"] == "mining"
     wrong = _cli(tmp_path / "data", "jobs", "run", "backfill", "--max-tenants", "2")
     assert wrong.returncode == 1 and "max-tenants" in wrong.stderr
+
+
+class _Ticks:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_scheduler_runs_each_job_when_due(world):
+    from mcp_client.scheduler import Scheduler
+
+    ticks = _Ticks()
+    scheduler = Scheduler(world.jobs, {"backfill": 10, "mining": 100}, first_delay_s=5, monotonic=ticks)
+    assert scheduler.run_due() == []
+    ticks.now = 5
+    assert scheduler.run_due() == ["backfill", "mining"]
+    ticks.now = 15
+    assert scheduler.run_due() == ["backfill"]
+    ticks.now = 105
+    assert sorted(scheduler.run_due()) == ["backfill", "mining"]
+    assert [r.job for r in scheduler.reports] == ["backfill", "mining", "backfill", "backfill", "mining"]
+
+
+def test_scheduler_survives_a_failing_job_and_stops(world):
+    from mcp_client.scheduler import Scheduler
+
+    class Failing:
+        def run(self, name):
+            raise Unavailable("the database is busy")
+
+    ticks = _Ticks()
+    scheduler = Scheduler(Failing(), {"backfill": 10}, first_delay_s=0, monotonic=ticks)
+    assert scheduler.run_due() == ["backfill"] and scheduler.reports == []
+    assert scheduler.run_due() == []  # not again before its interval
+    threaded = Scheduler(world.jobs, {"backfill": 3600}, first_delay_s=3600).start()
+    threaded.stop()
+    assert not threaded._thread.is_alive()
