@@ -72,6 +72,8 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
 }
 TEXT_INDEX = ([("content", "text")], {"name": "content_text", "default_language": "none"})
 
+CHANGE_PROJECTION = {name: 0 for name in RECORD_PROJECTION if name != "_id"}
+
 # Writers in one process queue here before contending for the project's lease in the database.
 _process_locks: dict[tuple[str, str, str], threading.Lock] = {}
 _process_locks_guard = threading.Lock()
@@ -369,7 +371,8 @@ class MongoStore:
                 missing: str, audit: tuple[str, str, str, float] | None = None) -> dict[str, Any]:
         with guarded("change the memory"):
             doc = self.memories.find_one_and_update(
-                {"tenant": tenant, "id": memory_id, **match}, update, projection=RECORD_PROJECTION,
+                # _id stays in the projection: mongomock re-reads the document by it after the update.
+                {"tenant": tenant, "id": memory_id, **match}, update, projection=CHANGE_PROJECTION,
                 return_document=True,
             )
             if doc is None:

@@ -57,12 +57,17 @@ def drop_clients() -> None:
 @contextmanager
 def guarded(what: str) -> Iterator[None]:
     """Turn driver errors into :class:`Unavailable` (or :class:`Conflict` for a duplicate key)."""
-    from pymongo.errors import DuplicateKeyError, PyMongoError
+    from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
 
     try:
         yield
     except DuplicateKeyError as exc:
         raise Conflict(f"{what}: the id is already taken") from exc
+    except BulkWriteError as exc:
+        codes = {error.get("code") for error in exc.details.get("writeErrors", [])}
+        if codes == {11000}:
+            raise Conflict(f"{what}: an id is already taken") from exc
+        raise Unavailable(f"MongoDB could not {what}: {_short(exc)}") from exc
     except PyMongoError as exc:
         raise Unavailable(f"MongoDB could not {what}: {type(exc).__name__}: {_short(exc)}") from exc
 
