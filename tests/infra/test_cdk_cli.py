@@ -1,0 +1,35 @@
+"""`cdk synth` through the npm CLI, with no AWS credentials (what CI and a new user run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_cdk_synth_runs_offline_without_credentials(tmp_path, stub_layer_zip):
+    cdk = shutil.which("cdk")
+    if cdk is None:
+        pytest.skip("the aws-cdk CLI is not installed (`npm install -g aws-cdk`; .ci/run does it)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_EC2_METADATA_DISABLED="true", CDK_DISABLE_VERSION_CHECK="1", CI="true",
+               JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION="1", AWS_CONFIG_FILE=str(tmp_path / "none"),
+               AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+               PYTHONPATH=os.pathsep.join([str(REPO / "layers"), str(REPO)]))
+    out = tmp_path / "cdk.out"
+    result = subprocess.run(
+        [cdk, "synth", "--app", f"{sys.executable} -m infra.app", "--output", str(out), "--quiet",
+         "--no-notices", "-c", f"layer_zip={stub_layer_zip}", "-c", f"build_dir={tmp_path / 'build'}"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    template = json.loads((out / "CapsuleMemory.template.json").read_text())
+    assert any(r["Type"] == "AWS::ApiGatewayV2::Api" for r in template["Resources"].values())
