@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_cdk_synth_runs_offline_without_credentials(tmp_path, stub_layer_zip):
+def test_cdk_synth_runs_offline_without_credentials_and_with_the_api_key_flag(tmp_path, stub_layer_zip):
+    """One CLI synth, with ``api_key_auth`` on (the default IAM mode is checked in test_stack.py)."""
     cdk = shutil.which("cdk")
     if cdk is None:
         pytest.skip("the aws-cdk CLI is not installed (`npm install -g aws-cdk`; .ci/run does it)")
@@ -27,9 +28,19 @@ def test_cdk_synth_runs_offline_without_credentials(tmp_path, stub_layer_zip):
     out = tmp_path / "cdk.out"
     result = subprocess.run(
         [cdk, "synth", "--app", f"{sys.executable} -m infra.app", "--output", str(out), "--quiet",
-         "--no-notices", "-c", f"layer_zip={stub_layer_zip}", "-c", f"build_dir={tmp_path / 'build'}"],
+         "--no-notices", "-c", f"layer_zip={stub_layer_zip}", "-c", f"build_dir={tmp_path / 'build'}",
+         "-c", "api_key_auth=true"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     template = json.loads((out / "CapsuleMemory.template.json").read_text())
-    assert any(r["Type"] == "AWS::ApiGatewayV2::Api" for r in template["Resources"].values())
+    resources = template["Resources"].values()
+    (authorizer,) = [r for r in resources if r["Type"] == "AWS::ApiGatewayV2::Authorizer"]
+    assert authorizer["Properties"]["AuthorizerType"] == "REQUEST"
+    assert authorizer["Properties"]["EnableSimpleResponses"] is True
+    routes = [r["Properties"] for r in resources if r["Type"] == "AWS::ApiGatewayV2::Route"]
+    for route in routes:
+        expected = "CUSTOM" if route["RouteKey"].split(" ")[1].startswith("/v1/") else "NONE"
+        assert route["AuthorizationType"] == expected, route["RouteKey"]
+    handlers = {r["Properties"]["Handler"] for r in resources if r["Type"] == "AWS::Lambda::Function"}
+    assert "functions.authorizer.handler" in handlers
