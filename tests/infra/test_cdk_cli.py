@@ -22,7 +22,7 @@ def test_cdk_synth_runs_offline_without_credentials_and_with_the_api_key_flag(tm
         pytest.skip("the aws-cdk CLI is not installed (`npm install -g aws-cdk`; .ci/run does it)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(AWS_EC2_METADATA_DISABLED="true", CDK_DISABLE_VERSION_CHECK="1", CI="true",
-               JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION="1", AWS_CONFIG_FILE=str(tmp_path / "none"),
+               JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="18,20", AWS_CONFIG_FILE=str(tmp_path / "none"),
                AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
                PYTHONPATH=os.pathsep.join([str(REPO / "layers"), str(REPO)]))
     out = tmp_path / "cdk.out"

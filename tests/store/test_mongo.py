@@ -103,6 +103,15 @@ def test_every_query_has_its_index_and_the_ttls_match_the_limits(store, db):
     store.migrate()  # idempotent
 
 
+def test_migrate_runs_once_per_schema_version_and_adds_the_text_index_when_needed(store, db):
+    assert db.meta.find_one({"_id": "schema"})["version"] >= 1
+    db.memories.drop_index("path")
+    store.migrate()  # the schema is current: no index calls
+    assert "path" not in db.memories.index_information()
+    MongoStore(db, transactions=False, vector_search_min=10).migrate()
+    assert "content_text" in db.memories.index_information()
+
+
 def test_forget_stamps_the_ttl_date_from_the_server_clock(store, db, wall):
     put(store, rec("a"))
     store.forget("t1", "a", at=T0, actor="x", reason="r")

@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..clock import from_epoch, to_epoch
+from ..config import Settings
 from ..errors import NotFound, Unavailable
 from ..records import AuditRecord, Filters, MemoryRecord, ProjectStats, WriteOutcome
 from . import mongo_vector as vs
@@ -38,6 +39,7 @@ from .base import Cursor
 from .mongo_client import guarded, shared_client, supports_transactions
 from .mongo_docs import RECORD_PROJECTION, decode_vector, doc_to_record, encode_vector, record_to_doc
 
+SCHEMA_VERSION = 1  # bump when INDEXES change: the next cold start creates the new ones
 DAY = 86_400
 FORGOTTEN_TTL_S = 30 * DAY        # limits.FORGET_RECOVERABLE_DAYS: the server purges as a backstop
 EMBEDDING_CACHE_TTL_S = 60 * DAY  # limits.EMBEDDING_CACHE_DAYS
@@ -122,14 +124,14 @@ class MongoStore:
         self.cache = self.db["embedding_cache"]
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "MongoStore":
+    def from_settings(cls, settings: Settings) -> "MongoStore":
         if settings.mongodb_uri is None:
             raise Unavailable("the MongoDB store needs CAPSULE_MONGODB_URI (or the deployment's secret)")
         client = shared_client(settings.mongodb_uri.get_secret_value())
         return cls(
             client.get_database(settings.mongodb_db),
-            vector_search_min=getattr(settings, "mongodb_vector_search_min", None),
-            vector_index=getattr(settings, "mongodb_vector_index", "capsule_vectors"),
+            vector_search_min=settings.mongodb_vector_search_min,
+            vector_index=settings.mongodb_vector_index,
         )
 
     @property
@@ -139,12 +141,18 @@ class MongoStore:
         return self._transactions
 
     def migrate(self) -> None:
+        """Create the indexes once per schema version: a cold start then costs one read, not 16 calls."""
+        wanted = {"_id": "schema", "version": SCHEMA_VERSION, "text_index": self.vector_search_min is not None}
         with guarded("create the indexes"):
+            current = self.db["meta"].find_one({"_id": "schema"}) or {}
+            if current.get("version", 0) >= SCHEMA_VERSION and bool(current.get("text_index")) >= wanted["text_index"]:
+                return
             for name, indexes in INDEXES.items():
                 for keys, options in indexes:
                     self.db[name].create_index(keys, **options)
-            if self.vector_search_min is not None:
+            if wanted["text_index"]:
                 self.memories.create_index(TEXT_INDEX[0], **TEXT_INDEX[1])
+            self.db["meta"].replace_one({"_id": "schema"}, wanted, upsert=True)
 
     def close(self) -> None:
         """The client is shared by the process (see mongo_client); nothing to release per store."""
@@ -180,17 +188,16 @@ class MongoStore:
     def _ensure_project(self, tenant: str, project: str, now: float) -> None:
         from pymongo.errors import DuplicateKeyError
 
-        try:
-            with guarded("record the project"):
+        with guarded("record the project"):
+            try:
                 self.projects_.update_one(
                     {"tenant": tenant, "name": project},
                     {"$setOnInsert": {"retention_limit": None, "created_at": now, "updated_at": now,
                                       "seq": 0, "lock": None, "lock_until": 0.0}},
                     upsert=True,
                 )
-        except Unavailable as exc:
-            if not isinstance(exc.__cause__, DuplicateKeyError):  # a concurrent upsert made it: fine
-                raise
+            except DuplicateKeyError:
+                pass  # a concurrent upsert created it first: just what we wanted
 
     @contextmanager
     def _project_lease(self, tenant: str, project: str) -> Iterator[str]:
