@@ -10,10 +10,11 @@ import logging
 from functools import lru_cache
 from typing import Any
 
-from capsule import Settings
 from capsule.jobs import Jobs
 from capsule.learning.runtime import build_jobs
 from capsule.runtime import build_service
+
+from .secrets import load_settings
 
 logger = logging.getLogger("capsule.jobs")
 
@@ -27,7 +28,8 @@ BUDGET_KEYS = {
 @lru_cache(maxsize=1)
 def _jobs() -> Jobs:
     # Built once per warm container, like the API handlers' service.
-    return build_jobs(build_service(Settings.from_env()))
+    # The environment, plus the deployment's secret when CAPSULE_SECRET_ARN names one.
+    return build_jobs(build_service(load_settings()))
 
 
 def _budget(name: str, event: Any) -> dict[str, int]:

@@ -24,7 +24,7 @@ from .embedders.base import Embedder
 from .errors import InvalidInput, Unavailable, from_validation_error
 from .records import Filters, MemoryRecord, WriteOutcome
 from .search import describe, rank
-from .store.base import Cursor, MemoryStore
+from .store.base import Cursor, MemoryStore, NearestCandidates
 from .text import sha256
 
 M = TypeVar("M", bound=BaseModel)
@@ -206,11 +206,11 @@ class MemoryService:
             since=f.since, until=f.until,
         )
         projects = None if req.global_ else [req.project]
-        records = self.store.candidates(tenant, projects, filters)
         query_vector, embed_error = None, None
         if weights.vector > 0:
             vectors, embed_error = self._embed_query(req.query)
             query_vector = None if vectors is None else vectors[0]
+        records = self._candidates(tenant, projects, filters, req.query, query_vector)
         hits = rank(
             records, query=req.query, query_vector=query_vector, model_id=self.embedder.model_id,
             now=self.clock(), weights=weights, k=req.k,
@@ -220,6 +220,17 @@ class MemoryService:
         if embed_error:
             explanation += f" Ranked by keyword only: the embedder is unavailable ({embed_error})."
         return models.SearchResult(results=[self._hit(h) for h in hits], explanation=explanation)
+
+    def _candidates(self, tenant: str, projects: list[str] | None, filters: Filters, query: str,
+                    query_vector: np.ndarray | None) -> list[MemoryRecord]:
+        """Every active memory in scope, or a store's vector-index shortlist for a very large scope."""
+        if query_vector is not None and isinstance(self.store, NearestCandidates):
+            shortlist = self.store.nearest_candidates(
+                tenant, projects, filters, query=query, query_vector=query_vector, model=self.embedder.model_id,
+            )
+            if shortlist is not None:
+                return shortlist
+        return self.store.candidates(tenant, projects, filters)
 
     def _embed_query(self, query: str) -> tuple[np.ndarray | None, str | None]:
         try:

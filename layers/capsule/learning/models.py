@@ -14,7 +14,15 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .. import limits
 from ..errors import InvalidInput
@@ -101,7 +109,13 @@ class Step(_Strict):
     @model_validator(mode="after")
     def _payload_fits_kind(self) -> "Step":
         model = PatchPayload if self.kind == "patch" else CmdPayload
-        self.payload = model.model_validate(self.payload).model_dump()
+        try:
+            self.payload = model.model_validate(self.payload).model_dump()
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            needs = "file, search and replace" if self.kind == "patch" else "command"
+            raise ValueError(f"a {self.kind} step's payload needs {needs}: payload.{where}: {first['msg']}") from None
         return self
 
 
@@ -164,6 +178,13 @@ class Fixpack(_Strict):
 
 
 FIXPACK_FIELDS = frozenset(Fixpack.model_fields)
+
+
+class FixpackFile(Fixpack):
+    """A fixpack file as written for the original memory: fields we do not keep are allowed
+    (and reported as ignored by the import)."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 # ---- requests ---------------------------------------------------------------
