@@ -202,7 +202,7 @@ class CapsuleClient:
     @staticmethod
     def _id(memory_id: str) -> str:
         if not memory_id or len(memory_id) > 128:
-            raise errors.InvalidInput("a memory id is 1-128 characters", field="id")
+            raise errors.InvalidInput("an id is 1-128 characters", field="id")
         return quote(memory_id, safe="")
 
     # ---- memories ------------------------------------------------------------
@@ -260,7 +260,30 @@ class CapsuleClient:
         body = self._body(models.ProjectSettingsRequest, {"retention_limit": retention_limit})
         return self._call(models.ProjectsResult, "PUT", "/v1/projects/settings", body={"project": project, **body})
 
-    # ---- learning: solutions and patterns -------------------------------------
+    # ---- learning: solutions (fixpacks) ----------------------------------------
+
+    def create_solution(self, fixpack: lm.Fixpack | Mapping[str, Any]) -> lm.SolutionResult:
+        return self._call(lm.SolutionResult, "POST", "/v1/solutions", body=self._body(lm.Fixpack, fixpack))
+
+    def list_solutions(self, request: lm.ListSolutionsRequest | Mapping[str, Any] | None = None) -> lm.SolutionList:
+        query = validate(lm.ListSolutionsRequest, request or {}).model_dump(mode="json", exclude_none=True)
+        return self._call(lm.SolutionList, "GET", "/v1/solutions", query=query)
+
+    def import_solution(self, fixpack_file: Mapping[str, Any]) -> lm.ImportResult:
+        """One fixpack file as the original memory wrote it (unknown fields are reported, not kept)."""
+        return self._call(lm.ImportResult, "POST", "/v1/solutions/import", body=self._body(lm.FixpackFile, fixpack_file))
+
+    def get_solution(self, solution_id: str) -> lm.SolutionResult:
+        return self._call(lm.SolutionResult, "GET", f"/v1/solutions/{self._id(solution_id)}")
+
+    def update_solution(self, solution_id: str, fixpack: lm.Fixpack | Mapping[str, Any]) -> lm.SolutionResult:
+        return self._call(lm.SolutionResult, "PUT", f"/v1/solutions/{self._id(solution_id)}",
+                          body=self._body(lm.Fixpack, fixpack))
+
+    def delete_solution(self, solution_id: str) -> lm.DeleteResult:
+        return self._call(lm.DeleteResult, "DELETE", f"/v1/solutions/{self._id(solution_id)}")
+
+    # ---- learning: matching and patterns -----------------------------------------
 
     def solution_search(self, request: lm.SolutionSearchRequest | Mapping[str, Any]) -> lm.SolutionSearchResult:
         """Solutions (fixpacks) whose signatures match an error, best first."""

@@ -13,6 +13,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
 
+# A recurring error and the solution (fixpack) that fixes it, for the learning tools.
+ERROR = "Error: connect ECONNREFUSED 127.0.0.1:6379 while starting the worker queue"
+FIXPACK = {
+    "title": "Point REDIS_URL at the private host",
+    "description": "Redis refuses connections on the public host inside the private network.",
+    "category": "network",
+    "signatures": [{"text": "connect ECONNREFUSED 127.0.0.1:6379", "regexes": [r"ECONNREFUSED\s+\S*:6379"]}],
+    "steps": [
+        {"step_order": 1, "kind": "patch", "description": "use the private host",
+         "payload": {"file": ".env", "search": "REDIS_URL=redis://localhost", "replace": "REDIS_URL=redis://redis.internal"}},
+        {"step_order": 2, "kind": "cmd", "payload": {"command": "npm run worker"}},
+    ],
+    "checks": [{"check_order": 1, "cmd": "redis-cli -h redis.internal ping", "expect_substring": "PONG"}],
+}
+
 
 def capsule_env(data_dir: Path, **extra: str) -> dict[str, str]:
     """A clean environment: our code on PYTHONPATH, the offline hashing embedder, a temp store,

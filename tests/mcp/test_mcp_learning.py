@@ -7,24 +7,11 @@ from mcp import Client
 
 from capsule import Settings
 from mcp_client.backends import EmbeddedBackend
-from mcp_support import ToolSession, mcp_params, new_data_dir
+from mcp_support import ERROR, FIXPACK, ToolSession, mcp_params, new_data_dir
 
 ALL_TOOLS = {"memory_store", "memory_ingest", "memory_search", "memory_list", "memory_pin", "memory_forget",
              "memory_feedback", "memory_projects", "solution_search", "solution_apply", "pattern_detect",
              "pattern_solutions", "pattern_link", "golden_paths", "detect_patterns"}
-ERROR = "Error: connect ECONNREFUSED 127.0.0.1:6379 while starting the worker queue"
-FIXPACK = {
-    "title": "Point REDIS_URL at the private host",
-    "description": "Redis refuses connections on the public host inside the private network.",
-    "category": "network",
-    "signatures": [{"text": "connect ECONNREFUSED 127.0.0.1:6379", "regexes": [r"ECONNREFUSED\s+\S*:6379"]}],
-    "steps": [
-        {"step_order": 1, "kind": "patch", "description": "use the private host",
-         "payload": {"file": ".env", "search": "REDIS_URL=redis://localhost", "replace": "REDIS_URL=redis://redis.internal"}},
-        {"step_order": 2, "kind": "cmd", "payload": {"command": "npm run worker"}},
-    ],
-    "checks": [{"check_order": 1, "cmd": "redis-cli -h redis.internal ping", "expect_substring": "PONG"}],
-}
 
 
 def seed(data_dir) -> str:
