@@ -54,8 +54,10 @@ class Scripted:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.block_on_close = False  # a handler still sleeping for a timed-out client is not awaited
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
     def then(self, status: int, body: object, headers: dict | None = None, delay_s: float = 0.0) -> "Scripted":
@@ -138,11 +140,11 @@ def test_a_vote_is_not_repeated_after_a_500_but_is_after_a_503(server, waits):
 
 
 def test_a_timeout_is_retried_for_a_search_but_not_for_a_vote(server, waits):
-    server.then(200, SEARCH_OK, delay_s=1.0).then(200, SEARCH_OK)
-    client = client_for(server, waits, timeout_s=0.3)
+    server.then(200, SEARCH_OK, delay_s=3.0).then(200, SEARCH_OK)
+    client = client_for(server, waits, timeout_s=1.0)
     assert client.search({"project": "p", "query": "q"}).results == []
     assert len(server.requests) == 2 and len(waits) == 1
-    server.then(200, FEEDBACK_OK, delay_s=1.0)
+    server.then(200, FEEDBACK_OK, delay_s=3.0)
     with pytest.raises(errors.Unavailable, match="may or may not"):
         client.feedback("m1", {"helpful": True})
     assert len(server.requests) == 3
