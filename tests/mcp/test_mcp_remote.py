@@ -164,3 +164,12 @@ def test_the_learning_tools_work_through_the_signing_proxy(serve, tmp_path):
     run_remote(tmp_path, body, "--url", serve["url"], "--region", REGION, "--project", "worker",
                AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET)
     assert client.delete_solution(solution_id).deleted is True
+
+
+def test_without_aws_credentials_each_call_says_how_to_fix_it(serve, tmp_path):
+    async def body(session):
+        for _ in range(2):  # it keeps trying, so credentials made later (aws sso login) are picked up
+            structured, text, is_error = await session.call("memory_search", {"query": "deploy"})
+            assert is_error and "unauthorized" in text and "no AWS credentials" in text
+
+    run_remote(tmp_path, body, "--url", serve["url"], "--region", REGION)
