@@ -22,12 +22,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, TextIO
 
-from capsule import limits
+from capsule import Settings, limits
 
 from .backends import Backend, Connection, open_backend
 from .bounded import excerpt
 from .digest import Digest, infer_outcome, last_compact_summary, transcript_digests
 from .options import connection_from, connection_options
+from .spool import RETRYABLE, Spool, send
 
 TASK_TOOLS = {"Task", "Agent"}  # the subagent tool; newer Claude Code versions call it Agent
 DEFAULT_MIN_SCORE = 0.25
@@ -44,6 +45,33 @@ class HookContext:
     backend: Callable[[], Backend]    # opened only when there is work, so a no-op hook stays instant
     project: str
     environ: Mapping[str, str]
+    spool: Spool | None = None        # where writes wait while the memory is unreachable
+    spooled: int = 0
+    down: bool = False                # after one failure, keep the rest at once: the hook stays fast
+
+    def write(self, kind: str, request: dict[str, Any]) -> Any:
+        """Store or ingest now; while the memory is unreachable, keep it in the spool (None)."""
+        if not self.down:
+            try:
+                return send(self.backend(), kind, request)
+            except RETRYABLE:
+                if self.spool is None:
+                    raise
+                self.down = True
+        assert self.spool is not None
+        self.spool.put(kind, request)
+        self.spooled += 1
+        return None
+
+    def drain(self) -> int:
+        """Deliver what earlier runs kept, before new work (bounded, so the hook stays fast)."""
+        if self.spool is None or self.down or not self.spool.pending():
+            return 0
+        try:
+            delivered, _ = self.spool.drain(self.backend())
+        except RETRYABLE:
+            return 0
+        return delivered
 
 
 def project_of(payload: Mapping[str, Any], environ: Mapping[str, str]) -> str:
@@ -76,17 +104,17 @@ def hook_stop(payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
     digests = transcript_digests(path)
     if not digests:
         return {"stored": 0, "deduplicated": 0, "digests": 0}
-    backend = ctx.backend()
     stored = deduplicated = 0
     for digest in digests:
         request = digest_request(digest, payload, ctx)
         if len(digest.text.encode("utf-8")) > limits.MAX_CONTENT_BYTES:
-            backend.ingest({"project": request["project"], "text": request["content"], "meta": request["meta"]})
-            stored += 1
+            stored += ctx.write("ingest", {"project": request["project"], "text": request["content"],
+                                           "meta": request["meta"]}) is not None
             continue
-        result = backend.store(request)
-        deduplicated += result.deduplicated
-        stored += not result.deduplicated
+        result = ctx.write("store", request)
+        if result is not None:
+            deduplicated += result.deduplicated
+            stored += not result.deduplicated
     return {"stored": stored, "deduplicated": deduplicated, "digests": len(digests)}
 
 
@@ -109,9 +137,9 @@ def hook_post_compact(payload: Mapping[str, Any], ctx: HookContext) -> dict[str,
         meta["tags"].append(f"compaction-{payload['trigger']}")
     if ctx.environ.get("CAPSULE_TASK_ID"):
         meta["task_id"] = ctx.environ["CAPSULE_TASK_ID"][:256]
-    result = ctx.backend().ingest({"project": ctx.project, "text": summary[: limits.MAX_INGEST_BYTES // 2],
-                                   "meta": meta})
-    return {"chunks": result.chunks, "outcome": outcome, "ids": result.ids[:5]}
+    result = ctx.write("ingest", {"project": ctx.project, "text": summary[: limits.MAX_INGEST_BYTES // 2],
+                                  "meta": meta})
+    return {"chunks": result.chunks if result else 0, "outcome": outcome}
 
 
 # ---- pre-tool-use ---------------------------------------------------------------------------
@@ -154,8 +182,8 @@ def hook_pre_tool_use(payload: Mapping[str, Any], ctx: HookContext, *, min_score
 
 def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, conn: Connection,
              environ: Mapping[str, str], min_score: float = DEFAULT_MIN_SCORE,
-             max_chars: int = DEFAULT_MAX_CHARS, open_backend: Callable[[Connection], Backend] = open_backend
-             ) -> int:
+             max_chars: int = DEFAULT_MAX_CHARS, open_backend: Callable[[Connection], Backend] = open_backend,
+             spool: Spool | None = None) -> int:
     """Run one hook; always returns 0 (fail open), reporting problems on ``stderr``."""
     backend: Backend | None = None
 
@@ -169,15 +197,16 @@ def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, conn: 
         payload = json.loads(stdin.read() or "{}")
         if not isinstance(payload, dict):
             raise HookSkipped("the hook input is not a JSON object")
-        ctx = HookContext(backend=lazy_backend, project=project_of(payload, environ), environ=environ)
+        ctx = HookContext(backend=lazy_backend, project=project_of(payload, environ), environ=environ,
+                          spool=spool)
         if name == "stop":
             report = hook_stop(payload, ctx)
             print(f"capsule hook stop: {report['digests']} digest(s), {report['stored']} stored,"
-                  f" {report['deduplicated']} already stored", file=stderr)
+                  f" {report['deduplicated']} already stored" + _finish(ctx), file=stderr)
         elif name == "post-compact":
             report = hook_post_compact(payload, ctx)
             print(f"capsule hook post-compact: stored the summary ({report['chunks']} chunk(s),"
-                  f" outcome {report['outcome']})", file=stderr)
+                  f" outcome {report['outcome']})" + _finish(ctx), file=stderr)
         else:
             answer = hook_pre_tool_use(payload, ctx, min_score=min_score, max_chars=max_chars)
             if answer:
@@ -197,15 +226,28 @@ def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, conn: 
     return 0
 
 
+def _finish(ctx: HookContext) -> str:
+    """Deliver earlier kept writes now that this run's own are done; say what happened."""
+    if ctx.spooled:
+        return f"; memory unreachable: {ctx.spooled} write(s) kept for the next run"
+    delivered = ctx.drain()
+    return f"; delivered {delivered} write(s) kept by earlier runs" if delivered else ""
+
+
+def spool_for(conn: Connection, environ: Mapping[str, str]) -> Spool:
+    return Spool(Settings.from_env(environ, data_dir=conn.data_dir).data_dir / "hook-spool")
+
+
 def cmd_hook(args: argparse.Namespace) -> None:
     try:
         conn = connection_from(args)
         conn = Connection(**{**conn.__dict__, "timeout_s": HOOK_TIMEOUT_S, "attempts": 2})
+        spool = spool_for(conn, os.environ)
     except Exception as exc:  # noqa: BLE001 - bad settings must not block the agent either
         print(f"capsule hook {args.hook}: error (ignored): {getattr(exc, 'message', exc)}", file=sys.stderr)
         return
     run_hook(args.hook, sys.stdin, sys.stdout, sys.stderr, conn=conn, environ=os.environ,
-             min_score=_min_score(args.min_score, os.environ), max_chars=args.max_chars)
+             min_score=_min_score(args.min_score, os.environ), max_chars=args.max_chars, spool=spool)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -135,3 +135,50 @@ def test_every_failure_is_reported_and_exits_zero(data_dir, name, stdin):
 def test_a_usage_error_does_not_block_either(data_dir):
     done = run_hook("nonsense", "{}", data_dir)
     assert done.returncode == 0 and "usage error" in done.stderr
+
+
+def test_writes_wait_in_the_spool_while_the_memory_is_unreachable(data_dir):
+    down = run_hook("stop", hook_input("stop.json"), data_dir,
+                    CAPSULE_MEMORY_URL="http://127.0.0.1:9", CAPSULE_AUTH="none")
+    assert down.returncode == 0 and "0 stored" in down.stderr
+    assert "memory unreachable: 2 write(s) kept for the next run" in down.stderr
+    assert len(list((data_dir / "hook-spool").glob("*.json"))) == 2
+    assert stored(data_dir) == []
+
+    back = run_hook("post-compact", hook_input("post_compact.json"), data_dir)  # the next hook, memory reachable
+    assert back.returncode == 0 and "delivered 2 write(s) kept by earlier runs" in back.stderr
+    assert list((data_dir / "hook-spool").glob("*.json")) == []
+    kinds = sorted(m.meta["type"] for m in stored(data_dir))
+    assert kinds == ["compaction-summary", "digest", "digest"]  # nothing was lost
+
+
+class FlakyBackend:
+    """A backend whose store fails as told: the spool's delivery rules, in process."""
+
+    def __init__(self, failure=None):
+        self.failure = failure
+        self.stored = []
+
+    def store(self, request):
+        if self.failure:
+            raise self.failure
+        self.stored.append(request)
+        return request
+
+
+def test_the_spool_keeps_order_stops_at_an_outage_and_sets_aside_the_invalid(tmp_path):
+    from capsule.errors import InvalidInput, Unavailable
+    from mcp_client.spool import Spool
+
+    spool = Spool(tmp_path / "spool")
+    for n in range(3):
+        spool.put("store", {"project": "p", "content": f"note {n}"})
+    assert spool.drain(FlakyBackend(Unavailable("down"))) == (0, 0)
+    assert len(spool.pending()) == 3  # an outage keeps everything
+
+    backend = FlakyBackend()
+    assert spool.drain(backend, limit=2) == (2, 0)
+    assert [r["content"] for r in backend.stored] == ["note 0", "note 1"]  # oldest first, bounded
+
+    assert spool.drain(FlakyBackend(InvalidInput("bad"))) == (0, 1)
+    assert spool.pending() == [] and len(list((tmp_path / "spool" / "rejected").iterdir())) == 1
