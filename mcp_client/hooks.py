@@ -2,7 +2,8 @@
 
 Each reads the hook's JSON on stdin and fails open: whatever goes wrong, the command prints
 one line to stderr and exits 0, so a hook never blocks the agent. They talk to the same
-memory as ``capsule mcp`` (embedded, or ``CAPSULE_MEMORY_URL``), with short timeouts.
+memory as ``capsule mcp`` (embedded, or ``CAPSULE_MEMORY_URL``), with short timeouts; while
+it is unreachable, writes wait in a spool (:mod:`mcp_client.spool`) for the next run.
 
 - ``stop`` stores each DIGEST block of the session transcript (format: :mod:`mcp_client.digest`),
   with agent, task id and outcome status in the metadata. Re-running it is harmless: the
