@@ -179,14 +179,23 @@ def _worker_warm() -> int:
 
 
 class ProcessPoolInvoker:
-    """Warm worker processes, each building the service once (like Lambda containers)."""
+    """Warm worker processes, each building the service once (like Lambda containers).
+
+    A worker that dies (killed, out of memory) breaks the pool: the request it held gets 503
+    and a fresh pool takes the next ones, as Lambda replaces a crashed container.
+    """
 
     def __init__(self, settings: Settings, workers: int) -> None:
-        self._pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_start, initargs=(settings,),
-        )
+        self.settings = settings
         self.workers = workers
+        self._lock = threading.Lock()
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_start, initargs=(self.settings,),
+        )
 
     def warm(self) -> None:
         """Start every worker and import every handler now, not on the first request."""
@@ -195,13 +204,20 @@ class ProcessPoolInvoker:
             future.result(timeout=300)
 
     def invoke(self, handler: str, event: dict[str, Any]) -> dict[str, Any]:
+        pool = self._pool
         try:
-            return self._pool.submit(_worker_invoke, handler, event).result()
+            return pool.submit(_worker_invoke, handler, event).result()
         except BrokenProcessPool as exc:
-            raise Unavailable("the handler worker stopped; restart capsule serve") from exc
+            with self._lock:
+                if self._pool is pool:
+                    log.error("a handler worker died; starting fresh workers")
+                    self._pool = self._new_pool()
+                    pool.shutdown(wait=False)
+            raise Unavailable("the handler worker stopped while running this request; retry it") from exc
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        with self._lock:
+            self._pool.shutdown(wait=True)
 
 
 # ---- the gateway --------------------------------------------------------------------------
