@@ -45,6 +45,7 @@ from .credentials import Credentials
 log = logging.getLogger("capsule.gateway")
 
 CONSOLE_DIR = Path(__file__).parent / "console"
+DRAIN_LIMIT = 16 * limits.MAX_BODY_BYTES  # refused bodies up to this are read, not reset
 TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded", "application/xml")
 
 
@@ -353,7 +354,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         except ValueError:
             size = -1
         if size < 0 or size > limits.MAX_BODY_BYTES:
-            self.close_connection = True  # the body is not read; the connection cannot be reused
+            self._discard(size)
             return error_reply(PayloadTooLarge(
                 f"the body is {length} bytes; the limit is {limits.MAX_BODY_BYTES} bytes", field="body"))
         body = self.rfile.read(size) if size else b""
@@ -369,6 +370,17 @@ class RequestHandler(BaseHTTPRequestHandler):
         except Exception:  # never a stack trace to the caller; the log has it
             log.exception("gateway failure")
             return json_reply(500, {"error": {"code": "internal", "message": "internal error", "details": None}})
+
+    def _discard(self, size: int) -> None:
+        """Read and drop a refused body, so the client sees the answer rather than a reset;
+        a body too large even to drain closes the connection instead."""
+        if 0 < size <= DRAIN_LIMIT:
+            while size > 0:
+                chunk = self.rfile.read(min(size, 65536))
+                if not chunk:
+                    break
+                size -= len(chunk)
+        self.close_connection = True
 
     def _send(self, reply: Reply) -> None:
         self.send_response(reply.status)
