@@ -45,6 +45,7 @@ from .credentials import Credentials
 log = logging.getLogger("capsule.gateway")
 
 CONSOLE_DIR = Path(__file__).parent / "console"
+DRAIN_LIMIT = 16 * limits.MAX_BODY_BYTES  # refused bodies up to this are read, not reset
 TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded", "application/xml")
 
 
@@ -179,14 +180,23 @@ def _worker_warm() -> int:
 
 
 class ProcessPoolInvoker:
-    """Warm worker processes, each building the service once (like Lambda containers)."""
+    """Warm worker processes, each building the service once (like Lambda containers).
+
+    A worker that dies (killed, out of memory) breaks the pool: the request it held gets 503
+    and a fresh pool takes the next ones, as Lambda replaces a crashed container.
+    """
 
     def __init__(self, settings: Settings, workers: int) -> None:
-        self._pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_start, initargs=(settings,),
-        )
+        self.settings = settings
         self.workers = workers
+        self._lock = threading.Lock()
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_start, initargs=(self.settings,),
+        )
 
     def warm(self) -> None:
         """Start every worker and import every handler now, not on the first request."""
@@ -195,13 +205,20 @@ class ProcessPoolInvoker:
             future.result(timeout=300)
 
     def invoke(self, handler: str, event: dict[str, Any]) -> dict[str, Any]:
+        pool = self._pool
         try:
-            return self._pool.submit(_worker_invoke, handler, event).result()
+            return pool.submit(_worker_invoke, handler, event).result()
         except BrokenProcessPool as exc:
-            raise Unavailable("the handler worker stopped; restart capsule serve") from exc
+            with self._lock:
+                if self._pool is pool:
+                    log.error("a handler worker died; starting fresh workers")
+                    self._pool = self._new_pool()
+                    pool.shutdown(wait=False)
+            raise Unavailable("the handler worker stopped while running this request; retry it") from exc
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        with self._lock:
+            self._pool.shutdown(wait=True)
 
 
 # ---- the gateway --------------------------------------------------------------------------
@@ -337,7 +354,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         except ValueError:
             size = -1
         if size < 0 or size > limits.MAX_BODY_BYTES:
-            self.close_connection = True  # the body is not read; the connection cannot be reused
+            self._discard(size)
             return error_reply(PayloadTooLarge(
                 f"the body is {length} bytes; the limit is {limits.MAX_BODY_BYTES} bytes", field="body"))
         body = self.rfile.read(size) if size else b""
@@ -353,6 +370,17 @@ class RequestHandler(BaseHTTPRequestHandler):
         except Exception:  # never a stack trace to the caller; the log has it
             log.exception("gateway failure")
             return json_reply(500, {"error": {"code": "internal", "message": "internal error", "details": None}})
+
+    def _discard(self, size: int) -> None:
+        """Read and drop a refused body, so the client sees the answer rather than a reset;
+        a body too large even to drain closes the connection instead."""
+        if 0 < size <= DRAIN_LIMIT:
+            while size > 0:
+                chunk = self.rfile.read(min(size, 65536))
+                if not chunk:
+                    break
+                size -= len(chunk)
+        self.close_connection = True
 
     def _send(self, reply: Reply) -> None:
         self.send_response(reply.status)
