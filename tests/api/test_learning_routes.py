@@ -113,3 +113,19 @@ def test_mine_then_detect(service, call):
 def test_unauthenticated_calls_are_refused(service, call):
     assert call(event("solution_list", tenant=None)).status == 401
     assert call(event("detect_patterns", tenant=None, body={})).status == 401
+
+
+def test_openapi_documents_the_learning_routes():
+    from functions.openapi import document
+
+    doc = document()
+    for route in routes.ROUTES:
+        if route.name not in LEARNING_ROUTES:
+            continue
+        operation = doc["paths"][route.path][route.method.lower()]
+        assert operation["operationId"] == route.name
+        assert operation["tags"] == ["solutions" if "/solutions" in route.path else "patterns"]
+    create = doc["paths"]["/v1/solutions"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert create["$ref"].endswith("/Fixpack")
+    fixpack = doc["components"]["schemas"]["Fixpack"]
+    assert {"title", "signatures"} <= set(fixpack["required"])

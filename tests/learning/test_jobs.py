@@ -172,6 +172,10 @@ def test_cli_imports_fixpacks_and_runs_jobs(tmp_path):
     assert result.returncode == 1
     rows = json.loads(result.stdout)
     assert rows[0]["created"] is True and "nested quantifiers" in rows[1]["error"]
+    broken = tmp_path / "broken.json"
+    broken.write_text("{ not json")
+    result = _cli(tmp_path / "data", "solutions", "import", str(broken), str(tmp_path / "missing.json"))
+    assert result.returncode == 1 and "is not JSON" in result.stdout and "cannot read" in result.stdout
     again = _cli(tmp_path / "data", "solutions", "import", str(good))
     assert again.returncode == 0 and "already had the title" in again.stdout
     listed = _cli(tmp_path / "data", "solutions", "list", "--json")

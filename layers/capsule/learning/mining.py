@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Sequence
 
 import numpy as np
@@ -178,35 +178,42 @@ def _related(found: Cluster, text: str | None, vector: np.ndarray | None, floor:
     return vector is not None and found.centroid is not None and float(vector @ found.centroid) >= floor
 
 
+def _first_failures(found: Cluster) -> dict[str, datetime]:
+    first: dict[str, datetime] = {}
+    for m in found.members:
+        r = m.record
+        if r.project not in first or r.occurred_at < first[r.project]:
+            first[r.project] = r.occurred_at
+    return first
+
+
+def _named_solution(record: MemoryRecord) -> str | None:
+    solution_id = (record.meta or {}).get("solution_id")
+    return solution_id if isinstance(solution_id, str) and solution_id else None
+
+
 def evidence(
     found: Cluster, successes: Sequence[MemoryRecord], applications: Sequence[ApplicationRecord],
     vectors: dict[str, np.ndarray], options: MiningOptions = MiningOptions(),
 ) -> list[Evidence]:
     """What followed the cluster's failures in the same project, within the window."""
-    first_failure: dict[str, object] = {}
-    for m in found.members:
-        r = m.record
-        if r.project not in first_failure or r.occurred_at < first_failure[r.project]:
-            first_failure[r.project] = r.occurred_at
+    first_failure = _first_failures(found)
     window = timedelta(days=options.window_days)
 
-    def follows(project: str | None, at) -> bool:
+    def follows(project: str | None, at: datetime) -> bool:
         start = first_failure.get(project or "")
         return start is not None and start < at <= start + window
 
     out: list[Evidence] = []
-    for memory in successes:
+    for memory in successes:  # a fix memory, and the solution it names
         if follows(memory.project, memory.occurred_at) and _related(
                 found, memory.content, vectors.get(memory.id), options.floor):
-            key = f"memory:{memory.id}"
-            out.append(Evidence("memory", memory.id, True, key))
-            solution_id = (memory.meta or {}).get("solution_id")
-            if isinstance(solution_id, str) and solution_id:
-                out.append(Evidence("solution", solution_id, True, key))
-    for m in found.members:
-        solution_id = (m.record.meta or {}).get("solution_id")
-        if isinstance(solution_id, str) and solution_id:
-            out.append(Evidence("solution", solution_id, False, f"memory:{m.record.id}"))
+            out.append(Evidence("memory", memory.id, True, f"memory:{memory.id}"))
+            if solution := _named_solution(memory):
+                out.append(Evidence("solution", solution, True, f"memory:{memory.id}"))
+    for m in found.members:  # a failure that names the solution that did not help
+        if solution := _named_solution(m.record):
+            out.append(Evidence("solution", solution, False, f"memory:{m.record.id}"))
     for a in applications:
         if follows(a.project, a.at) and _related(found, a.error, None, options.floor):
             out.append(Evidence("solution", a.solution_id, a.success, f"application:{a.id}"))

@@ -18,6 +18,7 @@ Why RE2 and a static check, rather than a timeout:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -128,6 +129,12 @@ def _check(sub: Any, under_repeat: bool) -> None:
             )
         for inner in _items(value):
             _check(inner, under_repeat)
+
+
+@functools.lru_cache(maxsize=4096)
+def cached(pattern: str) -> SafeRegex:
+    """compile_safe for patterns already stored (and so already accepted): searches reuse them."""
+    return compile_safe(pattern)
 
 
 def compile_safe(pattern: str, *, field: str = "regex") -> SafeRegex:

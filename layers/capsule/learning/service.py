@@ -25,7 +25,7 @@ from ..store.base import MemoryStore
 from ..store.learning import LearningStore
 from . import mining, models
 from .records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
-from .safe_regex import compile_safe
+from .safe_regex import cached
 from .signature import terms
 
 MAX_SEARCH_SOLUTIONS = 5000
@@ -79,6 +79,30 @@ def _split_extra(body: Any) -> tuple[dict[str, Any], list[str]]:
         raise InvalidInput("a fixpack is a JSON object", field="body")
     ignored = sorted(k for k in body if k not in models.FIXPACK_FIELDS)
     return {k: v for k, v in body.items() if k in models.FIXPACK_FIELDS}, ignored
+
+
+def _regex_match(signatures: Sequence[dict[str, Any]], error: str) -> str | None:
+    """The reason the first matching regex gives, or None."""
+    for number, signature in enumerate(signatures, start=1):
+        for pattern in signature.get("regexes", []):
+            try:
+                regex = cached(pattern)
+            except InvalidInput:  # stored before a stricter check: never run it
+                continue
+            if regex.search(error):
+                return f"regex /{pattern}/ of signature {number} matched"
+    return None
+
+
+def _shared_terms(signatures: Sequence[dict[str, Any]], error_terms: set[str]) -> tuple[float, set[str]]:
+    """The largest share of one signature's terms found in the error, and those terms."""
+    best, shared = 0.0, set()
+    for signature in signatures:
+        sig_terms = set(terms(signature["text"]))
+        if sig_terms and len(sig_terms & error_terms) / len(sig_terms) > best:
+            shared = sig_terms & error_terms
+            best = len(shared) / len(sig_terms)
+    return best, shared
 
 
 class LearningService:
@@ -214,41 +238,35 @@ class LearningService:
             self.store.set_solution_embeddings(record.tenant, record.id, vectors, self.embedder.model_id)
         return vectors
 
+    def _closest(self, record: SolutionRecord, query: np.ndarray | None) -> tuple[float, int | None, float]:
+        """(similarity, index, threshold) of the signature closest in meaning to the error."""
+        vectors = self._signature_vectors(record) if query is not None else None
+        if vectors is None:
+            return 0.0, None, DEFAULT_MIN_SIMILARITY
+        sims = np.clip(vectors @ query, 0.0, 1.0)
+        best = int(np.argmax(sims))
+        threshold = record.body["signatures"][best].get("meta", {}).get("min_score") or DEFAULT_MIN_SIMILARITY
+        return float(sims[best]), best, threshold
+
     def _match(self, record: SolutionRecord, error: str, error_terms: set[str], query: np.ndarray | None
                ) -> models.SolutionMatch | None:
-        reasons: list[str] = []
-        regex = 0.0
-        for number, signature in enumerate(record.body["signatures"], start=1):
-            for pattern in signature.get("regexes", []):
-                if compile_safe(pattern).search(error):
-                    regex = 1.0
-                    reasons.append(f"regex /{pattern}/ of signature {number} matched")
-                    break
-            if regex:
-                break
-        vector, best, threshold = 0.0, None, DEFAULT_MIN_SIMILARITY
-        vectors = self._signature_vectors(record) if query is not None else None
-        if vectors is not None:
-            sims = np.clip(vectors @ query, 0.0, 1.0)
-            best = int(np.argmax(sims))
-            vector = float(sims[best])
-            threshold = record.body["signatures"][best].get("meta", {}).get("min_score") or DEFAULT_MIN_SIMILARITY
-        keyword, shared = 0.0, set()
-        for signature in record.body["signatures"]:
-            sig_terms = set(terms(signature["text"]))
-            if sig_terms and len(sig_terms & error_terms) / len(sig_terms) > keyword:
-                shared = sig_terms & error_terms
-                keyword = len(shared) / len(sig_terms)
-        if vector >= threshold and best is not None:
+        signatures = record.body["signatures"]
+        regex_reason = _regex_match(signatures, error)
+        reasons = [regex_reason] if regex_reason else []
+        vector, best, threshold = self._closest(record, query)
+        if best is not None and vector >= threshold:
             reasons.append(f"means nearly the same as signature {best + 1} "
-                           f"'{record.body['signatures'][best]['text'][:80]}' (similarity {vector:.2f} >= {threshold:.2f})")
+                           f"'{signatures[best]['text'][:80]}' (similarity {vector:.2f} >= {threshold:.2f})")
+        keyword, shared = _shared_terms(signatures, error_terms)
         if keyword >= 0.5:
             reasons.append(f"shares the signature terms {', '.join(sorted(shared))}")
         if not reasons:
             return None
-        success = wilson_lower_bound(record.success, record.success + record.failure)
-        if record.success + record.failure:
-            reasons.append(f"worked {record.success} of {record.success + record.failure} times (Wilson {success:.2f})")
+        applied = record.success + record.failure
+        success = wilson_lower_bound(record.success, applied)
+        if applied:
+            reasons.append(f"worked {record.success} of {applied} times (Wilson {success:.2f})")
+        regex = 1.0 if regex_reason else 0.0
         w = SOLUTION_WEIGHTS
         score = w["regex"] * regex + w["vector"] * vector + w["keyword"] * keyword + w["success"] * success
         return models.SolutionMatch(

@@ -10,7 +10,7 @@ errors become :class:`capsule.errors.Unavailable` at this boundary. One contract
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
