@@ -162,7 +162,7 @@ def register(server: MCPServer) -> None:
     @server.tool(annotations=READ)
     def memory_projects(ctx: Context, max_chars: MaxChars = None) -> Annotated[CallToolResult, out.ProjectsOutput]:
         """List the projects that have memories, with counts and retention limits, most recently active
-        first. Use it to find the project name for all_projects-free searches."""
+        first. Use it to find the name to pass as `project` to the other tools."""
         s = state(ctx)
         return result(*out.projects_output(run(s.backend.projects), s.budget(max_chars)))
 
