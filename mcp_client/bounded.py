@@ -25,8 +25,8 @@ def excerpt(text: str, limit: int) -> tuple[str, bool]:
     """``text`` cut to at most ``limit`` characters (marking the cut), and whether it was cut."""
     if len(text) <= limit:
         return text, False
-    marker = f" … [+{len(text) - limit} chars]"
-    return text[: max(limit - len(marker), 0)].rstrip() + marker, True
+    keep = max(limit - len(f" … [+{len(text)} chars]"), 0)  # room for the longest marker it could need
+    return text[:keep] + f" … [+{len(text) - keep} chars]", True
 
 
 def size(item: BaseModel | dict | list) -> int:

@@ -8,7 +8,8 @@ from mcp_client.bounded import excerpt, fit
 def test_an_excerpt_marks_what_it_cut_and_keeps_within_the_limit():
     text = "x" * 5000
     cut, was_cut = excerpt(text, 1200)
-    assert was_cut and len(cut) <= 1200 and cut.endswith("[+3800 chars]")
+    kept = cut.split(" … ")[0]
+    assert was_cut and len(cut) <= 1200 and cut.endswith(f"[+{5000 - len(kept)} chars]")
     assert excerpt("short", 1200) == ("short", False)
 
 
