@@ -74,7 +74,8 @@ def test_a_broken_config_is_refused_and_nothing_is_written(tmp_path, capsys):
     assert (tmp_path / ".claude" / "settings.json").read_text() == "{ not json"
 
 
-def test_the_installed_stop_hook_command_runs_as_claude_code_would(tmp_path):
+def test_the_installed_stop_hook_command_runs_as_claude_code_would(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no other 'capsule' on PATH: this checkout's code runs
     assert main(["install", "claude-code", "--write", "--dir", str(tmp_path)]) == 0
     settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
     command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
