@@ -65,7 +65,7 @@ class HookContext:
         return None
 
     def drain(self) -> int:
-        """Deliver what earlier runs kept, before new work (bounded, so the hook stays fast)."""
+        """Deliver what earlier runs kept (bounded, so the hook stays fast)."""
         if self.spool is None or self.down or not self.spool.pending():
             return 0
         try:
@@ -206,8 +206,8 @@ def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, conn: 
                   f" {report['deduplicated']} already stored" + _finish(ctx), file=stderr)
         elif name == "post-compact":
             report = hook_post_compact(payload, ctx)
-            print(f"capsule hook post-compact: stored the summary ({report['chunks']} chunk(s),"
-                  f" outcome {report['outcome']})" + _finish(ctx), file=stderr)
+            print(f"capsule hook post-compact: summary of outcome {report['outcome']}, {report['chunks']} chunk(s)"
+                  " stored" + _finish(ctx), file=stderr)
         else:
             answer = hook_pre_tool_use(payload, ctx, min_score=min_score, max_chars=max_chars)
             if answer:
