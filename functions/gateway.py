@@ -30,6 +30,8 @@ from .workers import Invoker
 log = logging.getLogger("capsule.gateway")
 
 CONSOLE_DIR = Path(__file__).parent / "console"
+# API Gateway passes these on; here no credential reaches a handler or its logs.
+SECRET_HEADERS = frozenset({"authorization", "x-api-key"})
 TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded", "application/xml")
 
 
@@ -82,7 +84,7 @@ def build_event(request: HttpRequest, match: Match, *, authorizer: dict[str, Any
         name = name.lower()
         if name == "cookie":
             cookies.extend(c.strip() for c in value.split(";") if c.strip())
-        elif name != "authorization":  # API Gateway's authorizer consumes it
+        elif name not in SECRET_HEADERS:
             headers[name] = f"{headers[name]},{value}" if name in headers else value
     query: dict[str, str] = {}
     for name, value in parse_qsl(request.raw_query, keep_blank_values=True):
