@@ -69,9 +69,12 @@ def _linked_solution(link: LinkRecord, solution: SolutionRecord) -> models.Linke
 
 
 def _linked_fix(link: LinkRecord, memory: MemoryRecord) -> models.LinkedFix:
+    rate = _rate(link.success, link.failure)
     return models.LinkedFix(
         memory_id=memory.id, project=memory.project, content=memory.content[:500], success=link.success,
-        failure=link.failure, success_rate=_rate(link.success, link.failure),
+        failure=link.failure, success_rate=rate,
+        explanation=(f"recorded as a success in project '{memory.project}' after this error"
+                     f" ({link.success} success(es) for pattern '{link.tag}', Wilson lower bound {rate:.2f})"),
     )
 
 
