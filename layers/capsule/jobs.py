@@ -31,6 +31,7 @@ from .store.base import MemoryStore
 from .store.learning import LearningStore
 
 JOB_NAMES = ("retention", "mining", "backfill")
+PENDING_COUNTED = 1000  # how far a report counts what is still pending
 LEASE_SECONDS = 15 * 60
 
 
@@ -153,27 +154,51 @@ class Jobs:
     # ---- backfill ------------------------------------------------------------
 
     def _backfill(self, batch: int = 64, max_batches: int = 20) -> tuple[bool, dict[str, int], str]:
+        embedded, left, error = self._backfill_memories(batch, max_batches)
+        solutions = 0
+        if error is None:
+            try:
+                solutions = self._backfill_solutions(batch * max_batches)
+            except Unavailable as exc:
+                error = exc.message
+        counts = {"embedded": embedded, "pending": left, "solutions": solutions}
+        text = f"Embedded {embedded} memories stored while the embedder was unavailable"
+        text += f" and the signatures of {solutions} solution(s)" if solutions else ""
+        if error is not None:
+            return False, counts, (f"{text}, then the embedder was unavailable ({error}); {left} memories remain "
+                                   "pending, found by keyword until the next run embeds them.")
+        if left:
+            return False, counts, f"{text}; {left} remain for the next run (budget {batch * max_batches} per run)."
+        return True, counts, f"{text}; none remain."
+
+    def _backfill_memories(self, batch: int, max_batches: int) -> tuple[int, int, str | None]:
+        """(embedded, still pending, the embedder's error if it failed)."""
         embedded = 0
         for _ in range(max_batches):
             pending = self.memories.pending_embeddings(limit=batch)
             if not pending:
-                return True, {"embedded": embedded, "pending": 0}, (
-                    f"Embedded {embedded} memories stored while the embedder was unavailable; none remain.")
+                return embedded, 0, None
             try:
                 vectors = self.embedder.embed([r.content for r in pending])
             except Unavailable as exc:
-                left = len(self.memories.pending_embeddings(limit=batch * max_batches))
-                return False, {"embedded": embedded, "pending": left}, (
-                    f"Embedded {embedded} memories, then the embedder was unavailable ({exc.message}); "
-                    f"{left}{'+' if left == batch * max_batches else ''} remain pending, found by keyword until "
-                    "the next run embeds them.")
+                return embedded, self._pending(), exc.message
             for record, vector in zip(pending, vectors):
                 self.memories.set_embedding(record.tenant, record.id, vector, self.embedder.model_id)
             embedded += len(pending)
-        left = len(self.memories.pending_embeddings(limit=batch))
-        return left == 0, {"embedded": embedded, "pending": left}, (
-            f"Embedded {embedded} memories" + (f"; more remain for the next run (budget {batch * max_batches})."
-                                               if left else "; none remain."))
+        return embedded, self._pending(), None
+
+    def _pending(self) -> int:
+        return len(self.memories.pending_embeddings(limit=PENDING_COUNTED))
+
+    def _backfill_solutions(self, budget: int) -> int:
+        """Embed solution signatures missing under the current model (it was down, or changed)."""
+        done = 0
+        for tenant in self.store.tenants():
+            if done >= budget:
+                break
+            records = self.store.solutions(tenant, category=None, limit=budget)
+            done += self.learning.embed_solutions(records, limit=budget - done)
+        return done
 
 
 def report_dict(report: JobReport) -> dict[str, Any]:

@@ -82,6 +82,14 @@ def test_solution_round_trip_keeps_body_counts_and_embeddings(learning_store):
     np.testing.assert_array_equal(got.embeddings, np.eye(2, 4, dtype=np.float32))
 
 
+def test_tenants_with_solutions_or_patterns(learning_store):
+    assert learning_store.tenants() == []
+    learning_store.insert_solution(solution("s1", tenant="b"))
+    learning_store.insert_solution(solution("s2", tenant="b"))
+    learning_store.upsert_pattern(pattern(tenant="a"))
+    assert learning_store.tenants() == ["a", "b"]
+
+
 def test_solution_without_embeddings(learning_store):
     learning_store.insert_solution(solution(rows=0))
     assert learning_store.get_solution("t", "s1").embeddings is None

@@ -64,21 +64,36 @@ def test_retention_purges_old_forgotten_memories_and_expired_cache(world):
 def test_backfill_embeds_memories_stored_while_the_embedder_was_down(world):
     world.embedder.down = True
     ids = [world.remember("p", f"redis refused connection {i}") for i in range(5)]
+    solution = world.learning.create_solution("t", fixpack()).solution
     assert {world.memories.get("t", i).memory.status for i in ids} == {"pending_embedding"}
     failed = world.jobs.run("backfill")
-    assert failed.ran and not failed.complete and failed.counts == {"embedded": 0, "pending": 5}
+    assert failed.ran and not failed.complete and failed.counts == {"embedded": 0, "pending": 5, "solutions": 0}
     assert "unavailable" in failed.explanation
     world.embedder.down = False
     partial = world.jobs.run("backfill", batch=2, max_batches=1)
-    assert partial.counts["embedded"] == 2 and not partial.complete
+    assert partial.counts == {"embedded": 2, "pending": 3, "solutions": 1} and not partial.complete
     done = world.jobs.run("backfill", batch=2)
-    assert done.complete and done.counts == {"embedded": 3, "pending": 0}
+    assert done.complete and done.counts == {"embedded": 3, "pending": 0, "solutions": 0}
     for memory_id in ids:
         memory = world.memories.get("t", memory_id).memory
         assert memory.status == "ready" and memory.model == world.embedder.model_id
+    stored = world.learning.store.get_solution("t", solution.id)
+    assert stored.model == world.embedder.model_id and stored.embeddings.shape == (1, world.embedder.dim)
     hits = world.memories.search("t", {"query": "redis refused connection", "project": "p", "mode": "vector"})
     assert len(hits.results) == 5
-    assert world.jobs.run("backfill").counts == {"embedded": 0, "pending": 0}
+    assert world.jobs.run("backfill").counts == {"embedded": 0, "pending": 0, "solutions": 0}
+
+
+def test_search_embeds_at_most_its_budget_of_solutions(world):
+    world.embedder.down = True
+    for i in range(3):
+        world.learning.create_solution("t", fixpack(f"fix {i}"))
+    world.embedder.down = False
+    world.learning.search_embed_budget = 2
+    world.learning.solution_search("t", {"error": "connect ECONNREFUSED 127.0.0.1:6379"})
+    models = [s.model for s in world.learning.store.solutions("t", category=None, limit=10)]
+    assert models.count(world.embedder.model_id) == 2 and models.count(None) == 1
+    assert world.jobs.run("backfill").counts["solutions"] == 1
 
 
 def test_a_held_lease_makes_an_overlapping_run_skip(world):

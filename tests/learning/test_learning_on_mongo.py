@@ -60,5 +60,5 @@ def test_mining_golden_paths_and_jobs_on_mongodb(hosted):
     embedder.down = True
     memories.store_memory("t", {"project": "api", "content": "stored while the embedder was down"})
     embedder.down = False
-    assert jobs.run("backfill").counts == {"embedded": 1, "pending": 0}
+    assert jobs.run("backfill").counts == {"embedded": 1, "pending": 0, "solutions": 0}
     assert jobs.run("retention").ran

@@ -5,9 +5,11 @@ Pure functions over plain records, so the clustering can be tested on a fixed co
 1. :func:`occurrences` keeps the failure and error memories (``meta.outcome_status ==
    "failure"`` or ``meta.type == "error"``) with their signature terms and vectors.
 2. :func:`cluster` joins two occurrences when their texts mean nearly the same
-   (cosine >= ``similar``), or when they share most of their signature terms (overlap >=
-   ``overlap``) and are not unrelated in meaning (cosine >= ``floor``). Union-find, so
-   the result does not depend on the order of the memories.
+   (cosine >= ``similar``) and do not name different errors (ECONNREFUSED is not ENOTFOUND,
+   however alike the log lines around them), or when they share most of their signature terms (overlap >=
+   ``overlap``), among them an error code, exception name or number (a shared identifier
+   alone says where, not what), and are not unrelated in meaning (cosine >= ``floor``).
+   Union-find, so the result does not depend on the order of the memories.
 3. :func:`evidence` finds what followed each cluster in the same project, later, with a
    similar text: success memories (a fix), solutions applied (their outcome), and the
    solution a memory names in ``meta.solution_id``. Each piece of evidence has a key, so
@@ -43,6 +45,7 @@ class Occurrence:
     record: MemoryRecord
     terms: list[str]
     vector: np.ndarray | None
+    strong: frozenset[str] = frozenset()  # the codes, exception names and numbers among the terms
 
 
 @dataclass(slots=True)
@@ -83,7 +86,10 @@ def is_success(record: MemoryRecord) -> bool:
 
 def occurrences(records: Sequence[MemoryRecord], vectors: dict[str, np.ndarray], limit: int) -> list[Occurrence]:
     failures = sorted((r for r in records if is_failure(r)), key=lambda r: (r.occurred_at, r.id), reverse=True)
-    return [Occurrence(r, terms(r.content), vectors.get(r.id)) for r in failures[:limit]]
+    return [
+        Occurrence(r, terms(r.content), vectors.get(r.id), frozenset(terms(r.content, strong_only=True)))
+        for r in failures[:limit]
+    ]
 
 
 def _cosines(items: Sequence[Occurrence]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -104,9 +110,10 @@ def _find(parent: list[int], i: int) -> int:
 
 
 def _pairs_sharing_terms(items: Sequence[Occurrence]) -> set[tuple[int, int]]:
+    """Pairs that share a strong term, or (when neither has one) an identifier."""
     by_term: dict[str, list[int]] = {}
     for index, item in enumerate(items):
-        for term in item.terms:
+        for term in (item.strong or item.terms):
             by_term.setdefault(term, []).append(index)
     pairs: set[tuple[int, int]] = set()
     for indices in by_term.values():
@@ -114,6 +121,17 @@ def _pairs_sharing_terms(items: Sequence[Occurrence]) -> set[tuple[int, int]]:
             for b in indices[a_pos + 1:]:
                 pairs.add((a, b))
     return pairs
+
+
+def _codes(item: Occurrence) -> set[str]:
+    return {t for t in item.strong if not t.isdigit()}
+
+
+def _different_errors(a: Occurrence, b: Occurrence) -> bool:
+    """Both name their error (a code or exception name) and the names differ: similar wording
+    (the same module, the same log line around it) does not make them one error."""
+    left, right = _codes(a), _codes(b)
+    return bool(left and right and not left & right)
 
 
 def cluster(items: Sequence[Occurrence], options: MiningOptions = MiningOptions()) -> list[list[int]]:
@@ -132,7 +150,8 @@ def cluster(items: Sequence[Occurrence], options: MiningOptions = MiningOptions(
 
     if cosines is not None:
         for a, b in zip(*np.nonzero(np.triu(cosines[0] >= options.similar, k=1))):
-            join(int(a), int(b))
+            if not _different_errors(items[a], items[b]):
+                join(int(a), int(b))
     for a, b in _pairs_sharing_terms(items):
         if meaning(a, b) >= options.floor and overlap(items[a].terms, items[b].terms) >= options.overlap:
             join(a, b)

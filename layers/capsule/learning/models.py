@@ -333,6 +333,7 @@ class LinkedFix(BaseModel):
     success: int
     failure: int
     success_rate: float
+    explanation: str
 
 
 class PatternComponents(BaseModel):

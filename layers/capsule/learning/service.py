@@ -30,6 +30,7 @@ from .signature import terms
 
 MAX_SEARCH_SOLUTIONS = 5000
 MAX_PATTERNS_SCANNED = 1000
+SEARCH_EMBED_BUDGET = 64  # solutions a search may embed (the rest wait for the backfill job)
 DEFAULT_MIN_SIMILARITY = 0.35
 # solution_search: score = regex + meaning + keyword + track record
 SOLUTION_WEIGHTS = {"regex": 0.45, "vector": 0.35, "keyword": 0.10, "success": 0.10}
@@ -68,9 +69,12 @@ def _linked_solution(link: LinkRecord, solution: SolutionRecord) -> models.Linke
 
 
 def _linked_fix(link: LinkRecord, memory: MemoryRecord) -> models.LinkedFix:
+    rate = _rate(link.success, link.failure)
     return models.LinkedFix(
         memory_id=memory.id, project=memory.project, content=memory.content[:500], success=link.success,
-        failure=link.failure, success_rate=_rate(link.success, link.failure),
+        failure=link.failure, success_rate=rate,
+        explanation=(f"recorded as a success in project '{memory.project}' after this error"
+                     f" ({link.success} success(es) for pattern '{link.tag}', Wilson lower bound {rate:.2f})"),
     )
 
 
@@ -115,6 +119,7 @@ class LearningService:
         clock: Clock = system_clock,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         mining_options: mining.MiningOptions = mining.MiningOptions(),
+        search_embed_budget: int = SEARCH_EMBED_BUDGET,
     ) -> None:
         self.store = store
         self.memories = memories
@@ -122,6 +127,7 @@ class LearningService:
         self.clock = clock
         self._new_id = new_id
         self.mining_options = mining_options
+        self.search_embed_budget = search_embed_budget
 
     # ---- helpers ------------------------------------------------------------
 
@@ -230,17 +236,29 @@ class LearningService:
 
     # ---- solution_search and solution_apply ---------------------------------
 
-    def _signature_vectors(self, record: SolutionRecord) -> np.ndarray | None:
-        if record.embeddings is not None and record.model == self.embedder.model_id:
-            return record.embeddings
-        vectors = self._embed([s["text"] for s in record.body["signatures"]])
-        if vectors is not None:
-            self.store.set_solution_embeddings(record.tenant, record.id, vectors, self.embedder.model_id)
-        return vectors
+    def _stale(self, record: SolutionRecord) -> bool:
+        return record.embeddings is None or record.model != self.embedder.model_id
+
+    def embed_solutions(self, records: Sequence[SolutionRecord], *, limit: int) -> int:
+        """Embed the signatures of up to ``limit`` solutions that have none under the current
+        model (the embedder was down, or has changed), in one call; updates ``records`` in place.
+        Raises Unavailable when the embedder is down."""
+        stale = [r for r in records if self._stale(r)][:limit]
+        texts = [s["text"] for r in stale for s in r.body["signatures"]]
+        if not texts:
+            return 0
+        vectors = self.embedder.embed(texts)
+        start = 0
+        for record in stale:
+            count = len(record.body["signatures"])
+            record.embeddings, record.model = vectors[start:start + count], self.embedder.model_id
+            self.store.set_solution_embeddings(record.tenant, record.id, record.embeddings, record.model)
+            start += count
+        return len(stale)
 
     def _closest(self, record: SolutionRecord, query: np.ndarray | None) -> tuple[float, int | None, float]:
         """(similarity, index, threshold) of the signature closest in meaning to the error."""
-        vectors = self._signature_vectors(record) if query is not None else None
+        vectors = None if query is None or self._stale(record) else record.embeddings
         if vectors is None:
             return 0.0, None, DEFAULT_MIN_SIMILARITY
         sims = np.clip(vectors @ query, 0.0, 1.0)
@@ -281,8 +299,14 @@ class LearningService:
         req = validate(models.SolutionSearchRequest, request)
         records = self.store.solutions(tenant, category=req.category, limit=MAX_SEARCH_SOLUTIONS)
         query = self._embed([req.error], kind="query")
+        if query is not None:
+            try:  # a few at a time here; the backfill job embeds the rest
+                self.embed_solutions(records, limit=self.search_embed_budget)
+            except Unavailable:
+                query = None
         error_terms = set(terms(req.error))
-        matches = [m for r in records if (m := self._match(r, req.error, error_terms, None if query is None else query[0]))]
+        vector = None if query is None else query[0]
+        matches = [m for r in records if (m := self._match(r, req.error, error_terms, vector))]
         matches.sort(key=lambda m: (-m.score, m.solution.id))
         top = matches[: req.k]
         text = f"Checked {len(records)} solution(s); {len(matches)} matched."

@@ -4,7 +4,7 @@
 "econnrefused", "6379", "127"]``-like: words that are codes (all capitals, or letters with
 digits: ``ECONNREFUSED``, ``E11000``), exception names (``TypeError``), status numbers and
 ports (three or more digits), and compound identifiers (``getUserById``,
-``redis.railway.internal``) — normalised through :func:`capsule.text.tokens`, so a term
+``redis.railway.internal``; these only join two errors that also share a code) — normalised through :func:`capsule.text.tokens`, so a term
 is spelled the same way the keyword index spells it. Ordinary prose words are not terms.
 """
 
@@ -21,7 +21,7 @@ _WORD = re.compile(r"[A-Za-z0-9_]+(?:[.\-/:][A-Za-z0-9_]+)*")
 _CODE = re.compile(r"^(?=.*[A-Z])[A-Z][A-Z0-9_]{2,}$")           # ECONNREFUSED, E11000, ERR_X
 _MIXED = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9_]+$")     # e11000, sha256
 _EXCEPTION = re.compile(r"(Error|Exception|Fault|Panic)$")
-_NUMBER = re.compile(r"^\d{3,6}$")
+_NUMBER = re.compile(r"^\d{3,5}$")               # HTTP statuses, ports; not long ids
 _COMPOUND = re.compile(r"[a-z][A-Z]|[A-Za-z]_[A-Za-z]|[A-Za-z0-9][.:/-][A-Za-z0-9]")
 # Words that look like codes but name no particular error.
 NOISE = frozenset("""err error errors warn warning info debug fatal trace http https api url uri
@@ -29,19 +29,23 @@ NOISE = frozenset("""err error errors warn warning info debug fatal trace http h
 MAX_TERMS = 40
 
 
+def _is_strong(word: str) -> bool:
+    """Codes, exception names and numbers name an error; identifiers only say where it was."""
+    return bool(_CODE.match(word) or _MIXED.match(word) or _EXCEPTION.search(word) or _NUMBER.match(word))
+
+
 def _is_term(word: str) -> bool:
-    return bool(
-        _CODE.match(word) or _MIXED.match(word) or _EXCEPTION.search(word)
-        or _NUMBER.match(word) or _COMPOUND.search(word)
-    )
+    return _is_strong(word) or bool(_COMPOUND.search(word))
 
 
-def terms(text: str) -> list[str]:
-    """The signature terms of ``text``, deduplicated, in order of first appearance."""
+def terms(text: str, *, strong_only: bool = False) -> list[str]:
+    """The signature terms of ``text``, deduplicated, in order of first appearance.
+
+    ``strong_only`` keeps the codes, exception names and numbers, not the identifiers."""
     found: dict[str, None] = {}
     for match in _WORD.finditer(text[:16384]):
         word = match.group(0).strip("._-/:")
-        if not word or not _is_term(word):
+        if not word or not (_is_strong(word) if strong_only else _is_term(word)):
             continue
         normal = tokens(word, stem=False)
         whole = normal[0] if normal else word.lower()

@@ -23,6 +23,9 @@ class LearningStore(Protocol):
     def migrate(self) -> None:
         """Create or upgrade the schema; idempotent."""
 
+    def tenants(self) -> list[str]:
+        """Every tenant with a solution or a pattern, sorted (the backfill job visits each)."""
+
     # ---- solutions --------------------------------------------------------
 
     def insert_solution(self, record: SolutionRecord) -> None:

@@ -119,6 +119,10 @@ class MongoLearningStore:
         self._patterns.create_index([("tenant", ASCENDING), ("occurrences", DESCENDING)])
         self._links.create_index([("tenant", ASCENDING), ("kind", ASCENDING), ("target_id", ASCENDING)])
 
+    @_guarded
+    def tenants(self) -> list[str]:
+        return sorted(set(self._solutions.distinct("tenant")) | set(self._patterns.distinct("tenant")))
+
     # ---- solutions --------------------------------------------------------
 
     @_guarded

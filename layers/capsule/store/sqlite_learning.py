@@ -73,6 +73,10 @@ class SQLiteLearningStore:
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         return self._db._read(sql, params)
 
+    def tenants(self) -> list[str]:
+        rows = self._read("SELECT tenant FROM solutions UNION SELECT tenant FROM patterns ORDER BY tenant")
+        return [row["tenant"] for row in rows]
+
     # ---- solutions --------------------------------------------------------
 
     def insert_solution(self, record: SolutionRecord) -> None:
