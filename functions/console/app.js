@@ -146,9 +146,9 @@
     if (details === null || details === undefined || details === '') return '';
     if (Array.isArray(details)) {
       return details.map((item) => {
-        if (item && typeof item === 'object' && 'msg' in item) {
-          const where = Array.isArray(item.loc) ? item.loc.join('.') : (item.loc || item.field || '');
-          return (where ? where + ': ' : '') + item.msg;
+        if (item && typeof item === 'object' && ('message' in item || 'msg' in item)) {
+          const where = item.field || (Array.isArray(item.loc) ? item.loc.join('.') : item.loc) || '';
+          return (where ? where + ': ' : '') + (item.message || item.msg);
         }
         return typeof item === 'string' ? item : JSON.stringify(item);
       }).join('\n');
