@@ -9,6 +9,7 @@
   const TOKEN_KEY = 'capsule.console.token';
   const PROJECT_KEY = 'capsule.console.project';
   const FORGOTTEN_KEY = 'capsule.console.forgotten';
+  const ACTIVITY_KEY = 'capsule.console.activity';
   const PAGE_SIZE = 20;
   const MAX_FORGOTTEN = 25;
   const MAX_ACTIVITY = 30;
@@ -28,7 +29,8 @@
     view: 'recent',
     cursor: null,
     lastQuery: '',
-    forgotten: readForgotten(),
+    forgotten: readList(FORGOTTEN_KEY),
+    activity: readList(ACTIVITY_KEY),
   };
 
   // ---- small helpers ------------------------------------------------------
@@ -52,9 +54,9 @@
     return node;
   }
 
-  function readForgotten() {
+  function readList(key) {
     try {
-      const items = JSON.parse(sessionStorage.getItem(FORGOTTEN_KEY) || '[]');
+      const items = JSON.parse(sessionStorage.getItem(key) || '[]');
       return Array.isArray(items) ? items : [];
     } catch (_) {
       return [];
@@ -185,14 +187,20 @@
     if (error.status === 401) signOut('The API refused the token (' + (error.message || '401') + ').');
   }
 
+  /** The activity log lives in the tab's session storage, so a reload keeps it. */
   function logActivity(operation, text, isError) {
-    const list = $('activity');
-    const at = new Date();
-    list.prepend(el('li', { class: isError ? 'act act-error' : 'act' },
-      el('time', { datetime: at.toISOString(), class: 'act-time' }, at.toLocaleTimeString()),
-      el('strong', { class: 'act-op' }, operation),
-      el('span', { class: 'act-text' }, text)));
-    while (list.children.length > MAX_ACTIVITY) list.lastElementChild.remove();
+    const entry = { at: new Date().toISOString(), op: operation, text, error: Boolean(isError) };
+    state.activity = [entry, ...state.activity].slice(0, MAX_ACTIVITY);
+    sessionStorage.setItem(ACTIVITY_KEY, JSON.stringify(state.activity));
+    renderActivity();
+  }
+
+  function renderActivity() {
+    $('activity').replaceChildren(...state.activity.map((entry) =>
+      el('li', { class: entry.error ? 'act act-error' : 'act' },
+        el('time', { datetime: entry.at, class: 'act-time' }, new Date(entry.at).toLocaleTimeString()),
+        el('strong', { class: 'act-op' }, entry.op),
+        el('span', { class: 'act-text' }, entry.text))));
   }
 
   /** Run one API operation with its button disabled; report its explanation or its error. */
@@ -222,9 +230,17 @@
     $('session').hidden = !connected;
   }
 
-  function signOut(reason) {
+  /** Drop the token. Signing out on purpose also drops this tab's history; a refused token keeps it. */
+  function signOut(reason, wipe) {
     state.token = '';
     sessionStorage.removeItem(TOKEN_KEY);
+    if (wipe) {
+      state.activity = [];
+      state.forgotten = [];
+      sessionStorage.clear();
+      renderActivity();
+      renderForgotten();
+    }
     showWorkspace(false);
     $('connect-error').textContent = reason || '';
     $('token').value = '';
@@ -416,7 +432,6 @@
       const merged = Object.assign({}, old, {
         pinned: memory.pinned, helpful: memory.helpful, unhelpful: memory.unhelpful, meta: memory.meta,
       });
-      if (source === 'search') { delete merged.helpful; delete merged.unhelpful; }
       const fresh = card(merged, source);
       fresh._item = merged;
       node.replaceWith(fresh);
@@ -427,12 +442,6 @@
     const node = card(item, source);
     node._item = item;
     list.append(node);
-  }
-
-  function focusAfterRemoval(id) {
-    const node = cardsFor(id)[0];
-    const next = node && (node.nextElementSibling || node.previousElementSibling);
-    return next ? next.querySelector('button') : $('search-query');
   }
 
   // ---- listing --------------------------------------------------------------
@@ -557,12 +566,13 @@
     await run('Forget', button, async () => {
       const result = await api('DELETE', memoryPath(item.id));
       say('Forget', result.explanation);
-      const focus = focusAfterRemoval(item.id);
-      for (const node of cardsFor(item.id)) node.remove();
+      for (const node of document.querySelectorAll('#hit-list li.card-item[data-id="' + CSS.escape(item.id) + '"]')) {
+        node.remove();
+      }
       rememberForgotten(result.memory || item);
-      $('memory-empty').hidden = $('memory-list').children.length > 0;
-      if (focus && document.contains(focus)) focus.focus();
-      await loadProjects();
+      // The list is read again so its count and paging stay true; focus moves to its heading.
+      await Promise.all([loadMemories(false), loadProjects()]);
+      if (!document.activeElement || document.activeElement === document.body) $('memories-title').focus();
     });
   }
 
@@ -599,6 +609,7 @@
       if (project && project !== state.project) await openProject(project);
       else await loadMemories(false);
       await loadProjects();
+      if (!document.activeElement || document.activeElement === document.body) $('memories-title').focus();
     });
   }
 
@@ -615,7 +626,7 @@
       }
       connect(token);
     });
-    $('sign-out').addEventListener('click', () => signOut('Signed out. The token was removed from this tab.'));
+    $('sign-out').addEventListener('click', () => signOut('Signed out. The token and this tab\'s history were removed.', true));
     $('projects-refresh').addEventListener('click', (event) =>
       run('Projects', event.currentTarget, async () => say('Projects', (await loadProjects()).explanation)));
     $('project-form').addEventListener('submit', (event) => {
@@ -664,6 +675,7 @@
 
   wire();
   renderForgotten();
+  renderActivity();
   if (state.token) connect(state.token);
   else $('token').focus();
 })();
