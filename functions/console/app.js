@@ -162,7 +162,7 @@
     $(prefix + '-title').textContent = title;
     $(prefix + '-text').textContent = text;
     const pre = $(prefix + '-details');
-    const more = detailsText(details);
+    const more = detailsText(details) === text ? '' : detailsText(details);
     pre.textContent = more;
     pre.hidden = !more;
     $(prefix).classList.remove('is-idle');
