@@ -90,6 +90,10 @@
     return at.toLocaleDateString();
   }
 
+  function plural(n, one, many) {
+    return n + ' ' + (n === 1 ? one : many);
+  }
+
   function fixed(value) {
     return (typeof value === 'number' ? value : Number(value || 0)).toFixed(3);
   }
@@ -299,7 +303,7 @@
     for (const info of state.projects) {
       options.append(el('option', { value: info.project }));
       const current = info.project === state.project;
-      const counts = info.memories + ' memories · ' + info.pinned + ' pinned'
+      const counts = plural(info.memories, 'memory', 'memories') + ' · ' + info.pinned + ' pinned'
         + (info.forgotten ? ' · ' + info.forgotten + ' forgotten' : '');
       list.append(el('li', {},
         el('button', {
