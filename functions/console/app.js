@@ -397,12 +397,12 @@
     const comps = hit.components || {};
     const rows = COMPONENTS.map(([key, name, help]) => {
       const value = Number(comps[key] || 0);
-      const width = Math.min(100, Math.abs(value) * 100);
+      const fill = el('span', { class: value < 0 ? 'fill fill-neg' : 'fill' });
+      fill.style.width = Math.min(100, Math.abs(value) * 100).toFixed(1) + '%';  // CSSOM: allowed by the CSP
       return el('div', { class: 'comp', 'data-component': key, title: help },
         el('dt', {}, name),
         el('dd', {},
-          el('span', { class: 'bar', 'aria-hidden': 'true' },
-            el('span', { class: value < 0 ? 'fill fill-neg' : 'fill', style: 'width:' + width.toFixed(1) + '%' })),
+          el('span', { class: 'bar', 'aria-hidden': 'true' }, fill),
           el('span', { class: 'comp-value' }, fixed(value))));
     });
     return el('div', { class: 'score' },

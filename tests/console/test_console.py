@@ -145,6 +145,8 @@ def page(browser: "Browser", server: Api):
     opened = context.new_page()
     errors: list[str] = []
     opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    # A Content-Security-Policy refusal is reported on the console; the page must cause none.
+    opened.on("console", lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None)
     opened.goto(server.base + "/ui")
     yield opened
     context.close()
