@@ -387,3 +387,27 @@ def test_keyboard_only_store_and_search(page, server):
     pin.focus()
     page.keyboard.press("Enter")
     expect(notice(page)).to_contain_text("Pinned:")
+
+
+UNNAMED_CONTROLS = """() => {
+  const name = (node) => (node.getAttribute('aria-label') || '').trim()
+    || [...(node.labels || [])].map((l) => l.textContent).join(' ').trim()
+    || (node.tagName === 'BUTTON' ? node.textContent.trim() : '');
+  return [...document.querySelectorAll('input, select, textarea, button')]
+    .filter((node) => !name(node)).map((node) => node.outerHTML);
+}"""
+
+
+def test_every_control_has_a_name_and_memory_text_stays_text(page, server):
+    project = "/srv/console-a11y"
+    server.store(project, "</p><button onclick=\"window.pwned=1\">click</button>", pinned=True)
+    connect(page, server.token)
+    open_project(page, project)
+    page.get_by_label("Query").fill("click")
+    page.get_by_label("Query").press("Enter")
+    expect(page.locator("#hit-list li.card-item")).to_have_count(1)
+    assert page.evaluate(UNNAMED_CONTROLS) == []
+    # The stored markup is shown as text: the page gained no button named "click".
+    expect(page.get_by_role("button", name="click", exact=True)).to_have_count(0)
+    assert page.locator(".content", has_text="<button onclick").count() == 2
+    assert page.evaluate("window.pwned") is None
