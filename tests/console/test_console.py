@@ -324,7 +324,7 @@ def test_api_errors_are_shown_with_their_code_and_field(page, server):
     page.get_by_role("button", name="Search", exact=True).click()
     alert = page.get_by_role("alert").filter(has_text="Search failed")
     expect(alert).to_contain_text("422")
-    expect(alert).to_contain_text("k")
+    expect(alert).to_contain_text("k: ")  # the field the API named
     expect(page.locator("#search-results")).to_be_hidden()
 
     # Restoring an id that does not exist is a 404, said plainly; nothing changes.
