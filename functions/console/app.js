@@ -33,6 +33,9 @@
     activity: readList(ACTIVITY_KEY),
   };
 
+  // Answers that arrive after a newer request of the same kind was sent are dropped.
+  const latest = { list: 0, search: 0 };
+
   // ---- small helpers ------------------------------------------------------
 
   const $ = (id) => document.getElementById(id);
@@ -113,7 +116,25 @@
     }
   }
 
+  /** Requests in flight: shown in the top bar, and readable as body[data-pending]. */
+  let pending = 0;
+
+  function setPending(delta) {
+    pending += delta;
+    document.body.dataset.pending = String(pending);
+    $('working').hidden = pending === 0;
+  }
+
   async function api(method, path, body) {
+    setPending(1);
+    try {
+      return await request(method, path, body);
+    } finally {
+      setPending(-1);
+    }
+  }
+
+  async function request(method, path, body) {
     const headers = { Accept: 'application/json' };
     if (state.token) headers.Authorization = 'Bearer ' + state.token;
     const init = { method, headers, cache: 'no-store' };
@@ -239,9 +260,15 @@
     state.token = '';
     sessionStorage.removeItem(TOKEN_KEY);
     if (wipe) {
-      state.activity = [];
-      state.forgotten = [];
+      Object.assign(state, { project: '', projects: [], cursor: null, activity: [], forgotten: [] });
       sessionStorage.clear();
+      for (const id of ['memory-list', 'hit-list', 'project-list', 'project-options']) $(id).replaceChildren();
+      for (const id of ['list-explanation', 'search-explanation']) $(id).textContent = '';
+      $('project-name').textContent = 'none chosen';
+      $('search-results').hidden = true;
+      $('load-more').hidden = true;
+      hideBox('notice');
+      hideBox('alert');
       renderActivity();
       renderForgotten();
     }
@@ -456,8 +483,10 @@
     if (state.view === 'pinned') params.set('pinned_only', 'true');
     if (more && state.cursor) params.set('cursor', state.cursor);
     const button = more ? $('load-more') : null;
+    const ticket = ++latest.list;
     await run('List', button, async () => {
       const result = await api('GET', '/v1/memories?' + params.toString());
+      if (ticket !== latest.list) return;  // a newer listing (another project, view or store) wins
       const list = $('memory-list');
       if (!more) list.replaceChildren();
       for (const memory of result.memories || []) appendCard(list, memory, 'list');
@@ -517,8 +546,10 @@
     else body.project = state.project;
     const tags = parseTags($('search-tags').value);
     if (tags.length) body.filters = { tags };
+    const ticket = ++latest.search;
     await run('Search', $('search-button'), async () => {
       const result = await api('POST', '/v1/memories/search', body);
+      if (ticket !== latest.search) return;  // an answer to an older query arrived late
       state.lastQuery = query;
       const list = $('hit-list');
       list.replaceChildren();

@@ -45,6 +45,8 @@ try:
     from playwright.sync_api import Browser, Page, expect, sync_playwright
 except ImportError:  # pragma: no cover - the dev extra installs it
     _unavailable("the playwright package is missing (pip install -e '.[dev]')")
+else:
+    expect.set_options(timeout=WAIT_MS)
 
 
 # ---- the server --------------------------------------------------------------
@@ -155,16 +157,23 @@ def page(browser: "Browser", server: Api):
     assert errors == [], f"the page threw: {errors}"
 
 
+def settle(page: "Page") -> None:
+    """Wait until the page has no request in flight (it counts them on body[data-pending])."""
+    expect(page.locator("body")).to_have_attribute("data-pending", "0")
+
+
 def connect(page: "Page", token: str) -> None:
     page.get_by_label("API token").fill(token)
     page.get_by_label("API token").press("Enter")
-    expect(page.locator("#workspace")).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator("#workspace")).to_be_visible()
+    settle(page)
 
 
 def open_project(page: "Page", project: str) -> None:
     page.get_by_label("Open or start a project").fill(project)
     page.get_by_role("button", name="Open", exact=True).click()
-    expect(page.locator("#project-name")).to_have_text(project, timeout=WAIT_MS)
+    expect(page.locator("#project-name")).to_have_text(project)
+    settle(page)
 
 
 def store_in_page(page: "Page", content: str, tags: str = "", pinned: bool = False) -> None:
@@ -172,7 +181,10 @@ def store_in_page(page: "Page", content: str, tags: str = "", pinned: bool = Fal
     page.get_by_label("Tags", exact=True).fill(tags)
     page.get_by_label("Pinned").set_checked(pinned)
     page.get_by_role("button", name="Store", exact=True).click()
-    expect(page.locator("#notice")).to_contain_text("Stored", timeout=WAIT_MS)
+    # The click starts the request at once; after it, the form is empty and the list read again.
+    settle(page)
+    expect(page.locator("#notice")).to_contain_text("Stored")
+    expect(page.get_by_label("Content")).to_have_value("")
 
 
 def card(page: "Page", where: str, memory_id: str):
@@ -190,7 +202,7 @@ def test_a_wrong_token_is_refused_and_the_right_one_kept_for_the_tab(page, serve
     expect(page.locator("#workspace")).to_be_hidden()
     page.get_by_label("API token").fill("not-the-token")
     page.get_by_role("button", name="Connect").click()
-    expect(page.locator("#connect-error")).to_contain_text("refused", timeout=WAIT_MS)
+    expect(page.locator("#connect-error")).to_contain_text("refused")
     expect(page.locator("#workspace")).to_be_hidden()
     assert page.evaluate("sessionStorage.length") == 0
 
@@ -199,10 +211,12 @@ def test_a_wrong_token_is_refused_and_the_right_one_kept_for_the_tab(page, serve
     assert page.evaluate("localStorage.length") == 0
     page.reload()  # the tab keeps its session: no second prompt
     expect(page.locator("#workspace")).to_be_visible()
+    settle(page)
 
     page.get_by_role("button", name="Sign out").click()
     expect(page.locator("#connect")).to_be_visible()
-    assert page.evaluate("sessionStorage.getItem('capsule.console.token')") is None
+    assert page.evaluate("sessionStorage.length") == 0
+    expect(page.locator("#activity li")).to_have_count(0)
 
 
 def test_store_list_search_pin_feedback_forget_restore(page, server):
@@ -305,6 +319,7 @@ def test_store_list_search_pin_feedback_forget_restore(page, server):
     # The picture of the console for people to look at.
     page.get_by_label("Query").fill(query)
     page.get_by_label("Query").press("Enter")
+    settle(page)
     expect(hits.first).to_be_visible()
     SCREENSHOT.parent.mkdir(exist_ok=True)
     SCREENSHOT.unlink(missing_ok=True)
