@@ -28,7 +28,7 @@ from .files import ingestible
 LOCAL_TENANT = "local"
 
 # Modules with a ``register(subparsers)`` function adding their commands.
-COMMAND_MODULES: list[str] = ["mcp_client.serve", "mcp_client.keys"]
+COMMAND_MODULES: list[str] = ["mcp_client.serve", "mcp_client.keys", "mcp_client.loadtest"]
 
 
 def default_project() -> str:
