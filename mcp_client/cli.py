@@ -28,7 +28,7 @@ from .files import ingestible
 LOCAL_TENANT = "local"
 
 # Modules with a ``register(subparsers)`` function adding their commands.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = ["mcp_client.bench"]
 
 
 def default_project() -> str:

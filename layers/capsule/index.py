@@ -17,9 +17,10 @@ which drops the least recently used projects.
 from __future__ import annotations
 
 import threading
-from array import array
-from collections import Counter, OrderedDict
-from dataclasses import dataclass, field, replace
+import hashlib
+from collections import OrderedDict
+from dataclasses import replace
+from itertools import chain
 from typing import Callable, Sequence
 
 import numpy as np
@@ -38,17 +39,16 @@ def _grow(values: np.ndarray, capacity: int) -> np.ndarray:
 
 
 def sign_codes(vectors: np.ndarray, words: int) -> np.ndarray:
-    """Packed sign bits of each row, padded to ``words`` 64-bit words (as uint64)."""
+    """Packed sign bits of each row, padded to ``words`` 64-bit words: (rows, words) uint64."""
     bits = np.packbits(np.asarray(vectors) > 0, axis=-1)
     padded = np.zeros((*bits.shape[:-1], words * 8), dtype=np.uint8)
     padded[..., : bits.shape[-1]] = bits
     return padded.view(np.uint64)
 
 
-@dataclass(slots=True)
-class Postings:
-    rows: array = field(default_factory=lambda: array("i"))
-    tfs: array = field(default_factory=lambda: array("f"))
+def stable_key(memory_id: str) -> int:
+    """A tie-break key for a memory that is the same in every process (unlike ``hash``)."""
+    return int.from_bytes(hashlib.blake2b(memory_id.encode(), digest_size=8).digest(), "little") >> 1
 
 
 class ProjectIndex:
@@ -71,14 +71,16 @@ class ProjectIndex:
         self.alive = np.zeros(cap, dtype=bool)
         self.has_vec = np.zeros(cap, dtype=bool)
         self.matrix = np.zeros((cap, 0), dtype=np.float32)
-        self.codes = np.zeros((cap, 0), dtype=np.uint64)
+        self.codes = np.zeros((0, cap), dtype=np.uint64)  # (words, rows): one word is contiguous
+        self._bytes = 0
         self.length = np.zeros(cap, dtype=np.float64)
         self.occurred = np.zeros(cap, dtype=np.float64)
         self.created = np.zeros(cap, dtype=np.float64)
         self.helpful = np.zeros(cap, dtype=np.float64)
         self.unhelpful = np.zeros(cap, dtype=np.float64)
         self.outcome = np.zeros(cap, dtype=np.float64)
-        self.postings: dict[str, Postings] = {}
+        self.key = np.zeros(cap, dtype=np.int64)
+        self.postings: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     # ---- size ------------------------------------------------------------
@@ -88,16 +90,15 @@ class ProjectIndex:
         return self.n - self.dead
 
     def nbytes(self) -> int:
+        """About how much RAM the index holds (kept as rows are added, not recounted)."""
         arrays = (self.matrix, self.codes, self.length, self.occurred, self.created, self.helpful,
                   self.unhelpful, self.outcome)
-        text = sum(len(r.content) for r in self.records if r is not None)
-        postings = sum(len(p.rows) * 8 + 64 for p in self.postings.values())
-        return sum(a.nbytes for a in arrays) + 2 * text + postings + 200 * self.n
+        return sum(a.nbytes for a in arrays) + self._bytes
 
     # ---- keeping current -----------------------------------------------------
 
     def apply(self, changes: ChangeSet) -> None:
-        """Bring the index to ``changes.version``."""
+        """Bring the index to ``changes.version``. The index takes over the records given."""
         if changes.reset:
             self._clear()
         for memory_id in changes.removed:
@@ -106,7 +107,8 @@ class ProjectIndex:
         for record in changes.changed:
             row = self.row_of.get(record.id)
             if row is not None and self._same_text_and_vector(row, record):
-                self.records[row] = self._slim(record)
+                record.embedding = None
+                self.records[row] = record
                 self._set_meta(row, record)
             else:
                 self._kill(record.id)
@@ -140,13 +142,14 @@ class ProjectIndex:
         if dim and not self.dim:
             self.dim, self.words = dim, (dim + 63) // 64
             self.matrix = np.zeros((len(self.alive), dim), dtype=np.float32)
-            self.codes = np.zeros((len(self.alive), self.words), dtype=np.uint64)
+            self.codes = np.zeros((self.words, len(self.alive)), dtype=np.uint64)
         if need <= len(self.alive):
             return
         cap = max(need, 2 * len(self.alive))
-        for name in ("alive", "has_vec", "matrix", "codes", "length", "occurred", "created", "helpful",
+        for name in ("alive", "has_vec", "key", "matrix", "length", "occurred", "created", "helpful",
                      "unhelpful", "outcome"):
             setattr(self, name, _grow(getattr(self, name), cap))
+        self.codes = np.ascontiguousarray(_grow(self.codes.T, cap).T)
 
     def _append(self, records: Sequence[MemoryRecord]) -> None:
         if not records:
@@ -159,35 +162,52 @@ class ProjectIndex:
         for offset, record in enumerate(records):
             row = start + offset
             self.row_of[record.id] = row
-            self.records.append(self._slim(record))
-            self.alive[row] = True
-            self._set_meta(row, record)
+            self.records.append(record)
             if self._usable(record) and record.embedding.size == self.dim:
                 vec_rows.append(row)
                 vectors.append(record.embedding)
-            terms = tokens(record.content)
-            self.length[row] = len(terms)
-            for term, tf in Counter(terms).items():
-                post = self.postings.get(term)
-                if post is None:
-                    post = self.postings[term] = Postings()
-                post.rows.append(row)
-                post.tfs.append(tf)
-                self._arrays.pop(term, None)
+            record.embedding = None  # the index owns the records it is given; the matrix holds the vector
+        rows = slice(start, start + len(records))
+        self.alive[rows] = True
+        self.key[rows] = [stable_key(r.id) for r in records]
+        self.occurred[rows] = [to_epoch(r.occurred_at) for r in records]
+        self.created[rows] = [to_epoch(r.created_at) for r in records]
+        self.helpful[rows] = [r.helpful for r in records]
+        self.unhelpful[rows] = [r.unhelpful for r in records]
+        self.outcome[rows] = [OUTCOME.get(r.meta.get("outcome_status") or "unknown", 0.0) for r in records]
+        self._add_postings(start, [tokens(r.content) for r in records])
+        self._bytes += sum(2 * len(r.content) + 300 for r in records)
         self.n = start + len(records)
         if vectors:
-            block = np.asarray(vectors, dtype=np.float32)
-            rows = np.asarray(vec_rows)
-            self.matrix[rows] = block
-            self.codes[rows] = sign_codes(block, self.words)
-            self.has_vec[rows] = True
+            block = np.stack(vectors).astype(np.float32, copy=False)
+            at = np.asarray(vec_rows)
+            self.matrix[at] = block
+            self.codes[:, at] = sign_codes(block, self.words).T
+            self.has_vec[at] = True
 
-    @staticmethod
-    def _slim(record: MemoryRecord) -> MemoryRecord:
-        """The record without its embedding (the matrix holds it)."""
-        return replace(record, embedding=None)
+    def _add_postings(self, start: int, documents: list[list[str]]) -> None:
+        """Term frequencies of new rows, grouped by term in bulk (numpy, not a loop per token)."""
+        lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
+        self.length[start:start + len(documents)] = lengths
+        flat = list(chain.from_iterable(documents))
+        if not flat:
+            return
+        vocab: dict[str, int] = {}
+        term_ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
+        docs = np.repeat(np.arange(len(documents), dtype=np.int64), lengths)
+        pairs, tfs = np.unique(term_ids * len(documents) + docs, return_counts=True)
+        term_of, doc_of = np.divmod(pairs, len(documents))
+        cuts = np.flatnonzero(np.diff(term_of)) + 1
+        names = list(vocab)
+        for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [pairs.size]))):
+            term = names[term_of[lo]]
+            chunk = ((doc_of[lo:hi] + start).astype(np.int32), tfs[lo:hi].astype(np.float32))
+            self.postings.setdefault(term, []).append(chunk)
+            self._arrays.pop(term, None)
+        self._bytes += 8 * pairs.size
 
     def _set_meta(self, row: int, record: MemoryRecord) -> None:
+        """Refresh what ranking reads of a row whose text and vector did not change."""
         self.occurred[row] = to_epoch(record.occurred_at)
         self.created[row] = to_epoch(record.created_at)
         self.helpful[row] = record.helpful
@@ -211,14 +231,16 @@ class ProjectIndex:
     # ---- reading -------------------------------------------------------------
 
     def postings_of(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Rows holding ``term`` and how often (dead rows included; the caller masks them)."""
         cached = self._arrays.get(term)
         if cached is None:
-            post = self.postings.get(term)
-            if post is None:
+            chunks = self.postings.get(term)
+            if not chunks:
                 cached = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
             else:
-                cached = (np.frombuffer(post.rows, dtype=np.int32).copy(),
-                          np.frombuffer(post.tfs, dtype=np.float32).copy())
+                cached = (np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]))
+                if len(chunks) > 1:
+                    self.postings[term] = [cached]
             self._arrays[term] = cached
         return cached
 

@@ -3,19 +3,21 @@
 The pipeline, the same for a warm index and a cold one built for this search:
 
 1. the rows each index may return (active, passing the filters);
-2. vector candidates: the rows nearest the query by Hamming distance of sign bits (or by
-   exact float32 cosine when ``exact`` is set), the best ``candidates`` plus every tie;
+2. vector candidates: the ``candidates`` rows nearest the query by Hamming distance of sign
+   bits (a first pass on the leading 256 bits for large indexes), or by exact float32 cosine
+   when ``exact`` is set;
 3. keyword candidates: BM25 over every row searched (statistics over exactly those rows),
-   the best ``candidates`` plus every tie;
+   the best ``candidates``;
 4. for the union, the exact cosine (float32), the BM25 score divided by the best, time
    decay, the feedback bound and the outcome bonus, combined by the weights;
-5. the k best by score, ties broken by id, so the order never depends on row order.
+5. the k best by score. Every cut (candidates, the k best) breaks ties by a key fixed per
+   memory, so what is chosen never depends on where a row sits in an index.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Sequence
 
@@ -23,7 +25,7 @@ import numpy as np
 
 from . import ranking
 from .clock import to_epoch
-from .index import ProjectIndex, sign_codes
+from .index import ProjectIndex, sign_codes, stable_key
 from .records import ChangeSet, Filters, MemoryRecord
 from .text import tokens
 
@@ -41,8 +43,10 @@ class Scored:
 
 @dataclass(frozen=True, slots=True)
 class SearchOptions:
-    candidates: int = 500  # rows per stage re-scored exactly (plus ties at the cut)
+    candidates: int = 500  # rows per stage re-scored exactly
     exact: bool = False  # exact float32 first stage instead of binary codes
+    prefix_words: int = 4  # 256 leading sign bits for the first pass over large indexes
+    prefilter: int = 8  # the first pass keeps this many times ``candidates``
     k1: float = 1.2
     b: float = 0.75
 
@@ -66,17 +70,25 @@ def wilson(positive: np.ndarray, total: np.ndarray, z: float = 1.96) -> np.ndarr
     return out
 
 
-def _best_rows(values: np.ndarray, eligible: np.ndarray, count: int, *, smaller_is_better: bool) -> np.ndarray:
-    """Eligible rows among the ``count`` best values, with every tie at the cut."""
+def _best_rows(values: np.ndarray, eligible: np.ndarray, count: int, keys: np.ndarray, *,
+               smaller_is_better: bool) -> np.ndarray:
+    """The ``count`` eligible rows with the best values; ties at the cut go to the smaller key.
+
+    Keys are fixed per memory (:func:`capsule.index.stable_key`), so the choice never depends
+    on where a row sits: a warm index and a freshly loaded one pick the same rows.
+    """
     rows = np.flatnonzero(eligible)
     if rows.size <= count:
         return rows
-    picked = values[rows]
-    if smaller_is_better:
-        cut = np.partition(picked, count - 1)[count - 1]
-        return rows[picked <= cut]
-    cut = np.partition(picked, rows.size - count)[rows.size - count]
-    return rows[picked >= cut]
+    picked = values[rows].astype(np.float64)
+    if not smaller_is_better:
+        picked = -picked
+    cut = np.partition(picked, count - 1)[count - 1]
+    better, tied = rows[picked < cut], rows[picked == cut]
+    need = count - better.size
+    if tied.size > need:
+        tied = tied[np.argpartition(keys[tied], need - 1)[:need]]
+    return np.concatenate((better, tied))
 
 
 def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> None:
@@ -103,17 +115,41 @@ def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> No
             v.keyword[rows] += idf * tf * (options.k1 + 1) / (tf + norm)
 
 
+def _hamming(codes: np.ndarray, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Hamming distances over the words of ``codes`` (words, rows), one contiguous word at a time."""
+    size = codes.shape[1] if rows is None else rows.size
+    total = np.zeros(size, dtype=np.uint16)
+    scratch = np.empty(size, dtype=np.uint64)
+    counts = np.empty(size, dtype=np.uint8)
+    for word in range(codes.shape[0]):
+        column = codes[word] if rows is None else codes[word, rows]
+        np.bitwise_xor(column, query[word], out=scratch)
+        np.bitwise_count(scratch, out=counts)
+        total += counts
+    return total
+
+
 def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """Rows worth an exact score: the nearest by sign bits (or exactly), ties at the cut kept."""
     index = view.index
     eligible = view.mask & index.has_vec[: index.n]
     if not eligible.any():
         return np.zeros(0, dtype=np.int64)
     if options.exact:
         sims = index.matrix[: index.n] @ query
-        return _best_rows(sims, eligible, options.candidates, smaller_is_better=False)
+        return _best_rows(sims, eligible, options.candidates, index.key, smaller_is_better=False)
     code = sign_codes(query[None, :], index.words)[0]
-    distance = np.bitwise_count(index.codes[: index.n] ^ code).sum(axis=1, dtype=np.int32)
-    return _best_rows(distance, eligible, options.candidates, smaller_is_better=True)
+    codes = index.codes[:, : index.n]
+    wide = options.prefilter * options.candidates
+    if index.words > options.prefix_words and int(eligible.sum()) > 2 * wide:
+        # A first pass on the leading words only reads a quarter of the codes; the survivors
+        # (many times the candidates wanted) are then ranked on every bit.
+        prefix = _hamming(codes[: options.prefix_words], code)
+        rows = _best_rows(prefix, eligible, wide, index.key, smaller_is_better=True)
+        distance = _hamming(codes, code, rows)
+        return rows[_best_rows(distance, np.ones(rows.size, bool), options.candidates, index.key[rows],
+                               smaller_is_better=True)]
+    return _best_rows(_hamming(codes, code), eligible, options.candidates, index.key, smaller_is_better=True)
 
 
 def search_indexes(
@@ -139,20 +175,20 @@ def search_indexes(
                       default=0.0)
     scored: list[Scored] = []
     for v in views:
-        scored.extend(_score_view(v, q, model_id, now, weights, options, top_keyword))
-    scored.sort(key=lambda s: (-s.score, s.record.id))
+        scored.extend(_score_view(v, q, model_id, now, weights, options, top_keyword, k))
+    scored.sort(key=lambda s: (-s.score, stable_key(s.record.id)))
     return scored[:k], searched
 
 
 def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datetime,
-                weights: ranking.Weights, options: SearchOptions, top_keyword: float) -> list[Scored]:
+                weights: ranking.Weights, options: SearchOptions, top_keyword: float, k: int) -> list[Scored]:
     index = v.index
     parts = []
     vector_ok = q is not None and index.model_id == model_id and index.dim == q.size
     if vector_ok:
         parts.append(_vector_rows(v, q, options))
     if v.keyword is not None and top_keyword > 0:
-        parts.append(_best_rows(v.keyword, v.keyword > 0, options.candidates, smaller_is_better=False))
+        parts.append(_best_rows(v.keyword, v.keyword > 0, options.candidates, index.key, smaller_is_better=False))
     if not parts:
         return []
     rows = np.unique(np.concatenate(parts))
@@ -170,12 +206,15 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     feedback = wilson(helpful, helpful + index.unhelpful[rows])
     outcome = index.outcome[rows]
     score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
-    matched = (vector > 0) | (keyword > 0)
+    matched = np.flatnonzero((vector > 0) | (keyword > 0))
+    # Only the k best (and every tie with the k-th) can be returned: build just those.
+    keep = matched[_best_rows(score[matched], np.ones(matched.size, bool), k, index.key[rows[matched]],
+                              smaller_is_better=False)]
     return [
-        Scored(record=index.records[row], score=float(score[i]), vector=float(vector[i]),
+        Scored(record=index.records[rows[i]], score=float(score[i]), vector=float(vector[i]),
                bm25=float(keyword[i]), time=float(time[i]), feedback=float(feedback[i]),
                outcome=float(outcome[i]))
-        for i, row in enumerate(rows) if matched[i]
+        for i in keep
     ]
 
 
@@ -192,7 +231,7 @@ def rank(
 ) -> list[Scored]:
     """The k best of ``records`` (a cold index built for this one search)."""
     index = ProjectIndex("", "", model_id)
-    index.apply(ChangeSet(version=0, changed=list(records), reset=True))
+    index.apply(ChangeSet(version=0, changed=[replace(r) for r in records], reset=True))
     hits, _ = search_indexes([index], filters=Filters(), query=query, query_vector=query_vector,
                              model_id=model_id, now=now, weights=weights, k=k, options=options)
     return hits

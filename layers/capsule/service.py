@@ -233,7 +233,7 @@ class MemoryService:
         if embed_error:
             explanation += f" Ranked by keyword only: the embedder is unavailable ({embed_error})."
         result = models.SearchResult(results=[self._hit(h) for h in hits], explanation=explanation)
-        if key is not None and embed_error is None:
+        if key is not None and embed_error is None and self.query_cache.max_entries:
             self.query_cache.put(key, result.model_copy(deep=True), self.clock())
         return result
 
