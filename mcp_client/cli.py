@@ -28,7 +28,7 @@ from .files import ingestible
 LOCAL_TENANT = "local"
 
 # Modules with a ``register(subparsers)`` function adding their commands.
-COMMAND_MODULES: list[str] = ["mcp_client.bench"]
+COMMAND_MODULES: list[str] = ["mcp_client.bench", "mcp_client.evaluate"]
 
 
 def default_project() -> str:
