@@ -247,3 +247,15 @@ def test_search_ranks_the_stores_shortlist_when_it_gives_one(tmp_path):
     assert store.asked[:4] == ("t1", ["p"], "sqlite deadlock", HashingEmbedder().model_id)
     hits = service.search("t1", {"project": "p", "query": "sqlite deadlock", "mode": "bm25"}).results
     assert len(hits) == 3  # no query vector: every memory is scored
+
+
+def test_the_service_searches_a_mongo_store_through_its_warm_index(store):
+    service = MemoryService(store, HashingEmbedder(), clock=FrozenClock(T0), settings=Settings(embedder="hashing"))
+    kept = service.store_memory("t1", {"project": "p", "content": "sqlite deadlock: use BEGIN IMMEDIATE"}).memory.id
+    gone = service.store_memory("t1", {"project": "p", "content": "sqlite deadlock on WAL checkpoint"}).memory.id
+    hits = service.search("t1", {"project": "p", "query": "sqlite deadlock"}).results
+    assert {h.id for h in hits} == {kept, gone}
+    service.forget("t1", gone)
+    hits = service.search("t1", {"project": "p", "query": "sqlite deadlock"}).results
+    assert [h.id for h in hits] == [kept]
+    assert service.search("t2", {"project": "p", "query": "sqlite deadlock"}).results == []
