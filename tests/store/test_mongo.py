@@ -20,7 +20,7 @@ from capsule.service import MemoryService  # noqa: E402
 from capsule.store import mongo_vector as vs  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
 from capsule.store.mongo_client import drop_clients, shared_client  # noqa: E402
-from capsule.store.mongo_docs import decode_matrix, decode_vector, encode_vector  # noqa: E402
+from capsule.store.mongo_docs import decode_vector, encode_vector  # noqa: E402
 from capsule.store.sqlite import SQLiteStore  # noqa: E402
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -83,10 +83,7 @@ def test_vector_decoding_paths_agree_with_the_driver():
     for binary, vector in zip(encoded, vectors):
         np.testing.assert_array_equal(decode_vector(binary), binary.as_vector(return_numpy=True).data)
         np.testing.assert_array_equal(decode_vector(binary), vector)
-    np.testing.assert_array_equal(decode_matrix(encoded, 16), vectors)
     np.testing.assert_array_equal(decode_vector(Binary(vectors[0].tobytes())), vectors[0])  # subtype 0
-    with pytest.raises(ValueError):
-        decode_matrix(encoded + [encode_vector(vectors[0][:8])], 16)
     with pytest.raises(ValueError):
         decode_vector(Binary(b"\x03\x00\x01\x02", 9))  # an int8 vector is not ours
 
