@@ -256,3 +256,32 @@ def test_the_service_searches_a_mongo_store_through_its_warm_index(store):
     hits = service.search("t1", {"project": "p", "query": "sqlite deadlock"}).results
     assert [h.id for h in hits] == [kept]
     assert service.search("t2", {"project": "p", "query": "sqlite deadlock"}).results == []
+
+
+def test_writers_in_separate_stores_share_one_project_without_over_evicting(db, wall):
+    import threading
+
+    stores = [MongoStore(db, transactions=False, wall=wall) for _ in range(3)]  # three warm containers
+    stores[0].migrate()
+    put(stores[0], rec("keep"), limit=10)
+    stores[0].set_pinned("t1", "keep", True, at=T0, actor="x")
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(12):
+                put(stores[n], rec(f"w{n}-{i}"), limit=10)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    active = stores[1].list("t1", "p", pinned_only=False, after=None, limit=100)
+    assert len(active) == 10 and "keep" in {r.id for r in active}
+    evictions = [a for a in stores[2].audit_log("t1", limit=100) if a.action == "evict"]
+    assert len(evictions) == 36 + 1 - 10 and "keep" not in {a.memory_id for a in evictions}
+    assert db.projects.find_one({"name": "p"})["lock"] is None
