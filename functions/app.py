@@ -32,13 +32,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from capsule import limits
-from capsule.config import Settings
 from capsule.errors import CapsuleError, InvalidInput, NotFound, PayloadTooLarge, Unauthorized
 from capsule.models import ErrorResponse
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
 from . import routes
+from .secrets import load_settings
 from .tenancy import tenant_of
 
 SERVICE_NAME = "capsule-memory"
@@ -60,7 +60,8 @@ def set_service(service: MemoryService | None) -> None:
 
 def service() -> MemoryService:
     if _service is None:
-        set_service(build_service(Settings.from_env()))
+        # The environment, plus the deployment's secret when CAPSULE_SECRET_ARN names one.
+        set_service(build_service(load_settings()))
     assert _service is not None
     return _service
 

@@ -24,6 +24,8 @@ ENVIRONMENT = {
     "store": "CAPSULE_STORE",
     "mongodb_uri": "CAPSULE_MONGODB_URI",
     "mongodb_db": "CAPSULE_MONGODB_DB",
+    "mongodb_vector_search_min": "CAPSULE_MONGODB_VECTOR_SEARCH_MIN",
+    "mongodb_vector_index": "CAPSULE_MONGODB_VECTOR_INDEX",
     "embedder": "CAPSULE_EMBEDDER",
     "model_dir": "CAPSULE_MODEL_DIR",
     "voyage_api_key": "VOYAGE_API_KEY",
@@ -35,6 +37,10 @@ ENVIRONMENT = {
     "weight_feedback": "CAPSULE_WEIGHT_FEEDBACK",
     "half_life_days": "CAPSULE_HALF_LIFE_DAYS",
     "log_level": "CAPSULE_LOG_LEVEL",
+    "search_exact": "CAPSULE_SEARCH_EXACT",
+    "search_candidates": "CAPSULE_SEARCH_CANDIDATES",
+    "index_memory_mb": "CAPSULE_INDEX_MEMORY_MB",
+    "query_cache_entries": "CAPSULE_QUERY_CACHE_ENTRIES",
 }
 
 
@@ -45,6 +51,10 @@ class Settings(BaseModel):
     store: Literal["sqlite", "mongo"] = "sqlite"
     mongodb_uri: SecretStr | None = None
     mongodb_db: str = "capsule"
+    # Projects (or global searches) with at least this many memories take their candidates from
+    # Atlas Vector Search instead of scoring every memory; None scores every memory.
+    mongodb_vector_search_min: int | None = Field(None, ge=1)
+    mongodb_vector_index: str = "capsule_vectors"
     embedder: EmbedderName = "auto"
     model_dir: Path | None = None
     voyage_api_key: SecretStr | None = None
@@ -56,6 +66,12 @@ class Settings(BaseModel):
     weight_feedback: float = Field(0.15, ge=0, le=1)
     half_life_days: float = Field(30.0, gt=0)
     log_level: str = "INFO"
+    # Search: exact float32 first stage instead of binary codes; rows re-scored per stage;
+    # RAM for warm project indexes (least recently used dropped); 0 entries turns the cache off.
+    search_exact: bool = False
+    search_candidates: int = Field(500, ge=10, le=100_000)
+    index_memory_mb: int = Field(1024, ge=0)
+    query_cache_entries: int = Field(1024, ge=0)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
