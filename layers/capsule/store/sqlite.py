@@ -365,10 +365,7 @@ class SQLiteStore:
                 self._audit(conn, tenant, memory_id, row["project"], *audit)
             if also:
                 conn.execute(*also)
-<<<<<<< ours
-=======
         # include_forgotten: after a forget the memory is forgotten, and forget returns it.
->>>>>>> theirs
         return self.get(tenant, memory_id, include_forgotten=True)
 
     def set_pinned(self, tenant: str, memory_id: str, pinned: bool, *, at: datetime, actor: str) -> MemoryRecord:
