@@ -1,6 +1,6 @@
 """``capsule serve``: the HTTP API, the web console and the scheduled jobs, on one machine.
 
-It runs the local gateway (functions.gateway), which invokes the same Lambda handlers the
+It runs the local gateway (functions.gateway, .http_server, .workers), which invokes the same Lambda handlers the
 hosted API runs, on the embedded store with the offline embedder by default.
 
 Scheduled jobs hook in through :data:`BACKGROUND_JOBS`: each entry names a function
@@ -23,7 +23,7 @@ from typing import Callable
 from capsule.config import Settings
 from capsule.errors import InvalidInput, Unavailable
 from capsule.runtime import build_service
-from functions import gateway
+from functions import gateway, http_server, workers
 from functions.credentials import Credentials
 
 from .cli import settings_from
@@ -88,17 +88,17 @@ def cmd_serve(args: argparse.Namespace) -> None:
     token, created = credentials.ensure_token()
     if args.workers < 1:
         raise InvalidInput("--workers must be at least 1", field="workers")
-    invoker = gateway.ProcessPoolInvoker(settings, args.workers)
+    invoker = workers.ProcessPoolInvoker(settings, args.workers)
     app = gateway.Gateway(credentials, invoker, region=args.region)
     try:
-        server, thread = gateway.start(app, args.host, args.port)
+        server, thread = http_server.start(app, args.host, args.port)
     except OSError as exc:
         invoker.close()
         raise Unavailable(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; pick another --port") from exc
     try:
         invoker.warm()  # fails here, not on the first request, if the store or embedder cannot start
     except BaseException:
-        gateway.stop(server, thread)
+        http_server.stop(server, thread)
         raise
     host, port = server.server_address[:2]
     url = f"http://{host}:{port}" if ":" not in str(host) else f"http://[{host}]:{port}"
@@ -112,7 +112,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         print("capsule serve: stopping; finishing requests in flight", file=sys.stderr, flush=True)
         for stop in stops:
             stop()
-        gateway.stop(server, thread)
+        http_server.stop(server, thread)
         print("capsule serve: stopped", file=sys.stderr, flush=True)
 
 

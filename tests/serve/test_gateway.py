@@ -59,7 +59,7 @@ def test_router_matches_every_route_and_prefers_literals():
 def test_event_has_the_v2_shape():
     request = HttpRequest("POST", "/v1/memories/abc/feedback", "x=1&x=2&y=%20z",
                           [("Host", "h"), ("Content-Type", "application/json"), ("X-Multi", "a"),
-                           ("X-Multi", "b"), ("Cookie", "a=1; b=2"), ("Authorization", "Bearer t")],
+                           ("X-Multi", "b"), ("Cookie", "a=1; b=2"), ("Authorization", "Bearer t"), ("X-Api-Key", "k")],
                           b'{"helpful": true}')
     match = Router().match("POST", request.raw_path)
     at = datetime(2026, 11, 29, 22, 0, tzinfo=timezone.utc)
@@ -69,7 +69,8 @@ def test_event_has_the_v2_shape():
     assert event["rawPath"] == "/v1/memories/abc/feedback" and event["rawQueryString"] == "x=1&x=2&y=%20z"
     assert event["queryStringParameters"] == {"x": "1,2", "y": " z"}
     assert event["pathParameters"] == {"id": "abc"}
-    assert event["headers"]["x-multi"] == "a,b" and "authorization" not in event["headers"]
+    assert event["headers"]["x-multi"] == "a,b"
+    assert "authorization" not in event["headers"] and "x-api-key" not in event["headers"]
     assert event["cookies"] == ["a=1", "b=2"]
     assert event["body"] == '{"helpful": true}' and event["isBase64Encoded"] is False
     ctx = event["requestContext"]
