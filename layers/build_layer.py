@@ -85,12 +85,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     extras = tuple(e for e in args.extra.split(",") if e)
     size = build(args.out, extras)
-    mb = size / 1024 / 1024
-    print(f"{args.out}: {mb:.1f} MB unzipped, {args.out.stat().st_size / 1024 / 1024:.1f} MB zipped")
-    if size > LIMIT_BYTES:
-        print(f"error: the layer is over Lambda's 250 MB unzipped limit ({mb:.1f} MB)", file=sys.stderr)
+    print(f"{args.out}: {size / 2**20:.1f} MB unzipped, {args.out.stat().st_size / 2**20:.1f} MB zipped")
+    problem = size_problem(size)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 1
     return 0
+
+
+def size_problem(unzipped_bytes: int) -> str | None:
+    if unzipped_bytes > LIMIT_BYTES:
+        return f"the layer is over Lambda's 250 MB unzipped limit ({unzipped_bytes / 2**20:.1f} MB)"
+    return None
 
 
 if __name__ == "__main__":

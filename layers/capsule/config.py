@@ -37,6 +37,10 @@ ENVIRONMENT = {
     "weight_feedback": "CAPSULE_WEIGHT_FEEDBACK",
     "half_life_days": "CAPSULE_HALF_LIFE_DAYS",
     "log_level": "CAPSULE_LOG_LEVEL",
+    "search_exact": "CAPSULE_SEARCH_EXACT",
+    "search_candidates": "CAPSULE_SEARCH_CANDIDATES",
+    "index_memory_mb": "CAPSULE_INDEX_MEMORY_MB",
+    "query_cache_entries": "CAPSULE_QUERY_CACHE_ENTRIES",
 }
 
 
@@ -62,6 +66,12 @@ class Settings(BaseModel):
     weight_feedback: float = Field(0.15, ge=0, le=1)
     half_life_days: float = Field(30.0, gt=0)
     log_level: str = "INFO"
+    # Search: exact float32 first stage instead of binary codes; rows re-scored per stage;
+    # RAM for warm project indexes (least recently used dropped); 0 entries turns the cache off.
+    search_exact: bool = False
+    search_candidates: int = Field(500, ge=10, le=100_000)
+    index_memory_mb: int = Field(1024, ge=0)
+    query_cache_entries: int = Field(1024, ge=0)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":

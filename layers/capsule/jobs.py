@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Callable
 
 from pydantic import BaseModel, Field
 
@@ -199,7 +199,3 @@ class Jobs:
             records = self.store.solutions(tenant, category=None, limit=budget)
             done += self.learning.embed_solutions(records, limit=budget - done)
         return done
-
-
-def report_dict(report: JobReport) -> dict[str, Any]:
-    return report.model_dump(mode="json")

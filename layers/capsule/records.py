@@ -77,3 +77,13 @@ class AuditRecord:
     actor: str
     reason: str
     at: datetime
+
+
+@dataclass(slots=True)
+class ChangeSet:
+    """What changed in one project after a given version (see ``MemoryStore.changes_since``)."""
+
+    version: int  # the project's version this change set brings the reader up to
+    changed: list[MemoryRecord] = field(default_factory=list)  # active rows, with embeddings
+    removed: list[str] = field(default_factory=list)  # ids no longer active (forgotten, evicted)
+    reset: bool = False  # True: ``changed`` is every active row; drop anything held before

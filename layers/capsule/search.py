@@ -1,19 +1,32 @@
-"""Scoring candidate memories for one query: plain data in, ranked hits out.
+"""Scoring the memories of one or more project indexes for one query.
 
-Kept apart from the service so the candidate source (a store scan today, a warm index
-later) can change without touching the math, and so tests can rank a fixed corpus.
+The pipeline, the same for a warm index and a cold one built for this search:
+
+1. the rows each index may return (active, passing the filters);
+2. vector candidates: the ``candidates`` rows nearest the query by Hamming distance of sign
+   bits (a first pass on the leading 256 bits for large indexes), or by exact float32 cosine
+   when ``exact`` is set;
+3. keyword candidates: BM25 over every row searched (statistics over exactly those rows),
+   the best ``candidates``;
+4. for the union, the exact cosine (float32), the BM25 score divided by the best, time
+   decay, the feedback bound and the outcome bonus, combined by the weights;
+5. the k best by score. Every cut (candidates, the k best) breaks ties by a key fixed per
+   memory, so what is chosen never depends on where a row sits in an index.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Sequence
 
 import numpy as np
 
 from . import ranking
-from .records import MemoryRecord
+from .clock import to_epoch
+from .index import ProjectIndex, sign_codes, stable_key
+from .records import ChangeSet, Filters, MemoryRecord
 from .text import tokens
 
 
@@ -28,6 +41,183 @@ class Scored:
     outcome: float
 
 
+@dataclass(frozen=True, slots=True)
+class SearchOptions:
+    candidates: int = 500  # rows per stage re-scored exactly
+    exact: bool = False  # exact float32 first stage instead of binary codes
+    prefix_words: int = 4  # 256 leading sign bits for the first pass over large indexes
+    prefilter: int = 8  # the first pass keeps this many times ``candidates``
+    k1: float = 1.2
+    b: float = 0.75
+
+
+@dataclass(slots=True)
+class _View:
+    index: ProjectIndex
+    mask: np.ndarray
+    keyword: np.ndarray | None = None  # raw BM25 per row
+
+
+def wilson(positive: np.ndarray, total: np.ndarray, z: float = 1.96) -> np.ndarray:
+    """Vectorised :func:`ranking.wilson_lower_bound` (0 where there are no votes)."""
+    out = np.zeros(positive.shape, dtype=np.float64)
+    voted = total > 0
+    if voted.any():
+        n, p = total[voted], positive[voted] / total[voted]
+        centre = p + z * z / (2 * n)
+        margin = z * np.sqrt((p * (1 - p) + z * z / (4 * n)) / n)
+        out[voted] = np.maximum(0.0, (centre - margin) / (1 + z * z / n))
+    return out
+
+
+def _best_rows(values: np.ndarray, eligible: np.ndarray, count: int, keys: np.ndarray, *,
+               smaller_is_better: bool) -> np.ndarray:
+    """The ``count`` eligible rows with the best values; ties at the cut go to the smaller key.
+
+    Keys are fixed per memory (:func:`capsule.index.stable_key`), so the choice never depends
+    on where a row sits: a warm index and a freshly loaded one pick the same rows.
+    """
+    rows = np.flatnonzero(eligible)
+    if rows.size <= count:
+        return rows
+    picked = values[rows].astype(np.float64)
+    if not smaller_is_better:
+        picked = -picked
+    cut = np.partition(picked, count - 1)[count - 1]
+    better, tied = rows[picked < cut], rows[picked == cut]
+    need = count - better.size
+    if tied.size > need:
+        tied = tied[np.argpartition(keys[tied], need - 1)[:need]]
+    return np.concatenate((better, tied))
+
+
+def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> None:
+    """Raw BM25 of every searched row, with n, length and df over exactly those rows."""
+    n = sum(int(v.mask.sum()) for v in views)
+    total = sum(float(v.index.length[: v.index.n][v.mask].sum()) for v in views)
+    avg = total / n if n and total else 1.0
+    for v in views:
+        v.keyword = np.zeros(v.index.n, dtype=np.float64)
+    if not n:
+        return
+    for term in terms:  # sorted, so sums run in one order in every process
+        hits = []
+        for v in views:
+            rows, tfs = v.index.postings_of(term)
+            keep = v.mask[rows]
+            hits.append((v, rows[keep], tfs[keep].astype(np.float64)))
+        df = sum(rows.size for _, rows, _ in hits)
+        if df == 0:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for v, rows, tf in hits:
+            norm = options.k1 * (1 - options.b + options.b * v.index.length[rows] / avg)
+            v.keyword[rows] += idf * tf * (options.k1 + 1) / (tf + norm)
+
+
+def _hamming(codes: np.ndarray, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Hamming distances over the words of ``codes`` (words, rows), one contiguous word at a time."""
+    size = codes.shape[1] if rows is None else rows.size
+    total = np.zeros(size, dtype=np.uint16)
+    scratch = np.empty(size, dtype=np.uint64)
+    counts = np.empty(size, dtype=np.uint8)
+    for word in range(codes.shape[0]):
+        column = codes[word] if rows is None else codes[word, rows]
+        np.bitwise_xor(column, query[word], out=scratch)
+        np.bitwise_count(scratch, out=counts)
+        total += counts
+    return total
+
+
+def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """Rows worth an exact score: the nearest by sign bits (or exactly), ties at the cut kept."""
+    index = view.index
+    eligible = view.mask & index.has_vec[: index.n]
+    if not eligible.any():
+        return np.zeros(0, dtype=np.int64)
+    if options.exact:
+        sims = index.matrix[: index.n] @ query
+        return _best_rows(sims, eligible, options.candidates, index.key, smaller_is_better=False)
+    code = sign_codes(query[None, :], index.words)[0]
+    codes = index.codes[:, : index.n]
+    wide = options.prefilter * options.candidates
+    if index.words > options.prefix_words and int(eligible.sum()) > 2 * wide:
+        # A first pass on the leading words only reads a quarter of the codes; the survivors
+        # (many times the candidates wanted) are then ranked on every bit.
+        prefix = _hamming(codes[: options.prefix_words], code)
+        rows = _best_rows(prefix, eligible, wide, index.key, smaller_is_better=True)
+        distance = _hamming(codes, code, rows)
+        return rows[_best_rows(distance, np.ones(rows.size, bool), options.candidates, index.key[rows],
+                               smaller_is_better=True)]
+    return _best_rows(_hamming(codes, code), eligible, options.candidates, index.key, smaller_is_better=True)
+
+
+def search_indexes(
+    indexes: Sequence[ProjectIndex],
+    *,
+    filters: Filters,
+    query: str,
+    query_vector: np.ndarray | None,
+    model_id: str | None,
+    now: datetime,
+    weights: ranking.Weights,
+    k: int,
+    options: SearchOptions = SearchOptions(),
+) -> tuple[list[Scored], int]:
+    """The k best rows of ``indexes`` for the query, and how many rows were searched."""
+    views = [_View(index, index.mask(filters)) for index in indexes]
+    searched = sum(int(v.mask.sum()) for v in views)
+    use_vector = query_vector is not None and weights.vector > 0
+    q = None if not use_vector else np.ascontiguousarray(query_vector, dtype=np.float32)
+    if weights.bm25 > 0:
+        _keyword(views, sorted(set(tokens(query))), options)
+    top_keyword = max((float(v.keyword.max()) for v in views if v.keyword is not None and v.keyword.size),
+                      default=0.0)
+    scored: list[Scored] = []
+    for v in views:
+        scored.extend(_score_view(v, q, model_id, now, weights, options, top_keyword, k))
+    scored.sort(key=lambda s: (-s.score, stable_key(s.record.id)))
+    return scored[:k], searched
+
+
+def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datetime,
+                weights: ranking.Weights, options: SearchOptions, top_keyword: float, k: int) -> list[Scored]:
+    index = v.index
+    parts = []
+    vector_ok = q is not None and index.model_id == model_id and index.dim == q.size
+    if vector_ok:
+        parts.append(_vector_rows(v, q, options))
+    if v.keyword is not None and top_keyword > 0:
+        parts.append(_best_rows(v.keyword, v.keyword > 0, options.candidates, index.key, smaller_is_better=False))
+    if not parts:
+        return []
+    rows = np.unique(np.concatenate(parts))
+    vector = np.zeros(rows.size, dtype=np.float64)
+    if vector_ok:
+        with_vec = index.has_vec[rows]
+        if with_vec.any():
+            block = index.matrix[rows[with_vec]]
+            # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
+            vector[with_vec] = np.clip(np.einsum("ij,j->i", block, q), 0.0, 1.0)
+    keyword = np.zeros(rows.size) if v.keyword is None or top_keyword <= 0 else v.keyword[rows] / top_keyword
+    ages = (to_epoch(now) - index.occurred[rows]) / 86400.0
+    time = ranking.time_decay(ages, weights.half_life_days)
+    helpful = index.helpful[rows]
+    feedback = wilson(helpful, helpful + index.unhelpful[rows])
+    outcome = index.outcome[rows]
+    score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
+    matched = np.flatnonzero((vector > 0) | (keyword > 0))
+    # Only the k best (and every tie with the k-th) can be returned: build just those.
+    keep = matched[_best_rows(score[matched], np.ones(matched.size, bool), k, index.key[rows[matched]],
+                              smaller_is_better=False)]
+    return [
+        Scored(record=index.records[rows[i]], score=float(score[i]), vector=float(vector[i]),
+               bm25=float(keyword[i]), time=float(time[i]), feedback=float(feedback[i]),
+               outcome=float(outcome[i]))
+        for i in keep
+    ]
+
+
 def rank(
     records: Sequence[MemoryRecord],
     *,
@@ -37,37 +227,14 @@ def rank(
     now: datetime,
     weights: ranking.Weights,
     k: int,
+    options: SearchOptions = SearchOptions(),
 ) -> list[Scored]:
-    """The k best of ``records`` for the query, each with every ranking component."""
-    n = len(records)
-    if n == 0:
-        return []
-    vector = np.zeros(n, dtype=np.float64)
-    if query_vector is not None and weights.vector > 0:
-        usable = [i for i, r in enumerate(records) if r.embedding is not None and r.model == model_id]
-        if usable:
-            matrix = np.stack([records[i].embedding for i in usable])
-            vector[usable] = ranking.cosine(matrix, query_vector.astype(np.float32))
-    keyword = np.zeros(n, dtype=np.float64)
-    if weights.bm25 > 0:
-        keyword = ranking.scale_to_unit(ranking.bm25(tokens(query), [tokens(r.content) for r in records]))
-    ages = np.fromiter(((now - r.occurred_at).total_seconds() / 86400 for r in records), np.float64, n)
-    time = ranking.time_decay(ages, weights.half_life_days)
-    feedback = np.fromiter(
-        (ranking.wilson_lower_bound(r.helpful, r.helpful + r.unhelpful) for r in records), np.float64, n
-    )
-    outcome = np.fromiter((ranking.outcome_bonus(r.meta.get("outcome_status")) for r in records), np.float64, n)
-    score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
-    matched = (vector > 0) | (keyword > 0)
-    score = np.where(matched, score, -np.inf)
-    best = [i for i in ranking.top_k(score, k) if matched[i]]
-    return [
-        Scored(
-            record=records[i], score=float(score[i]), vector=float(vector[i]), bm25=float(keyword[i]),
-            time=float(time[i]), feedback=float(feedback[i]), outcome=float(outcome[i]),
-        )
-        for i in best
-    ]
+    """The k best of ``records`` (a cold index built for this one search)."""
+    index = ProjectIndex("", "", model_id)
+    index.apply(ChangeSet(version=0, changed=[replace(r) for r in records], reset=True))
+    hits, _ = search_indexes([index], filters=Filters(), query=query, query_vector=query_vector,
+                             model_id=model_id, now=now, weights=weights, k=k, options=options)
+    return hits
 
 
 def describe(hits: Sequence[Scored], weights: ranking.Weights) -> str:

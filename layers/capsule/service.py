@@ -22,8 +22,10 @@ from .clock import Clock, system_clock, to_epoch
 from .config import Settings
 from .embedders.base import Embedder
 from .errors import InvalidInput, Unavailable, from_validation_error
-from .records import Filters, MemoryRecord, WriteOutcome
-from .search import describe, rank
+from .index import IndexCache, ProjectIndex
+from .querycache import QueryCache
+from .records import ChangeSet, Filters, MemoryRecord, WriteOutcome
+from .search import SearchOptions, describe, search_indexes
 from .store.base import Cursor, MemoryStore, NearestCandidates
 from .text import sha256
 
@@ -81,6 +83,12 @@ class MemoryService:
         self.clock = clock
         self.settings = settings or Settings()
         self._new_id = new_id
+        # Kept for the life of this object: warm project indexes and recent results.
+        self.indexes = IndexCache(self.settings.index_memory_mb << 20)
+        self.query_cache: QueryCache[models.SearchResult] = QueryCache(
+            max_entries=self.settings.query_cache_entries)
+        self._options = SearchOptions(candidates=self.settings.search_candidates,
+                                      exact=self.settings.search_exact)
 
     # ---- writing ---------------------------------------------------------
 
@@ -206,31 +214,81 @@ class MemoryService:
             since=f.since, until=f.until,
         )
         projects = None if req.global_ else [req.project]
+        markers = self._change_markers(tenant, projects)
+        key = None
+        if markers is not None:
+            key = (tenant, self.embedder.model_id, req.model_dump_json(by_alias=True),
+                   tuple(sorted(markers.items())))
+            cached = self.query_cache.get(key, self.clock())
+            if cached is not None:
+                return cached.model_copy(deep=True)
         query_vector, embed_error = None, None
         if weights.vector > 0:
             vectors, embed_error = self._embed_query(req.query)
             query_vector = None if vectors is None else vectors[0]
-        records = self._candidates(tenant, projects, filters, req.query, query_vector)
-        hits = rank(
-            records, query=req.query, query_vector=query_vector, model_id=self.embedder.model_id,
-            now=self.clock(), weights=weights, k=req.k,
-        )
+        indexes = (self._shortlist(tenant, projects, filters, req.query, query_vector)
+                   or self._indexes(tenant, projects, markers, filters))
+        hits, searched = self._search_locked(indexes, filters, req, query_vector, weights)
         scope = "every project" if req.global_ else f"project '{req.project}'"
-        explanation = f"Searched {len(records)} memories in {scope} ({req.mode}); {describe(hits, weights)}."
+        explanation = f"Searched {searched} memories in {scope} ({req.mode}); {describe(hits, weights)}."
         if embed_error:
             explanation += f" Ranked by keyword only: the embedder is unavailable ({embed_error})."
-        return models.SearchResult(results=[self._hit(h) for h in hits], explanation=explanation)
+        result = models.SearchResult(results=[self._hit(h) for h in hits], explanation=explanation)
+        if key is not None and embed_error is None and self.query_cache.max_entries:
+            self.query_cache.put(key, result.model_copy(deep=True), self.clock())
+        return result
 
-    def _candidates(self, tenant: str, projects: list[str] | None, filters: Filters, query: str,
-                    query_vector: np.ndarray | None) -> list[MemoryRecord]:
-        """Every active memory in scope, or a store's vector-index shortlist for a very large scope."""
-        if query_vector is not None and isinstance(self.store, NearestCandidates):
-            shortlist = self.store.nearest_candidates(
-                tenant, projects, filters, query=query, query_vector=query_vector, model=self.embedder.model_id,
+    def _search_locked(self, indexes: list[ProjectIndex], filters: Filters, req: models.SearchRequest,
+                       query_vector: np.ndarray | None, weights) -> tuple[list, int]:
+        for index in indexes:
+            index.lock.acquire()
+        try:
+            return search_indexes(
+                indexes, filters=filters, query=req.query, query_vector=query_vector,
+                model_id=self.embedder.model_id, now=self.clock(), weights=weights, k=req.k,
+                options=self._options,
             )
-            if shortlist is not None:
-                return shortlist
-        return self.store.candidates(tenant, projects, filters)
+        finally:
+            for index in reversed(indexes):
+                index.lock.release()
+
+    def _change_markers(self, tenant: str, projects: list[str] | None) -> dict[str, int] | None:
+        """Per-project versions, or None when the store cannot track changes."""
+        if not hasattr(self.store, "changes_since"):
+            return None
+        return self.store.change_markers(tenant, projects)
+
+    def _indexes(self, tenant: str, projects: list[str] | None, markers: dict[str, int] | None,
+                 filters: Filters) -> list[ProjectIndex]:
+        """Current indexes of the projects searched: warm ones brought up to date, or one cold one."""
+        model = self.embedder.model_id
+        if markers is None:  # a store without change tracking: one index built for this search
+            return [self._cold_index(tenant, self.store.candidates(tenant, projects, filters))]
+        indexes = []
+        for project in sorted(markers):  # one lock order everywhere: no deadlock between searches
+            index = self.indexes.get(tenant, project, model)
+            with index.lock:
+                if index.version != markers[project] or index.version == 0:
+                    index.apply(self.store.changes_since(tenant, project, index.version))
+            indexes.append(index)
+        self.indexes.trim(keep=lambda i: i in indexes)
+        return indexes
+
+    def _cold_index(self, tenant: str, records: list[MemoryRecord]) -> ProjectIndex:
+        """An index built for one search from the given records."""
+        index = ProjectIndex(tenant, "", self.embedder.model_id)
+        index.apply(ChangeSet(version=0, changed=records, reset=True))
+        return index
+
+    def _shortlist(self, tenant: str, projects: list[str] | None, filters: Filters, query: str,
+                   query_vector: np.ndarray | None) -> list[ProjectIndex] | None:
+        """For a scope too large to hold warm (Atlas Vector Search), an index of the store's shortlist."""
+        if query_vector is None or not isinstance(self.store, NearestCandidates):
+            return None
+        shortlist = self.store.nearest_candidates(
+            tenant, projects, filters, query=query, query_vector=query_vector, model=self.embedder.model_id,
+        )
+        return None if shortlist is None else [self._cold_index(tenant, shortlist)]
 
     def _embed_query(self, query: str) -> tuple[np.ndarray | None, str | None]:
         try:

@@ -3,8 +3,10 @@
 ``tokens("Fix ECONNREFUSED in getUserById (HTTP 503)")`` keeps identifiers and error
 codes whole (``econnrefused``, ``getuserbyid``, ``503``) and adds their parts
 (``get``, ``user``, ``by``, ``id``), so a query finds code by either spelling.
-Dotted names (``redis.railway.internal``) are kept whole and split too. Plain words
-are stemmed (Snowball English) and common stop words dropped.
+Dotted names (``redis.railway.internal``) are kept whole and split too; a status
+written as an upper-case word and a number (``HTTP 503``, ``SQLSTATE 40001``) also gives
+one joined token (``http_503``). Plain words are stemmed (Snowball English) and common
+stop words dropped.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import snowballstemmer
 
 _WORD = re.compile(r"[A-Za-z0-9_]+(?:[.\-/:][A-Za-z0-9_]+)*")
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_STATUS = re.compile(r"\b([A-Z][A-Z0-9]{1,15})[ \t]+(\d{3,6})\b")
 _STEMMER = snowballstemmer.stemmer("english")
 
 STOP_WORDS = frozenset(
@@ -39,22 +42,27 @@ def _parts(word: str) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=262144)
+def _word_tokens(word: str, stem: bool) -> tuple[str, ...]:
+    """The tokens one word gives (cached: words repeat far more than they vary)."""
+    lower = word.lower()
+    parts = _parts(word)
+    if len(parts) <= 1:
+        return () if lower in STOP_WORDS else ((_stem(lower) if stem else lower),)
+    out = [lower]  # the identifier as written
+    for part in parts:
+        part = part.lower()
+        if part not in STOP_WORDS and len(part) > 1:
+            out.append(_stem(part) if stem else part)
+    return tuple(out)
+
+
 def tokens(text: str, *, stem: bool = True) -> list[str]:
     """The keyword tokens of ``text``, lowercased, in order."""
     out: list[str] = []
-    for match in _WORD.finditer(text):
-        word = match.group(0)
-        lower = word.lower()
-        parts = _parts(word)
-        if len(parts) <= 1:
-            if lower not in STOP_WORDS:
-                out.append(_stem(lower) if stem else lower)
-            continue
-        out.append(lower)  # the identifier as written
-        for part in parts:
-            part = part.lower()
-            if part not in STOP_WORDS and len(part) > 1:
-                out.append(_stem(part) if stem else part)
+    for word in _WORD.findall(text):
+        out.extend(_word_tokens(word, stem))
+    out.extend(f"{m.group(1).lower()}_{m.group(2)}" for m in _STATUS.finditer(text))
     return out
 
 

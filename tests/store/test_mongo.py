@@ -20,7 +20,7 @@ from capsule.service import MemoryService  # noqa: E402
 from capsule.store import mongo_vector as vs  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
 from capsule.store.mongo_client import drop_clients, shared_client  # noqa: E402
-from capsule.store.mongo_docs import decode_matrix, decode_vector, encode_vector  # noqa: E402
+from capsule.store.mongo_docs import decode_vector, encode_vector  # noqa: E402
 from capsule.store.sqlite import SQLiteStore  # noqa: E402
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -83,10 +83,7 @@ def test_vector_decoding_paths_agree_with_the_driver():
     for binary, vector in zip(encoded, vectors):
         np.testing.assert_array_equal(decode_vector(binary), binary.as_vector(return_numpy=True).data)
         np.testing.assert_array_equal(decode_vector(binary), vector)
-    np.testing.assert_array_equal(decode_matrix(encoded, 16), vectors)
     np.testing.assert_array_equal(decode_vector(Binary(vectors[0].tobytes())), vectors[0])  # subtype 0
-    with pytest.raises(ValueError):
-        decode_matrix(encoded + [encode_vector(vectors[0][:8])], 16)
     with pytest.raises(ValueError):
         decode_vector(Binary(b"\x03\x00\x01\x02", 9))  # an int8 vector is not ours
 
@@ -247,3 +244,44 @@ def test_search_ranks_the_stores_shortlist_when_it_gives_one(tmp_path):
     assert store.asked[:4] == ("t1", ["p"], "sqlite deadlock", HashingEmbedder().model_id)
     hits = service.search("t1", {"project": "p", "query": "sqlite deadlock", "mode": "bm25"}).results
     assert len(hits) == 3  # no query vector: every memory is scored
+
+
+def test_the_service_searches_a_mongo_store_through_its_warm_index(store):
+    service = MemoryService(store, HashingEmbedder(), clock=FrozenClock(T0), settings=Settings(embedder="hashing"))
+    kept = service.store_memory("t1", {"project": "p", "content": "sqlite deadlock: use BEGIN IMMEDIATE"}).memory.id
+    gone = service.store_memory("t1", {"project": "p", "content": "sqlite deadlock on WAL checkpoint"}).memory.id
+    hits = service.search("t1", {"project": "p", "query": "sqlite deadlock"}).results
+    assert {h.id for h in hits} == {kept, gone}
+    service.forget("t1", gone)
+    hits = service.search("t1", {"project": "p", "query": "sqlite deadlock"}).results
+    assert [h.id for h in hits] == [kept]
+    assert service.search("t2", {"project": "p", "query": "sqlite deadlock"}).results == []
+
+
+def test_writers_in_separate_stores_share_one_project_without_over_evicting(db, wall):
+    import threading
+
+    stores = [MongoStore(db, transactions=False, wall=wall) for _ in range(3)]  # three warm containers
+    stores[0].migrate()
+    put(stores[0], rec("keep"), limit=10)
+    stores[0].set_pinned("t1", "keep", True, at=T0, actor="x")
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(12):
+                put(stores[n], rec(f"w{n}-{i}"), limit=10)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    active = stores[1].list("t1", "p", pinned_only=False, after=None, limit=100)
+    assert len(active) == 10 and "keep" in {r.id for r in active}
+    evictions = [a for a in stores[2].audit_log("t1", limit=100) if a.action == "evict"]
+    assert len(evictions) == 36 + 1 - 10 and "keep" not in {a.memory_id for a in evictions}
+    assert db.projects.find_one({"name": "p"})["lock"] is None

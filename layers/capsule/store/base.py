@@ -4,7 +4,18 @@ Every method is scoped by ``tenant``: a store never returns, changes or reveals 
 memory of another tenant, and a wrong tenant's id is simply :class:`NotFound`.
 Backend errors become :class:`capsule.errors.Unavailable` at this boundary.
 One contract suite (``tests/contract``) runs against every implementation.
+
+Change tracking (for the warm search index, :mod:`capsule.index`): every project has a
+*version*, an integer that starts at 0 and grows by at least 1 in every write that changes
+any of the project's memories. The write stamps each memory it changes with the new version
+(the memory's own ``version``). "Changes a memory" means every one of: insert, eviction,
+forget, restore, pin/unpin, feedback (helpful/unhelpful counters), ``set_embedding``, purge,
+and any future method that alters a memory row. A reader that saw version ``v`` can then
+ask for the rows stamped after ``v`` (:meth:`MemoryStore.changes_since`) instead of
+reloading the project, and can tell from :meth:`MemoryStore.change_markers` alone whether
+anything changed (the query cache keys on it, which keeps it right across processes).
 """
+
 
 from __future__ import annotations
 
@@ -13,7 +24,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from ..records import AuditRecord, Filters, MemoryRecord, ProjectStats, WriteOutcome
+from ..records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
 
 Cursor = tuple[float, str]  # (created_at epoch seconds, id) of the last item seen
 
@@ -73,6 +84,37 @@ class MemoryStore(Protocol):
 
     def tenants(self) -> list[str]:
         """Every tenant that has a project, sorted (the scheduled jobs visit each)."""
+
+    def change_markers(self, tenant: str, projects: Sequence[str] | None) -> dict[str, int]:
+        """The current version of each named project (None: every project of the tenant).
+
+        Projects that do not exist are left out. Cheap: one small query, no memory rows read.
+        Must never return a version whose changes :meth:`changes_since` cannot yet see
+        (read the version after, or in the same snapshot as, the rows it covers).
+        """
+
+    def changes_since(self, tenant: str, project: str, since: int) -> ChangeSet:
+        """What changed in ``project`` after version ``since``, read from one consistent state.
+
+        Returns ``ChangeSet(version, changed, removed, reset)``:
+
+        * ``version``: the project's version the answer is complete up to (0 if no project);
+        * ``changed``: every memory stamped after ``since`` that is active now (not
+          forgotten/evicted), with its embedding, in insertion order;
+        * ``removed``: ids of memories stamped after ``since`` that are no longer active
+          (forgotten or evicted: tombstones);
+        * ``reset``: True when the reader must drop what it holds and take ``changed`` as
+          the whole project: when ``since`` is 0, when ``since`` is newer than the project
+          (the store was replaced), or when rows were purged (deleted for good, leaving no
+          tombstone) after ``since``. ``purge_forgotten`` therefore bumps the version of every
+          project it deletes from and remembers that version as the project's purge version.
+
+        Writes must be atomic with their version stamp: a reader must never see version ``v``
+        without every row stamped ``<= v`` (SQLite: one ``BEGIN IMMEDIATE`` transaction for the
+        bump and the row changes, a read transaction for the answer; MongoDB: bump the project's
+        counter with ``$inc`` and stamp the rows in the same transaction, or otherwise make a
+        stamp visible no later than the counter).
+        """
 
     def projects(self, tenant: str) -> list[ProjectStats]:
         """Per project of the tenant: counts, limit and last activity."""

@@ -26,20 +26,21 @@ import time
 import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
 from ..clock import from_epoch, to_epoch
 from ..config import Settings
 from ..errors import NotFound, Unavailable
-from ..records import AuditRecord, Filters, MemoryRecord, ProjectStats, WriteOutcome
+from ..records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
 from . import mongo_vector as vs
 from .base import Cursor
 from .mongo_client import guarded, shared_client, supports_transactions
 from .mongo_docs import RECORD_PROJECTION, decode_vector, doc_to_record, encode_vector, record_to_doc
 
-SCHEMA_VERSION = 1  # bump when INDEXES change: the next cold start creates the new ones
+SCHEMA_VERSION = 2  # bump when INDEXES change: the next cold start creates the new ones
 DAY = 86_400
 FORGOTTEN_TTL_S = 30 * DAY        # limits.FORGET_RECOVERABLE_DAYS: the server purges as a backstop
 EMBEDDING_CACHE_TTL_S = 60 * DAY  # limits.EMBEDDING_CACHE_DAYS
@@ -60,6 +61,7 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
          {"name": "pending_embedding", "partialFilterExpression": {"status": "pending_embedding"}}),
         ([("deleted_at", 1)], {"name": "forgotten", "partialFilterExpression": {"deleted_at": {"$type": "double"}}}),
         ([("pending", 1)], {"name": "pending", "sparse": True}),
+        ([("tenant", 1), ("project", 1), ("version", 1)], {"name": "changes"}),
         ([("deleted_on", 1)], {"name": "forgotten_ttl", "expireAfterSeconds": FORGOTTEN_TTL_S}),
         ([("pending_on", 1)], {"name": "pending_ttl", "expireAfterSeconds": PENDING_TTL_S}),
     ],
@@ -75,6 +77,18 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
 TEXT_INDEX = ([("content", "text")], {"name": "content_text", "default_language": "none"})
 
 CHANGE_PROJECTION = {name: 0 for name in RECORD_PROJECTION if name != "_id"}
+WITH_ACTIVE = {name: 0 for name in RECORD_PROJECTION if name != "active"}
+NEW_PROJECT = {"seq": 0, "version": 0, "purged_version": 0, "lock": None, "lock_until": 0.0}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    """One write to a project: its transaction (or None), its version and its lease (or None)."""
+
+    session: Any
+    version: int
+    token: str | None
 
 # Writers in one process queue here before contending for the project's lease in the database.
 _process_locks: dict[tuple[str, str, str], threading.Lock] = {}
@@ -177,13 +191,40 @@ class MongoStore:
         tenant, project = records[0].tenant, records[0].project
         now = to_epoch(records[0].created_at)
         self._ensure_project(tenant, project, now)
-        args = (records, limit, dedupe_after, actor, now)
-        with guarded("store the memories"):
+        return self._in_project(tenant, project, "store the memories",
+                                lambda w: self._insert_body(w, records, limit, dedupe_after, actor, now))
+
+    def _in_project(self, tenant: str, project: str, what: str, body: Callable[["_Write"], T], *,
+                    purged: bool = False) -> T:
+        """Run ``body`` as one write to the project, under the project's next version.
+
+        With transactions the version bump is the transaction's first write (the conflict that
+        serialises writers) and commits with the rows. Without, the lease serialises writers and
+        the version is raised only after the rows carry it: a reader never sees a version
+        whose rows it cannot read (``MemoryStore.changes_since``).
+        """
+        with guarded(what):
             if self.transactions:
                 with self.client.start_session() as session:
-                    return session.with_transaction(lambda s: self._insert_body(s, None, *args))
+                    return session.with_transaction(lambda s: self._versioned_txn(s, tenant, project, body, purged))
             with self._project_lease(tenant, project) as token:
-                return self._insert_body(None, token, *args)
+                doc = self.projects_.find_one({"tenant": tenant, "name": project}, projection={"version": 1})
+                version = int((doc or {}).get("version", 0)) + 1
+                result = body(_Write(None, version, token))
+                raised = {"version": version, **({"purged_version": version} if purged else {})}
+                self.projects_.update_one({"tenant": tenant, "name": project, "lock": token}, {"$set": raised})
+                return result
+
+    def _versioned_txn(self, session: Any, tenant: str, project: str, body: Callable[["_Write"], T],
+                       purged: bool) -> T:
+        doc = self.projects_.find_one_and_update(
+            {"tenant": tenant, "name": project}, {"$inc": {"version": 1}},
+            projection={"version": 1}, return_document=True, session=session,
+        )
+        if purged:
+            self.projects_.update_one({"_id": doc["_id"]}, {"$set": {"purged_version": doc["version"]}},
+                                      session=session)
+        return body(_Write(session, doc["version"], None))
 
     def _ensure_project(self, tenant: str, project: str, now: float) -> None:
         from pymongo.errors import DuplicateKeyError
@@ -193,7 +234,7 @@ class MongoStore:
                 self.projects_.update_one(
                     {"tenant": tenant, "name": project},
                     {"$setOnInsert": {"retention_limit": None, "created_at": now, "updated_at": now,
-                                      "seq": 0, "lock": None, "lock_until": 0.0}},
+                                      **NEW_PROJECT}},
                     upsert=True,
                 )
             except DuplicateKeyError:
@@ -229,40 +270,41 @@ class MongoStore:
             delay = min(delay * 2, 0.2)
 
     def _insert_body(
-        self, session: Any, token: str | None, records: Sequence[MemoryRecord], limit: int,
-        dedupe_after: datetime | None, actor: str, now: float,
+        self, w: "_Write", records: Sequence[MemoryRecord], limit: int, dedupe_after: datetime | None,
+        actor: str, now: float,
     ) -> WriteOutcome:
         outcome = WriteOutcome(limit=limit)  # built afresh: a transaction may run this twice
         tenant, project = records[0].tenant, records[0].project
         project_doc = self.projects_.find_one_and_update(
             {"tenant": tenant, "name": project},
             {"$inc": {"seq": len(records)}, "$set": {"updated_at": now}},
-            projection={"seq": 1}, return_document=True, session=session,
+            projection={"seq": 1}, return_document=True, session=w.session,
         )
         first_seq = project_doc["seq"] - len(records)
         docs, batch = [], {}
         for i, record in enumerate(records):
-            existing = self._find_duplicate(session, record, dedupe_after, batch)
+            existing = self._find_duplicate(w.session, record, dedupe_after, batch)
             if existing:
                 outcome.duplicates[record.id] = existing
                 continue
-            docs.append(self._new_doc(record, first_seq + i, token))
+            docs.append(self._new_doc(record, first_seq + i, w))
             outcome.inserted.append(record.id)
             if dedupe_after is not None:
                 batch.setdefault(record.sha256, record.id)
         if docs:
-            self.memories.insert_many(docs, ordered=True, session=session)
-        if token and docs:  # the commit point without transactions
-            self.memories.update_many({"pending": token}, {"$set": {"active": True},
-                                                           "$unset": {"pending": "", "pending_on": ""}})
-        outcome.evicted = self._evict_over_limit(session, tenant, project, limit, now, actor, outcome.inserted)
-        outcome.active_after = self._active_count(session, tenant, project)
+            self.memories.insert_many(docs, ordered=True, session=w.session)
+        if w.token and docs:  # the commit point without transactions
+            self.memories.update_many({"pending": w.token}, {"$set": {"active": True},
+                                                             "$unset": {"pending": "", "pending_on": ""}})
+        outcome.evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, outcome.inserted)
+        outcome.active_after = self._active_count(w.session, tenant, project)
         return outcome
 
-    def _new_doc(self, record: MemoryRecord, seq: int, token: str | None) -> dict[str, Any]:
+    def _new_doc(self, record: MemoryRecord, seq: int, w: "_Write") -> dict[str, Any]:
         doc = record_to_doc(record, seq=seq)
-        if token:
-            doc.update(active=False, pending=token, pending_on=self._wall())
+        doc["version"] = w.version
+        if w.token:
+            doc.update(active=False, pending=w.token, pending_on=self._wall())
         return doc
 
     def _find_duplicate(
@@ -282,9 +324,10 @@ class MongoStore:
                                              session=session)
 
     def _evict_over_limit(
-        self, session: Any, tenant: str, project: str, limit: int, now: float, actor: str,
+        self, w: "_Write", tenant: str, project: str, limit: int, now: float, actor: str,
         protected: Sequence[str],
     ) -> list[str]:
+        session = w.session
         excess = self._active_count(session, tenant, project) - limit
         evicted: list[str] = []
         if excess <= 0:
@@ -297,7 +340,7 @@ class MongoStore:
             # Conditional: one pinned (or forgotten) since the find is skipped, never evicted.
             changed = self.memories.update_one(
                 {**query, "id": doc["id"]},
-                {"$set": self._forgotten_fields(now, "evicted")}, session=session,
+                {"$set": {**self._forgotten_fields(now, "evicted"), "version": w.version}}, session=session,
             )
             if changed.modified_count:
                 evicted.append(doc["id"])
@@ -375,18 +418,30 @@ class MongoStore:
     # ---- changing ------------------------------------------------------------
 
     def _change(self, tenant: str, memory_id: str, match: dict[str, Any], update: dict[str, Any], *,
-                missing: str, audit: tuple[str, str, str, float] | None = None) -> dict[str, Any]:
-        with guarded("change the memory"):
+                missing: str, audit: tuple[str, str, str, float] | None = None,
+                also: Callable[[Any], None] | None = None) -> dict[str, Any]:
+        """One conditional update of one memory, stamped with its project's next version."""
+        query = {"tenant": tenant, "id": memory_id, **match}
+        with guarded("find the memory"):
+            found = self.memories.find_one(query, projection={"project": 1})
+        if found is None:
+            raise NotFound(f"no {missing}memory {memory_id}")
+
+        def body(w: _Write) -> dict[str, Any]:
+            stamped = {**update, "$set": {**update.get("$set", {}), "version": w.version}}
             doc = self.memories.find_one_and_update(
                 # _id stays in the projection: mongomock re-reads the document by it after the update.
-                {"tenant": tenant, "id": memory_id, **match}, update, projection=CHANGE_PROJECTION,
-                return_document=True,
+                query, stamped, projection=CHANGE_PROJECTION, return_document=True, session=w.session,
             )
-            if doc is None:
+            if doc is None:  # changed by another writer between the find and the lease
                 raise NotFound(f"no {missing}memory {memory_id}")
             if audit:
-                self._audit(None, tenant, memory_id, doc["project"], *audit)
-        return doc
+                self._audit(w.session, tenant, memory_id, doc["project"], *audit)
+            if also:
+                also(w.session)
+            return doc
+
+        return self._in_project(tenant, found["project"], "change the memory", body)
 
     def set_pinned(self, tenant: str, memory_id: str, pinned: bool, *, at: datetime, actor: str) -> MemoryRecord:
         action, now = ("pin" if pinned else "unpin"), to_epoch(at)
@@ -415,13 +470,46 @@ class MongoStore:
         self, tenant: str, memory_id: str, *, helpful: bool, context: str | None, at: datetime
     ) -> MemoryRecord:
         now = to_epoch(at)
+        vote = {"tenant": tenant, "memory_id": memory_id, "helpful": bool(helpful), "context": context, "at": now}
         doc = self._change(tenant, memory_id, {"active": True},
                            {"$inc": {"helpful" if helpful else "unhelpful": 1}, "$set": {"accessed_at": now}},
-                           missing="")
-        with guarded("keep the vote"):
-            self.feedback.insert_one({"tenant": tenant, "memory_id": memory_id, "helpful": bool(helpful),
-                                      "context": context, "at": now})
+                           missing="", also=lambda session: self.feedback.insert_one(vote, session=session))
         return doc_to_record(doc)
+
+    # ---- change tracking (the warm index) ------------------------------------------
+
+    def change_markers(self, tenant: str, projects: Sequence[str] | None) -> dict[str, int]:
+        query: dict[str, Any] = {"tenant": tenant}
+        if projects is not None:
+            query["name"] = {"$in": list(projects)}
+        with guarded("read the project versions"):
+            return {d["name"]: int(d.get("version", 0))
+                    for d in self.projects_.find(query, projection={"name": 1, "version": 1})}
+
+    def changes_since(self, tenant: str, project: str, since: int) -> ChangeSet:
+        """The version is read before the rows: every row stamped up to it is already visible
+        (see ``_in_project``), and a newer row read too is simply applied again later."""
+        with guarded("read the changes"):
+            doc = self.projects_.find_one({"tenant": tenant, "name": project},
+                                          projection={"version": 1, "purged_version": 1})
+            if doc is None:
+                return ChangeSet(version=0, reset=True)
+            version, purged = int(doc.get("version", 0)), int(doc.get("purged_version", 0))
+            sort = [("seq", 1)]
+            if since <= 0 or since < purged or since > version:
+                rows = self.memories.find({"tenant": tenant, "project": project, "active": True},
+                                          projection=RECORD_PROJECTION, sort=sort)
+                return ChangeSet(version=version, changed=[doc_to_record(r) for r in rows], reset=True)
+            rows = list(self.memories.find(
+                {"tenant": tenant, "project": project, "version": {"$gt": since}, "pending": None},
+                projection=WITH_ACTIVE, sort=sort))
+        changes = ChangeSet(version=version)
+        for row in rows:
+            if row.pop("active"):
+                changes.changed.append(doc_to_record(row))
+            else:
+                changes.removed.append(row["id"])
+        return changes
 
     # ---- projects and audit ----------------------------------------------------
 
@@ -460,7 +548,7 @@ class MongoStore:
             self.projects_.update_one(
                 {"tenant": tenant, "name": project},
                 {"$set": {"retention_limit": int(limit), "updated_at": now},
-                 "$setOnInsert": {"created_at": now, "seq": 0, "lock": None, "lock_until": 0.0}},
+                 "$setOnInsert": {"created_at": now, **NEW_PROJECT}},
                 upsert=True,
             )
 
@@ -486,15 +574,26 @@ class MongoStore:
     def purge_forgotten(self, *, before: datetime) -> int:
         cutoff = to_epoch(before)
         query = {"deleted_at": {"$type": "double", "$lt": cutoff}}
-        with guarded("purge forgotten memories"):
+        with guarded("find forgotten memories"):
             docs = list(self.memories.find(query, projection={"tenant": 1, "id": 1, "project": 1}))
-            for doc in docs:
-                self._audit(None, doc["tenant"], doc["id"], doc["project"], "purge", "retention",
-                            "forgotten longer than the recovery window", cutoff)
-            self.memories.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]}})
-            stale = self._wall().timestamp() - PENDING_TTL_S
-            self.memories.delete_many({"pending": {"$ne": None}, "pending_on": {"$lt": from_epoch(stale)}})
+        by_project: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for doc in docs:
+            by_project.setdefault((doc["tenant"], doc["project"]), []).append(doc)
+        for (tenant, project), group in by_project.items():
+            # Purged rows leave no tombstone: the version moves and a reader older than it reloads.
+            self._in_project(tenant, project, "purge forgotten memories",
+                             lambda w, group=group: self._purge(w, group, cutoff), purged=True)
+        with guarded("drop abandoned writes"):
+            stale = from_epoch(self._wall().timestamp() - PENDING_TTL_S)
+            self.memories.delete_many({"pending": {"$ne": None}, "pending_on": {"$lt": stale}})
         return len(docs)
+
+    def _purge(self, w: "_Write", docs: list[dict[str, Any]], cutoff: float) -> None:
+        for doc in docs:
+            self._audit(w.session, doc["tenant"], doc["id"], doc["project"], "purge", "retention",
+                        "forgotten longer than the recovery window", cutoff)
+        self.memories.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]}, "deleted_at": {"$lt": cutoff}},
+                                  session=w.session)
 
     def pending_embeddings(self, *, limit: int) -> list[MemoryRecord]:
         with guarded("read the pending embeddings"):
@@ -504,10 +603,9 @@ class MongoStore:
         return [doc_to_record(doc) for doc in docs]
 
     def set_embedding(self, tenant: str, memory_id: str, embedding: np.ndarray, model: str) -> None:
-        with guarded("attach the embedding"):
-            self.memories.update_one({"tenant": tenant, "id": memory_id},
-                                     {"$set": {"embedding": encode_vector(embedding), "model": model,
-                                               "status": "ready"}})
+        self._change(tenant, memory_id, {"pending": None},
+                     {"$set": {"embedding": encode_vector(embedding), "model": model, "status": "ready"}},
+                     missing="")
 
     def cache_get(self, model: str, sha256s: Sequence[str], *, fresh_after: datetime) -> dict[str, np.ndarray]:
         keys = list(dict.fromkeys(sha256s))

@@ -67,14 +67,23 @@ def guarded(what: str) -> Iterator[None]:
         codes = {error.get("code") for error in exc.details.get("writeErrors", [])}
         if codes == {11000}:
             raise Conflict(f"{what}: an id is already taken") from exc
-        raise Unavailable(f"MongoDB could not {what}: {_short(exc)}") from exc
+        raise Unavailable(f"MongoDB could not {what}: {_describe(exc)}") from exc
     except PyMongoError as exc:
-        raise Unavailable(f"MongoDB could not {what}: {type(exc).__name__}: {_short(exc)}") from exc
+        raise Unavailable(f"MongoDB could not {what}: {_describe(exc)}") from exc
 
 
-def _short(exc: Exception) -> str:
-    text = str(exc)
-    return text if len(text) <= 300 else text[:300] + "..."
+def _describe(exc: Exception) -> str:
+    """The kind of failure, without the driver's text: it names cluster hosts, and this
+    message reaches API callers (the full error stays chained as ``__cause__``)."""
+    from pymongo.errors import ConnectionFailure, ExecutionTimeout, OperationFailure, WTimeoutError
+
+    if isinstance(exc, (ExecutionTimeout, WTimeoutError)) or "timed out" in str(exc).lower():
+        return f"{type(exc).__name__} (the cluster did not answer in time)"
+    if isinstance(exc, ConnectionFailure):
+        return f"{type(exc).__name__} (the cluster cannot be reached)"
+    if isinstance(exc, OperationFailure):
+        return f"{type(exc).__name__} (code {exc.code})"
+    return type(exc).__name__
 
 
 def supports_transactions(client: Any) -> bool:
@@ -86,5 +95,5 @@ def supports_transactions(client: Any) -> bool:
     except NotImplementedError:  # mongomock has no such command, and no transactions
         return False
     except PyMongoError as exc:
-        raise Unavailable(f"MongoDB is unreachable: {type(exc).__name__}: {_short(exc)}") from exc
+        raise Unavailable(f"MongoDB is unreachable: {_describe(exc)}") from exc
     return bool(hello.get("setName")) or hello.get("msg") == "isdbgrid"

@@ -3,16 +3,17 @@
 Embeddings are stored as BSON binary subtype 9 (a float32 vector), the form Atlas Vector
 Search indexes, and never as arrays of doubles (13x slower to decode, 2.25x larger).
 A subtype 9 payload is a 2-byte header (dtype 0x27 for float32, then the padding count)
-followed by little-endian float32s, so decoding is one ``np.frombuffer`` at offset 2;
-``Binary.as_vector`` builds a Python object first and is ~2.5x slower (see
-``scripts/bench_vector_decode.py``). Times are epoch seconds (doubles) as in SQLite, so
+followed by little-endian float32s, so decoding is one zero-copy ``np.frombuffer`` at
+offset 2; ``Binary.as_vector(return_numpy=True)`` builds a ``BinaryVector`` first and takes
+twice as long (``scripts/bench_vector_decode.py``; joining all payloads for one frombuffer
+is slower still, as the join copies every vector twice). Times are epoch seconds (doubles) as in SQLite, so
 cursors and comparisons are exact; the TTL indexes read separate BSON date fields.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 from bson.binary import Binary, BinaryVectorDtype
@@ -44,15 +45,6 @@ def decode_vector(value: Any) -> np.ndarray | None:
     if isinstance(value, (bytes, bytearray)):  # plain binary (subtype 0), as SQLite keeps it
         return np.frombuffer(value, dtype="<f4")
     return np.asarray(value, dtype=np.float32)  # tolerated on read only: lists of doubles
-
-
-def decode_matrix(values: Iterable[Binary], dimensions: int) -> np.ndarray:
-    """Many subtype 9 vectors of one size as one (n, dimensions) matrix: join the payloads, one frombuffer."""
-    payloads = [memoryview(value)[2:] for value in values]
-    joined = b"".join(payloads)
-    if len(joined) != 4 * dimensions * len(payloads):
-        raise ValueError(f"vectors are not all {dimensions}-dimensional")
-    return np.frombuffer(joined, dtype="<f4").reshape(len(payloads), dimensions)
 
 
 def record_to_doc(record: MemoryRecord, *, seq: int) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..clock import from_epoch, to_epoch
 from ..errors import Conflict, NotFound, Unavailable
-from ..records import AuditRecord, Filters, MemoryRecord, ProjectStats, WriteOutcome
+from ..records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
 from .base import Cursor
 
 MIGRATIONS: list[str] = [
@@ -94,7 +94,14 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (model, sha256)
     );
     """,
-    # 2: solutions (fixpacks), their applications, patterns, pattern links and their evidence,
+    # 2: a per-project change counter, so a warm index reads only what changed
+    """
+    ALTER TABLE memories ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE projects ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE projects ADD COLUMN purged_version INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX memories_version ON memories (tenant, project, version);
+    """,
+    # 3: solutions (fixpacks), their applications, patterns, pattern links and their evidence,
     #    job leases and resume points (capsule.store.sqlite_learning)
     """
     CREATE TABLE solutions (
@@ -314,25 +321,41 @@ class SQLiteStore:
         tenant, project = records[0].tenant, records[0].project
         now = to_epoch(records[0].created_at)
         with self._write() as conn:
+            conn.execute(
+                "INSERT INTO projects (tenant, name, created_at, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (tenant, name) DO UPDATE SET updated_at = excluded.updated_at",
+                (tenant, project, now, now),
+            )
+            version = self._bump(conn, tenant, project)
             for record in records:
                 existing = self._find_duplicate(conn, record, dedupe_after)
                 if existing:
                     outcome.duplicates[record.id] = existing
                     continue
                 conn.execute(
-                    f"INSERT INTO memories ({_COLUMNS}, component, category) "
-                    f"VALUES ({', '.join('?' * 24)})",
-                    _record_params(record),
+                    f"INSERT INTO memories ({_COLUMNS}, component, category, version) "
+                    f"VALUES ({', '.join('?' * 25)})",
+                    (*_record_params(record), version),
                 )
                 outcome.inserted.append(record.id)
-            conn.execute(
-                "INSERT INTO projects (tenant, name, created_at, updated_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (tenant, name) DO UPDATE SET updated_at = excluded.updated_at",
-                (tenant, project, now, now),
+            outcome.evicted = self._evict_over_limit(
+                conn, tenant, project, limit, now, actor, outcome.inserted, version
             )
-            outcome.evicted = self._evict_over_limit(conn, tenant, project, limit, now, actor, outcome.inserted)
             outcome.active_after = self._active_count(conn, tenant, project)
         return outcome
+
+    @staticmethod
+    def _bump(conn: sqlite3.Connection, tenant: str, project: str) -> int:
+        """The project's next version, taken inside the caller's write transaction."""
+        conn.execute(
+            "INSERT INTO projects (tenant, name, created_at, updated_at) VALUES (?, ?, 0, 0) "
+            "ON CONFLICT (tenant, name) DO NOTHING",
+            (tenant, project),
+        )
+        return conn.execute(
+            "UPDATE projects SET version = version + 1 WHERE tenant = ? AND name = ? RETURNING version",
+            (tenant, project),
+        ).fetchone()[0]
 
     def _find_duplicate(
         self, conn: sqlite3.Connection, record: MemoryRecord, dedupe_after: datetime | None
@@ -355,7 +378,7 @@ class SQLiteStore:
 
     def _evict_over_limit(
         self, conn: sqlite3.Connection, tenant: str, project: str, limit: int, now: float,
-        actor: str, protected: Sequence[str],
+        actor: str, protected: Sequence[str], version: int,
     ) -> list[str]:
         excess = self._active_count(conn, tenant, project) - limit
         if excess <= 0:
@@ -370,8 +393,9 @@ class SQLiteStore:
         reason = f"evicted: the project holds its rolling limit of {limit} memories; this was the oldest unpinned"
         for memory_id in evicted:
             conn.execute(
-                "UPDATE memories SET deleted_at = ?, deleted_reason = 'evicted', updated_at = ? WHERE id = ?",
-                (now, now, memory_id),
+                "UPDATE memories SET deleted_at = ?, deleted_reason = 'evicted', updated_at = ?, version = ? "
+                "WHERE id = ?",
+                (now, now, version, memory_id),
             )
             self._audit(conn, tenant, memory_id, project, "evict", actor, reason, now)
         return evicted
@@ -414,6 +438,8 @@ class SQLiteStore:
             if row is None:
                 raise NotFound(f"no {'forgotten ' if forgotten else ''}memory {memory_id}")
             conn.execute(sql, (*params, tenant, memory_id))
+            conn.execute("UPDATE memories SET version = ? WHERE tenant = ? AND id = ?",
+                         (self._bump(conn, tenant, row["project"]), tenant, memory_id))
             if audit:
                 self._audit(conn, tenant, memory_id, row["project"], *audit)
             if also:
@@ -489,6 +515,52 @@ class SQLiteStore:
             params.append(to_epoch(filters.until))
         return [_row_to_record(row) for row in self._read(sql, params)]
 
+    # ---- change tracking (the warm index) -------------------------------
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Several reads that see one committed state (WAL readers get a snapshot)."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise Unavailable(f"the database could not be read: {exc}") from exc
+        try:
+            yield conn
+        except sqlite3.OperationalError as exc:
+            raise Unavailable(f"the database could not be read: {exc}") from exc
+        finally:
+            conn.execute("COMMIT")
+
+    def change_markers(self, tenant: str, projects: Sequence[str] | None) -> dict[str, int]:
+        sql, params = "SELECT name, version FROM projects WHERE tenant = ?", [tenant]
+        if projects is not None:
+            sql += f" AND name IN ({', '.join('?' * len(projects))})"
+            params += list(projects)
+        return {row["name"]: row["version"] for row in self._read(sql, params)}
+
+    def changes_since(self, tenant: str, project: str, since: int) -> ChangeSet:
+        with self._snapshot() as conn:
+            row = conn.execute("SELECT version, purged_version FROM projects WHERE tenant = ? AND name = ?",
+                               (tenant, project)).fetchone()
+            if row is None:
+                return ChangeSet(version=0, reset=True)
+            if since <= 0 or since < row["purged_version"] or since > row["version"]:
+                rows = conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL "
+                    "ORDER BY seq", (tenant, project)).fetchall()
+                return ChangeSet(version=row["version"], changed=[_row_to_record(r) for r in rows], reset=True)
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND version > ? ORDER BY seq",
+                (tenant, project, since)).fetchall()
+        changes = ChangeSet(version=row["version"])
+        for r in rows:
+            if r["deleted_at"] is None:
+                changes.changed.append(_row_to_record(r))
+            else:
+                changes.removed.append(r["id"])
+        return changes
+
     # ---- projects and audit --------------------------------------------
 
     def tenants(self) -> list[str]:
@@ -554,6 +626,11 @@ class SQLiteStore:
             for row in rows:
                 self._audit(conn, row["tenant"], row["id"], row["project"], "purge", "retention",
                             "forgotten longer than the recovery window", to_epoch(before))
+            for tenant, project in {(row["tenant"], row["project"]) for row in rows}:
+                # Purged rows leave no tombstone: a reader older than this must reload.
+                version = self._bump(conn, tenant, project)
+                conn.execute("UPDATE projects SET purged_version = ? WHERE tenant = ? AND name = ?",
+                             (version, tenant, project))
             conn.execute("DELETE FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ?", (to_epoch(before),))
         return len(rows)
 
@@ -567,9 +644,14 @@ class SQLiteStore:
 
     def set_embedding(self, tenant: str, memory_id: str, embedding: np.ndarray, model: str) -> None:
         with self._write() as conn:
+            row = conn.execute("SELECT project FROM memories WHERE tenant = ? AND id = ?",
+                               (tenant, memory_id)).fetchone()
+            if row is None:
+                raise NotFound(f"no memory {memory_id}")
             conn.execute(
-                "UPDATE memories SET embedding = ?, model = ?, status = 'ready' WHERE tenant = ? AND id = ?",
-                (encode_vector(embedding), model, tenant, memory_id),
+                "UPDATE memories SET embedding = ?, model = ?, status = 'ready', version = ? "
+                "WHERE tenant = ? AND id = ?",
+                (encode_vector(embedding), model, self._bump(conn, tenant, row["project"]), tenant, memory_id),
             )
 
     def cache_get(self, model: str, sha256s: Sequence[str], *, fresh_after: datetime) -> dict[str, np.ndarray]:

@@ -238,3 +238,18 @@ def test_scheduler_survives_a_failing_job_and_stops(world):
     threaded = Scheduler(world.jobs, {"backfill": 3600}, first_delay_s=3600).start()
     threaded.stop()
     assert not threaded._thread.is_alive()
+
+
+def test_cli_mines_detects_and_lists_golden_paths(tmp_path):
+    data = tmp_path / "data"
+    for project in ("api", "shop", "etl"):
+        stored = _cli(data, "store", f"connect ECONNREFUSED 10.0.0.3:6379 in {project}", "--project", project,
+                      "--type", "error", "--outcome", "failure")
+        assert stored.returncode == 0, stored.stderr
+    mined = _cli(data, "patterns", "mine", "--json")
+    assert mined.returncode == 0, mined.stderr
+    tag = json.loads(mined.stdout)["patterns"][0]["tag"]
+    detected = _cli(data, "patterns", "detect", "redis: ECONNREFUSED on port 6379")
+    assert detected.returncode == 0 and tag in detected.stdout
+    golden = _cli(data, "patterns", "golden", "--min-applications", "0")
+    assert golden.returncode == 1 and "min_applications" in golden.stderr

@@ -1,0 +1,310 @@
+"""The warm per-project search index: vectors, binary codes and BM25 postings in RAM.
+
+A long-lived process (a warm Lambda container, ``capsule serve``, ``capsule mcp``) keeps one
+:class:`ProjectIndex` per (tenant, project, embedding model). It is loaded once from the
+store and then kept current by reading only the rows changed since the version it holds
+(:meth:`MemoryStore.changes_since`), so a warm search reads no embeddings from the store.
+A one-shot process builds the same index and throws it away: cold and warm searches run
+the very same code on the same rows, which is why their results are identical.
+
+Vectors live in one contiguous float32 matrix; beside it, the sign bit of every dimension,
+packed (1024-d -> 128 bytes). The first stage ranks rows by Hamming distance to the query's
+sign bits (``np.bitwise_count`` over 64-bit words); the best few hundred, with every tie at
+the cut, are then scored exactly in float32. Memory is bounded by :class:`IndexCache`,
+which drops the least recently used projects.
+"""
+
+from __future__ import annotations
+
+import threading
+import hashlib
+from collections import OrderedDict
+from dataclasses import replace
+from itertools import chain
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .clock import to_epoch
+from .records import ChangeSet, Filters, MemoryRecord
+from .text import tokens
+
+OUTCOME = {"success": 0.10, "failure": -0.05}
+
+
+def _grow(values: np.ndarray, capacity: int) -> np.ndarray:
+    grown = np.zeros((capacity, *values.shape[1:]), dtype=values.dtype)
+    grown[: len(values)] = values
+    return grown
+
+
+def sign_codes(vectors: np.ndarray, words: int) -> np.ndarray:
+    """Packed sign bits of each row, padded to ``words`` 64-bit words: (rows, words) uint64."""
+    bits = np.packbits(np.asarray(vectors) > 0, axis=-1)
+    padded = np.zeros((*bits.shape[:-1], words * 8), dtype=np.uint8)
+    padded[..., : bits.shape[-1]] = bits
+    return padded.view(np.uint64)
+
+
+def stable_key(memory_id: str) -> int:
+    """A tie-break key for a memory that is the same in every process (unlike ``hash``)."""
+    return int.from_bytes(hashlib.blake2b(memory_id.encode(), digest_size=8).digest(), "little") >> 1
+
+
+class ProjectIndex:
+    """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
+
+    def __init__(self, tenant: str, project: str, model_id: str | None) -> None:
+        self.tenant, self.project, self.model_id = tenant, project, model_id
+        self.lock = threading.RLock()
+        self.version = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self.records: list[MemoryRecord | None] = []
+        self.row_of: dict[str, int] = {}
+        self.n = 0
+        self.dead = 0
+        self.dim = 0
+        self.words = 0
+        cap = 16
+        self.alive = np.zeros(cap, dtype=bool)
+        self.has_vec = np.zeros(cap, dtype=bool)
+        self.matrix = np.zeros((cap, 0), dtype=np.float32)
+        self.codes = np.zeros((0, cap), dtype=np.uint64)  # (words, rows): one word is contiguous
+        self._bytes = 0
+        self.length = np.zeros(cap, dtype=np.float64)
+        self.occurred = np.zeros(cap, dtype=np.float64)
+        self.created = np.zeros(cap, dtype=np.float64)
+        self.helpful = np.zeros(cap, dtype=np.float64)
+        self.unhelpful = np.zeros(cap, dtype=np.float64)
+        self.outcome = np.zeros(cap, dtype=np.float64)
+        self.key = np.zeros(cap, dtype=np.int64)
+        self.postings: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    # ---- size ------------------------------------------------------------
+
+    @property
+    def active(self) -> int:
+        return self.n - self.dead
+
+    def nbytes(self) -> int:
+        """About how much RAM the index holds (kept as rows are added, not recounted)."""
+        arrays = (self.matrix, self.codes, self.length, self.occurred, self.created, self.helpful,
+                  self.unhelpful, self.outcome)
+        return sum(a.nbytes for a in arrays) + self._bytes
+
+    # ---- keeping current -----------------------------------------------------
+
+    def apply(self, changes: ChangeSet) -> None:
+        """Bring the index to ``changes.version``. The index takes over the records given."""
+        if changes.reset:
+            self._clear()
+        for memory_id in changes.removed:
+            self._kill(memory_id)
+        fresh: list[MemoryRecord] = []
+        for record in changes.changed:
+            row = self.row_of.get(record.id)
+            if row is not None and self._same_text_and_vector(row, record):
+                record.embedding = None
+                self.records[row] = record
+                self._set_meta(row, record)
+            else:
+                self._kill(record.id)
+                fresh.append(record)
+        self._append(fresh)
+        self.version = max(self.version, changes.version) if not changes.reset else changes.version
+        if self.dead > 1000 and self.dead > self.n // 2:
+            self._compact()
+
+    def _same_text_and_vector(self, row: int, record: MemoryRecord) -> bool:
+        old = self.records[row]
+        if old is None or old.content != record.content:
+            return False
+        usable = self._usable(record)
+        if usable != bool(self.has_vec[row]):
+            return False
+        return not usable or np.array_equal(self.matrix[row], record.embedding)
+
+    def _usable(self, record: MemoryRecord) -> bool:
+        return record.embedding is not None and record.model == self.model_id and record.embedding.size > 0
+
+    def _kill(self, memory_id: str) -> None:
+        row = self.row_of.pop(memory_id, None)
+        if row is not None:
+            self.alive[row] = False
+            self.records[row] = None
+            self.dead += 1
+
+    def _reserve(self, extra: int, dim: int) -> None:
+        need = self.n + extra
+        if dim and not self.dim:
+            self.dim, self.words = dim, (dim + 63) // 64
+            self.matrix = np.zeros((len(self.alive), dim), dtype=np.float32)
+            self.codes = np.zeros((self.words, len(self.alive)), dtype=np.uint64)
+        if need <= len(self.alive):
+            return
+        cap = max(need, 2 * len(self.alive))
+        for name in ("alive", "has_vec", "key", "matrix", "length", "occurred", "created", "helpful",
+                     "unhelpful", "outcome"):
+            setattr(self, name, _grow(getattr(self, name), cap))
+        self.codes = np.ascontiguousarray(_grow(self.codes.T, cap).T)
+
+    def _append(self, records: Sequence[MemoryRecord]) -> None:
+        if not records:
+            return
+        dims = {r.embedding.size for r in records if self._usable(r)}
+        dim = self.dim or (max(dims) if dims else 0)
+        self._reserve(len(records), dim)
+        start = self.n
+        vec_rows, vectors = [], []
+        for offset, record in enumerate(records):
+            row = start + offset
+            self.row_of[record.id] = row
+            self.records.append(record)
+            if self._usable(record) and record.embedding.size == self.dim:
+                vec_rows.append(row)
+                vectors.append(record.embedding)
+            record.embedding = None  # the index owns the records it is given; the matrix holds the vector
+        rows = slice(start, start + len(records))
+        self.alive[rows] = True
+        self.key[rows] = [stable_key(r.id) for r in records]
+        self.occurred[rows] = [to_epoch(r.occurred_at) for r in records]
+        self.created[rows] = [to_epoch(r.created_at) for r in records]
+        self.helpful[rows] = [r.helpful for r in records]
+        self.unhelpful[rows] = [r.unhelpful for r in records]
+        self.outcome[rows] = [OUTCOME.get(r.meta.get("outcome_status") or "unknown", 0.0) for r in records]
+        self._add_postings(start, [tokens(r.content) for r in records])
+        self._bytes += sum(2 * len(r.content) + 300 for r in records)
+        self.n = start + len(records)
+        if vectors:
+            block = np.stack(vectors).astype(np.float32, copy=False)
+            at = np.asarray(vec_rows)
+            self.matrix[at] = block
+            self.codes[:, at] = sign_codes(block, self.words).T
+            self.has_vec[at] = True
+
+    def _add_postings(self, start: int, documents: list[list[str]]) -> None:
+        """Term frequencies of new rows, grouped by term in bulk (numpy, not a loop per token)."""
+        lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
+        self.length[start:start + len(documents)] = lengths
+        flat = list(chain.from_iterable(documents))
+        if not flat:
+            return
+        vocab: dict[str, int] = {}
+        term_ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
+        docs = np.repeat(np.arange(len(documents), dtype=np.int64), lengths)
+        pairs, tfs = np.unique(term_ids * len(documents) + docs, return_counts=True)
+        term_of, doc_of = np.divmod(pairs, len(documents))
+        cuts = np.flatnonzero(np.diff(term_of)) + 1
+        names = list(vocab)
+        for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [pairs.size]))):
+            term = names[term_of[lo]]
+            chunk = ((doc_of[lo:hi] + start).astype(np.int32), tfs[lo:hi].astype(np.float32))
+            self.postings.setdefault(term, []).append(chunk)
+            self._arrays.pop(term, None)
+        self._bytes += 8 * pairs.size
+
+    def _set_meta(self, row: int, record: MemoryRecord) -> None:
+        """Refresh what ranking reads of a row whose text and vector did not change."""
+        self.occurred[row] = to_epoch(record.occurred_at)
+        self.created[row] = to_epoch(record.created_at)
+        self.helpful[row] = record.helpful
+        self.unhelpful[row] = record.unhelpful
+        self.outcome[row] = OUTCOME.get(record.meta.get("outcome_status") or "unknown", 0.0)
+
+    def _compact(self) -> None:
+        keep = [row for row in range(self.n) if self.alive[row]]
+        records = []
+        for row in keep:
+            record = self.records[row]
+            assert record is not None
+            if self.has_vec[row]:
+                record = replace(record, embedding=self.matrix[row].copy(), model=self.model_id)
+            records.append(record)
+        version = self.version
+        self._clear()
+        self._append(records)
+        self.version = version
+
+    # ---- reading -------------------------------------------------------------
+
+    def postings_of(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Rows holding ``term`` and how often (dead rows included; the caller masks them)."""
+        cached = self._arrays.get(term)
+        if cached is None:
+            chunks = self.postings.get(term)
+            if not chunks:
+                cached = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+            else:
+                cached = (np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]))
+                if len(chunks) > 1:
+                    self.postings[term] = [cached]
+            self._arrays[term] = cached
+        return cached
+
+    def mask(self, filters: Filters) -> np.ndarray:
+        """Rows that are active and pass the filters."""
+        mask = self.alive[: self.n].copy()
+        if filters.since:
+            mask &= self.created[: self.n] >= to_epoch(filters.since)
+        if filters.until:
+            mask &= self.created[: self.n] < to_epoch(filters.until)
+        if filters.component or filters.category or filters.tags or filters.path_prefix:
+            for row in np.flatnonzero(mask):
+                record = self.records[row]
+                if record is None or not _passes(record, filters):
+                    mask[row] = False
+        return mask
+
+
+def _passes(record: MemoryRecord, filters: Filters) -> bool:
+    meta = record.meta
+    if filters.component and meta.get("component") != filters.component:
+        return False
+    if filters.category and meta.get("category") != filters.category:
+        return False
+    tags = meta.get("tags") or []
+    if any(tag not in tags for tag in filters.tags):
+        return False
+    if filters.path_prefix and not (record.path or "").startswith(filters.path_prefix):
+        return False
+    return True
+
+
+class IndexCache:
+    """Project indexes of one process, least recently used dropped beyond ``max_bytes``."""
+
+    def __init__(self, max_bytes: int = 1 << 30) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._indexes: OrderedDict[tuple[str, str, str | None], ProjectIndex] = OrderedDict()
+
+    def get(self, tenant: str, project: str, model_id: str | None) -> ProjectIndex:
+        key = (tenant, project, model_id)
+        with self._lock:
+            index = self._indexes.get(key)
+            if index is None:
+                index = self._indexes[key] = ProjectIndex(tenant, project, model_id)
+            self._indexes.move_to_end(key)
+            return index
+
+    def trim(self, keep: Callable[[ProjectIndex], bool] = lambda _: False) -> list[tuple[str, str]]:
+        """Drop least recently used indexes until the rest fit; returns what was dropped."""
+        dropped = []
+        with self._lock:
+            sizes = {key: index.nbytes() for key, index in self._indexes.items()}
+            total = sum(sizes.values())
+            for key in list(self._indexes):
+                if total <= self.max_bytes or len(self._indexes) <= 1:
+                    break
+                if keep(self._indexes[key]):
+                    continue
+                del self._indexes[key]
+                total -= sizes[key]
+                dropped.append(key[:2])
+        return dropped
+
+    def __len__(self) -> int:
+        return len(self._indexes)
