@@ -167,10 +167,12 @@ def hook_pre_tool_use(payload: Mapping[str, Any], ctx: HookContext, *, min_score
     for hit in found.results:
         if hit.score < min_score:
             continue
-        text, _ = excerpt(" ".join(hit.content.split()), 300)
-        line = f"- {text} [{hit.score:.2f}, {hit.id}]"
-        if used + len(line) + 1 > max_chars:
+        suffix = f" [{hit.score:.2f}, {hit.id}]"
+        room = min(300, max_chars - used - 1 - len("- ") - len(suffix))
+        if room < 40:  # too little left for a useful excerpt: the budget is spent
             break
+        text, _ = excerpt(" ".join(hit.content.split()), room)
+        line = f"- {text}{suffix}"
         lines.append(line)
         used += len(line) + 1
     if not lines:

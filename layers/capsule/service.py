@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import uuid
 from datetime import datetime, timedelta
 from typing import Any, Callable, Type, TypeVar
@@ -30,6 +31,7 @@ from .store.base import Cursor, MemoryStore, NearestCandidates
 from .text import sha256
 
 M = TypeVar("M", bound=BaseModel)
+logger = logging.getLogger("capsule.service")
 
 
 def validate(model: Type[M], data: Any) -> M:
@@ -93,11 +95,18 @@ class MemoryService:
     # ---- writing ---------------------------------------------------------
 
     def _embed(self, texts: list[str]) -> tuple[np.ndarray | None, str | None]:
-        """Vectors for ``texts``, or None and the reason when the embedder is down."""
+        """Vectors for ``texts``, or None and the reason when the embedder is down.
+
+        Any embedder failure, not only a declared outage, must not cost the write: the
+        memory is stored as pending and the backfill job embeds it later.
+        """
         try:
             return self.embedder.embed(texts), None
         except Unavailable as exc:
             return None, exc.message
+        except Exception as exc:  # a broken model or client: logged, then queued for backfill
+            logger.exception("embedder %s failed; storing as pending_embedding", self.embedder.model_id)
+            return None, f"{type(exc).__name__}: {exc}"
 
     def _records(
         self, tenant: str, project: str, contents: list[str], *, path: str | None, pinned: bool,
@@ -158,6 +167,9 @@ class MemoryService:
         evicted, note = self._retention_note(outcome)
         if outcome.duplicates:
             existing = self.store.get(tenant, outcome.duplicates[records[0].id])
+            if req.pinned and not existing.pinned:  # the caller asked that it never be evicted
+                existing = self.store.set_pinned(tenant, existing.id, True, at=self.clock(), actor=tenant)
+                note += " Pinned the existing memory, as this store asked."
             return models.StoreResult(
                 memory=to_memory(existing), deduplicated=True, evicted=evicted,
                 explanation=(

@@ -261,3 +261,14 @@ def test_concurrent_inserts_never_evict_more_than_needed(store):
     assert len(active) == limit
     evicted = [a for a in store.audit_log("t1", limit=1000) if a.action == "evict"]
     assert len(evicted) == writers * each - limit
+
+
+def test_a_duplicate_is_never_evicted_by_its_own_write(store):
+    old = rec("old fact", at=T0)
+    put(store, old, limit=5)
+    put(store, rec("newer", at=T0 + timedelta(minutes=1)), limit=5)
+    again = rec("old fact", at=T0 + timedelta(minutes=2))
+    outcome = put(store, again, limit=1, dedupe_after=T0 - timedelta(hours=48))
+    assert outcome.duplicates == {again.id: old.id}
+    assert old.id not in outcome.evicted
+    assert store.get("t1", old.id).content == "old fact"

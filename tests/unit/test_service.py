@@ -288,3 +288,22 @@ def test_an_unusable_database_is_unavailable_not_a_crash(tmp_path, clock, settin
         service.store_memory(T, {"project": "p", "content": "x"})
     with pytest.raises(Unavailable):
         service.search(T, {"query": "x", "project": "p"})
+
+
+def test_storing_a_duplicate_with_pin_pins_the_existing_memory(service):
+    first = store(service, "pin me later")
+    again = store(service, "pin me later", pinned=True)
+    assert again.deduplicated and again.memory.id == first.memory.id and again.memory.pinned
+    assert "Pinned the existing memory" in again.explanation
+
+
+class BrokenModel(HashingEmbedder):
+    def embed(self, texts, *, kind="document"):
+        raise RuntimeError("onnxruntime: invalid input shape")
+
+
+def test_an_embedder_crash_is_not_a_lost_write(sqlite_store, clock, settings):
+    service = MemoryService(sqlite_store, BrokenModel(), clock=clock, settings=settings)
+    result = service.store_memory(T, {"project": "p", "content": "kept despite the crash"})
+    assert result.memory.status == "pending_embedding" and "RuntimeError" in result.explanation
+    assert [r.id for r in sqlite_store.pending_embeddings(limit=5)] == [result.memory.id]

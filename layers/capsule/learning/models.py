@@ -46,8 +46,15 @@ def _no_nul(value: str) -> str:
     return value
 
 
+def _no_control(value: str) -> str:
+    # Names become parts of store keys (the MongoDB ids join them with a control character).
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
 ShortText = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_nul)]
-Name = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_no_nul)]
+Name = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_no_control)]
 LongText = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
 Timeout = Annotated[int, Field(DEFAULT_TIMEOUT_MS, ge=1, le=MAX_TIMEOUT_MS, description="Milliseconds.")]
 

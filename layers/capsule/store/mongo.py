@@ -296,7 +296,9 @@ class MongoStore:
         if w.token and docs:  # the commit point without transactions
             self.memories.update_many({"pending": w.token}, {"$set": {"active": True},
                                                              "$unset": {"pending": "", "pending_on": ""}})
-        outcome.evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, outcome.inserted)
+        # The memories this write returns, new or existing, are never its own victims.
+        protected = [*outcome.inserted, *outcome.duplicates.values()]
+        outcome.evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, protected)
         outcome.active_after = self._active_count(w.session, tenant, project)
         return outcome
 

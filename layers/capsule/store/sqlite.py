@@ -338,9 +338,9 @@ class SQLiteStore:
                     (*_record_params(record), version),
                 )
                 outcome.inserted.append(record.id)
-            outcome.evicted = self._evict_over_limit(
-                conn, tenant, project, limit, now, actor, outcome.inserted, version
-            )
+            # The memories this write returns, new or existing, are never its own victims.
+            protected = [*outcome.inserted, *outcome.duplicates.values()]
+            outcome.evicted = self._evict_over_limit(conn, tenant, project, limit, now, actor, protected, version)
             outcome.active_after = self._active_count(conn, tenant, project)
         return outcome
 
