@@ -162,7 +162,7 @@ class Jobs:
             except Unavailable as exc:
                 error = exc.message
         counts = {"embedded": embedded, "pending": left, "solutions": solutions}
-        text = f"Embedded {embedded} memories stored while the embedder was unavailable"
+        text = f"Embedded {embedded} memories stored while the embedder was unavailable or under another model"
         text += f" and the signatures of {solutions} solution(s)" if solutions else ""
         if error is not None:
             return False, counts, (f"{text}, then the embedder was unavailable ({error}); {left} memories remain "
@@ -175,7 +175,7 @@ class Jobs:
         """(embedded, still pending, the embedder's error if it failed)."""
         embedded = 0
         for _ in range(max_batches):
-            pending = self.memories.pending_embeddings(limit=batch)
+            pending = self.memories.pending_embeddings(limit=batch, model=self.embedder.model_id)
             if not pending:
                 return embedded, 0, None
             try:
@@ -188,7 +188,7 @@ class Jobs:
         return embedded, self._pending(), None
 
     def _pending(self) -> int:
-        return len(self.memories.pending_embeddings(limit=PENDING_COUNTED))
+        return len(self.memories.pending_embeddings(limit=PENDING_COUNTED, model=self.embedder.model_id))
 
     def _backfill_solutions(self, budget: int) -> int:
         """Embed solution signatures missing under the current model (it was down, or changed)."""

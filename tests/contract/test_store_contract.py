@@ -272,3 +272,12 @@ def test_a_duplicate_is_never_evicted_by_its_own_write(store):
     assert outcome.duplicates == {again.id: old.id}
     assert old.id not in outcome.evicted
     assert store.get("t1", old.id).content == "old fact"
+
+
+def test_memories_of_another_model_are_due_for_embedding(store):
+    current, stale = rec("current"), rec("stale")
+    stale.model = "old-model"
+    pending = rec("pending", status="pending_embedding")
+    put(store, current, stale, pending)
+    assert {r.id for r in store.pending_embeddings(limit=10)} == {pending.id}
+    assert {r.id for r in store.pending_embeddings(limit=10, model="test-4")} == {stale.id, pending.id}

@@ -131,8 +131,9 @@ class MemoryStore(Protocol):
     def purge_forgotten(self, *, before: datetime) -> int:
         """Delete for good the memories forgotten before ``before``; returns how many."""
 
-    def pending_embeddings(self, *, limit: int) -> list[MemoryRecord]:
-        """Memories stored while no embedding could be made, oldest first."""
+    def pending_embeddings(self, *, limit: int, model: str | None = None) -> list[MemoryRecord]:
+        """Active memories stored while no embedding could be made, oldest first; with
+        ``model``, also those embedded by any other model (the deployment switched models)."""
 
     def set_embedding(self, tenant: str, memory_id: str, embedding: np.ndarray, model: str) -> None:
         """Attach an embedding and mark the memory ready."""

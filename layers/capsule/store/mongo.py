@@ -597,9 +597,12 @@ class MongoStore:
         self.memories.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]}, "deleted_at": {"$lt": cutoff}},
                                   session=w.session)
 
-    def pending_embeddings(self, *, limit: int) -> list[MemoryRecord]:
+    def pending_embeddings(self, *, limit: int, model: str | None = None) -> list[MemoryRecord]:
+        query: dict[str, Any] = {"status": "pending_embedding", "active": True}
+        if model is not None:
+            query = {"active": True, "$or": [{"status": "pending_embedding"}, {"model": {"$ne": model}}]}
         with guarded("read the pending embeddings"):
-            docs = list(self.memories.find({"status": "pending_embedding", "active": True},
+            docs = list(self.memories.find(query,
                                            projection=RECORD_PROJECTION,
                                            sort=[("created_at", 1), ("seq", 1)], limit=limit))
         return [doc_to_record(doc) for doc in docs]

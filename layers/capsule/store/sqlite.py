@@ -634,12 +634,13 @@ class SQLiteStore:
             conn.execute("DELETE FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ?", (to_epoch(before),))
         return len(rows)
 
-    def pending_embeddings(self, *, limit: int) -> list[MemoryRecord]:
-        rows = self._read(
-            f"SELECT {_COLUMNS} FROM memories WHERE status = 'pending_embedding' AND deleted_at IS NULL "
-            "ORDER BY seq LIMIT ?",
-            (limit,),
-        )
+    def pending_embeddings(self, *, limit: int, model: str | None = None) -> list[MemoryRecord]:
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE deleted_at IS NULL AND (status = 'pending_embedding'"
+        params: list[Any] = []
+        if model is not None:
+            sql += " OR model IS NULL OR model != ?"
+            params.append(model)
+        rows = self._read(sql + ") ORDER BY seq LIMIT ?", (*params, limit))
         return [_row_to_record(row) for row in rows]
 
     def set_embedding(self, tenant: str, memory_id: str, embedding: np.ndarray, model: str) -> None:
