@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from capsule import CapsuleError, Settings
-from capsule.models import MemoryMeta
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 

@@ -16,7 +16,6 @@ import argparse
 import json
 import math
 import re
-import sys
 import tempfile
 import time
 from collections import defaultdict

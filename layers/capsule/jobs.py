@@ -24,9 +24,8 @@ from . import limits
 from .clock import Clock, system_clock
 from .config import Settings
 from .embedders.base import Embedder
-from .errors import InvalidInput, NotFound, Unavailable
+from .errors import InvalidInput, Unavailable
 from .learning.service import LearningService
-from .records import Filters
 from .store.base import MemoryStore
 from .store.learning import LearningStore
 
@@ -112,20 +111,11 @@ class Jobs:
         return complete, counts, text
 
     def _evict(self, tenant: str, project: str, limit: int, over: int, budget: int, now: datetime) -> int:
-        """Forget the oldest unpinned memories beyond the limit (a limit lowered since they were stored)."""
-        active = self.memories.candidates(tenant, [project], Filters())
-        oldest = sorted((r for r in active if not r.pinned), key=lambda r: (r.created_at, r.id))
-        done = 0
-        for record in oldest[: min(over, budget)]:
-            try:
-                self.memories.forget(
-                    tenant, record.id, at=now, actor="retention",
-                    reason=f"evicted: the project holds more than its rolling limit of {limit}; this was the oldest unpinned",
-                )
-                done += 1
-            except NotFound:
-                continue  # forgotten by someone else meanwhile
-        return done
+        """Evict the oldest unpinned memories beyond the limit (a limit lowered since they were
+        stored), atomically in the store, at most ``budget`` of them this run."""
+        if over > budget:  # evict down to what this run may do; the next run continues
+            limit += over - budget
+        return len(self.memories.enforce_limit(tenant, project, limit=limit, at=now, actor="retention"))
 
     # ---- mining --------------------------------------------------------------
 

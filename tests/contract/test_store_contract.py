@@ -281,3 +281,17 @@ def test_memories_of_another_model_are_due_for_embedding(store):
     put(store, current, stale, pending)
     assert {r.id for r in store.pending_embeddings(limit=10)} == {pending.id}
     assert {r.id for r in store.pending_embeddings(limit=10, model="test-4")} == {stale.id, pending.id}
+
+
+def test_enforce_limit_evicts_the_oldest_unpinned_atomically(store):
+    records = [rec(f"m{i}", at=T0 + timedelta(minutes=i), pinned=i == 0) for i in range(5)]
+    for r in records:
+        put(store, r, limit=100)
+    assert store.enforce_limit("t1", "p", limit=10, at=T0, actor="retention") == []
+    evicted = store.enforce_limit("t1", "p", limit=2, at=T0 + timedelta(hours=1), actor="retention")
+    assert evicted == [records[1].id, records[2].id, records[3].id]
+    assert {r.id for r in store.list("t1", "p", pinned_only=False, after=None, limit=10)} == {
+        records[0].id, records[4].id}
+    audit = store.audit_log("t1", memory_id=records[1].id)
+    assert [(a.action, a.actor) for a in audit] == [("evict", "retention")]
+    assert store.get("t1", records[1].id, include_forgotten=True).deleted_reason == "evicted"

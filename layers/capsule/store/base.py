@@ -55,6 +55,11 @@ class MemoryStore(Protocol):
         Concurrent inserts never evict more than needed and never evict a pinned memory.
         """
 
+    def enforce_limit(self, tenant: str, project: str, *, limit: int, at: datetime, actor: str) -> list[str]:
+        """Evict, in one atomic write, the oldest unpinned memories beyond ``limit`` (for a
+        limit lowered since they were stored); returns their ids. The same rule and audit
+        as eviction in :meth:`insert`, so a concurrent insert never makes it evict too many."""
+
     def get(self, tenant: str, memory_id: str, *, include_forgotten: bool = False) -> MemoryRecord:
         """One memory, with its embedding. Raises NotFound."""
 

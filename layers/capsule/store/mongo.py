@@ -194,6 +194,13 @@ class MongoStore:
         return self._in_project(tenant, project, "store the memories",
                                 lambda w: self._insert_body(w, records, limit, dedupe_after, actor, now))
 
+    def enforce_limit(self, tenant: str, project: str, *, limit: int, at: datetime, actor: str) -> list[str]:
+        with guarded("count the project's memories"):
+            if self._active_count(None, tenant, project) <= limit:
+                return []
+        return self._in_project(tenant, project, "evict over the limit",
+                                lambda w: self._evict_over_limit(w, tenant, project, limit, to_epoch(at), actor, []))
+
     def _in_project(self, tenant: str, project: str, what: str, body: Callable[["_Write"], T], *,
                     purged: bool = False) -> T:
         """Run ``body`` as one write to the project, under the project's next version.

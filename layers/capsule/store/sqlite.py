@@ -376,6 +376,13 @@ class SQLiteStore:
             (tenant, project),
         ).fetchone()[0]
 
+    def enforce_limit(self, tenant: str, project: str, *, limit: int, at: datetime, actor: str) -> list[str]:
+        with self._write() as conn:
+            if self._active_count(conn, tenant, project) <= limit:
+                return []
+            version = self._bump(conn, tenant, project)
+            return self._evict_over_limit(conn, tenant, project, limit, to_epoch(at), actor, [], version)
+
     def _evict_over_limit(
         self, conn: sqlite3.Connection, tenant: str, project: str, limit: int, now: float,
         actor: str, protected: Sequence[str], version: int,
