@@ -180,6 +180,11 @@ MIGRATIONS: list[str] = [
         updated_at REAL NOT NULL
     );
     """,
+    # 4: the dedupe look-up reads one index range (it scanned the last 48 hours of the project)
+    """
+    DROP INDEX IF EXISTS memories_sha;
+    CREATE INDEX memories_dedupe ON memories (tenant, project, sha256, created_at);
+    """,
 ]
 
 _COLUMNS = (
@@ -340,8 +345,10 @@ class SQLiteStore:
                 outcome.inserted.append(record.id)
             # The memories this write returns, new or existing, are never its own victims.
             protected = [*outcome.inserted, *outcome.duplicates.values()]
-            outcome.evicted = self._evict_over_limit(conn, tenant, project, limit, now, actor, protected, version)
-            outcome.active_after = self._active_count(conn, tenant, project)
+            active = self._active_count(conn, tenant, project)
+            outcome.evicted = self._evict_over_limit(conn, tenant, project, limit, now, actor, protected, version,
+                                                     active=active)
+            outcome.active_after = active - len(outcome.evicted)
         return outcome
 
     @staticmethod
@@ -385,9 +392,11 @@ class SQLiteStore:
 
     def _evict_over_limit(
         self, conn: sqlite3.Connection, tenant: str, project: str, limit: int, now: float,
-        actor: str, protected: Sequence[str], version: int,
+        actor: str, protected: Sequence[str], version: int, *, active: int | None = None,
     ) -> list[str]:
-        excess = self._active_count(conn, tenant, project) - limit
+        if active is None:
+            active = self._active_count(conn, tenant, project)
+        excess = active - limit
         if excess <= 0:
             return []
         marks = ", ".join("?" * len(protected))
