@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import hashlib
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import chain
 from typing import Callable, Sequence
 
@@ -51,6 +51,39 @@ def stable_key(memory_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(memory_id.encode(), digest_size=8).digest(), "little") >> 1
 
 
+@dataclass(slots=True)
+class Shape:
+    """The shape of a project's memories, which decides which ranking aids fit it.
+
+    ``prev``/``next``: the row before and after each row in its session (by when it happened),
+    -1 at a session's ends or for rows without a session. ``median_length``: keyword tokens per
+    memory. ``median_session``: memories per session, over rows that have a session.
+    """
+
+    prev: np.ndarray
+    next: np.ndarray
+    median_length: float
+    median_session: float
+
+    @classmethod
+    def of(cls, index: "ProjectIndex") -> "Shape":
+        n = index.n
+        prev = np.full(n, -1, dtype=np.int64)
+        nxt = np.full(n, -1, dtype=np.int64)
+        alive = np.flatnonzero(index.alive[:n])
+        lengths = index.length[alive]
+        median_length = float(np.median(lengths)) if alive.size else 0.0
+        grouped = alive[index.session[alive] >= 0]
+        if grouped.size == 0:
+            return cls(prev, nxt, median_length, 0.0)
+        order = grouped[np.lexsort((index.key[grouped], index.occurred[grouped], index.session[grouped]))]
+        same = index.session[order[1:]] == index.session[order[:-1]]
+        prev[order[1:][same]] = order[:-1][same]
+        nxt[order[:-1][same]] = order[1:][same]
+        sizes = np.unique(index.session[grouped], return_counts=True)[1]
+        return cls(prev, nxt, median_length, float(np.median(sizes)))
+
+
 class ProjectIndex:
     """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
 
@@ -80,6 +113,11 @@ class ProjectIndex:
         self.unhelpful = np.zeros(cap, dtype=np.float64)
         self.outcome = np.zeros(cap, dtype=np.float64)
         self.key = np.zeros(cap, dtype=np.int64)
+        self.session = np.full(cap, -1, dtype=np.int64)  # id of meta.session, -1: none
+        self.author = np.full(cap, -1, dtype=np.int64)  # id of meta.author, -1: none
+        self.sessions: dict[str, int] = {}
+        self.authors: dict[str, int] = {}
+        self._shape: Shape | None = None
         self.postings: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -97,8 +135,15 @@ class ProjectIndex:
 
     # ---- keeping current -----------------------------------------------------
 
+    @staticmethod
+    def _id_of(names: dict[str, int], name: object) -> int:
+        if not isinstance(name, str) or not name:
+            return -1
+        return names.setdefault(name, len(names))
+
     def apply(self, changes: ChangeSet) -> None:
         """Bring the index to ``changes.version``. The index takes over the records given."""
+        self._shape = None
         if changes.reset:
             self._clear()
         for memory_id in changes.removed:
@@ -146,7 +191,7 @@ class ProjectIndex:
         if need <= len(self.alive):
             return
         cap = max(need, 2 * len(self.alive))
-        for name in ("alive", "has_vec", "key", "matrix", "length", "occurred", "created", "helpful",
+        for name in ("alive", "has_vec", "key", "session", "author", "matrix", "length", "occurred", "created", "helpful",
                      "unhelpful", "outcome"):
             setattr(self, name, _grow(getattr(self, name), cap))
         self.codes = np.ascontiguousarray(_grow(self.codes.T, cap).T)
@@ -175,6 +220,8 @@ class ProjectIndex:
         self.helpful[rows] = [r.helpful for r in records]
         self.unhelpful[rows] = [r.unhelpful for r in records]
         self.outcome[rows] = [OUTCOME.get(r.meta.get("outcome_status") or "unknown", 0.0) for r in records]
+        self.session[rows] = [self._id_of(self.sessions, r.meta.get("session")) for r in records]
+        self.author[rows] = [self._id_of(self.authors, r.meta.get("author")) for r in records]
         self._add_postings(start, [tokens(r.content) for r in records])
         self._bytes += sum(2 * len(r.content) + 300 for r in records)
         self.n = start + len(records)
@@ -229,6 +276,12 @@ class ProjectIndex:
         self.version = version
 
     # ---- reading -------------------------------------------------------------
+
+    def shape(self) -> "Shape":
+        """What the memories look like (lengths, sessions, neighbours), computed once per version."""
+        if self._shape is None:
+            self._shape = Shape.of(self)
+        return self._shape
 
     def postings_of(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Rows holding ``term`` and how often (dead rows included; the caller masks them)."""

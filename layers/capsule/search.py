@@ -25,7 +25,8 @@ import numpy as np
 
 from . import ranking
 from .clock import to_epoch
-from .index import ProjectIndex, sign_codes, stable_key
+from .index import ProjectIndex, Shape, sign_codes, stable_key
+from .query import Span, named_authors, named_dates
 from .records import ChangeSet, Filters, MemoryRecord
 from .text import tokens
 
@@ -39,6 +40,7 @@ class Scored:
     time: float
     feedback: float
     outcome: float
+    boost: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,19 @@ class SearchOptions:
     exact: bool = False  # exact float32 first stage instead of binary codes
     prefix_words: int = 4  # 256 leading sign bits for the first pass over large indexes
     prefilter: int = 8  # the first pass keeps this many times ``candidates``
+    # Ranking aids that adapt to the memories (see :class:`capsule.index.Shape`):
+    window: str = "auto"  # keyword score over the neighbouring memories of a session: auto|on|off
+    window_max_length: float = 40.0  # auto: only where the median memory is this short (tokens)
+    window_min_session: float = 4.0  # auto: ... and the median session holds this many memories
+    author_boost: float = 0.0  # added when the memory's author is named in the query
+    date_boost: float = 0.0  # added when the memory happened on a date the query names
+    session_boost: float = 0.0  # times the best score in the memory's session
+    vector_window: bool = False  # with the keyword window, also average in the neighbours' cosine
+    vector_minmax: bool = False  # rescale cosines of the candidates to 0..1 before fusion
+    window_far: float = 0.0  # weight of the memories two away in the keyword window
+    neighbour_boost: float = 0.0  # times the better fused score of the memory's two neighbours
+    prf: int = 0  # pseudo-relevance feedback: move the query towards the best N first-pass rows
+    prf_weight: float = 0.5
     k1: float = 1.2
     b: float = 0.75
 
@@ -171,17 +186,119 @@ def search_indexes(
     q = None if not use_vector else np.ascontiguousarray(query_vector, dtype=np.float32)
     if weights.bm25 > 0:
         _keyword(views, sorted(set(tokens(query))), options)
+        for v in views:
+            _widen(v, options)
+    spans = named_dates(query) if options.date_boost else []
     top_keyword = max((float(v.keyword.max()) for v in views if v.keyword is not None and v.keyword.size),
                       default=0.0)
     scored: list[Scored] = []
     for v in views:
-        scored.extend(_score_view(v, q, model_id, now, weights, options, top_keyword, k))
+        scored.extend(_score_view(v, q, model_id, now, weights, options, top_keyword, k, query, spans))
     scored.sort(key=lambda s: (-s.score, stable_key(s.record.id)))
     return scored[:k], searched
 
 
+def _windowed(shape: Shape, options: SearchOptions) -> bool:
+    if options.window == "auto":
+        return (0 < shape.median_length <= options.window_max_length
+                and shape.median_session >= options.window_min_session)
+    return options.window == "on"
+
+
+def _widen(v: _View, options: SearchOptions) -> None:
+    """Where memories are short turns of longer sessions, a turn's keyword score also counts
+    its neighbours' (the turn itself double): an answer often sits next to the words asked for."""
+    shape = v.index.shape()
+    if v.keyword is None or not _windowed(shape, options) or not v.keyword.any():
+        return
+    raw = v.keyword
+    padded = np.append(raw, 0.0)  # index -1 (no neighbour) reads the trailing zero
+    v.keyword = 2 * raw + padded[shape.prev] + padded[shape.next]
+    if options.window_far:
+        prev2 = np.append(shape.prev, -1)[shape.prev]
+        next2 = np.append(shape.next, -1)[shape.next]
+        v.keyword += options.window_far * (padded[prev2] + padded[next2])
+    v.keyword[~v.mask] = 0.0
+
+
+def _boosts(index: ProjectIndex, rows: np.ndarray, options: SearchOptions, query: str,
+            spans: list[Span]) -> np.ndarray:
+    boost = np.zeros(rows.size, dtype=np.float64)
+    if options.author_boost and index.authors:
+        named = named_authors(query, index.authors)
+        if named and len(named) < len(index.authors):  # naming everyone singles out no one
+            boost += options.author_boost * np.isin(index.author[rows], named)
+    if options.date_boost and spans:
+        when = index.occurred[rows]
+        inside = np.zeros(rows.size, dtype=bool)
+        for span in spans:
+            inside |= (when >= to_epoch(span.start)) & (when < to_epoch(span.end))
+        boost += options.date_boost * inside
+    return boost
+
+
+def _vector_window(index: ProjectIndex, rows: np.ndarray, vector: np.ndarray, q: np.ndarray) -> np.ndarray:
+    shape = index.shape()
+    out = 2 * vector
+    for side in (shape.prev, shape.next):
+        other = side[rows]
+        sims = vector.copy()
+        ok = (other >= 0) & index.has_vec[np.maximum(other, 0)]
+        if ok.any():
+            sims[ok] = np.clip(np.einsum("ij,j->i", index.matrix[other[ok]], q), 0.0, 1.0)
+        out += sims
+    return out / 4
+
+
+def _prf_query(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, q: np.ndarray,
+               options: SearchOptions) -> np.ndarray:
+    top = rows[np.argsort(-score, kind="stable")[: options.prf]]
+    top = top[index.has_vec[top]]
+    if top.size == 0:
+        return q
+    moved = q + options.prf_weight * index.matrix[top].mean(axis=0)
+    return (moved / np.linalg.norm(moved)).astype(np.float32)
+
+
+def _feedback_vector(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, q: np.ndarray,
+                     options: SearchOptions) -> np.ndarray:
+    q2 = _prf_query(index, rows, score, q, options)
+    vector = np.zeros(rows.size, dtype=np.float64)
+    with_vec = index.has_vec[rows]
+    vector[with_vec] = np.clip(np.einsum("ij,j->i", index.matrix[rows[with_vec]], q2), 0.0, 1.0)
+    return vector
+
+
+def _neighbour_boost(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """A share of the better neighbour's score: an answer often follows the turn that asked."""
+    if not options.neighbour_boost or not _windowed(index.shape(), options):
+        return np.zeros(rows.size)
+    shape = index.shape()
+    full = np.zeros(index.n + 1)
+    full[rows] = score
+    best = np.maximum(full[shape.prev[rows]], full[shape.next[rows]])
+    return options.neighbour_boost * np.maximum(best, 0.0)
+
+
+def _session_boost(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """A share of the best score in each memory's session: a session that answers well lifts its turns."""
+    boost = np.zeros(rows.size, dtype=np.float64)
+    if not options.session_boost or not _windowed(index.shape(), options):
+        return boost
+    session = index.session[rows]
+    grouped = session >= 0
+    if not grouped.any():
+        return boost
+    ids, inverse = np.unique(session[grouped], return_inverse=True)
+    best = np.full(ids.size, -np.inf)
+    np.maximum.at(best, inverse, score[grouped])
+    boost[grouped] = options.session_boost * best[inverse]
+    return boost
+
+
 def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datetime,
-                weights: ranking.Weights, options: SearchOptions, top_keyword: float, k: int) -> list[Scored]:
+                weights: ranking.Weights, options: SearchOptions, top_keyword: float, k: int,
+                query: str = "", spans: list[Span] | None = None) -> list[Scored]:
     index = v.index
     parts = []
     vector_ok = q is not None and index.model_id == model_id and index.dim == q.size
@@ -199,6 +316,12 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
             block = index.matrix[rows[with_vec]]
             # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
             vector[with_vec] = np.clip(np.einsum("ij,j->i", block, q), 0.0, 1.0)
+    if vector_ok and options.vector_window and _windowed(index.shape(), options):
+        vector = _vector_window(index, rows, vector, q)
+    if vector_ok and options.vector_minmax and rows.size > 1:
+        low, high = vector.min(), vector.max()
+        if high > low:
+            vector = (vector - low) / (high - low)
     keyword = np.zeros(rows.size) if v.keyword is None or top_keyword <= 0 else v.keyword[rows] / top_keyword
     ages = (to_epoch(now) - index.occurred[rows]) / 86400.0
     time = ranking.time_decay(ages, weights.half_life_days)
@@ -206,6 +329,15 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     feedback = wilson(helpful, helpful + index.unhelpful[rows])
     outcome = index.outcome[rows]
     score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
+    if vector_ok and options.prf and rows.size > options.prf:
+        vector = _feedback_vector(index, rows, score, q, options)
+        if options.vector_window and _windowed(index.shape(), options):
+            vector = _vector_window(index, rows, vector, _prf_query(index, rows, score, q, options))
+        score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
+    boost = _boosts(index, rows, options, query, spans or [])
+    boost += _neighbour_boost(index, rows, score + boost, options)
+    boost += _session_boost(index, rows, score + boost, options)
+    score = score + boost
     matched = np.flatnonzero((vector > 0) | (keyword > 0))
     # Only the k best (and every tie with the k-th) can be returned: build just those.
     keep = matched[_best_rows(score[matched], np.ones(matched.size, bool), k, index.key[rows[matched]],
@@ -213,7 +345,7 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     return [
         Scored(record=index.records[rows[i]], score=float(score[i]), vector=float(vector[i]),
                bm25=float(keyword[i]), time=float(time[i]), feedback=float(feedback[i]),
-               outcome=float(outcome[i]))
+               outcome=float(outcome[i]), boost=float(boost[i]))
         for i in keep
     ]
 

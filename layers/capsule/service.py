@@ -291,7 +291,7 @@ class MemoryService:
             created_at=r.created_at,
             components=models.Components(
                 vector=round(hit.vector, 6), bm25=round(hit.bm25, 6), time=round(hit.time, 6),
-                feedback=round(hit.feedback, 6), outcome=round(hit.outcome, 6),
+                feedback=round(hit.feedback, 6), outcome=round(hit.outcome, 6), boost=round(hit.boost, 6),
             ),
         )
 
