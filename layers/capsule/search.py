@@ -53,15 +53,13 @@ class SearchOptions:
     window: str = "auto"  # keyword score over the neighbouring memories of a session: auto|on|off
     window_max_length: float = 40.0  # auto: only where the median memory is this short (tokens)
     window_min_session: float = 4.0  # auto: ... and the median session holds this many memories
-    author_boost: float = 0.0  # added when the memory's author is named in the query
-    date_boost: float = 0.0  # added when the memory happened on a date the query names
-    session_boost: float = 0.0  # times the best score in the memory's session
-    vector_window: bool = False  # with the keyword window, also average in the neighbours' cosine
-    vector_minmax: bool = False  # rescale cosines of the candidates to 0..1 before fusion
-    window_far: float = 0.0  # weight of the memories two away in the keyword window
+    author_boost: float = 0.2  # added when the memory's author is named in the query
+    date_boost: float = 0.1  # added when the memory happened on a date the query names
+    session_boost: float = 0.2  # times the best score in the memory's session (windowed data only)
+    vector_window: bool = True  # with the keyword window, also average in the neighbours' cosine
+    window_far: float = 0.5  # weight of the memories two away in the keyword window
     neighbour_boost: float = 0.0  # times the better fused score of the memory's two neighbours
-    prf: int = 0  # pseudo-relevance feedback: move the query towards the best N first-pass rows
-    prf_weight: float = 0.5
+    names_in_keywords: bool = False  # False: an author the query names is left to author_boost
     k1: float = 1.2
     b: float = 0.75
 
@@ -185,7 +183,14 @@ def search_indexes(
     use_vector = query_vector is not None and weights.vector > 0
     q = None if not use_vector else np.ascontiguousarray(query_vector, dtype=np.float32)
     if weights.bm25 > 0:
-        _keyword(views, sorted(set(tokens(query))), options)
+        terms = set(tokens(query))
+        if not options.names_in_keywords and options.author_boost:
+            for index in indexes:
+                for name in index.authors:
+                    if set(tokens(name)) & terms and len(index.authors) > 1:
+                        terms -= set(tokens(name))
+            terms = terms or set(tokens(query))
+        _keyword(views, sorted(terms), options)
         for v in views:
             _widen(v, options)
     spans = named_dates(query) if options.date_boost else []
@@ -250,25 +255,6 @@ def _vector_window(index: ProjectIndex, rows: np.ndarray, vector: np.ndarray, q:
     return out / 4
 
 
-def _prf_query(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, q: np.ndarray,
-               options: SearchOptions) -> np.ndarray:
-    top = rows[np.argsort(-score, kind="stable")[: options.prf]]
-    top = top[index.has_vec[top]]
-    if top.size == 0:
-        return q
-    moved = q + options.prf_weight * index.matrix[top].mean(axis=0)
-    return (moved / np.linalg.norm(moved)).astype(np.float32)
-
-
-def _feedback_vector(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, q: np.ndarray,
-                     options: SearchOptions) -> np.ndarray:
-    q2 = _prf_query(index, rows, score, q, options)
-    vector = np.zeros(rows.size, dtype=np.float64)
-    with_vec = index.has_vec[rows]
-    vector[with_vec] = np.clip(np.einsum("ij,j->i", index.matrix[rows[with_vec]], q2), 0.0, 1.0)
-    return vector
-
-
 def _neighbour_boost(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, options: SearchOptions) -> np.ndarray:
     """A share of the better neighbour's score: an answer often follows the turn that asked."""
     if not options.neighbour_boost or not _windowed(index.shape(), options):
@@ -318,10 +304,6 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
             vector[with_vec] = np.clip(np.einsum("ij,j->i", block, q), 0.0, 1.0)
     if vector_ok and options.vector_window and _windowed(index.shape(), options):
         vector = _vector_window(index, rows, vector, q)
-    if vector_ok and options.vector_minmax and rows.size > 1:
-        low, high = vector.min(), vector.max()
-        if high > low:
-            vector = (vector - low) / (high - low)
     keyword = np.zeros(rows.size) if v.keyword is None or top_keyword <= 0 else v.keyword[rows] / top_keyword
     ages = (to_epoch(now) - index.occurred[rows]) / 86400.0
     time = ranking.time_decay(ages, weights.half_life_days)
@@ -329,11 +311,6 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     feedback = wilson(helpful, helpful + index.unhelpful[rows])
     outcome = index.outcome[rows]
     score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
-    if vector_ok and options.prf and rows.size > options.prf:
-        vector = _feedback_vector(index, rows, score, q, options)
-        if options.vector_window and _windowed(index.shape(), options):
-            vector = _vector_window(index, rows, vector, _prf_query(index, rows, score, q, options))
-        score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
     boost = _boosts(index, rows, options, query, spans or [])
     boost += _neighbour_boost(index, rows, score + boost, options)
     boost += _session_boost(index, rows, score + boost, options)
