@@ -260,6 +260,8 @@ class ProjectIndex:
         self.helpful[row] = record.helpful
         self.unhelpful[row] = record.unhelpful
         self.outcome[row] = OUTCOME.get(record.meta.get("outcome_status") or "unknown", 0.0)
+        self.session[row] = self._id_of(self.sessions, record.meta.get("session"))
+        self.author[row] = self._id_of(self.authors, record.meta.get("author"))
 
     def _compact(self) -> None:
         keep = [row for row in range(self.n) if self.alive[row]]
