@@ -28,7 +28,10 @@ from .files import ingestible
 LOCAL_TENANT = "local"
 
 # Modules with a ``register(subparsers)`` function adding their commands.
-COMMAND_MODULES: list[str] = ["mcp_client.bench", "mcp_client.evaluate"]
+COMMAND_MODULES: list[str] = [
+    "mcp_client.serve", "mcp_client.keys", "mcp_client.loadtest", "mcp_client.cloud", "mcp_client.bench",
+    "mcp_client.evaluate",
+]
 
 
 def default_project() -> str:

@@ -22,7 +22,6 @@ _DEF = re.compile(
     r"^(?:@|def |async def |class |function |export |func |fn |pub |impl |struct |enum |interface |type |"
     r"public |private |protected |static |const |let |var |module |package )"
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,17 +57,26 @@ def _code_blocks(text: str) -> list[str]:
     return ["".join(b) for b in blocks if "".join(b).strip()]
 
 
+def _cut(text: str, boundary: re.Pattern[str]) -> list[str]:
+    """Cut after each boundary match; the separators stay, so joining loses nothing."""
+    pieces, start = [], 0
+    for match in boundary.finditer(text):
+        if match.end() > start:
+            pieces.append(text[start:match.end()])
+            start = match.end()
+    pieces.append(text[start:])
+    return [p for p in pieces if p]
+
+
+_PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
+_LINE = re.compile(r"\n")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+_WORDS = re.compile(r"(?:\S+\s+){200}")  # 200 words: always under the chunk limit
+
+
 def _split(text: str, level: int) -> list[str]:
-    """Split at one boundary level, keeping separators with their pieces."""
-    if level == 0:
-        return [p for p in re.split(r"(?<=\n)\s*\n", text) if p.strip()]
-    if level == 1:
-        return text.splitlines(keepends=True)
-    if level == 2:
-        return _SENTENCE_END.split(text)
-    words = text.split(" ")
-    size = 200  # words per piece: always under the chunk limit
-    return [" ".join(words[i:i + size]) for i in range(0, len(words), size)]
+    """Split at one boundary level: 0 paragraphs, 1 lines, 2 sentences, 3 word runs."""
+    return _cut(text, (_PARAGRAPH, _LINE, _SENTENCE, _WORDS)[level])
 
 
 def _pieces(text: str, max_tokens: int, level: int) -> list[str]:
@@ -81,8 +89,9 @@ def _pieces(text: str, max_tokens: int, level: int) -> list[str]:
     return out
 
 
-def _tail(pieces: list[str], budget: int) -> list[str]:
-    """The last whole pieces of a chunk that fit in the overlap budget."""
+def _tail(pieces: list[str], budget: int, *, finer: bool = True) -> list[str]:
+    """The end of a chunk that fits in the overlap budget: whole pieces, else trailing
+    sentences or lines of the last piece."""
     tail: list[str] = []
     used = 0
     for piece in reversed(pieces):
@@ -91,16 +100,17 @@ def _tail(pieces: list[str], budget: int) -> list[str]:
             break
         tail.insert(0, piece)
         used += size
-    return tail
+    if tail or not pieces or not finer:
+        return tail
+    for level in (2, 1):  # sentences, then lines, of the last piece
+        parts = _split(pieces[-1], level)
+        if len(parts) > 1:
+            return _tail(parts, budget) if estimate_tokens(parts[-1]) <= budget else []
+    return []
 
 
 def _join(pieces: list[str]) -> str:
-    out = ""
-    for piece in pieces:
-        if out and not out.endswith(("\n", " ")) and not piece.startswith(("\n", " ")):
-            out += "\n\n" if not piece[:1].islower() else " "
-        out += piece
-    return out.strip()
+    return "".join(pieces).strip()
 
 
 def chunk_text(text: str, *, path: str | None = None, policy: ChunkPolicy = ChunkPolicy()) -> list[str]:
@@ -108,7 +118,8 @@ def chunk_text(text: str, *, path: str | None = None, policy: ChunkPolicy = Chun
     text = text.replace("\r\n", "\n")
     if estimate_tokens(text) <= policy.max_tokens:
         return [text.strip()] if text.strip() else []
-    units = _code_blocks(text) if looks_like_code(text, path) else _split(text, 0)
+    is_code = looks_like_code(text, path)
+    units = _code_blocks(text) if is_code else _split(text, 0)
     pieces: list[str] = []
     for unit in units:
         pieces.extend(_pieces(unit, policy.max_tokens - policy.overlap_tokens, 1))
@@ -119,7 +130,8 @@ def chunk_text(text: str, *, path: str | None = None, policy: ChunkPolicy = Chun
     for piece in pieces:
         if current and _size(current) + estimate_tokens(piece) > policy.max_tokens:
             chunks.append(current)
-            current = _tail(current, policy.overlap_tokens)
+            # Code overlaps by whole definitions only: a chunk never opens mid-function.
+            current = _tail(current, policy.overlap_tokens, finer=not is_code)
             carried = len(current)
         current.append(piece)
     if len(current) > carried:

@@ -24,6 +24,8 @@ ENVIRONMENT = {
     "store": "CAPSULE_STORE",
     "mongodb_uri": "CAPSULE_MONGODB_URI",
     "mongodb_db": "CAPSULE_MONGODB_DB",
+    "mongodb_vector_search_min": "CAPSULE_MONGODB_VECTOR_SEARCH_MIN",
+    "mongodb_vector_index": "CAPSULE_MONGODB_VECTOR_INDEX",
     "embedder": "CAPSULE_EMBEDDER",
     "model_dir": "CAPSULE_MODEL_DIR",
     "voyage_api_key": "VOYAGE_API_KEY",
@@ -49,6 +51,10 @@ class Settings(BaseModel):
     store: Literal["sqlite", "mongo"] = "sqlite"
     mongodb_uri: SecretStr | None = None
     mongodb_db: str = "capsule"
+    # Projects (or global searches) with at least this many memories take their candidates from
+    # Atlas Vector Search instead of scoring every memory; None scores every memory.
+    mongodb_vector_search_min: int | None = Field(None, ge=1)
+    mongodb_vector_index: str = "capsule_vectors"
     embedder: EmbedderName = "auto"
     model_dir: Path | None = None
     voyage_api_key: SecretStr | None = None

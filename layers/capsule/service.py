@@ -26,7 +26,7 @@ from .index import IndexCache, ProjectIndex
 from .querycache import QueryCache
 from .records import ChangeSet, Filters, MemoryRecord, WriteOutcome
 from .search import SearchOptions, describe, search_indexes
-from .store.base import Cursor, MemoryStore
+from .store.base import Cursor, MemoryStore, NearestCandidates
 from .text import sha256
 
 M = TypeVar("M", bound=BaseModel)
@@ -222,11 +222,12 @@ class MemoryService:
             cached = self.query_cache.get(key, self.clock())
             if cached is not None:
                 return cached.model_copy(deep=True)
-        indexes = self._indexes(tenant, projects, markers, filters)
         query_vector, embed_error = None, None
         if weights.vector > 0:
             vectors, embed_error = self._embed_query(req.query)
             query_vector = None if vectors is None else vectors[0]
+        indexes = (self._shortlist(tenant, projects, filters, req.query, query_vector)
+                   or self._indexes(tenant, projects, markers, filters))
         hits, searched = self._search_locked(indexes, filters, req, query_vector, weights)
         scope = "every project" if req.global_ else f"project '{req.project}'"
         explanation = f"Searched {searched} memories in {scope} ({req.mode}); {describe(hits, weights)}."
@@ -262,9 +263,7 @@ class MemoryService:
         """Current indexes of the projects searched: warm ones brought up to date, or one cold one."""
         model = self.embedder.model_id
         if markers is None:  # a store without change tracking: one index built for this search
-            index = ProjectIndex(tenant, "", model)
-            index.apply(ChangeSet(version=0, changed=self.store.candidates(tenant, projects, filters), reset=True))
-            return [index]
+            return [self._cold_index(tenant, self.store.candidates(tenant, projects, filters))]
         indexes = []
         for project in sorted(markers):  # one lock order everywhere: no deadlock between searches
             index = self.indexes.get(tenant, project, model)
@@ -274,6 +273,22 @@ class MemoryService:
             indexes.append(index)
         self.indexes.trim(keep=lambda i: i in indexes)
         return indexes
+
+    def _cold_index(self, tenant: str, records: list[MemoryRecord]) -> ProjectIndex:
+        """An index built for one search from the given records."""
+        index = ProjectIndex(tenant, "", self.embedder.model_id)
+        index.apply(ChangeSet(version=0, changed=records, reset=True))
+        return index
+
+    def _shortlist(self, tenant: str, projects: list[str] | None, filters: Filters, query: str,
+                   query_vector: np.ndarray | None) -> list[ProjectIndex] | None:
+        """For a scope too large to hold warm (Atlas Vector Search), an index of the store's shortlist."""
+        if query_vector is None or not isinstance(self.store, NearestCandidates):
+            return None
+        shortlist = self.store.nearest_candidates(
+            tenant, projects, filters, query=query, query_vector=query_vector, model=self.embedder.model_id,
+        )
+        return None if shortlist is None else [self._cold_index(tenant, shortlist)]
 
     def _embed_query(self, query: str) -> tuple[np.ndarray | None, str | None]:
         try:

@@ -1,5 +1,5 @@
 """Stores: the contract and its implementations."""
 
-from .base import Cursor, MemoryStore
+from .base import Cursor, MemoryStore, NearestCandidates
 
-__all__ = ["Cursor", "MemoryStore"]
+__all__ = ["Cursor", "MemoryStore", "NearestCandidates"]

@@ -142,3 +142,16 @@ class MemoryStore(Protocol):
 
     def cache_purge(self, *, before: datetime) -> int:
         """Drop cache entries written before ``before``."""
+
+
+@runtime_checkable
+class NearestCandidates(Protocol):
+    """Optional: a store with a vector index shortlists candidates for very large scopes."""
+
+    def nearest_candidates(
+        self, tenant: str, projects: Sequence[str] | None, filters: Filters, *, query: str,
+        query_vector: np.ndarray, model: str,
+    ) -> list[MemoryRecord] | None:
+        """Active memories likely to rank best for the query (nearest by vector, best by
+        keyword), filtered like :meth:`MemoryStore.candidates`; None when the scope is small
+        enough to score whole (the caller then uses ``candidates``)."""

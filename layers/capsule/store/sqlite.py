@@ -19,7 +19,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ..clock import from_epoch, to_epoch
-from ..errors import NotFound, Unavailable
+from ..errors import Conflict, NotFound, Unavailable
 from ..records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
 from .base import Cursor
 
@@ -160,8 +160,6 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_s = busy_timeout_s
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
@@ -173,6 +171,7 @@ class SQLiteStore:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(
                     self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
                 )
@@ -180,7 +179,7 @@ class SQLiteStore:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA foreign_keys=ON")
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, OSError) as exc:
                 raise Unavailable(f"cannot open the database at {self.path}: {exc}") from exc
             self._local.conn = conn
             with self._lock:
@@ -196,6 +195,12 @@ class SQLiteStore:
             raise Unavailable(f"the database is busy or unavailable: {exc}") from exc
         try:
             yield conn
+        except sqlite3.IntegrityError as exc:
+            conn.execute("ROLLBACK")
+            raise Conflict(f"the write conflicts with stored data: {exc}") from exc
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise Unavailable(f"the database write failed: {exc}") from exc
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -208,7 +213,7 @@ class SQLiteStore:
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         try:
             return self._conn().execute(sql, params).fetchall()
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
             raise Unavailable(f"the database could not be read: {exc}") from exc
 
     def migrate(self) -> None:
@@ -360,6 +365,7 @@ class SQLiteStore:
                 self._audit(conn, tenant, memory_id, row["project"], *audit)
             if also:
                 conn.execute(*also)
+        # include_forgotten: after a forget the memory is forgotten, and forget returns it.
         return self.get(tenant, memory_id, include_forgotten=True)
 
     def set_pinned(self, tenant: str, memory_id: str, pinned: bool, *, at: datetime, actor: str) -> MemoryRecord:
@@ -372,14 +378,13 @@ class SQLiteStore:
         )
 
     def forget(self, tenant: str, memory_id: str, *, at: datetime, actor: str, reason: str) -> MemoryRecord:
-        self._change(
+        return self._change(
             tenant, memory_id,
             "UPDATE memories SET deleted_at = ?, deleted_reason = 'forgotten', updated_at = ? "
             "WHERE tenant = ? AND id = ?",
             (to_epoch(at), to_epoch(at)),
             audit=("forget", actor, reason, to_epoch(at)),
         )
-        return self.get(tenant, memory_id, include_forgotten=True)
 
     def restore(self, tenant: str, memory_id: str, *, at: datetime, actor: str) -> MemoryRecord:
         return self._change(

@@ -1,0 +1,267 @@
+"""What every Lambda handler shares: the service, the tenant, errors, logging and metrics.
+
+A handler module defines one endpoint function and one :class:`Endpoint`, then
+``handler = make_handler(ENDPOINT)``. ``make_handler`` builds a Powertools
+``APIGatewayHttpResolver`` (payload v2, pydantic validation) holding that one route,
+maps :mod:`capsule.errors` to HTTP statuses (the only place that happens), checks the
+caller's identity and the body size before anything is parsed, and wraps the handler
+with a correlation-id logger and an EMF metric per operation.
+
+The service is built once per container (a warm Lambda, a gateway worker) and reused;
+tests inject their own with :func:`set_service`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import re
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    ResponseValidationError,
+    ValidationException,
+)
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+
+from capsule import limits
+from capsule.errors import CapsuleError, InvalidInput, NotFound, PayloadTooLarge, Unauthorized
+from capsule.models import ErrorResponse
+from capsule.runtime import build_service
+from capsule.service import MemoryService
+
+from . import routes
+from .secrets import load_settings
+from .tenancy import tenant_of
+
+SERVICE_NAME = "capsule-memory"
+NAMESPACE = "CapsuleMemory"
+
+logger = Logger(service=SERVICE_NAME)
+metrics = Metrics(namespace=NAMESPACE, service=SERVICE_NAME)
+
+# ---- the service, once per container ----------------------------------------
+
+_service: MemoryService | None = None
+
+
+def set_service(service: MemoryService | None) -> None:
+    """Use ``service`` for every handler of this process (None: build from the environment)."""
+    global _service
+    _service = service
+
+
+def service() -> MemoryService:
+    if _service is None:
+        # The environment, plus the deployment's secret when CAPSULE_SECRET_ARN names one.
+        set_service(build_service(load_settings()))
+    assert _service is not None
+    return _service
+
+
+# ---- the caller ---------------------------------------------------------------
+
+_tenant: contextvars.ContextVar[str] = contextvars.ContextVar("capsule_tenant")
+
+
+def tenant() -> str:
+    """The tenant of the request being handled (set from its verified identity)."""
+    return _tenant.get()
+
+
+# ---- errors -------------------------------------------------------------------
+
+_ERROR_DESCRIPTIONS = {
+    401: "Missing or bad credentials",
+    403: "Credentials not accepted (e.g. a SigV4 signature mismatch)",
+    404: "No such memory for this caller (another tenant's id is also not found)",
+    409: "The memory's state does not allow it",
+    413: "Body over the limit",
+    422: "Invalid input; details name each field",
+    503: "A dependency (the store) is unavailable; nothing was changed",
+    500: "Unexpected error; nothing about it is revealed",
+}
+
+
+def error_responses(*statuses: int) -> dict[int, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for error statuses, all with the one error schema."""
+    return {
+        status: {"description": _ERROR_DESCRIPTIONS[status],
+                 "content": {"application/json": {"model": ErrorResponse}}}
+        for status in statuses
+    }
+
+
+def error_response(exc: CapsuleError) -> Response:
+    return Response(status_code=exc.status, content_type=content_types.APPLICATION_JSON,
+                    body={"error": exc.to_dict()})
+
+
+def _field_of(loc: tuple) -> str:
+    # Powertools reports ("body", "content") or ("query", "limit"): name the field itself.
+    parts = [str(p) for p in loc]
+    if len(parts) > 1 and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def validation_error(exc: ValidationException) -> InvalidInput:
+    details = [
+        {"field": _field_of(tuple(err.get("loc", ()))), "message": err.get("msg", "invalid"), "type": err.get("type")}
+        for err in exc.errors()
+    ]
+    first = details[0] if details else {"field": "body", "message": "invalid"}
+    if first.get("type") == "json_invalid":
+        first = {**first, "field": "body", "message": "body is not valid JSON"}
+        details[0] = first
+    message = f"{first['field']}: {first['message']}" + (f" (and {len(details) - 1} more)" if len(details) > 1 else "")
+    return InvalidInput(message, field=first["field"], details=details)
+
+
+def _install_error_handlers(app: APIGatewayHttpResolver) -> None:
+    @app.exception_handler(CapsuleError)
+    def _ours(exc: CapsuleError) -> Response:
+        if exc.status >= 500:
+            logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
+        return error_response(exc)
+
+    @app.exception_handler(ValidationException)
+    def _invalid(exc: ValidationException) -> Response:
+        if isinstance(exc, ResponseValidationError):  # our bug, not the caller's
+            logger.error("response failed its own schema", extra={"errors": str(exc.errors())[:2000]})
+            return error_response(CapsuleError("internal error; the response did not match its schema"))
+        if isinstance(exc, RequestUnsupportedContentType):
+            return error_response(InvalidInput("send the body as application/json", field="content-type"))
+        return error_response(validation_error(exc))
+
+    @app.not_found
+    def _no_route(exc: NotFoundError) -> Response:
+        return error_response(NotFound("no such route"))
+
+    @app.exception_handler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        # Logged with its stack for us; the caller learns nothing about the internals.
+        logger.exception("unexpected error")
+        return error_response(CapsuleError("internal error; the request id is in the logs"))
+
+
+# ---- endpoints and handlers ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One route's function and the OpenAPI facts that the type hints do not carry."""
+
+    route: str                  # the name in routes.ROUTES
+    function: Callable[..., Any]
+    summary: str
+    status_code: int = 200
+    errors: tuple[int, ...] = (401, 413, 422, 500, 503)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def powertools_path(path: str) -> str:
+    """``/v1/memories/{id}`` (API Gateway) -> ``/v1/memories/<id>`` (Powertools)."""
+    return re.sub(r"\{(\w+)\}", r"<\1>", path)
+
+
+def _responses(endpoint: Endpoint) -> dict[int, dict[str, Any]]:
+    # Powertools documents only the responses given once any are: name the success one too.
+    returns = typing.get_type_hints(endpoint.function)["return"]
+    success = {endpoint.status_code: {"description": "Success",
+                                      "content": {"application/json": {"model": returns}}}}
+    return {**success, **error_responses(*endpoint.errors)}
+
+
+def register(app: APIGatewayHttpResolver, endpoint: Endpoint) -> None:
+    route = routes.by_name(endpoint.route)
+    app.route(
+        powertools_path(route.path), route.method, summary=endpoint.summary, operation_id=route.name,
+        status_code=endpoint.status_code, responses=_responses(endpoint),
+        tags=["memories" if "/memories" in route.path else "service"],
+        security=[{"bearer": []}, {"sigv4": []}] if route.auth else [],
+        **endpoint.extra,
+    )(endpoint.function)
+
+
+def new_resolver() -> APIGatewayHttpResolver:
+    app = APIGatewayHttpResolver(enable_validation=True)
+    _install_error_handlers(app)
+    return app
+
+
+def body_size(event: dict[str, Any]) -> int:
+    body = event.get("body") or ""
+    if event.get("isBase64Encoded"):
+        return len(body) * 3 // 4
+    return len(body.encode("utf-8", "surrogatepass"))
+
+
+def _refusal(exc: CapsuleError) -> dict[str, Any]:
+    """A response built before the resolver runs (no identity, body too large)."""
+    return {"statusCode": exc.status, "headers": {"Content-Type": content_types.APPLICATION_JSON},
+            "body": json.dumps({"error": exc.to_dict()}), "isBase64Encoded": False}
+
+
+def _admit(route: routes.Route, event: dict[str, Any]) -> CapsuleError | str | None:
+    """The caller's tenant, or the error that refuses the request before parsing."""
+    try:
+        who = tenant_of(event) if route.auth else None
+    except Unauthorized as exc:
+        return exc
+    size = body_size(event)
+    if size > limits.MAX_BODY_BYTES:
+        return PayloadTooLarge(f"the body is {size} bytes; the limit is {limits.MAX_BODY_BYTES} bytes",
+                               field="body")
+    return who
+
+
+def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The Lambda handler for one endpoint: one resolver, built once per container."""
+    route = routes.by_name(endpoint.route)
+    app = new_resolver()
+    register(app, endpoint)
+
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+    @metrics.log_metrics
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        metrics.add_metric(name=route.name, unit=MetricUnit.Count, value=1)
+        admitted = _admit(route, event)
+        if isinstance(admitted, CapsuleError):
+            return _refusal(admitted)
+        token = _tenant.set(admitted or "")
+        try:
+            return app.resolve(event, context)
+        finally:
+            _tenant.reset(token)
+
+    handler.endpoint = endpoint  # type: ignore[attr-defined]  # the OpenAPI document reads it
+    return handler
+
+
+@dataclass
+class LocalContext:
+    """The parts of a Lambda context the handlers read, for the local gateway and tests."""
+
+    function_name: str = "capsule-local"
+    aws_request_id: str = "local"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:local:000000000000:function:capsule-local"
+    log_group_name: str = "local"
+    log_stream_name: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+__all__ = [
+    "Endpoint", "LocalContext", "error_response", "error_responses", "logger", "make_handler", "metrics",
+    "new_resolver", "register", "service", "set_service", "tenant",
+]

@@ -1,0 +1,716 @@
+/* Capsule Memory console: a small client of the public HTTP API (/v1), with the same auth.
+ *
+ * No framework and no build step. Every piece of memory text reaches the page through
+ * textContent (see el()), never through innerHTML, so stored text cannot inject markup.
+ */
+(function () {
+  'use strict';
+
+  const TOKEN_KEY = 'capsule.console.token';
+  const PROJECT_KEY = 'capsule.console.project';
+  const FORGOTTEN_KEY = 'capsule.console.forgotten';
+  const ACTIVITY_KEY = 'capsule.console.activity';
+  const PAGE_SIZE = 20;
+  const MAX_FORGOTTEN = 25;
+  const MAX_ACTIVITY = 30;
+  const CLAMP_CHARS = 700;
+  const COMPONENTS = [
+    ['vector', 'vector', 'meaning: cosine similarity of the embeddings'],
+    ['bm25', 'bm25', 'keyword: BM25 match of the query words'],
+    ['time', 'time', 'recency: halves every 30 days'],
+    ['feedback', 'feedback', 'feedback: Wilson lower bound of helpful votes'],
+    ['outcome', 'outcome', 'outcome: +0.10 success, -0.05 failure'],
+  ];
+
+  const state = {
+    token: sessionStorage.getItem(TOKEN_KEY) || '',
+    project: sessionStorage.getItem(PROJECT_KEY) || '',
+    projects: [],
+    view: 'recent',
+    cursor: null,
+    lastQuery: '',
+    forgotten: readList(FORGOTTEN_KEY),
+    activity: readList(ACTIVITY_KEY),
+  };
+
+  // Answers that arrive after a newer request of the same kind was sent are dropped.
+  const latest = { list: 0, search: 0 };
+
+  // ---- small helpers ------------------------------------------------------
+
+  const $ = (id) => document.getElementById(id);
+
+  /** Build an element. Strings become text nodes; attributes are set one by one. */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === 'class') node.className = value;
+      else if (key === 'text') node.textContent = value;
+      else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? '' : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function readList(key) {
+    try {
+      const items = JSON.parse(sessionStorage.getItem(key) || '[]');
+      return Array.isArray(items) ? items : [];
+    } catch (_) {
+      return [];
+    }
+  }
+
+  function saveForgotten() {
+    sessionStorage.setItem(FORGOTTEN_KEY, JSON.stringify(state.forgotten));
+  }
+
+  function snippet(text, n) {
+    const flat = String(text || '').replace(/\s+/g, ' ').trim();
+    return flat.length > n ? flat.slice(0, n - 1) + '…' : flat;
+  }
+
+  function shortId(id) {
+    return id.length > 12 ? id.slice(0, 8) + '…' + id.slice(-4) : id;
+  }
+
+  function whenText(iso) {
+    const at = new Date(iso);
+    if (Number.isNaN(at.getTime())) return String(iso || '');
+    const secs = Math.round((Date.now() - at.getTime()) / 1000);
+    if (secs < 45) return 'just now';
+    const mins = Math.round(secs / 60);
+    if (mins < 60) return mins + ' min ago';
+    const hours = Math.round(mins / 60);
+    if (hours < 24) return hours + ' h ago';
+    const days = Math.round(hours / 24);
+    if (days < 60) return days + ' days ago';
+    return at.toLocaleDateString();
+  }
+
+  function plural(n, one, many) {
+    return n + ' ' + (n === 1 ? one : many);
+  }
+
+  function fixed(value) {
+    return (typeof value === 'number' ? value : Number(value || 0)).toFixed(3);
+  }
+
+  function parseTags(text) {
+    return String(text || '').split(',').map((t) => t.trim()).filter(Boolean);
+  }
+
+  // ---- the API ------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, code, message, details) {
+      super(message);
+      this.status = status;
+      this.code = code;
+      this.details = details;
+    }
+  }
+
+  /** Requests in flight: shown in the top bar, and readable as body[data-pending]. */
+  let pending = 0;
+
+  function setPending(delta) {
+    pending += delta;
+    document.body.dataset.pending = String(pending);
+    $('working').hidden = pending === 0;
+  }
+
+  async function api(method, path, body) {
+    setPending(1);
+    try {
+      return await request(method, path, body);
+    } finally {
+      setPending(-1);
+    }
+  }
+
+  async function request(method, path, body) {
+    const headers = { Accept: 'application/json' };
+    if (state.token) headers.Authorization = 'Bearer ' + state.token;
+    const init = { method, headers, cache: 'no-store' };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (exc) {
+      throw new ApiError(0, 'unreachable', 'The server did not answer: ' + exc.message, null);
+    }
+    const text = await response.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch (_) {
+      data = null;
+    }
+    if (!response.ok) {
+      const err = (data && data.error) || {};
+      throw new ApiError(response.status, err.code || 'http_' + response.status,
+        err.message || 'The server answered ' + response.status + ' ' + response.statusText,
+        err.details === undefined ? null : err.details);
+    }
+    return data || {};
+  }
+
+  const memoryPath = (id, action) =>
+    '/v1/memories/' + encodeURIComponent(id) + (action ? '/' + action : '');
+
+  // ---- messages: the last operation's explanation or error ----------------
+
+  function detailsText(details) {
+    if (details === null || details === undefined || details === '') return '';
+    if (Array.isArray(details)) {
+      return details.map((item) => {
+        if (item && typeof item === 'object' && ('message' in item || 'msg' in item)) {
+          const where = item.field || (Array.isArray(item.loc) ? item.loc.join('.') : item.loc) || '';
+          return (where ? where + ': ' : '') + (item.message || item.msg);
+        }
+        return typeof item === 'string' ? item : JSON.stringify(item);
+      }).join('\n');
+    }
+    return typeof details === 'string' ? details : JSON.stringify(details, null, 2);
+  }
+
+  function showBox(prefix, title, text, details) {
+    $(prefix + '-title').textContent = title;
+    $(prefix + '-text').textContent = text;
+    const pre = $(prefix + '-details');
+    const more = detailsText(details) === text ? '' : detailsText(details);
+    pre.textContent = more;
+    pre.hidden = !more;
+    $(prefix).classList.remove('is-idle');
+  }
+
+  function hideBox(prefix) {
+    $(prefix).classList.add('is-idle');
+  }
+
+  function say(operation, explanation) {
+    hideBox('alert');
+    showBox('notice', operation, explanation || 'Done.', null);
+    logActivity(operation, explanation || 'Done.', false);
+  }
+
+  function fail(operation, error) {
+    const status = error.status ? ' (' + error.status + ')' : '';
+    const title = operation + ' failed: ' + (error.code || 'error') + status;
+    hideBox('notice');
+    showBox('alert', title, error.message || String(error), error.details);
+    logActivity(operation, (error.code || 'error') + status + ': ' + (error.message || error), true);
+    if (error.status === 401) signOut('The API refused the token (' + (error.message || '401') + ').');
+  }
+
+  /** The activity log lives in the tab's session storage, so a reload keeps it. */
+  function logActivity(operation, text, isError) {
+    const entry = { at: new Date().toISOString(), op: operation, text, error: Boolean(isError) };
+    state.activity = [entry, ...state.activity].slice(0, MAX_ACTIVITY);
+    sessionStorage.setItem(ACTIVITY_KEY, JSON.stringify(state.activity));
+    renderActivity();
+  }
+
+  function renderActivity() {
+    $('activity').replaceChildren(...state.activity.map((entry) =>
+      el('li', { class: entry.error ? 'act act-error' : 'act' },
+        el('time', { datetime: entry.at, class: 'act-time' }, new Date(entry.at).toLocaleTimeString()),
+        el('strong', { class: 'act-op' }, entry.op),
+        el('span', { class: 'act-text' }, entry.text))));
+  }
+
+  /** Run one API operation with its button disabled; report its explanation or its error. */
+  async function run(operation, button, work) {
+    if (button) {
+      button.disabled = true;
+      button.setAttribute('aria-busy', 'true');
+    }
+    try {
+      return await work();
+    } catch (error) {
+      fail(operation, error);
+      return undefined;
+    } finally {
+      if (button) {
+        button.disabled = false;
+        button.removeAttribute('aria-busy');
+      }
+    }
+  }
+
+  // ---- connecting ---------------------------------------------------------
+
+  function showWorkspace(connected) {
+    $('connect').hidden = connected;
+    $('workspace').hidden = !connected;
+    $('session').hidden = !connected;
+  }
+
+  /** Drop the token. Signing out on purpose also drops this tab's history; a refused token keeps it. */
+  function signOut(reason, wipe) {
+    state.token = '';
+    sessionStorage.removeItem(TOKEN_KEY);
+    if (wipe) {
+      Object.assign(state, { project: '', projects: [], cursor: null, activity: [], forgotten: [] });
+      sessionStorage.clear();
+      for (const id of ['memory-list', 'hit-list', 'project-list', 'project-options']) $(id).replaceChildren();
+      for (const id of ['list-explanation', 'search-explanation']) $(id).textContent = '';
+      $('project-name').textContent = 'none chosen';
+      $('search-results').hidden = true;
+      $('load-more').hidden = true;
+      hideBox('notice');
+      hideBox('alert');
+      renderActivity();
+      renderForgotten();
+    }
+    showWorkspace(false);
+    $('connect-error').textContent = reason || '';
+    $('token').value = '';
+    $('token').focus();
+  }
+
+  async function connect(token) {
+    state.token = token;
+    const button = $('connect-button');
+    button.disabled = true;
+    try {
+      const result = await api('GET', '/v1/projects');
+      sessionStorage.setItem(TOKEN_KEY, token);
+      $('connect-error').textContent = '';
+      showWorkspace(true);
+      applyProjects(result);
+      logActivity('Connect', result.explanation || 'Connected.', false);
+      const first = state.project || (state.projects[0] && state.projects[0].project) || '';
+      if (first) await openProject(first);
+      else $('project-input').focus();
+      renderForgotten();
+      return true;
+    } catch (error) {
+      state.token = '';
+      sessionStorage.removeItem(TOKEN_KEY);
+      showWorkspace(false);
+      const why = error.status === 401 ? 'The API refused this token.' : 'Could not connect.';
+      $('connect-error').textContent = why + ' ' + error.code + ': ' + error.message;
+      return false;
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // ---- projects -----------------------------------------------------------
+
+  function applyProjects(result) {
+    state.projects = result.projects || [];
+    renderProjects();
+  }
+
+  async function loadProjects() {
+    const result = await api('GET', '/v1/projects');
+    applyProjects(result);
+    return result;
+  }
+
+  function renderProjects() {
+    const list = $('project-list');
+    const options = $('project-options');
+    list.replaceChildren();
+    options.replaceChildren();
+    if (!state.projects.length) {
+      list.append(el('li', { class: 'empty' }, 'No projects yet: type a name above to start one.'));
+    }
+    for (const info of state.projects) {
+      options.append(el('option', { value: info.project }));
+      const current = info.project === state.project;
+      const counts = plural(info.memories, 'memory', 'memories') + ' · ' + info.pinned + ' pinned'
+        + (info.forgotten ? ' · ' + info.forgotten + ' forgotten' : '');
+      list.append(el('li', {},
+        el('button', {
+          type: 'button', class: 'project-item', 'aria-current': current ? 'true' : null,
+          title: info.project, onclick: () => openProject(info.project),
+        },
+        el('span', { class: 'project-item-name' }, info.project),
+        el('span', { class: 'project-item-counts' }, counts))));
+    }
+  }
+
+  async function openProject(name) {
+    state.project = name;
+    sessionStorage.setItem(PROJECT_KEY, name);
+    $('project-name').textContent = name;
+    $('project-name').title = name;
+    $('project-input').value = '';
+    renderProjects();
+    await loadMemories(false);
+  }
+
+  function requireProject(operation) {
+    if (state.project) return true;
+    fail(operation, new ApiError(0, 'no_project', 'Choose or type a project first.', null));
+    $('project-input').focus();
+    return false;
+  }
+
+  // ---- memory cards -------------------------------------------------------
+
+  function contentBlock(id, text) {
+    const full = String(text);
+    const long = full.length > CLAMP_CHARS;
+    const body = el('p', { class: 'content', id: 'content-' + id }, long ? full.slice(0, CLAMP_CHARS) + '…' : full);
+    if (!long) return [body];
+    let open = false;
+    const toggle = el('button', { type: 'button', class: 'btn btn-link', 'aria-expanded': 'false',
+      'aria-controls': 'content-' + id });
+    toggle.textContent = 'Show all (' + full.length + ' characters)';
+    toggle.addEventListener('click', () => {
+      open = !open;
+      body.textContent = open ? full : full.slice(0, CLAMP_CHARS) + '…';
+      toggle.textContent = open ? 'Show less' : 'Show all (' + full.length + ' characters)';
+      toggle.setAttribute('aria-expanded', String(open));
+    });
+    return [body, toggle];
+  }
+
+  function metaLine(item, showProject) {
+    const meta = item.meta || {};
+    const parts = [];
+    if (item.pinned) parts.push(el('span', { class: 'badge badge-pin' }, 'Pinned'));
+    if (item.status === 'pending_embedding') {
+      parts.push(el('span', { class: 'badge badge-warn', title: 'Found by keyword until the embedding is made' }, 'pending embedding'));
+    }
+    if (meta.type) parts.push(el('span', { class: 'badge' }, meta.type));
+    if (meta.outcome_status && meta.outcome_status !== 'unknown') {
+      parts.push(el('span', { class: 'badge badge-' + meta.outcome_status }, meta.outcome_status));
+    }
+    for (const tag of meta.tags || []) parts.push(el('span', { class: 'tag' }, '#' + tag));
+    if (showProject) parts.push(el('span', { class: 'meta-project', title: item.project }, item.project));
+    if (item.path) parts.push(el('span', { class: 'meta-path', title: item.path }, item.path));
+    return el('div', { class: 'meta' }, parts);
+  }
+
+  function footLine(item) {
+    const bits = [
+      el('code', { class: 'mem-id', title: item.id }, shortId(item.id)),
+      el('time', { datetime: item.created_at, title: item.created_at }, whenText(item.created_at)),
+    ];
+    if (typeof item.helpful === 'number') {
+      bits.push(el('span', { class: 'votes', title: 'helpful / not helpful votes' },
+        '▲ ' + item.helpful + '  ▼ ' + item.unhelpful));
+    }
+    return el('div', { class: 'foot' }, bits);
+  }
+
+  function actionBar(item, source) {
+    const label = snippet(item.content, 40);
+    const act = (text, aria, cls, handler) =>
+      el('button', { type: 'button', class: 'btn btn-small ' + cls, 'aria-label': aria + ': ' + label,
+        'data-action': text, onclick: (event) => handler(item, event.currentTarget, source) }, text);
+    return el('div', { class: 'actions' },
+      item.pinned ? act('Unpin', 'Unpin', '', unpinMemory) : act('Pin', 'Pin', '', pinMemory),
+      act('Helpful', 'Mark helpful', 'btn-good', (m, b) => sendFeedback(m, b, true)),
+      act('Not helpful', 'Mark not helpful', 'btn-bad', (m, b) => sendFeedback(m, b, false)),
+      act('Forget', 'Forget', 'btn-danger', forgetMemory));
+  }
+
+  function scoreBlock(hit) {
+    const comps = hit.components || {};
+    const rows = COMPONENTS.map(([key, name, help]) => {
+      const value = Number(comps[key] || 0);
+      const fill = el('span', { class: value < 0 ? 'fill fill-neg' : 'fill' });
+      fill.style.width = Math.min(100, Math.abs(value) * 100).toFixed(1) + '%';  // CSSOM: allowed by the CSP
+      return el('div', { class: 'comp', 'data-component': key, title: help },
+        el('dt', {}, name),
+        el('dd', {},
+          el('span', { class: 'bar', 'aria-hidden': 'true' }, fill),
+          el('span', { class: 'comp-value' }, fixed(value))));
+    });
+    return el('div', { class: 'score' },
+      el('div', { class: 'score-total' },
+        el('span', { class: 'score-label' }, 'score'),
+        el('span', { class: 'score-value', 'data-score': hit.score }, fixed(hit.score))),
+      el('dl', { class: 'components', 'aria-label': 'Score components' }, rows));
+  }
+
+  function card(item, source) {
+    const isHit = source === 'search';
+    const body = el('div', { class: 'card-body' },
+      metaLine(item, isHit && item.project !== state.project),
+      contentBlock(source + '-' + item.id, item.content),
+      footLine(item),
+      actionBar(item, source));
+    const article = el('article', { class: 'card' + (item.pinned ? ' is-pinned' : '') + (isHit ? ' card-hit' : '') },
+      body, isHit ? scoreBlock(item) : null);
+    return el('li', { 'data-id': item.id, class: 'card-item' }, article);
+  }
+
+  function cardsFor(id) {
+    return document.querySelectorAll('li.card-item[data-id="' + CSS.escape(id) + '"]');
+  }
+
+  /** Re-draw every card of this memory with fields from the API's answer. */
+  function updateCards(memory) {
+    for (const node of cardsFor(memory.id)) {
+      const source = node.closest('#hit-list') ? 'search' : 'list';
+      const old = node._item || {};
+      const merged = Object.assign({}, old, {
+        pinned: memory.pinned, helpful: memory.helpful, unhelpful: memory.unhelpful, meta: memory.meta,
+      });
+      const fresh = card(merged, source);
+      fresh._item = merged;
+      node.replaceWith(fresh);
+    }
+  }
+
+  function appendCard(list, item, source) {
+    const node = card(item, source);
+    node._item = item;
+    list.append(node);
+  }
+
+  // ---- listing --------------------------------------------------------------
+
+  async function loadMemories(more) {
+    if (!state.project) return;
+    const params = new URLSearchParams({ project: state.project, limit: String(PAGE_SIZE) });
+    if (state.view === 'pinned') params.set('pinned_only', 'true');
+    if (more && state.cursor) params.set('cursor', state.cursor);
+    const button = more ? $('load-more') : null;
+    const ticket = ++latest.list;
+    await run('List', button, async () => {
+      const result = await api('GET', '/v1/memories?' + params.toString());
+      if (ticket !== latest.list) return;  // a newer listing (another project, view or store) wins
+      const list = $('memory-list');
+      if (!more) list.replaceChildren();
+      for (const memory of result.memories || []) appendCard(list, memory, 'list');
+      state.cursor = result.next_cursor || null;
+      $('load-more').hidden = !state.cursor;
+      $('memory-empty').hidden = list.children.length > 0;
+      $('list-explanation').textContent = result.explanation || '';
+    });
+  }
+
+  function setView(view) {
+    state.view = view;
+    $('view-recent').setAttribute('aria-pressed', String(view === 'recent'));
+    $('view-pinned').setAttribute('aria-pressed', String(view === 'pinned'));
+    state.cursor = null;
+    loadMemories(false);
+  }
+
+  // ---- operations ---------------------------------------------------------
+
+  async function storeMemory(event) {
+    event.preventDefault();
+    if (!requireProject('Store')) return;
+    const content = $('store-content').value;
+    if (!content.trim()) {
+      fail('Store', new ApiError(0, 'invalid', 'Write something to remember first.', null));
+      $('store-content').focus();
+      return;
+    }
+    const body = {
+      project: state.project, content, pinned: $('store-pinned').checked,
+      meta: { tags: parseTags($('store-tags').value), author: 'console' },
+    };
+    await run('Store', $('store-button'), async () => {
+      const result = await api('POST', '/v1/memories', body);
+      say('Store', result.explanation);
+      $('store-content').value = '';
+      $('store-tags').value = '';
+      $('store-pinned').checked = false;
+      await Promise.all([loadMemories(false), loadProjects()]);
+    });
+  }
+
+  async function search(event) {
+    event.preventDefault();
+    const query = $('search-query').value.trim();
+    const global = $('search-global').checked;
+    if (!query) {
+      fail('Search', new ApiError(0, 'invalid', 'Type what to look for.', null));
+      $('search-query').focus();
+      return;
+    }
+    if (!global && !requireProject('Search')) return;
+    const k = Number.parseInt($('search-k').value, 10);
+    const body = { query, mode: $('search-mode').value, k: Number.isFinite(k) ? k : 8 };
+    if (global) body.global = true;
+    else body.project = state.project;
+    const tags = parseTags($('search-tags').value);
+    if (tags.length) body.filters = { tags };
+    const ticket = ++latest.search;
+    await run('Search', $('search-button'), async () => {
+      const result = await api('POST', '/v1/memories/search', body);
+      if (ticket !== latest.search) return;  // an answer to an older query arrived late
+      state.lastQuery = query;
+      const list = $('hit-list');
+      list.replaceChildren();
+      for (const hit of result.results || []) appendCard(list, hit, 'search');
+      if (!list.children.length) list.append(el('li', { class: 'empty' }, 'Nothing matched.'));
+      $('search-explanation').textContent = result.explanation || '';
+      $('search-results').hidden = false;
+      logActivity('Search', result.explanation || '', false);
+    });
+  }
+
+  async function pinMemory(item, button) {
+    await run('Pin', button, async () => {
+      const result = await api('POST', memoryPath(item.id, 'pin'));
+      say('Pin', result.explanation);
+      updateCards(result.memory);
+      await afterChange();
+    });
+  }
+
+  async function unpinMemory(item, button) {
+    await run('Unpin', button, async () => {
+      const result = await api('POST', memoryPath(item.id, 'unpin'));
+      say('Unpin', result.explanation);
+      updateCards(result.memory);
+      await afterChange();
+    });
+  }
+
+  /** The pinned view and the project counts change with a pin; reload them, keep the rest. */
+  async function afterChange() {
+    const reloads = [loadProjects()];
+    if (state.view === 'pinned') reloads.push(loadMemories(false));
+    await Promise.all(reloads);
+  }
+
+  async function sendFeedback(item, button, helpful) {
+    const op = helpful ? 'Helpful' : 'Not helpful';
+    const body = { helpful };
+    if (button.closest('#hit-list') && state.lastQuery) body.context = 'console search: ' + snippet(state.lastQuery, 200);
+    await run(op, button, async () => {
+      const result = await api('POST', memoryPath(item.id, 'feedback'), body);
+      say(op, result.explanation);
+      updateCards(result.memory);
+    });
+  }
+
+  async function forgetMemory(item, button) {
+    await run('Forget', button, async () => {
+      const result = await api('DELETE', memoryPath(item.id));
+      say('Forget', result.explanation);
+      for (const node of document.querySelectorAll('#hit-list li.card-item[data-id="' + CSS.escape(item.id) + '"]')) {
+        node.remove();
+      }
+      rememberForgotten(result.memory || item);
+      // The list is read again so its count and paging stay true; focus moves to its heading.
+      await Promise.all([loadMemories(false), loadProjects()]);
+      if (!document.activeElement || document.activeElement === document.body) $('memories-title').focus();
+    });
+  }
+
+  function rememberForgotten(memory) {
+    state.forgotten = state.forgotten.filter((f) => f.id !== memory.id);
+    state.forgotten.unshift({ id: memory.id, project: memory.project, text: snippet(memory.content, 90) });
+    state.forgotten = state.forgotten.slice(0, MAX_FORGOTTEN);
+    saveForgotten();
+    renderForgotten();
+  }
+
+  function renderForgotten() {
+    const list = $('forgotten-list');
+    list.replaceChildren();
+    for (const item of state.forgotten) {
+      list.append(el('li', { class: 'forgotten', 'data-id': item.id },
+        el('div', { class: 'forgotten-text' },
+          el('span', { class: 'forgotten-snippet' }, item.text || item.id),
+          el('code', { class: 'mem-id', title: item.id }, shortId(item.id))),
+        el('button', { type: 'button', class: 'btn btn-small', 'aria-label': 'Restore: ' + (item.text || item.id),
+          onclick: (event) => restoreMemory(item.id, event.currentTarget) }, 'Restore')));
+    }
+    $('forgotten-empty').hidden = state.forgotten.length > 0;
+  }
+
+  async function restoreMemory(id, button) {
+    await run('Restore', button, async () => {
+      const result = await api('POST', memoryPath(id, 'restore'));
+      say('Restore', result.explanation);
+      state.forgotten = state.forgotten.filter((f) => f.id !== id);
+      saveForgotten();
+      renderForgotten();
+      const project = result.memory && result.memory.project;
+      if (project && project !== state.project) await openProject(project);
+      else await loadMemories(false);
+      await loadProjects();
+      if (!document.activeElement || document.activeElement === document.body) $('memories-title').focus();
+    });
+  }
+
+  // ---- wiring ---------------------------------------------------------------
+
+  function wire() {
+    $('connect-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const token = $('token').value.trim();
+      if (!token) {
+        $('connect-error').textContent = 'Paste the token that capsule serve printed.';
+        $('token').focus();
+        return;
+      }
+      connect(token);
+    });
+    $('sign-out').addEventListener('click', () => signOut('Signed out. The token and this tab\'s history were removed.', true));
+    $('projects-refresh').addEventListener('click', (event) =>
+      run('Projects', event.currentTarget, async () => say('Projects', (await loadProjects()).explanation)));
+    $('project-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const name = $('project-input').value.trim();
+      if (!name) {
+        fail('Open project', new ApiError(0, 'invalid', 'Type a project name.', null));
+        $('project-input').focus();
+        return;
+      }
+      openProject(name);
+    });
+    $('restore-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const id = $('restore-id').value.trim();
+      if (!id) {
+        fail('Restore', new ApiError(0, 'invalid', 'Type the id of a forgotten memory.', null));
+        $('restore-id').focus();
+        return;
+      }
+      restoreMemory(id, event.submitter || null).then(() => { $('restore-id').value = ''; });
+    });
+    $('store-form').addEventListener('submit', storeMemory);
+    $('store-content').addEventListener('keydown', (event) => {
+      if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) $('store-form').requestSubmit();
+    });
+    $('search-form').addEventListener('submit', search);
+    $('results-clear').addEventListener('click', () => {
+      $('hit-list').replaceChildren();
+      $('search-results').hidden = true;
+      $('search-query').focus();
+    });
+    $('view-recent').addEventListener('click', () => setView('recent'));
+    $('view-pinned').addEventListener('click', () => setView('pinned'));
+    $('load-more').addEventListener('click', () => loadMemories(true));
+    $('notice-close').addEventListener('click', () => hideBox('notice'));
+    $('alert-close').addEventListener('click', () => hideBox('alert'));
+    document.addEventListener('keydown', (event) => {
+      const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
+      if (event.key === '/' && !typing && !$('workspace').hidden) {
+        event.preventDefault();
+        $('search-query').focus();
+      }
+    });
+  }
+
+  wire();
+  renderForgotten();
+  renderActivity();
+  if (state.token) connect(state.token);
+  else $('token').focus();
+})();

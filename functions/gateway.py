@@ -1,0 +1,204 @@
+"""The local gateway: HTTP request -> API Gateway HTTP API (payload v2) event -> the route's handler.
+
+``capsule serve`` runs it. Like API Gateway it matches the route in :data:`functions.routes.ROUTES`,
+authorizes the caller (:mod:`functions.auth`), then invokes the very Lambda handler the hosted API
+runs with the verified identity in ``requestContext.authorizer``. This module has no sockets:
+:mod:`functions.http_server` serves HTTP and :mod:`functions.workers` runs the handlers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import mimetypes
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import parse_qsl, unquote
+
+from capsule.errors import CapsuleError, NotFound
+
+from . import routes
+from .auth import HttpRequest, authorize
+from .credentials import Credentials
+from .workers import Invoker
+
+log = logging.getLogger("capsule.gateway")
+
+CONSOLE_DIR = Path(__file__).parent / "console"
+# API Gateway passes these on; here no credential reaches a handler or its logs.
+SECRET_HEADERS = frozenset({"authorization", "x-api-key"})
+TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded", "application/xml")
+
+
+# ---- routing ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Match:
+    route: routes.Route
+    path_parameters: dict[str, str]
+
+
+class Router:
+    """Matches method and path against the route table; literal routes win over {params}."""
+
+    def __init__(self, table: tuple[routes.Route, ...] = routes.ROUTES) -> None:
+        compiled = []
+        for route in table:
+            pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(route.path))
+            compiled.append((route.path.count("{"), re.compile(f"^{pattern}$"), route))
+        self._routes = sorted(compiled, key=lambda item: item[0])
+
+    def match(self, method: str, path: str) -> Match | None:
+        for _, pattern, route in self._routes:
+            found = pattern.match(path)
+            if found and route.method == method:
+                return Match(route, {k: unquote(v) for k, v in found.groupdict().items()})
+        return None
+
+
+# ---- events -------------------------------------------------------------------------------
+
+
+def _is_text(content_type: str | None, body: bytes) -> bool:
+    if content_type is None or content_type.startswith(TEXT_TYPES) or "json" in content_type:
+        try:
+            body.decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            return False
+    return False
+
+
+def build_event(request: HttpRequest, match: Match, *, authorizer: dict[str, Any] | None, source_ip: str,
+                request_id: str, now: datetime) -> dict[str, Any]:
+    """The HTTP API payload v2 event API Gateway would send for this request."""
+    headers: dict[str, str] = {}
+    cookies: list[str] = []
+    for name, value in request.headers:
+        name = name.lower()
+        if name == "cookie":
+            cookies.extend(c.strip() for c in value.split(";") if c.strip())
+        elif name not in SECRET_HEADERS:
+            headers[name] = f"{headers[name]},{value}" if name in headers else value
+    query: dict[str, str] = {}
+    for name, value in parse_qsl(request.raw_query, keep_blank_values=True):
+        query[name] = f"{query[name]},{value}" if name in query else value
+    route_key = f"{match.route.method} {match.route.path}"
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": request.raw_path,
+        "rawQueryString": request.raw_query,
+        "headers": headers,
+        "requestContext": {
+            "accountId": "000000000000", "apiId": "local", "domainName": headers.get("host", "localhost"),
+            "domainPrefix": "local",
+            "http": {"method": request.method, "path": request.raw_path, "protocol": "HTTP/1.1",
+                     "sourceIp": source_ip, "userAgent": headers.get("user-agent", "")},
+            "requestId": request_id, "routeKey": route_key, "stage": "$default",
+            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"), "timeEpoch": int(now.timestamp() * 1000),
+        },
+        "isBase64Encoded": False,
+    }
+    if cookies:
+        event["cookies"] = cookies
+    if query:
+        event["queryStringParameters"] = query
+    if match.path_parameters:
+        event["pathParameters"] = match.path_parameters
+    if authorizer is not None:
+        event["requestContext"]["authorizer"] = authorizer
+    if request.body:
+        if _is_text(headers.get("content-type"), request.body):
+            event["body"] = request.body.decode("utf-8")
+        else:
+            event["body"], event["isBase64Encoded"] = base64.b64encode(request.body).decode("ascii"), True
+    return event
+
+
+# ---- the gateway --------------------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    tenant: str = "-"
+    request_id: str = "-"
+
+
+def json_reply(status: int, payload: Any, **headers: str) -> Reply:
+    return Reply(status, {"Content-Type": "application/json", **headers}, json.dumps(payload).encode("utf-8"))
+
+
+def error_reply(exc: CapsuleError) -> Reply:
+    return json_reply(exc.status, {"error": exc.to_dict()})
+
+
+@dataclass
+class Gateway:
+    """Everything but the sockets: request in, reply out."""
+
+    credentials: Credentials
+    invoker: Invoker
+    region: str = "us-east-1"
+    console_dir: Path = CONSOLE_DIR
+    clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+    router: Router = field(default_factory=Router)
+
+    def handle(self, request: HttpRequest, source_ip: str) -> Reply:
+        if request.method == "GET" and (request.raw_path == "/ui" or request.raw_path.startswith("/ui/")):
+            return self.console(request.raw_path)
+        match = self.router.match(request.method, request.raw_path)
+        if match is None:
+            return error_reply(NotFound(f"no route {request.method} {request.raw_path}"))
+        request_id = uuid.uuid4().hex
+        authorizer = None
+        try:
+            if match.route.auth:
+                authorizer = authorize(request, bearers=self.credentials.bearers,
+                                       sigv4_keys=self.credentials.sigv4_key, now=self.clock(), region=self.region)
+            event = build_event(request, match, authorizer=authorizer, source_ip=source_ip,
+                                request_id=request_id, now=self.clock())
+            reply = self._reply(self.invoker.invoke(match.route.handler, event))
+        except CapsuleError as exc:
+            reply = error_reply(exc)
+        reply.request_id, reply.tenant = request_id, _tenant_label(authorizer)
+        reply.headers["x-request-id"] = request_id
+        return reply
+
+    @staticmethod
+    def _reply(response: dict[str, Any]) -> Reply:
+        body = response.get("body") or ""
+        raw = base64.b64decode(body) if response.get("isBase64Encoded") else body.encode("utf-8")
+        headers = {k: str(v) for k, v in (response.get("headers") or {}).items()}
+        for name, values in (response.get("multiValueHeaders") or {}).items():
+            headers[name] = ", ".join(values)
+        return Reply(int(response.get("statusCode", 200)), headers, raw)
+
+    def console(self, path: str) -> Reply:
+        """The web console's static files (public: the page itself asks for the token)."""
+        relative = unquote(path[len("/ui"):]).lstrip("/") or "index.html"
+        root = self.console_dir.resolve()
+        target = (root / relative).resolve()
+        if root not in target.parents or not target.is_file():
+            what = "the console is not installed" if not root.is_dir() else f"no console file {relative!r}"
+            return error_reply(NotFound(what))
+        kind = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        if kind.startswith("text/") or kind in ("application/javascript", "application/json"):
+            kind += "; charset=utf-8"
+        return Reply(200, {"Content-Type": kind, "Cache-Control": "no-cache"}, target.read_bytes())
+
+
+def _tenant_label(authorizer: dict[str, Any] | None) -> str:
+    if not authorizer:
+        return "-"
+    iam = authorizer.get("iam") or {}
+    return iam.get("userArn") or (authorizer.get("lambda") or {}).get("tenant") or "-"

@@ -1,0 +1,22 @@
+"""GET /v1/memories?project=...: recent (or pinned) memories of a project, newest first."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from capsule import limits, models
+from functions import app
+
+
+def list_memories(
+    project: Annotated[str, Query(min_length=1, max_length=limits.MAX_PROJECT_CHARS)],
+    pinned_only: Annotated[bool, Query()] = False,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = limits.DEFAULT_PAGE,
+) -> models.ListResult:
+    request = {"project": project, "pinned_only": pinned_only, "cursor": cursor, "limit": limit}
+    return app.service().list_memories(app.tenant(), request)
+
+
+ENDPOINT = app.Endpoint("list", list_memories, summary="List recent or pinned memories of a project")
+handler = app.make_handler(ENDPOINT)

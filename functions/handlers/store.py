@@ -1,0 +1,16 @@
+"""POST /v1/memories: store one memory."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from capsule import models
+from functions import app
+
+
+def store(request: Annotated[models.StoreRequest, Body()]) -> models.StoreResult:
+    return app.service().store_memory(app.tenant(), request)
+
+
+ENDPOINT = app.Endpoint("store", store, summary="Store one memory", status_code=201)
+handler = app.make_handler(ENDPOINT)

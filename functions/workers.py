@@ -1,0 +1,104 @@
+"""Where handlers run for the local gateway: warm worker processes, like Lambda containers.
+
+Each worker builds the service once and runs one invocation at a time. One process must not
+run two at once: the Powertools resolver keeps the current event in class state.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable, Protocol
+
+from capsule.config import Settings
+from capsule.errors import Unavailable
+
+from . import routes
+
+log = logging.getLogger("capsule.gateway")
+
+
+class Invoker(Protocol):
+    def invoke(self, handler: str, event: dict[str, Any]) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+def _worker_start(settings: Settings) -> None:
+    # The parent decides when to stop: a Ctrl-C reaches the whole process group, and a worker
+    # killed by it would drop the request it is running.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # no CloudWatch here; keep stdout quiet
+    from capsule.runtime import build_service
+
+    from . import app
+
+    app.set_service(build_service(settings))
+
+
+def _resolve(handler: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    module_name, _, attribute = handler.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def _worker_invoke(handler: str, event: dict[str, Any]) -> dict[str, Any]:
+    from .app import LocalContext
+
+    name = handler.split(":")[0].rsplit(".", 1)[-1]
+    context = LocalContext(function_name=f"capsule-{name}", aws_request_id=event["requestContext"]["requestId"])
+    return _resolve(handler)(event, context)
+
+
+def _worker_warm() -> int:
+    for route in routes.ROUTES:
+        _resolve(route.handler)
+    return os.getpid()
+
+
+class ProcessPoolInvoker:
+    """Warm worker processes, each building the service once (like Lambda containers).
+
+    A worker that dies (killed, out of memory) breaks the pool: the request it held gets 503
+    and a fresh pool takes the next ones, as Lambda replaces a crashed container.
+    """
+
+    def __init__(self, settings: Settings, workers: int) -> None:
+        self.settings = settings
+        self.workers = workers
+        self._lock = threading.Lock()
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_start, initargs=(self.settings,),
+        )
+
+    def warm(self) -> None:
+        """Start every worker and import every handler now, not on the first request."""
+        futures = [self._pool.submit(_worker_warm) for _ in range(self.workers)]
+        for future in futures:
+            future.result(timeout=300)
+
+    def invoke(self, handler: str, event: dict[str, Any]) -> dict[str, Any]:
+        pool = self._pool
+        try:
+            return pool.submit(_worker_invoke, handler, event).result()
+        except BrokenProcessPool as exc:
+            with self._lock:
+                if self._pool is pool:
+                    log.error("a handler worker died; starting fresh workers")
+                    self._pool = self._new_pool()
+                    pool.shutdown(wait=False)
+            raise Unavailable("the handler worker stopped while running this request; retry it") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._pool.shutdown(wait=True)

@@ -1,0 +1,90 @@
+"""The one stack: the secret, the layer, the API, the scheduled jobs and their alarms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Acknowledgment, CfnOutput, Stack, Validations
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from functions.routes import ROUTES
+
+from .api import CapsuleApi
+from .jobs import JOBS, ScheduledJobs
+from .lambdas import RUNTIME, Shared
+from .monitoring import Alarms
+
+# The one secret's keys (a JSON object). functions/secrets.py reads the same names.
+SECRET_TEMPLATE = '{"mongodb_uri": "", "voyage_api_key": "", "openai_api_key": "", "api_keys": {}}'
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    functions_asset: Path
+    layer_zip: Path
+    api_key_auth: bool = False
+    alarm_email: str | None = None
+    embedder: str = "voyage"
+
+
+class CapsuleStack(Stack):
+    def __init__(self, scope: Construct, id: str, *, options: StackOptions, **kwargs) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.secret = secretsmanager.Secret(
+            self, "Secrets", description="Capsule Memory: mongodb_uri, voyage_api_key, openai_api_key, api_keys",
+            # Generated only to create the secret with its keys; fill in the values after deploying.
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                secret_string_template=SECRET_TEMPLATE, generate_string_key="placeholder"),
+        )
+        layer = lambda_.LayerVersion(
+            self, "CapsuleLayer", code=lambda_.Code.from_asset(str(options.layer_zip)),
+            compatible_runtimes=[RUNTIME], compatible_architectures=[lambda_.Architecture.ARM_64],
+            description="capsule-memory library and its runtime dependencies",
+        )
+        shared = Shared(
+            code=lambda_.Code.from_asset(str(options.functions_asset)), layer=layer,
+            environment={
+                "CAPSULE_STORE": "mongo",
+                "CAPSULE_EMBEDDER": options.embedder,
+                # Only the secret's ARN: functions/secrets.py reads the values at run time (cached).
+                "CAPSULE_SECRET_ARN": self.secret.secret_arn,
+                "POWERTOOLS_SERVICE_NAME": "capsule-memory",
+                "POWERTOOLS_METRICS_NAMESPACE": "CapsuleMemory",
+                "POWERTOOLS_PARAMETERS_MAX_AGE": "300",
+            },
+        )
+        self.api = CapsuleApi(self, "Api", shared=shared, secret=self.secret, api_key_auth=options.api_key_auth)
+        self.jobs = ScheduledJobs(self, "Jobs", shared=shared, secret=self.secret)
+        self.alarms = Alarms(self, "Alarms", alarm_email=options.alarm_email)
+        self.alarms.api(self.api.http_api)
+        timeouts = {route.name: route.timeout_s for route in ROUTES}
+        timeouts["authorizer"] = 5
+        self.alarms.functions(self.api.functions, timeouts_s=timeouts)
+        self.alarms.functions(self.jobs.functions, timeouts_s={job.name: job.timeout_s for job in JOBS})
+        self.alarms.jobs(self.jobs.functions, self.jobs.queues)
+        CfnOutput(self, "ApiUrl", value=self.api.http_api.api_endpoint)
+        CfnOutput(self, "SecretArn", value=self.secret.secret_arn,
+                  description="Fill in mongodb_uri and the embedding provider's key here")
+        self._acknowledge()
+
+    def _acknowledge(self) -> None:
+        """cdk-nag findings we accept, each with its reason (cdk-nag 3.x: Validations.acknowledge)."""
+        Validations.of(self.secret).acknowledge(Acknowledgment(
+            id="AwsSolutions-SMG4",
+            reason="Holds third-party credentials (Atlas, Voyage, OpenAI) that are rotated at their providers; "
+                   "Secrets Manager has no rotation function for them"))
+        for fn in [*self.api.functions.values(), *self.jobs.functions.values()]:
+            Validations.of(fn).acknowledge(Acknowledgment(
+                id="AwsSolutions-L1",
+                reason="Pinned to Python 3.12: the shared layer's binary wheels are built for cp312"))
+        openapi = self.api.http_api.node.try_find_child("GET--openapi.json")
+        if openapi is not None:
+            Validations.of(openapi).acknowledge(Acknowledgment(
+                id="AwsSolutions-APIG4",
+                reason="The OpenAPI document is public by design (route table: auth=False); it reveals no data"))
+        for queue in self.jobs.queues.values():
+            Validations.of(queue).acknowledge(Acknowledgment(
+                id="AwsSolutions-SQS3", reason="This queue is itself the dead-letter queue of a scheduled job"))

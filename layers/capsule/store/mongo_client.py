@@ -1,0 +1,99 @@
+"""One MongoDB client per process, with timeouts on every call; driver errors become ours.
+
+A Lambda container keeps module state between warm invocations, so the client (and its
+connection pool) is cached here by URI and reused: opening one costs a TLS handshake and
+server selection, which would otherwise be paid on every request.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from ..errors import Conflict, Unavailable
+
+# Every operation gets a deadline (``timeoutMS`` makes the driver send ``maxTimeMS`` and bound
+# each socket wait), so a stuck cluster gives a 503 within seconds, not a Lambda timeout.
+CLIENT_OPTIONS: dict[str, Any] = {
+    "serverSelectionTimeoutMS": 5_000,
+    "connectTimeoutMS": 5_000,
+    "socketTimeoutMS": 10_000,
+    "timeoutMS": 10_000,
+    "retryWrites": True,
+    "retryReads": True,
+    "maxPoolSize": 10,  # one Lambda container serves one request at a time
+    "appname": "capsule-memory",
+    "tz_aware": True,
+}
+
+_clients: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def shared_client(uri: str, **options: Any) -> Any:
+    """The process's client for ``uri``, created on first use."""
+    from pymongo import MongoClient  # the 'mongo' extra
+
+    with _lock:
+        client = _clients.get(uri)
+        if client is None:
+            try:
+                client = MongoClient(uri, **{**CLIENT_OPTIONS, **options})
+            except Exception as exc:  # ConfigurationError, InvalidURI, ValueError: a bad setting
+                raise Unavailable(f"cannot use the MongoDB URI: {type(exc).__name__}: {exc}") from exc
+            _clients[uri] = client
+        return client
+
+
+def drop_clients() -> None:
+    """Close every cached client (tests, or a process about to fork)."""
+    with _lock:
+        for client in _clients.values():
+            client.close()
+        _clients.clear()
+
+
+@contextmanager
+def guarded(what: str) -> Iterator[None]:
+    """Turn driver errors into :class:`Unavailable` (or :class:`Conflict` for a duplicate key)."""
+    from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
+
+    try:
+        yield
+    except DuplicateKeyError as exc:
+        raise Conflict(f"{what}: the id is already taken") from exc
+    except BulkWriteError as exc:
+        codes = {error.get("code") for error in exc.details.get("writeErrors", [])}
+        if codes == {11000}:
+            raise Conflict(f"{what}: an id is already taken") from exc
+        raise Unavailable(f"MongoDB could not {what}: {_describe(exc)}") from exc
+    except PyMongoError as exc:
+        raise Unavailable(f"MongoDB could not {what}: {_describe(exc)}") from exc
+
+
+def _describe(exc: Exception) -> str:
+    """The kind of failure, without the driver's text: it names cluster hosts, and this
+    message reaches API callers (the full error stays chained as ``__cause__``)."""
+    from pymongo.errors import ConnectionFailure, ExecutionTimeout, OperationFailure, WTimeoutError
+
+    if isinstance(exc, (ExecutionTimeout, WTimeoutError)) or "timed out" in str(exc).lower():
+        return f"{type(exc).__name__} (the cluster did not answer in time)"
+    if isinstance(exc, ConnectionFailure):
+        return f"{type(exc).__name__} (the cluster cannot be reached)"
+    if isinstance(exc, OperationFailure):
+        return f"{type(exc).__name__} (code {exc.code})"
+    return type(exc).__name__
+
+
+def supports_transactions(client: Any) -> bool:
+    """True on a replica set or sharded cluster (Atlas); False on a standalone or mongomock."""
+    from pymongo.errors import PyMongoError
+
+    try:
+        hello = client.admin.command("hello")
+    except NotImplementedError:  # mongomock has no such command, and no transactions
+        return False
+    except PyMongoError as exc:
+        raise Unavailable(f"MongoDB is unreachable: {_describe(exc)}") from exc
+    return bool(hello.get("setName")) or hello.get("msg") == "isdbgrid"

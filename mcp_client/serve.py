@@ -1,0 +1,130 @@
+"""``capsule serve``: the HTTP API, the web console and the scheduled jobs, on one machine.
+
+It runs the local gateway (functions.gateway, .http_server, .workers), which invokes the same Lambda handlers the
+hosted API runs, on the embedded store with the offline embedder by default.
+
+Scheduled jobs hook in through :data:`BACKGROUND_JOBS`: each entry names a function
+``start(service) -> stop`` (``stop`` a no-argument callable, or None) that ``serve`` calls
+after the server is up, and whose ``stop`` it calls before shutting down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import ipaddress
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Callable
+
+from capsule.config import Settings
+from capsule.errors import InvalidInput, Unavailable
+from capsule.runtime import build_service
+from functions import gateway, http_server, workers
+from functions.credentials import Credentials
+
+from .cli import settings_from
+
+# "module:function" entries; function(service) starts background work and returns its stop().
+BACKGROUND_JOBS: list[str] = []
+
+log = logging.getLogger("capsule.serve")
+
+
+def default_region() -> str:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def start_jobs(settings: Settings) -> list[Callable[[], None]]:
+    if not BACKGROUND_JOBS:
+        return []
+    service = build_service(settings)
+    stops = []
+    for entry in BACKGROUND_JOBS:
+        module_name, _, name = entry.partition(":")
+        stop = getattr(importlib.import_module(module_name), name)(service)
+        if stop is not None:
+            stops.append(stop)
+    return stops
+
+
+def _banner(url: str, credentials: Credentials, token: str, created: bool, workers: int) -> str:
+    lines = [
+        f"capsule serve: listening on {url} ({workers} handler workers)",
+        f"  web console:  {url}/ui",
+        f"  OpenAPI:      {url}/openapi.json",
+    ]
+    if created:
+        lines.append(f"  token (shown once; kept in {credentials.token_path}, mode 0600): {token}")
+    else:
+        lines.append(f"  token: in {credentials.token_path} (or: capsule keys token)")
+    lines.append("  auth: Authorization: Bearer <token or API key (capsule keys create)>, or SigV4 (execute-api)")
+    return "\n".join(lines)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    settings = settings_from(args)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    credentials = Credentials(settings.data_dir)
+    token, created = credentials.ensure_token()
+    if args.workers < 1:
+        raise InvalidInput("--workers must be at least 1", field="workers")
+    invoker = workers.ProcessPoolInvoker(settings, args.workers)
+    app = gateway.Gateway(credentials, invoker, region=args.region)
+    try:
+        server, thread = http_server.start(app, args.host, args.port)
+    except OSError as exc:
+        invoker.close()
+        raise Unavailable(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; pick another --port") from exc
+    try:
+        invoker.warm()  # fails here, not on the first request, if the store or embedder cannot start
+    except BaseException:
+        http_server.stop(server, thread)
+        raise
+    host, port = server.server_address[:2]
+    url = f"http://{host}:{port}" if ":" not in str(host) else f"http://[{host}]:{port}"
+    if not _loopback(args.host):
+        log.warning("listening beyond loopback (%s): every request still needs a token, key or signature", args.host)
+    stops = start_jobs(settings)
+    print(_banner(url, credentials, token, created, args.workers), flush=True)
+    try:
+        _wait_for_signal()
+    finally:
+        print("capsule serve: stopping; finishing requests in flight", file=sys.stderr, flush=True)
+        for stop in stops:
+            stop()
+        http_server.stop(server, thread)
+        print("capsule serve: stopped", file=sys.stderr, flush=True)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("serve", help="run the HTTP API and the web console on this machine")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=8787, help="port (default 8787; 0 picks a free one)")
+    p.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
+    p.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"],
+                   help="which embedder (default: CAPSULE_EMBEDDER, else auto)")
+    p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1),
+                   help="handler worker processes (default: CPUs, at most 4)")
+    p.add_argument("--region", default=default_region(),
+                   help="the region SigV4 signatures must name (default AWS_REGION, else us-east-1)")
+    p.set_defaults(run=cmd_serve)

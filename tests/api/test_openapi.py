@@ -1,0 +1,43 @@
+"""The OpenAPI document covers every route, with request, response and error schemas."""
+
+from openapi_spec_validator import validate
+
+from functions import routes
+from functions.openapi import document
+
+from .events import event
+
+
+def test_document_is_valid_openapi_3():
+    doc = document()
+    validate(doc)
+    assert doc["openapi"].startswith("3.")
+
+
+def test_every_route_is_documented_with_its_schemas():
+    doc = document()
+    for route in routes.ROUTES:
+        operation = doc["paths"][route.path][route.method.lower()]
+        assert operation["operationId"] == route.name
+        success = [s for s in operation["responses"] if s.startswith("2")]
+        assert len(success) == 1, route
+        assert "schema" in operation["responses"][success[0]]["content"]["application/json"]
+        if route.auth:
+            assert operation["responses"]["401"]["content"]["application/json"]["schema"] == {
+                "$ref": "#/components/schemas/ErrorResponse"}
+            assert operation["security"]
+        if route.method in ("POST", "PUT") and "{id}" not in route.path:
+            assert operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    assert set(doc["components"]["schemas"]["ErrorResponse"]["properties"]) == {"error"}
+    assert {"bearer", "sigv4"} <= set(doc["components"]["securitySchemes"])
+
+
+def test_request_schema_carries_the_models_limits():
+    schema = document()["components"]["schemas"]["SearchRequest"]
+    assert schema["properties"]["k"]["maximum"] == 20
+    assert "global" in schema["properties"]
+
+
+def test_served_document_is_the_generated_one(call):
+    r = call(event("openapi", tenant=None))
+    assert r.json == document()

@@ -1,0 +1,46 @@
+"""`cdk synth` through the npm CLI, with no AWS credentials (what CI and a new user run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_cdk_synth_runs_offline_without_credentials_and_with_the_api_key_flag(tmp_path, stub_layer_zip):
+    """One CLI synth, with ``api_key_auth`` on (the default IAM mode is checked in test_stack.py)."""
+    cdk = shutil.which("cdk")
+    if cdk is None:
+        pytest.skip("the aws-cdk CLI is not installed (`npm install -g aws-cdk`; .ci/run does it)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_EC2_METADATA_DISABLED="true", CDK_DISABLE_VERSION_CHECK="1", CI="true",
+               JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="18,20", AWS_CONFIG_FILE=str(tmp_path / "none"),
+               AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+               PYTHONPATH=os.pathsep.join([str(REPO / "layers"), str(REPO)]))
+    out = tmp_path / "cdk.out"
+    result = subprocess.run(
+        [cdk, "synth", "--app", f"{sys.executable} -m infra.app", "--output", str(out), "--quiet",
+         "--no-notices", "-c", f"layer_zip={stub_layer_zip}", "-c", f"build_dir={tmp_path / 'build'}",
+         "-c", "api_key_auth=true"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    template = json.loads((out / "CapsuleMemory.template.json").read_text())
+    resources = template["Resources"].values()
+    (authorizer,) = [r for r in resources if r["Type"] == "AWS::ApiGatewayV2::Authorizer"]
+    assert authorizer["Properties"]["AuthorizerType"] == "REQUEST"
+    assert authorizer["Properties"]["EnableSimpleResponses"] is True
+    routes = [r["Properties"] for r in resources if r["Type"] == "AWS::ApiGatewayV2::Route"]
+    for route in routes:
+        expected = "CUSTOM" if route["RouteKey"].split(" ")[1].startswith("/v1/") else "NONE"
+        assert route["AuthorizationType"] == expected, route["RouteKey"]
+    handlers = {r["Properties"]["Handler"] for r in resources if r["Type"] == "AWS::Lambda::Function"}
+    assert "functions.authorizer.handler" in handlers

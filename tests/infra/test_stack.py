@@ -1,0 +1,160 @@
+"""CDK assertions on the synthesized stack: routes, auth, functions, jobs, IAM, secret, alarms."""
+
+from __future__ import annotations
+
+from functions.routes import ROUTES
+from infra.jobs import JOBS
+
+
+def resources(template: dict, kind: str) -> dict[str, dict]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+def functions_by_handler(template: dict) -> dict[str, tuple[str, dict]]:
+    return {v["Properties"]["Handler"]: (k, v["Properties"])
+            for k, v in resources(template, "AWS::Lambda::Function").items()}
+
+
+def lambda_handler(handler: str) -> str:
+    module, function = handler.split(":")
+    return f"{module}.{function}"
+
+
+def integration_target(template: dict, route: dict) -> str:
+    """The logical id of the function behind a route."""
+    integration_id = route["Properties"]["Target"]["Fn::Join"][1][1]["Ref"]
+    uri = template["Resources"][integration_id]["Properties"]["IntegrationUri"]
+    return uri["Fn::GetAtt"][0]
+
+
+def test_every_route_has_its_function_and_route(template):
+    by_handler = functions_by_handler(template)
+    routes = {r["Properties"]["RouteKey"]: r for r in resources(template, "AWS::ApiGatewayV2::Route").values()}
+    assert set(routes) == {f"{r.method} {r.path}" for r in ROUTES}
+    for route in ROUTES:
+        logical_id, props = by_handler[lambda_handler(route.handler)]
+        assert integration_target(template, routes[f"{route.method} {route.path}"]) == logical_id
+        assert props["Runtime"] == "python3.12" and props["Architectures"] == ["arm64"]
+        assert props["MemorySize"] == route.memory_mb and props["Timeout"] == route.timeout_s
+        assert len(props["Layers"]) == 1
+
+
+def test_every_v1_route_requires_iam_and_only_the_public_document_does_not(template):
+    for route in resources(template, "AWS::ApiGatewayV2::Route").values():
+        key = route["Properties"]["RouteKey"]
+        expected = "AWS_IAM" if key.split(" ")[1].startswith("/v1/") else "NONE"
+        assert route["Properties"]["AuthorizationType"] == expected, key
+    assert {r.path for r in ROUTES if not r.auth} == {"/openapi.json"}
+
+
+def test_every_function_logs_to_its_own_group_with_a_retention(template):
+    groups = resources(template, "AWS::Logs::LogGroup")
+    for _, props in functions_by_handler(template).values():
+        group_id = props["LoggingConfig"]["LogGroup"]["Ref"]
+        assert groups[group_id]["Properties"]["RetentionInDays"] == 30
+    stage = next(iter(resources(template, "AWS::ApiGatewayV2::Stage").values()))["Properties"]
+    assert stage["StageName"] == "$default" and "DestinationArn" in stage["AccessLogSettings"]
+
+
+def test_jobs_run_on_schedules_one_at_a_time_with_dead_letter_queues(template):
+    by_handler = functions_by_handler(template)
+    rules = list(resources(template, "AWS::Events::Rule").values())
+    queues = resources(template, "AWS::SQS::Queue")
+    expected = {"Retention": "rate(1 hour)", "Mining": "rate(1 day)", "Backfill": "rate(5 minutes)"}
+    assert {job.name for job in JOBS} == set(expected)
+    for job in JOBS:
+        logical_id, props = by_handler[lambda_handler(job.handler)]
+        assert props["ReservedConcurrentExecutions"] == 1
+        queue_id = props["DeadLetterConfig"]["TargetArn"]["Fn::GetAtt"][0]
+        assert queue_id in queues
+        rule = next(r for r in rules if r["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0] == logical_id)
+        assert rule["Properties"]["ScheduleExpression"] == expected[job.name]
+        assert rule["Properties"]["Targets"][0]["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0] == queue_id
+    handlers = {job.handler for job in JOBS}
+    assert handlers == {"functions.jobs:retention_handler", "functions.jobs:mining_handler",
+                        "functions.jobs:backfill_handler"}
+
+
+def _statements(template: dict):
+    for logical_id, policy in resources(template, "AWS::IAM::Policy").items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            yield logical_id, statement
+    for logical_id, role in resources(template, "AWS::IAM::Role").items():
+        for policy in role["Properties"].get("Policies", []):
+            for statement in policy["PolicyDocument"]["Statement"]:
+                yield logical_id, statement
+    for kind in ("AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy"):
+        for logical_id, policy in resources(template, kind).items():
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                yield logical_id, statement
+
+
+def test_no_iam_statement_allows_a_wildcard_action_or_uses_managed_policies(template):
+    seen = 0
+    for logical_id, statement in _statements(template):
+        if statement["Effect"] == "Deny":  # the TLS-only guards deny every action on purpose
+            continue
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert not [a for a in actions if "*" in a], (logical_id, actions)
+        seen += 1
+    assert seen > len(ROUTES)
+    for role in resources(template, "AWS::IAM::Role").values():
+        assert "ManagedPolicyArns" not in role["Properties"]
+
+
+def test_the_secret_is_granted_to_the_functions_that_need_it_and_never_in_plain_text(template):
+    (secret_id,) = resources(template, "AWS::SecretsManager::Secret")
+    policies = resources(template, "AWS::IAM::Policy")
+    by_handler = functions_by_handler(template)
+
+    def secret_actions(function_props) -> set[str]:
+        role_id = function_props["Role"]["Fn::GetAtt"][0]
+        found = set()
+        for policy in policies.values():
+            if {"Ref": role_id} in policy["Properties"]["Roles"]:
+                for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                    if statement["Resource"] == {"Ref": secret_id}:
+                        found |= set(statement["Action"])
+        return found
+
+    needs = [r.handler for r in ROUTES if r.auth] + [job.handler for job in JOBS]
+    for handler in needs:
+        _, props = by_handler[lambda_handler(handler)]
+        assert "secretsmanager:GetSecretValue" in secret_actions(props), handler
+        env = props["Environment"]["Variables"]
+        assert env["CAPSULE_SECRET_ARN"] == {"Ref": secret_id}
+        assert not {"CAPSULE_MONGODB_URI", "VOYAGE_API_KEY", "OPENAI_API_KEY"} & set(env)
+    public = next(r for r in ROUTES if not r.auth)
+    assert secret_actions(by_handler[lambda_handler(public.handler)][1]) == set()
+
+
+def test_alarms_on_5xx_rate_throttles_duration_and_job_failures(template):
+    alarms = list(resources(template, "AWS::CloudWatch::Alarm").values())
+    metric_names = {m.get("MetricStat", {}).get("Metric", {}).get("MetricName")
+                    for a in alarms for m in a["Properties"].get("Metrics", [])}
+    assert {"5xx", "Count"} <= metric_names
+    by_metric: dict[str, int] = {}
+    for alarm in alarms:
+        name = alarm["Properties"].get("MetricName")
+        if name:
+            by_metric[name] = by_metric.get(name, 0) + 1
+        assert alarm["Properties"]["AlarmActions"]
+    functions = len(resources(template, "AWS::Lambda::Function"))
+    assert by_metric["Throttles"] == functions and by_metric["Duration"] == functions
+    assert by_metric["Errors"] == len(JOBS)
+    assert by_metric["ApproximateNumberOfMessagesVisible"] == len(JOBS)
+
+
+def test_cdk_nag_findings_are_acknowledged_with_reasons(synthesized):
+    import aws_cdk as cdk
+
+    _, stack = synthesized
+    acknowledged = []
+    for construct in stack.node.find_all():
+        for entry in construct.node.metadata:
+            if entry.type == cdk.Validations.ACKNOWLEDGED_RULES_METADATA_KEY:
+                acknowledged.append(entry.data)
+    assert acknowledged, "no acknowledgment recorded"
+    flat = str(acknowledged)
+    for rule in ("AwsSolutions-SMG4", "AwsSolutions-L1", "AwsSolutions-APIG4", "AwsSolutions-SQS3"):
+        assert rule in flat

@@ -1,0 +1,66 @@
+"""functions.credentials: files mode 0600, API keys kept only as hashes."""
+
+import stat
+
+import pytest
+
+from capsule.errors import Conflict, InvalidInput, NotFound
+from functions.auth import key_hash
+from functions.credentials import Credentials
+
+
+def mode(path):
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_token_is_made_once_with_mode_0600(tmp_path):
+    creds = Credentials(tmp_path)
+    token, created = creds.ensure_token()
+    again, created_again = creds.ensure_token()
+    assert created and not created_again and token == again and len(token) >= 40
+    assert mode(creds.token_path) == 0o600
+    assert creds.bearers()[key_hash(token)].tenant == "local"
+
+
+def test_api_keys_are_stored_hashed_and_revocable(tmp_path):
+    creds = Credentials(tmp_path)
+    key = creds.create_key("ci", "team-a")
+    text = (tmp_path / "api-keys.json").read_text()
+    assert key not in text and key_hash(key) in text
+    assert mode(tmp_path / "api-keys.json") == 0o600
+    assert creds.bearers()[key_hash(key)].tenant == "team-a"
+    assert [k["name"] for k in creds.list_keys()] == ["ci"]
+    with pytest.raises(Conflict):
+        creds.create_key("ci")
+    creds.revoke_key("ci")
+    assert key_hash(key) not in creds.bearers()
+    with pytest.raises(NotFound):
+        creds.revoke_key("ci")
+
+
+def test_a_second_reader_sees_new_keys(tmp_path):
+    server_side = Credentials(tmp_path)
+    assert server_side.bearers() == {}
+    key = Credentials(tmp_path).create_key("late")
+    assert key_hash(key) in server_side.bearers()
+
+
+@pytest.mark.parametrize("name", ["", "-x", "a b", "x" * 65, "a/b"])
+def test_bad_key_names_are_refused(tmp_path, name):
+    with pytest.raises(InvalidInput):
+        Credentials(tmp_path).create_key(name)
+    assert not (tmp_path / "api-keys.json").exists()
+
+
+def test_sigv4_keys(tmp_path):
+    creds = Credentials(tmp_path)
+    creds.add_sigv4("AKIDEXAMPLE1234567", "s" * 40, "arn:aws:iam::1:user/x")
+    assert mode(tmp_path / "sigv4-keys.json") == 0o600
+    assert creds.sigv4_key("AKIDEXAMPLE1234567").tenant == "arn:aws:iam::1:user/x"
+    assert creds.sigv4_key("AKIDOTHER00000000") is None
+    with pytest.raises(InvalidInput):
+        creds.add_sigv4("lowercase", "s" * 40, "t")
+    with pytest.raises(InvalidInput):
+        creds.add_sigv4("AKIDEXAMPLE7654321", "short", "t")
+    creds.remove_sigv4("AKIDEXAMPLE1234567")
+    assert creds.list_sigv4() == []

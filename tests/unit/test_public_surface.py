@@ -1,0 +1,19 @@
+"""The library's public names are the ones listed, and each exists."""
+
+import capsule
+
+
+def test_exported_names():
+    assert sorted(capsule.__all__) == capsule.__all__
+    for name in capsule.__all__:
+        assert hasattr(capsule, name), name
+
+
+def test_library_does_not_import_the_edges():
+    import pathlib
+    import re
+
+    root = pathlib.Path(capsule.__file__).parent
+    pattern = re.compile(r"^\s*(from|import)\s+(functions|mcp_client|infra)\b", re.M)
+    offenders = [str(p) for p in root.rglob("*.py") if pattern.search(p.read_text())]
+    assert offenders == []
