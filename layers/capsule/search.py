@@ -85,21 +85,28 @@ def wilson(positive: np.ndarray, total: np.ndarray, z: float = 1.96) -> np.ndarr
     return out
 
 
-def _best_rows(values: np.ndarray, eligible: np.ndarray, count: int, keys: np.ndarray, *,
+def _best_rows(values: np.ndarray, eligible: np.ndarray | None, count: int, keys: np.ndarray, *,
                smaller_is_better: bool) -> np.ndarray:
-    """The ``count`` eligible rows with the best values; ties at the cut go to the smaller key.
+    """The ``count`` eligible rows (None: every row) with the best values; ties at the cut go
+    to the smaller key.
 
     Keys are fixed per memory (:func:`capsule.index.stable_key`), so the choice never depends
     on where a row sits: a warm index and a freshly loaded one pick the same rows.
     """
-    rows = np.flatnonzero(eligible)
-    if rows.size <= count:
-        return rows
-    picked = values[rows].astype(np.float64)
-    if not smaller_is_better:
-        picked = -picked
-    cut = np.partition(picked, count - 1)[count - 1]
-    better, tied = rows[picked < cut], rows[picked == cut]
+    rows = None if eligible is None else np.flatnonzero(eligible)
+    picked = values if rows is None else values[rows]
+    if picked.size <= count:
+        return np.arange(picked.size) if rows is None else rows
+    if picked.dtype.kind == "u" and smaller_is_better:
+        # Small integers (Hamming distances): a histogram finds the cut without sorting.
+        cut = int(np.searchsorted(np.cumsum(np.bincount(picked)), count))
+        better, tied = np.flatnonzero(picked < cut), np.flatnonzero(picked == cut)
+    else:
+        signed = picked if smaller_is_better else -picked.astype(np.float64)
+        cut = np.partition(signed, count - 1)[count - 1]
+        better, tied = np.flatnonzero(signed < cut), np.flatnonzero(signed == cut)
+    if rows is not None:
+        better, tied = rows[better], rows[tied]
     need = count - better.size
     if tied.size > need:
         tied = tied[np.argpartition(keys[tied], need - 1)[:need]]
@@ -131,17 +138,9 @@ def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> No
 
 
 def _hamming(codes: np.ndarray, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-    """Hamming distances over the words of ``codes`` (words, rows), one contiguous word at a time."""
-    size = codes.shape[1] if rows is None else rows.size
-    total = np.zeros(size, dtype=np.uint16)
-    scratch = np.empty(size, dtype=np.uint64)
-    counts = np.empty(size, dtype=np.uint8)
-    for word in range(codes.shape[0]):
-        column = codes[word] if rows is None else codes[word, rows]
-        np.bitwise_xor(column, query[word], out=scratch)
-        np.bitwise_count(scratch, out=counts)
-        total += counts
-    return total
+    """Hamming distances over the words of ``codes`` (words, rows) to the query's words."""
+    block = codes if rows is None else codes[:, rows]
+    return np.bitwise_count(block ^ query[:, None]).sum(axis=0, dtype=np.uint16)
 
 
 def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.ndarray:
@@ -150,19 +149,22 @@ def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.n
     eligible = view.mask & index.has_vec[: index.n]
     if not eligible.any():
         return np.zeros(0, dtype=np.int64)
+    everyone = bool(eligible.all())
+    if everyone:
+        eligible = None  # no filter, no dead row: skip the gathers
     if options.exact:
         sims = index.matrix[: index.n] @ query
         return _best_rows(sims, eligible, options.candidates, index.key, smaller_is_better=False)
     code = sign_codes(query[None, :], index.words)[0]
     codes = index.codes[:, : index.n]
     wide = options.prefilter * options.candidates
-    if index.words > options.prefix_words and int(eligible.sum()) > 2 * wide:
+    if index.words > options.prefix_words and (index.n if everyone else int(eligible.sum())) > 2 * wide:
         # A first pass on the leading words only reads a quarter of the codes; the survivors
         # (many times the candidates wanted) are then ranked on every bit.
-        prefix = _hamming(codes[: options.prefix_words], code)
+        prefix = _hamming(codes[: options.prefix_words], code[: options.prefix_words])
         rows = _best_rows(prefix, eligible, wide, index.key, smaller_is_better=True)
         distance = _hamming(codes, code, rows)
-        return rows[_best_rows(distance, np.ones(rows.size, bool), options.candidates, index.key[rows],
+        return rows[_best_rows(distance, None, options.candidates, index.key[rows],
                                smaller_is_better=True)]
     return _best_rows(_hamming(codes, code), eligible, options.candidates, index.key, smaller_is_better=True)
 
@@ -319,7 +321,7 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     score = score + boost
     matched = np.flatnonzero((vector > 0) | (keyword > 0))
     # Only the k best (and every tie with the k-th) can be returned: build just those.
-    keep = matched[_best_rows(score[matched], np.ones(matched.size, bool), k, index.key[rows[matched]],
+    keep = matched[_best_rows(score[matched], None, k, index.key[rows[matched]],
                               smaller_is_better=False)]
     return [
         Scored(record=index.records[rows[i]], score=float(score[i]), vector=float(vector[i]),
