@@ -121,6 +121,36 @@ class ProjectIndex:
         self.postings: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
+    # ---- snapshots -------------------------------------------------------
+
+    _ARRAYS = ("alive", "has_vec", "matrix", "length", "occurred", "created", "helpful", "unhelpful", "outcome",
+               "key", "session", "author")
+
+    def export(self) -> dict:
+        """Everything the index holds, trimmed to its rows (for :mod:`capsule.snapshot`)."""
+        arrays = {name: getattr(self, name)[: self.n] for name in self._ARRAYS}
+        arrays["codes"] = np.ascontiguousarray(self.codes[:, : self.n])
+        return {
+            "arrays": arrays, "n": self.n, "dead": self.dead, "dim": self.dim, "words": self.words,
+            "version": self.version, "bytes": self._bytes, "records": self.records, "row_of": self.row_of,
+            "sessions": self.sessions, "authors": self.authors,
+            "postings": {term: self.postings_of(term) for term in self.postings},
+        }
+
+    def restore(self, state: dict) -> None:
+        """Become the index :meth:`export` described."""
+        self._clear()
+        for name, values in state["arrays"].items():
+            setattr(self, name, values)
+        if self.matrix.ndim != 2 or self.codes.ndim != 2:
+            raise ValueError("a snapshot's matrix and codes are two-dimensional")
+        self.n, self.dead, self.dim, self.words = state["n"], state["dead"], state["dim"], state["words"]
+        self.version, self._bytes = state["version"], state["bytes"]
+        self.records, self.row_of = state["records"], state["row_of"]
+        self.sessions, self.authors = state["sessions"], state["authors"]
+        self.postings = {term: [arrays] for term, arrays in state["postings"].items()}
+        self._arrays = dict(state["postings"])
+
     # ---- size ------------------------------------------------------------
 
     @property

@@ -50,7 +50,7 @@ class SearchOptions:
     candidates: int = 500  # rows per stage re-scored exactly
     exact: bool = False  # exact float32 first stage instead of binary codes
     prefix_words: int = 4  # 256 leading sign bits for the first pass over large indexes
-    prefilter: int = 8  # the first pass keeps this many times ``candidates``
+    prefilter: int = 4  # the first pass keeps this many times ``candidates``
     # Ranking aids that adapt to the memories (see :class:`capsule.index.Shape`):
     window: str = "auto"  # keyword score over the neighbouring memories of a session: auto|on|off
     window_max_length: float = 40.0  # auto: only where the median memory is this short (tokens)

@@ -26,6 +26,7 @@ from .index import IndexCache, ProjectIndex
 from .querycache import QueryCache
 from .records import ChangeSet, Filters, MemoryRecord, WriteOutcome
 from .search import SearchOptions, describe, search_indexes
+from .snapshot import Snapshots
 from .store.base import Cursor, MemoryStore, NearestCandidates
 from .text import sha256
 
@@ -87,6 +88,7 @@ class MemoryService:
         self.indexes = IndexCache(self.settings.index_memory_mb << 20)
         self.query_cache: QueryCache[models.SearchResult] = QueryCache(
             max_entries=self.settings.query_cache_entries)
+        self._snapshots: Snapshots | None | bool = False  # False: not looked up yet (it reads the store)
         self._options = SearchOptions(candidates=self.settings.search_candidates,
                                       exact=self.settings.search_exact)
 
@@ -268,11 +270,28 @@ class MemoryService:
         for project in sorted(markers):  # one lock order everywhere: no deadlock between searches
             index = self.indexes.get(tenant, project, model)
             with index.lock:
+                if index.version == 0 and self.snapshots is not None:
+                    self.snapshots.load(index)
                 if index.version != markers[project] or index.version == 0:
-                    index.apply(self.store.changes_since(tenant, project, index.version))
+                    changes = self.store.changes_since(tenant, project, index.version)
+                    index.apply(changes)
+                    if changes.reset and self.snapshots is not None:
+                        self.snapshots.save(index)
             indexes.append(index)
         self.indexes.trim(keep=lambda i: i in indexes)
         return indexes
+
+    @property
+    def snapshots(self) -> Snapshots | None:
+        """Index snapshots beside an embedded store that has an identity; None otherwise."""
+        if self._snapshots is False:
+            identity = getattr(self.store, "identity", None)
+            if not self.settings.index_snapshot_min or identity is None or not hasattr(self.store, "changes_since"):
+                self._snapshots = None
+            else:
+                self._snapshots = Snapshots(self.settings.data_dir / "index", identity(),
+                                            min_rows=self.settings.index_snapshot_min)
+        return self._snapshots or None
 
     def _cold_index(self, tenant: str, records: list[MemoryRecord]) -> ProjectIndex:
         """An index built for one search from the given records."""
