@@ -19,13 +19,13 @@ from __future__ import annotations
 import threading
 import hashlib
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from itertools import chain
 from typing import Callable, Sequence
 
 import numpy as np
 
-from .clock import to_epoch
+from .clock import from_epoch, to_epoch
 from .records import ChangeSet, Filters, MemoryRecord
 from .text import tokens
 
@@ -84,6 +84,47 @@ class Shape:
         return cls(prev, nxt, median_length, float(np.median(sizes)))
 
 
+# Every field but the embedding (the matrix holds it), so a field added later is kept too.
+_FIELDS = tuple(f.name for f in fields(MemoryRecord) if f.name != "embedding")
+_TIMES = frozenset(f.name for f in fields(MemoryRecord) if f.name.endswith("_at"))
+
+
+def pack(record: MemoryRecord) -> tuple:
+    """A record as plain values (times as epoch seconds): quick to pickle and to load."""
+    return tuple(None if (v := getattr(record, name)) is None else to_epoch(v) if name in _TIMES else v
+                 for name in _FIELDS)
+
+
+def unpack(values: tuple) -> MemoryRecord:
+    fields = {name: (from_epoch(v) if name in _TIMES else v) for name, v in zip(_FIELDS, values)}
+    return MemoryRecord(**fields)
+
+
+class Records:
+    """The index's records by row; rows loaded from a snapshot are built on first use."""
+
+    def __init__(self, packed: list[tuple | None] | None = None) -> None:
+        self._items: list[MemoryRecord | tuple | None] = list(packed or [])
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def append(self, record: MemoryRecord | None) -> None:
+        self._items.append(record)
+
+    def __setitem__(self, row: int, record: MemoryRecord | None) -> None:
+        self._items[row] = record
+
+    def __getitem__(self, row: int) -> MemoryRecord | None:
+        item = self._items[row]
+        if isinstance(item, tuple):
+            item = self._items[row] = unpack(item)
+        return item
+
+    def packed(self) -> list[tuple | None]:
+        return [item if item is None or isinstance(item, tuple) else pack(item) for item in self._items]
+
+
 class ProjectIndex:
     """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
 
@@ -94,7 +135,7 @@ class ProjectIndex:
         self._clear()
 
     def _clear(self) -> None:
-        self.records: list[MemoryRecord | None] = []
+        self.records = Records()
         self.row_of: dict[str, int] = {}
         self.n = 0
         self.dead = 0
@@ -132,10 +173,18 @@ class ProjectIndex:
         arrays["codes"] = np.ascontiguousarray(self.codes[:, : self.n])
         return {
             "arrays": arrays, "n": self.n, "dead": self.dead, "dim": self.dim, "words": self.words,
-            "version": self.version, "bytes": self._bytes, "records": self.records, "row_of": self.row_of,
-            "sessions": self.sessions, "authors": self.authors,
-            "postings": {term: self.postings_of(term) for term in self.postings},
+            "version": self.version, "bytes": self._bytes, "records": self.records.packed(), "row_of": self.row_of,
+            "sessions": self.sessions, "authors": self.authors, "postings": self._packed_postings(),
         }
+
+    def _packed_postings(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Every term's postings in two flat arrays with offsets: four objects, not one per term."""
+        terms = list(self.postings)
+        parts = [self.postings_of(term) for term in terms]
+        offsets = np.cumsum([0] + [rows.size for rows, _ in parts], dtype=np.int64)
+        rows = np.concatenate([r for r, _ in parts]) if parts else np.zeros(0, np.int32)
+        tfs = np.concatenate([t for _, t in parts]) if parts else np.zeros(0, np.float32)
+        return terms, offsets, rows, tfs
 
     def restore(self, state: dict) -> None:
         """Become the index :meth:`export` described."""
@@ -146,10 +195,13 @@ class ProjectIndex:
             raise ValueError("a snapshot's matrix and codes are two-dimensional")
         self.n, self.dead, self.dim, self.words = state["n"], state["dead"], state["dim"], state["words"]
         self.version, self._bytes = state["version"], state["bytes"]
-        self.records, self.row_of = state["records"], state["row_of"]
+        self.records, self.row_of = Records(state["records"]), state["row_of"]
         self.sessions, self.authors = state["sessions"], state["authors"]
-        self.postings = {term: [arrays] for term, arrays in state["postings"].items()}
-        self._arrays = dict(state["postings"])
+        terms, offsets, rows, tfs = state["postings"]
+        bounds = offsets.tolist()
+        self._arrays = {term: (rows[bounds[i]:bounds[i + 1]], tfs[bounds[i]:bounds[i + 1]])
+                        for i, term in enumerate(terms)}
+        self.postings = {term: [arrays] for term, arrays in self._arrays.items()}
 
     # ---- size ------------------------------------------------------------
 

@@ -289,8 +289,12 @@ class MemoryService:
             if not self.settings.index_snapshot_min or identity is None or not hasattr(self.store, "changes_since"):
                 self._snapshots = None
             else:
-                self._snapshots = Snapshots(self.settings.data_dir / "index", identity(),
-                                            min_rows=self.settings.index_snapshot_min)
+                try:
+                    name = identity()
+                except Unavailable:  # a database not migrated since snapshots came: just no snapshots
+                    name = None
+                self._snapshots = name and Snapshots(self.settings.data_dir / "index", name,
+                                                     min_rows=self.settings.index_snapshot_min)
         return self._snapshots or None
 
     def _cold_index(self, tenant: str, records: list[MemoryRecord]) -> ProjectIndex:

@@ -17,7 +17,10 @@ import logging
 import os
 import pickle
 import threading
+import uuid
 from pathlib import Path
+
+import numpy as np
 
 from .index import ProjectIndex
 
@@ -49,6 +52,13 @@ class Snapshots:
         if state.get("format") != FORMAT or state.get("owner") != (self.identity, index.tenant, index.project,
                                                                     index.model_id):
             return False
+        try:
+            # The matrix is mapped, not read: a search touches only its candidates' rows, and
+            # the first row added copies it into memory (see ProjectIndex._reserve).
+            state["index"]["arrays"]["matrix"] = np.load(self.folder / state["matrix"], mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            logger.warning("ignoring the index snapshot %s: its matrix is unreadable: %s", path, exc)
+            return False
         index.restore(state["index"])
         return True
 
@@ -56,18 +66,32 @@ class Snapshots:
         """Write the index if it is large enough to be worth it; True when written."""
         if index.active < self.min_rows:
             return False
-        state = {"format": FORMAT, "owner": (self.identity, index.tenant, index.project, index.model_id),
-                 "index": index.export()}
+        exported = index.export()
+        matrix = exported["arrays"].pop("matrix")
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self._path(index)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        unique = f"{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}"
+        matrix_name = f"{path.stem}.{unique}.npy"
+        state = {"format": FORMAT, "owner": (self.identity, index.tenant, index.project, index.model_id),
+                 "index": exported, "matrix": matrix_name}
+        temporary = path.with_name(f"{path.name}.{unique}.tmp")
         try:
+            np.save(self.folder / matrix_name, np.ascontiguousarray(matrix))
             with temporary.open("wb") as handle:
                 pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.chmod(temporary, 0o600)
-            os.replace(temporary, path)
+            for written in (temporary, self.folder / matrix_name):
+                os.chmod(written, 0o600)
+            os.replace(temporary, path)  # readers see the old snapshot or the new one, whole
         except OSError as exc:  # a full or read-only disk costs only the next cold start
             logger.warning("could not write the index snapshot %s: %s", path, exc)
             temporary.unlink(missing_ok=True)
+            (self.folder / matrix_name).unlink(missing_ok=True)
             return False
+        self._drop_old_matrices(path.stem, keep=matrix_name)
         return True
+
+    def _drop_old_matrices(self, stem: str, keep: str) -> None:
+        # A process still mapping an old file keeps reading it: unlinking frees it only after.
+        for old in self.folder.glob(f"{stem}.*.npy"):
+            if old.name != keep:
+                old.unlink(missing_ok=True)

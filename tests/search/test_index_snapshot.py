@@ -61,3 +61,17 @@ def test_a_snapshot_of_another_database_is_never_used(make_service, tmp_path):
     assert service.snapshots.load(ProjectIndex("t", "p", service.embedder.model_id))
     assert not service.snapshots.load(ProjectIndex("t", "p", "another-model"))
     assert index.version > 0
+
+
+def test_records_pack_and_unpack_whole():
+    from datetime import datetime, timezone
+
+    from capsule.index import pack, unpack
+    from capsule.records import MemoryRecord
+
+    at = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+    record = MemoryRecord(id="m", tenant="t", project="p", content="c", sha256="s", occurred_at=at, created_at=at,
+                          updated_at=at, path="a/b.py", chunk_index=1, chunk_count=3, model="m1", pinned=True,
+                          explanation="why", meta={"tags": ["x"], "author": "Ana"}, helpful=2, unhelpful=1,
+                          accessed_at=at, status="ready")
+    assert unpack(pack(record)) == record
