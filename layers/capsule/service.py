@@ -88,6 +88,9 @@ class MemoryService:
         self.indexes = IndexCache(self.settings.index_memory_mb << 20)
         self.query_cache: QueryCache[models.SearchResult] = QueryCache(
             max_entries=self.settings.query_cache_entries)
+        # Looked up once: a runtime Protocol check costs more than a small search's scoring.
+        self._has_shortlist = isinstance(store, NearestCandidates)
+        self._tracks_changes = hasattr(store, "changes_since")
         self._snapshots: Snapshots | None | bool = False  # False: not looked up yet (it reads the store)
         self._options = SearchOptions(candidates=self.settings.search_candidates,
                                       exact=self.settings.search_exact)
@@ -218,7 +221,7 @@ class MemoryService:
         projects = None if req.global_ else [req.project]
         markers = self._change_markers(tenant, projects)
         key = None
-        if markers is not None:
+        if markers is not None and self.query_cache.max_entries:
             key = (tenant, self.embedder.model_id, req.model_dump_json(by_alias=True),
                    tuple(sorted(markers.items())))
             cached = self.query_cache.get(key, self.clock())
@@ -256,7 +259,7 @@ class MemoryService:
 
     def _change_markers(self, tenant: str, projects: list[str] | None) -> dict[str, int] | None:
         """Per-project versions, or None when the store cannot track changes."""
-        if not hasattr(self.store, "changes_since"):
+        if not self._tracks_changes:
             return None
         return self.store.change_markers(tenant, projects)
 
@@ -306,7 +309,7 @@ class MemoryService:
     def _shortlist(self, tenant: str, projects: list[str] | None, filters: Filters, query: str,
                    query_vector: np.ndarray | None) -> list[ProjectIndex] | None:
         """For a scope too large to hold warm (Atlas Vector Search), an index of the store's shortlist."""
-        if query_vector is None or not isinstance(self.store, NearestCandidates):
+        if query_vector is None or not self._has_shortlist:
             return None
         shortlist = self.store.nearest_candidates(
             tenant, projects, filters, query=query, query_vector=query_vector, model=self.embedder.model_id,
