@@ -180,12 +180,19 @@ def _responses(endpoint: Endpoint) -> dict[int, dict[str, Any]]:
     return {**success, **error_responses(*endpoint.errors)}
 
 
+def _tag(path: str) -> str:
+    for group in ("memories", "solutions", "patterns"):
+        if f"/{group}" in path:
+            return group
+    return "service"
+
+
 def register(app: APIGatewayHttpResolver, endpoint: Endpoint) -> None:
     route = routes.by_name(endpoint.route)
     app.route(
         powertools_path(route.path), route.method, summary=endpoint.summary, operation_id=route.name,
         status_code=endpoint.status_code, responses=_responses(endpoint),
-        tags=["memories" if "/memories" in route.path else "service"],
+        tags=[_tag(route.path)],
         security=[{"bearer": []}, {"sigv4": []}] if route.auth else [],
         **endpoint.extra,
     )(endpoint.function)

@@ -40,6 +40,20 @@ ROUTES: tuple[Route, ...] = (
     Route("projects", "GET", "/v1/projects", _h("projects")),
     Route("project_settings", "PUT", "/v1/projects/settings", _h("project_settings")),
     Route("openapi", "GET", "/openapi.json", _h("openapi"), timeout_s=5, memory_mb=256, auth=False),
+    # solutions (fixpacks) and error patterns: capsule.learning
+    Route("solution_create", "POST", "/v1/solutions", _h("solution_create")),
+    Route("solution_list", "GET", "/v1/solutions", _h("solution_list")),
+    Route("solution_import", "POST", "/v1/solutions/import", _h("solution_import")),
+    Route("solution_search", "POST", "/v1/solutions/search", _h("solution_search"), timeout_s=15, memory_mb=1024),
+    Route("solution_get", "GET", "/v1/solutions/{id}", _h("solution_get")),
+    Route("solution_update", "PUT", "/v1/solutions/{id}", _h("solution_update")),
+    Route("solution_delete", "DELETE", "/v1/solutions/{id}", _h("solution_delete")),
+    Route("solution_apply", "POST", "/v1/solutions/{id}/apply", _h("solution_apply")),
+    Route("pattern_detect", "POST", "/v1/patterns/detect", _h("pattern_detect"), timeout_s=15, memory_mb=1024),
+    Route("pattern_solutions", "POST", "/v1/patterns/solutions", _h("pattern_solutions")),
+    Route("pattern_link", "POST", "/v1/patterns/link", _h("pattern_link")),
+    Route("golden_paths", "GET", "/v1/patterns/golden-paths", _h("golden_paths")),
+    Route("detect_patterns", "POST", "/v1/patterns/mine", _h("detect_patterns"), timeout_s=60, memory_mb=1024),
 )
 
 

@@ -30,7 +30,7 @@ LOCAL_TENANT = "local"
 # Modules with a ``register(subparsers)`` function adding their commands.
 COMMAND_MODULES: list[str] = [
     "mcp_client.serve", "mcp_client.keys", "mcp_client.loadtest", "mcp_client.cloud", "mcp_client.bench",
-    "mcp_client.evaluate",
+    "mcp_client.evaluate", "mcp_client.jobs_cmd", "mcp_client.solutions_cmd", "mcp_client.patterns_cmd",
 ]
 
 

@@ -29,7 +29,7 @@ from functions.credentials import Credentials
 from .cli import settings_from
 
 # "module:function" entries; function(service) starts background work and returns its stop().
-BACKGROUND_JOBS: list[str] = []
+BACKGROUND_JOBS: list[str] = ["mcp_client.scheduler:start"]
 
 log = logging.getLogger("capsule.serve")
 

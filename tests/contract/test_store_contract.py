@@ -182,6 +182,15 @@ def test_candidates_filters(store):
     assert store.candidates("t1", ["p"], Filters())[0].embedding is not None
 
 
+def test_tenants_lists_each_tenant_with_a_project_once(store):
+    assert store.tenants() == []
+    put(store, rec("a", tenant="t2"))
+    put(store, rec("b", tenant="t1"))
+    put(store, rec("c", tenant="t1", project="q"))
+    store.set_retention_limit("t3", "p", 5, at=T0)
+    assert store.tenants() == ["t1", "t2", "t3"]
+
+
 def test_projects_stats_and_limits(store):
     put(store, rec("a", pinned=True))
     put(store, rec("b", at=T0 + timedelta(hours=1)))

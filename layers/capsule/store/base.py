@@ -82,6 +82,9 @@ class MemoryStore(Protocol):
     ) -> list[MemoryRecord]:
         """Active memories of the given projects (None: all of the tenant's), filtered."""
 
+    def tenants(self) -> list[str]:
+        """Every tenant that has a project, sorted (the scheduled jobs visit each)."""
+
     def change_markers(self, tenant: str, projects: Sequence[str] | None) -> dict[str, int]:
         """The current version of each named project (None: every project of the tenant).
 

@@ -513,6 +513,10 @@ class MongoStore:
 
     # ---- projects and audit ----------------------------------------------------
 
+    def tenants(self) -> list[str]:
+        with guarded("list the tenants"):
+            return sorted(self.projects_.distinct("tenant"))
+
     def projects(self, tenant: str) -> list[ProjectStats]:
         pipeline = [
             {"$match": {"tenant": tenant, "pending": None}},

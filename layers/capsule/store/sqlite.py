@@ -102,6 +102,85 @@ MIGRATIONS: list[str] = [
     ALTER TABLE projects ADD COLUMN purged_version INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX memories_version ON memories (tenant, project, version);
     """,
+    # 3: solutions (fixpacks), their applications, patterns, pattern links and their evidence,
+    #    job leases and resume points (capsule.store.sqlite_learning)
+    """
+    CREATE TABLE solutions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        tenant TEXT NOT NULL,
+        title TEXT NOT NULL,
+        category TEXT NOT NULL,
+        body TEXT NOT NULL,
+        embeddings BLOB,
+        signatures INTEGER NOT NULL DEFAULT 0,
+        model TEXT,
+        success INTEGER NOT NULL DEFAULT 0,
+        failure INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX solutions_recent ON solutions (tenant, created_at, id);
+    CREATE INDEX solutions_title ON solutions (tenant, title, category);
+    CREATE TABLE solution_applications (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        tenant TEXT NOT NULL,
+        solution_id TEXT NOT NULL,
+        success INTEGER NOT NULL,
+        project TEXT,
+        error TEXT,
+        context TEXT,
+        at REAL NOT NULL
+    );
+    CREATE INDEX applications_tenant ON solution_applications (tenant, at);
+    CREATE INDEX applications_solution ON solution_applications (tenant, solution_id);
+    CREATE TABLE patterns (
+        tenant TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        category TEXT NOT NULL,
+        body TEXT NOT NULL,
+        occurrences INTEGER NOT NULL,
+        embedding BLOB,
+        model TEXT,
+        first_seen REAL,
+        last_seen REAL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (tenant, tag, category)
+    );
+    CREATE TABLE pattern_links (
+        tenant TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        category TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        success INTEGER NOT NULL DEFAULT 0,
+        failure INTEGER NOT NULL DEFAULT 0,
+        last_at REAL,
+        PRIMARY KEY (tenant, tag, category, kind, target_id)
+    );
+    CREATE INDEX pattern_links_target ON pattern_links (tenant, kind, target_id);
+    CREATE TABLE pattern_evidence (
+        tenant TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        category TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        evidence TEXT NOT NULL,
+        PRIMARY KEY (tenant, tag, category, kind, target_id, evidence)
+    );
+    CREATE TABLE job_leases (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    CREATE TABLE job_state (
+        name TEXT PRIMARY KEY,
+        state TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    """,
 ]
 
 _COLUMNS = (
@@ -493,6 +572,9 @@ class SQLiteStore:
         return changes
 
     # ---- projects and audit --------------------------------------------
+
+    def tenants(self) -> list[str]:
+        return [row["tenant"] for row in self._read("SELECT DISTINCT tenant FROM projects ORDER BY tenant")]
 
     def projects(self, tenant: str) -> list[ProjectStats]:
         rows = self._read(

@@ -1,0 +1,201 @@
+"""The scheduled jobs: retention, pattern mining and embedding backfill.
+
+Each job is idempotent (running it twice does what running it once did), bounded per run
+(it stops after a budget and says so), resumable (the next run continues where the last
+stopped: mining saves the last tenant it finished, the others pick up their work from the
+data itself) and safe when two runs overlap: a run first takes a lease row/document with an
+expiry, and a second run finding it held reports that and does nothing. Should a lease
+expire under a slow run, the jobs are still safe to overlap: forgetting, purging and
+embedding are idempotent, and mining counts each piece of evidence once.
+
+The same :meth:`Jobs.run` serves the Lambda handlers, ``capsule jobs run NAME`` and the
+scheduler inside ``capsule serve``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Callable
+
+from pydantic import BaseModel, Field
+
+from . import limits
+from .clock import Clock, system_clock
+from .config import Settings
+from .embedders.base import Embedder
+from .errors import InvalidInput, NotFound, Unavailable
+from .learning.service import LearningService
+from .records import Filters
+from .store.base import MemoryStore
+from .store.learning import LearningStore
+
+JOB_NAMES = ("retention", "mining", "backfill")
+PENDING_COUNTED = 1000  # how far a report counts what is still pending
+LEASE_SECONDS = 15 * 60
+
+
+class JobReport(BaseModel):
+    job: str
+    ran: bool = Field(description="False when another run held the lease.")
+    complete: bool = Field(description="False when the run stopped at its budget; the next run continues.")
+    counts: dict[str, int] = Field(default_factory=dict)
+    started_at: datetime
+    finished_at: datetime
+    explanation: str
+
+
+class Jobs:
+    def __init__(
+        self,
+        memories: MemoryStore,
+        learning: LearningService,
+        embedder: Embedder,
+        *,
+        clock: Clock = system_clock,
+        settings: Settings | None = None,
+        lease_seconds: float = LEASE_SECONDS,
+        holder: Callable[[], str] = lambda: uuid.uuid4().hex,
+    ) -> None:
+        self.memories = memories
+        self.learning = learning
+        self.store: LearningStore = learning.store
+        self.embedder = embedder
+        self.clock = clock
+        self.settings = settings or Settings()
+        self.lease_seconds = lease_seconds
+        self._holder = holder
+
+    def run(self, name: str, **budget: int) -> JobReport:
+        """Run one job under its lease; ``budget`` overrides the job's per-run limits."""
+        if name not in JOB_NAMES:
+            raise InvalidInput(f"no job '{name}'; the jobs are {', '.join(JOB_NAMES)}", field="name")
+        started, holder = self.clock(), self._holder()
+        lease = f"job:{name}"
+        if not self.store.acquire_lease(lease, holder, now=started,
+                                        until=started + timedelta(seconds=self.lease_seconds)):
+            return JobReport(job=name, ran=False, complete=False, started_at=started, finished_at=self.clock(),
+                             explanation=f"Skipped: another {name} run holds the lease; it will finish the work.")
+        try:
+            complete, counts, text = getattr(self, f"_{name}")(**budget)
+        finally:
+            self.store.release_lease(lease, holder)
+        return JobReport(job=name, ran=True, complete=complete, counts=counts, started_at=started,
+                         finished_at=self.clock(), explanation=text)
+
+    # ---- retention -----------------------------------------------------------
+
+    def _retention(self, max_evictions: int = 1000) -> tuple[bool, dict[str, int], str]:
+        now = self.clock()
+        purged = self.memories.purge_forgotten(before=now - timedelta(days=limits.FORGET_RECOVERABLE_DAYS))
+        expired = self.memories.cache_purge(before=now - timedelta(days=limits.EMBEDDING_CACHE_DAYS))
+        evicted, over_projects, complete = 0, 0, True
+        for tenant in self.memories.tenants():
+            for stats in self.memories.projects(tenant):
+                limit = stats.retention_limit or self.settings.retention_limit
+                if stats.memories <= limit:
+                    continue
+                over_projects += 1
+                budget = max_evictions - evicted
+                evicted += self._evict(tenant, stats.project, limit, stats.memories - limit, budget, now)
+                if evicted >= max_evictions:
+                    complete = False
+                    break
+            if not complete:
+                break
+        counts = {"purged": purged, "cache_expired": expired, "evicted": evicted, "projects_over_limit": over_projects}
+        text = (f"Purged {purged} memories forgotten more than {limits.FORGET_RECOVERABLE_DAYS} days ago, expired "
+                f"{expired} embedding-cache entries older than {limits.EMBEDDING_CACHE_DAYS} days, and evicted "
+                f"{evicted} memories from {over_projects} project(s) over their rolling limit.")
+        if not complete:
+            text += f" Stopped at the budget of {max_evictions} evictions; the next run continues."
+        return complete, counts, text
+
+    def _evict(self, tenant: str, project: str, limit: int, over: int, budget: int, now: datetime) -> int:
+        """Forget the oldest unpinned memories beyond the limit (a limit lowered since they were stored)."""
+        active = self.memories.candidates(tenant, [project], Filters())
+        oldest = sorted((r for r in active if not r.pinned), key=lambda r: (r.created_at, r.id))
+        done = 0
+        for record in oldest[: min(over, budget)]:
+            try:
+                self.memories.forget(
+                    tenant, record.id, at=now, actor="retention",
+                    reason=f"evicted: the project holds more than its rolling limit of {limit}; this was the oldest unpinned",
+                )
+                done += 1
+            except NotFound:
+                continue  # forgotten by someone else meanwhile
+        return done
+
+    # ---- mining --------------------------------------------------------------
+
+    def _mining(self, max_tenants: int = 50) -> tuple[bool, dict[str, int], str]:
+        state = self.store.job_state("mining")
+        after = state.get("after")
+        tenants = [t for t in self.memories.tenants() if after is None or t > after]
+        batch = tenants[:max_tenants]
+        counts = {"tenants": 0, "scanned": 0, "clusters": 0, "linked": 0}
+        for tenant in batch:
+            result = self.learning.mine(tenant)
+            counts["tenants"] += 1
+            counts["scanned"] += result.scanned
+            counts["clusters"] += result.clusters
+            counts["linked"] += result.linked
+            self.store.save_job_state("mining", {"after": tenant}, at=self.clock())
+        complete = len(tenants) <= max_tenants
+        if complete:
+            self.store.save_job_state("mining", {}, at=self.clock())
+        text = (f"Mined {counts['tenants']} tenant(s): scanned {counts['scanned']} failure/error memories, "
+                f"{counts['clusters']} recurring cluster(s), {counts['linked']} new piece(s) of fix evidence.")
+        if not complete:
+            text += f" {len(tenants) - len(batch)} tenant(s) remain for the next run."
+        return complete, counts, text
+
+    # ---- backfill ------------------------------------------------------------
+
+    def _backfill(self, batch: int = 64, max_batches: int = 20) -> tuple[bool, dict[str, int], str]:
+        embedded, left, error = self._backfill_memories(batch, max_batches)
+        solutions = 0
+        if error is None:
+            try:
+                solutions = self._backfill_solutions(batch * max_batches)
+            except Unavailable as exc:
+                error = exc.message
+        counts = {"embedded": embedded, "pending": left, "solutions": solutions}
+        text = f"Embedded {embedded} memories stored while the embedder was unavailable"
+        text += f" and the signatures of {solutions} solution(s)" if solutions else ""
+        if error is not None:
+            return False, counts, (f"{text}, then the embedder was unavailable ({error}); {left} memories remain "
+                                   "pending, found by keyword until the next run embeds them.")
+        if left:
+            return False, counts, f"{text}; {left} remain for the next run (budget {batch * max_batches} per run)."
+        return True, counts, f"{text}; none remain."
+
+    def _backfill_memories(self, batch: int, max_batches: int) -> tuple[int, int, str | None]:
+        """(embedded, still pending, the embedder's error if it failed)."""
+        embedded = 0
+        for _ in range(max_batches):
+            pending = self.memories.pending_embeddings(limit=batch)
+            if not pending:
+                return embedded, 0, None
+            try:
+                vectors = self.embedder.embed([r.content for r in pending])
+            except Unavailable as exc:
+                return embedded, self._pending(), exc.message
+            for record, vector in zip(pending, vectors):
+                self.memories.set_embedding(record.tenant, record.id, vector, self.embedder.model_id)
+            embedded += len(pending)
+        return embedded, self._pending(), None
+
+    def _pending(self) -> int:
+        return len(self.memories.pending_embeddings(limit=PENDING_COUNTED))
+
+    def _backfill_solutions(self, budget: int) -> int:
+        """Embed solution signatures missing under the current model (it was down, or changed)."""
+        done = 0
+        for tenant in self.store.tenants():
+            if done >= budget:
+                break
+            records = self.store.solutions(tenant, category=None, limit=budget)
+            done += self.learning.embed_solutions(records, limit=budget - done)
+        return done

@@ -1,0 +1,399 @@
+"""The shapes of solutions (fixpacks) and patterns that users see (pydantic v2, the edge).
+
+A fixpack file written for the original multi-project memory validates into
+:class:`Fixpack` as it is: ``title, description, category, component, tags,
+package_manager, signatures[{text, regexes, meta}], steps[{step_order, kind, payload,
+description, timeout_ms}], checks[{check_order, cmd, expect_substring | expect_exit_code,
+timeout_ms}]``. Every regex is compiled by :mod:`.safe_regex` while validating, so a
+catastrophic pattern is refused before anything is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from .. import limits
+from ..errors import InvalidInput
+from ..models import ProjectName, Tag, check_meta_keys
+from .safe_regex import compile_safe
+
+MAX_FIXPACK_BYTES = 256 * 1024
+MAX_SIGNATURES = 20
+MAX_REGEXES = 10
+MAX_STEPS = 50
+MAX_CHECKS = 20
+MAX_TIMEOUT_MS = 3_600_000
+DEFAULT_TIMEOUT_MS = 60_000
+MAX_TEXT_CHARS = 8192
+MAX_PAYLOAD_CHARS = 64 * 1024
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+ShortText = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_nul)]
+Name = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_no_nul)]
+LongText = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+Timeout = Annotated[int, Field(DEFAULT_TIMEOUT_MS, ge=1, le=MAX_TIMEOUT_MS, description="Milliseconds.")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class SignatureMeta(BaseModel):
+    """Free metadata of a signature; ``min_score`` is the similarity that counts as a match."""
+
+    model_config = ConfigDict(extra="allow")
+
+    min_score: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: Any) -> Any:
+        check_meta_keys(data, "signature meta")
+        return data
+
+
+def _regex(value: str) -> str:
+    try:
+        compile_safe(value)
+    except InvalidInput as exc:  # a ValueError lets pydantic name the exact field
+        raise ValueError(exc.message) from None
+    return value
+
+
+Regex = Annotated[str, AfterValidator(_regex)]
+
+
+class Signature(_Strict):
+    text: Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_no_nul)] = Field(
+        description="An error message this solution fixes, as it is usually seen.")
+    regexes: list[Regex] = Field(default_factory=list, max_length=MAX_REGEXES,
+                                 description="Patterns (RE2 syntax) that identify the error.")
+    meta: SignatureMeta = Field(default_factory=SignatureMeta)
+
+
+class PatchPayload(_Strict):
+    file: Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS), AfterValidator(_no_nul)]
+    search: Annotated[str, Field(min_length=1, max_length=MAX_PAYLOAD_CHARS)]
+    replace: Annotated[str, Field(max_length=MAX_PAYLOAD_CHARS)]
+
+
+class CmdPayload(_Strict):
+    command: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+
+
+class Step(_Strict):
+    step_order: int = Field(ge=0, le=10_000)
+    kind: Literal["patch", "cmd"]
+    payload: dict[str, Any]
+    description: LongText | None = None
+    timeout_ms: Timeout = DEFAULT_TIMEOUT_MS
+
+    @model_validator(mode="after")
+    def _payload_fits_kind(self) -> "Step":
+        model = PatchPayload if self.kind == "patch" else CmdPayload
+        try:
+            self.payload = model.model_validate(self.payload).model_dump()
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            needs = "file, search and replace" if self.kind == "patch" else "command"
+            raise ValueError(f"a {self.kind} step's payload needs {needs}: payload.{where}: {first['msg']}") from None
+        return self
+
+
+class Check(_Strict):
+    check_order: int = Field(ge=0, le=10_000)
+    cmd: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+    expect_substring: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None = None
+    expect_exit_code: int | None = Field(None, ge=0, le=255)
+    timeout_ms: Timeout = DEFAULT_TIMEOUT_MS
+
+    @model_validator(mode="after")
+    def _expects_something(self) -> "Check":
+        if self.expect_substring is None and self.expect_exit_code is None:
+            raise ValueError("a check needs expect_substring or expect_exit_code")
+        return self
+
+
+def _unique_orders(items: list, attribute: str) -> list:
+    orders = [getattr(i, attribute) for i in items]
+    if len(set(orders)) != len(orders):
+        raise ValueError(f"{attribute} values must be unique")
+    return sorted(items, key=lambda i: getattr(i, attribute))
+
+
+class Fixpack(_Strict):
+    """One solution: how to recognise an error and the ordered steps and checks that fix it."""
+
+    title: ShortText
+    description: LongText = ""
+    category: Name = "general"
+    component: Name | None = None
+    tags: list[Tag] = Field(default_factory=list, max_length=limits.MAX_TAGS)
+    package_manager: Name | None = None
+    signatures: list[Signature] = Field(min_length=1, max_length=MAX_SIGNATURES)
+    steps: list[Step] = Field(default_factory=list, max_length=MAX_STEPS)
+    checks: list[Check] = Field(default_factory=list, max_length=MAX_CHECKS)
+    success_count: int = Field(0, ge=0, le=10**9)
+    failure_count: int = Field(0, ge=0, le=10**9)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _size(cls, data: Any) -> Any:
+        try:
+            size = len(json.dumps(data, default=str))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"a fixpack must be JSON: {exc}") from exc
+        if size > MAX_FIXPACK_BYTES:
+            raise ValueError(f"the fixpack is {size} bytes of JSON; the limit is {MAX_FIXPACK_BYTES}")
+        return data
+
+    @field_validator("steps")
+    @classmethod
+    def _steps_in_order(cls, steps: list[Step]) -> list[Step]:
+        return _unique_orders(steps, "step_order")
+
+    @field_validator("checks")
+    @classmethod
+    def _checks_in_order(cls, checks: list[Check]) -> list[Check]:
+        return _unique_orders(checks, "check_order")
+
+
+FIXPACK_FIELDS = frozenset(Fixpack.model_fields)
+
+
+class FixpackFile(Fixpack):
+    """A fixpack file as written for the original memory: fields we do not keep are allowed
+    (and reported as ignored by the import)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# ---- requests ---------------------------------------------------------------
+
+
+class ListSolutionsRequest(_Strict):
+    category: Name | None = None
+    cursor: str | None = Field(None, max_length=512)
+    limit: int = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
+
+
+ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS), AfterValidator(_no_nul)]
+
+
+class SolutionSearchRequest(_Strict):
+    error: ErrorText = Field(description="The error message (or log excerpt) to find fixes for.")
+    category: Name | None = None
+    k: int = Field(5, ge=1, le=limits.MAX_K)
+
+
+class PatternRef(_Strict):
+    tag: Name
+    category: Name = "general"
+
+
+class ApplyRequest(_Strict):
+    success: bool = Field(description="Whether applying the solution fixed the error.")
+    project: ProjectName | None = Field(None, description="Where it was applied; pattern mining uses it.")
+    error: ErrorText | None = Field(None, description="The error it was applied to.")
+    context: Annotated[str, Field(max_length=limits.MAX_CONTEXT_CHARS)] | None = None
+    pattern: PatternRef | None = Field(None, description="Also record the outcome for this pattern.")
+
+
+class PatternDetectRequest(_Strict):
+    error: ErrorText
+    category: Name | None = None
+    k: int = Field(5, ge=1, le=limits.MAX_K)
+    min_score: float = Field(0.15, ge=0, le=1)
+    solutions: int = Field(3, ge=0, le=10, description="Linked solutions to return per pattern.")
+
+
+class PatternSolutionsRequest(PatternRef):
+    k: int = Field(5, ge=1, le=limits.MAX_K)
+
+
+class PatternLinkRequest(PatternRef):
+    solution_id: Annotated[str, Field(min_length=1, max_length=128)]
+    success: bool
+    context: Annotated[str, Field(max_length=limits.MAX_CONTEXT_CHARS)] | None = None
+
+
+class GoldenPathsRequest(_Strict):
+    min_applications: int = Field(3, ge=1, le=1_000_000, description="Successes a pair needs.")
+    category: Name | None = None
+    k: int = Field(20, ge=1, le=limits.MAX_PAGE)
+
+
+class DetectPatternsRequest(_Strict):
+    min_occurrences: int = Field(2, ge=2, le=1_000_000)
+    category: Name | None = None
+    k: int = Field(20, ge=1, le=limits.MAX_PAGE)
+
+
+# ---- results ----------------------------------------------------------------
+
+
+class Solution(Fixpack):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    success_rate: float = Field(description="Wilson lower bound of successes / applications.")
+    created_at: datetime
+    updated_at: datetime
+
+
+class SolutionResult(BaseModel):
+    solution: Solution
+    explanation: str
+
+
+class ImportResult(BaseModel):
+    solution: Solution
+    created: bool
+    ignored_fields: list[str] = Field(default_factory=list)
+    explanation: str
+
+
+class DeleteResult(BaseModel):
+    id: str
+    deleted: bool
+    explanation: str
+
+
+class SolutionList(BaseModel):
+    solutions: list[Solution]
+    next_cursor: str | None = None
+    explanation: str
+
+
+class MatchComponents(BaseModel):
+    regex: float
+    vector: float
+    keyword: float
+    success: float
+
+
+class SolutionMatch(BaseModel):
+    solution: Solution
+    score: float
+    components: MatchComponents
+    reasons: list[str]
+    explanation: str
+
+
+class SolutionSearchResult(BaseModel):
+    results: list[SolutionMatch]
+    explanation: str
+
+
+class Pattern(BaseModel):
+    tag: str
+    category: str
+    terms: list[str]
+    occurrences: int
+    projects: list[str]
+    examples: list[str] = Field(description="Ids of memories in this cluster (most recent first).")
+    description: str
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+
+
+class LinkedSolution(BaseModel):
+    id: str
+    title: str
+    category: str
+    success: int
+    failure: int
+    success_rate: float
+    explanation: str
+
+
+class LinkedFix(BaseModel):
+    memory_id: str
+    project: str | None = None
+    content: str | None = None
+    success: int
+    failure: int
+    success_rate: float
+    explanation: str
+
+
+class PatternComponents(BaseModel):
+    vector: float
+    terms: float
+
+
+class PatternMatch(BaseModel):
+    pattern: Pattern
+    score: float
+    components: PatternComponents
+    matched_terms: list[str]
+    solutions: list[LinkedSolution]
+    fixes: list[LinkedFix]
+    explanation: str
+
+
+class PatternDetectResult(BaseModel):
+    results: list[PatternMatch]
+    explanation: str
+
+
+class PatternSolutionsResult(BaseModel):
+    pattern: Pattern
+    solutions: list[LinkedSolution]
+    fixes: list[LinkedFix]
+    explanation: str
+
+
+class PatternLinkResult(BaseModel):
+    pattern: Pattern
+    link: LinkedSolution
+    pattern_created: bool
+    explanation: str
+
+
+class GoldenPath(BaseModel):
+    pattern: Pattern
+    solution: LinkedSolution | None = None
+    fix: LinkedFix | None = None
+    success: int
+    failure: int
+    success_rate: float
+    explanation: str
+
+
+class GoldenPathsResult(BaseModel):
+    paths: list[GoldenPath]
+    explanation: str
+
+
+class ApplyResult(BaseModel):
+    solution: Solution
+    pattern: Pattern | None = None
+    explanation: str
+
+
+class DetectPatternsResult(BaseModel):
+    patterns: list[Pattern]
+    scanned: int
+    clusters: int
+    linked: int
+    explanation: str

@@ -1,0 +1,34 @@
+"""``capsule jobs run NAME``: run a scheduled job now, on the local store, and print its report."""
+
+from __future__ import annotations
+
+import argparse
+
+from capsule.jobs import JOB_NAMES
+from capsule.learning.runtime import build_jobs
+
+from . import cli, render
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    budget = {k: v for k, v in (("max_evictions", args.max_evictions), ("max_tenants", args.max_tenants),
+                                ("batch", args.batch), ("max_batches", args.max_batches)) if v}
+    allowed = {"retention": {"max_evictions"}, "mining": {"max_tenants"}, "backfill": {"batch", "max_batches"}}
+    extra = set(budget) - allowed[args.name]
+    if extra:
+        raise cli.CapsuleError(f"'{args.name}' takes no --{', --'.join(sorted(extra)).replace('_', '-')}")
+    report = build_jobs(cli.service_from(args)).run(args.name, **budget)
+    print(render.as_json(report) if args.json else report.explanation)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    jobs = sub.add_parser("jobs", help="run the scheduled jobs (retention, mining, backfill) now")
+    jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
+    p = jobs_sub.add_parser("run", help="run one job and print what it did")
+    p.add_argument("name", choices=JOB_NAMES)
+    p.add_argument("--max-evictions", type=int, help="retention: evictions per run")
+    p.add_argument("--max-tenants", type=int, help="mining: tenants per run")
+    p.add_argument("--batch", type=int, help="backfill: memories per batch")
+    p.add_argument("--max-batches", type=int, help="backfill: batches per run")
+    cli._common(p, project=False)
+    p.set_defaults(run=cmd_run)

@@ -1,0 +1,255 @@
+import json
+import os
+import subprocess
+import sys
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from capsule.errors import InvalidInput, NotFound, Unavailable
+
+import functions.jobs as lambda_jobs
+from learning_helpers import fixpack, make_world
+
+ROOT = Path(__file__).resolve().parents[2]
+FAIL = {"type": "error", "outcome_status": "failure"}
+
+
+def test_retention_evicts_beyond_a_lowered_limit_oldest_unpinned_first(world):
+    ids = [world.remember("p", f"note number {i}") for i in range(6)]
+    world.memories.pin("t", ids[0])
+    world.memories.set_retention_limit("t", "p", {"retention_limit": 3})
+    report = world.jobs.run("retention")
+    assert report.ran and report.complete and report.counts["evicted"] == 3
+    remaining = {m.id for m in world.memories.list_memories("t", {"project": "p"}).memories}
+    assert remaining == {ids[0], ids[4], ids[5]}  # the pinned one stays, the oldest unpinned went
+    assert "evicted 3 memories from 1 project" in report.explanation
+    again = world.jobs.run("retention")
+    assert again.counts["evicted"] == 0  # idempotent
+
+
+def test_retention_is_bounded_per_run_and_resumes(world):
+    for i in range(5):
+        world.remember("p", f"note number {i}")
+    world.memories.set_retention_limit("t", "p", {"retention_limit": 1})
+    first = world.jobs.run("retention", max_evictions=3)
+    assert (first.counts["evicted"], first.complete) == (3, False)
+    assert "next run continues" in first.explanation
+    second = world.jobs.run("retention", max_evictions=3)
+    assert (second.counts["evicted"], second.complete) == (1, True)
+
+
+def test_retention_purges_old_forgotten_memories_and_expired_cache(world):
+    vector = np.ones(4, dtype=np.float32)
+    world.store.cache_put("m", {"a": vector, "b": vector}, at=world.clock())
+    old = world.remember("p", "forget me")
+    world.memories.forget("t", old)
+    world.clock.advance(days=31)
+    world.store.cache_put("m", {"c": vector}, at=world.clock())
+    recent = world.remember("p", "forget me later")
+    world.memories.forget("t", recent)
+    world.clock.advance(days=30)  # the first cache entries are now 61 days old
+    report = world.jobs.run("retention")
+    assert (report.counts["purged"], report.counts["cache_expired"]) == (1, 2)
+    assert set(world.store.cache_get("m", ["a", "b", "c"], fresh_after=world.clock() - timedelta(days=365))) == {"c"}
+    with pytest.raises(NotFound):
+        world.memories.restore("t", old)
+    assert world.memories.restore("t", recent).memory.id == recent
+    assert world.jobs.run("retention").counts["purged"] == 0
+
+
+def test_backfill_embeds_memories_stored_while_the_embedder_was_down(world):
+    world.embedder.down = True
+    ids = [world.remember("p", f"redis refused connection {i}") for i in range(5)]
+    solution = world.learning.create_solution("t", fixpack()).solution
+    assert {world.memories.get("t", i).memory.status for i in ids} == {"pending_embedding"}
+    failed = world.jobs.run("backfill")
+    assert failed.ran and not failed.complete and failed.counts == {"embedded": 0, "pending": 5, "solutions": 0}
+    assert "unavailable" in failed.explanation
+    world.embedder.down = False
+    partial = world.jobs.run("backfill", batch=2, max_batches=1)
+    assert partial.counts == {"embedded": 2, "pending": 3, "solutions": 1} and not partial.complete
+    done = world.jobs.run("backfill", batch=2)
+    assert done.complete and done.counts == {"embedded": 3, "pending": 0, "solutions": 0}
+    for memory_id in ids:
+        memory = world.memories.get("t", memory_id).memory
+        assert memory.status == "ready" and memory.model == world.embedder.model_id
+    stored = world.learning.store.get_solution("t", solution.id)
+    assert stored.model == world.embedder.model_id and stored.embeddings.shape == (1, world.embedder.dim)
+    hits = world.memories.search("t", {"query": "redis refused connection", "project": "p", "mode": "vector"})
+    assert len(hits.results) == 5
+    assert world.jobs.run("backfill").counts == {"embedded": 0, "pending": 0, "solutions": 0}
+
+
+def test_search_embeds_at_most_its_budget_of_solutions(world):
+    world.embedder.down = True
+    for i in range(3):
+        world.learning.create_solution("t", fixpack(f"fix {i}"))
+    world.embedder.down = False
+    world.learning.search_embed_budget = 2
+    world.learning.solution_search("t", {"error": "connect ECONNREFUSED 127.0.0.1:6379"})
+    models = [s.model for s in world.learning.store.solutions("t", category=None, limit=10)]
+    assert models.count(world.embedder.model_id) == 2 and models.count(None) == 1
+    assert world.jobs.run("backfill").counts["solutions"] == 1
+
+
+def test_a_held_lease_makes_an_overlapping_run_skip(world):
+    assert world.learning.store.acquire_lease("job:mining", "someone-else", now=world.clock(),
+                                              until=world.clock() + timedelta(minutes=15))
+    skipped = world.jobs.run("mining")
+    assert not skipped.ran and "holds the lease" in skipped.explanation
+    world.clock.advance(minutes=16)  # the other run died: its lease expired
+    assert world.jobs.run("mining").ran
+
+
+def test_overlapping_mining_runs_count_evidence_once(tmp_path):
+    seed = make_world(tmp_path / "capsule.db")
+    s = seed.learning.create_solution("t", fixpack()).solution
+    for project in ("a", "b", "c"):
+        seed.remember(project, f"connect ECONNREFUSED 10.0.0.1:6379 in {project}", **FAIL)
+        seed.remember(project, "Fixed ECONNREFUSED on 6379 by pointing at the private host",
+                      outcome_status="success", solution_id=s.id)
+    # Two processes' worth of jobs on one file, each with a lease that has already expired,
+    # so both really run at once and only the evidence keys keep the counts right.
+    worlds = [make_world(tmp_path / "capsule.db") for _ in range(2)]
+    for w in worlds:
+        w.jobs.lease_seconds = -1
+    reports = []
+    threads = [threading.Thread(target=lambda w=w: reports.append(w.jobs.run("mining"))) for w in worlds]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r.ran for r in reports] == [True, True]
+    links = {(l.kind, l.target_id): l.success for l in seed.learning.store.links("t")}
+    assert links[("solution", s.id)] == 3 and len(links) == 4
+    for w in worlds + [seed]:
+        w.store.close()
+
+
+def test_mining_is_resumable_across_tenants(world):
+    for tenant in ("t1", "t2", "t3"):
+        for project in ("a", "b"):
+            world.remember(project, "E11000 duplicate key error index: email_1", tenant=tenant, **FAIL)
+    first = world.jobs.run("mining", max_tenants=2)
+    assert (first.counts["tenants"], first.complete) == (2, False)
+    assert world.learning.store.job_state("mining") == {"after": "t2"}
+    second = world.jobs.run("mining", max_tenants=2)
+    assert (second.counts["tenants"], second.complete) == (1, True)
+    assert world.learning.store.job_state("mining") == {}
+    for tenant in ("t1", "t2", "t3"):
+        assert world.learning.detect_patterns(tenant, {}).patterns[0].occurrences == 2
+
+
+def test_unknown_job_is_refused(world):
+    with pytest.raises(InvalidInput):
+        world.jobs.run("vacuum")
+
+
+def test_lambda_handlers_run_the_named_job(world, tmp_path):
+    world.embedder.down = True
+    world.remember("p", "pending memory")
+    world.embedder.down = False
+    report = lambda_jobs.run("backfill", {"batch": 10, "max_batches": "many", "other": 1}, jobs=world.jobs)
+    assert report["job"] == "backfill" and report["counts"]["embedded"] == 1
+    assert json.loads(json.dumps(report)) == report
+    assert callable(lambda_jobs.retention_handler) and callable(lambda_jobs.mining_handler)
+    assert callable(lambda_jobs.backfill_handler)
+
+
+def test_lambda_handler_builds_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("CAPSULE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("CAPSULE_EMBEDDER", "hashing")
+    lambda_jobs._jobs.cache_clear()
+    try:
+        report = lambda_jobs.mining_handler({}, None)
+    finally:
+        lambda_jobs._jobs.cache_clear()
+    assert report["ran"] and report["counts"]["tenants"] == 0
+
+
+def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
+           "CAPSULE_DATA_DIR": str(data_dir), "CAPSULE_EMBEDDER": "hashing"}
+    return subprocess.run([sys.executable, "-m", "mcp_client", *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def test_cli_imports_fixpacks_and_runs_jobs(tmp_path):
+    good = tmp_path / "redis.json"
+    good.write_text(json.dumps({**fixpack(), "id": "from-the-original"}))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(fixpack(signatures=[{"text": "x", "regexes": ["(a+)+"]}])))
+    result = _cli(tmp_path / "data", "solutions", "import", str(good), str(bad), "--json")
+    assert result.returncode == 1
+    rows = json.loads(result.stdout)
+    assert rows[0]["created"] is True and "nested quantifiers" in rows[1]["error"]
+    broken = tmp_path / "broken.json"
+    broken.write_text("{ not json")
+    result = _cli(tmp_path / "data", "solutions", "import", str(broken), str(tmp_path / "missing.json"))
+    assert result.returncode == 1 and "is not JSON" in result.stdout and "cannot read" in result.stdout
+    again = _cli(tmp_path / "data", "solutions", "import", str(good))
+    assert again.returncode == 0 and "already had the title" in again.stdout
+    listed = _cli(tmp_path / "data", "solutions", "list", "--json")
+    assert [s["title"] for s in json.loads(listed.stdout)["solutions"]] == [fixpack()["title"]]
+    job = _cli(tmp_path / "data", "jobs", "run", "mining", "--json")
+    assert job.returncode == 0 and json.loads(job.stdout)["job"] == "mining"
+    wrong = _cli(tmp_path / "data", "jobs", "run", "backfill", "--max-tenants", "2")
+    assert wrong.returncode == 1 and "max-tenants" in wrong.stderr
+
+
+class _Ticks:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_scheduler_runs_each_job_when_due(world):
+    from mcp_client.scheduler import Scheduler
+
+    ticks = _Ticks()
+    scheduler = Scheduler(world.jobs, {"backfill": 10, "mining": 100}, first_delay_s=5, monotonic=ticks)
+    assert scheduler.run_due() == []
+    ticks.now = 5
+    assert scheduler.run_due() == ["backfill", "mining"]
+    ticks.now = 15
+    assert scheduler.run_due() == ["backfill"]
+    ticks.now = 105
+    assert sorted(scheduler.run_due()) == ["backfill", "mining"]
+    assert [r.job for r in scheduler.reports] == ["backfill", "mining", "backfill", "backfill", "mining"]
+
+
+def test_scheduler_survives_a_failing_job_and_stops(world):
+    from mcp_client.scheduler import Scheduler
+
+    class Failing:
+        def run(self, name):
+            raise Unavailable("the database is busy")
+
+    ticks = _Ticks()
+    scheduler = Scheduler(Failing(), {"backfill": 10}, first_delay_s=0, monotonic=ticks)
+    assert scheduler.run_due() == ["backfill"] and scheduler.reports == []
+    assert scheduler.run_due() == []  # not again before its interval
+    threaded = Scheduler(world.jobs, {"backfill": 3600}, first_delay_s=3600).start()
+    threaded.stop()
+    assert not threaded._thread.is_alive()
+
+
+def test_cli_mines_detects_and_lists_golden_paths(tmp_path):
+    data = tmp_path / "data"
+    for project in ("api", "shop", "etl"):
+        stored = _cli(data, "store", f"connect ECONNREFUSED 10.0.0.3:6379 in {project}", "--project", project,
+                      "--type", "error", "--outcome", "failure")
+        assert stored.returncode == 0, stored.stderr
+    mined = _cli(data, "patterns", "mine", "--json")
+    assert mined.returncode == 0, mined.stderr
+    tag = json.loads(mined.stdout)["patterns"][0]["tag"]
+    detected = _cli(data, "patterns", "detect", "redis: ECONNREFUSED on port 6379")
+    assert detected.returncode == 0 and tag in detected.stdout
+    golden = _cli(data, "patterns", "golden", "--min-applications", "0")
+    assert golden.returncode == 1 and "min_applications" in golden.stderr
