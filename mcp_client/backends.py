@@ -1,0 +1,227 @@
+"""Where the MCP tools and the hooks send their work: the local store, or the hosted API.
+
+:class:`Backend` is the one interface; :class:`EmbeddedBackend` calls the library on the
+local store (no server), :class:`RemoteBackend` proxies to the HTTP API through
+:class:`mcp_client.client.CapsuleClient`. Both take and return the same models, so the
+tools cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol
+
+from capsule import Settings, models
+from capsule.learning import LearningService
+from capsule.learning import models as lm
+from capsule.learning.runtime import build_learning
+from capsule.runtime import build_service
+from capsule.service import MemoryService
+
+from .auth import Auth, BearerAuth, NoAuth, SigV4Auth
+from .client import CapsuleClient, Retry
+
+LOCAL_TENANT = "local"  # the embedded store's one tenant, as the CLI uses
+
+
+class Backend(Protocol):
+    """Every operation the tools use. Requests are dicts validated by the callee."""
+
+    name: str
+
+    def store(self, request: Mapping[str, Any]) -> models.StoreResult: ...
+    def ingest(self, request: Mapping[str, Any]) -> models.IngestResult: ...
+    def search(self, request: Mapping[str, Any]) -> models.SearchResult: ...
+    def list_memories(self, request: Mapping[str, Any]) -> models.ListResult: ...
+    def pin(self, memory_id: str, pinned: bool) -> models.MemoryResult: ...
+    def forget(self, memory_id: str, reason: str | None) -> models.MemoryResult: ...
+    def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult: ...
+    def projects(self) -> models.ProjectsResult: ...
+    def solution_search(self, request: Mapping[str, Any]) -> lm.SolutionSearchResult: ...
+    def solution_apply(self, solution_id: str, request: Mapping[str, Any]) -> lm.ApplyResult: ...
+    def pattern_detect(self, request: Mapping[str, Any]) -> lm.PatternDetectResult: ...
+    def pattern_solutions(self, request: Mapping[str, Any]) -> lm.PatternSolutionsResult: ...
+    def pattern_link(self, request: Mapping[str, Any]) -> lm.PatternLinkResult: ...
+    def golden_paths(self, request: Mapping[str, Any]) -> lm.GoldenPathsResult: ...
+    def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult: ...
+    def close(self) -> None: ...
+
+
+class EmbeddedBackend:
+    """The library itself on the local store, as tenant ``local``."""
+
+    name = "embedded"
+
+    def __init__(self, service: MemoryService, learning: LearningService | None = None, *,
+                 tenant: str = LOCAL_TENANT) -> None:
+        self.service = service
+        self._learning = learning
+        self.tenant = tenant
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "EmbeddedBackend":
+        return cls(build_service(settings))
+
+    @property
+    def learning(self) -> LearningService:
+        """Opened on first use: the memory tools and hooks never pay for it."""
+        if self._learning is None:
+            self._learning = build_learning(self.service)
+        return self._learning
+
+    def store(self, request: Mapping[str, Any]) -> models.StoreResult:
+        return self.service.store_memory(self.tenant, dict(request))
+
+    def ingest(self, request: Mapping[str, Any]) -> models.IngestResult:
+        return self.service.ingest(self.tenant, dict(request))
+
+    def search(self, request: Mapping[str, Any]) -> models.SearchResult:
+        return self.service.search(self.tenant, dict(request))
+
+    def list_memories(self, request: Mapping[str, Any]) -> models.ListResult:
+        return self.service.list_memories(self.tenant, dict(request))
+
+    def pin(self, memory_id: str, pinned: bool) -> models.MemoryResult:
+        return self.service.pin(self.tenant, memory_id, pinned)
+
+    def forget(self, memory_id: str, reason: str | None) -> models.MemoryResult:
+        return self.service.forget(self.tenant, memory_id, {"reason": reason})
+
+    def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult:
+        return self.service.feedback(self.tenant, memory_id, dict(request))
+
+    def projects(self) -> models.ProjectsResult:
+        return self.service.projects(self.tenant)
+
+    def solution_search(self, request: Mapping[str, Any]) -> lm.SolutionSearchResult:
+        return self.learning.solution_search(self.tenant, dict(request))
+
+    def solution_apply(self, solution_id: str, request: Mapping[str, Any]) -> lm.ApplyResult:
+        return self.learning.solution_apply(self.tenant, solution_id, dict(request))
+
+    def pattern_detect(self, request: Mapping[str, Any]) -> lm.PatternDetectResult:
+        return self.learning.pattern_detect(self.tenant, dict(request))
+
+    def pattern_solutions(self, request: Mapping[str, Any]) -> lm.PatternSolutionsResult:
+        return self.learning.pattern_solutions(self.tenant, dict(request))
+
+    def pattern_link(self, request: Mapping[str, Any]) -> lm.PatternLinkResult:
+        return self.learning.pattern_link(self.tenant, dict(request))
+
+    def golden_paths(self, request: Mapping[str, Any]) -> lm.GoldenPathsResult:
+        return self.learning.golden_paths(self.tenant, dict(request))
+
+    def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult:
+        return self.learning.detect_patterns(self.tenant, dict(request))
+
+    def close(self) -> None:
+        close = getattr(self.service.store, "close", None)
+        if close:
+            close()
+
+
+class RemoteBackend:
+    """A thin proxy: each operation is one call of the HTTP client."""
+
+    name = "remote"
+
+    def __init__(self, client: CapsuleClient) -> None:
+        self.client = client
+
+    def store(self, request: Mapping[str, Any]) -> models.StoreResult:
+        return self.client.store(request)
+
+    def ingest(self, request: Mapping[str, Any]) -> models.IngestResult:
+        return self.client.ingest(request)
+
+    def search(self, request: Mapping[str, Any]) -> models.SearchResult:
+        return self.client.search(request)
+
+    def list_memories(self, request: Mapping[str, Any]) -> models.ListResult:
+        return self.client.list_memories(request)
+
+    def pin(self, memory_id: str, pinned: bool) -> models.MemoryResult:
+        return self.client.pin(memory_id) if pinned else self.client.unpin(memory_id)
+
+    def forget(self, memory_id: str, reason: str | None) -> models.MemoryResult:
+        return self.client.forget(memory_id, reason)
+
+    def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult:
+        return self.client.feedback(memory_id, request)
+
+    def projects(self) -> models.ProjectsResult:
+        return self.client.projects()
+
+    def solution_search(self, request: Mapping[str, Any]) -> lm.SolutionSearchResult:
+        return self.client.solution_search(request)
+
+    def solution_apply(self, solution_id: str, request: Mapping[str, Any]) -> lm.ApplyResult:
+        return self.client.solution_apply(solution_id, request)
+
+    def pattern_detect(self, request: Mapping[str, Any]) -> lm.PatternDetectResult:
+        return self.client.pattern_detect(request)
+
+    def pattern_solutions(self, request: Mapping[str, Any]) -> lm.PatternSolutionsResult:
+        return self.client.pattern_solutions(request)
+
+    def pattern_link(self, request: Mapping[str, Any]) -> lm.PatternLinkResult:
+        return self.client.pattern_link(request)
+
+    def golden_paths(self, request: Mapping[str, Any]) -> lm.GoldenPathsResult:
+        return self.client.golden_paths(request)
+
+    def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult:
+        return self.client.detect_patterns(request)
+
+    def close(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How to reach the memory: a URL (remote) or none (embedded), and how to sign."""
+
+    url: str | None = None
+    auth: str = "sigv4"                 # sigv4 | apikey | none
+    region: str | None = None
+    profile: str | None = None
+    api_key_file: str | None = None
+    data_dir: str | None = None
+    embedder: str | None = None
+    timeout_s: float = 30.0             # remote: per request
+    attempts: int = 4                   # remote: tries per request, the first included
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, embedded: bool = False,
+                 **given: Any) -> "Connection":
+        """Arguments win over the environment: CAPSULE_MEMORY_URL, CAPSULE_AUTH, AWS_PROFILE."""
+        environ = os.environ if environ is None else environ
+        given = {k: v for k, v in given.items() if v is not None}
+        url = None if embedded else given.pop("url", None) or environ.get("CAPSULE_MEMORY_URL") or None
+        given.pop("url", None)
+        auth = given.pop("auth", None) or environ.get("CAPSULE_AUTH") or "sigv4"
+        return cls(url=url, auth=auth, **given)
+
+
+def make_auth(conn: Connection, environ: Mapping[str, str] | None = None) -> Auth:
+    if conn.url is None:
+        return NoAuth()
+    if conn.auth == "sigv4":
+        return SigV4Auth.for_url(conn.url, region=conn.region, profile=conn.profile, environ=environ)
+    if conn.auth == "apikey":
+        return BearerAuth.from_env(environ, conn.api_key_file)
+    return NoAuth()
+
+
+def open_backend(conn: Connection, environ: Mapping[str, str] | None = None) -> Backend:
+    """The remote backend when the connection has a URL, else the embedded one."""
+    if conn.url:
+        client = CapsuleClient(conn.url, auth=make_auth(conn, environ), timeout_s=conn.timeout_s,
+                               retry=Retry(attempts=conn.attempts))
+        return RemoteBackend(client)
+    settings = Settings.from_env(environ, data_dir=conn.data_dir, embedder=conn.embedder)
+    return EmbeddedBackend.from_settings(settings)
+
+
+__all__ = ["Backend", "Connection", "EmbeddedBackend", "RemoteBackend", "make_auth", "open_backend", "LOCAL_TENANT"]

@@ -1,0 +1,335 @@
+"""A small Python client for the Capsule Memory HTTP API, hosted (API Gateway, SigV4) or local.
+
+One method per API operation; each validates its request with the same model the server
+uses (a bad request fails here, before any network call) and returns the typed result
+model from :mod:`capsule.models`::
+
+    from mcp_client.client import CapsuleClient
+    from mcp_client.auth import SigV4Auth
+
+    url = "https://abc123.execute-api.eu-west-1.amazonaws.com"
+    client = CapsuleClient(url, auth=SigV4Auth.for_url(url))
+    client.store({"project": "api", "content": "Use BEGIN IMMEDIATE for SQLite writes"})
+    for hit in client.search({"project": "api", "query": "sqlite deadlock"}).results:
+        print(hit.score, hit.content)
+
+Failures are :mod:`capsule.errors` exceptions chosen by the HTTP status (422 InvalidInput,
+401 Unauthorized, 403 Forbidden, 404 NotFound, ...), carrying the server's message. A 429,
+a 5xx or a timeout is retried with exponential backoff and full jitter; requests that are
+not safe to repeat (feedback, solution_apply) are retried only when the server says it did
+nothing (429, 503) or the connection was never made. Credentials are never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import socket
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Type, TypeVar
+from urllib.parse import quote, urlencode
+
+from pydantic import BaseModel, ValidationError
+
+from capsule import errors, models
+from capsule.learning import models as lm
+from capsule.service import validate
+
+from .auth import Auth, NoAuth
+
+log = logging.getLogger("capsule.client")
+M = TypeVar("M", bound=BaseModel)
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Statuses after which the server has certainly changed nothing.
+NOTHING_DONE_STATUSES = frozenset({429, 503})
+_ERRORS_BY_STATUS: dict[int, Type[errors.CapsuleError]] = {
+    400: errors.InvalidInput, 413: errors.PayloadTooLarge, 422: errors.InvalidInput,
+    401: errors.Unauthorized, 403: errors.Forbidden, 404: errors.NotFound, 409: errors.Conflict,
+    429: errors.Unavailable, 503: errors.Unavailable,
+}
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Exponential backoff with full jitter: attempt n waits random() * min(cap, base * 2**n)."""
+
+    attempts: int = 4               # total tries, the first included
+    base_s: float = 0.25
+    cap_s: float = 4.0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    random: Callable[[], float] = field(default=random.random, repr=False)
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        wait = self.random() * min(self.cap_s, self.base_s * 2 ** attempt)
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.cap_s))
+        return wait
+
+
+@dataclass
+class Response:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class _NotConnected(Exception):
+    """The connection was never made: safe to retry any request."""
+
+
+class _TimedOut(Exception):
+    """Sent, but no answer in time: the server may have acted."""
+
+
+def _send(method: str, url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> Response:
+    request = urllib.request.Request(url, data=body if method in ("POST", "PUT", "PATCH") else None,
+                                     headers=dict(headers), method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310 (the URL is the user's)
+            return Response(reply.status, dict(reply.headers.items()), reply.read())
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return Response(exc.code, dict(exc.headers.items()) if exc.headers else {}, exc.read())
+    except (socket.timeout, TimeoutError) as exc:
+        raise _TimedOut(str(exc)) from exc
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, (socket.timeout, TimeoutError)):
+            raise _TimedOut(str(exc.reason)) from exc
+        raise _NotConnected(str(exc.reason)) from exc
+    except (ConnectionError, OSError) as exc:
+        raise _TimedOut(str(exc)) from exc
+
+
+def error_for(status: int, body: bytes) -> errors.CapsuleError:
+    """Our exception for an error response: ``{"error": {code, message, details}}`` or
+    API Gateway's own ``{"message": ...}``."""
+    message, details = None, None
+    try:
+        data = json.loads(body or b"null")
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        inner = data.get("error") if isinstance(data.get("error"), dict) else data
+        message, details = inner.get("message") or inner.get("Message"), inner.get("details")
+    if not message:
+        message = body.decode("utf-8", "replace")[:300].strip() or f"HTTP {status}"
+    cls = _ERRORS_BY_STATUS.get(status) or (errors.Unavailable if status >= 500 else errors.InvalidInput)
+    error = cls(f"{message} (HTTP {status})", details=details)
+    error.status = status
+    return error
+
+
+class CapsuleClient:
+    """The Capsule Memory API over HTTP. ``auth`` signs each request; ``send`` is the
+    transport (``urllib`` by default; tests and callers may pass their own)."""
+
+    def __init__(self, base_url: str, *, auth: Auth | None = None, timeout_s: float = 30.0,
+                 retry: Retry | None = None, send: Callable[..., Response] = _send,
+                 user_agent: str = "capsule-memory-client/0.1") -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise errors.InvalidInput(f"the API URL must start with http:// or https://, got {base_url!r}",
+                                      field="url")
+        self.base_url = base_url.rstrip("/")
+        self.auth = auth or NoAuth()
+        self.timeout_s = timeout_s
+        self.retry = retry or Retry()
+        self._send = send
+        self._user_agent = user_agent
+
+    def __repr__(self) -> str:
+        return f"CapsuleClient({self.base_url!r}, auth={self.auth!r})"
+
+    # ---- the transport -----------------------------------------------------
+
+    def request(self, method: str, path: str, *, body: Any = None, query: Mapping[str, Any] | None = None,
+                idempotent: bool = True) -> Any:
+        """Send one request (retrying as the class docstring says) and return the decoded JSON."""
+        url = self.base_url + path
+        params = {k: ("true" if v is True else "false" if v is False else v)
+                  for k, v in (query or {}).items() if v is not None}
+        if params:
+            url += "?" + urlencode(params, quote_via=quote)
+        data = b"" if body is None else json.dumps(body, separators=(",", ":"), default=str).encode()
+        base_headers = {"Accept": "application/json", "User-Agent": self._user_agent}
+        if body is not None:
+            base_headers["Content-Type"] = "application/json"
+        for attempt in range(self.retry.attempts):
+            last = attempt == self.retry.attempts - 1
+            headers = self.auth.headers(method, url, base_headers, data)  # re-signed: the date moves
+            try:
+                response = self._send(method, url, headers, data, self.timeout_s)
+            except _NotConnected as exc:
+                if last:
+                    raise errors.Unavailable(f"cannot reach {self.base_url}: {exc}") from exc
+                self._wait(method, path, attempt, f"not connected ({exc})")
+                continue
+            except _TimedOut as exc:
+                if last or not idempotent:
+                    raise errors.Unavailable(f"{method} {path} got no answer in {self.timeout_s:g}s"
+                                             " (it may or may not have been applied)") from exc
+                self._wait(method, path, attempt, "timed out")
+                continue
+            if response.status < 300:
+                return json.loads(response.body) if response.body else None
+            retryable = response.status in (RETRY_STATUSES if idempotent else NOTHING_DONE_STATUSES)
+            if last or not retryable:
+                raise error_for(response.status, response.body)
+            self._wait(method, path, attempt, f"HTTP {response.status}", _retry_after(response.headers))
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _wait(self, method: str, path: str, attempt: int, why: str, retry_after: float | None = None) -> None:
+        delay = self.retry.delay(attempt, retry_after)
+        log.info("%s %s: %s; retry %d in %.2fs", method, path, why, attempt + 1, delay)
+        self.retry.sleep(delay)
+
+    def _call(self, result: Type[M], method: str, path: str, **kwargs: Any) -> M:
+        data = self.request(method, path, **kwargs)
+        try:
+            return result.model_validate(data)
+        except ValidationError as exc:
+            raise errors.Unavailable(f"{method} {path} answered with a {result.__name__} this client cannot read: "
+                                     f"{exc.errors()[0].get('msg')}") from exc
+
+    @staticmethod
+    def _body(model: Type[BaseModel], request: Any) -> dict[str, Any]:
+        return validate(model, request).model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    @staticmethod
+    def _id(memory_id: str) -> str:
+        if not memory_id or len(memory_id) > 128:
+            raise errors.InvalidInput("an id is 1-128 characters", field="id")
+        return quote(memory_id, safe="")
+
+    # ---- memories ------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        return self.request("GET", "/v1/health")
+
+    def store(self, request: models.StoreRequest | Mapping[str, Any]) -> models.StoreResult:
+        """Store one memory (deduplicated within 48 hours; may evict the oldest unpinned)."""
+        return self._call(models.StoreResult, "POST", "/v1/memories", body=self._body(models.StoreRequest, request))
+
+    def ingest(self, request: models.IngestRequest | Mapping[str, Any]) -> models.IngestResult:
+        """Chunk a text and store every chunk."""
+        return self._call(models.IngestResult, "POST", "/v1/memories/ingest",
+                          body=self._body(models.IngestRequest, request))
+
+    def search(self, request: models.SearchRequest | Mapping[str, Any]) -> models.SearchResult:
+        """Hybrid search; every hit carries its score components."""
+        return self._call(models.SearchResult, "POST", "/v1/memories/search",
+                          body=self._body(models.SearchRequest, request))
+
+    def list_memories(self, request: models.ListRequest | Mapping[str, Any]) -> models.ListResult:
+        """Recent (or pinned) memories of a project, newest first, a page at a time."""
+        query = validate(models.ListRequest, request).model_dump(mode="json", exclude_none=True)
+        return self._call(models.ListResult, "GET", "/v1/memories", query=query)
+
+    def get(self, memory_id: str) -> models.MemoryResult:
+        return self._call(models.MemoryResult, "GET", f"/v1/memories/{self._id(memory_id)}")
+
+    def pin(self, memory_id: str) -> models.MemoryResult:
+        return self._call(models.MemoryResult, "POST", f"/v1/memories/{self._id(memory_id)}/pin")
+
+    def unpin(self, memory_id: str) -> models.MemoryResult:
+        return self._call(models.MemoryResult, "POST", f"/v1/memories/{self._id(memory_id)}/unpin")
+
+    def forget(self, memory_id: str, reason: str | None = None) -> models.MemoryResult:
+        """Forget (recoverable for 30 days). The reason travels as a query parameter of the DELETE."""
+        validate(models.ForgetRequest, {"reason": reason})
+        return self._call(models.MemoryResult, "DELETE", f"/v1/memories/{self._id(memory_id)}",
+                          query={"reason": reason})
+
+    def restore(self, memory_id: str) -> models.MemoryResult:
+        return self._call(models.MemoryResult, "POST", f"/v1/memories/{self._id(memory_id)}/restore")
+
+    def feedback(self, memory_id: str, request: models.FeedbackRequest | Mapping[str, Any]) -> models.MemoryResult:
+        """Vote helpful or not; not retried once sent, so a vote is never counted twice."""
+        return self._call(models.MemoryResult, "POST", f"/v1/memories/{self._id(memory_id)}/feedback",
+                          body=self._body(models.FeedbackRequest, request), idempotent=False)
+
+    def projects(self) -> models.ProjectsResult:
+        return self._call(models.ProjectsResult, "GET", "/v1/projects")
+
+    def set_retention_limit(self, project: str, retention_limit: int) -> models.ProjectsResult:
+        validate(models.ListRequest, {"project": project})
+        body = self._body(models.ProjectSettingsRequest, {"retention_limit": retention_limit})
+        return self._call(models.ProjectsResult, "PUT", "/v1/projects/settings", body={"project": project, **body})
+
+    # ---- learning: solutions (fixpacks) ----------------------------------------
+
+    def create_solution(self, fixpack: lm.Fixpack | Mapping[str, Any]) -> lm.SolutionResult:
+        return self._call(lm.SolutionResult, "POST", "/v1/solutions", body=self._body(lm.Fixpack, fixpack))
+
+    def list_solutions(self, request: lm.ListSolutionsRequest | Mapping[str, Any] | None = None) -> lm.SolutionList:
+        query = validate(lm.ListSolutionsRequest, request or {}).model_dump(mode="json", exclude_none=True)
+        return self._call(lm.SolutionList, "GET", "/v1/solutions", query=query)
+
+    def import_solution(self, fixpack_file: Mapping[str, Any]) -> lm.ImportResult:
+        """One fixpack file as the original memory wrote it (unknown fields are reported, not kept)."""
+        return self._call(lm.ImportResult, "POST", "/v1/solutions/import", body=self._body(lm.FixpackFile, fixpack_file))
+
+    def get_solution(self, solution_id: str) -> lm.SolutionResult:
+        return self._call(lm.SolutionResult, "GET", f"/v1/solutions/{self._id(solution_id)}")
+
+    def update_solution(self, solution_id: str, fixpack: lm.Fixpack | Mapping[str, Any]) -> lm.SolutionResult:
+        return self._call(lm.SolutionResult, "PUT", f"/v1/solutions/{self._id(solution_id)}",
+                          body=self._body(lm.Fixpack, fixpack))
+
+    def delete_solution(self, solution_id: str) -> lm.DeleteResult:
+        return self._call(lm.DeleteResult, "DELETE", f"/v1/solutions/{self._id(solution_id)}")
+
+    # ---- learning: matching and patterns -----------------------------------------
+
+    def solution_search(self, request: lm.SolutionSearchRequest | Mapping[str, Any]) -> lm.SolutionSearchResult:
+        """Solutions (fixpacks) whose signatures match an error, best first."""
+        return self._call(lm.SolutionSearchResult, "POST", "/v1/solutions/search",
+                          body=self._body(lm.SolutionSearchRequest, request))
+
+    def solution_apply(self, solution_id: str, request: lm.ApplyRequest | Mapping[str, Any]) -> lm.ApplyResult:
+        """Record whether applying a solution worked; not retried once sent (it counts)."""
+        return self._call(lm.ApplyResult, "POST", f"/v1/solutions/{self._id(solution_id)}/apply",
+                          body=self._body(lm.ApplyRequest, request), idempotent=False)
+
+    def pattern_detect(self, request: lm.PatternDetectRequest | Mapping[str, Any]) -> lm.PatternDetectResult:
+        """Known error patterns an error belongs to, with what fixed them."""
+        return self._call(lm.PatternDetectResult, "POST", "/v1/patterns/detect",
+                          body=self._body(lm.PatternDetectRequest, request))
+
+    def pattern_solutions(self, request: lm.PatternSolutionsRequest | Mapping[str, Any]
+                          ) -> lm.PatternSolutionsResult:
+        """The solutions and fixes linked to one pattern, most successful first."""
+        return self._call(lm.PatternSolutionsResult, "POST", "/v1/patterns/solutions",
+                          body=self._body(lm.PatternSolutionsRequest, request))
+
+    def pattern_link(self, request: lm.PatternLinkRequest | Mapping[str, Any]) -> lm.PatternLinkResult:
+        """Record that a solution worked (or not) for a pattern; not retried once sent."""
+        return self._call(lm.PatternLinkResult, "POST", "/v1/patterns/link",
+                          body=self._body(lm.PatternLinkRequest, request), idempotent=False)
+
+    def golden_paths(self, request: lm.GoldenPathsRequest | Mapping[str, Any] | None = None
+                     ) -> lm.GoldenPathsResult:
+        """Pattern-fix pairs that worked repeatedly."""
+        query = validate(lm.GoldenPathsRequest, request or {}).model_dump(mode="json", exclude_none=True)
+        return self._call(lm.GoldenPathsResult, "GET", "/v1/patterns/golden-paths", query=query)
+
+    def detect_patterns(self, request: lm.DetectPatternsRequest | Mapping[str, Any] | None = None
+                        ) -> lm.DetectPatternsResult:
+        """Mine the memories for recurring failures now (idempotent)."""
+        return self._call(lm.DetectPatternsResult, "POST", "/v1/patterns/mine",
+                          body=self._body(lm.DetectPatternsRequest, request or {}))
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+__all__ = ["CapsuleClient", "Retry", "Response", "error_for"]

@@ -1,0 +1,281 @@
+"""``capsule hook stop|post-compact|pre-tool-use``: Claude Code hook commands.
+
+Each reads the hook's JSON on stdin and fails open: whatever goes wrong, the command prints
+one line to stderr and exits 0, so a hook never blocks the agent. They talk to the same
+memory as ``capsule mcp`` (embedded, or ``CAPSULE_MEMORY_URL``), with short timeouts; while
+it is unreachable, writes wait in a spool (:mod:`mcp_client.spool`) for the next run.
+
+- ``stop`` stores each DIGEST block of the session transcript (format: :mod:`mcp_client.digest`),
+  with agent, task id and outcome status in the metadata. Re-running it is harmless: the
+  same digest within 48 hours is stored once.
+- ``post-compact`` stores the compaction summary, with the outcome inferred from its words.
+- ``pre-tool-use`` searches memory before a Task (subagent) call and answers with the top
+  results as compact bullets in ``hookSpecificOutput.additionalContext``, only for hits
+  scoring at least ``--min-score`` (default 0.25) and within ``--max-chars``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, TextIO
+
+from capsule import Settings, limits
+
+from .backends import Backend, Connection, open_backend
+from .bounded import excerpt
+from .digest import Digest, infer_outcome, last_compact_summary, transcript_digests
+from .options import connection_from, connection_options
+from .spool import RETRYABLE, Spool, send
+
+TASK_TOOLS = {"Task", "Agent"}  # the subagent tool; newer Claude Code versions call it Agent
+DEFAULT_MIN_SCORE = 0.25
+DEFAULT_MAX_CHARS = 1200
+HOOK_TIMEOUT_S = 5.0
+
+
+class HookSkipped(Exception):
+    """Nothing to do for this input (not an error: reported on stderr, exit 0)."""
+
+
+@dataclass
+class HookContext:
+    backend: Callable[[], Backend]    # opened only when there is work, so a no-op hook stays instant
+    project: str
+    environ: Mapping[str, str]
+    spool: Spool | None = None        # where writes wait while the memory is unreachable
+    spooled: int = 0
+    down: bool = False                # after one failure, keep the rest at once: the hook stays fast
+
+    def write(self, kind: str, request: dict[str, Any]) -> Any:
+        """Store or ingest now; while the memory is unreachable, keep it in the spool (None)."""
+        if not self.down:
+            try:
+                return send(self.backend(), kind, request)
+            except RETRYABLE:
+                if self.spool is None:
+                    raise
+                self.down = True
+        assert self.spool is not None
+        self.spool.put(kind, request)
+        self.spooled += 1
+        return None
+
+    def drain(self) -> int:
+        """Deliver what earlier runs kept (bounded, so the hook stays fast)."""
+        if self.spool is None or self.down or not self.spool.pending():
+            return 0
+        try:
+            delivered, _ = self.spool.drain(self.backend())
+        except RETRYABLE:
+            return 0
+        return delivered
+
+
+def project_of(payload: Mapping[str, Any], environ: Mapping[str, str]) -> str:
+    return environ.get("CAPSULE_PROJECT") or payload.get("cwd") or os.getcwd()
+
+
+# ---- stop -----------------------------------------------------------------------------------
+
+
+def digest_request(digest: Digest, payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "type": "digest", "outcome_status": digest.status, "source": "claude-code:stop", "tags": ["digest"],
+        "author": digest.agent or payload.get("agent_type") or ctx.environ.get("CAPSULE_AGENT") or "claude-code",
+    }
+    task = digest.task or ctx.environ.get("CAPSULE_TASK_ID")
+    if task:
+        meta["task_id"] = task[:256]
+    if payload.get("session_id"):
+        meta["session"] = str(payload["session_id"])[:256]
+    files = digest.sections.get("files")
+    if files:
+        meta["files"] = [f[: limits.MAX_PATH_CHARS] for f in files[:50]]
+    return {"project": ctx.project, "content": digest.text, "meta": meta}
+
+
+def hook_stop(payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
+    path = payload.get("transcript_path")
+    if not path:
+        raise HookSkipped("no transcript_path in the hook input")
+    digests = transcript_digests(path)
+    if not digests:
+        return {"stored": 0, "deduplicated": 0, "digests": 0}
+    stored = deduplicated = 0
+    for digest in digests:
+        request = digest_request(digest, payload, ctx)
+        if len(digest.text.encode("utf-8")) > limits.MAX_CONTENT_BYTES:
+            stored += ctx.write("ingest", {"project": request["project"], "text": request["content"],
+                                           "meta": request["meta"]}) is not None
+            continue
+        result = ctx.write("store", request)
+        if result is not None:
+            deduplicated += result.deduplicated
+            stored += not result.deduplicated
+    return {"stored": stored, "deduplicated": deduplicated, "digests": len(digests)}
+
+
+# ---- post-compact ---------------------------------------------------------------------------
+
+
+def hook_post_compact(payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
+    summary = payload.get("compact_summary") or payload.get("summary")
+    if not summary and payload.get("transcript_path"):
+        summary = last_compact_summary(payload["transcript_path"])
+    if not isinstance(summary, str) or not summary.strip():
+        raise HookSkipped("no compaction summary in the hook input or the transcript")
+    outcome = infer_outcome(summary)
+    meta: dict[str, Any] = {"type": "compaction-summary", "outcome_status": outcome,
+                            "source": "claude-code:post-compact", "tags": ["compaction"],
+                            "author": payload.get("agent_type") or ctx.environ.get("CAPSULE_AGENT") or "claude-code"}
+    if payload.get("session_id"):
+        meta["session"] = str(payload["session_id"])[:256]
+    if payload.get("trigger") in ("manual", "auto"):
+        meta["tags"].append(f"compaction-{payload['trigger']}")
+    if ctx.environ.get("CAPSULE_TASK_ID"):
+        meta["task_id"] = ctx.environ["CAPSULE_TASK_ID"][:256]
+    result = ctx.write("ingest", {"project": ctx.project, "text": summary[: limits.MAX_INGEST_BYTES // 2],
+                                  "meta": meta})
+    return {"chunks": result.chunks if result else 0, "outcome": outcome}
+
+
+# ---- pre-tool-use ---------------------------------------------------------------------------
+
+
+def task_query(tool_input: Mapping[str, Any]) -> str:
+    parts = [tool_input.get(k) for k in ("description", "prompt")]
+    text = "\n".join(p for p in parts if isinstance(p, str) and p.strip())
+    return text[:2000]
+
+
+def hook_pre_tool_use(payload: Mapping[str, Any], ctx: HookContext, *, min_score: float = DEFAULT_MIN_SCORE,
+                      max_chars: int = DEFAULT_MAX_CHARS, k: int = 3) -> dict[str, Any] | None:
+    """The hook's JSON answer with the memories to inject, or None to add nothing."""
+    if payload.get("tool_name") not in TASK_TOOLS:
+        return None
+    query = task_query(payload.get("tool_input") or {})
+    if not query:
+        return None
+    found = ctx.backend().search({"project": ctx.project, "query": query, "k": k})
+    header = "Relevant memories (Capsule Memory; ids for memory_feedback):"
+    lines: list[str] = []
+    used = len(header)
+    for hit in found.results:
+        if hit.score < min_score:
+            continue
+        text, _ = excerpt(" ".join(hit.content.split()), 300)
+        line = f"- {text} [{hit.score:.2f}, {hit.id}]"
+        if used + len(line) + 1 > max_chars:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    if not lines:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "\n".join([header, *lines])}}
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+
+def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, conn: Connection,
+             environ: Mapping[str, str], min_score: float = DEFAULT_MIN_SCORE,
+             max_chars: int = DEFAULT_MAX_CHARS, open_backend: Callable[[Connection], Backend] = open_backend,
+             spool: Spool | None = None) -> int:
+    """Run one hook; always returns 0 (fail open), reporting problems on ``stderr``."""
+    backend: Backend | None = None
+
+    def lazy_backend() -> Backend:
+        nonlocal backend
+        if backend is None:
+            backend = open_backend(conn)
+        return backend
+
+    try:
+        payload = json.loads(stdin.read() or "{}")
+        if not isinstance(payload, dict):
+            raise HookSkipped("the hook input is not a JSON object")
+        ctx = HookContext(backend=lazy_backend, project=project_of(payload, environ), environ=environ,
+                          spool=spool)
+        if name == "stop":
+            report = hook_stop(payload, ctx)
+            print(f"capsule hook stop: {report['digests']} digest(s), {report['stored']} stored,"
+                  f" {report['deduplicated']} already stored" + _finish(ctx), file=stderr)
+        elif name == "post-compact":
+            report = hook_post_compact(payload, ctx)
+            print(f"capsule hook post-compact: summary of outcome {report['outcome']}, {report['chunks']} chunk(s)"
+                  " stored" + _finish(ctx), file=stderr)
+        else:
+            answer = hook_pre_tool_use(payload, ctx, min_score=min_score, max_chars=max_chars)
+            if answer:
+                stdout.write(json.dumps(answer))
+                stdout.flush()
+    except HookSkipped as exc:
+        print(f"capsule hook {name}: skipped: {exc}", file=stderr)
+    except Exception as exc:  # noqa: BLE001 - a hook must never block the agent: fail open
+        message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+        print(f"capsule hook {name}: error (ignored): {message}", file=stderr)
+    finally:
+        if backend is not None:
+            try:
+                backend.close()
+            except Exception:  # noqa: BLE001 - closing is best effort; the work is done
+                pass
+    return 0
+
+
+def _finish(ctx: HookContext) -> str:
+    """Deliver earlier kept writes now that this run's own are done; say what happened."""
+    if ctx.spooled:
+        return f"; memory unreachable: {ctx.spooled} write(s) kept for the next run"
+    delivered = ctx.drain()
+    return f"; delivered {delivered} write(s) kept by earlier runs" if delivered else ""
+
+
+def spool_for(conn: Connection, environ: Mapping[str, str]) -> Spool:
+    return Spool(Settings.from_env(environ, data_dir=conn.data_dir).data_dir / "hook-spool")
+
+
+def cmd_hook(args: argparse.Namespace) -> None:
+    try:
+        conn = connection_from(args)
+        conn = Connection(**{**conn.__dict__, "timeout_s": HOOK_TIMEOUT_S, "attempts": 2})
+        spool = spool_for(conn, os.environ)
+    except Exception as exc:  # noqa: BLE001 - bad settings must not block the agent either
+        print(f"capsule hook {args.hook}: error (ignored): {getattr(exc, 'message', exc)}", file=sys.stderr)
+        return
+    run_hook(args.hook, sys.stdin, sys.stdout, sys.stderr, conn=conn, environ=os.environ,
+             min_score=_min_score(args.min_score, os.environ), max_chars=args.max_chars, spool=spool)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("hook", help="Claude Code hook commands (read the hook JSON on stdin; never block)")
+    p.add_argument("hook", choices=["stop", "post-compact", "pre-tool-use"])
+    connection_options(p)
+    p.add_argument("--min-score", type=float,
+                   help="pre-tool-use: inject only hits scoring at least this "
+                        f"(default CAPSULE_HOOK_MIN_SCORE, else {DEFAULT_MIN_SCORE})")
+    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
+                   help=f"pre-tool-use: size budget of the injected text (default {DEFAULT_MAX_CHARS})")
+    p.set_defaults(run=cmd_hook)
+    p.error = _fail_open_usage  # a usage error exits 0 too: exit 2 would block the tool call
+
+
+def _fail_open_usage(message: str) -> None:
+    print(f"capsule hook: usage error (ignored): {message}", file=sys.stderr)
+    raise SystemExit(0)
+
+
+def _min_score(given: float | None, environ: Mapping[str, str]) -> float:
+    if given is not None:
+        return given
+    try:
+        return float(environ.get("CAPSULE_HOOK_MIN_SCORE") or DEFAULT_MIN_SCORE)
+    except ValueError:
+        return DEFAULT_MIN_SCORE
+
+
+__all__ = ["run_hook", "hook_stop", "hook_post_compact", "hook_pre_tool_use", "HookContext", "register"]

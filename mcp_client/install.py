@@ -1,0 +1,210 @@
+"""``capsule install claude-desktop|claude-code``: print, or merge with ``--write``, the config
+that connects Claude to Capsule Memory.
+
+Merging never clobbers: other MCP servers and other hooks are kept, a hook already present is
+not added twice, and a config file that is not valid JSON is refused (nothing is written).
+The previous file is kept beside the new one as ``<name>.bak``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from capsule.errors import InvalidInput
+
+SERVER_NAME = "capsule-memory"
+# Claude Code hook event -> (matcher, hook command argument, timeout in seconds)
+HOOKS: dict[str, tuple[str | None, str, int]] = {
+    "Stop": (None, "stop", 30),
+    "PostCompact": ("", "post-compact", 30),
+    "PreToolUse": ("Task|Agent", "pre-tool-use", 15),
+}
+
+
+def capsule_command() -> list[str]:
+    """How to start ``capsule``: the installed script, else this Python with ``-m mcp_client``."""
+    script = shutil.which("capsule")
+    return [os.path.abspath(script)] if script else [sys.executable, "-m", "mcp_client"]
+
+
+def server_entry(args: argparse.Namespace, *, code: bool) -> dict[str, Any]:
+    command = capsule_command()
+    mcp_args = [*command[1:], "mcp"]
+    env = {name: value for name, value in [
+        ("CAPSULE_MEMORY_URL", args.url), ("CAPSULE_AUTH", args.auth), ("AWS_PROFILE", args.profile),
+        ("AWS_REGION", args.region), ("CAPSULE_DATA_DIR", args.data_dir), ("CAPSULE_PROJECT", args.project),
+    ] if value}
+    entry: dict[str, Any] = {"command": command[0], "args": mcp_args}
+    if code:
+        entry = {"type": "stdio", **entry}
+    if env:
+        entry["env"] = env
+    return entry
+
+
+def hooks_config(environ_prefix: str = "") -> dict[str, Any]:
+    command = shlex.join(capsule_command())
+    hooks: dict[str, Any] = {}
+    for event, (matcher, name, timeout) in HOOKS.items():
+        group: dict[str, Any] = {"hooks": [{"type": "command", "command": f"{environ_prefix}{command} hook {name}",
+                                            "timeout": timeout}]}
+        if matcher is not None:
+            group = {"matcher": matcher, **group}
+        hooks[event] = [group]
+    return {"hooks": hooks}
+
+
+def _env_prefix(args: argparse.Namespace) -> str:
+    """Hooks run in the agent's environment: name the memory in the command when given."""
+    pairs = [("CAPSULE_MEMORY_URL", args.url), ("CAPSULE_AUTH", args.auth), ("AWS_PROFILE", args.profile),
+             ("AWS_REGION", args.region), ("CAPSULE_DATA_DIR", args.data_dir)]
+    return "".join(f"{name}={shlex.quote(value)} " for name, value in pairs if value)
+
+
+# ---- merging ------------------------------------------------------------------------------
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text("utf-8") or "{}")
+    except ValueError as exc:
+        raise InvalidInput(f"{path} is not valid JSON ({exc}); fix it first — nothing was written",
+                           field="config") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path} does not hold a JSON object; nothing was written", field="config")
+    return data
+
+
+def merge_server(config: dict[str, Any], entry: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    servers = config.get("mcpServers")
+    if servers is not None and not isinstance(servers, dict):
+        raise InvalidInput("mcpServers is not an object; nothing was written", field="mcpServers")
+    servers = dict(servers or {})
+    verb = "updated" if SERVER_NAME in servers else "added"
+    servers[SERVER_NAME] = dict(entry)
+    return {**config, "mcpServers": servers}, f"{verb} MCP server '{SERVER_NAME}' ({len(servers) - 1} other(s) kept)"
+
+
+def _commands(groups: Any) -> set[str]:
+    return {h.get("command") for g in groups if isinstance(g, dict)
+            for h in g.get("hooks") or [] if isinstance(h, dict)}
+
+
+def merge_hooks(settings: dict[str, Any], wanted: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    hooks = settings.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise InvalidInput("hooks is not an object; nothing was written", field="hooks")
+    hooks = dict(hooks or {})
+    notes = []
+    for event, groups in wanted["hooks"].items():
+        present = list(hooks.get(event) or [])
+        ours = [h["command"] for g in groups for h in g["hooks"]]
+        if all(c in _commands(present) for c in ours):
+            notes.append(f"{event}: already installed")
+            continue
+        hooks[event] = present + list(groups)
+        notes.append(f"{event}: added ({len(present)} other hook group(s) kept)")
+    return {**settings, "hooks": hooks}, notes
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        shutil.copy2(path, path.with_name(path.name + ".bak"))
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+    os.replace(tmp, path)
+
+
+# ---- where the files are ------------------------------------------------------------------
+
+
+def desktop_config_path(environ: Mapping[str, str] | None = None, platform: str = sys.platform) -> Path:
+    environ = os.environ if environ is None else environ
+    home = Path(environ.get("HOME") or Path.home())
+    if platform == "darwin":
+        return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+    if platform.startswith("win"):
+        return Path(environ.get("APPDATA") or home / "AppData" / "Roaming") / "Claude" / "claude_desktop_config.json"
+    return Path(environ.get("XDG_CONFIG_HOME") or home / ".config") / "Claude" / "claude_desktop_config.json"
+
+
+def code_paths(scope: str, folder: Path, environ: Mapping[str, str] | None = None) -> tuple[Path, Path]:
+    """(MCP config, settings with hooks) for Claude Code's project or user scope."""
+    environ = os.environ if environ is None else environ
+    if scope == "user":
+        home = Path(environ.get("HOME") or Path.home())
+        return home / ".claude.json", home / ".claude" / "settings.json"
+    return folder / ".mcp.json", folder / ".claude" / "settings.json"
+
+
+# ---- the commands -------------------------------------------------------------------------
+
+
+def cmd_desktop(args: argparse.Namespace) -> None:
+    entry = server_entry(args, code=False)
+    path = Path(args.config) if args.config else desktop_config_path()
+    if not args.write:
+        print(f"# Merge into {path} (or run again with --write):")
+        print(json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2))
+        return
+    merged, note = merge_server(read_json(path), entry)
+    write_json(path, merged)
+    print(f"{path}: {note}. Restart Claude Desktop to load it.")
+
+
+def cmd_code(args: argparse.Namespace) -> None:
+    entry = server_entry(args, code=True)
+    hooks = hooks_config(_env_prefix(args))
+    mcp_path, settings_path = code_paths(args.scope, Path(args.dir))
+    if not args.write:
+        print(f"# MCP server: merge into {mcp_path}")
+        print(json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2))
+        if not args.no_hooks:
+            print(f"\n# Hooks: merge into {settings_path}")
+            print(json.dumps(hooks, indent=2))
+        print("\n# Or run again with --write to merge both (other servers and hooks are kept).")
+        return
+    merged, note = merge_server(read_json(mcp_path), entry)
+    settings = None if args.no_hooks else merge_hooks(read_json(settings_path), hooks)
+    write_json(mcp_path, merged)  # both files were read and checked before either is written
+    print(f"{mcp_path}: {note}.")
+    if settings is not None:
+        write_json(settings_path, settings[0])
+        print(f"{settings_path}: " + "; ".join(settings[1]) + ".")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("install", help="connect Claude Desktop or Claude Code to Capsule Memory")
+    sub = p.add_subparsers(dest="client", required=True, metavar="CLIENT")
+    for name, run, text in [("claude-desktop", cmd_desktop, "print or merge Claude Desktop's MCP config"),
+                            ("claude-code", cmd_code, "print or merge Claude Code's MCP config and hooks")]:
+        q = sub.add_parser(name, help=text)
+        q.add_argument("--write", action="store_true", help="merge into the config file (default: print it)")
+        q.add_argument("--url", help="use the hosted API at this URL (default: the embedded local store)")
+        q.add_argument("--auth", choices=["sigv4", "apikey", "none"], help="how to sign remote requests")
+        q.add_argument("--profile", help="AWS profile for SigV4")
+        q.add_argument("--region", help="AWS region for SigV4")
+        q.add_argument("--data-dir", help="embedded: data folder")
+        q.add_argument("--project", help="fixed default project (default: the folder Claude runs in)")
+        if name == "claude-desktop":
+            q.add_argument("--config", help="the config file (default: Claude Desktop's, for this OS)")
+        else:
+            q.add_argument("--scope", choices=["project", "user"], default="project",
+                           help="project: .mcp.json and .claude/settings.json in --dir; user: ~/.claude.json "
+                                "and ~/.claude/settings.json")
+            q.add_argument("--dir", default=".", help="the project folder (default: the current one)")
+            q.add_argument("--no-hooks", action="store_true", help="only the MCP server, no hooks")
+        q.set_defaults(run=run)
+
+
+__all__ = ["register", "merge_server", "merge_hooks", "hooks_config", "server_entry", "desktop_config_path"]

@@ -1,0 +1,128 @@
+"""``capsule mcp``: the MCP server on stdio (official ``mcp`` SDK, 2.x ``MCPServer``).
+
+Embedded mode (the default when no URL is set) calls the library on the local store;
+remote mode (``--url`` or ``CAPSULE_MEMORY_URL``) proxies every tool to the HTTP API,
+signing with SigV4 or sending an API key. The backend is opened once, in the server's
+lifespan, and reached by every tool through the request context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, AsyncIterator, Callable
+
+from capsule import __version__
+from capsule.errors import CapsuleError
+
+from .backends import Backend, Connection, open_backend
+from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
+from .options import connection_from, connection_options
+
+log = logging.getLogger("capsule.mcp")
+
+if TYPE_CHECKING:  # the SDK is imported when a server is built, so other commands start fast
+    from mcp.server import MCPServer
+
+    from .tool_kit import ServerState
+
+INSTRUCTIONS = """\
+Capsule Memory: long-term memory shared across sessions and agents.
+- Before a task, memory_search for past decisions, fixes and conventions about it.
+- When you learn something another session would need (a decision and why, a fix that worked,
+  a pitfall), memory_store it; use memory_feedback on search hits that helped or misled.
+- For a recurring error, solution_search finds fixes that worked before; solution_apply records
+  whether one worked.
+Results are bounded (max_chars); page with cursor or narrow the query when items are omitted."""
+
+TOOL_MODULES = ["mcp_client.memory_tools", "mcp_client.learning_tools"]
+
+
+def build_server(open_state: Callable[[], ServerState]) -> MCPServer:
+    """The server, with every tool registered; ``open_state`` runs once at startup."""
+    import importlib
+
+    from mcp.server import MCPServer
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[ServerState]:
+        state = open_state()
+        try:
+            yield state
+        finally:
+            state.backend.close()
+
+    server = MCPServer("capsule-memory", title="Capsule Memory", version=__version__,
+                       instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    for module in TOOL_MODULES:
+        importlib.import_module(module).register(server)
+    return server
+
+
+def state_opener(conn: Connection, project: str, max_chars: int = DEFAULT_MAX_CHARS
+                 ) -> Callable[[], ServerState]:
+    def open_state() -> ServerState:
+        from .tool_kit import ServerState
+
+        backend: Backend
+        try:
+            backend = open_backend(conn)
+        except CapsuleError as exc:
+            # Serve anyway: each tool call retries and, until it works, answers with this error
+            # (e.g. "no AWS credentials ... run 'aws sso login'"), which the agent can relay.
+            log.warning("the memory backend is not available yet: %s", exc.message)
+            backend = DeferredBackend(lambda: open_backend(conn))
+        return ServerState(backend=backend, default_project=project, max_chars=max_chars)
+
+    return open_state
+
+
+class DeferredBackend:
+    """A backend opened on first use, and again on the next call while opening fails."""
+
+    name = "deferred"
+
+    def __init__(self, opener: Callable[[], Backend]) -> None:
+        self._opener = opener
+        self._backend: Backend | None = None
+
+    def __getattr__(self, name: str):
+        if self._backend is None:
+            self._backend = self._opener()
+        return getattr(self._backend, name)
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+
+
+# ---- the command ------------------------------------------------------------------
+
+
+def _max_chars(value: str) -> int:
+    number = int(value)
+    if not MIN_MAX_CHARS <= number <= MAX_MAX_CHARS:
+        raise argparse.ArgumentTypeError(f"between {MIN_MAX_CHARS} and {MAX_MAX_CHARS}")
+    return number
+
+
+def cmd_mcp(args: argparse.Namespace) -> None:
+    # stdout carries the protocol: every log line goes to stderr.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    project = args.project or os.environ.get("CAPSULE_PROJECT") or os.getcwd()
+    server = build_server(state_opener(connection_from(args), project, args.max_chars))
+    server.run("stdio")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("mcp", help="run the MCP server on stdio (for Claude and other MCP clients)")
+    connection_options(p)
+    p.add_argument("--project", "-p", help="default project (default: CAPSULE_PROJECT or the current folder)")
+    p.add_argument("--max-chars", type=_max_chars, default=DEFAULT_MAX_CHARS,
+                   help=f"default character budget of a tool result (default {DEFAULT_MAX_CHARS})")
+    p.set_defaults(run=cmd_mcp)
+
+
+__all__ = ["build_server", "state_opener", "register", "connection_options", "connection_from"]

@@ -1,0 +1,170 @@
+"""The memory tools: store, ingest, search, list, pin, forget, feedback, projects."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from capsule import limits, models
+
+from . import tool_results as out
+from .bounded import size
+from .tool_kit import MaxChars, MemoryId, Project, Tags, drop_none, result, run, state
+
+Outcome = Literal["success", "failure", "unknown"]
+Kind = Annotated[str | None, Field(max_length=64, description="What kind of memory: decision, fix, error, code, "
+                                                              "note, convention, ...")]
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def register(server: MCPServer) -> None:
+    @server.tool(annotations=WRITE)
+    def memory_store(
+        content: Annotated[str, Field(min_length=1, max_length=limits.MAX_CONTENT_BYTES,
+                                      description="The memory, self-contained: what was decided or learned and why.")],
+        ctx: Context,
+        project: Project = None,
+        type: Kind = None,
+        tags: Tags = None,
+        outcome: Annotated[Outcome, Field(description="Did the approach work? 'success' memories rank higher.")]
+        = "unknown",
+        explanation: Annotated[str | None, Field(max_length=limits.MAX_EXPLANATION_CHARS,
+                                                 description="Why this is worth remembering.")] = None,
+        path: Annotated[str | None, Field(max_length=limits.MAX_PATH_CHARS,
+                                          description="The file it is about, if any.")] = None,
+        component: Annotated[str | None, Field(max_length=128)] = None,
+        pinned: Annotated[bool, Field(description="Pin it so the rolling limit never evicts it.")] = False,
+    ) -> Annotated[CallToolResult, models.StoreResult]:
+        """Remember one thing for later sessions: a decision and its reason, a fix that worked, a convention,
+        a pitfall. Use it when you learn something another session would need. The same content stored
+        twice within 48 hours is kept once. Returns the memory id and what was evicted, if anything."""
+        s = state(ctx)
+        meta = drop_none(type=type, tags=tags, outcome_status=outcome, component=component, source="mcp")
+        stored = run(lambda: s.backend.store(drop_none(
+            project=s.project(project), content=content, explanation=explanation, path=path, pinned=pinned,
+            meta=meta)))
+        return result(*out.store_output(stored))
+
+    @server.tool(annotations=WRITE)
+    def memory_ingest(
+        text: Annotated[str, Field(min_length=1, max_length=limits.MAX_INGEST_BYTES,
+                                   description="A long text (a document, a file, notes) to chunk and store.")],
+        ctx: Context,
+        project: Project = None,
+        path: Annotated[str | None, Field(max_length=limits.MAX_PATH_CHARS,
+                                          description="Where the text came from (a file path), kept on each chunk.")]
+        = None,
+        type: Kind = None,
+        tags: Tags = None,
+    ) -> Annotated[CallToolResult, out.IngestOutput]:
+        """Store a long text as several searchable chunks (500-800 tokens each, overlapping). Use it for
+        documents or files; use memory_store for one fact. Returns the chunk ids (the first 50)."""
+        s = state(ctx)
+        meta = drop_none(type=type, tags=tags, source="mcp")
+        ingested = run(lambda: s.backend.ingest(drop_none(project=s.project(project), text=text, path=path,
+                                                          meta=meta)))
+        return result(*out.ingest_output(ingested))
+
+    @server.tool(annotations=READ)
+    def memory_search(
+        query: Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS,
+                                    description="What you need to know, in words or keywords "
+                                                "(an error message works well).")],
+        ctx: Context,
+        project: Project = None,
+        all_projects: Annotated[bool, Field(description="Search every project instead of one.")] = False,
+        k: Annotated[int, Field(ge=1, le=limits.MAX_K, description="How many results at most.")] = 5,
+        mode: Annotated[Literal["hybrid", "vector", "bm25"], Field(
+            description="hybrid: meaning and keywords (best default); vector: meaning only; bm25: exact words.")]
+        = "hybrid",
+        tags: Tags = None,
+        component: Annotated[str | None, Field(max_length=128)] = None,
+        path_prefix: Annotated[str | None, Field(max_length=limits.MAX_PATH_CHARS,
+                                                 description="Only memories about files under this path.")] = None,
+        max_chars: MaxChars = None,
+    ) -> Annotated[CallToolResult, out.SearchOutput]:
+        """Recall what earlier sessions stored, by meaning and keyword, ranked by relevance, recency and
+        feedback. Use it before starting a task, or when you hit an error, to find past decisions and fixes.
+        Returns hits with id, score (0-1, with each signal), and an excerpt; give memory_feedback on the ids
+        that helped."""
+        s = state(ctx)
+        request = {"query": query, "k": k, "mode": mode, "global": all_projects,
+                   "filters": drop_none(tags=tags, component=component, path_prefix=path_prefix)}
+        if not all_projects:
+            request["project"] = s.project(project)
+        found = run(lambda: s.backend.search(request))
+        return result(*out.search_output(found, s.budget(max_chars)))
+
+    @server.tool(annotations=READ)
+    def memory_list(
+        ctx: Context,
+        project: Project = None,
+        pinned_only: Annotated[bool, Field(description="Only pinned memories.")] = False,
+        limit: Annotated[int, Field(ge=1, le=50, description="Page size.")] = 10,
+        cursor: Annotated[str | None, Field(max_length=512, description="next_cursor from the previous page.")]
+        = None,
+        max_chars: MaxChars = None,
+    ) -> Annotated[CallToolResult, out.ListOutput]:
+        """Browse a project's memories, newest first, one page at a time (not ranked: use memory_search to
+        find something). Returns memories with excerpts and next_cursor when more follow."""
+        s = state(ctx)
+        request = drop_none(project=s.project(project), pinned_only=pinned_only, limit=limit, cursor=cursor)
+        listed = run(lambda: s.backend.list_memories(request))
+        output, text = out.list_output(listed, s.budget(max_chars))
+        if output.omitted:
+            # Ask again for just what fits, so next_cursor continues right after the last one shown.
+            listed = run(lambda: s.backend.list_memories({**request, "limit": len(output.memories)}))
+            output, text = out.list_output(listed, max(s.budget(max_chars), size(output)))
+        return result(output, text)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+    def memory_pin(
+        id: MemoryId,
+        ctx: Context,
+        action: Annotated[Literal["pin", "unpin"], Field(
+            description="pin: never evicted by the project's rolling limit; unpin: may be evicted again.")] = "pin",
+    ) -> Annotated[CallToolResult, models.MemoryResult]:
+        """Pin a memory that must survive (a key decision, a contract), or unpin it. Returns the memory."""
+        s = state(ctx)
+        return result(*out.memory_output(run(lambda: s.backend.pin(id, action == "pin"))))
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
+    def memory_forget(
+        id: MemoryId,
+        ctx: Context,
+        reason: Annotated[str | None, Field(max_length=limits.MAX_EXPLANATION_CHARS,
+                                            description="Why: wrong, outdated, superseded by ...")] = None,
+    ) -> Annotated[CallToolResult, models.MemoryResult]:
+        """Forget a memory that is wrong or outdated, so search stops returning it. Recoverable for 30 days.
+        Returns the forgotten memory."""
+        s = state(ctx)
+        return result(*out.memory_output(run(lambda: s.backend.forget(id, reason))))
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False))
+    def memory_feedback(
+        id: MemoryId,
+        helpful: Annotated[bool, Field(description="true if the memory helped with the task, false if it misled.")],
+        ctx: Context,
+        context: Annotated[str | None, Field(max_length=limits.MAX_CONTEXT_CHARS,
+                                             description="What you were doing, briefly.")] = None,
+    ) -> Annotated[CallToolResult, models.MemoryResult]:
+        """Say whether a memory from memory_search helped. Search ranks helpful memories higher and
+        misleading ones lower, so this is how the memory gets better. Returns the updated counts."""
+        s = state(ctx)
+        request = {"helpful": helpful, **drop_none(context=context)}
+        return result(*out.memory_output(run(lambda: s.backend.feedback(id, request))))
+
+    @server.tool(annotations=READ)
+    def memory_projects(ctx: Context, max_chars: MaxChars = None) -> Annotated[CallToolResult, out.ProjectsOutput]:
+        """List the projects that have memories, with counts and retention limits, most recently active
+        first. Use it to find the name to pass as `project` to the other tools."""
+        s = state(ctx)
+        return result(*out.projects_output(run(s.backend.projects), s.budget(max_chars)))
+
+
+__all__ = ["register"]

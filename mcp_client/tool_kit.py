@@ -1,0 +1,85 @@
+"""What every tool shares: the server state from the lifespan, the common parameter types,
+and turning our errors into MCP tool errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Callable, TypeVar
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from capsule import limits
+from capsule.errors import CapsuleError
+
+from .backends import Backend
+from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
+
+R = TypeVar("R")
+
+
+@dataclass
+class ServerState:
+    """Built once by the server's lifespan; every tool call reads it from the context."""
+
+    backend: Backend
+    default_project: str
+    max_chars: int = DEFAULT_MAX_CHARS
+
+    def project(self, given: str | None) -> str:
+        return given or self.default_project
+
+    def budget(self, given: int | None) -> int:
+        return given or self.max_chars
+
+
+def state(ctx: Context) -> ServerState:
+    return ctx.request_context.lifespan_context
+
+
+# ---- parameter types shared by several tools -----------------------------------
+
+Project = Annotated[str | None, Field(
+    min_length=1, max_length=limits.MAX_PROJECT_CHARS,
+    description="Project name (e.g. the repository path). Leave out to use the current project.")]
+MemoryId = Annotated[str, Field(min_length=1, max_length=128,
+                                description="A memory id, as returned by memory_search, memory_list or memory_store.")]
+MaxChars = Annotated[int | None, Field(
+    ge=MIN_MAX_CHARS, le=MAX_MAX_CHARS,
+    description=f"Character budget for the result (default {DEFAULT_MAX_CHARS}); items beyond it are left out "
+                "and counted in 'omitted'.")]
+Tags = Annotated[list[Annotated[str, Field(min_length=1, max_length=limits.MAX_TAG_CHARS)]] | None, Field(
+    max_length=limits.MAX_TAGS, description="Tags, e.g. ['sqlite', 'migrations'].")]
+
+
+def run(call: Callable[[], R]) -> R:
+    """Run a backend call; our errors become tool errors the agent can read and act on."""
+    try:
+        return call()
+    except CapsuleError as exc:
+        raise ToolError(describe_error(exc)) from exc
+
+
+def describe_error(exc: CapsuleError) -> str:
+    text = f"{exc.code}: {exc.message}"
+    details = exc.details if isinstance(exc.details, list) else []
+    more = [f"{d.get('field')}: {d.get('message')}" for d in details[1:4] if isinstance(d, dict)]
+    if more:
+        text += " Also: " + "; ".join(more)
+    return text
+
+
+def result(structured: BaseModel, text: str) -> CallToolResult:
+    """The tool result: a short text for the agent and the structured result for programs."""
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=structured.model_dump(mode="json", by_alias=True))
+
+
+def drop_none(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v not in (None, [], {})}
+
+
+__all__ = ["ServerState", "state", "Project", "MemoryId", "MaxChars", "Tags", "run", "result", "drop_none",
+           "describe_error"]
