@@ -3,7 +3,8 @@
 For each size N and dimension d: synthetic clustered unit vectors and short texts (seeded),
 ingested into a fresh SQLite store (the embedder excluded: vectors are given), then
 
-* ``cold``: the first search in a fresh process (load from SQLite + search), p50 of a few runs;
+* ``cold``: the first search in a fresh process (load from SQLite + search), p50 of a few runs,
+  and the same from the index snapshot a first process wrote (``snap``);
 * ``warm``: the whole hybrid search through :class:`MemoryService` on a warm index
   (vector + BM25 + fusion + filters; the query's vector is looked up, not computed);
 * ``warm-vector``: the vector stage alone (binary codes + exact re-scoring), with recall@10;
@@ -153,7 +154,7 @@ def ingest(db: Path, data: Dataset) -> dict[str, float]:
     return {"memories_per_s": round(len(data.texts) / seconds), "seconds": round(seconds, 3)}
 
 
-def service_for(db: Path, data: Dataset, *, exact: bool = False):
+def service_for(db: Path, data: Dataset, *, exact: bool = False, snapshots: bool = False):
     from capsule.config import Settings
     from capsule.service import MemoryService
     from capsule.store.sqlite import SQLiteStore
@@ -161,38 +162,42 @@ def service_for(db: Path, data: Dataset, *, exact: bool = False):
     store = SQLiteStore(db)
     table = dict(zip(data.query_texts, data.queries))
     settings = Settings(data_dir=db.parent, retention_limit=1_000_000, query_cache_entries=0,
-                        search_exact=exact)
+                        search_exact=exact, index_snapshot_min=1 if snapshots else 0)
     return MemoryService(store, TableEmbedder(table, data.vectors.shape[1]), settings=settings)
 
 
-def cold_probe(db: str, dim: int, query: str, vector_file: str) -> dict[str, float]:
+def cold_probe(db: str, dim: int, query: str, vector_file: str, snapshots: str) -> dict[str, float]:
     """Run in a fresh process: the first search, from opening the store to the result."""
     from capsule import service as _loaded  # noqa: F401  (imports are not the search)
 
     vector = np.load(vector_file)
     data = Dataset(np.zeros((0, dim), np.float32), [], vector[None, :], [query])
     start = time.perf_counter()
-    service = service_for(Path(db), data)
+    service = service_for(Path(db), data, snapshots=snapshots == "1")
     service.search(LOCAL_TENANT, {"project": PROJECT, "query": query, "k": K})
     return {"ms": (time.perf_counter() - start) * 1000, "rss_mb": rss_mb()}
 
 
-def cold_searches(db: Path, data: Dataset, runs: int) -> dict[str, float]:
-    samples, rss = [], 0.0
+def _probe(db: Path, data: Dataset, run: int, snapshots: bool, tmp: str) -> dict[str, float]:
+    vector_file = Path(tmp) / "q.npy"
+    np.save(vector_file, data.queries[run])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-m", "mcp_client.bench", "--cold-probe", str(db), str(data.vectors.shape[1]),
+         data.query_texts[run], str(vector_file), "1" if snapshots else "0"],
+        capture_output=True, text=True, env=env, check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def cold_searches(db: Path, data: Dataset, runs: int) -> dict[str, Any]:
+    """Fresh processes: building the index from SQLite, then loading the snapshot the first wrote."""
     with tempfile.TemporaryDirectory() as tmp:
-        for run in range(runs):
-            vector_file = Path(tmp) / "q.npy"
-            np.save(vector_file, data.queries[run])
-            out = subprocess.run(
-                [sys.executable, "-m", "mcp_client.bench", "--cold-probe", str(db), str(data.vectors.shape[1]),
-                 data.query_texts[run], str(vector_file)],
-                capture_output=True, text=True, env=env, check=True,
-            )
-            probe = json.loads(out.stdout)
-            samples.append(probe["ms"])
-            rss = max(rss, probe["rss_mb"])
-    return {**percentiles(samples), "runs": runs, "rss_mb": rss}
+        built = [_probe(db, data, run, False, tmp) for run in range(runs)]
+        _probe(db, data, 0, True, tmp)  # writes the snapshot
+        loaded = [_probe(db, data, run, True, tmp) for run in range(runs)]
+    return {**percentiles([p["ms"] for p in built]), "runs": runs, "rss_mb": max(p["rss_mb"] for p in built),
+            "snapshot": percentiles([p["ms"] for p in loaded])}
 
 
 # ---- the methods ----------------------------------------------------------------
@@ -318,7 +323,7 @@ def run_one(n: int, dim: int, queries: int, cold_runs: int, workdir: Path, *, ex
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    headers = ["N", "dim", "ingest/s", "cold p50", "warm p50", "warm p95", "vec p50", "vec R@10",
+    headers = ["N", "dim", "ingest/s", "cold p50", "snap p50", "warm p50", "warm p95", "vec p50", "vec R@10",
                "exact vec p50", "numpy p50", "orig p50", "orig R@10", "chroma p50", "chroma R@10", "chroma build",
                "RSS MB"]
     rows = []
@@ -326,6 +331,7 @@ def table(results: list[dict[str, Any]]) -> str:
         c = r["chromadb"]
         rows.append([
             r["n"], r["dim"], r["ingest"]["memories_per_s"], f"{r['cold']['p50_ms']:.0f} ms",
+            f"{r['cold']['snapshot']['p50_ms']:.0f} ms",
             f"{r['warm']['p50_ms']:.2f}", f"{r['warm']['p95_ms']:.2f}", f"{r['warm_vector']['p50_ms']:.2f}",
             r["warm_vector"]["recall@10"], f"{r['warm_vector_exact']['p50_ms']:.2f}",
             f"{r['numpy']['p50_ms']:.2f}", f"{r['original']['p50_ms']:.1f}", r["original"]["recall@10"],
@@ -383,5 +389,5 @@ def register(subparsers) -> None:
     p.set_defaults(run=cmd_bench)
 
 
-if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "--cold-probe":
-    print(json.dumps(cold_probe(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5])))
+if __name__ == "__main__" and len(sys.argv) == 7 and sys.argv[1] == "--cold-probe":
+    print(json.dumps(cold_probe(*sys.argv[2:3], int(sys.argv[3]), *sys.argv[4:7])))

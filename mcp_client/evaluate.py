@@ -19,7 +19,7 @@ import re
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable
@@ -206,7 +206,22 @@ def build_eval_service(args: argparse.Namespace, data_dir: Path):
         cache = SQLiteStore(args.cache)
         cache.migrate()
     embedder = CachedEmbedder(build_embedder(settings), cache)
-    return MemoryService(store, embedder, settings=settings)
+    service = MemoryService(store, embedder, settings=settings)
+    service._options = with_options(service._options, args.option or [])
+    return service
+
+
+def with_options(options, items: list[str]):
+    """Search options overridden by ``NAME=VALUE`` items (for measuring each ranking aid)."""
+    changes: dict[str, Any] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if name not in options.__dataclass_fields__:
+            raise InvalidInput(f"no search option {name!r}; options: {', '.join(options.__dataclass_fields__)}",
+                               field="option")
+        kind = type(getattr(options, name))
+        changes[name] = (value.lower() in ("1", "true", "yes", "on")) if kind is bool else kind(value)
+    return replace(options, **changes)
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
@@ -219,6 +234,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
             report = run_eval(service, conversations, modes=args.mode or MODES)
         finally:
             service.store.close()
+    report["options"] = {k: getattr(service._options, k) for k in service._options.__dataclass_fields__}
+    report["weights"] = {k: getattr(service.settings.weights, k) for k in ("vector", "bm25", "time", "feedback")}
     report["data"] = {"path": str(args.path), "conversations": len(conversations),
                       "turns": sum(len(c.turns) for c in conversations),
                       "questions": sum(len(c.questions) for c in conversations)}
@@ -236,6 +253,8 @@ def register(subparsers) -> None:
     q.add_argument("--limit", type=int, help="only the first N conversations")
     q.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])
     q.add_argument("--cache", help="an SQLite file keeping embeddings between runs")
+    q.add_argument("--option", action="append", metavar="NAME=VALUE",
+                   help="override a search option, e.g. window=off or author_boost=0.1 (repeatable)")
     q.add_argument("--out", help="also write the report as JSON here")
     q.add_argument("--json", action="store_true")
     q.set_defaults(run=cmd_eval)

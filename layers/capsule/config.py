@@ -41,6 +41,7 @@ ENVIRONMENT = {
     "search_candidates": "CAPSULE_SEARCH_CANDIDATES",
     "index_memory_mb": "CAPSULE_INDEX_MEMORY_MB",
     "query_cache_entries": "CAPSULE_QUERY_CACHE_ENTRIES",
+    "index_snapshot_min": "CAPSULE_INDEX_SNAPSHOT_MIN",
 }
 
 
@@ -72,6 +73,9 @@ class Settings(BaseModel):
     search_candidates: int = Field(500, ge=10, le=100_000)
     index_memory_mb: int = Field(1024, ge=0)
     query_cache_entries: int = Field(1024, ge=0)
+    # Projects of at least this many memories keep a snapshot of their index under
+    # data_dir/index, so a fresh process loads it instead of rebuilding (0: never).
+    index_snapshot_min: int = Field(20_000, ge=0)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":

@@ -19,13 +19,13 @@ from __future__ import annotations
 import threading
 import hashlib
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from itertools import chain
 from typing import Callable, Sequence
 
 import numpy as np
 
-from .clock import to_epoch
+from .clock import from_epoch, to_epoch
 from .records import ChangeSet, Filters, MemoryRecord
 from .text import tokens
 
@@ -51,6 +51,80 @@ def stable_key(memory_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(memory_id.encode(), digest_size=8).digest(), "little") >> 1
 
 
+@dataclass(slots=True)
+class Shape:
+    """The shape of a project's memories, which decides which ranking aids fit it.
+
+    ``prev``/``next``: the row before and after each row in its session (by when it happened),
+    -1 at a session's ends or for rows without a session. ``median_length``: keyword tokens per
+    memory. ``median_session``: memories per session, over rows that have a session.
+    """
+
+    prev: np.ndarray
+    next: np.ndarray
+    median_length: float
+    median_session: float
+
+    @classmethod
+    def of(cls, index: "ProjectIndex") -> "Shape":
+        n = index.n
+        prev = np.full(n, -1, dtype=np.int64)
+        nxt = np.full(n, -1, dtype=np.int64)
+        alive = np.flatnonzero(index.alive[:n])
+        lengths = index.length[alive]
+        median_length = float(np.median(lengths)) if alive.size else 0.0
+        grouped = alive[index.session[alive] >= 0]
+        if grouped.size == 0:
+            return cls(prev, nxt, median_length, 0.0)
+        order = grouped[np.lexsort((index.key[grouped], index.occurred[grouped], index.session[grouped]))]
+        same = index.session[order[1:]] == index.session[order[:-1]]
+        prev[order[1:][same]] = order[:-1][same]
+        nxt[order[:-1][same]] = order[1:][same]
+        sizes = np.unique(index.session[grouped], return_counts=True)[1]
+        return cls(prev, nxt, median_length, float(np.median(sizes)))
+
+
+# Every field but the embedding (the matrix holds it), so a field added later is kept too.
+_FIELDS = tuple(f.name for f in fields(MemoryRecord) if f.name != "embedding")
+_TIMES = frozenset(f.name for f in fields(MemoryRecord) if f.name.endswith("_at"))
+
+
+def pack(record: MemoryRecord) -> tuple:
+    """A record as plain values (times as epoch seconds): quick to pickle and to load."""
+    return tuple(None if (v := getattr(record, name)) is None else to_epoch(v) if name in _TIMES else v
+                 for name in _FIELDS)
+
+
+def unpack(values: tuple) -> MemoryRecord:
+    fields = {name: (from_epoch(v) if name in _TIMES else v) for name, v in zip(_FIELDS, values)}
+    return MemoryRecord(**fields)
+
+
+class Records:
+    """The index's records by row; rows loaded from a snapshot are built on first use."""
+
+    def __init__(self, packed: list[tuple | None] | None = None) -> None:
+        self._items: list[MemoryRecord | tuple | None] = list(packed or [])
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def append(self, record: MemoryRecord | None) -> None:
+        self._items.append(record)
+
+    def __setitem__(self, row: int, record: MemoryRecord | None) -> None:
+        self._items[row] = record
+
+    def __getitem__(self, row: int) -> MemoryRecord | None:
+        item = self._items[row]
+        if isinstance(item, tuple):
+            item = self._items[row] = unpack(item)
+        return item
+
+    def packed(self) -> list[tuple | None]:
+        return [item if item is None or isinstance(item, tuple) else pack(item) for item in self._items]
+
+
 class ProjectIndex:
     """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
 
@@ -61,7 +135,7 @@ class ProjectIndex:
         self._clear()
 
     def _clear(self) -> None:
-        self.records: list[MemoryRecord | None] = []
+        self.records = Records()
         self.row_of: dict[str, int] = {}
         self.n = 0
         self.dead = 0
@@ -80,8 +154,54 @@ class ProjectIndex:
         self.unhelpful = np.zeros(cap, dtype=np.float64)
         self.outcome = np.zeros(cap, dtype=np.float64)
         self.key = np.zeros(cap, dtype=np.int64)
+        self.session = np.full(cap, -1, dtype=np.int64)  # id of meta.session, -1: none
+        self.author = np.full(cap, -1, dtype=np.int64)  # id of meta.author, -1: none
+        self.sessions: dict[str, int] = {}
+        self.authors: dict[str, int] = {}
+        self._shape: Shape | None = None
         self.postings: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    # ---- snapshots -------------------------------------------------------
+
+    _ARRAYS = ("alive", "has_vec", "matrix", "length", "occurred", "created", "helpful", "unhelpful", "outcome",
+               "key", "session", "author")
+
+    def export(self) -> dict:
+        """Everything the index holds, trimmed to its rows (for :mod:`capsule.snapshot`)."""
+        arrays = {name: getattr(self, name)[: self.n] for name in self._ARRAYS}
+        arrays["codes"] = np.ascontiguousarray(self.codes[:, : self.n])
+        return {
+            "arrays": arrays, "n": self.n, "dead": self.dead, "dim": self.dim, "words": self.words,
+            "version": self.version, "bytes": self._bytes, "records": self.records.packed(), "row_of": self.row_of,
+            "sessions": self.sessions, "authors": self.authors, "postings": self._packed_postings(),
+        }
+
+    def _packed_postings(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Every term's postings in two flat arrays with offsets: four objects, not one per term."""
+        terms = list(self.postings)
+        parts = [self.postings_of(term) for term in terms]
+        offsets = np.cumsum([0] + [rows.size for rows, _ in parts], dtype=np.int64)
+        rows = np.concatenate([r for r, _ in parts]) if parts else np.zeros(0, np.int32)
+        tfs = np.concatenate([t for _, t in parts]) if parts else np.zeros(0, np.float32)
+        return terms, offsets, rows, tfs
+
+    def restore(self, state: dict) -> None:
+        """Become the index :meth:`export` described."""
+        self._clear()
+        for name, values in state["arrays"].items():
+            setattr(self, name, values)
+        if self.matrix.ndim != 2 or self.codes.ndim != 2:
+            raise ValueError("a snapshot's matrix and codes are two-dimensional")
+        self.n, self.dead, self.dim, self.words = state["n"], state["dead"], state["dim"], state["words"]
+        self.version, self._bytes = state["version"], state["bytes"]
+        self.records, self.row_of = Records(state["records"]), state["row_of"]
+        self.sessions, self.authors = state["sessions"], state["authors"]
+        terms, offsets, rows, tfs = state["postings"]
+        bounds = offsets.tolist()
+        self._arrays = {term: (rows[bounds[i]:bounds[i + 1]], tfs[bounds[i]:bounds[i + 1]])
+                        for i, term in enumerate(terms)}
+        self.postings = {term: [arrays] for term, arrays in self._arrays.items()}
 
     # ---- size ------------------------------------------------------------
 
@@ -97,8 +217,15 @@ class ProjectIndex:
 
     # ---- keeping current -----------------------------------------------------
 
+    @staticmethod
+    def _id_of(names: dict[str, int], name: object) -> int:
+        if not isinstance(name, str) or not name:
+            return -1
+        return names.setdefault(name, len(names))
+
     def apply(self, changes: ChangeSet) -> None:
         """Bring the index to ``changes.version``. The index takes over the records given."""
+        self._shape = None
         if changes.reset:
             self._clear()
         for memory_id in changes.removed:
@@ -146,7 +273,7 @@ class ProjectIndex:
         if need <= len(self.alive):
             return
         cap = max(need, 2 * len(self.alive))
-        for name in ("alive", "has_vec", "key", "matrix", "length", "occurred", "created", "helpful",
+        for name in ("alive", "has_vec", "key", "session", "author", "matrix", "length", "occurred", "created", "helpful",
                      "unhelpful", "outcome"):
             setattr(self, name, _grow(getattr(self, name), cap))
         self.codes = np.ascontiguousarray(_grow(self.codes.T, cap).T)
@@ -175,6 +302,8 @@ class ProjectIndex:
         self.helpful[rows] = [r.helpful for r in records]
         self.unhelpful[rows] = [r.unhelpful for r in records]
         self.outcome[rows] = [OUTCOME.get(r.meta.get("outcome_status") or "unknown", 0.0) for r in records]
+        self.session[rows] = [self._id_of(self.sessions, r.meta.get("session")) for r in records]
+        self.author[rows] = [self._id_of(self.authors, r.meta.get("author")) for r in records]
         self._add_postings(start, [tokens(r.content) for r in records])
         self._bytes += sum(2 * len(r.content) + 300 for r in records)
         self.n = start + len(records)
@@ -213,6 +342,8 @@ class ProjectIndex:
         self.helpful[row] = record.helpful
         self.unhelpful[row] = record.unhelpful
         self.outcome[row] = OUTCOME.get(record.meta.get("outcome_status") or "unknown", 0.0)
+        self.session[row] = self._id_of(self.sessions, record.meta.get("session"))
+        self.author[row] = self._id_of(self.authors, record.meta.get("author"))
 
     def _compact(self) -> None:
         keep = [row for row in range(self.n) if self.alive[row]]
@@ -229,6 +360,12 @@ class ProjectIndex:
         self.version = version
 
     # ---- reading -------------------------------------------------------------
+
+    def shape(self) -> "Shape":
+        """What the memories look like (lengths, sessions, neighbours), computed once per version."""
+        if self._shape is None:
+            self._shape = Shape.of(self)
+        return self._shape
 
     def postings_of(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Rows holding ``term`` and how often (dead rows included; the caller masks them)."""

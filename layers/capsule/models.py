@@ -259,6 +259,7 @@ class Components(BaseModel):
     time: float
     feedback: float
     outcome: float
+    boost: float = Field(0.0, description="Query aids: the author or date the query names, the session's best.")
 
 
 class SearchHit(BaseModel):

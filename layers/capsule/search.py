@@ -10,6 +10,8 @@ The pipeline, the same for a warm index and a cold one built for this search:
    the best ``candidates``;
 4. for the union, the exact cosine (float32), the BM25 score divided by the best, time
    decay, the feedback bound and the outcome bonus, combined by the weights;
+   plus a ``boost`` from the aids that fit the memories (the author or date the query names;
+   for short turns of longer sessions, the neighbouring turns and the session's best score);
 5. the k best by score. Every cut (candidates, the k best) breaks ties by a key fixed per
    memory, so what is chosen never depends on where a row sits in an index.
 """
@@ -25,7 +27,8 @@ import numpy as np
 
 from . import ranking
 from .clock import to_epoch
-from .index import ProjectIndex, sign_codes, stable_key
+from .index import ProjectIndex, Shape, sign_codes, stable_key
+from .query import Span, named_authors, named_dates
 from .records import ChangeSet, Filters, MemoryRecord
 from .text import tokens
 
@@ -39,6 +42,7 @@ class Scored:
     time: float
     feedback: float
     outcome: float
+    boost: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +50,18 @@ class SearchOptions:
     candidates: int = 500  # rows per stage re-scored exactly
     exact: bool = False  # exact float32 first stage instead of binary codes
     prefix_words: int = 4  # 256 leading sign bits for the first pass over large indexes
-    prefilter: int = 8  # the first pass keeps this many times ``candidates``
+    prefilter: int = 4  # the first pass keeps this many times ``candidates``
+    # Ranking aids that adapt to the memories (see :class:`capsule.index.Shape`):
+    window: str = "auto"  # keyword score over the neighbouring memories of a session: auto|on|off
+    window_max_length: float = 40.0  # auto: only where the median memory is this short (tokens)
+    window_min_session: float = 4.0  # auto: ... and the median session holds this many memories
+    author_boost: float = 0.2  # added when the memory's author is named in the query
+    date_boost: float = 0.1  # added when the memory happened on a date the query names
+    session_boost: float = 0.2  # times the best score in the memory's session (windowed data only)
+    vector_window: bool = True  # with the keyword window, also average in the neighbours' cosine
+    window_far: float = 0.5  # weight of the memories two away in the keyword window
+    neighbour_boost: float = 0.0  # times the better fused score of the memory's two neighbours
+    names_in_keywords: bool = False  # False: an author the query names is left to author_boost
     k1: float = 1.2
     b: float = 0.75
 
@@ -70,21 +85,28 @@ def wilson(positive: np.ndarray, total: np.ndarray, z: float = 1.96) -> np.ndarr
     return out
 
 
-def _best_rows(values: np.ndarray, eligible: np.ndarray, count: int, keys: np.ndarray, *,
+def _best_rows(values: np.ndarray, eligible: np.ndarray | None, count: int, keys: np.ndarray, *,
                smaller_is_better: bool) -> np.ndarray:
-    """The ``count`` eligible rows with the best values; ties at the cut go to the smaller key.
+    """The ``count`` eligible rows (None: every row) with the best values; ties at the cut go
+    to the smaller key.
 
     Keys are fixed per memory (:func:`capsule.index.stable_key`), so the choice never depends
     on where a row sits: a warm index and a freshly loaded one pick the same rows.
     """
-    rows = np.flatnonzero(eligible)
-    if rows.size <= count:
-        return rows
-    picked = values[rows].astype(np.float64)
-    if not smaller_is_better:
-        picked = -picked
-    cut = np.partition(picked, count - 1)[count - 1]
-    better, tied = rows[picked < cut], rows[picked == cut]
+    rows = None if eligible is None else np.flatnonzero(eligible)
+    picked = values if rows is None else values[rows]
+    if picked.size <= count:
+        return np.arange(picked.size) if rows is None else rows
+    if picked.dtype.kind == "u" and smaller_is_better:
+        # Small integers (Hamming distances): a histogram finds the cut without sorting.
+        cut = int(np.searchsorted(np.cumsum(np.bincount(picked)), count))
+        better, tied = np.flatnonzero(picked < cut), np.flatnonzero(picked == cut)
+    else:
+        signed = picked if smaller_is_better else -picked.astype(np.float64)
+        cut = np.partition(signed, count - 1)[count - 1]
+        better, tied = np.flatnonzero(signed < cut), np.flatnonzero(signed == cut)
+    if rows is not None:
+        better, tied = rows[better], rows[tied]
     need = count - better.size
     if tied.size > need:
         tied = tied[np.argpartition(keys[tied], need - 1)[:need]]
@@ -116,17 +138,9 @@ def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> No
 
 
 def _hamming(codes: np.ndarray, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-    """Hamming distances over the words of ``codes`` (words, rows), one contiguous word at a time."""
-    size = codes.shape[1] if rows is None else rows.size
-    total = np.zeros(size, dtype=np.uint16)
-    scratch = np.empty(size, dtype=np.uint64)
-    counts = np.empty(size, dtype=np.uint8)
-    for word in range(codes.shape[0]):
-        column = codes[word] if rows is None else codes[word, rows]
-        np.bitwise_xor(column, query[word], out=scratch)
-        np.bitwise_count(scratch, out=counts)
-        total += counts
-    return total
+    """Hamming distances over the words of ``codes`` (words, rows) to the query's words."""
+    block = codes if rows is None else codes[:, rows]
+    return np.bitwise_count(block ^ query[:, None]).sum(axis=0, dtype=np.uint16)
 
 
 def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.ndarray:
@@ -135,19 +149,22 @@ def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.n
     eligible = view.mask & index.has_vec[: index.n]
     if not eligible.any():
         return np.zeros(0, dtype=np.int64)
+    everyone = bool(eligible.all())
+    if everyone:
+        eligible = None  # no filter, no dead row: skip the gathers
     if options.exact:
         sims = index.matrix[: index.n] @ query
         return _best_rows(sims, eligible, options.candidates, index.key, smaller_is_better=False)
     code = sign_codes(query[None, :], index.words)[0]
     codes = index.codes[:, : index.n]
     wide = options.prefilter * options.candidates
-    if index.words > options.prefix_words and int(eligible.sum()) > 2 * wide:
+    if index.words > options.prefix_words and (index.n if everyone else int(eligible.sum())) > 2 * wide:
         # A first pass on the leading words only reads a quarter of the codes; the survivors
         # (many times the candidates wanted) are then ranked on every bit.
-        prefix = _hamming(codes[: options.prefix_words], code)
+        prefix = _hamming(codes[: options.prefix_words], code[: options.prefix_words])
         rows = _best_rows(prefix, eligible, wide, index.key, smaller_is_better=True)
         distance = _hamming(codes, code, rows)
-        return rows[_best_rows(distance, np.ones(rows.size, bool), options.candidates, index.key[rows],
+        return rows[_best_rows(distance, None, options.candidates, index.key[rows],
                                smaller_is_better=True)]
     return _best_rows(_hamming(codes, code), eligible, options.candidates, index.key, smaller_is_better=True)
 
@@ -170,18 +187,108 @@ def search_indexes(
     use_vector = query_vector is not None and weights.vector > 0
     q = None if not use_vector else np.ascontiguousarray(query_vector, dtype=np.float32)
     if weights.bm25 > 0:
-        _keyword(views, sorted(set(tokens(query))), options)
+        terms = set(tokens(query))
+        if not options.names_in_keywords and options.author_boost:
+            for index in indexes:
+                for name in index.authors:
+                    if set(tokens(name)) & terms and len(index.authors) > 1:
+                        terms -= set(tokens(name))
+            terms = terms or set(tokens(query))
+        _keyword(views, sorted(terms), options)
+        for v in views:
+            _widen(v, options)
+    spans = named_dates(query) if options.date_boost else []
     top_keyword = max((float(v.keyword.max()) for v in views if v.keyword is not None and v.keyword.size),
                       default=0.0)
     scored: list[Scored] = []
     for v in views:
-        scored.extend(_score_view(v, q, model_id, now, weights, options, top_keyword, k))
+        scored.extend(_score_view(v, q, model_id, now, weights, options, top_keyword, k, query, spans))
     scored.sort(key=lambda s: (-s.score, stable_key(s.record.id)))
     return scored[:k], searched
 
 
+def _windowed(shape: Shape, options: SearchOptions) -> bool:
+    if options.window == "auto":
+        return (0 < shape.median_length <= options.window_max_length
+                and shape.median_session >= options.window_min_session)
+    return options.window == "on"
+
+
+def _widen(v: _View, options: SearchOptions) -> None:
+    """Where memories are short turns of longer sessions, a turn's keyword score also counts
+    its neighbours' (the turn itself double): an answer often sits next to the words asked for."""
+    shape = v.index.shape()
+    if v.keyword is None or not _windowed(shape, options) or not v.keyword.any():
+        return
+    raw = v.keyword
+    padded = np.append(raw, 0.0)  # index -1 (no neighbour) reads the trailing zero
+    v.keyword = 2 * raw + padded[shape.prev] + padded[shape.next]
+    if options.window_far:
+        prev2 = np.append(shape.prev, -1)[shape.prev]
+        next2 = np.append(shape.next, -1)[shape.next]
+        v.keyword += options.window_far * (padded[prev2] + padded[next2])
+    v.keyword[~v.mask] = 0.0
+
+
+def _boosts(index: ProjectIndex, rows: np.ndarray, options: SearchOptions, query: str,
+            spans: list[Span]) -> np.ndarray:
+    boost = np.zeros(rows.size, dtype=np.float64)
+    if options.author_boost and index.authors:
+        named = named_authors(query, index.authors)
+        if named and len(named) < len(index.authors):  # naming everyone singles out no one
+            boost += options.author_boost * np.isin(index.author[rows], named)
+    if options.date_boost and spans:
+        when = index.occurred[rows]
+        inside = np.zeros(rows.size, dtype=bool)
+        for span in spans:
+            inside |= (when >= to_epoch(span.start)) & (when < to_epoch(span.end))
+        boost += options.date_boost * inside
+    return boost
+
+
+def _vector_window(index: ProjectIndex, rows: np.ndarray, vector: np.ndarray, q: np.ndarray) -> np.ndarray:
+    shape = index.shape()
+    out = 2 * vector
+    for side in (shape.prev, shape.next):
+        other = side[rows]
+        sims = vector.copy()
+        ok = (other >= 0) & index.has_vec[np.maximum(other, 0)]
+        if ok.any():
+            sims[ok] = np.clip(np.einsum("ij,j->i", index.matrix[other[ok]], q), 0.0, 1.0)
+        out += sims
+    return out / 4
+
+
+def _neighbour_boost(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """A share of the better neighbour's score: an answer often follows the turn that asked."""
+    if not options.neighbour_boost or not _windowed(index.shape(), options):
+        return np.zeros(rows.size)
+    shape = index.shape()
+    full = np.zeros(index.n + 1)
+    full[rows] = score
+    best = np.maximum(full[shape.prev[rows]], full[shape.next[rows]])
+    return options.neighbour_boost * np.maximum(best, 0.0)
+
+
+def _session_boost(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """A share of the best score in each memory's session: a session that answers well lifts its turns."""
+    boost = np.zeros(rows.size, dtype=np.float64)
+    if not options.session_boost or not _windowed(index.shape(), options):
+        return boost
+    session = index.session[rows]
+    grouped = session >= 0
+    if not grouped.any():
+        return boost
+    ids, inverse = np.unique(session[grouped], return_inverse=True)
+    best = np.full(ids.size, -np.inf)
+    np.maximum.at(best, inverse, score[grouped])
+    boost[grouped] = options.session_boost * best[inverse]
+    return boost
+
+
 def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datetime,
-                weights: ranking.Weights, options: SearchOptions, top_keyword: float, k: int) -> list[Scored]:
+                weights: ranking.Weights, options: SearchOptions, top_keyword: float, k: int,
+                query: str = "", spans: list[Span] | None = None) -> list[Scored]:
     index = v.index
     parts = []
     vector_ok = q is not None and index.model_id == model_id and index.dim == q.size
@@ -191,7 +298,10 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
         parts.append(_best_rows(v.keyword, v.keyword > 0, options.candidates, index.key, smaller_is_better=False))
     if not parts:
         return []
-    rows = np.unique(np.concatenate(parts))
+    chosen = np.zeros(index.n, dtype=bool)  # a mark per row: cheaper than sorting the union
+    for part in parts:
+        chosen[part] = True
+    rows = np.flatnonzero(chosen)
     vector = np.zeros(rows.size, dtype=np.float64)
     if vector_ok:
         with_vec = index.has_vec[rows]
@@ -199,6 +309,8 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
             block = index.matrix[rows[with_vec]]
             # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
             vector[with_vec] = np.clip(np.einsum("ij,j->i", block, q), 0.0, 1.0)
+    if vector_ok and options.vector_window and _windowed(index.shape(), options):
+        vector = _vector_window(index, rows, vector, q)
     keyword = np.zeros(rows.size) if v.keyword is None or top_keyword <= 0 else v.keyword[rows] / top_keyword
     ages = (to_epoch(now) - index.occurred[rows]) / 86400.0
     time = ranking.time_decay(ages, weights.half_life_days)
@@ -206,14 +318,18 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     feedback = wilson(helpful, helpful + index.unhelpful[rows])
     outcome = index.outcome[rows]
     score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
+    boost = _boosts(index, rows, options, query, spans or [])
+    boost += _neighbour_boost(index, rows, score + boost, options)
+    boost += _session_boost(index, rows, score + boost, options)
+    score = score + boost
     matched = np.flatnonzero((vector > 0) | (keyword > 0))
     # Only the k best (and every tie with the k-th) can be returned: build just those.
-    keep = matched[_best_rows(score[matched], np.ones(matched.size, bool), k, index.key[rows[matched]],
+    keep = matched[_best_rows(score[matched], None, k, index.key[rows[matched]],
                               smaller_is_better=False)]
     return [
         Scored(record=index.records[rows[i]], score=float(score[i]), vector=float(vector[i]),
                bm25=float(keyword[i]), time=float(time[i]), feedback=float(feedback[i]),
-               outcome=float(outcome[i]))
+               outcome=float(outcome[i]), boost=float(boost[i]))
         for i in keep
     ]
 
@@ -250,6 +366,8 @@ def describe(hits: Sequence[Scored], weights: ranking.Weights) -> str:
     else:
         why = "matched by meaning"
     extras = []
+    if top.boost > 0:
+        extras.append("raised by what the query names (an author, a date) or by its neighbouring turns")
     if top.feedback > 0:
         extras.append("raised by helpful feedback")
     if top.outcome > 0:

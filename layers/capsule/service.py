@@ -27,6 +27,7 @@ from .index import IndexCache, ProjectIndex
 from .querycache import QueryCache
 from .records import ChangeSet, Filters, MemoryRecord, WriteOutcome
 from .search import SearchOptions, describe, search_indexes
+from .snapshot import Snapshots
 from .store.base import Cursor, MemoryStore, NearestCandidates
 from .text import sha256
 
@@ -89,6 +90,10 @@ class MemoryService:
         self.indexes = IndexCache(self.settings.index_memory_mb << 20)
         self.query_cache: QueryCache[models.SearchResult] = QueryCache(
             max_entries=self.settings.query_cache_entries)
+        # Looked up once: a runtime Protocol check costs more than a small search's scoring.
+        self._has_shortlist = isinstance(store, NearestCandidates)
+        self._tracks_changes = hasattr(store, "changes_since")
+        self._snapshots: Snapshots | None | bool = False  # False: not looked up yet (it reads the store)
         self._options = SearchOptions(candidates=self.settings.search_candidates,
                                       exact=self.settings.search_exact)
 
@@ -228,7 +233,7 @@ class MemoryService:
         projects = None if req.global_ else [req.project]
         markers = self._change_markers(tenant, projects)
         key = None
-        if markers is not None:
+        if markers is not None and self.query_cache.max_entries:
             key = (tenant, self.embedder.model_id, req.model_dump_json(by_alias=True),
                    tuple(sorted(markers.items())))
             cached = self.query_cache.get(key, self.clock())
@@ -266,7 +271,7 @@ class MemoryService:
 
     def _change_markers(self, tenant: str, projects: list[str] | None) -> dict[str, int] | None:
         """Per-project versions, or None when the store cannot track changes."""
-        if not hasattr(self.store, "changes_since"):
+        if not self._tracks_changes:
             return None
         return self.store.change_markers(tenant, projects)
 
@@ -280,11 +285,32 @@ class MemoryService:
         for project in sorted(markers):  # one lock order everywhere: no deadlock between searches
             index = self.indexes.get(tenant, project, model)
             with index.lock:
+                if index.version == 0 and self.snapshots is not None:
+                    self.snapshots.load(index)
                 if index.version != markers[project] or index.version == 0:
-                    index.apply(self.store.changes_since(tenant, project, index.version))
+                    changes = self.store.changes_since(tenant, project, index.version)
+                    index.apply(changes)
+                    if changes.reset and self.snapshots is not None:
+                        self.snapshots.save(index)
             indexes.append(index)
         self.indexes.trim(keep=lambda i: i in indexes)
         return indexes
+
+    @property
+    def snapshots(self) -> Snapshots | None:
+        """Index snapshots beside an embedded store that has an identity; None otherwise."""
+        if self._snapshots is False:
+            identity = getattr(self.store, "identity", None)
+            if not self.settings.index_snapshot_min or identity is None or not hasattr(self.store, "changes_since"):
+                self._snapshots = None
+            else:
+                try:
+                    name = identity()
+                except Unavailable:  # a database not migrated since snapshots came: just no snapshots
+                    name = None
+                self._snapshots = name and Snapshots(self.settings.data_dir / "index", name,
+                                                     min_rows=self.settings.index_snapshot_min)
+        return self._snapshots or None
 
     def _cold_index(self, tenant: str, records: list[MemoryRecord]) -> ProjectIndex:
         """An index built for one search from the given records."""
@@ -295,7 +321,7 @@ class MemoryService:
     def _shortlist(self, tenant: str, projects: list[str] | None, filters: Filters, query: str,
                    query_vector: np.ndarray | None) -> list[ProjectIndex] | None:
         """For a scope too large to hold warm (Atlas Vector Search), an index of the store's shortlist."""
-        if query_vector is None or not isinstance(self.store, NearestCandidates):
+        if query_vector is None or not self._has_shortlist:
             return None
         shortlist = self.store.nearest_candidates(
             tenant, projects, filters, query=query, query_vector=query_vector, model=self.embedder.model_id,
@@ -318,7 +344,7 @@ class MemoryService:
             created_at=r.created_at,
             components=models.Components(
                 vector=round(hit.vector, 6), bm25=round(hit.bm25, 6), time=round(hit.time, 6),
-                feedback=round(hit.feedback, 6), outcome=round(hit.outcome, 6),
+                feedback=round(hit.feedback, 6), outcome=round(hit.outcome, 6), boost=round(hit.boost, 6),
             ),
         )
 

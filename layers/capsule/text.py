@@ -25,7 +25,7 @@ _STEMMER = snowballstemmer.stemmer("english")
 STOP_WORDS = frozenset(
     """a an and are as at be been but by can could did do does for from had has have he her his how i if
     in into is it its me my no not of on or our she so than that the their them then there these they this
-    to was we were what when where which who whom why will with would you your""".split()
+    to was we were what when where which who whom why will with would you your ll ve re""".split()
 )
 
 
@@ -48,8 +48,12 @@ def _word_tokens(word: str, stem: bool) -> tuple[str, ...]:
     lower = word.lower()
     parts = _parts(word)
     if len(parts) <= 1:
-        return () if lower in STOP_WORDS else ((_stem(lower) if stem else lower),)
+        if lower in STOP_WORDS or (len(lower) == 1 and lower.isalpha()):
+            return ()  # stop words, and the "s" of "Caroline's" or the "t" of "don't"
+        return ((_stem(lower) if stem else lower),)
     out = [lower]  # the identifier as written
+    if "-" in word and all(p.isalpha() for p in parts):
+        out.append(_stem(lower.replace("-", "")) if stem else lower.replace("-", ""))  # de-stress: destress
     for part in parts:
         part = part.lower()
         if part not in STOP_WORDS and len(part) > 1:

@@ -33,7 +33,7 @@ def test_store_then_get_list_search(service, call):
     assert [m["id"] for m in listed.json["memories"]] == [mid]
     found = call(event("search", body={"query": "sqlite writes", "project": "api"}))
     assert found.status == 200 and found.json["results"][0]["id"] == mid
-    assert set(found.json["results"][0]["components"]) == {"vector", "bm25", "time", "feedback", "outcome"}
+    assert set(found.json["results"][0]["components"]) == {"vector", "bm25", "time", "feedback", "outcome", "boost"}
 
 
 def test_list_pages_with_the_cursor(service, call):

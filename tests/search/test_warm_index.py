@@ -163,3 +163,30 @@ def test_a_memory_without_embedding_is_found_by_keyword(make_service, exact):
     service.store.set_embedding("t", memory, np.ones(16, dtype=np.float32) / 4, "another-model")
     hits = service.search("t", {"project": "p", "query": "redis timeout"}).results
     assert [h.id for h in hits] == [memory] and hits[0].components.vector == 0.0
+
+
+def test_the_two_pass_binary_stage_on_a_large_index():
+    """Large enough for the 256-bit first pass: the nearest rows survive both passes."""
+    from datetime import datetime, timezone
+
+    from capsule.index import ProjectIndex
+    from capsule.records import Filters, MemoryRecord
+    from capsule.search import search_indexes
+    from mcp_client.bench import exact_top, make_dataset, recall
+
+    data = make_dataset(3000, 512, 20, seed=11)
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    index = ProjectIndex("t", "p", "m")
+    index.apply(ChangeSet(version=1, reset=True, changed=[
+        MemoryRecord(id=f"m{i:05d}", tenant="t", project="p", content=data.texts[i], sha256=str(i),
+                     occurred_at=now, created_at=now, updated_at=now, embedding=data.vectors[i], model="m")
+        for i in range(len(data.texts))]))
+    options = SearchOptions(candidates=200, prefilter=4)  # 800 of 3,000 survive the first pass
+    from capsule.ranking import Weights
+
+    found = []
+    for q in data.queries:
+        hits, _ = search_indexes([index], filters=Filters(), query="", query_vector=q, model_id="m", now=now,
+                                 weights=Weights(bm25=0.0, time=0.0, feedback=0.0), k=10, options=options)
+        found.append([int(h.record.id[1:]) for h in hits])
+    assert recall(found, exact_top(data.vectors, data.queries)) >= 0.95

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import uuid
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -307,6 +308,15 @@ class SQLiteStore:
                 for statement in filter(str.strip, script.split(";")):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number}")
+            # Outside the numbered migrations (nothing depends on its order): a random id for
+            # this database, so files derived from it (index snapshots) are never mixed up.
+            conn.execute("CREATE TABLE IF NOT EXISTS store_info (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            conn.execute("INSERT OR IGNORE INTO store_info (name, value) VALUES ('identity', ?)",
+                         (uuid.uuid4().hex,))
+
+    def identity(self) -> str:
+        """A random id made when this database was created (see :mod:`capsule.snapshot`)."""
+        return self._read("SELECT value FROM store_info WHERE name = 'identity'")[0]["value"]
 
     def close(self) -> None:
         with self._lock:

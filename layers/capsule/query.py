@@ -1,0 +1,84 @@
+"""Reading a query for what it names: people (matched against memory authors) and dates.
+
+Pure functions over the query text; cheap (a few regexes), so they cost microseconds.
+"""
+
+from __future__ import annotations
+
+import re
+from calendar import monthrange
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from .text import tokens
+
+MONTHS = {name: number for number, name in enumerate(
+    "january february march april may june july august september october november december".split(), start=1)}
+MONTHS.update({name[:3]: number for name, number in list(MONTHS.items())})
+MONTHS["sept"] = 9
+_M = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M},?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_M}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b{_M},?\s+(\d{{4}})\b", re.I)
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A stretch of time a query names: [start, end)."""
+
+    start: datetime
+    end: datetime
+
+
+def _day(year: int, month: int, day: int) -> Span | None:
+    try:
+        start = datetime(year, month, day, tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return Span(start, start + timedelta(days=1))
+
+
+def named_dates(query: str) -> list[Span]:
+    """Days, months or years the query names, most precise first; a year is used only alone."""
+    spans: list[Span] = []
+    taken: list[tuple[int, int]] = []
+
+    def free(match: re.Match) -> bool:
+        return all(match.end() <= a or match.start() >= b for a, b in taken)
+
+    for match in _ISO.finditer(query):
+        if span := _day(int(match.group(1)), int(match.group(2)), int(match.group(3))):
+            spans.append(span)
+            taken.append(match.span())
+    for pattern, order in ((_DAY_MONTH_YEAR, (3, 2, 1)), (_MONTH_DAY_YEAR, (3, 1, 2))):
+        for match in pattern.finditer(query):
+            if not free(match):
+                continue
+            year, month, day = (match.group(i) for i in order)
+            if span := _day(int(year), MONTHS[month.lower()[:3]], int(day)):
+                spans.append(span)
+                taken.append(match.span())
+    for match in _MONTH_YEAR.finditer(query):
+        if free(match):
+            year, month = int(match.group(2)), MONTHS[match.group(1).lower()[:3]]
+            start = datetime(year, month, 1, tzinfo=timezone.utc)
+            spans.append(Span(start, start + timedelta(days=monthrange(year, month)[1])))
+            taken.append(match.span())
+    if not spans:
+        for match in _YEAR.finditer(query):
+            year = int(match.group(1))
+            spans.append(Span(datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc)))
+    return spans
+
+
+def named_authors(query: str, authors: dict[str, int]) -> list[int]:
+    """Ids of the authors whose name (any word of it) the query mentions."""
+    words = set(tokens(query))
+    found = []
+    for name, author_id in authors.items():
+        parts = set(tokens(name))
+        if parts and parts & words:
+            found.append(author_id)
+    return found

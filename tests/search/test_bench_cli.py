@@ -1,0 +1,40 @@
+"""``capsule bench --quick``: the whole run at tiny sizes, as a smoke test (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mcp_client.bench import exact_top, make_dataset, recall
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quick_bench_writes_every_method(tmp_path):
+    out = tmp_path / "bench.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)])}
+    run = subprocess.run([sys.executable, "-m", "mcp_client", "bench", "--quick", "--no-external", "--out", str(out)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    assert [(r["n"], r["dim"]) for r in report["results"]] == [(300, 64), (2000, 64)]
+    for result in report["results"]:
+        assert result["numpy"]["recall@10"] == 1.0
+        assert result["warm_vector_exact"]["recall@10"] == 1.0
+        assert result["warm_vector"]["recall@10"] >= 0.9
+        assert result["ingest"]["memories_per_s"] > 0 and result["cold"]["p50_ms"] > 0
+        assert result["chromadb"] == {"skipped": "--no-external"}
+    # The original algorithm sees only the latest 500 of 2,000 memories.
+    assert report["results"][1]["original"]["recall@10"] < 0.6
+    assert "orig R@10" in run.stdout and "JSON written" in run.stdout
+
+
+def test_synthetic_data_is_seeded_and_clustered():
+    a, b = make_dataset(500, 32, 10, seed=3), make_dataset(500, 32, 10, seed=3)
+    assert (a.vectors == b.vectors).all() and a.texts == b.texts
+    truth = exact_top(a.vectors, a.queries)
+    assert recall(truth, truth) == 1.0
+    assert float(a.vectors[truth[0][0]] @ a.queries[0]) > 0.5

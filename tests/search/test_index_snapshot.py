@@ -1,0 +1,77 @@
+"""Index snapshots: a fresh process starts from the saved index plus what changed since."""
+
+from __future__ import annotations
+
+import random
+
+from capsule.index import ProjectIndex
+
+WORDS = "deploy redis worker timeout mongo gateway cache retry queue schema lambda build".split()
+QUERIES = ["redis timeout", "gateway cache", "schema retry queue"]
+
+
+def fill(service, count, seed=0):
+    rng = random.Random(seed)
+    return [service.store_memory("t", {"project": "p", "content": " ".join(rng.choice(WORDS) for _ in range(6))
+                                       + f" {seed}-{i}"}).memory.id for i in range(count)]
+
+
+def answers(service):
+    return [service.search("t", {"project": "p", "query": q, "k": 10}) for q in QUERIES]
+
+
+def test_a_fresh_process_loads_the_snapshot_then_the_changes(make_service, db_path):
+    first = make_service(index_snapshot_min=10)
+    ids = fill(first, 30)
+    answers(first)  # a full load: the snapshot is written
+    snapshots = list((db_path.parent / "index").glob("*.snapshot"))
+    assert len(snapshots) == 1
+    writer = make_service(index_snapshot_min=0)
+    fill(writer, 5, seed=1)
+    writer.forget("t", ids[0])
+    writer.feedback("t", ids[1], {"helpful": True})
+    fresh = make_service(index_snapshot_min=10)
+    probe = ProjectIndex("t", "p", fresh.embedder.model_id)
+    assert fresh.snapshots.load(probe) and probe.active == 30  # what the snapshot holds
+    assert answers(fresh) == answers(make_service(index_snapshot_min=0))
+    assert fresh.indexes.get("t", "p", fresh.embedder.model_id).active == 34
+
+
+def test_small_projects_and_unreadable_snapshots(make_service, db_path):
+    small = make_service(index_snapshot_min=100)
+    fill(small, 20)
+    answers(small)
+    assert not (db_path.parent / "index").exists()
+    big = make_service(index_snapshot_min=10)
+    answers(big)
+    (snapshot,) = (db_path.parent / "index").glob("*.snapshot")
+    snapshot.write_bytes(b"not a pickle")
+    assert answers(make_service(index_snapshot_min=10)) == answers(make_service(index_snapshot_min=0))
+
+
+def test_a_snapshot_of_another_database_is_never_used(make_service, tmp_path):
+    from capsule.snapshot import Snapshots
+
+    service = make_service(index_snapshot_min=10)
+    fill(service, 12)
+    answers(service)
+    index = service.indexes.get("t", "p", service.embedder.model_id)
+    other = Snapshots(service.snapshots.folder, "another-database", min_rows=10)
+    assert not other.load(ProjectIndex("t", "p", service.embedder.model_id))
+    assert service.snapshots.load(ProjectIndex("t", "p", service.embedder.model_id))
+    assert not service.snapshots.load(ProjectIndex("t", "p", "another-model"))
+    assert index.version > 0
+
+
+def test_records_pack_and_unpack_whole():
+    from datetime import datetime, timezone
+
+    from capsule.index import pack, unpack
+    from capsule.records import MemoryRecord
+
+    at = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+    record = MemoryRecord(id="m", tenant="t", project="p", content="c", sha256="s", occurred_at=at, created_at=at,
+                          updated_at=at, path="a/b.py", chunk_index=1, chunk_count=3, model="m1", pinned=True,
+                          explanation="why", meta={"tags": ["x"], "author": "Ana"}, helpful=2, unhelpful=1,
+                          accessed_at=at, status="ready")
+    assert unpack(pack(record)) == record
