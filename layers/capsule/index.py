@@ -20,16 +20,18 @@ import threading
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, fields, replace
-from itertools import chain
 from typing import Callable, Sequence
 
 import numpy as np
 
 from .clock import from_epoch, to_epoch
-from .records import ChangeSet, Filters, MemoryRecord
-from .text import tokens
+from . import terms
+from .records import ChangeSet, Filters, IndexColumns, MemoryRecord
 
 OUTCOME = {"success": 0.10, "failure": -0.05}
+# Fetch whole records by id (tenant, project, ids -> found); see :func:`store_fetcher`.
+Fetch = Callable[[list[str]], dict[str, MemoryRecord]]
+EAGER_RECORDS = 20_000  # a smaller project loaded as columns fetches its records at once
 
 
 def _grow(values: np.ndarray, capacity: int) -> np.ndarray:
@@ -101,41 +103,82 @@ def unpack(values: tuple) -> MemoryRecord:
 
 
 class Records:
-    """The index's records by row; rows loaded from a snapshot are built on first use."""
+    """The index's records by row. A row loaded from a snapshot is built on first use; a row
+    loaded as columns is only its id until a search returns it (then fetched from the store)."""
 
-    def __init__(self, packed: list[tuple | None] | None = None) -> None:
-        self._items: list[MemoryRecord | tuple | None] = list(packed or [])
+    def __init__(self, items: list | None = None, fetch: Fetch | None = None) -> None:
+        self._items: list[MemoryRecord | tuple | str | None] = list(items or [])
+        self.fetch = fetch
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def append(self, record: MemoryRecord | None) -> None:
+    def append(self, record: MemoryRecord | str | None) -> None:
         self._items.append(record)
+
+    def extend(self, items: Sequence[MemoryRecord | str | None]) -> None:
+        self._items.extend(items)
 
     def __setitem__(self, row: int, record: MemoryRecord | None) -> None:
         self._items[row] = record
 
     def __getitem__(self, row: int) -> MemoryRecord | None:
         item = self._items[row]
+        if isinstance(item, str):
+            self.prefetch([row])
+            item = self._items[row]
         if isinstance(item, tuple):
             item = self._items[row] = unpack(item)
         return item
 
-    def packed(self) -> list[tuple | None]:
-        return [item if item is None or isinstance(item, tuple) else pack(item) for item in self._items]
+    def loaded(self, row: int) -> bool:
+        return not isinstance(self._items[row], str)
+
+    def prefetch(self, rows: Sequence[int] | np.ndarray) -> None:
+        """Fetch the given rows' records from the store in one read, where they are only ids."""
+        wanted = {self._items[row]: row for row in rows if isinstance(self._items[row], str)}
+        if not wanted:
+            return
+        if self.fetch is None:
+            raise RuntimeError("an index loaded as columns needs a way to fetch its records")
+        found = self.fetch(list(wanted))
+        for memory_id, row in wanted.items():
+            record = found.get(memory_id)
+            if record is not None:
+                record.embedding = None  # the matrix holds the vector
+            self._items[row] = record  # None: purged meanwhile, so no longer returned
+
+    def load_all(self) -> None:
+        self.prefetch([row for row, item in enumerate(self._items) if isinstance(item, str)])
+
+    def ids(self) -> list[str | None]:
+        return [item if item is None or isinstance(item, str) else item[0] if isinstance(item, tuple) else item.id
+                for item in self._items]
+
+    def packed(self) -> list[tuple | str | None]:
+        return [item if item is None or isinstance(item, (tuple, str)) else pack(item) for item in self._items]
+
+    def keep(self, rows: np.ndarray) -> "Records":
+        return Records([self._items[row] for row in rows.tolist()], self.fetch)
 
 
 class ProjectIndex:
     """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
 
-    def __init__(self, tenant: str, project: str, model_id: str | None) -> None:
+    def __init__(self, tenant: str, project: str, model_id: str | None,
+                 fetch: Callable[[str, str, list[str]], dict[str, MemoryRecord]] | None = None) -> None:
         self.tenant, self.project, self.model_id = tenant, project, model_id
+        self.fetch = fetch
         self.lock = threading.RLock()
         self.version = 0
         self._clear()
 
+    def _fetch(self, ids: list[str]) -> dict[str, MemoryRecord]:
+        assert self.fetch is not None
+        return self.fetch(self.tenant, self.project, ids)
+
     def _clear(self) -> None:
-        self.records = Records()
+        self.records = Records(fetch=self._fetch if self.fetch else None)
         self.row_of: dict[str, int] = {}
         self.n = 0
         self.dead = 0
@@ -159,8 +202,14 @@ class ProjectIndex:
         self.sessions: dict[str, int] = {}
         self.authors: dict[str, int] = {}
         self._shape: Shape | None = None
-        self.postings: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # BM25 postings by term hash (capsule.terms): ``_main`` sorted by hash, one entry per
+        # (term, row) with its count; ``_pending`` rows added since, one entry per token, unsorted
+        # (scanned until there are enough of them to be worth sorting into ``_main``).
+        self._main = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pending_n = 0
+        self._scans = 0  # term look-ups left before a large pending part is sorted
+        self._arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     # ---- snapshots -------------------------------------------------------
 
@@ -169,22 +218,14 @@ class ProjectIndex:
 
     def export(self) -> dict:
         """Everything the index holds, trimmed to its rows (for :mod:`capsule.snapshot`)."""
+        self._merge()
         arrays = {name: getattr(self, name)[: self.n] for name in self._ARRAYS}
         arrays["codes"] = np.ascontiguousarray(self.codes[:, : self.n])
         return {
             "arrays": arrays, "n": self.n, "dead": self.dead, "dim": self.dim, "words": self.words,
             "version": self.version, "bytes": self._bytes, "records": self.records.packed(), "row_of": self.row_of,
-            "sessions": self.sessions, "authors": self.authors, "postings": self._packed_postings(),
+            "sessions": self.sessions, "authors": self.authors, "postings": self._main,
         }
-
-    def _packed_postings(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """Every term's postings in two flat arrays with offsets: four objects, not one per term."""
-        terms = list(self.postings)
-        parts = [self.postings_of(term) for term in terms]
-        offsets = np.cumsum([0] + [rows.size for rows, _ in parts], dtype=np.int64)
-        rows = np.concatenate([r for r, _ in parts]) if parts else np.zeros(0, np.int32)
-        tfs = np.concatenate([t for _, t in parts]) if parts else np.zeros(0, np.float32)
-        return terms, offsets, rows, tfs
 
     def restore(self, state: dict) -> None:
         """Become the index :meth:`export` described."""
@@ -195,13 +236,10 @@ class ProjectIndex:
             raise ValueError("a snapshot's matrix and codes are two-dimensional")
         self.n, self.dead, self.dim, self.words = state["n"], state["dead"], state["dim"], state["words"]
         self.version, self._bytes = state["version"], state["bytes"]
-        self.records, self.row_of = Records(state["records"]), state["row_of"]
+        self.records = Records(state["records"], self.records.fetch)
+        self.row_of = state["row_of"]
         self.sessions, self.authors = state["sessions"], state["authors"]
-        terms, offsets, rows, tfs = state["postings"]
-        bounds = offsets.tolist()
-        self._arrays = {term: (rows[bounds[i]:bounds[i + 1]], tfs[bounds[i]:bounds[i + 1]])
-                        for i, term in enumerate(terms)}
-        self.postings = {term: [arrays] for term, arrays in self._arrays.items()}
+        self._main = state["postings"]
 
     # ---- size ------------------------------------------------------------
 
@@ -228,6 +266,8 @@ class ProjectIndex:
         self._shape = None
         if changes.reset:
             self._clear()
+        if changes.columns is not None:
+            self._load_columns(changes.columns)
         for memory_id in changes.removed:
             self._kill(memory_id)
         fresh: list[MemoryRecord] = []
@@ -246,6 +286,8 @@ class ProjectIndex:
             self._compact()
 
     def _same_text_and_vector(self, row: int, record: MemoryRecord) -> bool:
+        if not self.records.loaded(row):
+            return False  # only its id is held: re-add the row rather than read the old one
         old = self.records[row]
         if old is None or old.content != record.content:
             return False
@@ -278,6 +320,58 @@ class ProjectIndex:
             setattr(self, name, _grow(getattr(self, name), cap))
         self.codes = np.ascontiguousarray(_grow(self.codes.T, cap).T)
 
+    def _load_columns(self, c: IndexColumns) -> None:
+        """Fill an empty index from a store's columns: one join of the vectors, no records built."""
+        n = len(c.ids)
+        if not n:
+            return
+        usable = [blob is not None and len(blob) > 0 and model == self.model_id
+                  for blob, model in zip(c.embeddings, c.models)]
+        sizes = {len(blob) for blob, ok in zip(c.embeddings, usable) if ok}
+        dim = max(sizes) // 4 if sizes else 0
+        if len(sizes) > 1:  # vectors of another size than the largest are left out, as in _append
+            usable = [ok and len(blob) == 4 * dim for blob, ok in zip(c.embeddings, usable)]
+        self.n = n
+        self.dim, self.words = dim, (dim + 63) // 64
+        self.has_vec = np.fromiter(usable, dtype=bool, count=n)
+        everyone = bool(self.has_vec.all())
+        blobs = c.embeddings if everyone else [b for b, ok in zip(c.embeddings, usable) if ok]
+        block = np.frombuffer(bytearray().join(blobs), dtype="<f4").reshape(len(blobs), dim) if dim else None
+        if everyone and block is not None:
+            self.matrix = block
+        else:
+            self.matrix = np.zeros((n, dim), dtype=np.float32)
+            if block is not None:
+                self.matrix[self.has_vec] = block
+        self.codes = np.ascontiguousarray(sign_codes(self.matrix, self.words).T) if dim else \
+            np.zeros((0, n), dtype=np.uint64)
+        if not everyone and dim:
+            self.codes[:, ~self.has_vec] = 0
+        self.alive = np.ones(n, dtype=bool)
+        self.key = np.fromiter(c.keys, dtype=np.int64, count=n)
+        self.occurred = np.fromiter(c.occurred, dtype=np.float64, count=n)
+        self.created = np.fromiter(c.created, dtype=np.float64, count=n)
+        self.helpful = np.fromiter(c.helpful, dtype=np.float64, count=n)
+        self.unhelpful = np.fromiter(c.unhelpful, dtype=np.float64, count=n)
+        self.outcome = np.zeros(n, dtype=np.float64)
+        self.session = np.full(n, -1, dtype=np.int64)
+        self.author = np.full(n, -1, dtype=np.int64)
+        for row, meta in enumerate(c.metas):
+            if meta:
+                self.outcome[row] = OUTCOME.get(meta.get("outcome_status") or "unknown", 0.0)
+                self.session[row] = self._id_of(self.sessions, meta.get("session"))
+                self.author[row] = self._id_of(self.authors, meta.get("author"))
+        self.row_of = dict(zip(c.ids, range(n)))
+        self.records.extend(c.ids)
+        lengths = np.fromiter(map(len, c.terms), dtype=np.int64, count=n) // 8
+        self.length = lengths.astype(np.float64)
+        flat = np.frombuffer(b"".join(c.terms), dtype="<i8").astype(np.int64, copy=False)
+        self._add_pending(flat, np.repeat(np.arange(n, dtype=np.int32), lengths))
+        self._scans = 32  # the first search scans; sorting waits until the index is searched again
+        self._bytes += 12 * flat.size + 200 * n
+        if n <= EAGER_RECORDS and self.fetch is not None:
+            self.records.load_all()
+
     def _append(self, records: Sequence[MemoryRecord]) -> None:
         if not records:
             return
@@ -304,7 +398,7 @@ class ProjectIndex:
         self.outcome[rows] = [OUTCOME.get(r.meta.get("outcome_status") or "unknown", 0.0) for r in records]
         self.session[rows] = [self._id_of(self.sessions, r.meta.get("session")) for r in records]
         self.author[rows] = [self._id_of(self.authors, r.meta.get("author")) for r in records]
-        self._add_postings(start, [tokens(r.content) for r in records])
+        self._add_postings(start, [terms.hashes(r.content) for r in records])
         self._bytes += sum(2 * len(r.content) + 300 for r in records)
         self.n = start + len(records)
         if vectors:
@@ -314,26 +408,44 @@ class ProjectIndex:
             self.codes[:, at] = sign_codes(block, self.words).T
             self.has_vec[at] = True
 
-    def _add_postings(self, start: int, documents: list[list[str]]) -> None:
-        """Term frequencies of new rows, grouped by term in bulk (numpy, not a loop per token)."""
+    def _add_postings(self, start: int, documents: list[np.ndarray]) -> None:
+        """The term hashes of new rows, kept unsorted until there are enough to sort."""
         lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
         self.length[start:start + len(documents)] = lengths
-        flat = list(chain.from_iterable(documents))
-        if not flat:
+        if not lengths.sum():
             return
-        vocab: dict[str, int] = {}
-        term_ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
-        docs = np.repeat(np.arange(len(documents), dtype=np.int64), lengths)
-        pairs, tfs = np.unique(term_ids * len(documents) + docs, return_counts=True)
-        term_of, doc_of = np.divmod(pairs, len(documents))
-        cuts = np.flatnonzero(np.diff(term_of)) + 1
-        names = list(vocab)
-        for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [pairs.size]))):
-            term = names[term_of[lo]]
-            chunk = ((doc_of[lo:hi] + start).astype(np.int32), tfs[lo:hi].astype(np.float32))
-            self.postings.setdefault(term, []).append(chunk)
-            self._arrays.pop(term, None)
-        self._bytes += 8 * pairs.size
+        flat = np.concatenate(documents)
+        self._add_pending(flat, np.repeat(np.arange(start, start + len(documents), dtype=np.int32), lengths))
+        self._bytes += 12 * flat.size
+
+    def _add_pending(self, flat: np.ndarray, rows: np.ndarray) -> None:
+        self._pending.append((flat, rows))
+        self._pending_n += flat.size
+        self._arrays.clear()
+        if len(self._pending) > 16:  # many small writes: one part to scan, not many
+            self._pending = [(np.concatenate([h for h, _ in self._pending]),
+                              np.concatenate([r for _, r in self._pending]))]
+
+    def _merge(self) -> None:
+        """Sort the pending postings into the main ones: one entry per (term, row) with its count."""
+        if not self._pending:
+            return
+        flat = np.concatenate([h for h, _ in self._pending])
+        rows = np.concatenate([r for _, r in self._pending])
+        order = np.argsort(flat, kind="stable")  # rows stay ascending within a term
+        flat, rows = flat[order], rows[order]
+        first = np.ones(flat.size, dtype=bool)
+        first[1:] = (flat[1:] != flat[:-1]) | (rows[1:] != rows[:-1])
+        starts = np.flatnonzero(first)
+        counts = np.diff(np.append(starts, flat.size)).astype(np.float32)
+        main_h, main_r, main_t = self._main
+        flat = np.concatenate((main_h, flat[starts]))
+        rows = np.concatenate((main_r, rows[starts]))
+        tfs = np.concatenate((main_t, counts))
+        order = np.argsort(flat, kind="stable")
+        self._main = (flat[order], rows[order], tfs[order])
+        self._pending, self._pending_n = [], 0
+        self._arrays.clear()
 
     def _set_meta(self, row: int, record: MemoryRecord) -> None:
         """Refresh what ranking reads of a row whose text and vector did not change."""
@@ -346,18 +458,25 @@ class ProjectIndex:
         self.author[row] = self._id_of(self.authors, record.meta.get("author"))
 
     def _compact(self) -> None:
-        keep = [row for row in range(self.n) if self.alive[row]]
-        records = []
-        for row in keep:
-            record = self.records[row]
-            assert record is not None
-            if self.has_vec[row]:
-                record = replace(record, embedding=self.matrix[row].copy(), model=self.model_id)
-            records.append(record)
-        version = self.version
-        self._clear()
-        self._append(records)
-        self.version = version
+        """Drop the dead rows: every array keeps its live rows and the postings are renumbered."""
+        self._merge()
+        keep = np.flatnonzero(self.alive[: self.n])
+        renumber = np.full(self.n, -1, dtype=np.int64)
+        renumber[keep] = np.arange(keep.size)
+        for name in ("alive", "has_vec", "key", "session", "author", "matrix", "length", "occurred", "created",
+                     "helpful", "unhelpful", "outcome"):
+            setattr(self, name, getattr(self, name)[keep].copy())
+        self.codes = np.ascontiguousarray(self.codes[:, keep])
+        self.records = self.records.keep(keep)
+        self.row_of = {memory_id: int(renumber[row]) for memory_id, row in self.row_of.items()}
+        main_h, main_r, main_t = self._main
+        new_rows = renumber[main_r]
+        live = new_rows >= 0
+        self._main = (main_h[live], new_rows[live].astype(np.int32), main_t[live])
+        self._arrays.clear()
+        self._bytes = int(self._bytes * keep.size / max(self.n, 1))
+        self.n, self.dead = keep.size, 0
+        self._shape = None
 
     # ---- reading -------------------------------------------------------------
 
@@ -369,16 +488,26 @@ class ProjectIndex:
 
     def postings_of(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Rows holding ``term`` and how often (dead rows included; the caller masks them)."""
-        cached = self._arrays.get(term)
-        if cached is None:
-            chunks = self.postings.get(term)
-            if not chunks:
-                cached = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+        h = terms.term_hash(term)
+        cached = self._arrays.get(h)
+        if cached is not None:
+            return cached
+        if self._pending_n > max(65536, self._main[0].size // 8):
+            if self._scans > 0:
+                self._scans -= 1
             else:
-                cached = (np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]))
-                if len(chunks) > 1:
-                    self.postings[term] = [cached]
-            self._arrays[term] = cached
+                self._merge()
+        main_h, main_r, main_t = self._main
+        lo, hi = np.searchsorted(main_h, h, "left"), np.searchsorted(main_h, h, "right")
+        rows, tfs = [main_r[lo:hi]], [main_t[lo:hi]]
+        for flat, at in self._pending:
+            hit = at[flat == h]
+            if hit.size:
+                found, counts = np.unique(hit, return_counts=True)
+                rows.append(found.astype(np.int32, copy=False))
+                tfs.append(counts.astype(np.float32))
+        cached = (rows[0], tfs[0]) if len(rows) == 1 else (np.concatenate(rows), np.concatenate(tfs))
+        self._arrays[h] = cached
         return cached
 
     def mask(self, filters: Filters) -> np.ndarray:
@@ -389,7 +518,9 @@ class ProjectIndex:
         if filters.until:
             mask &= self.created[: self.n] < to_epoch(filters.until)
         if filters.component or filters.category or filters.tags or filters.path_prefix:
-            for row in np.flatnonzero(mask):
+            rows = np.flatnonzero(mask)
+            self.records.prefetch(rows)
+            for row in rows:
                 record = self.records[row]
                 if record is None or not _passes(record, filters):
                     mask[row] = False
@@ -413,8 +544,10 @@ def _passes(record: MemoryRecord, filters: Filters) -> bool:
 class IndexCache:
     """Project indexes of one process, least recently used dropped beyond ``max_bytes``."""
 
-    def __init__(self, max_bytes: int = 1 << 30) -> None:
+    def __init__(self, max_bytes: int = 1 << 30,
+                 fetch: Callable[[str, str, list[str]], dict[str, MemoryRecord]] | None = None) -> None:
         self.max_bytes = max_bytes
+        self.fetch = fetch
         self._lock = threading.Lock()
         self._indexes: OrderedDict[tuple[str, str, str | None], ProjectIndex] = OrderedDict()
 
@@ -423,7 +556,7 @@ class IndexCache:
         with self._lock:
             index = self._indexes.get(key)
             if index is None:
-                index = self._indexes[key] = ProjectIndex(tenant, project, model_id)
+                index = self._indexes[key] = ProjectIndex(tenant, project, model_id, self.fetch)
             self._indexes.move_to_end(key)
             return index
 
@@ -445,3 +578,20 @@ class IndexCache:
 
     def __len__(self) -> int:
         return len(self._indexes)
+
+
+def store_fetcher(store) -> Callable[[str, str, list[str]], dict[str, MemoryRecord]]:
+    """How an index fetches the records of rows it loaded as columns: by id in one read
+    (``get_many``), or the project's active rows at once when most of it is wanted."""
+
+    def fetch(tenant: str, project: str, ids: list[str]) -> dict[str, MemoryRecord]:
+        found: dict[str, MemoryRecord] = {}
+        if len(ids) > 1000:
+            wanted = set(ids)
+            found = {r.id: r for r in store.candidates(tenant, [project], Filters()) if r.id in wanted}
+        missing = [memory_id for memory_id in ids if memory_id not in found]
+        if missing:
+            found.update((r.id, r) for r in store.get_many(tenant, missing))
+        return found
+
+    return fetch

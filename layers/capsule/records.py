@@ -80,6 +80,27 @@ class AuditRecord:
 
 
 @dataclass(slots=True)
+class IndexColumns:
+    """Every active row of a project as columns: only what a search index needs, no records.
+
+    A store may answer a full load this way (``changes_since(..., columns=True)``), so a fresh
+    process builds its index without making one object per memory; the index then fetches
+    whole records only for the rows a search returns.
+    """
+
+    ids: list[str]
+    keys: list[int]  # capsule.index.stable_key of each id
+    embeddings: list[bytes | None]  # little-endian float32
+    models: list[str | None]
+    terms: list[bytes]  # capsule.terms: int64 term hashes, one per token
+    occurred: list[float]  # epoch seconds
+    created: list[float]
+    helpful: list[int]
+    unhelpful: list[int]
+    metas: list[dict[str, Any] | None]  # the session, author and outcome_status a memory's meta holds
+
+
+@dataclass(slots=True)
 class ChangeSet:
     """What changed in one project after a given version (see ``MemoryStore.changes_since``)."""
 
@@ -87,3 +108,4 @@ class ChangeSet:
     changed: list[MemoryRecord] = field(default_factory=list)  # active rows, with embeddings
     removed: list[str] = field(default_factory=list)  # ids no longer active (forgotten, evicted)
     reset: bool = False  # True: ``changed`` is every active row; drop anything held before
+    columns: IndexColumns | None = None  # with reset: every active row as columns, ``changed`` empty

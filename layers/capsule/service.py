@@ -23,7 +23,7 @@ from .clock import Clock, system_clock, to_epoch
 from .config import Settings
 from .embedders.base import Embedder
 from .errors import InvalidInput, Unavailable, from_validation_error
-from .index import IndexCache, ProjectIndex
+from .index import IndexCache, ProjectIndex, store_fetcher
 from .querycache import QueryCache
 from .records import ChangeSet, Filters, MemoryRecord, WriteOutcome
 from .search import SearchOptions, describe, search_indexes
@@ -87,7 +87,7 @@ class MemoryService:
         self.settings = settings or Settings()
         self._new_id = new_id
         # Kept for the life of this object: warm project indexes and recent results.
-        self.indexes = IndexCache(self.settings.index_memory_mb << 20)
+        self.indexes = IndexCache(self.settings.index_memory_mb << 20, fetch=store_fetcher(store))
         self.query_cache: QueryCache[models.SearchResult] = QueryCache(
             max_entries=self.settings.query_cache_entries)
         # Looked up once: a runtime Protocol check costs more than a small search's scoring.
@@ -288,7 +288,7 @@ class MemoryService:
                 if index.version == 0 and self.snapshots is not None:
                     self.snapshots.load(index)
                 if index.version != markers[project] or index.version == 0:
-                    changes = self.store.changes_since(tenant, project, index.version)
+                    changes = self.store.changes_since(tenant, project, index.version, columns=True)
                     index.apply(changes)
                     if changes.reset and self.snapshots is not None:
                         self.snapshots.save(index)

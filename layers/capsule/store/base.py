@@ -63,6 +63,10 @@ class MemoryStore(Protocol):
     def get(self, tenant: str, memory_id: str, *, include_forgotten: bool = False) -> MemoryRecord:
         """One memory, with its embedding. Raises NotFound."""
 
+    def get_many(self, tenant: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        """The memories with these ids, forgotten ones included, in any order; unknown ids are
+        left out. The embedding may be omitted (a search index fetches the records of its hits)."""
+
     def list(
         self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int
     ) -> list[MemoryRecord]:
@@ -98,7 +102,7 @@ class MemoryStore(Protocol):
         (read the version after, or in the same snapshot as, the rows it covers).
         """
 
-    def changes_since(self, tenant: str, project: str, since: int) -> ChangeSet:
+    def changes_since(self, tenant: str, project: str, since: int, *, columns: bool = False) -> ChangeSet:
         """What changed in ``project`` after version ``since``, read from one consistent state.
 
         Returns ``ChangeSet(version, changed, removed, reset)``:
@@ -119,6 +123,10 @@ class MemoryStore(Protocol):
         bump and the row changes, a read transaction for the answer; MongoDB: bump the project's
         counter with ``$inc`` and stamp the rows in the same transaction, or otherwise make a
         stamp visible no later than the counter).
+
+        ``columns=True``: a reset may instead come as ``ChangeSet.columns`` (every active row as
+        :class:`~capsule.records.IndexColumns`, ``changed`` empty), which a search index loads
+        without building a record per memory. A store may ignore it and return records.
         """
 
     def projects(self, tenant: str) -> list[ProjectStats]:

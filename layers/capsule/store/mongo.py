@@ -377,6 +377,12 @@ class MongoStore:
             raise NotFound(f"no memory {memory_id}")
         return doc_to_record(doc)
 
+    def get_many(self, tenant: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        with guarded("read the memories"):
+            docs = list(self.memories.find({"tenant": tenant, "id": {"$in": list(dict.fromkeys(ids))}, "pending": None},
+                                           projection=RECORD_PROJECTION))
+        return [doc_to_record(doc) for doc in docs]
+
     def list(
         self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int
     ) -> list[MemoryRecord]:
@@ -495,7 +501,7 @@ class MongoStore:
             return {d["name"]: int(d.get("version", 0))
                     for d in self.projects_.find(query, projection={"name": 1, "version": 1})}
 
-    def changes_since(self, tenant: str, project: str, since: int) -> ChangeSet:
+    def changes_since(self, tenant: str, project: str, since: int, *, columns: bool = False) -> ChangeSet:
         """The version is read before the rows: every row stamped up to it is already visible
         (see ``_in_project``), and a newer row read too is simply applied again later."""
         with guarded("read the changes"):

@@ -21,7 +21,9 @@ import numpy as np
 
 from ..clock import from_epoch, to_epoch
 from ..errors import Conflict, NotFound, Unavailable
-from ..records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
+from .. import terms
+from ..index import stable_key
+from ..records import AuditRecord, ChangeSet, Filters, IndexColumns, MemoryRecord, ProjectStats, WriteOutcome
 from .base import Cursor
 
 MIGRATIONS: list[str] = [
@@ -186,6 +188,15 @@ MIGRATIONS: list[str] = [
     DROP INDEX IF EXISTS memories_sha;
     CREATE INDEX memories_dedupe ON memories (tenant, project, sha256, created_at);
     """,
+    # 5: what a search index loads, kept at write time (capsule.terms): each memory's keyword
+    #    term hashes with the tokenizer version that made them, and its tie-break key; and an
+    #    index that reads a project's active rows in order without sorting their vectors
+    """
+    ALTER TABLE memories ADD COLUMN terms BLOB;
+    ALTER TABLE memories ADD COLUMN terms_version TEXT;
+    ALTER TABLE memories ADD COLUMN sort_key INTEGER;
+    CREATE INDEX memories_load ON memories (tenant, project, deleted_at, seq);
+    """,
 ]
 
 _COLUMNS = (
@@ -193,6 +204,9 @@ _COLUMNS = (
     "occurred_at, created_at, updated_at, accessed_at, pinned, explanation, meta, helpful, "
     "unhelpful, deleted_at, deleted_reason, status"
 )
+
+
+_NO_VECTOR = _COLUMNS.replace("embedding,", "NULL AS embedding,")
 
 
 def encode_vector(vector: np.ndarray | None) -> bytes | None:
@@ -236,7 +250,7 @@ def _record_params(r: MemoryRecord) -> tuple[Any, ...]:
         encode_vector(r.embedding), r.model, r.sha256, to_epoch(r.occurred_at),
         to_epoch(r.created_at), to_epoch(r.updated_at), None, int(r.pinned), r.explanation,
         json.dumps(r.meta), r.helpful, r.unhelpful, None, None, r.status,
-        r.meta.get("component"), r.meta.get("category"),
+        r.meta.get("component"), r.meta.get("category"), terms.encode(r.content), terms.TOKENIZER, stable_key(r.id),
     )
 
 
@@ -348,8 +362,8 @@ class SQLiteStore:
                     outcome.duplicates[record.id] = existing
                     continue
                 conn.execute(
-                    f"INSERT INTO memories ({_COLUMNS}, component, category, version) "
-                    f"VALUES ({', '.join('?' * 25)})",
+                    f"INSERT INTO memories ({_COLUMNS}, component, category, terms, terms_version, sort_key, version) "
+                    f"VALUES ({', '.join('?' * 28)})",
                     (*_record_params(record), version),
                 )
                 outcome.inserted.append(record.id)
@@ -438,6 +452,17 @@ class SQLiteStore:
         if not rows or (rows[0]["deleted_at"] is not None and not include_forgotten):
             raise NotFound(f"no memory {memory_id}")
         return _row_to_record(rows[0])
+
+    def get_many(self, tenant: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        """The memories with these ids, forgotten ones included, without their vectors; unknown ids are left out."""
+        found: list[MemoryRecord] = []
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), 500):
+            part = unique[start:start + 500]
+            rows = self._read(f"SELECT {_NO_VECTOR} FROM memories WHERE tenant = ? "
+                              f"AND id IN ({', '.join('?' * len(part))})", (tenant, *part))
+            found.extend(_row_to_record(row) for row in rows)
+        return found
 
     def list(
         self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int
@@ -565,20 +590,28 @@ class SQLiteStore:
             params += list(projects)
         return {row["name"]: row["version"] for row in self._read(sql, params)}
 
-    def changes_since(self, tenant: str, project: str, since: int) -> ChangeSet:
+    def changes_since(self, tenant: str, project: str, since: int, *, columns: bool = False) -> ChangeSet:
         with self._snapshot() as conn:
             row = conn.execute("SELECT version, purged_version FROM projects WHERE tenant = ? AND name = ?",
                                (tenant, project)).fetchone()
             if row is None:
                 return ChangeSet(version=0, reset=True)
             if since <= 0 or since < row["purged_version"] or since > row["version"]:
+                if columns:
+                    loaded, stale = self._index_columns(conn, tenant, project)
+                else:
+                    rows = conn.execute(
+                        f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL "
+                        "ORDER BY seq", (tenant, project)).fetchall()
+                    return ChangeSet(version=row["version"], changed=[_row_to_record(r) for r in rows], reset=True)
+            else:
                 rows = conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL "
-                    "ORDER BY seq", (tenant, project)).fetchall()
-                return ChangeSet(version=row["version"], changed=[_row_to_record(r) for r in rows], reset=True)
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND version > ? ORDER BY seq",
-                (tenant, project, since)).fetchall()
+                    f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND version > ? ORDER BY seq",
+                    (tenant, project, since)).fetchall()
+                loaded = None
+        if loaded is not None:
+            self._store_terms(stale)
+            return ChangeSet(version=row["version"], columns=loaded, reset=True)
         changes = ChangeSet(version=row["version"])
         for r in rows:
             if r["deleted_at"] is None:
@@ -586,6 +619,50 @@ class SQLiteStore:
             else:
                 changes.removed.append(r["id"])
         return changes
+
+    @staticmethod
+    def _index_columns(conn: sqlite3.Connection, tenant: str, project: str
+                       ) -> tuple[IndexColumns, list[tuple[bytes, str, int, str]]]:
+        """Every active row of the project as the columns an index needs, in one read.
+
+        Term hashes made by another tokenizer version (or none: rows written before they were
+        kept) are recomputed from the content; they are returned to be stored for next time.
+        """
+        cursor = conn.cursor()
+        cursor.row_factory = None  # plain tuples: a Row per memory costs more than the read
+        rows = cursor.execute(
+            "SELECT id, sort_key, embedding, model, CASE WHEN terms_version = ? THEN terms END, "
+            "CASE WHEN terms_version IS ? THEN NULL ELSE content END, occurred_at, created_at, helpful, unhelpful, "
+            "CASE WHEN meta = '{}' THEN NULL ELSE meta END "
+            "FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL ORDER BY seq",
+            (terms.TOKENIZER, terms.TOKENIZER, tenant, project)).fetchall()
+        if not rows:
+            empty: list = []
+            return IndexColumns([], [], [], [], [], [], [], [], [], []), empty
+        ids, keys, blobs, models, hashed, contents, occurred, created, helpful, unhelpful, metas = map(list, zip(*rows))
+        stale = []
+        for i, content in enumerate(contents):
+            if content is not None:
+                hashed[i] = terms.encode(content)
+                if keys[i] is None:
+                    keys[i] = stable_key(ids[i])
+                stale.append((hashed[i], terms.TOKENIZER, keys[i], ids[i]))
+            elif keys[i] is None:
+                keys[i] = stable_key(ids[i])
+        metas = [None if meta is None else json.loads(meta) for meta in metas]
+        return IndexColumns(ids=ids, keys=keys, embeddings=blobs, models=models, terms=hashed, occurred=occurred,
+                            created=created, helpful=helpful, unhelpful=unhelpful, metas=metas), stale
+
+    def _store_terms(self, stale: list[tuple[bytes, str, int, str]]) -> None:
+        """Keep recomputed term hashes; derived data, so no version bump, and a busy database
+        only means they are recomputed next time."""
+        if not stale:
+            return
+        try:
+            with self._write() as conn:
+                conn.executemany("UPDATE memories SET terms = ?, terms_version = ?, sort_key = ? WHERE id = ?", stale)
+        except Unavailable:
+            pass
 
     # ---- projects and audit --------------------------------------------
 
