@@ -124,6 +124,8 @@ class Records:
 
     def __getitem__(self, row: int) -> MemoryRecord | None:
         item = self._items[row]
+        if type(item) is MemoryRecord:
+            return item
         if isinstance(item, str):
             self.prefetch([row])
             item = self._items[row]
@@ -136,7 +138,8 @@ class Records:
 
     def prefetch(self, rows: Sequence[int] | np.ndarray) -> None:
         """Fetch the given rows' records from the store in one read, where they are only ids."""
-        wanted = {self._items[row]: row for row in rows if isinstance(self._items[row], str)}
+        items = self._items
+        wanted = {items[row]: row for row in rows if type(items[row]) is str}
         if not wanted:
             return
         if self.fetch is None:

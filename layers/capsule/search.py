@@ -158,7 +158,10 @@ def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.n
     code = sign_codes(query[None, :], index.words)[0]
     codes = index.codes[:, : index.n]
     wide = options.prefilter * options.candidates
-    if index.words > options.prefix_words and (index.n if everyone else int(eligible.sum())) > 2 * wide:
+    rows_in = index.n if everyone else int(eligible.sum())
+    # Two passes pay when the words the first pass skips outweigh gathering the survivors'
+    # codes (about four times the cost of reading them in place): not at 10k x 384-d.
+    if index.words > options.prefix_words and rows_in * (index.words - options.prefix_words) > 4 * wide * index.words:
         # A first pass on the leading words only reads a quarter of the codes; the survivors
         # (many times the candidates wanted) are then ranked on every bit.
         prefix = _hamming(codes[: options.prefix_words], code[: options.prefix_words])
@@ -326,6 +329,7 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     # Only the k best (and every tie with the k-th) can be returned: build just those.
     keep = matched[_best_rows(score[matched], None, k, index.key[rows[matched]],
                               smaller_is_better=False)]
+    index.records.prefetch(rows[keep])  # one read for the hits of an index loaded as columns
     return [
         Scored(record=index.records[rows[i]], score=float(score[i]), vector=float(vector[i]),
                bm25=float(keyword[i]), time=float(time[i]), feedback=float(feedback[i]),
