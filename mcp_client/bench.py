@@ -219,7 +219,7 @@ def warm_vector(service, data: Dataset, truth: np.ndarray) -> dict[str, Any]:
 
     index = service.indexes.get(LOCAL_TENANT, PROJECT, service.embedder.model_id)
     mask = index.mask(Filters())
-    ids = np.array([int(r.id[1:]) if r is not None else -1 for r in index.records[: index.n]])
+    ids = np.array([int(i[1:]) if i is not None else -1 for i in index.records.ids()[: index.n]])
 
     def one(i: int) -> np.ndarray:
         q = data.queries[i]

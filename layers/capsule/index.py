@@ -42,9 +42,14 @@ def _grow(values: np.ndarray, capacity: int) -> np.ndarray:
 
 def sign_codes(vectors: np.ndarray, words: int) -> np.ndarray:
     """Packed sign bits of each row, padded to ``words`` 64-bit words: (rows, words) uint64."""
-    bits = np.packbits(np.asarray(vectors) > 0, axis=-1)
-    padded = np.zeros((*bits.shape[:-1], words * 8), dtype=np.uint8)
-    padded[..., : bits.shape[-1]] = bits
+    vectors = np.asarray(vectors)
+    packed = (vectors.shape[-1] + 7) // 8
+    padded = np.zeros((*vectors.shape[:-1], words * 8), dtype=np.uint8)
+    if vectors.ndim == 2:
+        for start in range(0, vectors.shape[0], 2048):  # blocks: the temporary booleans stay in cache
+            padded[start:start + 2048, :packed] = np.packbits(vectors[start:start + 2048] > 0, axis=-1)
+    else:
+        padded[..., :packed] = np.packbits(vectors > 0, axis=-1)
     return padded.view(np.uint64)
 
 
@@ -169,9 +174,11 @@ class ProjectIndex:
     """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
 
     def __init__(self, tenant: str, project: str, model_id: str | None,
-                 fetch: Callable[[str, str, list[str]], dict[str, MemoryRecord]] | None = None) -> None:
+                 fetch: Callable[[str, str, list[str]], dict[str, MemoryRecord]] | None = None, *,
+                 eager_records: int = EAGER_RECORDS) -> None:
         self.tenant, self.project, self.model_id = tenant, project, model_id
         self.fetch = fetch
+        self.eager_records = eager_records
         self.lock = threading.RLock()
         self.version = 0
         self._clear()
@@ -328,28 +335,26 @@ class ProjectIndex:
         n = len(c.ids)
         if not n:
             return
-        usable = [blob is not None and len(blob) > 0 and model == self.model_id
-                  for blob, model in zip(c.embeddings, c.models)]
-        sizes = {len(blob) for blob, ok in zip(c.embeddings, usable) if ok}
-        dim = max(sizes) // 4 if sizes else 0
-        if len(sizes) > 1:  # vectors of another size than the largest are left out, as in _append
-            usable = [ok and len(blob) == 4 * dim for blob, ok in zip(c.embeddings, usable)]
+        sizes = np.fromiter(c.vector_sizes, dtype=np.int64, count=n)
+        usable = sizes > 0
+        if not all(model == self.model_id for model in c.models):
+            usable &= np.fromiter((model == self.model_id for model in c.models), dtype=bool, count=n)
+        dim = int(sizes[usable].max()) // 4 if usable.any() else 0
+        usable &= sizes == 4 * dim  # vectors of another size than the largest are left out, as in _append
         self.n = n
         self.dim, self.words = dim, (dim + 63) // 64
-        self.has_vec = np.fromiter(usable, dtype=bool, count=n)
-        everyone = bool(self.has_vec.all())
-        blobs = c.embeddings if everyone else [b for b, ok in zip(c.embeddings, usable) if ok]
-        block = np.frombuffer(bytearray().join(blobs), dtype="<f4").reshape(len(blobs), dim) if dim else None
-        if everyone and block is not None:
-            self.matrix = block
+        self.has_vec = usable
+        everything = np.frombuffer(c.vectors, dtype="<f4")
+        if dim and usable.all() and everything.size == n * dim:
+            self.matrix = everything.reshape(n, dim)  # the common case: no copy at all
         else:
             self.matrix = np.zeros((n, dim), dtype=np.float32)
-            if block is not None:
-                self.matrix[self.has_vec] = block
+            if dim:
+                starts = (np.cumsum(sizes) - sizes) // 4
+                picks = starts[usable][:, None] + np.arange(dim)
+                self.matrix[usable] = everything[picks]
         self.codes = np.ascontiguousarray(sign_codes(self.matrix, self.words).T) if dim else \
             np.zeros((0, n), dtype=np.uint64)
-        if not everyone and dim:
-            self.codes[:, ~self.has_vec] = 0
         self.alive = np.ones(n, dtype=bool)
         self.key = np.fromiter(c.keys, dtype=np.int64, count=n)
         self.occurred = np.fromiter(c.occurred, dtype=np.float64, count=n)
@@ -372,7 +377,7 @@ class ProjectIndex:
         self._add_pending(flat, np.repeat(np.arange(n, dtype=np.int32), lengths))
         self._scans = 32  # the first search scans; sorting waits until the index is searched again
         self._bytes += 12 * flat.size + 200 * n
-        if n <= EAGER_RECORDS and self.fetch is not None:
+        if n <= self.eager_records and self.fetch is not None:
             self.records.load_all()
 
     def _append(self, records: Sequence[MemoryRecord]) -> None:

@@ -90,7 +90,8 @@ class IndexColumns:
 
     ids: list[str]
     keys: list[int]  # capsule.index.stable_key of each id
-    embeddings: list[bytes | None]  # little-endian float32
+    vectors: bytearray  # every row's embedding (little-endian float32), one after another
+    vector_sizes: list[int]  # bytes of each row's embedding in ``vectors`` (0: none)
     models: list[str | None]
     terms: list[bytes]  # capsule.terms: int64 term hashes, one per token
     occurred: list[float]  # epoch seconds

@@ -25,7 +25,7 @@ import numpy as np
 from .index import ProjectIndex
 
 logger = logging.getLogger("capsule.snapshot")
-FORMAT = 1
+FORMAT = 2  # 2: postings by term hash (capsule.terms); records may be ids only
 
 
 class Snapshots:
