@@ -111,9 +111,14 @@ class Records:
     """The index's records by row. A row loaded from a snapshot is built on first use; a row
     loaded as columns is only its id until a search returns it (then fetched from the store)."""
 
+    # Rows read one at a time before the rest are fetched at once: a ranking aid that reads
+    # the content of every candidate should cost one read, not one per row.
+    SINGLE_FETCHES = 64
+
     def __init__(self, items: list | None = None, fetch: Fetch | None = None) -> None:
         self._items: list[MemoryRecord | tuple | str | None] = list(items or [])
         self.fetch = fetch
+        self._singles = 0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -132,7 +137,11 @@ class Records:
         if type(item) is MemoryRecord:
             return item
         if isinstance(item, str):
-            self.prefetch([row])
+            self._singles += 1
+            if self._singles > self.SINGLE_FETCHES:
+                self.load_all()
+            else:
+                self.prefetch([row])
             item = self._items[row]
         if isinstance(item, tuple):
             item = self._items[row] = unpack(item)
@@ -589,17 +598,13 @@ class IndexCache:
 
 
 def store_fetcher(store) -> Callable[[str, str, list[str]], dict[str, MemoryRecord]]:
-    """How an index fetches the records of rows it loaded as columns: by id in one read
-    (``get_many``), or the project's active rows at once when most of it is wanted."""
+    """How an index fetches the records of rows it loaded as columns: by id (``get_many``),
+    without their vectors (the index holds those)."""
 
     def fetch(tenant: str, project: str, ids: list[str]) -> dict[str, MemoryRecord]:
         found: dict[str, MemoryRecord] = {}
-        if len(ids) > 1000:
-            wanted = set(ids)
-            found = {r.id: r for r in store.candidates(tenant, [project], Filters()) if r.id in wanted}
-        missing = [memory_id for memory_id in ids if memory_id not in found]
-        if missing:
-            found.update((r.id, r) for r in store.get_many(tenant, missing))
+        for start in range(0, len(ids), 5000):
+            found.update((r.id, r) for r in store.get_many(tenant, ids[start:start + 5000]))
         return found
 
     return fetch

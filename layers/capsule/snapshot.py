@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import terms
 from .index import ProjectIndex
 
 logger = logging.getLogger("capsule.snapshot")
@@ -49,8 +50,8 @@ class Snapshots:
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
             logger.warning("ignoring the unreadable index snapshot %s: %s", path, exc)
             return False
-        if state.get("format") != FORMAT or state.get("owner") != (self.identity, index.tenant, index.project,
-                                                                    index.model_id):
+        if state.get("format") != FORMAT or state.get("tokenizer") != terms.TOKENIZER or state.get("owner") != (
+                self.identity, index.tenant, index.project, index.model_id):
             return False
         try:
             # The matrix is mapped, not read: a search touches only its candidates' rows, and
@@ -72,7 +73,8 @@ class Snapshots:
         path = self._path(index)
         unique = f"{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}"
         matrix_name = f"{path.stem}.{unique}.npy"
-        state = {"format": FORMAT, "owner": (self.identity, index.tenant, index.project, index.model_id),
+        state = {"format": FORMAT, "tokenizer": terms.TOKENIZER,
+                 "owner": (self.identity, index.tenant, index.project, index.model_id),
                  "index": exported, "matrix": matrix_name}
         temporary = path.with_name(f"{path.name}.{unique}.tmp")
         try:

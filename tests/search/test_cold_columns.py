@@ -127,3 +127,14 @@ def test_term_hashes_are_stable_and_match_the_tokenizer():
     hashed = np.frombuffer(terms.encode(text), dtype="<i8")
     from capsule.text import tokens
     assert hashed.tolist() == [terms.term_hash(t) for t in tokens(text)]
+
+
+def test_reading_many_rows_one_by_one_fetches_the_rest_at_once(store):
+    reads = []
+    fetch = store_fetcher(store)
+    index = ProjectIndex("t", "p", EMBEDDER.model_id, lambda *args: reads.append(len(args[2])) or fetch(*args),
+                         eager_records=0)
+    index.apply(store.changes_since("t", "p", 0, columns=True))
+    contents = [index.records[row].content for row in range(index.n)]  # as a ranking aid might
+    assert contents == [r.content for r in memories(120)]
+    assert len(reads) == index.records.SINGLE_FETCHES + 1 and reads[-1] == 120 - index.records.SINGLE_FETCHES

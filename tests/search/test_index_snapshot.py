@@ -75,3 +75,28 @@ def test_records_pack_and_unpack_whole():
                           explanation="why", meta={"tags": ["x"], "author": "Ana"}, helpful=2, unhelpful=1,
                           accessed_at=at, status="ready")
     assert unpack(pack(record)) == record
+
+
+def test_a_snapshot_made_by_another_tokenizer_is_never_used(make_service, db_path):
+    import pickle
+
+    service = make_service(index_snapshot_min=10)
+    fill(service, 12)
+    answers(service)
+    (path,) = (db_path.parent / "index").glob("*.snapshot")
+    assert service.snapshots.load(ProjectIndex("t", "p", service.embedder.model_id))
+    state = pickle.loads(path.read_bytes())
+    state["tokenizer"] = "an-older-tokenizer"  # its postings hash terms another tokenizer made
+    path.write_bytes(pickle.dumps(state))
+    assert not service.snapshots.load(ProjectIndex("t", "p", service.embedder.model_id))
+
+
+def test_a_snapshot_of_a_column_loaded_index_fetches_its_records(make_service, db_path):
+    first = make_service(index_snapshot_min=10)
+    fill(first, 30)
+    answers(first)
+    index = first.indexes.get("t", "p", first.embedder.model_id)
+    fresh = make_service(index_snapshot_min=10)
+    probe = ProjectIndex("t", "p", fresh.embedder.model_id, fresh.indexes.fetch)
+    assert fresh.snapshots.load(probe) and probe.records.ids() == index.records.ids()
+    assert probe.records[0].content == index.records[0].content
