@@ -672,11 +672,15 @@ class SQLiteStore:
         only means they are recomputed next time."""
         if not stale:
             return
+        conn = self._conn()
+        conn.execute("PRAGMA busy_timeout = 200")  # a search does not wait on another writer for this
         try:
             with self._write() as conn:
                 conn.executemany("UPDATE memories SET terms = ?, terms_version = ?, sort_key = ? WHERE id = ?", stale)
         except Unavailable:
             pass
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
 
     # ---- projects and audit --------------------------------------------
 
