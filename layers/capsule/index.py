@@ -346,7 +346,7 @@ class ProjectIndex:
             return
         sizes = np.fromiter(c.vector_sizes, dtype=np.int64, count=n)
         usable = sizes > 0
-        if not all(model == self.model_id for model in c.models):
+        if c.models.count(self.model_id) != n:  # count: a C loop, where all(...) is a Python one
             usable &= np.fromiter((model == self.model_id for model in c.models), dtype=bool, count=n)
         dim = int(sizes[usable].max()) // 4 if usable.any() else 0
         usable &= sizes == 4 * dim  # vectors of another size than the largest are left out, as in _append
