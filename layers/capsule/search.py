@@ -30,7 +30,7 @@ from .clock import to_epoch
 from .index import ProjectIndex, Shape, sign_codes, stable_key
 from .query import Span, named_authors, named_dates
 from .records import ChangeSet, Filters, MemoryRecord
-from .text import tokens
+from .text import ends_with_question, tokens
 
 
 @dataclass(slots=True)
@@ -62,6 +62,9 @@ class SearchOptions:
     window_far: float = 0.5  # weight of the memories two away in the keyword window
     neighbour_boost: float = 0.0  # times the better fused score of the memory's two neighbours
     names_in_keywords: bool = False  # False: an author the query names is left to author_boost
+    # Priors on how much a short turn can hold (windowed data only; measured on LoCoMo):
+    length_prior: float = 0.1  # times log(length / median length), clipped to [-1, 1]
+    question_prior: float = 0.05  # subtracted from a turn that ends by asking a question
     k1: float = 1.2
     b: float = 0.75
 
@@ -246,6 +249,23 @@ def _boosts(index: ProjectIndex, rows: np.ndarray, options: SearchOptions, query
     return boost
 
 
+def _priors(index: ProjectIndex, rows: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """In a chat of short turns, a longer turn holds more to remember and a turn that ends by
+    asking holds less (its answer comes next). Off where memories are long (an assistant's
+    answers, documents): there, length says nothing about being the answer."""
+    prior = np.zeros(rows.size, dtype=np.float64)
+    shape = index.shape()
+    if not (options.length_prior or options.question_prior) or not _windowed(shape, options):
+        return prior
+    if options.length_prior:
+        prior += options.length_prior * ranking.length_prior(index.length[rows], shape.median_length)
+    if options.question_prior:
+        asks = np.fromiter((ends_with_question(r.content) if (r := index.records[row]) is not None else False
+                            for row in rows.tolist()), dtype=bool, count=rows.size)
+        prior -= options.question_prior * asks
+    return prior
+
+
 def _vector_window(index: ProjectIndex, rows: np.ndarray, vector: np.ndarray, q: np.ndarray) -> np.ndarray:
     shape = index.shape()
     out = 2 * vector
@@ -319,6 +339,7 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     outcome = index.outcome[rows]
     score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
     boost = _boosts(index, rows, options, query, spans or [])
+    boost += _priors(index, rows, options)
     boost += _neighbour_boost(index, rows, score + boost, options)
     boost += _session_boost(index, rows, score + boost, options)
     score = score + boost

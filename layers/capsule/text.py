@@ -70,6 +70,16 @@ def tokens(text: str, *, stem: bool = True) -> list[str]:
     return out
 
 
+_ASIDE = re.compile(r"\[[^\[\]]*\]")
+
+
+@lru_cache(maxsize=65536)
+def ends_with_question(text: str) -> bool:
+    """Whether ``text`` ends by asking: its last mark, bracketed asides (``[image: ...]``, a
+    leading ``[date]``) set aside, is a question mark."""
+    return _ASIDE.sub(" ", text).rstrip().endswith("?")
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
