@@ -63,6 +63,7 @@ class SearchOptions:
     neighbour_boost: float = 0.0  # times the better fused score of the memory's two neighbours
     names_in_keywords: bool = False  # False: an author the query names is left to author_boost
     # Priors on how much a short turn can hold (windowed data only; measured on LoCoMo):
+    answer_boost: float = 0.1  # times the score of the turn before, where that turn asked a question
     length_prior: float = 0.1  # times log(length / median length), clipped to [-1, 1]
     question_prior: float = 0.05  # subtracted from a turn that ends by asking a question
     k1: float = 1.2
@@ -260,10 +261,26 @@ def _priors(index: ProjectIndex, rows: np.ndarray, options: SearchOptions) -> np
     if options.length_prior:
         prior += options.length_prior * ranking.length_prior(index.length[rows], shape.median_length)
     if options.question_prior:
-        asks = np.fromiter((ends_with_question(r.content) if (r := index.records[row]) is not None else False
-                            for row in rows.tolist()), dtype=bool, count=rows.size)
-        prior -= options.question_prior * asks
+        prior -= options.question_prior * _asks(index, rows)
     return prior
+
+
+def _asks(index: ProjectIndex, rows: np.ndarray) -> np.ndarray:
+    """Whether each row (-1: none) is a memory that ends by asking a question."""
+    return np.fromiter((row >= 0 and (r := index.records[row]) is not None and ends_with_question(r.content)
+                        for row in rows.tolist()), dtype=bool, count=rows.size)
+
+
+def _answer_boost(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """A share of the score of the turn before, where that turn asked: in a dialogue the answer
+    follows the question, and the question often holds the words the query asks with."""
+    shape = index.shape()
+    if not options.answer_boost or not _windowed(shape, options):
+        return np.zeros(rows.size)
+    full = np.zeros(index.n + 1)  # index -1 (no turn before) reads the trailing zero
+    full[rows] = score
+    before = shape.prev[rows]
+    return options.answer_boost * _asks(index, before) * np.maximum(full[before], 0.0)
 
 
 def _vector_window(index: ProjectIndex, rows: np.ndarray, vector: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -341,6 +358,7 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     boost = _boosts(index, rows, options, query, spans or [])
     boost += _priors(index, rows, options)
     boost += _neighbour_boost(index, rows, score + boost, options)
+    boost += _answer_boost(index, rows, score + boost, options)
     boost += _session_boost(index, rows, score + boost, options)
     score = score + boost
     matched = np.flatnonzero((vector > 0) | (keyword > 0))
