@@ -29,8 +29,29 @@ STOP_WORDS = frozenset(
 )
 
 
+# Irregular English verb forms to their base form, so "went" meets "go" and "bought" meets "buy"
+# (a stemmer only strips regular endings). Forms that are also common other words (left, saw,
+# found, felt, lay, ...) are left out where the other word is likely.
+_IRREGULAR = {form: base for base, forms in {
+    "begin": "began begun", "break": "broke broken",
+    "bring": "brought", "build": "built", "buy": "bought", "catch": "caught", "choose": "chose chosen",
+    "come": "came", "draw": "drew drawn", "drink": "drank drunk",
+    "drive": "drove driven", "eat": "ate eaten", "fall": "fell fallen", "feel": "felt",
+    "fight": "fought", "find": "found", "fly": "flew flown", "forget": "forgot forgotten",
+    "get": "got gotten", "give": "gave given", "go": "went gone", "grow": "grew grown",
+    "hear": "heard", "hold": "held", "keep": "kept", "know": "knew known",
+    "learn": "learnt", "leave": "left", "lose": "lost", "make": "made", "meet": "met",
+    "pay": "paid", "ride": "rode ridden", "run": "ran", "say": "said", "see": "saw seen",
+    "sell": "sold", "send": "sent", "sing": "sang sung", "sit": "sat", "sleep": "slept",
+    "speak": "spoke spoken", "spend": "spent", "stand": "stood", "swim": "swam swum",
+    "take": "took taken", "teach": "taught", "tell": "told", "think": "thought", "throw": "threw thrown",
+    "wear": "wore worn", "win": "won", "write": "wrote written",
+}.items() for form in forms.split()}
+
+
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
+    word = _IRREGULAR.get(word, word)
     return _STEMMER.stemWord(word) if word.isalpha() and len(word) > 3 else word
 
 
