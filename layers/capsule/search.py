@@ -28,9 +28,9 @@ import numpy as np
 from . import ranking
 from .clock import to_epoch
 from .index import ProjectIndex, Shape, sign_codes, stable_key
-from .query import Span, named_authors, named_dates
+from .query import Span, asks_when, named_authors, named_dates
 from .records import ChangeSet, Filters, MemoryRecord
-from .text import ends_with_question, tokens
+from .text import ends_with_question, says_when, tokens
 
 
 @dataclass(slots=True)
@@ -64,6 +64,7 @@ class SearchOptions:
     names_in_keywords: bool = False  # False: an author the query names is left to author_boost
     # Priors on how much a short turn can hold (windowed data only; measured on LoCoMo):
     answer_boost: float = 0.1  # times the score of the turn before, where that turn asked a question
+    when_boost: float = 0.05  # a "when" query: added to a turn that itself says when (yesterday, last week)
     length_prior: float = 0.1  # times log(length / median length), clipped to [-1, 1]
     question_prior: float = 0.05  # subtracted from a turn that ends by asking a question
     k1: float = 1.2
@@ -265,6 +266,17 @@ def _priors(index: ProjectIndex, rows: np.ndarray, options: SearchOptions) -> np
     return prior
 
 
+def _when_boost(index: ProjectIndex, rows: np.ndarray, options: SearchOptions, query: str) -> np.ndarray:
+    """For a query asking when, a lift for turns that say when: in a chat the time is told
+    relative to the day ("last week"), in the turn that holds the answer. Short turns only:
+    a long answer says some time word by its length alone."""
+    if not options.when_boost or not _windowed(index.shape(), options) or not asks_when(query):
+        return np.zeros(rows.size)
+    says = np.fromiter((row >= 0 and (r := index.records[row]) is not None and says_when(r.content)
+                        for row in rows.tolist()), dtype=bool, count=rows.size)
+    return options.when_boost * says
+
+
 def _asks(index: ProjectIndex, rows: np.ndarray) -> np.ndarray:
     """Whether each row (-1: none) is a memory that ends by asking a question."""
     return np.fromiter((row >= 0 and (r := index.records[row]) is not None and ends_with_question(r.content)
@@ -357,6 +369,7 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
     boost = _boosts(index, rows, options, query, spans or [])
     boost += _priors(index, rows, options)
+    boost += _when_boost(index, rows, options, query)
     boost += _neighbour_boost(index, rows, score + boost, options)
     boost += _answer_boost(index, rows, score + boost, options)
     boost += _session_boost(index, rows, score + boost, options)

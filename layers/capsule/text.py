@@ -101,6 +101,20 @@ def ends_with_question(text: str) -> bool:
     return _ASIDE.sub(" ", text).rstrip().endswith("?")
 
 
+_WHEN = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|last|next|recently|since|soon|weekend|"
+    r"this (?:week|month|year|morning|evening)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"january|february|march|april|june|july|august|september|october|november|december|19\d\d|20\d\d)\b",
+    re.I)
+
+
+@lru_cache(maxsize=65536)
+def says_when(text: str) -> bool:
+    """Whether ``text`` itself says when something happened (``yesterday``, ``last week``, a weekday,
+    a month, a year), bracketed asides such as a leading ``[date]`` stamp set aside."""
+    return bool(_WHEN.search(_ASIDE.sub(" ", text)))
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from capsule import ranking
-from capsule.text import ends_with_question, tokens
+from capsule.query import asks_when
+from capsule.text import ends_with_question, says_when, tokens
 
 DAY = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
 # Ten short turns of four keyword tokens each (no stop words), so the median length is 4.
@@ -101,17 +102,17 @@ def long_turn_chat(service, project="long"):
         turns = []
         for i in range(4):
             turns.append(("user", f"kayak question{s}{i} about paddles?" if i % 2 else f"note{s}{i} harbour kayak."))
-            turns.append(("assistant", " ".join(f"detail{s}{i}w{j}" for j in range(60)) + " kayak."))
+            turns.append(("assistant", " ".join(f"detail{s}{i}w{j}" for j in range(60)) + " kayak, last year."))
         ids += store(service, turns, session=f"s{s}", project=project)
     return ids
 
 
 def test_priors_switch_off_for_long_turn_user_assistant_chats(make_service):
     service = make_service()
-    only(service, length_prior=0.1, question_prior=0.05, answer_boost=0.1)
+    only(service, length_prior=0.1, question_prior=0.05, answer_boost=0.1, when_boost=0.05)
     ids = long_turn_chat(service)
     for mode in ("bm25", "hybrid"):
-        found = hits(service, "kayak", mode=mode, project="long")
+        found = hits(service, "when was the kayak bought", mode=mode, project="long")
         assert set(found) == set(ids)
         assert {h.components.boost for h in found.values()} == {0.0}
     shape = service.indexes.get("t", "long", service.embedder.model_id).shape()
@@ -129,3 +130,23 @@ def test_the_same_turns_short_get_the_priors(make_service):
     length = len(tokens(turns[3][1]))
     assert found[ids[3]].components.boost == pytest.approx(-0.05 + 0.1 * math.log(length / 4), abs=1e-6)
     assert found[ids[4]].components.boost == pytest.approx(0.1 * found[ids[3]].score, abs=1e-6)
+
+
+def test_when_queries_and_turns_that_say_when():
+    assert asks_when("When did Mel buy a kayak?") and asks_when("what year was it")
+    assert not asks_when("Where did Mel buy a kayak?")
+    assert says_when("[8 May, 2023] Mel: I bought it last week!") and says_when("On Sunday we sailed")
+    assert not says_when("[8 May, 2023] Mel: I bought a kayak!")  # the stamp is an aside, not said
+
+
+def test_a_when_query_lifts_the_turn_that_says_when(make_service):
+    service = make_service()
+    only(service, when_boost=0.05)
+    turns = [("A" if i % 2 else "B", t) for i, t in enumerate(FILLER)]
+    turns[4] = ("B", "[8 May, 2023] I bought a kayak yesterday.")
+    turns[6] = ("B", "[8 May, 2023] I love my kayak, truly.")
+    ids = store(service, turns)
+    asked = hits(service, "When did B buy the kayak?")
+    assert (asked[ids[4]].components.boost, asked[ids[6]].components.boost) == (pytest.approx(0.05, abs=1e-6), 0.0)
+    plain = hits(service, "Which kayak did B buy?")  # not a when question: no lift
+    assert {plain[ids[4]].components.boost, plain[ids[6]].components.boost} == {0.0}
