@@ -11,7 +11,9 @@ The pipeline, the same for a warm index and a cold one built for this search:
 4. for the union, the exact cosine (float32), the BM25 score divided by the best, time
    decay, the feedback bound and the outcome bonus, combined by the weights;
    plus a ``boost`` from the aids that fit the memories (the author or date the query names;
-   for short turns of longer sessions, the neighbouring turns and the session's best score);
+   for short turns of longer sessions, the neighbouring turns, the session's best score, the
+   question a turn answers, its length, whether it only asks, and for a "when" query whether it
+   says when);
 5. the k best by score. Every cut (candidates, the k best) breaks ties by a key fixed per
    memory, so what is chosen never depends on where a row sits in an index.
 """
@@ -419,7 +421,8 @@ def describe(hits: Sequence[Scored], weights: ranking.Weights) -> str:
         why = "matched by meaning"
     extras = []
     if top.boost > 0:
-        extras.append("raised by what the query names (an author, a date) or by its neighbouring turns")
+        extras.append("raised by what the query names (an author, a date, a time) or by its place in a chat "
+                      "(its neighbouring turns, the question before it, its length)")
     if top.feedback > 0:
         extras.append("raised by helpful feedback")
     if top.outcome > 0:
