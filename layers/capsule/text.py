@@ -29,9 +29,13 @@ STOP_WORDS = frozenset(
 )
 
 
+# Bumped whenever the tokens of a text change: postings saved with another version are stale.
+TOKENIZER_VERSION = 2
+
 # Irregular English verb forms to their base form, so "went" meets "go" and "bought" meets "buy"
-# (a stemmer only strips regular endings). Forms that are also common other words (left, saw,
-# found, felt, lay, ...) are left out where the other word is likely.
+# (a stemmer only strips regular endings). A few forms are other words too (left, found, saw);
+# in what people tell an agent the verb is the likelier reading. Forms of be/do/have are left
+# alone: they are stop words.
 _IRREGULAR = {form: base for base, forms in {
     "begin": "began begun", "break": "broke broken",
     "bring": "brought", "build": "built", "buy": "bought", "catch": "caught", "choose": "chose chosen",
