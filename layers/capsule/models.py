@@ -259,7 +259,10 @@ class Components(BaseModel):
     time: float
     feedback: float
     outcome: float
-    boost: float = Field(0.0, description="Query aids: the author or date the query names, the session's best.")
+    boost: float = Field(0.0, description=(
+        "Query aids that adapt to the memories: the author or date the query names and, for short turns of "
+        "longer sessions, neighbouring turns, the session's best match, the answer after a question, "
+        "length and when-priors."))
 
 
 class SearchHit(BaseModel):

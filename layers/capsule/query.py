@@ -73,6 +73,14 @@ def named_dates(query: str) -> list[Span]:
     return spans
 
 
+_ASKS_WHEN = re.compile(r"\bwhen\b|\bwhat (?:day|date|time|year|month)\b|\bhow long ago\b", re.I)
+
+
+def asks_when(query: str) -> bool:
+    """Whether the query asks when something happened."""
+    return bool(_ASKS_WHEN.search(query))
+
+
 def named_authors(query: str, authors: dict[str, int]) -> list[int]:
     """Ids of the authors whose name (any word of it) the query mentions."""
     words = set(tokens(query))

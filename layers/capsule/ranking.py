@@ -77,6 +77,13 @@ def bm25(
     return scores
 
 
+def length_prior(lengths: np.ndarray, median: float) -> np.ndarray:
+    """log(length / median), clipped to [-1, 1]: 0 for a memory of the median length, up to 1
+    for one e times longer, down to -1 for one e times shorter (lengths below 1 count as 1)."""
+    ratio = np.maximum(np.asarray(lengths, dtype=np.float64), 1.0) / max(float(median), 1.0)
+    return np.clip(np.log(ratio), -1.0, 1.0)
+
+
 def scale_to_unit(values: np.ndarray) -> np.ndarray:
     """Divide by the maximum, so the best match is 1 and no match stays 0."""
     top = float(values.max()) if values.size else 0.0

@@ -11,7 +11,9 @@ The pipeline, the same for a warm index and a cold one built for this search:
 4. for the union, the exact cosine (float32), the BM25 score divided by the best, time
    decay, the feedback bound and the outcome bonus, combined by the weights;
    plus a ``boost`` from the aids that fit the memories (the author or date the query names;
-   for short turns of longer sessions, the neighbouring turns and the session's best score);
+   for short turns of longer sessions, the neighbouring turns, the session's best score, the
+   question a turn answers, its length, whether it only asks, and for a "when" query whether it
+   says when);
 5. the k best by score. Every cut (candidates, the k best) breaks ties by a key fixed per
    memory, so what is chosen never depends on where a row sits in an index.
 """
@@ -28,9 +30,9 @@ import numpy as np
 from . import ranking
 from .clock import to_epoch
 from .index import ProjectIndex, Shape, sign_codes, stable_key
-from .query import Span, named_authors, named_dates
+from .query import Span, asks_when, named_authors, named_dates
 from .records import ChangeSet, Filters, MemoryRecord
-from .text import tokens
+from .text import ends_with_question, says_when, tokens
 
 
 @dataclass(slots=True)
@@ -62,6 +64,11 @@ class SearchOptions:
     window_far: float = 0.5  # weight of the memories two away in the keyword window
     neighbour_boost: float = 0.0  # times the better fused score of the memory's two neighbours
     names_in_keywords: bool = False  # False: an author the query names is left to author_boost
+    # Priors on how much a short turn can hold (windowed data only; measured on LoCoMo):
+    answer_boost: float = 0.1  # times the score of the turn before, where that turn asked a question
+    when_boost: float = 0.05  # a "when" query: added to a turn that itself says when (yesterday, last week)
+    length_prior: float = 0.1  # times log(length / median length), clipped to [-1, 1]
+    question_prior: float = 0.05  # subtracted from a turn that ends by asking a question
     k1: float = 1.2
     b: float = 0.75
 
@@ -249,6 +256,50 @@ def _boosts(index: ProjectIndex, rows: np.ndarray, options: SearchOptions, query
     return boost
 
 
+def _priors(index: ProjectIndex, rows: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """In a chat of short turns, a longer turn holds more to remember and a turn that ends by
+    asking holds less (its answer comes next). Off where memories are long (an assistant's
+    answers, documents): there, length says nothing about being the answer."""
+    prior = np.zeros(rows.size, dtype=np.float64)
+    shape = index.shape()
+    if not (options.length_prior or options.question_prior) or not _windowed(shape, options):
+        return prior
+    if options.length_prior:
+        prior += options.length_prior * ranking.length_prior(index.length[rows], shape.median_length)
+    if options.question_prior:
+        prior -= options.question_prior * _asks(index, rows)
+    return prior
+
+
+def _when_boost(index: ProjectIndex, rows: np.ndarray, options: SearchOptions, query: str) -> np.ndarray:
+    """For a query asking when, a lift for turns that say when: in a chat the time is told
+    relative to the day ("last week"), in the turn that holds the answer. Short turns only:
+    a long answer says some time word by its length alone."""
+    if not options.when_boost or not _windowed(index.shape(), options) or not asks_when(query):
+        return np.zeros(rows.size)
+    says = np.fromiter((row >= 0 and (r := index.records[row]) is not None and says_when(r.content)
+                        for row in rows.tolist()), dtype=bool, count=rows.size)
+    return options.when_boost * says
+
+
+def _asks(index: ProjectIndex, rows: np.ndarray) -> np.ndarray:
+    """Whether each row (-1: none) is a memory that ends by asking a question."""
+    return np.fromiter((row >= 0 and (r := index.records[row]) is not None and ends_with_question(r.content)
+                        for row in rows.tolist()), dtype=bool, count=rows.size)
+
+
+def _answer_boost(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """A share of the score of the turn before, where that turn asked: in a dialogue the answer
+    follows the question, and the question often holds the words the query asks with."""
+    shape = index.shape()
+    if not options.answer_boost or not _windowed(shape, options):
+        return np.zeros(rows.size)
+    full = np.zeros(index.n + 1)  # index -1 (no turn before) reads the trailing zero
+    full[rows] = score
+    before = shape.prev[rows]
+    return options.answer_boost * _asks(index, before) * np.maximum(full[before], 0.0)
+
+
 def _vector_window(index: ProjectIndex, rows: np.ndarray, vector: np.ndarray, q: np.ndarray) -> np.ndarray:
     shape = index.shape()
     out = 2 * vector
@@ -322,7 +373,10 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     outcome = index.outcome[rows]
     score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
     boost = _boosts(index, rows, options, query, spans or [])
+    boost += _priors(index, rows, options)
+    boost += _when_boost(index, rows, options, query)
     boost += _neighbour_boost(index, rows, score + boost, options)
+    boost += _answer_boost(index, rows, score + boost, options)
     boost += _session_boost(index, rows, score + boost, options)
     score = score + boost
     matched = np.flatnonzero((vector > 0) | (keyword > 0))
@@ -371,7 +425,8 @@ def describe(hits: Sequence[Scored], weights: ranking.Weights) -> str:
         why = "matched by meaning"
     extras = []
     if top.boost > 0:
-        extras.append("raised by what the query names (an author, a date) or by its neighbouring turns")
+        extras.append("raised by what the query names (an author, a date, a time) or by its place in a chat "
+                      "(its neighbouring turns, the question before it, its length)")
     if top.feedback > 0:
         extras.append("raised by helpful feedback")
     if top.outcome > 0:

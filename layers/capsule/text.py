@@ -29,8 +29,33 @@ STOP_WORDS = frozenset(
 )
 
 
+# Bumped whenever the tokens of a text change: postings saved with another version are stale.
+TOKENIZER_VERSION = 2
+
+# Irregular English verb forms to their base form, so "went" meets "go" and "bought" meets "buy"
+# (a stemmer only strips regular endings). A few forms are other words too (left, found, saw);
+# in what people tell an agent the verb is the likelier reading. Forms of be/do/have are left
+# alone: they are stop words.
+_IRREGULAR = {form: base for base, forms in {
+    "begin": "began begun", "break": "broke broken",
+    "bring": "brought", "build": "built", "buy": "bought", "catch": "caught", "choose": "chose chosen",
+    "come": "came", "draw": "drew drawn", "drink": "drank drunk",
+    "drive": "drove driven", "eat": "ate eaten", "fall": "fell fallen", "feel": "felt",
+    "fight": "fought", "find": "found", "fly": "flew flown", "forget": "forgot forgotten",
+    "get": "got gotten", "give": "gave given", "go": "went gone", "grow": "grew grown",
+    "hear": "heard", "hold": "held", "keep": "kept", "know": "knew known",
+    "learn": "learnt", "leave": "left", "lose": "lost", "make": "made", "meet": "met",
+    "pay": "paid", "ride": "rode ridden", "run": "ran", "say": "said", "see": "saw seen",
+    "sell": "sold", "send": "sent", "sing": "sang sung", "sit": "sat", "sleep": "slept",
+    "speak": "spoke spoken", "spend": "spent", "stand": "stood", "swim": "swam swum",
+    "take": "took taken", "teach": "taught", "tell": "told", "think": "thought", "throw": "threw thrown",
+    "wear": "wore worn", "win": "won", "write": "wrote written",
+}.items() for form in forms.split()}
+
+
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
+    word = _IRREGULAR.get(word, word)
     return _STEMMER.stemWord(word) if word.isalpha() and len(word) > 3 else word
 
 
@@ -68,6 +93,30 @@ def tokens(text: str, *, stem: bool = True) -> list[str]:
         out.extend(_word_tokens(word, stem))
     out.extend(f"{m.group(1).lower()}_{m.group(2)}" for m in _STATUS.finditer(text))
     return out
+
+
+_ASIDE = re.compile(r"\[[^\[\]]*\]")
+
+
+@lru_cache(maxsize=65536)
+def ends_with_question(text: str) -> bool:
+    """Whether ``text`` ends by asking: its last mark, bracketed asides (``[image: ...]``, a
+    leading ``[date]``) set aside, is a question mark."""
+    return _ASIDE.sub(" ", text).rstrip().endswith("?")
+
+
+_WHEN = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|last|next|recently|since|soon|weekend|"
+    r"this (?:week|month|year|morning|evening)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
+    r"january|february|march|april|june|july|august|september|october|november|december|19\d\d|20\d\d)\b",
+    re.I)
+
+
+@lru_cache(maxsize=65536)
+def says_when(text: str) -> bool:
+    """Whether ``text`` itself says when something happened (``yesterday``, ``last week``, a weekday,
+    a month, a year), bracketed asides such as a leading ``[date]`` stamp set aside."""
+    return bool(_WHEN.search(_ASIDE.sub(" ", text)))
 
 
 def sha256(text: str) -> str:
