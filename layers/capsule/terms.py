@@ -3,8 +3,8 @@
 A memory's tokens (:func:`capsule.text.tokens`) are kept beside it at write time as one blob
 of little-endian int64 hashes, one per token in order; a fresh process then builds its BM25
 postings from those blobs with numpy instead of tokenising every memory again. The blob is
-stamped with :data:`TOKENIZER`, a digest of the tokenizer's own source (and its stemmer's
-version): any change to the tokenizer makes old blobs stale, and they are recomputed from
+stamped with :data:`TOKENIZER`: ``text.TOKENIZER_VERSION`` and a digest of the tokenizer's own
+source (and its stemmer's version): any change to the tokenizer makes old blobs stale, and they are recomputed from
 the content on the next full load.
 """
 
@@ -25,8 +25,10 @@ def _tokenizer_version() -> str:
         stemmer = metadata.version("snowballstemmer")
     except metadata.PackageNotFoundError:
         stemmer = "?"
+    # The declared version, and a digest of the source in case a change forgets to bump it.
     source = Path(text.__file__).read_bytes()
-    return hashlib.sha256(source + b"\x00" + stemmer.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(source + b"\x00" + stemmer.encode()).hexdigest()[:16]
+    return f"{getattr(text, 'TOKENIZER_VERSION', 0)}-{digest}"
 
 
 TOKENIZER = _tokenizer_version()
