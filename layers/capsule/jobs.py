@@ -86,7 +86,7 @@ class Jobs:
 
     def _retention(self, max_evictions: int = 1000) -> tuple[bool, dict[str, int], str]:
         now = self.clock()
-        purged = self.memories.purge_forgotten(before=now - timedelta(days=limits.FORGET_RECOVERABLE_DAYS))
+        purged = self.memories.purge_forgotten(before=now - timedelta(days=limits.FORGET_RECOVERABLE_DAYS), at=now)
         expired = self.memories.cache_purge(before=now - timedelta(days=limits.EMBEDDING_CACHE_DAYS))
         evicted, over_projects, complete = 0, 0, True
         for tenant in self.memories.tenants():

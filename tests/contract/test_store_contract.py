@@ -214,7 +214,9 @@ def test_purge_forgotten_deletes_for_good(store):
     put(store, old, recent)
     store.forget("t1", old.id, at=T0, actor="x", reason="r")
     store.forget("t1", recent.id, at=T0 + timedelta(days=29), actor="x", reason="r")
-    assert store.purge_forgotten(before=T0 + timedelta(days=1)) == 1  # the job passes now - 30 days
+    purged_at = T0 + timedelta(days=31)
+    assert store.purge_forgotten(before=T0 + timedelta(days=1), at=purged_at) == 1  # the job: now - 30 days
+    assert [(a.action, a.at) for a in store.audit_log("t1", memory_id=old.id)][0] == ("purge", purged_at)
     with pytest.raises(NotFound):
         store.get("t1", old.id, include_forgotten=True)
     assert store.get("t1", recent.id, include_forgotten=True).deleted_at is not None

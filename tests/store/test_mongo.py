@@ -11,6 +11,7 @@ import pytest
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
 from bson.binary import Binary  # noqa: E402
 
+from capsule import limits  # noqa: E402
 from capsule.clock import FrozenClock  # noqa: E402
 from capsule.config import Settings  # noqa: E402
 from capsule.embedders import HashingEmbedder  # noqa: E402
@@ -93,7 +94,8 @@ def test_every_query_has_its_index_and_the_ttls_match_the_limits(store, db):
     for name in ("memory_id", "recent", "evictable", "dedupe", "path", "pending_embedding", "forgotten"):
         assert name in info, name
     assert info["memory_id"]["unique"] is True
-    assert info["forgotten_ttl"]["expireAfterSeconds"] == 30 * 86400
+    # a day past the recovery window: the retention job purges and audits first; the TTL is a backstop
+    assert info["forgotten_ttl"]["expireAfterSeconds"] == (limits.FORGET_RECOVERABLE_DAYS + 1) * 86400
     assert db.embedding_cache.index_information()["cache_ttl"]["expireAfterSeconds"] == 60 * 86400
     assert db.query_cache.index_information()["query_ttl"]["expireAfterSeconds"] == 300
     assert db.projects.index_information()["project"]["unique"] is True

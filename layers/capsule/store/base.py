@@ -141,8 +141,9 @@ class MemoryStore(Protocol):
     def audit_log(self, tenant: str, *, memory_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
         """Audit records, newest first."""
 
-    def purge_forgotten(self, *, before: datetime) -> int:
-        """Delete for good the memories forgotten before ``before``; returns how many."""
+    def purge_forgotten(self, *, before: datetime, at: datetime | None = None) -> int:
+        """Delete for good the memories forgotten before ``before``, each audited as purged
+        at ``at`` (default ``before``); returns how many."""
 
     def pending_embeddings(self, *, limit: int, model: str | None = None) -> list[MemoryRecord]:
         """Active memories stored while no embedding could be made, oldest first; with

@@ -42,7 +42,9 @@ from .mongo_docs import RECORD_PROJECTION, decode_vector, doc_to_record, encode_
 
 SCHEMA_VERSION = 2  # bump when INDEXES change: the next cold start creates the new ones
 DAY = 86_400
-FORGOTTEN_TTL_S = 30 * DAY        # limits.FORGET_RECOVERABLE_DAYS: the server purges as a backstop
+# A day past limits.FORGET_RECOVERABLE_DAYS: the hourly retention job purges (and audits) first;
+# the server's TTL is only the backstop when the job has not run.
+FORGOTTEN_TTL_S = 31 * DAY
 EMBEDDING_CACHE_TTL_S = 60 * DAY  # limits.EMBEDDING_CACHE_DAYS
 QUERY_CACHE_TTL_S = 300           # limits.QUERY_CACHE_SECONDS
 PENDING_TTL_S = 3_600             # an unpublished write older than this belonged to a dead writer
@@ -586,8 +588,8 @@ class MongoStore:
 
     # ---- jobs --------------------------------------------------------------------
 
-    def purge_forgotten(self, *, before: datetime) -> int:
-        cutoff = to_epoch(before)
+    def purge_forgotten(self, *, before: datetime, at: datetime | None = None) -> int:
+        cutoff, when = to_epoch(before), to_epoch(at or before)
         query = {"deleted_at": {"$type": "double", "$lt": cutoff}}
         with guarded("find forgotten memories"):
             docs = list(self.memories.find(query, projection={"tenant": 1, "id": 1, "project": 1}))
@@ -597,16 +599,16 @@ class MongoStore:
         for (tenant, project), group in by_project.items():
             # Purged rows leave no tombstone: the version moves and a reader older than it reloads.
             self._in_project(tenant, project, "purge forgotten memories",
-                             lambda w, group=group: self._purge(w, group, cutoff), purged=True)
+                             lambda w, group=group: self._purge(w, group, cutoff, when), purged=True)
         with guarded("drop abandoned writes"):
             stale = from_epoch(self._wall().timestamp() - PENDING_TTL_S)
             self.memories.delete_many({"pending": {"$ne": None}, "pending_on": {"$lt": stale}})
         return len(docs)
 
-    def _purge(self, w: "_Write", docs: list[dict[str, Any]], cutoff: float) -> None:
+    def _purge(self, w: "_Write", docs: list[dict[str, Any]], cutoff: float, when: float) -> None:
         for doc in docs:
             self._audit(w.session, doc["tenant"], doc["id"], doc["project"], "purge", "retention",
-                        "forgotten longer than the recovery window", cutoff)
+                        "forgotten longer than the recovery window", when)
         self.memories.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]}, "deleted_at": {"$lt": cutoff}},
                                   session=w.session)
 

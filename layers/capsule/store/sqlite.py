@@ -738,7 +738,8 @@ class SQLiteStore:
 
     # ---- jobs ------------------------------------------------------------
 
-    def purge_forgotten(self, *, before: datetime) -> int:
+    def purge_forgotten(self, *, before: datetime, at: datetime | None = None) -> int:
+        when = to_epoch(at or before)
         with self._write() as conn:
             rows = conn.execute(
                 "SELECT tenant, id, project FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ?",
@@ -746,7 +747,7 @@ class SQLiteStore:
             ).fetchall()
             for row in rows:
                 self._audit(conn, row["tenant"], row["id"], row["project"], "purge", "retention",
-                            "forgotten longer than the recovery window", to_epoch(before))
+                            "forgotten longer than the recovery window", when)
             for tenant, project in {(row["tenant"], row["project"]) for row in rows}:
                 # Purged rows leave no tombstone: a reader older than this must reload.
                 version = self._bump(conn, tenant, project)
