@@ -6,11 +6,15 @@ result (a model below, published as the tool's output schema) and the text an ag
 
 from __future__ import annotations
 
+from typing import Sequence, TypeVar
+
 from pydantic import BaseModel, Field
 
 from capsule import models
 
 from .bounded import ECHO_CHARS, EXCERPT_CHARS, excerpt, fit, size
+
+M = TypeVar("M", models.SearchHit, models.Memory)
 
 
 class Bounded(BaseModel):
@@ -43,17 +47,23 @@ def _one_line(text: str, limit: int) -> str:
     return excerpt(" ".join(text.split()), limit)[0]
 
 
-def search_output(result: models.SearchResult, max_chars: int) -> tuple[SearchOutput, str]:
-    cut: list[str] = []
-    hits = []
-    for hit in result.results:
-        content, was_cut = excerpt(hit.content, EXCERPT_CHARS)
+def _shortened(items: Sequence[M], max_chars: int) -> tuple[list[M], int, list[str]]:
+    """Each item's content cut to an excerpt, then as many items as fit in ``max_chars``:
+    (kept, how many were left out, ids of kept items whose content was cut)."""
+    cut: set[str] = set()
+    short = []
+    for item in items:
+        content, was_cut = excerpt(item.content, EXCERPT_CHARS)
         if was_cut:
-            cut.append(hit.id)
-        hits.append(hit.model_copy(update={"content": content}))
-    kept, omitted = fit(hits, max_chars, size)
-    out = SearchOutput(results=kept, explanation=result.explanation, omitted=omitted,
-                       truncated=[i for i in cut if any(h.id == i for h in kept)])
+            cut.add(item.id)
+        short.append(item.model_copy(update={"content": content}))
+    kept, omitted = fit(short, max_chars, size)
+    return kept, omitted, [item.id for item in kept if item.id in cut]
+
+
+def search_output(result: models.SearchResult, max_chars: int) -> tuple[SearchOutput, str]:
+    kept, omitted, truncated = _shortened(result.results, max_chars)
+    out = SearchOutput(results=kept, explanation=result.explanation, omitted=omitted, truncated=truncated)
     lines = [f"{n}. [{h.score:.2f}] {h.id}" + (f" ({h.path})" if h.path else "")
              + (" pinned" if h.pinned else "") + f"\n   {_one_line(h.content, 400)}"
              for n, h in enumerate(kept, start=1)]
@@ -64,16 +74,9 @@ def search_output(result: models.SearchResult, max_chars: int) -> tuple[SearchOu
 
 
 def list_output(result: models.ListResult, max_chars: int) -> tuple[ListOutput, str]:
-    cut: list[str] = []
-    memories = []
-    for memory in result.memories:
-        content, was_cut = excerpt(memory.content, EXCERPT_CHARS)
-        if was_cut:
-            cut.append(memory.id)
-        memories.append(memory.model_copy(update={"content": content}))
-    kept, omitted = fit(memories, max_chars, size)
+    kept, omitted, truncated = _shortened(result.memories, max_chars)
     out = ListOutput(memories=kept, next_cursor=result.next_cursor, explanation=result.explanation,
-                     omitted=omitted, truncated=[i for i in cut if any(m.id == i for m in kept)])
+                     omitted=omitted, truncated=truncated)
     lines = [f"- {m.id} {m.created_at:%Y-%m-%d %H:%M}" + (" pinned" if m.pinned else "")
              + f": {_one_line(m.content, 300)}" for m in kept]
     lines.append(result.explanation)

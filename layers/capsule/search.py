@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -277,14 +277,19 @@ def _when_boost(index: ProjectIndex, rows: np.ndarray, options: SearchOptions, q
     a long answer says some time word by its length alone."""
     if not options.when_boost or not _windowed(index.shape(), options) or not asks_when(query):
         return np.zeros(rows.size)
-    says = np.fromiter((row >= 0 and (r := index.records[row]) is not None and says_when(r.content)
-                        for row in rows.tolist()), dtype=bool, count=rows.size)
-    return options.when_boost * says
+    return options.when_boost * _content_test(index, rows, says_when)
 
 
 def _asks(index: ProjectIndex, rows: np.ndarray) -> np.ndarray:
     """Whether each row (-1: none) is a memory that ends by asking a question."""
-    return np.fromiter((row >= 0 and (r := index.records[row]) is not None and ends_with_question(r.content)
+    return _content_test(index, rows, ends_with_question)
+
+
+def _content_test(index: ProjectIndex, rows: np.ndarray, test: Callable[[str], bool]) -> np.ndarray:
+    """``test`` of each row's content (False for -1 or a purged row). Rows an index loaded as
+    columns holds only as ids are fetched in one read, not one read per row."""
+    index.records.prefetch(rows[rows >= 0])
+    return np.fromiter((row >= 0 and (r := index.records[row]) is not None and test(r.content)
                         for row in rows.tolist()), dtype=bool, count=rows.size)
 
 
