@@ -144,10 +144,8 @@ def summarise(rows: list[tuple[int, dict[str, float]]]) -> dict[str, dict[str, f
 
 
 def load_into(service, conversations: list[Conversation]) -> dict[str, str]:
-    """Store every turn (embeddings made in large batches first); returns memory id -> dia id."""
-    texts = [t.content for c in conversations for t in c.turns]
-    for start in range(0, len(texts), 256):
-        service.embedder.embed(texts[start:start + 256])  # fills the embedding cache in batches
+    """Store every turn in order (each is embedded with the turn before it, as a live chat
+    would be: see capsule.context); returns memory id -> dia id."""
     dia_of: dict[str, str] = {}
     for conv in conversations:
         for turn in conv.turns:

@@ -42,6 +42,7 @@ ENVIRONMENT = {
     "index_memory_mb": "CAPSULE_INDEX_MEMORY_MB",
     "query_cache_entries": "CAPSULE_QUERY_CACHE_ENTRIES",
     "index_snapshot_min": "CAPSULE_INDEX_SNAPSHOT_MIN",
+    "session_context_words": "CAPSULE_SESSION_CONTEXT_WORDS",
 }
 
 
@@ -76,6 +77,9 @@ class Settings(BaseModel):
     # Projects of at least this many memories keep a snapshot of their index under
     # data_dir/index, so a fresh process loads it instead of rebuilding (0: never).
     index_snapshot_min: int = Field(20_000, ge=0)
+    # A memory of a session this short (in words) is embedded with the session's memory
+    # before it, when that one is this short too (capsule.context); 0 embeds every memory alone.
+    session_context_words: int = Field(60, ge=0, le=10_000)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":

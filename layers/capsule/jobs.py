@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from . import limits
 from .clock import Clock, system_clock
 from .config import Settings
+from .context import text_to_embed
 from .embedders.base import Embedder
 from .errors import InvalidInput, Unavailable
 from .learning.service import LearningService
@@ -169,7 +170,8 @@ class Jobs:
             if not pending:
                 return embedded, 0, None
             try:
-                vectors = self.embedder.embed([r.content for r in pending])
+                words = self.settings.session_context_words
+                vectors = self.embedder.embed([text_to_embed(self.memories, r, max_words=words) for r in pending])
             except Unavailable as exc:
                 return embedded, self._pending(), exc.message
             for record, vector in zip(pending, vectors):

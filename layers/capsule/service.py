@@ -21,6 +21,7 @@ from . import limits, models
 from .chunking import chunk_text
 from .clock import Clock, system_clock, to_epoch
 from .config import Settings
+from .context import text_to_embed
 from .embedders.base import Embedder
 from .errors import InvalidInput, Unavailable, from_validation_error
 from .index import IndexCache, ProjectIndex, store_fetcher
@@ -118,7 +119,6 @@ class MemoryService:
         explanation: str | None, meta: dict[str, Any], occurred_at: datetime | None,
     ) -> tuple[list[MemoryRecord], str | None]:
         now = self.clock()
-        vectors, embed_error = self._embed(contents)
         records = []
         for index, content in enumerate(contents):
             # An import names when each piece happened: two equal turns at different times stay two.
@@ -128,11 +128,13 @@ class MemoryService:
                 occurred_at=occurred_at or now, created_at=now, updated_at=now, path=path,
                 chunk_index=index if len(contents) > 1 else None,
                 chunk_count=len(contents) if len(contents) > 1 else None,
-                embedding=None if vectors is None else vectors[index],
-                model=None if vectors is None else self.embedder.model_id,
-                pinned=pinned, explanation=explanation, meta=meta,
-                status="ready" if vectors is not None else "pending_embedding",
+                pinned=pinned, explanation=explanation, meta=meta, status="pending_embedding",
             ))
+        words = self.settings.session_context_words
+        vectors, embed_error = self._embed([text_to_embed(self.store, r, max_words=words) for r in records])
+        if vectors is not None:
+            for record, vector in zip(records, vectors):
+                record.embedding, record.model, record.status = vector, self.embedder.model_id, "ready"
         return records, embed_error
 
     def _write(self, tenant: str, records: list[MemoryRecord]) -> WriteOutcome:

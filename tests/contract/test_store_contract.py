@@ -297,3 +297,27 @@ def test_enforce_limit_evicts_the_oldest_unpinned_atomically(store):
     audit = store.audit_log("t1", memory_id=records[1].id)
     assert [(a.action, a.actor) for a in audit] == [("evict", "retention")]
     assert store.get("t1", records[1].id, include_forgotten=True).deleted_reason == "evicted"
+
+
+def test_previous_in_session_is_the_active_turn_just_before(store):
+    s = {"session": "s1"}
+    first = rec("first", at=T0, meta=s)
+    second = rec("second", at=T0 + timedelta(minutes=1), meta=s)
+    other_session = rec("elsewhere", at=T0 + timedelta(minutes=2), meta={"session": "s2"})
+    no_session = rec("loose", at=T0 + timedelta(minutes=3))
+    numbered = rec("numbered", at=T0 + timedelta(minutes=4), meta={"session": 7})
+    other_project = rec("other project", project="q", at=T0 + timedelta(minutes=5), meta=s)
+    other_tenant = rec("other tenant", tenant="t2", at=T0 + timedelta(minutes=6), meta=s)
+    put(store, first, second, other_session, no_session, numbered)
+    put(store, other_project)
+    put(store, other_tenant)
+    later = T0 + timedelta(hours=1)
+    assert store.previous_in_session("t1", "p", "s1", before=later) == "second"
+    assert store.previous_in_session("t1", "p", "s1", before=second.occurred_at) == "first"  # strictly before
+    assert store.previous_in_session("t1", "p", "s1", before=T0) is None
+    assert store.previous_in_session("t1", "p", 7, before=later) == "numbered"
+    assert store.previous_in_session("t1", "p", "s3", before=later) is None
+    assert store.previous_in_session("t1", "q", "s1", before=later) == "other project"
+    assert store.previous_in_session("t2", "p", "s1", before=later) == "other tenant"
+    store.forget("t1", second.id, at=later, actor="tester", reason="r")
+    assert store.previous_in_session("t1", "p", "s1", before=later) == "first"  # forgotten turns are skipped

@@ -253,3 +253,19 @@ def test_cli_mines_detects_and_lists_golden_paths(tmp_path):
     assert detected.returncode == 0 and tag in detected.stdout
     golden = _cli(data, "patterns", "golden", "--min-applications", "0")
     assert golden.returncode == 1 and "min_applications" in golden.stderr
+
+
+def test_backfill_embeds_a_chat_turn_as_a_store_would_have(world, tmp_path):
+    from learning_helpers import make_world as fresh_world
+
+    world.embedder.down = True
+    world.remember("p", "Nate: What genre is your first screenplay?", session="s1")
+    late = world.remember("p", "Joanna: It's a mix of drama and romance!", session="s1")
+    world.embedder.down = False
+    assert world.jobs.run("backfill").complete
+    live = fresh_world(tmp_path / "live.db")
+    live.remember("p", "Nate: What genre is your first screenplay?", session="s1")
+    direct = live.remember("p", "Joanna: It's a mix of drama and romance!", session="s1")
+    backfilled = world.store.get("t", late).embedding
+    assert np.array_equal(backfilled, live.store.get("t", direct).embedding)
+    assert not np.allclose(backfilled, world.embedder.embed(["Joanna: It's a mix of drama and romance!"])[0])

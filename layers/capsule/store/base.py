@@ -72,6 +72,10 @@ class MemoryStore(Protocol):
     ) -> list[MemoryRecord]:
         """Active memories, newest first by (created_at, id), strictly after ``after``."""
 
+    def previous_in_session(self, tenant: str, project: str, session: str | int, *, before: datetime) -> str | None:
+        """The content of the active memory whose ``meta.session`` is ``session`` that happened
+        last strictly before ``before`` (by ``occurred_at``; ties to the one stored last), or None."""
+
     def set_pinned(self, tenant: str, memory_id: str, pinned: bool, *, at: datetime, actor: str) -> MemoryRecord:
         """Pin or unpin an active memory. Raises NotFound."""
 

@@ -40,7 +40,7 @@ from .base import Cursor
 from .mongo_client import guarded, shared_client, supports_transactions
 from .mongo_docs import RECORD_PROJECTION, decode_vector, doc_to_record, encode_vector, record_to_doc
 
-SCHEMA_VERSION = 2  # bump when INDEXES change: the next cold start creates the new ones
+SCHEMA_VERSION = 3  # bump when INDEXES change: the next cold start creates the new ones
 DAY = 86_400
 # A day past limits.FORGET_RECOVERABLE_DAYS: the hourly retention job purges (and audits) first;
 # the server's TTL is only the backstop when the job has not run.
@@ -64,6 +64,8 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
         ([("deleted_at", 1)], {"name": "forgotten", "partialFilterExpression": {"deleted_at": {"$type": "double"}}}),
         ([("pending", 1)], {"name": "pending", "sparse": True}),
         ([("tenant", 1), ("project", 1), ("version", 1)], {"name": "changes"}),
+        ([("tenant", 1), ("project", 1), ("meta.session", 1), ("occurred_at", -1), ("seq", -1)],
+         {"name": "session_turns", "partialFilterExpression": {"active": True}}),
         ([("deleted_on", 1)], {"name": "forgotten_ttl", "expireAfterSeconds": FORGOTTEN_TTL_S}),
         ([("pending_on", 1)], {"name": "pending_ttl", "expireAfterSeconds": PENDING_TTL_S}),
     ],
@@ -397,6 +399,13 @@ class MongoStore:
             docs = list(self.memories.find(query, projection=RECORD_PROJECTION,
                                            sort=[("created_at", -1), ("id", -1)], limit=limit))
         return [doc_to_record(doc) for doc in docs]
+
+    def previous_in_session(self, tenant: str, project: str, session: str | int, *, before: datetime) -> str | None:
+        query = {"tenant": tenant, "project": project, "active": True, "meta.session": session,
+                 "occurred_at": {"$lt": to_epoch(before)}}
+        with guarded("read the turn before"):
+            doc = self.memories.find_one(query, projection={"content": 1}, sort=[("occurred_at", -1), ("seq", -1)])
+        return None if doc is None else doc["content"]
 
     def candidates(self, tenant: str, projects: Sequence[str] | None, filters: Filters) -> list[MemoryRecord]:
         query = {**vs.scope_filter(tenant, projects, filters), **vs.post_filter(filters)}

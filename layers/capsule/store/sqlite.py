@@ -197,6 +197,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE memories ADD COLUMN sort_key INTEGER;
     CREATE INDEX memories_load ON memories (tenant, project, deleted_at, seq);
     """,
+    # 6: the turn before a memory in its session (capsule.context) in one index probe
+    """
+    CREATE INDEX memories_session ON memories (tenant, project, json_extract(meta, '$.session'), occurred_at)
+        WHERE deleted_at IS NULL;
+    """,
 ]
 
 _COLUMNS = (
@@ -205,6 +210,12 @@ _COLUMNS = (
     "unhelpful, deleted_at, deleted_reason, status"
 )
 
+
+# One probe of the memories_session index (a test checks the plan).
+PREVIOUS_IN_SESSION = (
+    "SELECT content FROM memories WHERE tenant = ? AND project = ? AND json_extract(meta, '$.session') = ? "
+    "AND occurred_at < ? AND deleted_at IS NULL ORDER BY occurred_at DESC, seq DESC LIMIT 1"
+)
 
 _NO_VECTOR = _COLUMNS.replace("embedding,", "NULL AS embedding,")
 
@@ -481,6 +492,10 @@ class SQLiteStore:
             params += [after[0], after[0], after[1]]
         sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
         return [_row_to_record(row) for row in self._read(sql, [*params, limit])]
+
+    def previous_in_session(self, tenant: str, project: str, session: str | int, *, before: datetime) -> str | None:
+        rows = self._read(PREVIOUS_IN_SESSION, (tenant, project, session, to_epoch(before)))
+        return rows[0]["content"] if rows else None
 
     def _change(self, tenant: str, memory_id: str, sql: str, params: Sequence[Any], *,
                 forgotten: bool = False, audit: tuple[str, str, str, float] | None = None,
