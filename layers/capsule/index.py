@@ -16,8 +16,10 @@ which drops the least recently used projects.
 
 from __future__ import annotations
 
-import threading
 import hashlib
+import mmap
+import struct
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, fields, replace
 from typing import Callable, Sequence
@@ -26,7 +28,7 @@ import numpy as np
 
 from .clock import from_epoch, to_epoch
 from . import terms
-from .records import ChangeSet, Filters, IndexColumns, MemoryRecord
+from .records import ChangeSet, DeferredVectors, Filters, IndexColumns, MemoryRecord
 
 OUTCOME = {"success": 0.10, "failure": -0.05}
 # Fetch whole records by id (tenant, project, ids -> found); see :func:`store_fetcher`.
@@ -40,6 +42,18 @@ def _grow(values: np.ndarray, capacity: int) -> np.ndarray:
     return grown
 
 
+def _lazy_zeros(rows: int, dim: int) -> np.ndarray:
+    """A zero float32 matrix whose memory the OS provides a small page at a time as rows are
+    written. numpy asks for huge pages for large arrays: then writing a few scattered rows
+    would make the OS clear (and first gather) 2 MB for each, most of the matrix."""
+    size = rows * dim * 4
+    if size < 1 << 22 or not hasattr(mmap, "MADV_NOHUGEPAGE"):
+        return np.zeros((rows, dim), dtype=np.float32)
+    memory = mmap.mmap(-1, size)
+    memory.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(memory, dtype=np.float32).reshape(rows, dim)
+
+
 def sign_codes(vectors: np.ndarray, words: int) -> np.ndarray:
     """Packed sign bits of each row, padded to ``words`` 64-bit words: (rows, words) uint64."""
     vectors = np.asarray(vectors)
@@ -51,6 +65,23 @@ def sign_codes(vectors: np.ndarray, words: int) -> np.ndarray:
     else:
         padded[..., :packed] = np.packbits(vectors > 0, axis=-1)
     return padded.view(np.uint64)
+
+
+# A packed row (format 1), little-endian: format, vector size in bytes (0: none), tie-break
+# key, occurred and created (epoch seconds), then the vector's sign bits ((dim + 63) // 64 words).
+PACKED = np.dtype([("format", "<u4"), ("size", "<u4"), ("key", "<i8"), ("occurred", "<f8"), ("created", "<f8")])
+_HEAD = struct.Struct("<IIqdd")
+
+
+def pack_row(key: int, occurred: float, created: float, vector: np.ndarray | None) -> bytes:
+    """What an index loads of a memory that never changes while it lives, kept by a store at
+    write time (see ``IndexColumns.packed``)."""
+    size = 0 if vector is None else 4 * vector.size
+    head = _HEAD.pack(1, size, key, occurred, created)
+    if not size:
+        return head
+    vector = np.asarray(vector, dtype=np.float32)
+    return head + sign_codes(vector[None, :], (vector.size + 63) // 64)[0].tobytes()
 
 
 def stable_key(memory_id: str) -> int:
@@ -79,7 +110,7 @@ class Shape:
         nxt = np.full(n, -1, dtype=np.int64)
         alive = np.flatnonzero(index.alive[:n])
         lengths = index.length[alive]
-        median_length = float(np.median(lengths)) if alive.size else 0.0
+        median_length = _median(lengths) if alive.size else 0.0
         grouped = alive[index.session[alive] >= 0]
         if grouped.size == 0:
             return cls(prev, nxt, median_length, 0.0)
@@ -88,7 +119,17 @@ class Shape:
         prev[order[1:][same]] = order[:-1][same]
         nxt[order[:-1][same]] = order[1:][same]
         sizes = np.unique(index.session[grouped], return_counts=True)[1]
-        return cls(prev, nxt, median_length, float(np.median(sizes)))
+        return cls(prev, nxt, median_length, _median(sizes))
+
+
+def _median(values: np.ndarray) -> float:
+    """``np.median`` of a non-empty array, the same value without the ``numpy.ma`` import it
+    costs a fresh process on its first call."""
+    half = values.size // 2
+    if values.size % 2:
+        return float(np.partition(values, half)[half])
+    part = np.partition(values, (half - 1, half))
+    return float((part[half - 1] + part[half]) / 2)
 
 
 # Every field but the embedding (the matrix holds it), so a field added later is kept too.
@@ -179,6 +220,46 @@ class Records:
         return Records([self._items[row] for row in rows.tolist()], self.fetch)
 
 
+class _Packed:
+    """Packed rows (:func:`pack_row`) read as arrays: the headers, and the sign bits on demand."""
+
+    def __init__(self, c: IndexColumns, n: int) -> None:
+        self.n = n
+        self.lengths = np.fromiter(c.packed_lengths, dtype=np.int64, count=n)
+        self.buffer = np.frombuffer(c.packed, dtype=np.uint8)
+        head = PACKED.itemsize
+        if (self.lengths < head).any() or self.buffer.size != int(self.lengths.sum()):
+            raise ValueError("packed rows are shorter than their header")
+        self.uniform = bool((self.lengths == self.lengths[0]).all())
+        if self.uniform:  # the common case: one vector size throughout, a table of rows
+            self.table = self.buffer.reshape(n, int(self.lengths[0]))
+            heads = np.ascontiguousarray(self.table[:, :head])
+        else:
+            self.offsets = np.cumsum(self.lengths) - self.lengths
+            heads = self.buffer[self.offsets[:, None] + np.arange(head)]
+        self.head = heads.view(PACKED)[:, 0]
+        if (self.head["format"] != 1).any():
+            raise ValueError("packed rows of an unknown format")
+
+    def codes(self, usable: np.ndarray, words: int) -> np.ndarray:
+        """(words, n) uint64: the sign bits of the usable rows (all of ``words`` words), 0 elsewhere."""
+        start, width = PACKED.itemsize, 8 * words
+        if not words:
+            return np.zeros((0, self.n), dtype=np.uint64)
+        if self.uniform and self.table.shape[1] == start + width:
+            codes = np.ascontiguousarray(self.table[:, start:]).view(np.uint64).T
+            codes = np.ascontiguousarray(codes)
+            if not usable.all():
+                codes[:, ~usable] = 0
+            return codes
+        rows = np.flatnonzero(usable)
+        offsets = self.offsets if not self.uniform else np.arange(self.n, dtype=np.int64) * self.table.shape[1]
+        picked = self.buffer[(offsets[rows] + start)[:, None] + np.arange(width)]
+        codes = np.zeros((words, self.n), dtype=np.uint64)
+        codes[:, rows] = picked.view(np.uint64).T
+        return codes
+
+
 class ProjectIndex:
     """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
 
@@ -206,6 +287,10 @@ class ProjectIndex:
         cap = 16
         self.alive = np.zeros(cap, dtype=bool)
         self.has_vec = np.zeros(cap, dtype=bool)
+        # False: the row's vector is not in the matrix yet (an index loaded with sign bits only);
+        # :meth:`vectors` reads such rows from ``deferred`` and :meth:`complete` reads them all.
+        self.filled = np.ones(cap, dtype=bool)
+        self.deferred: DeferredVectors | None = None
         self.matrix = np.zeros((cap, 0), dtype=np.float32)
         self.codes = np.zeros((0, cap), dtype=np.uint64)  # (words, rows): one word is contiguous
         self._bytes = 0
@@ -237,6 +322,7 @@ class ProjectIndex:
 
     def export(self) -> dict:
         """Everything the index holds, trimmed to its rows (for :mod:`capsule.snapshot`)."""
+        self.complete()
         self._merge()
         arrays = {name: getattr(self, name)[: self.n] for name in self._ARRAYS}
         arrays["codes"] = np.ascontiguousarray(self.codes[:, : self.n])
@@ -256,6 +342,7 @@ class ProjectIndex:
         self.n, self.dead, self.dim, self.words = state["n"], state["dead"], state["dim"], state["words"]
         self.version, self._bytes = state["version"], state["bytes"]
         self.records = Records(state["records"], self.records.fetch)
+        self.filled = np.ones(self.n, dtype=bool)
         self.row_of = state["row_of"]
         self.sessions, self.authors = state["sessions"], state["authors"]
         self._main = state["postings"]
@@ -305,7 +392,7 @@ class ProjectIndex:
             self._compact()
 
     def _same_text_and_vector(self, row: int, record: MemoryRecord) -> bool:
-        if not self.records.loaded(row):
+        if not self.records.loaded(row) or not self.filled[row]:
             return False  # only its id is held: re-add the row rather than read the old one
         old = self.records[row]
         if old is None or old.content != record.content:
@@ -337,6 +424,7 @@ class ProjectIndex:
         for name in ("alive", "has_vec", "key", "session", "author", "matrix", "length", "occurred", "created", "helpful",
                      "unhelpful", "outcome"):
             setattr(self, name, _grow(getattr(self, name), cap))
+        self.filled = np.append(self.filled, np.ones(cap - len(self.filled), dtype=bool))
         self.codes = np.ascontiguousarray(_grow(self.codes.T, cap).T)
 
     def _load_columns(self, c: IndexColumns) -> None:
@@ -344,7 +432,11 @@ class ProjectIndex:
         n = len(c.ids)
         if not n:
             return
-        sizes = np.fromiter(c.vector_sizes, dtype=np.int64, count=n)
+        if c.deferred is not None:
+            packed = _Packed(c, n)
+            sizes = packed.head["size"].astype(np.int64)
+        else:
+            sizes = np.fromiter(c.vector_sizes, dtype=np.int64, count=n)
         usable = sizes > 0
         if c.models.count(self.model_id) != n:  # count: a C loop, where all(...) is a Python one
             usable &= np.fromiter((model == self.model_id for model in c.models), dtype=bool, count=n)
@@ -353,21 +445,17 @@ class ProjectIndex:
         self.n = n
         self.dim, self.words = dim, (dim + 63) // 64
         self.has_vec = usable
-        everything = np.frombuffer(c.vectors, dtype="<f4")
-        if dim and usable.all() and everything.size == n * dim:
-            self.matrix = everything.reshape(n, dim)  # the common case: no copy at all
+        if c.deferred is not None:
+            self._load_codes(c.deferred, packed, usable)
+            self.key = packed.head["key"].copy()
+            self.occurred = packed.head["occurred"].copy()
+            self.created = packed.head["created"].copy()
         else:
-            self.matrix = np.zeros((n, dim), dtype=np.float32)
-            if dim:
-                starts = (np.cumsum(sizes) - sizes) // 4
-                picks = starts[usable][:, None] + np.arange(dim)
-                self.matrix[usable] = everything[picks]
-        self.codes = np.ascontiguousarray(sign_codes(self.matrix, self.words).T) if dim else \
-            np.zeros((0, n), dtype=np.uint64)
+            self._load_vectors(c, sizes, usable)
+            self.key = np.fromiter(c.keys, dtype=np.int64, count=n)
+            self.occurred = np.fromiter(c.occurred, dtype=np.float64, count=n)
+            self.created = np.fromiter(c.created, dtype=np.float64, count=n)
         self.alive = np.ones(n, dtype=bool)
-        self.key = np.fromiter(c.keys, dtype=np.int64, count=n)
-        self.occurred = np.fromiter(c.occurred, dtype=np.float64, count=n)
-        self.created = np.fromiter(c.created, dtype=np.float64, count=n)
         self.helpful = np.fromiter(c.helpful, dtype=np.float64, count=n)
         self.unhelpful = np.fromiter(c.unhelpful, dtype=np.float64, count=n)
         self.outcome = np.zeros(n, dtype=np.float64)
@@ -388,6 +476,81 @@ class ProjectIndex:
         self._bytes += 12 * flat.size + 200 * n
         if n <= self.eager_records and self.fetch is not None:
             self.records.load_all()
+
+    def _load_vectors(self, c: IndexColumns, sizes: np.ndarray, usable: np.ndarray) -> None:
+        n, dim = len(sizes), self.dim
+        self.filled = np.ones(n, dtype=bool)
+        everything = np.frombuffer(c.vectors, dtype="<f4")
+        if dim and usable.all() and everything.size == n * dim:
+            self.matrix = everything.reshape(n, dim)  # the common case: no copy at all
+        else:
+            self.matrix = np.zeros((n, dim), dtype=np.float32)
+            if dim:
+                starts = (np.cumsum(sizes) - sizes) // 4
+                picks = starts[usable][:, None] + np.arange(dim)
+                self.matrix[usable] = everything[picks]
+        self.codes = np.ascontiguousarray(sign_codes(self.matrix, self.words).T) if dim else \
+            np.zeros((0, n), dtype=np.uint64)
+
+    def _load_codes(self, deferred: DeferredVectors, packed: "_Packed", usable: np.ndarray) -> None:
+        """Sign bits now, vectors later: the matrix is allocated but not touched (the OS maps
+        its pages when they are first written), each row filled when first needed."""
+        n = len(usable)
+        self.matrix = _lazy_zeros(n, self.dim)
+        self.filled = ~usable
+        self.deferred = deferred if usable.any() else None
+        self.codes = packed.codes(usable, self.words)
+
+    # ---- deferred vectors ----------------------------------------------------
+
+    def _id(self, row: int) -> str | None:
+        item = self.records._items[row]
+        return item if item is None or isinstance(item, str) else item[0] if isinstance(item, tuple) else item.id
+
+    def _fill(self, rows: np.ndarray, vectors: dict[str, bytes]) -> None:
+        """Put the given vectors into their rows; a row the store no longer has a vector for
+        (purged meanwhile) is searched without one until its removal is read."""
+        size = 4 * self.dim
+        for row in rows.tolist():
+            blob = vectors.get(self._id(row))
+            if blob is not None and len(blob) == size:
+                self.matrix[row] = np.frombuffer(blob, dtype="<f4")
+            else:
+                self.has_vec[row] = False
+            self.filled[row] = True
+
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of ``rows`` (rows with one), read from the store first where deferred."""
+        if self.deferred is not None:
+            missing = rows[~self.filled[rows]]
+            if missing.size:
+                ids = [self._id(row) for row in missing.tolist()]
+                self._fill(missing, self.deferred.some([i for i in ids if i is not None], self.model_id))
+        return self.matrix[rows]
+
+    def complete(self) -> None:
+        """Read every deferred vector, a chunk at a time; safe beside searches (each chunk is
+        placed under :attr:`lock`, the store read outside it)."""
+        deferred = self.deferred
+        if deferred is None:
+            return
+        for chunk in deferred.chunks(self.model_id):
+            with self.lock:
+                if self.deferred is not deferred:
+                    return  # reloaded or compacted away meanwhile
+                rows = [self.row_of.get(memory_id, -1) for memory_id, _ in chunk]
+                at = np.asarray(rows, dtype=np.int64)
+                wanted = (at >= 0)
+                wanted[wanted] = ~self.filled[at[wanted]]
+                if wanted.any():
+                    self._fill(at[wanted], {memory_id: blob for (memory_id, blob), w in zip(chunk, wanted) if w})
+        with self.lock:
+            if self.deferred is deferred:
+                missing = np.flatnonzero(~self.filled[: self.n])
+                if missing.size:  # forgotten since the load: still in this index until that is read
+                    self.vectors(missing)
+                self.filled[: self.n] = True
+                self.deferred = None
 
     def _append(self, records: Sequence[MemoryRecord]) -> None:
         if not records:
@@ -480,8 +643,8 @@ class ProjectIndex:
         keep = np.flatnonzero(self.alive[: self.n])
         renumber = np.full(self.n, -1, dtype=np.int64)
         renumber[keep] = np.arange(keep.size)
-        for name in ("alive", "has_vec", "key", "session", "author", "matrix", "length", "occurred", "created",
-                     "helpful", "unhelpful", "outcome"):
+        for name in ("alive", "has_vec", "filled", "key", "session", "author", "matrix", "length", "occurred",
+                     "created", "helpful", "unhelpful", "outcome"):
             setattr(self, name, getattr(self, name)[keep].copy())
         self.codes = np.ascontiguousarray(self.codes[:, keep])
         self.records = self.records.keep(keep)

@@ -160,6 +160,7 @@ def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.n
     if everyone:
         eligible = None  # no filter, no dead row: skip the gathers
     if options.exact:
+        index.complete()
         sims = index.matrix[: index.n] @ query
         return _best_rows(sims, eligible, options.candidates, index.key, smaller_is_better=False)
     code = sign_codes(query[None, :], index.words)[0]
@@ -313,7 +314,7 @@ def _vector_window(index: ProjectIndex, rows: np.ndarray, vector: np.ndarray, q:
         sims = vector.copy()
         ok = (other >= 0) & index.has_vec[np.maximum(other, 0)]
         if ok.any():
-            sims[ok] = np.clip(np.einsum("ij,j->i", index.matrix[other[ok]], q), 0.0, 1.0)
+            sims[ok] = np.clip(np.einsum("ij,j->i", index.vectors(other[ok]), q), 0.0, 1.0)
         out += sims
     return out / 4
 
@@ -365,7 +366,7 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     if vector_ok:
         with_vec = index.has_vec[rows]
         if with_vec.any():
-            block = index.matrix[rows[with_vec]]
+            block = index.vectors(rows[with_vec])
             # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
             vector[with_vec] = np.clip(np.einsum("ij,j->i", block, q), 0.0, 1.0)
     if vector_ok and options.vector_window and _windowed(index.shape(), options):

@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from . import limits, models
+from .background import Background
 from .chunking import chunk_text
 from .clock import Clock, system_clock, to_epoch
 from .config import Settings
@@ -96,6 +97,9 @@ class MemoryService:
         self._snapshots: Snapshots | None | bool = False  # False: not looked up yet (it reads the store)
         self._options = SearchOptions(candidates=self.settings.search_candidates,
                                       exact=self.settings.search_exact)
+        # Reads a large index's deferred vectors (and then writes its snapshot) after the search
+        # that loaded it has returned.
+        self.background = Background("capsule-index")
 
     # ---- writing ---------------------------------------------------------
 
@@ -290,11 +294,25 @@ class MemoryService:
                 if index.version != markers[project] or index.version == 0:
                     changes = self.store.changes_since(tenant, project, index.version, columns=True)
                     index.apply(changes)
-                    if changes.reset and self.snapshots is not None:
+                    if index.deferred is not None:
+                        self.background.submit(lambda index=index: self._complete(index))
+                    elif changes.reset and self.snapshots is not None:
                         self.snapshots.save(index)
             indexes.append(index)
         self.indexes.trim(keep=lambda i: i in indexes)
         return indexes
+
+    def _complete(self, index: ProjectIndex) -> None:
+        """Read an index's deferred vectors, then keep its snapshot (off the request's path)."""
+        index.complete()
+        if self.snapshots is not None:
+            with index.lock:
+                if index.deferred is None and index.version:
+                    self.snapshots.save(index)
+
+    def settle(self) -> None:
+        """Wait until the work scheduled after earlier searches is done (indexes complete)."""
+        self.background.wait()
 
     @property
     def snapshots(self) -> Snapshots | None:
