@@ -122,6 +122,26 @@ class Shape:
         return cls(prev, nxt, median_length, _median(sizes))
 
 
+def _merged(main: tuple[np.ndarray, np.ndarray, np.ndarray],
+            pending: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Main postings (sorted by term hash; one entry per (term, row) with its count) with the
+    pending ones (one entry per token) sorted in."""
+    flat = np.concatenate([h for h, _ in pending])
+    rows = np.concatenate([r for _, r in pending])
+    order = np.argsort(flat, kind="stable")  # rows stay ascending within a term
+    flat, rows = flat[order], rows[order]
+    first = np.ones(flat.size, dtype=bool)
+    first[1:] = (flat[1:] != flat[:-1]) | (rows[1:] != rows[:-1])
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.append(starts, flat.size)).astype(np.float32)
+    main_h, main_r, main_t = main
+    flat = np.concatenate((main_h, flat[starts]))
+    rows = np.concatenate((main_r, rows[starts]))
+    tfs = np.concatenate((main_t, counts))
+    order = np.argsort(flat, kind="stable")
+    return flat[order], rows[order], tfs[order]
+
+
 def _median(values: np.ndarray) -> float:
     """``np.median`` of a non-empty array, the same value without the ``numpy.ma`` import it
     costs a fresh process on its first call."""
@@ -260,6 +280,35 @@ class _Packed:
         return codes
 
 
+class TermScores:
+    """Each query term's BM25 contribution (its active rows and their scores) for an unfiltered
+    search, kept until the index changes: frequent terms recur across queries, and their
+    contributions are most of what keyword scoring costs. The least recently used go first
+    beyond ``max_bytes``."""
+
+    def __init__(self, max_bytes: int = 32 << 20) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._items: OrderedDict[tuple, tuple[np.ndarray | None, np.ndarray]] = OrderedDict()
+
+    def get(self, key: tuple) -> tuple[np.ndarray | None, np.ndarray] | None:
+        found = self._items.get(key)
+        if found is not None:
+            self._items.move_to_end(key)
+        return found
+
+    def put(self, key: tuple, rows: np.ndarray | None, scores: np.ndarray) -> None:
+        """``rows`` None: ``scores`` holds one score per row of the index."""
+        size = (0 if rows is None else rows.nbytes) + scores.nbytes
+        if size > self.max_bytes // 4 or key in self._items:
+            return
+        self._items[key] = (rows, scores)
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            _, (old_rows, old_scores) = self._items.popitem(last=False)
+            self.bytes -= (0 if old_rows is None else old_rows.nbytes) + old_scores.nbytes
+
+
 class ProjectIndex:
     """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
 
@@ -292,6 +341,7 @@ class ProjectIndex:
         self.filled = np.ones(cap, dtype=bool)
         self.deferred: DeferredVectors | None = None
         self.matrix = np.zeros((cap, 0), dtype=np.float32)
+        self._lazy: np.ndarray | None = None  # the matrix while its pages come a row at a time
         self.codes = np.zeros((0, cap), dtype=np.uint64)  # (words, rows): one word is contiguous
         self._bytes = 0
         self.length = np.zeros(cap, dtype=np.float64)
@@ -314,6 +364,12 @@ class ProjectIndex:
         self._pending_n = 0
         self._scans = 0  # term look-ups left before a large pending part is sorted
         self._arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._changed()
+
+    def _changed(self) -> None:
+        """Forget what was derived from the rows for searches (they changed)."""
+        self._stats: tuple[int, float] | None = None
+        self.scores = TermScores()
 
     # ---- snapshots -------------------------------------------------------
 
@@ -343,6 +399,7 @@ class ProjectIndex:
         self.version, self._bytes = state["version"], state["bytes"]
         self.records = Records(state["records"], self.records.fetch)
         self.filled = np.ones(self.n, dtype=bool)
+        self._changed()
         self.row_of = state["row_of"]
         self.sessions, self.authors = state["sessions"], state["authors"]
         self._main = state["postings"]
@@ -370,6 +427,7 @@ class ProjectIndex:
     def apply(self, changes: ChangeSet) -> None:
         """Bring the index to ``changes.version``. The index takes over the records given."""
         self._shape = None
+        self._changed()
         if changes.reset:
             self._clear()
         if changes.columns is not None:
@@ -496,7 +554,7 @@ class ProjectIndex:
         """Sign bits now, vectors later: the matrix is allocated but not touched (the OS maps
         its pages when they are first written), each row filled when first needed."""
         n = len(usable)
-        self.matrix = _lazy_zeros(n, self.dim)
+        self.matrix = self._lazy = _lazy_zeros(n, self.dim)
         self.filled = ~usable
         self.deferred = deferred if usable.any() else None
         self.codes = packed.codes(usable, self.words)
@@ -610,22 +668,41 @@ class ProjectIndex:
         """Sort the pending postings into the main ones: one entry per (term, row) with its count."""
         if not self._pending:
             return
-        flat = np.concatenate([h for h, _ in self._pending])
-        rows = np.concatenate([r for _, r in self._pending])
-        order = np.argsort(flat, kind="stable")  # rows stay ascending within a term
-        flat, rows = flat[order], rows[order]
-        first = np.ones(flat.size, dtype=bool)
-        first[1:] = (flat[1:] != flat[:-1]) | (rows[1:] != rows[:-1])
-        starts = np.flatnonzero(first)
-        counts = np.diff(np.append(starts, flat.size)).astype(np.float32)
-        main_h, main_r, main_t = self._main
-        flat = np.concatenate((main_h, flat[starts]))
-        rows = np.concatenate((main_r, rows[starts]))
-        tfs = np.concatenate((main_t, counts))
-        order = np.argsort(flat, kind="stable")
-        self._main = (flat[order], rows[order], tfs[order])
+        self._main = _merged(self._main, self._pending)
         self._pending, self._pending_n = [], 0
         self._arrays.clear()
+
+    def merge_postings(self) -> None:
+        """:meth:`_merge` with the sorting done outside :attr:`lock` (for a background thread):
+        its result is kept only if no row was added meanwhile."""
+        with self.lock:
+            main, pending = self._main, list(self._pending)
+        if not pending:
+            return
+        merged = _merged(main, pending)
+        with self.lock:
+            if self._main is main and len(self._pending) == len(pending) and all(
+                    a is b for a, b in zip(self._pending, pending)):
+                self._main = merged
+                self._pending, self._pending_n = [], 0
+                self._arrays.clear()
+
+    def settle(self) -> None:
+        """Do now, beside searches, the work a later search would otherwise do on its path:
+        read the deferred vectors, move the matrix to memory in huge pages, sort the postings."""
+        self.complete()
+        with self.lock:
+            lazy = self._lazy if self.matrix is self._lazy and self.deferred is None else None
+        if lazy is not None:
+            # Huge pages: a search reads about a thousand scattered rows, a page walk each
+            # with small pages. Copied outside the lock; kept if no row was written meanwhile
+            # (every row is filled now, so only a new row could, and it replaces the matrix).
+            housed = np.array(lazy)
+            with self.lock:
+                if self.matrix is lazy and self.deferred is None:
+                    self.matrix = housed
+                self._lazy = None
+        self.merge_postings()
 
     def _set_meta(self, row: int, record: MemoryRecord) -> None:
         """Refresh what ranking reads of a row whose text and vector did not change."""
@@ -689,6 +766,14 @@ class ProjectIndex:
         cached = (rows[0], tfs[0]) if len(rows) == 1 else (np.concatenate(rows), np.concatenate(tfs))
         self._arrays[h] = cached
         return cached
+
+    def alive_stats(self) -> tuple[int, float]:
+        """How many rows are active and their summed keyword length (BM25's n and average
+        length when nothing is filtered), computed once per change."""
+        if self._stats is None:
+            alive = self.alive[: self.n]
+            self._stats = (int(alive.sum()), float(self.length[: self.n][alive].sum()))
+        return self._stats
 
     def mask(self, filters: Filters) -> np.ndarray:
         """Rows that are active and pass the filters."""

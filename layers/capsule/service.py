@@ -304,7 +304,7 @@ class MemoryService:
 
     def _complete(self, index: ProjectIndex) -> None:
         """Read an index's deferred vectors, then keep its snapshot (off the request's path)."""
-        index.complete()
+        index.settle()
         if self.snapshots is not None:
             with index.lock:
                 if index.deferred is None and index.version:
