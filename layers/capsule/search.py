@@ -122,23 +122,39 @@ def _best_rows(values: np.ndarray, eligible: np.ndarray | None, count: int, keys
     return np.concatenate((better, tied))
 
 
-def _top_positive(values: np.ndarray, count: int, keys: np.ndarray) -> np.ndarray:
-    """``_best_rows(values, values > 0, count, keys, smaller_is_better=False)``, the same rows
-    in the same order, without partitioning every positive value of a large array.
+def _near_best(values: np.ndarray, count: int, *, smaller_is_better: bool,
+               positive: bool = False) -> np.ndarray | None:
+    """Rows (ascending) holding every row the best ``count`` of ``values`` can be, ties
+    included, found without ranking them all; None when that does not pay or the guess fails.
 
     A threshold from a strided sample that about twice ``count`` values reach: when more than
-    ``count`` do, the count-th best value is at or above it, so those rows hold every row the
-    full method would pick, ties included; otherwise the full method runs.
+    ``count`` do, the count-th best value reaches it too, so those rows hold every row a full
+    ranking would pick (and every tie with the last of them). ``positive``: only values > 0.
     """
-    if values.size > 16 * count:
-        step = values.size // (8 * count)
-        sample = values[::step]
-        reach = min(sample.size, max(1, 2 * count // step))  # about 2 x count rows reach it
+    if values.size <= 16 * count:
+        return None
+    step = values.size // (8 * count)
+    sample = values[::step]
+    reach = min(sample.size, max(1, 2 * count // step))  # about 2 x count rows reach the threshold
+    if smaller_is_better:
+        threshold = np.partition(sample, reach - 1)[reach - 1]
+        near = np.flatnonzero(values <= threshold)
+    else:
         threshold = np.partition(sample, sample.size - reach)[sample.size - reach]
-        if threshold > 0:
-            near = np.flatnonzero(values >= threshold)
-            if near.size > count:  # (exactly count: the full method orders them its own way)
-                return near[_best_rows(values[near], None, count, keys[near], smaller_is_better=False)]
+        if positive and not threshold > 0:
+            return None
+        near = np.flatnonzero(values >= threshold)
+    # Exactly count: a full ranking orders them its own way. Most of them: no gain.
+    return near if count < near.size <= values.size // 4 else None
+
+
+def _top_positive(values: np.ndarray, count: int, keys: np.ndarray) -> np.ndarray:
+    """``_best_rows(values, values > 0, count, keys, smaller_is_better=False)``: the same rows
+    in the same order, without ranking every positive value of a large array."""
+    near = _near_best(values, count, smaller_is_better=False, positive=True)
+    if near is not None:
+        return near[_best_rows(values[near], np.ones(near.size, dtype=bool), count, keys[near],
+                               smaller_is_better=False)]
     return _best_rows(values, values > 0, count, keys, smaller_is_better=False)
 
 
