@@ -341,7 +341,9 @@ class ProjectIndex:
         self.filled = np.ones(cap, dtype=bool)
         self.deferred: DeferredVectors | None = None
         self.matrix = np.zeros((cap, 0), dtype=np.float32)
-        self._lazy: np.ndarray | None = None  # the matrix while its pages come a row at a time
+        # The matrix while it sits in memory numpy did not allocate (the store's buffer, or pages
+        # that come a row at a time): :meth:`settle` moves it.
+        self._lazy: np.ndarray | None = None
         self.codes = np.zeros((0, cap), dtype=np.uint64)  # (words, rows): one word is contiguous
         self._bytes = 0
         self.length = np.zeros(cap, dtype=np.float64)
@@ -540,7 +542,7 @@ class ProjectIndex:
         self.filled = np.ones(n, dtype=bool)
         everything = np.frombuffer(c.vectors, dtype="<f4")
         if dim and usable.all() and everything.size == n * dim:
-            self.matrix = everything.reshape(n, dim)  # the common case: no copy at all
+            self.matrix = self._lazy = everything.reshape(n, dim)  # the common case: no copy at all
         else:
             self.matrix = np.zeros((n, dim), dtype=np.float32)
             if dim:
@@ -689,14 +691,15 @@ class ProjectIndex:
 
     def settle(self) -> None:
         """Do now, beside searches, the work a later search would otherwise do on its path:
-        read the deferred vectors, move the matrix to memory in huge pages, sort the postings."""
+        read the deferred vectors, move the matrix to memory of its own (in huge pages where
+        the OS has them), sort the postings."""
         self.complete()
         with self.lock:
             lazy = self._lazy if self.matrix is self._lazy and self.deferred is None else None
         if lazy is not None:
-            # Huge pages: a search reads about a thousand scattered rows, a page walk each
-            # with small pages. Copied outside the lock; kept if no row was written meanwhile
-            # (every row is filled now, so only a new row could, and it replaces the matrix).
+            # A search reads about a thousand scattered rows: in huge pages that takes a third
+            # less time. Copied outside the lock; kept if no row was written meanwhile (every
+            # row is filled now, so only a new row could, and that replaces the matrix).
             housed = np.array(lazy)
             with self.lock:
                 if self.matrix is lazy and self.deferred is None:

@@ -296,8 +296,12 @@ class MemoryService:
                     index.apply(changes)
                     if index.deferred is not None:
                         self.background.submit(lambda index=index: self._complete(index))
-                    elif changes.reset and self.snapshots is not None:
-                        self.snapshots.save(index)
+                    elif changes.reset:
+                        if self.snapshots is not None:
+                            self.snapshots.save(index)
+                        # What a full load leaves for later (sorting its postings, moving its
+                        # matrix) is done beside the next searches; a one-shot process skips it.
+                        self.background.submit(index.settle)
             indexes.append(index)
         self.indexes.trim(keep=lambda i: i in indexes)
         return indexes
