@@ -97,8 +97,12 @@ def test_packed_rows_written_before_they_were_kept_are_recomputed(store, tmp_pat
     with conn:
         conn.execute("UPDATE memories SET packed = NULL WHERE seq % 3 = 0")
         conn.execute("UPDATE memories SET sort_key = NULL WHERE seq % 6 = 0")
+        conn.execute("UPDATE memories SET facets = NULL WHERE seq % 4 = 0")
+        conn.execute("UPDATE memories SET terms = NULL, terms_version = NULL WHERE seq % 5 = 0")
     assert_same(deferred(store), fresh)
-    assert conn.execute("SELECT count(*) FROM memories WHERE packed IS NULL").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM memories WHERE packed IS NULL OR facets IS NULL "
+                        "OR terms_version IS NULL").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM memories WHERE facets != ''").fetchone()[0] > 50  # sessions, authors
     conn.close()
     assert_same(deferred(store), fresh)
 

@@ -200,9 +200,13 @@ MIGRATIONS: list[str] = [
     """,
     # 6: what an index loads of a row besides its terms and the fields that change, in one blob
     #    kept at write time (capsule.index.pack_row): its tie-break key, times, vector size and
-    #    the vector's sign bits, so a fresh process reads a large project without its vectors
+    #    the vector's sign bits; the meta fields ranking reads ('' for none); and an index that
+    #    holds all an index load reads, so a large project loads without reading its rows
     """
     ALTER TABLE memories ADD COLUMN packed BLOB;
+    ALTER TABLE memories ADD COLUMN facets TEXT;
+    CREATE INDEX memories_packed ON memories (tenant, project, deleted_at, seq, id, packed, model, terms_version,
+                                              terms, helpful, unhelpful, facets);
     """,
 ]
 
@@ -261,8 +265,17 @@ def _record_params(r: MemoryRecord) -> tuple[Any, ...]:
         to_epoch(r.created_at), to_epoch(r.updated_at), None, int(r.pinned), r.explanation,
         json.dumps(r.meta), r.helpful, r.unhelpful, None, None, r.status,
         r.meta.get("component"), r.meta.get("category"), terms.encode(r.content), terms.TOKENIZER, stable_key(r.id),
-        pack_row(stable_key(r.id), to_epoch(r.occurred_at), to_epoch(r.created_at), r.embedding),
+        pack_row(stable_key(r.id), to_epoch(r.occurred_at), to_epoch(r.created_at), r.embedding), facets(r.meta),
     )
+
+
+FACETS = ("session", "author", "outcome_status")  # what an index reads of a memory's meta
+
+
+def facets(meta: dict[str, Any]) -> str:
+    """The meta fields a search index reads, as JSON ('' when there are none)."""
+    picked = {name: meta[name] for name in FACETS if name in meta}
+    return json.dumps(picked, separators=(",", ":")) if picked else ""
 
 
 class SQLiteStore:
@@ -380,7 +393,7 @@ class SQLiteStore:
                     continue
                 conn.execute(
                     f"INSERT INTO memories ({_COLUMNS}, component, category, terms, terms_version, sort_key, packed, "
-                    f"version) VALUES ({', '.join('?' * 29)})",
+                    f"facets, version) VALUES ({', '.join('?' * 30)})",
                     (*_record_params(record), version),
                 )
                 outcome.inserted.append(record.id)
@@ -653,16 +666,27 @@ class SQLiteStore:
         tokenizer version, the packed row of a row written before it was kept) is recomputed
         and returned as updates, to be stored for next time.
         """
-        where = "FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL"
-        count = conn.execute(f"SELECT count(*) {where}", (tenant, project)).fetchone()[0]
+        where = "WHERE tenant = ? AND project = ? AND deleted_at IS NULL"
+        count = conn.execute(f"SELECT count(*) FROM memories INDEXED BY memories_load {where}",
+                             (tenant, project)).fetchone()[0]
         defer = count >= self.defer_vectors_from
         cursor = conn.cursor()
         cursor.row_factory = None  # plain tuples: a Row per memory costs more than the read
+        if defer:
+            # Everything from the index memories_packed: the rows themselves (4 KB of vector
+            # each) are read only for what a row lacks (content for stale term hashes, meta
+            # where its facets were never kept), which SQLite looks up only when asked.
+            columns = "id, packed"
+            meta = "CASE WHEN facets IS NULL THEN '!' || meta ELSE nullif(facets, '') END"
+            source = "FROM memories INDEXED BY memories_packed"
+        else:
+            columns = "id, sort_key, embedding, occurred_at, created_at"
+            meta = "CASE WHEN meta = '{}' THEN NULL ELSE meta END"
+            source = "FROM memories"
         cursor.execute(
-            f"SELECT id, {'packed' if defer else 'sort_key, embedding, occurred_at, created_at'}, model, "
-            "CASE WHEN terms_version = ? THEN terms END, CASE WHEN terms_version IS ? THEN NULL ELSE content END, "
-            f"helpful, unhelpful, CASE WHEN meta = '{{}}' THEN NULL ELSE meta END {where} ORDER BY seq",
-            (terms.TOKENIZER, terms.TOKENIZER, tenant, project))
+            f"SELECT {columns}, model, CASE WHEN terms_version = ? THEN terms END, "
+            f"CASE WHEN terms_version IS ? THEN NULL ELSE content END, helpful, unhelpful, {meta} "
+            f"{source} {where} ORDER BY seq", (terms.TOKENIZER, terms.TOKENIZER, tenant, project))
         out = IndexColumns([], [], bytearray(), [], [], [], [], [], [], [], [])
         packed: list[bytes | None] = []
         stale: list[tuple[str, tuple]] = []
@@ -692,6 +716,8 @@ class SQLiteStore:
                 out.terms += hashed
                 out.helpful += helpful
                 out.unhelpful += unhelpful
+                if defer and any(meta is not None and meta[0] == "!" for meta in metas):
+                    metas = self._refacet(ids, metas, stale)
                 out.metas += [None if meta is None else json.loads(meta) for meta in metas]
             if defer:
                 self._repack(conn, tenant, out.ids, packed, stale)
@@ -702,6 +728,17 @@ class SQLiteStore:
             if collecting:
                 gc.enable()
         return out, stale
+
+    @staticmethod
+    def _refacet(ids: Sequence[str], metas: Sequence[str | None], stale: list[tuple[str, tuple]]) -> list[str | None]:
+        """Facets for rows written before they were kept (their whole meta came, marked "!")."""
+        out: list[str | None] = []
+        for memory_id, meta in zip(ids, metas):
+            if meta is not None and meta[0] == "!":
+                meta = facets(json.loads(meta[1:]))
+                stale.append(("UPDATE memories SET facets = ? WHERE id = ?", (meta, memory_id)))
+            out.append(meta or None)
+        return out
 
     @staticmethod
     def _repack(conn: sqlite3.Connection, tenant: str, ids: list[str], packed: list[bytes | None],
