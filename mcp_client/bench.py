@@ -173,6 +173,7 @@ def service_for(db: Path, data: Dataset, *, exact: bool = False, snapshots: bool
 def cold_probe(db: str, dim: int, query: str, vector_file: str, snapshots: str) -> dict[str, float]:
     """Run in a fresh process: the first search, from opening the store to the result."""
     from capsule import service as _loaded  # noqa: F401  (imports are not the search)
+    from capsule.store import sqlite as _store  # noqa: F401
 
     vector = np.load(vector_file)
     data = Dataset(np.zeros((0, dim), np.float32), [], vector[None, :], [query])

@@ -716,7 +716,7 @@ class SQLiteStore:
                 out.terms += hashed
                 out.helpful += helpful
                 out.unhelpful += unhelpful
-                if defer and any(meta is not None and meta[0] == "!" for meta in metas):
+                if defer and metas.count(None) != len(metas) and any(m is not None and m[0] == "!" for m in metas):
                     metas = self._refacet(ids, metas, stale)
                 out.metas += [None if meta is None else json.loads(meta) for meta in metas]
             if defer:
