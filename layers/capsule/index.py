@@ -262,21 +262,20 @@ class _Packed:
             raise ValueError("packed rows of an unknown format")
 
     def codes(self, usable: np.ndarray, words: int) -> np.ndarray:
-        """(words, n) uint64: the sign bits of the usable rows (all of ``words`` words), 0 elsewhere."""
+        """(n, words) uint64: the sign bits of the usable rows (all of ``words`` words), 0 elsewhere."""
         start, width = PACKED.itemsize, 8 * words
         if not words:
-            return np.zeros((0, self.n), dtype=np.uint64)
+            return np.zeros((self.n, 0), dtype=np.uint64)
         if self.uniform and self.table.shape[1] == start + width:
-            codes = np.ascontiguousarray(self.table[:, start:]).view(np.uint64).T
-            codes = np.ascontiguousarray(codes)
+            codes = np.ascontiguousarray(self.table[:, start:]).view(np.uint64)
             if not usable.all():
-                codes[:, ~usable] = 0
+                codes[~usable] = 0
             return codes
         rows = np.flatnonzero(usable)
         offsets = self.offsets if not self.uniform else np.arange(self.n, dtype=np.int64) * self.table.shape[1]
         picked = self.buffer[(offsets[rows] + start)[:, None] + np.arange(width)]
-        codes = np.zeros((words, self.n), dtype=np.uint64)
-        codes[:, rows] = picked.view(np.uint64).T
+        codes = np.zeros((self.n, words), dtype=np.uint64)
+        codes[rows] = picked.view(np.uint64)
         return codes
 
 
@@ -345,6 +344,9 @@ class ProjectIndex:
         # that come a row at a time): :meth:`settle` moves it.
         self._lazy: np.ndarray | None = None
         self.codes = np.zeros((0, cap), dtype=np.uint64)  # (words, rows): one word is contiguous
+        # The same by row (rows, words): the second pass reads a few thousand scattered rows'
+        # codes, a cache line or two each instead of one per word.
+        self.row_codes = np.zeros((cap, 0), dtype=np.uint64)
         self._bytes = 0
         self.length = np.zeros(cap, dtype=np.float64)
         self.occurred = np.zeros(cap, dtype=np.float64)
@@ -401,6 +403,7 @@ class ProjectIndex:
         self.version, self._bytes = state["version"], state["bytes"]
         self.records = Records(state["records"], self.records.fetch)
         self.filled = np.ones(self.n, dtype=bool)
+        self.row_codes = np.ascontiguousarray(self.codes.T)
         self._changed()
         self.row_of = state["row_of"]
         self.sessions, self.authors = state["sessions"], state["authors"]
@@ -414,7 +417,7 @@ class ProjectIndex:
 
     def nbytes(self) -> int:
         """About how much RAM the index holds (kept as rows are added, not recounted)."""
-        arrays = (self.matrix, self.codes, self.length, self.occurred, self.created, self.helpful,
+        arrays = (self.matrix, self.codes, self.row_codes, self.length, self.occurred, self.created, self.helpful,
                   self.unhelpful, self.outcome)
         return sum(a.nbytes for a in arrays) + self._bytes
 
@@ -478,11 +481,12 @@ class ProjectIndex:
             self.dim, self.words = dim, (dim + 63) // 64
             self.matrix = np.zeros((len(self.alive), dim), dtype=np.float32)
             self.codes = np.zeros((self.words, len(self.alive)), dtype=np.uint64)
+            self.row_codes = np.zeros((len(self.alive), self.words), dtype=np.uint64)
         if need <= len(self.alive):
             return
         cap = max(need, 2 * len(self.alive))
-        for name in ("alive", "has_vec", "key", "session", "author", "matrix", "length", "occurred", "created", "helpful",
-                     "unhelpful", "outcome"):
+        for name in ("alive", "has_vec", "key", "session", "author", "matrix", "row_codes", "length", "occurred",
+                     "created", "helpful", "unhelpful", "outcome"):
             setattr(self, name, _grow(getattr(self, name), cap))
         self.filled = np.append(self.filled, np.ones(cap - len(self.filled), dtype=bool))
         self.codes = np.ascontiguousarray(_grow(self.codes.T, cap).T)
@@ -549,8 +553,8 @@ class ProjectIndex:
                 starts = (np.cumsum(sizes) - sizes) // 4
                 picks = starts[usable][:, None] + np.arange(dim)
                 self.matrix[usable] = everything[picks]
-        self.codes = np.ascontiguousarray(sign_codes(self.matrix, self.words).T) if dim else \
-            np.zeros((0, n), dtype=np.uint64)
+        self.row_codes = sign_codes(self.matrix, self.words) if dim else np.zeros((n, 0), dtype=np.uint64)
+        self.codes = np.ascontiguousarray(self.row_codes.T)
 
     def _load_codes(self, deferred: DeferredVectors, packed: "_Packed", usable: np.ndarray) -> None:
         """Sign bits now, vectors later: the matrix is allocated but not touched (the OS maps
@@ -559,7 +563,8 @@ class ProjectIndex:
         self.matrix = self._lazy = _lazy_zeros(n, self.dim)
         self.filled = ~usable
         self.deferred = deferred if usable.any() else None
-        self.codes = packed.codes(usable, self.words)
+        self.row_codes = packed.codes(usable, self.words)
+        self.codes = np.ascontiguousarray(self.row_codes.T)
 
     # ---- deferred vectors ----------------------------------------------------
 
@@ -645,7 +650,9 @@ class ProjectIndex:
             block = np.stack(vectors).astype(np.float32, copy=False)
             at = np.asarray(vec_rows)
             self.matrix[at] = block
-            self.codes[:, at] = sign_codes(block, self.words).T
+            codes = sign_codes(block, self.words)
+            self.codes[:, at] = codes.T
+            self.row_codes[at] = codes
             self.has_vec[at] = True
 
     def _add_postings(self, start: int, documents: list[np.ndarray]) -> None:
@@ -727,6 +734,7 @@ class ProjectIndex:
                      "created", "helpful", "unhelpful", "outcome"):
             setattr(self, name, getattr(self, name)[keep].copy())
         self.codes = np.ascontiguousarray(self.codes[:, keep])
+        self.row_codes = self.row_codes[keep]
         self.records = self.records.keep(keep)
         self.row_of = {memory_id: int(renumber[row]) for memory_id, row in self.row_of.items()}
         main_h, main_r, main_t = self._main

@@ -251,7 +251,7 @@ def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.n
         # (many times the candidates wanted) are then ranked on every bit.
         prefix = _hamming(codes[: options.prefix_words], code[: options.prefix_words])
         rows = _best_rows(prefix, eligible, wide, index.key, smaller_is_better=True)
-        distance = _hamming(codes, code, rows)
+        distance = np.bitwise_count(index.row_codes[rows] ^ code).sum(axis=1, dtype=np.uint16)
         return rows[_best_rows(distance, None, options.candidates, index.key[rows],
                                smaller_is_better=True)]
     return _best_rows(_hamming(codes, code), eligible, options.candidates, index.key, smaller_is_better=True)

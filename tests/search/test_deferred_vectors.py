@@ -44,6 +44,8 @@ def test_a_deferred_index_searches_like_records_before_and_after_completing(stor
     usable = records.has_vec[:120]
     assert np.array_equal(index.has_vec[:120], usable) and usable.sum() < 110  # mixed models and sizes
     assert np.array_equal(index.codes[:, :120], records.codes[:, :120])
+    assert np.array_equal(index.row_codes[:120], records.row_codes[:120])
+    assert np.array_equal(index.row_codes[:120].T, index.codes[:, :120])
     assert np.array_equal(index.key[:120], records.key[:120])
     assert np.array_equal(index.occurred[:120], records.occurred[:120])
     assert not index.filled[:120][usable].any()
