@@ -153,8 +153,7 @@ def _top_positive(values: np.ndarray, count: int, keys: np.ndarray) -> np.ndarra
     in the same order, without ranking every positive value of a large array."""
     near = _near_best(values, count, smaller_is_better=False, positive=True)
     if near is not None:
-        return near[_best_rows(values[near], np.ones(near.size, dtype=bool), count, keys[near],
-                               smaller_is_better=False)]
+        return near[_best_rows(values[near], None, count, keys[near], smaller_is_better=False)]
     return _best_rows(values, values > 0, count, keys, smaller_is_better=False)
 
 
