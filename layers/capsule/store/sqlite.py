@@ -736,7 +736,7 @@ class SQLiteStore:
         for memory_id, meta in zip(ids, metas):
             if meta is not None and meta[0] == "!":
                 meta = facets(json.loads(meta[1:]))
-                stale.append(("UPDATE memories SET facets = ? WHERE id = ?", (meta, memory_id)))
+                stale.append(("UPDATE memories SET facets = ? WHERE id = ? AND facets IS NULL", (meta, memory_id)))
             out.append(meta or None)
         return out
 
@@ -754,7 +754,8 @@ class SQLiteStore:
                 key, occurred, created, blob = found[ids[i]]
                 vector = None if blob is None else np.frombuffer(blob, dtype="<f4")
                 packed[i] = pack_row(stable_key(ids[i]) if key is None else key, occurred, created, vector)
-                stale.append(("UPDATE memories SET packed = ? WHERE id = ?", (packed[i], ids[i])))
+                # Only where still missing: a vector set meanwhile came with its own packed row.
+                stale.append(("UPDATE memories SET packed = ? WHERE id = ? AND packed IS NULL", (packed[i], ids[i])))
 
     @staticmethod
     def _refresh(ids: Sequence[str], keys: list[int | None], hashed: list[bytes | None],
@@ -776,9 +777,12 @@ class SQLiteStore:
         conn = self._conn()
         conn.execute("PRAGMA busy_timeout = 200")  # a search does not wait on another writer for this
         try:
+            by_statement: dict[str, list[tuple]] = {}
+            for sql, params in stale:
+                by_statement.setdefault(sql, []).append(params)
             with self._write() as conn:
-                for sql, params in stale:
-                    conn.execute(sql, params)
+                for sql, rows in by_statement.items():
+                    conn.executemany(sql, rows)
         except Unavailable:
             pass
         finally:
