@@ -489,6 +489,7 @@ class ProjectIndex:
                      "created", "helpful", "unhelpful", "outcome"):
             setattr(self, name, _grow(getattr(self, name), cap))
         self.filled = np.append(self.filled, np.ones(cap - len(self.filled), dtype=bool))
+        self._lazy = None  # the matrix is a new array now; the old memory goes with it
         self.codes = np.ascontiguousarray(_grow(self.codes.T, cap).T)
 
     def _load_columns(self, c: IndexColumns) -> None:
@@ -702,7 +703,9 @@ class ProjectIndex:
         the OS has them), sort the postings."""
         self.complete()
         with self.lock:
-            lazy = self._lazy if self.matrix is self._lazy and self.deferred is None else None
+            if self.matrix is not self._lazy:
+                self._lazy = None  # replaced meanwhile (rows added, or dead ones dropped)
+            lazy = self._lazy if self.deferred is None else None
         if lazy is not None:
             # A search reads about a thousand scattered rows: in huge pages that takes a third
             # less time. Copied outside the lock; kept if no row was written meanwhile (every
@@ -735,6 +738,7 @@ class ProjectIndex:
             setattr(self, name, getattr(self, name)[keep].copy())
         self.codes = np.ascontiguousarray(self.codes[:, keep])
         self.row_codes = self.row_codes[keep]
+        self._lazy = None
         self.records = self.records.keep(keep)
         self.row_of = {memory_id: int(renumber[row]) for memory_id, row in self.row_of.items()}
         main_h, main_r, main_t = self._main
