@@ -195,3 +195,17 @@ def test_searches_and_writes_while_the_vectors_are_read(tmp_path):
     assert lazy.indexes.get("t", "p", lazy.embedder.model_id).deferred is None
     for service in (writer, lazy):
         service.store.close()
+
+
+def test_dropping_dead_rows_before_the_vectors_are_read(store):
+    index = deferred(store)
+    version = index.version
+    for i in range(0, 120, 2):
+        store.forget("t", f"m{i:04d}", at=NOW, actor="t", reason="r")
+    index.apply(store.changes_since("t", "p", version))
+    index._compact()  # what apply does once most rows are dead (past a thousand of them)
+    assert index.n == 60 and index.deferred is not None and not index.filled[:60].all()
+    assert_same(index, by_records(store))
+    index.settle()
+    assert index.deferred is None and index._lazy is None
+    assert_same(index, by_records(store))
