@@ -12,6 +12,12 @@ packed (1024-d -> 128 bytes). The first stage ranks rows by Hamming distance to 
 sign bits (``np.bitwise_count`` over 64-bit words); the best few hundred, with every tie at
 the cut, are then scored exactly in float32. Memory is bounded by :class:`IndexCache`,
 which drops the least recently used projects.
+
+A large project may be loaded from packed rows (:func:`pack_row`: key, times, sign bits)
+without its vectors: a search then reads the vectors of just its candidates from the store
+(:meth:`ProjectIndex.vectors`), and :meth:`ProjectIndex.settle`, run beside later searches,
+reads the rest. Either way a row's vector is the one its sign bits were made from, so the
+results are the same before, during and after.
 """
 
 from __future__ import annotations
