@@ -294,7 +294,7 @@ class MemoryService:
                 if index.version != markers[project] or index.version == 0:
                     changes = self.store.changes_since(tenant, project, index.version, columns=True)
                     index.apply(changes)
-                    if index.deferred is not None:
+                    if changes.reset and index.deferred is not None:
                         self.background.submit(lambda index=index: self._complete(index))
                     elif changes.reset:
                         if self.snapshots is not None:
