@@ -17,6 +17,8 @@ logger = logging.getLogger("capsule.background")
 
 
 class Background:
+    IDLE_S = 5.0  # a worker with nothing to do for this long ends (the next task starts another)
+
     def __init__(self, name: str = "capsule-background") -> None:
         self.name = name
         self._tasks: queue.Queue[Callable[[], None]] = queue.Queue()
@@ -26,7 +28,7 @@ class Background:
     def submit(self, task: Callable[[], None]) -> None:
         self._tasks.put(task)
         with self._lock:
-            if self._thread is None or not self._thread.is_alive():
+            if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                 self._thread.start()
 
@@ -36,7 +38,14 @@ class Background:
 
     def _run(self) -> None:
         while True:
-            task = self._tasks.get()
+            try:
+                task = self._tasks.get(timeout=self.IDLE_S)
+            except queue.Empty:
+                with self._lock:  # submit checks for a worker under this lock after queueing
+                    if self._tasks.empty():
+                        self._thread = None
+                        return
+                continue
             try:
                 task()
             except Exception as exc:  # noqa: BLE001 - logged; the caller has returned
