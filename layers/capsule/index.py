@@ -324,6 +324,7 @@ class ProjectIndex:
         self.fetch = fetch
         self.eager_records = eager_records
         self.lock = threading.RLock()
+        self.settling = False  # a task reading its deferred vectors is scheduled (see MemoryService)
         self.version = 0
         self._clear()
 

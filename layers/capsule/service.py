@@ -294,21 +294,27 @@ class MemoryService:
                 if index.version != markers[project] or index.version == 0:
                     changes = self.store.changes_since(tenant, project, index.version, columns=True)
                     index.apply(changes)
-                    if changes.reset and index.deferred is not None:
-                        self.background.submit(lambda index=index: self._complete(index))
-                    elif changes.reset:
+                    if changes.reset and index.deferred is None:
                         if self.snapshots is not None:
                             self.snapshots.save(index)
                         # What a full load leaves for later (sorting its postings, moving its
                         # matrix) is done beside the next searches; a one-shot process skips it.
                         self.background.submit(index.settle)
+                if index.deferred is not None and not index.settling:
+                    # Its vectors are read beside the next searches (again, if an earlier
+                    # attempt failed), then its snapshot is written.
+                    index.settling = True
+                    self.background.submit(lambda index=index: self._complete(index))
             indexes.append(index)
         self.indexes.trim(keep=lambda i: i in indexes)
         return indexes
 
     def _complete(self, index: ProjectIndex) -> None:
         """Read an index's deferred vectors, then keep its snapshot (off the request's path)."""
-        index.settle()
+        try:
+            index.settle()
+        finally:
+            index.settling = False
         if self.snapshots is not None:
             with index.lock:
                 if index.deferred is None and index.version:

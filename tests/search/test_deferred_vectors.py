@@ -209,3 +209,52 @@ def test_dropping_dead_rows_before_the_vectors_are_read(store):
     index.settle()
     assert index.deferred is None and index._lazy is None
     assert_same(index, by_records(store))
+
+
+class FlakyVectors:
+    """A store's deferred vectors whose first full read fails (the store busy, say)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.failures = inner, 1
+
+    def some(self, ids, model):
+        return self.inner.some(ids, model)
+
+    def chunks(self, model):
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("the store is busy")
+        return self.inner.chunks(model)
+
+
+class FlakyStore(SQLiteStore):
+    def changes_since(self, tenant, project, since, *, columns=False):
+        changes = super().changes_since(tenant, project, since, columns=columns)
+        if changes.columns is not None and changes.columns.deferred is not None:
+            changes.columns.deferred = FlakyVectors(changes.columns.deferred)
+        return changes
+
+
+def test_a_failed_background_read_is_tried_again_by_the_next_search(tmp_path, caplog):
+    path = tmp_path / "flaky.db"
+    writer = service_on(path, 10**9)
+    rng = random.Random(6)
+    for _ in range(60):
+        writer.store_memory("t", {"project": "p", "content": sentence(rng)})
+    lazy = MemoryService(FlakyStore(path, defer_vectors_from=1), HashingEmbedder(),
+                         settings=Settings(data_dir=tmp_path, query_cache_entries=0))
+    reference = service_on(path, 10**9)
+
+    def one(service):
+        hits = service.search("t", {"project": "p", "query": "redis timeout", "k": 10}).results
+        return [(h.id, h.score) for h in hits]
+
+    assert one(lazy) == one(reference)
+    lazy.settle()
+    index = lazy.indexes.get("t", "p", lazy.embedder.model_id)
+    assert index.deferred is not None and "the store is busy" in caplog.text
+    assert one(lazy) == one(reference)  # read its candidates' vectors, and scheduled the read again
+    lazy.settle()
+    assert index.deferred is None and one(lazy) == one(reference)
+    for service in (writer, lazy, reference):
+        service.store.close()
