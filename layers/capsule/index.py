@@ -426,7 +426,7 @@ class ProjectIndex:
         """About how much RAM the index holds (kept as rows are added, not recounted)."""
         arrays = (self.matrix, self.codes, self.row_codes, self.length, self.occurred, self.created, self.helpful,
                   self.unhelpful, self.outcome)
-        return sum(a.nbytes for a in arrays) + self._bytes
+        return sum(a.nbytes for a in arrays) + self._bytes + self.scores.bytes
 
     # ---- keeping current -----------------------------------------------------
 
