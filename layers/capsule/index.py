@@ -12,12 +12,20 @@ packed (1024-d -> 128 bytes). The first stage ranks rows by Hamming distance to 
 sign bits (``np.bitwise_count`` over 64-bit words); the best few hundred, with every tie at
 the cut, are then scored exactly in float32. Memory is bounded by :class:`IndexCache`,
 which drops the least recently used projects.
+
+A large project may be loaded from packed rows (:func:`pack_row`: key, times, sign bits)
+without its vectors: a search then reads the vectors of just its candidates from the store
+(:meth:`ProjectIndex.vectors`), and :meth:`ProjectIndex.settle`, run beside later searches,
+reads the rest. Either way a row's vector is the one its sign bits were made from, so the
+results are the same before, during and after.
 """
 
 from __future__ import annotations
 
-import threading
 import hashlib
+import mmap
+import struct
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, fields, replace
 from typing import Callable, Sequence
@@ -26,7 +34,7 @@ import numpy as np
 
 from .clock import from_epoch, to_epoch
 from . import terms
-from .records import ChangeSet, Filters, IndexColumns, MemoryRecord
+from .records import ChangeSet, DeferredVectors, Filters, IndexColumns, MemoryRecord
 
 OUTCOME = {"success": 0.10, "failure": -0.05}
 # Fetch whole records by id (tenant, project, ids -> found); see :func:`store_fetcher`.
@@ -40,6 +48,18 @@ def _grow(values: np.ndarray, capacity: int) -> np.ndarray:
     return grown
 
 
+def _lazy_zeros(rows: int, dim: int) -> np.ndarray:
+    """A zero float32 matrix whose memory the OS provides a small page at a time as rows are
+    written. numpy asks for huge pages for large arrays: then writing a few scattered rows
+    would make the OS clear (and first gather) 2 MB for each, most of the matrix."""
+    size = rows * dim * 4
+    if size < 1 << 22 or not hasattr(mmap, "MADV_NOHUGEPAGE"):
+        return np.zeros((rows, dim), dtype=np.float32)
+    memory = mmap.mmap(-1, size)
+    memory.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(memory, dtype=np.float32).reshape(rows, dim)
+
+
 def sign_codes(vectors: np.ndarray, words: int) -> np.ndarray:
     """Packed sign bits of each row, padded to ``words`` 64-bit words: (rows, words) uint64."""
     vectors = np.asarray(vectors)
@@ -51,6 +71,23 @@ def sign_codes(vectors: np.ndarray, words: int) -> np.ndarray:
     else:
         padded[..., :packed] = np.packbits(vectors > 0, axis=-1)
     return padded.view(np.uint64)
+
+
+# A packed row (format 1), little-endian: format, vector size in bytes (0: none), tie-break
+# key, occurred and created (epoch seconds), then the vector's sign bits ((dim + 63) // 64 words).
+PACKED = np.dtype([("format", "<u4"), ("size", "<u4"), ("key", "<i8"), ("occurred", "<f8"), ("created", "<f8")])
+_HEAD = struct.Struct("<IIqdd")
+
+
+def pack_row(key: int, occurred: float, created: float, vector: np.ndarray | None) -> bytes:
+    """What an index loads of a memory that never changes while it lives, kept by a store at
+    write time (see ``IndexColumns.packed``)."""
+    size = 0 if vector is None else 4 * vector.size
+    head = _HEAD.pack(1, size, key, occurred, created)
+    if not size:
+        return head
+    vector = np.asarray(vector, dtype=np.float32)
+    return head + sign_codes(vector[None, :], (vector.size + 63) // 64)[0].tobytes()
 
 
 def stable_key(memory_id: str) -> int:
@@ -79,7 +116,7 @@ class Shape:
         nxt = np.full(n, -1, dtype=np.int64)
         alive = np.flatnonzero(index.alive[:n])
         lengths = index.length[alive]
-        median_length = float(np.median(lengths)) if alive.size else 0.0
+        median_length = _median(lengths) if alive.size else 0.0
         grouped = alive[index.session[alive] >= 0]
         if grouped.size == 0:
             return cls(prev, nxt, median_length, 0.0)
@@ -88,7 +125,37 @@ class Shape:
         prev[order[1:][same]] = order[:-1][same]
         nxt[order[:-1][same]] = order[1:][same]
         sizes = np.unique(index.session[grouped], return_counts=True)[1]
-        return cls(prev, nxt, median_length, float(np.median(sizes)))
+        return cls(prev, nxt, median_length, _median(sizes))
+
+
+def _merged(main: tuple[np.ndarray, np.ndarray, np.ndarray],
+            pending: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Main postings (sorted by term hash; one entry per (term, row) with its count) with the
+    pending ones (one entry per token) sorted in."""
+    flat = np.concatenate([h for h, _ in pending])
+    rows = np.concatenate([r for _, r in pending])
+    order = np.argsort(flat, kind="stable")  # rows stay ascending within a term
+    flat, rows = flat[order], rows[order]
+    first = np.ones(flat.size, dtype=bool)
+    first[1:] = (flat[1:] != flat[:-1]) | (rows[1:] != rows[:-1])
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.append(starts, flat.size)).astype(np.float32)
+    main_h, main_r, main_t = main
+    flat = np.concatenate((main_h, flat[starts]))
+    rows = np.concatenate((main_r, rows[starts]))
+    tfs = np.concatenate((main_t, counts))
+    order = np.argsort(flat, kind="stable")
+    return flat[order], rows[order], tfs[order]
+
+
+def _median(values: np.ndarray) -> float:
+    """``np.median`` of a non-empty array, the same value without the ``numpy.ma`` import it
+    costs a fresh process on its first call."""
+    half = values.size // 2
+    if values.size % 2:
+        return float(np.partition(values, half)[half])
+    part = np.partition(values, (half - 1, half))
+    return float((part[half - 1] + part[half]) / 2)
 
 
 # Every field but the embedding (the matrix holds it), so a field added later is kept too.
@@ -179,6 +246,74 @@ class Records:
         return Records([self._items[row] for row in rows.tolist()], self.fetch)
 
 
+class _Packed:
+    """Packed rows (:func:`pack_row`) read as arrays: the headers, and the sign bits on demand."""
+
+    def __init__(self, c: IndexColumns, n: int) -> None:
+        self.n = n
+        self.lengths = np.fromiter(c.packed_lengths, dtype=np.int64, count=n)
+        self.buffer = np.frombuffer(c.packed, dtype=np.uint8)
+        head = PACKED.itemsize
+        if (self.lengths < head).any() or self.buffer.size != int(self.lengths.sum()):
+            raise ValueError("packed rows are shorter than their header")
+        self.uniform = bool((self.lengths == self.lengths[0]).all())
+        if self.uniform:  # the common case: one vector size throughout, a table of rows
+            self.table = self.buffer.reshape(n, int(self.lengths[0]))
+            heads = np.ascontiguousarray(self.table[:, :head])
+        else:
+            self.offsets = np.cumsum(self.lengths) - self.lengths
+            heads = self.buffer[self.offsets[:, None] + np.arange(head)]
+        self.head = heads.view(PACKED)[:, 0]
+        if (self.head["format"] != 1).any():
+            raise ValueError("packed rows of an unknown format")
+
+    def codes(self, usable: np.ndarray, words: int) -> np.ndarray:
+        """(n, words) uint64: the sign bits of the usable rows (all of ``words`` words), 0 elsewhere."""
+        start, width = PACKED.itemsize, 8 * words
+        if not words:
+            return np.zeros((self.n, 0), dtype=np.uint64)
+        if self.uniform and self.table.shape[1] == start + width:
+            codes = np.ascontiguousarray(self.table[:, start:]).view(np.uint64)
+            if not usable.all():
+                codes[~usable] = 0
+            return codes
+        rows = np.flatnonzero(usable)
+        offsets = self.offsets if not self.uniform else np.arange(self.n, dtype=np.int64) * self.table.shape[1]
+        picked = self.buffer[(offsets[rows] + start)[:, None] + np.arange(width)]
+        codes = np.zeros((self.n, words), dtype=np.uint64)
+        codes[rows] = picked.view(np.uint64)
+        return codes
+
+
+class TermScores:
+    """Each query term's BM25 contribution (its active rows and their scores) for an unfiltered
+    search, kept until the index changes: frequent terms recur across queries, and their
+    contributions are most of what keyword scoring costs. The least recently used go first
+    beyond ``max_bytes``."""
+
+    def __init__(self, max_bytes: int = 32 << 20) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._items: OrderedDict[tuple, tuple[np.ndarray | None, np.ndarray]] = OrderedDict()
+
+    def get(self, key: tuple) -> tuple[np.ndarray | None, np.ndarray] | None:
+        found = self._items.get(key)
+        if found is not None:
+            self._items.move_to_end(key)
+        return found
+
+    def put(self, key: tuple, rows: np.ndarray | None, scores: np.ndarray) -> None:
+        """``rows`` None: ``scores`` holds one score per row of the index."""
+        size = (0 if rows is None else rows.nbytes) + scores.nbytes
+        if size > self.max_bytes // 4 or key in self._items:
+            return
+        self._items[key] = (rows, scores)
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            _, (old_rows, old_scores) = self._items.popitem(last=False)
+            self.bytes -= (0 if old_rows is None else old_rows.nbytes) + old_scores.nbytes
+
+
 class ProjectIndex:
     """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
 
@@ -189,6 +324,7 @@ class ProjectIndex:
         self.fetch = fetch
         self.eager_records = eager_records
         self.lock = threading.RLock()
+        self.settling = False  # a task reading its deferred vectors is scheduled (see MemoryService)
         self.version = 0
         self._clear()
 
@@ -206,8 +342,18 @@ class ProjectIndex:
         cap = 16
         self.alive = np.zeros(cap, dtype=bool)
         self.has_vec = np.zeros(cap, dtype=bool)
+        # False: the row's vector is not in the matrix yet (an index loaded with sign bits only);
+        # :meth:`vectors` reads such rows from ``deferred`` and :meth:`complete` reads them all.
+        self.filled = np.ones(cap, dtype=bool)
+        self.deferred: DeferredVectors | None = None
         self.matrix = np.zeros((cap, 0), dtype=np.float32)
+        # The matrix while it sits in memory numpy did not allocate (the store's buffer, or pages
+        # that come a row at a time): :meth:`settle` moves it.
+        self._lazy: np.ndarray | None = None
         self.codes = np.zeros((0, cap), dtype=np.uint64)  # (words, rows): one word is contiguous
+        # The same by row (rows, words): the second pass reads a few thousand scattered rows'
+        # codes, a cache line or two each instead of one per word.
+        self.row_codes = np.zeros((cap, 0), dtype=np.uint64)
         self._bytes = 0
         self.length = np.zeros(cap, dtype=np.float64)
         self.occurred = np.zeros(cap, dtype=np.float64)
@@ -229,6 +375,12 @@ class ProjectIndex:
         self._pending_n = 0
         self._scans = 0  # term look-ups left before a large pending part is sorted
         self._arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._changed()
+
+    def _changed(self) -> None:
+        """Forget what was derived from the rows for searches (they changed)."""
+        self._stats: tuple[int, float] | None = None
+        self.scores = TermScores()
 
     # ---- snapshots -------------------------------------------------------
 
@@ -237,6 +389,7 @@ class ProjectIndex:
 
     def export(self) -> dict:
         """Everything the index holds, trimmed to its rows (for :mod:`capsule.snapshot`)."""
+        self.complete()
         self._merge()
         arrays = {name: getattr(self, name)[: self.n] for name in self._ARRAYS}
         arrays["codes"] = np.ascontiguousarray(self.codes[:, : self.n])
@@ -256,6 +409,9 @@ class ProjectIndex:
         self.n, self.dead, self.dim, self.words = state["n"], state["dead"], state["dim"], state["words"]
         self.version, self._bytes = state["version"], state["bytes"]
         self.records = Records(state["records"], self.records.fetch)
+        self.filled = np.ones(self.n, dtype=bool)
+        self.row_codes = np.ascontiguousarray(self.codes.T)
+        self._changed()
         self.row_of = state["row_of"]
         self.sessions, self.authors = state["sessions"], state["authors"]
         self._main = state["postings"]
@@ -268,9 +424,9 @@ class ProjectIndex:
 
     def nbytes(self) -> int:
         """About how much RAM the index holds (kept as rows are added, not recounted)."""
-        arrays = (self.matrix, self.codes, self.length, self.occurred, self.created, self.helpful,
+        arrays = (self.matrix, self.codes, self.row_codes, self.length, self.occurred, self.created, self.helpful,
                   self.unhelpful, self.outcome)
-        return sum(a.nbytes for a in arrays) + self._bytes
+        return sum(a.nbytes for a in arrays) + self._bytes + self.scores.bytes
 
     # ---- keeping current -----------------------------------------------------
 
@@ -283,6 +439,7 @@ class ProjectIndex:
     def apply(self, changes: ChangeSet) -> None:
         """Bring the index to ``changes.version``. The index takes over the records given."""
         self._shape = None
+        self._changed()
         if changes.reset:
             self._clear()
         if changes.columns is not None:
@@ -305,7 +462,7 @@ class ProjectIndex:
             self._compact()
 
     def _same_text_and_vector(self, row: int, record: MemoryRecord) -> bool:
-        if not self.records.loaded(row):
+        if not self.records.loaded(row) or not self.filled[row]:
             return False  # only its id is held: re-add the row rather than read the old one
         old = self.records[row]
         if old is None or old.content != record.content:
@@ -331,12 +488,15 @@ class ProjectIndex:
             self.dim, self.words = dim, (dim + 63) // 64
             self.matrix = np.zeros((len(self.alive), dim), dtype=np.float32)
             self.codes = np.zeros((self.words, len(self.alive)), dtype=np.uint64)
+            self.row_codes = np.zeros((len(self.alive), self.words), dtype=np.uint64)
         if need <= len(self.alive):
             return
         cap = max(need, 2 * len(self.alive))
-        for name in ("alive", "has_vec", "key", "session", "author", "matrix", "length", "occurred", "created", "helpful",
-                     "unhelpful", "outcome"):
+        for name in ("alive", "has_vec", "key", "session", "author", "matrix", "row_codes", "length", "occurred",
+                     "created", "helpful", "unhelpful", "outcome"):
             setattr(self, name, _grow(getattr(self, name), cap))
+        self.filled = np.append(self.filled, np.ones(cap - len(self.filled), dtype=bool))
+        self._lazy = None  # the matrix is a new array now; the old memory goes with it
         self.codes = np.ascontiguousarray(_grow(self.codes.T, cap).T)
 
     def _load_columns(self, c: IndexColumns) -> None:
@@ -344,7 +504,11 @@ class ProjectIndex:
         n = len(c.ids)
         if not n:
             return
-        sizes = np.fromiter(c.vector_sizes, dtype=np.int64, count=n)
+        if c.deferred is not None:
+            packed = _Packed(c, n)
+            sizes = packed.head["size"].astype(np.int64)
+        else:
+            sizes = np.fromiter(c.vector_sizes, dtype=np.int64, count=n)
         usable = sizes > 0
         if c.models.count(self.model_id) != n:  # count: a C loop, where all(...) is a Python one
             usable &= np.fromiter((model == self.model_id for model in c.models), dtype=bool, count=n)
@@ -353,21 +517,17 @@ class ProjectIndex:
         self.n = n
         self.dim, self.words = dim, (dim + 63) // 64
         self.has_vec = usable
-        everything = np.frombuffer(c.vectors, dtype="<f4")
-        if dim and usable.all() and everything.size == n * dim:
-            self.matrix = everything.reshape(n, dim)  # the common case: no copy at all
+        if c.deferred is not None:
+            self._load_codes(c.deferred, packed, usable)
+            self.key = packed.head["key"].copy()
+            self.occurred = packed.head["occurred"].copy()
+            self.created = packed.head["created"].copy()
         else:
-            self.matrix = np.zeros((n, dim), dtype=np.float32)
-            if dim:
-                starts = (np.cumsum(sizes) - sizes) // 4
-                picks = starts[usable][:, None] + np.arange(dim)
-                self.matrix[usable] = everything[picks]
-        self.codes = np.ascontiguousarray(sign_codes(self.matrix, self.words).T) if dim else \
-            np.zeros((0, n), dtype=np.uint64)
+            self._load_vectors(c, sizes, usable)
+            self.key = np.fromiter(c.keys, dtype=np.int64, count=n)
+            self.occurred = np.fromiter(c.occurred, dtype=np.float64, count=n)
+            self.created = np.fromiter(c.created, dtype=np.float64, count=n)
         self.alive = np.ones(n, dtype=bool)
-        self.key = np.fromiter(c.keys, dtype=np.int64, count=n)
-        self.occurred = np.fromiter(c.occurred, dtype=np.float64, count=n)
-        self.created = np.fromiter(c.created, dtype=np.float64, count=n)
         self.helpful = np.fromiter(c.helpful, dtype=np.float64, count=n)
         self.unhelpful = np.fromiter(c.unhelpful, dtype=np.float64, count=n)
         self.outcome = np.zeros(n, dtype=np.float64)
@@ -388,6 +548,82 @@ class ProjectIndex:
         self._bytes += 12 * flat.size + 200 * n
         if n <= self.eager_records and self.fetch is not None:
             self.records.load_all()
+
+    def _load_vectors(self, c: IndexColumns, sizes: np.ndarray, usable: np.ndarray) -> None:
+        n, dim = len(sizes), self.dim
+        self.filled = np.ones(n, dtype=bool)
+        everything = np.frombuffer(c.vectors, dtype="<f4")
+        if dim and usable.all() and everything.size == n * dim:
+            self.matrix = self._lazy = everything.reshape(n, dim)  # the common case: no copy at all
+        else:
+            self.matrix = np.zeros((n, dim), dtype=np.float32)
+            if dim:
+                starts = (np.cumsum(sizes) - sizes) // 4
+                picks = starts[usable][:, None] + np.arange(dim)
+                self.matrix[usable] = everything[picks]
+        self.row_codes = sign_codes(self.matrix, self.words) if dim else np.zeros((n, 0), dtype=np.uint64)
+        self.codes = np.ascontiguousarray(self.row_codes.T)
+
+    def _load_codes(self, deferred: DeferredVectors, packed: "_Packed", usable: np.ndarray) -> None:
+        """Sign bits now, vectors later: the matrix is allocated but not touched (the OS maps
+        its pages when they are first written), each row filled when first needed."""
+        n = len(usable)
+        self.matrix = self._lazy = _lazy_zeros(n, self.dim)
+        self.filled = ~usable
+        self.deferred = deferred if usable.any() else None
+        self.row_codes = packed.codes(usable, self.words)
+        self.codes = np.ascontiguousarray(self.row_codes.T)
+
+    # ---- deferred vectors ----------------------------------------------------
+
+    def _id(self, row: int) -> str | None:
+        item = self.records._items[row]
+        return item if item is None or isinstance(item, str) else item[0] if isinstance(item, tuple) else item.id
+
+    def _fill(self, rows: np.ndarray, vectors: dict[str, bytes]) -> None:
+        """Put the given vectors into their rows; a row the store no longer has a vector for
+        (purged meanwhile) is searched without one until its removal is read."""
+        size = 4 * self.dim
+        for row in rows.tolist():
+            blob = vectors.get(self._id(row))
+            if blob is not None and len(blob) == size:
+                self.matrix[row] = np.frombuffer(blob, dtype="<f4")
+            else:
+                self.has_vec[row] = False
+            self.filled[row] = True
+
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of ``rows`` (rows with one), read from the store first where deferred."""
+        if self.deferred is not None:
+            missing = rows[~self.filled[rows]]
+            if missing.size:
+                ids = [self._id(row) for row in missing.tolist()]
+                self._fill(missing, self.deferred.some([i for i in ids if i is not None], self.model_id))
+        return self.matrix[rows]
+
+    def complete(self) -> None:
+        """Read every deferred vector, a chunk at a time; safe beside searches (each chunk is
+        placed under :attr:`lock`, the store read outside it)."""
+        deferred = self.deferred
+        if deferred is None:
+            return
+        for chunk in deferred.chunks(self.model_id):
+            with self.lock:
+                if self.deferred is not deferred:
+                    return  # reloaded or compacted away meanwhile
+                rows = [self.row_of.get(memory_id, -1) for memory_id, _ in chunk]
+                at = np.asarray(rows, dtype=np.int64)
+                wanted = (at >= 0)
+                wanted[wanted] = ~self.filled[at[wanted]]
+                if wanted.any():
+                    self._fill(at[wanted], {memory_id: blob for (memory_id, blob), w in zip(chunk, wanted) if w})
+        with self.lock:
+            if self.deferred is deferred:
+                missing = np.flatnonzero(~self.filled[: self.n])
+                if missing.size:  # forgotten since the load: still in this index until that is read
+                    self.vectors(missing)
+                self.filled[: self.n] = True
+                self.deferred = None
 
     def _append(self, records: Sequence[MemoryRecord]) -> None:
         if not records:
@@ -422,7 +658,9 @@ class ProjectIndex:
             block = np.stack(vectors).astype(np.float32, copy=False)
             at = np.asarray(vec_rows)
             self.matrix[at] = block
-            self.codes[:, at] = sign_codes(block, self.words).T
+            codes = sign_codes(block, self.words)
+            self.codes[:, at] = codes.T
+            self.row_codes[at] = codes
             self.has_vec[at] = True
 
     def _add_postings(self, start: int, documents: list[np.ndarray]) -> None:
@@ -447,22 +685,44 @@ class ProjectIndex:
         """Sort the pending postings into the main ones: one entry per (term, row) with its count."""
         if not self._pending:
             return
-        flat = np.concatenate([h for h, _ in self._pending])
-        rows = np.concatenate([r for _, r in self._pending])
-        order = np.argsort(flat, kind="stable")  # rows stay ascending within a term
-        flat, rows = flat[order], rows[order]
-        first = np.ones(flat.size, dtype=bool)
-        first[1:] = (flat[1:] != flat[:-1]) | (rows[1:] != rows[:-1])
-        starts = np.flatnonzero(first)
-        counts = np.diff(np.append(starts, flat.size)).astype(np.float32)
-        main_h, main_r, main_t = self._main
-        flat = np.concatenate((main_h, flat[starts]))
-        rows = np.concatenate((main_r, rows[starts]))
-        tfs = np.concatenate((main_t, counts))
-        order = np.argsort(flat, kind="stable")
-        self._main = (flat[order], rows[order], tfs[order])
+        self._main = _merged(self._main, self._pending)
         self._pending, self._pending_n = [], 0
         self._arrays.clear()
+
+    def merge_postings(self) -> None:
+        """:meth:`_merge` with the sorting done outside :attr:`lock` (for a background thread):
+        its result is kept only if no row was added meanwhile."""
+        with self.lock:
+            main, pending = self._main, list(self._pending)
+        if not pending:
+            return
+        merged = _merged(main, pending)
+        with self.lock:
+            if self._main is main and len(self._pending) == len(pending) and all(
+                    a is b for a, b in zip(self._pending, pending)):
+                self._main = merged
+                self._pending, self._pending_n = [], 0
+                self._arrays.clear()
+
+    def settle(self) -> None:
+        """Do now, beside searches, the work a later search would otherwise do on its path:
+        read the deferred vectors, move the matrix to memory of its own (in huge pages where
+        the OS has them), sort the postings."""
+        self.complete()
+        with self.lock:
+            if self.matrix is not self._lazy:
+                self._lazy = None  # replaced meanwhile (rows added, or dead ones dropped)
+            lazy = self._lazy if self.deferred is None else None
+        if lazy is not None:
+            # A search reads about a thousand scattered rows: in huge pages that takes a third
+            # less time. Copied outside the lock; kept if no row was written meanwhile (every
+            # row is filled now, so only a new row could, and that replaces the matrix).
+            housed = np.array(lazy)
+            with self.lock:
+                if self.matrix is lazy and self.deferred is None:
+                    self.matrix = housed
+                self._lazy = None
+        self.merge_postings()
 
     def _set_meta(self, row: int, record: MemoryRecord) -> None:
         """Refresh what ranking reads of a row whose text and vector did not change."""
@@ -480,10 +740,12 @@ class ProjectIndex:
         keep = np.flatnonzero(self.alive[: self.n])
         renumber = np.full(self.n, -1, dtype=np.int64)
         renumber[keep] = np.arange(keep.size)
-        for name in ("alive", "has_vec", "key", "session", "author", "matrix", "length", "occurred", "created",
-                     "helpful", "unhelpful", "outcome"):
+        for name in ("alive", "has_vec", "filled", "key", "session", "author", "matrix", "length", "occurred",
+                     "created", "helpful", "unhelpful", "outcome"):
             setattr(self, name, getattr(self, name)[keep].copy())
         self.codes = np.ascontiguousarray(self.codes[:, keep])
+        self.row_codes = self.row_codes[keep]
+        self._lazy = None
         self.records = self.records.keep(keep)
         self.row_of = {memory_id: int(renumber[row]) for memory_id, row in self.row_of.items()}
         main_h, main_r, main_t = self._main
@@ -526,6 +788,14 @@ class ProjectIndex:
         cached = (rows[0], tfs[0]) if len(rows) == 1 else (np.concatenate(rows), np.concatenate(tfs))
         self._arrays[h] = cached
         return cached
+
+    def alive_stats(self) -> tuple[int, float]:
+        """How many rows are active and their summed keyword length (BM25's n and average
+        length when nothing is filtered), computed once per change."""
+        if self._stats is None:
+            alive = self.alive[: self.n]
+            self._stats = (int(alive.sum()), float(self.length[: self.n][alive].sum()))
+        return self._stats
 
     def mask(self, filters: Filters) -> np.ndarray:
         """Rows that are active and pass the filters."""

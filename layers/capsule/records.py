@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -99,6 +99,28 @@ class IndexColumns:
     helpful: list[int]
     unhelpful: list[int]
     metas: list[dict[str, Any] | None]  # the session, author and outcome_status a memory's meta holds
+    # A store may instead defer the vectors of a large project: ``vectors``, ``vector_sizes``,
+    # ``keys``, ``occurred`` and ``created`` are then empty and each row comes as one packed row
+    # (``capsule.index.pack_row``: key, times, vector size and the vector's sign bits), all a
+    # first search needs; ``deferred`` reads the vectors themselves later.
+    packed: bytearray = field(default_factory=bytearray)  # every row's packed row, one after another
+    packed_lengths: list[int] = field(default_factory=list)
+    deferred: "DeferredVectors | None" = None
+
+
+class DeferredVectors(Protocol):
+    """The vectors of a project whose index was loaded with sign bits only (see :class:`IndexColumns`).
+
+    Each call answers from the store as it is now; a row's vector never changes while the row
+    keeps its model, so the answer matches the codes loaded before. Rows gone meanwhile
+    (purged) or now of another model are left out.
+    """
+
+    def some(self, ids: Sequence[str], model: str | None) -> dict[str, bytes]:
+        """The vectors of the given memories that are of ``model``."""
+
+    def chunks(self, model: str | None) -> Iterator[list[tuple[str, bytes]]]:
+        """Every active memory's (id, vector) of ``model``, a few thousand at a time."""
 
 
 @dataclass(slots=True)

@@ -78,6 +78,7 @@ class _View:
     index: ProjectIndex
     mask: np.ndarray
     keyword: np.ndarray | None = None  # raw BM25 per row
+    plain: bool = False  # the mask is every active row (no filter)
 
 
 def wilson(positive: np.ndarray, total: np.ndarray, z: float = 1.96) -> np.ndarray:
@@ -107,7 +108,8 @@ def _best_rows(values: np.ndarray, eligible: np.ndarray | None, count: int, keys
     if picked.dtype.kind == "u" and smaller_is_better:
         # Small integers (Hamming distances): a histogram finds the cut without sorting.
         cut = int(np.searchsorted(np.cumsum(np.bincount(picked)), count))
-        better, tied = np.flatnonzero(picked < cut), np.flatnonzero(picked == cut)
+        near = np.flatnonzero(picked <= cut)  # one pass over every row, then only the few
+        better, tied = near[picked[near] < cut], near[picked[near] == cut]
     else:
         signed = picked if smaller_is_better else -picked.astype(np.float64)
         cut = np.partition(signed, count - 1)[count - 1]
@@ -120,14 +122,55 @@ def _best_rows(values: np.ndarray, eligible: np.ndarray | None, count: int, keys
     return np.concatenate((better, tied))
 
 
+def _near_best(values: np.ndarray, count: int, *, smaller_is_better: bool,
+               positive: bool = False) -> np.ndarray | None:
+    """Rows (ascending) holding every row the best ``count`` of ``values`` can be, ties
+    included, found without ranking them all; None when that does not pay or the guess fails.
+
+    A threshold from a strided sample that about twice ``count`` values reach: when more than
+    ``count`` do, the count-th best value reaches it too, so those rows hold every row a full
+    ranking would pick (and every tie with the last of them). ``positive``: only values > 0.
+    """
+    if values.size <= 64 * count:  # a sample would cost about what it saves
+        return None
+    step = values.size // (8 * count)
+    sample = values[::step]
+    reach = min(sample.size, max(1, 2 * count // step))  # about 2 x count rows reach the threshold
+    if smaller_is_better:
+        threshold = np.partition(sample, reach - 1)[reach - 1]
+        near = np.flatnonzero(values <= threshold)
+    else:
+        threshold = np.partition(sample, sample.size - reach)[sample.size - reach]
+        if positive and not threshold > 0:
+            return None
+        near = np.flatnonzero(values >= threshold)
+    # Exactly count: a full ranking orders them its own way. Most of them: no gain.
+    return near if count < near.size <= values.size // 4 else None
+
+
+def _top_positive(values: np.ndarray, count: int, keys: np.ndarray) -> np.ndarray:
+    """``_best_rows(values, values > 0, count, keys, smaller_is_better=False)``: the same rows
+    in the same order, without ranking every positive value of a large array."""
+    near = _near_best(values, count, smaller_is_better=False, positive=True)
+    if near is not None:
+        return near[_best_rows(values[near], None, count, keys[near], smaller_is_better=False)]
+    return _best_rows(values, values > 0, count, keys, smaller_is_better=False)
+
+
 def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> None:
     """Raw BM25 of every searched row, with n, length and df over exactly those rows."""
-    n = sum(int(v.mask.sum()) for v in views)
-    total = sum(float(v.index.length[: v.index.n][v.mask].sum()) for v in views)
+    if len(views) == 1 and views[0].plain:
+        n, total = views[0].index.alive_stats()
+    else:
+        n = sum(int(v.mask.sum()) for v in views)
+        total = sum(float(v.index.length[: v.index.n][v.mask].sum()) for v in views)
     avg = total / n if n and total else 1.0
     for v in views:
         v.keyword = np.zeros(v.index.n, dtype=np.float64)
     if not n:
+        return
+    if len(views) == 1 and views[0].plain:
+        _keyword_cached(views[0], terms, options, n, avg)
         return
     for term in terms:  # sorted, so sums run in one order in every process
         hits = []
@@ -138,10 +181,43 @@ def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> No
         df = sum(rows.size for _, rows, _ in hits)
         if df == 0:
             continue
-        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
         for v, rows, tf in hits:
-            norm = options.k1 * (1 - options.b + options.b * v.index.length[rows] / avg)
-            v.keyword[rows] += idf * tf * (options.k1 + 1) / (tf + norm)
+            v.keyword[rows] += _term_scores(v.index, rows, tf, df, n, avg, options)
+
+
+def _term_scores(index: ProjectIndex, rows: np.ndarray, tf: np.ndarray, df: int, n: int, avg: float,
+                 options: SearchOptions) -> np.ndarray:
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    norm = options.k1 * (1 - options.b + options.b * index.length[rows] / avg)
+    return idf * tf * (options.k1 + 1) / (tf + norm)
+
+
+def _keyword_cached(v: _View, terms: list[str], options: SearchOptions, n: int, avg: float) -> None:
+    """:func:`_keyword` for one index searched without filters: each term's contribution is
+    computed once per version of the index (the same arithmetic, so the same sums)."""
+    index = v.index
+    for term in terms:
+        key = (term, options.k1, options.b)
+        found = index.scores.get(key)
+        if found is None:
+            rows, tfs = index.postings_of(term)
+            keep = v.mask[rows]
+            rows = rows[keep]
+            scores = _term_scores(index, rows, tfs[keep].astype(np.float64), rows.size, n, avg, options) \
+                if rows.size else np.zeros(0)
+            if 8 * rows.size > index.n:
+                # A frequent term: kept as one score per row (0 elsewhere), added without a
+                # scatter. Adding 0.0 leaves a sum as it is, so the sums stay the same.
+                dense = np.zeros(index.n, dtype=np.float64)
+                dense[rows] = scores
+                rows, scores = None, dense
+            found = (rows, scores)
+            index.scores.put(key, rows, scores)
+        rows, scores = found
+        if rows is None:
+            v.keyword += scores
+        elif rows.size:
+            v.keyword[rows] += scores
 
 
 def _hamming(codes: np.ndarray, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -160,6 +236,7 @@ def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.n
     if everyone:
         eligible = None  # no filter, no dead row: skip the gathers
     if options.exact:
+        index.complete()
         sims = index.matrix[: index.n] @ query
         return _best_rows(sims, eligible, options.candidates, index.key, smaller_is_better=False)
     code = sign_codes(query[None, :], index.words)[0]
@@ -173,7 +250,7 @@ def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.n
         # (many times the candidates wanted) are then ranked on every bit.
         prefix = _hamming(codes[: options.prefix_words], code[: options.prefix_words])
         rows = _best_rows(prefix, eligible, wide, index.key, smaller_is_better=True)
-        distance = _hamming(codes, code, rows)
+        distance = np.bitwise_count(index.row_codes[rows] ^ code).sum(axis=1, dtype=np.uint16)
         return rows[_best_rows(distance, None, options.candidates, index.key[rows],
                                smaller_is_better=True)]
     return _best_rows(_hamming(codes, code), eligible, options.candidates, index.key, smaller_is_better=True)
@@ -192,7 +269,8 @@ def search_indexes(
     options: SearchOptions = SearchOptions(),
 ) -> tuple[list[Scored], int]:
     """The k best rows of ``indexes`` for the query, and how many rows were searched."""
-    views = [_View(index, index.mask(filters)) for index in indexes]
+    plain = filters == Filters()
+    views = [_View(index, index.mask(filters), plain=plain) for index in indexes]
     searched = sum(int(v.mask.sum()) for v in views)
     use_vector = query_vector is not None and weights.vector > 0
     q = None if not use_vector else np.ascontiguousarray(query_vector, dtype=np.float32)
@@ -313,7 +391,7 @@ def _vector_window(index: ProjectIndex, rows: np.ndarray, vector: np.ndarray, q:
         sims = vector.copy()
         ok = (other >= 0) & index.has_vec[np.maximum(other, 0)]
         if ok.any():
-            sims[ok] = np.clip(np.einsum("ij,j->i", index.matrix[other[ok]], q), 0.0, 1.0)
+            sims[ok] = np.clip(np.einsum("ij,j->i", index.vectors(other[ok]), q), 0.0, 1.0)
         out += sims
     return out / 4
 
@@ -354,7 +432,7 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     if vector_ok:
         parts.append(_vector_rows(v, q, options))
     if v.keyword is not None and top_keyword > 0:
-        parts.append(_best_rows(v.keyword, v.keyword > 0, options.candidates, index.key, smaller_is_better=False))
+        parts.append(_top_positive(v.keyword, options.candidates, index.key))
     if not parts:
         return []
     chosen = np.zeros(index.n, dtype=bool)  # a mark per row: cheaper than sorting the union
@@ -365,7 +443,7 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     if vector_ok:
         with_vec = index.has_vec[rows]
         if with_vec.any():
-            block = index.matrix[rows[with_vec]]
+            block = index.vectors(rows[with_vec])
             # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
             vector[with_vec] = np.clip(np.einsum("ij,j->i", block, q), 0.0, 1.0)
     if vector_ok and options.vector_window and _windowed(index.shape(), options):

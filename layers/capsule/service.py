@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from . import limits, models
+from .background import Background
 from .chunking import chunk_text
 from .clock import Clock, system_clock, to_epoch
 from .config import Settings
@@ -97,6 +98,9 @@ class MemoryService:
         self._snapshots: Snapshots | None | bool = False  # False: not looked up yet (it reads the store)
         self._options = SearchOptions(candidates=self.settings.search_candidates,
                                       exact=self.settings.search_exact)
+        # Reads a large index's deferred vectors (and then writes its snapshot) after the search
+        # that loaded it has returned.
+        self.background = Background("capsule-index")
 
     # ---- writing ---------------------------------------------------------
 
@@ -292,11 +296,35 @@ class MemoryService:
                 if index.version != markers[project] or index.version == 0:
                     changes = self.store.changes_since(tenant, project, index.version, columns=True)
                     index.apply(changes)
-                    if changes.reset and self.snapshots is not None:
-                        self.snapshots.save(index)
+                    if changes.reset and index.deferred is None:
+                        if self.snapshots is not None:
+                            self.snapshots.save(index)
+                        # What a full load leaves for later (sorting its postings, moving its
+                        # matrix) is done beside the next searches; a one-shot process skips it.
+                        self.background.submit(index.settle)
+                if index.deferred is not None and not index.settling:
+                    # Its vectors are read beside the next searches (again, if an earlier
+                    # attempt failed), then its snapshot is written.
+                    index.settling = True
+                    self.background.submit(lambda index=index: self._complete(index))
             indexes.append(index)
         self.indexes.trim(keep=lambda i: i in indexes)
         return indexes
+
+    def _complete(self, index: ProjectIndex) -> None:
+        """Read an index's deferred vectors, then keep its snapshot (off the request's path)."""
+        try:
+            index.settle()
+        finally:
+            index.settling = False
+        if self.snapshots is not None:
+            with index.lock:
+                if index.deferred is None and index.version:
+                    self.snapshots.save(index)
+
+    def settle(self) -> None:
+        """Wait until the work scheduled after earlier searches is done (indexes complete)."""
+        self.background.wait()
 
     @property
     def snapshots(self) -> Snapshots | None:

@@ -8,6 +8,7 @@ needed. Embeddings are float32 BLOBs. The schema is versioned with ``PRAGMA user
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
 import threading
@@ -22,7 +23,7 @@ import numpy as np
 from ..clock import from_epoch, to_epoch
 from ..errors import Conflict, NotFound, Unavailable
 from .. import terms
-from ..index import stable_key
+from ..index import pack_row, stable_key
 from ..records import AuditRecord, ChangeSet, Filters, IndexColumns, MemoryRecord, ProjectStats, WriteOutcome
 from .base import Cursor
 
@@ -202,7 +203,20 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memories_session ON memories (tenant, project, json_extract(meta, '$.session'), occurred_at)
         WHERE deleted_at IS NULL;
     """,
+    # 7: what an index loads of a row besides its terms and the fields that change, in one blob
+    #    kept at write time (capsule.index.pack_row): its tie-break key, times, vector size and
+    #    the vector's sign bits; the meta fields ranking reads ('' for none); and an index that
+    #    holds all an index load reads, so a large project loads without reading its rows
+    """
+    ALTER TABLE memories ADD COLUMN packed BLOB;
+    ALTER TABLE memories ADD COLUMN facets TEXT;
+    CREATE INDEX memories_packed ON memories (tenant, project, deleted_at, seq, id, packed, model, terms_version,
+                                              terms, helpful, unhelpful, facets);
+    """,
 ]
+
+# Projects at least this large load their index with sign bits only; the vectors follow.
+DEFER_VECTORS_FROM = 20_000
 
 _COLUMNS = (
     "id, tenant, project, content, path, chunk_index, chunk_count, embedding, model, sha256, "
@@ -262,14 +276,26 @@ def _record_params(r: MemoryRecord) -> tuple[Any, ...]:
         to_epoch(r.created_at), to_epoch(r.updated_at), None, int(r.pinned), r.explanation,
         json.dumps(r.meta), r.helpful, r.unhelpful, None, None, r.status,
         r.meta.get("component"), r.meta.get("category"), terms.encode(r.content), terms.TOKENIZER, stable_key(r.id),
+        pack_row(stable_key(r.id), to_epoch(r.occurred_at), to_epoch(r.created_at), r.embedding), facets(r.meta),
     )
+
+
+FACETS = ("session", "author", "outcome_status")  # what an index reads of a memory's meta
+
+
+def facets(meta: dict[str, Any]) -> str:
+    """The meta fields a search index reads, as JSON ('' when there are none)."""
+    picked = {name: meta[name] for name in FACETS if name in meta}
+    return json.dumps(picked, separators=(",", ":")) if picked else ""
 
 
 class SQLiteStore:
     """The :class:`~capsule.store.base.MemoryStore` on one SQLite file."""
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0,
+                 defer_vectors_from: int = DEFER_VECTORS_FROM) -> None:
         self.path = str(path)
+        self.defer_vectors_from = defer_vectors_from
         self._busy_timeout_s = busy_timeout_s
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
@@ -377,8 +403,8 @@ class SQLiteStore:
                     outcome.duplicates[record.id] = existing
                     continue
                 conn.execute(
-                    f"INSERT INTO memories ({_COLUMNS}, component, category, terms, terms_version, sort_key, version) "
-                    f"VALUES ({', '.join('?' * 28)})",
+                    f"INSERT INTO memories ({_COLUMNS}, component, category, terms, terms_version, sort_key, packed, "
+                    f"facets, version) VALUES ({', '.join('?' * 30)})",
                     (*_record_params(record), version),
                 )
                 outcome.inserted.append(record.id)
@@ -630,7 +656,7 @@ class SQLiteStore:
                     (tenant, project, since)).fetchall()
                 loaded = None
         if loaded is not None:
-            self._store_terms(stale)
+            self._store_derived(stale)
             return ChangeSet(version=row["version"], columns=loaded, reset=True)
         changes = ChangeSet(version=row["version"])
         for r in rows:
@@ -640,58 +666,138 @@ class SQLiteStore:
                 changes.removed.append(r["id"])
         return changes
 
-    @staticmethod
-    def _index_columns(conn: sqlite3.Connection, tenant: str, project: str
-                       ) -> tuple[IndexColumns, list[tuple[bytes, str, int, str]]]:
+    def _index_columns(self, conn: sqlite3.Connection, tenant: str, project: str
+                       ) -> tuple[IndexColumns, list[tuple[str, tuple]]]:
         """Every active row of the project as the columns an index needs, in one read.
 
-        Read in chunks, each chunk's vectors appended to one buffer, so the vectors are held
-        once (not also as one bytes object per row). Term hashes made by another tokenizer
-        version (or none: rows written before they were kept) are recomputed from the content
-        and returned, to be stored for next time.
+        A project of at least ``defer_vectors_from`` rows comes as packed rows (key, times,
+        vector size, sign bits: :func:`capsule.index.pack_row`) without its vectors, which
+        ``IndexColumns.deferred`` reads later: reading and placing 4 KB per row is most of the
+        time a full load takes, and a first search needs only the sign bits and its
+        candidates' vectors. A smaller one comes with its vectors, read in chunks, each
+        chunk's vectors appended to one buffer, so they are held once.
+
+        Derived data a row lacks or holds from an older version (term hashes made by another
+        tokenizer version, the packed row of a row written before it was kept) is recomputed
+        and returned as updates, to be stored for next time.
         """
+        where = "WHERE tenant = ? AND project = ? AND deleted_at IS NULL"
+        count = conn.execute(f"SELECT count(*) FROM memories INDEXED BY memories_load {where}",
+                             (tenant, project)).fetchone()[0]
+        defer = count >= self.defer_vectors_from
         cursor = conn.cursor()
         cursor.row_factory = None  # plain tuples: a Row per memory costs more than the read
+        if defer:
+            # Everything from the index memories_packed: the rows themselves (4 KB of vector
+            # each) are read only for what a row lacks (content for stale term hashes, meta
+            # where its facets were never kept), which SQLite looks up only when asked.
+            columns = "id, packed"
+            meta = "CASE WHEN facets IS NULL THEN '!' || meta ELSE nullif(facets, '') END"
+            source = "FROM memories INDEXED BY memories_packed"
+        else:
+            columns = "id, sort_key, embedding, occurred_at, created_at"
+            meta = "CASE WHEN meta = '{}' THEN NULL ELSE meta END"
+            source = "FROM memories"
         cursor.execute(
-            "SELECT id, sort_key, embedding, model, CASE WHEN terms_version = ? THEN terms END, "
-            "CASE WHEN terms_version IS ? THEN NULL ELSE content END, occurred_at, created_at, helpful, unhelpful, "
-            "CASE WHEN meta = '{}' THEN NULL ELSE meta END "
-            "FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL ORDER BY seq",
-            (terms.TOKENIZER, terms.TOKENIZER, tenant, project))
+            f"SELECT {columns}, model, CASE WHEN terms_version = ? THEN terms END, "
+            f"CASE WHEN terms_version IS ? THEN NULL ELSE content END, helpful, unhelpful, {meta} "
+            f"{source} {where} ORDER BY seq", (terms.TOKENIZER, terms.TOKENIZER, tenant, project))
         out = IndexColumns([], [], bytearray(), [], [], [], [], [], [], [], [])
-        stale: list[tuple[bytes, str, int, str]] = []
-        while chunk := cursor.fetchmany(4096):
-            ids, keys, blobs, models, hashed, contents, occurred, created, helpful, unhelpful, metas = zip(*chunk)
-            keys, hashed = list(keys), list(hashed)
-            for i, content in enumerate(contents):
-                if keys[i] is None:
-                    keys[i] = stable_key(ids[i])
-                if content is not None:
-                    hashed[i] = terms.encode(content)
-                    stale.append((hashed[i], terms.TOKENIZER, keys[i], ids[i]))
-            out.vectors += bytearray().join(b for b in blobs if b is not None)
-            out.vector_sizes += [0 if b is None else len(b) for b in blobs]
-            out.ids += ids
-            out.keys += keys
-            out.models += models
-            out.terms += hashed
-            out.occurred += occurred
-            out.created += created
-            out.helpful += helpful
-            out.unhelpful += unhelpful
-            out.metas += [None if meta is None else json.loads(meta) for meta in metas]
+        packed: list[bytes | None] = []
+        stale: list[tuple[str, tuple]] = []
+        collecting = gc.isenabled()
+        gc.disable()  # a collection every few hundred row tuples would scan them all again and again
+        try:
+            while chunk := cursor.fetchmany(4096):
+                if defer:
+                    ids, rows, *rest = zip(*chunk)
+                    packed += rows
+                    keys = None
+                else:
+                    ids, keys, blobs, occurred, created, *rest = zip(*chunk)
+                    out.vectors += bytearray().join(b for b in blobs if b is not None)
+                    out.vector_sizes += [0 if b is None else len(b) for b in blobs]
+                    out.occurred += occurred
+                    out.created += created
+                models, hashed, contents, helpful, unhelpful, metas = rest
+                hashed = list(hashed)
+                if contents.count(None) != len(contents) or (keys is not None and None in keys):
+                    keys = list(keys or [stable_key(i) for i in ids])
+                    self._refresh(ids, keys, hashed, contents, stale)
+                out.ids += ids
+                if not defer:
+                    out.keys += keys
+                out.models += models
+                out.terms += hashed
+                out.helpful += helpful
+                out.unhelpful += unhelpful
+                if defer and metas.count(None) != len(metas) and any(m is not None and m[0] == "!" for m in metas):
+                    metas = self._refacet(ids, metas, stale)
+                out.metas += [None if meta is None else json.loads(meta) for meta in metas]
+            if defer:
+                self._repack(conn, tenant, out.ids, packed, stale)
+                out.packed = bytearray().join(packed)
+                out.packed_lengths = list(map(len, packed))
+                out.deferred = _DeferredVectors(self, tenant, project)
+        finally:
+            if collecting:
+                gc.enable()
         return out, stale
 
-    def _store_terms(self, stale: list[tuple[bytes, str, int, str]]) -> None:
-        """Keep recomputed term hashes; derived data, so no version bump, and a busy database
-        only means they are recomputed next time."""
+    @staticmethod
+    def _refacet(ids: Sequence[str], metas: Sequence[str | None], stale: list[tuple[str, tuple]]) -> list[str | None]:
+        """Facets for rows written before they were kept (their whole meta came, marked "!")."""
+        out: list[str | None] = []
+        for memory_id, meta in zip(ids, metas):
+            if meta is not None and meta[0] == "!":
+                meta = facets(json.loads(meta[1:]))
+                stale.append(("UPDATE memories SET facets = ? WHERE id = ? AND facets IS NULL", (meta, memory_id)))
+            out.append(meta or None)
+        return out
+
+    @staticmethod
+    def _repack(conn: sqlite3.Connection, tenant: str, ids: list[str], packed: list[bytes | None],
+                stale: list[tuple[str, tuple]]) -> None:
+        """Packed rows for the rows that lack one (written before they were kept)."""
+        missing = [i for i, row in enumerate(packed) if row is None] if None in packed else []
+        for start in range(0, len(missing), 500):
+            part = missing[start:start + 500]
+            found = {row[0]: row[1:] for row in conn.execute(
+                "SELECT id, sort_key, occurred_at, created_at, embedding FROM memories WHERE +tenant = ? "
+                f"AND id IN ({', '.join('?' * len(part))})", (tenant, *[ids[i] for i in part]))}
+            for i in part:
+                key, occurred, created, blob = found[ids[i]]
+                vector = None if blob is None else np.frombuffer(blob, dtype="<f4")
+                packed[i] = pack_row(stable_key(ids[i]) if key is None else key, occurred, created, vector)
+                # Only where still missing: a vector set meanwhile came with its own packed row.
+                stale.append(("UPDATE memories SET packed = ? WHERE id = ? AND packed IS NULL", (packed[i], ids[i])))
+
+    @staticmethod
+    def _refresh(ids: Sequence[str], keys: list[int | None], hashed: list[bytes | None],
+                 contents: Sequence[str | None], stale: list[tuple[str, tuple]]) -> None:
+        """Tie-break keys and term hashes for rows that lack them or hold another tokenizer's."""
+        for i, content in enumerate(contents):
+            if keys[i] is None:
+                keys[i] = stable_key(ids[i])
+            if content is not None:
+                hashed[i] = terms.encode(content)
+                stale.append(("UPDATE memories SET terms = ?, terms_version = ?, sort_key = ? WHERE id = ?",
+                              (hashed[i], terms.TOKENIZER, keys[i], ids[i])))
+
+    def _store_derived(self, stale: list[tuple[str, tuple]]) -> None:
+        """Keep recomputed term hashes and sign bits; derived data, so no version bump, and a
+        busy database only means they are recomputed next time."""
         if not stale:
             return
         conn = self._conn()
         conn.execute("PRAGMA busy_timeout = 200")  # a search does not wait on another writer for this
         try:
+            by_statement: dict[str, list[tuple]] = {}
+            for sql, params in stale:
+                by_statement.setdefault(sql, []).append(params)
             with self._write() as conn:
-                conn.executemany("UPDATE memories SET terms = ?, terms_version = ?, sort_key = ? WHERE id = ?", stale)
+                for sql, rows in by_statement.items():
+                    conn.executemany(sql, rows)
         except Unavailable:
             pass
         finally:
@@ -782,14 +888,16 @@ class SQLiteStore:
 
     def set_embedding(self, tenant: str, memory_id: str, embedding: np.ndarray, model: str) -> None:
         with self._write() as conn:
-            row = conn.execute("SELECT project FROM memories WHERE tenant = ? AND id = ?",
+            row = conn.execute("SELECT project, occurred_at, created_at FROM memories WHERE tenant = ? AND id = ?",
                                (tenant, memory_id)).fetchone()
             if row is None:
                 raise NotFound(f"no memory {memory_id}")
+            packed = pack_row(stable_key(memory_id), row["occurred_at"], row["created_at"], embedding)
             conn.execute(
-                "UPDATE memories SET embedding = ?, model = ?, status = 'ready', version = ? "
+                "UPDATE memories SET embedding = ?, packed = ?, model = ?, status = 'ready', version = ? "
                 "WHERE tenant = ? AND id = ?",
-                (encode_vector(embedding), model, self._bump(conn, tenant, row["project"]), tenant, memory_id),
+                (encode_vector(embedding), packed, model, self._bump(conn, tenant, row["project"]),
+                 tenant, memory_id),
             )
 
     def cache_get(self, model: str, sha256s: Sequence[str], *, fresh_after: datetime) -> dict[str, np.ndarray]:
@@ -817,3 +925,34 @@ class SQLiteStore:
     def cache_purge(self, *, before: datetime) -> int:
         with self._write() as conn:
             return conn.execute("DELETE FROM embedding_cache WHERE created_at < ?", (to_epoch(before),)).rowcount
+
+
+class _DeferredVectors:
+    """The vectors of one project, read when an index loaded with sign bits asks for them."""
+
+    def __init__(self, store: SQLiteStore, tenant: str, project: str) -> None:
+        self.store, self.tenant, self.project = store, tenant, project
+
+    def some(self, ids: Sequence[str], model: str | None) -> dict[str, bytes]:
+        # Forgotten rows too: an index may still hold one whose forgetting it has not read yet.
+        found: dict[str, bytes] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start:start + 500])
+            rows = self.store._read(
+                # "+": look the ids up by their unique index, not the tenant's whole range.
+                f"SELECT id, embedding FROM memories WHERE +tenant = ? AND +model IS ? AND embedding IS NOT NULL "
+                f"AND id IN ({', '.join('?' * len(part))})", (self.tenant, model, *part))
+            found.update((row[0], row[1]) for row in rows)
+        return found
+
+    def chunks(self, model: str | None) -> Iterator[list[tuple[str, bytes]]]:
+        try:
+            cursor = self.store._conn().cursor()
+            cursor.row_factory = None
+            cursor.execute(
+                "SELECT id, embedding FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL "
+                "AND model IS ? AND embedding IS NOT NULL ORDER BY seq", (self.tenant, self.project, model))
+            while chunk := cursor.fetchmany(2048):
+                yield chunk
+        except sqlite3.Error as exc:
+            raise Unavailable(f"the database could not be read: {exc}") from exc
