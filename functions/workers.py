@@ -81,11 +81,26 @@ class ProcessPoolInvoker:
             initializer=_worker_start, initargs=(self.settings,),
         )
 
-    def warm(self) -> None:
-        """Start every worker and import every handler now, not on the first request."""
-        futures = [self._pool.submit(_worker_warm) for _ in range(self.workers)]
-        for future in futures:
-            future.result(timeout=300)
+    def warm(self, attempts: int = 2) -> None:
+        """Start every worker and import every handler now, not on the first request.
+
+        A worker that dies while starting is replaced once, as a crashed container would be;
+        one that cannot start at all (a bad setting, a missing package) fails again and stops
+        ``capsule serve`` with the error.
+        """
+        for attempt in range(1, attempts + 1):
+            pool = self._pool
+            try:
+                for future in [pool.submit(_worker_warm) for _ in range(self.workers)]:
+                    future.result(timeout=300)
+                return
+            except BrokenProcessPool:
+                if attempt == attempts:
+                    raise
+                log.error("a handler worker died while starting; starting fresh workers")
+                with self._lock:
+                    self._pool = self._new_pool()
+                pool.shutdown(wait=False)
 
     def invoke(self, handler: str, event: dict[str, Any]) -> dict[str, Any]:
         pool = self._pool
