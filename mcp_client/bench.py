@@ -291,16 +291,13 @@ def original(db: Path, data: Dataset, truth: np.ndarray, service) -> dict[str, A
     samples, found = [], []
     warm: dict[str, list[float]] = {"hybrid": [], "vector": []}
     for first in range(0, len(data.queries), 10):
-        turn = range(first, min(first + 10, len(data.queries)))
+        count = min(10, len(data.queries) - first)
         for mode, times in warm.items():
-            for i in turn:
-                start = time.perf_counter()
-                service.search(LOCAL_TENANT, {"project": PROJECT, "query": data.query_texts[i], "k": K, "mode": mode})
-                times.append((time.perf_counter() - start) * 1000)
-        for i in turn:
-            start = time.perf_counter()
-            found.append(one(i))
-            samples.append((time.perf_counter() - start) * 1000)
+            times += timed(lambda i: service.search(LOCAL_TENANT, {
+                "project": PROJECT, "query": data.query_texts[first + i], "k": K, "mode": mode}), count)[0]
+        took, picked = timed(lambda i: one(first + i), count)
+        samples += took
+        found += picked
     conn.close()
     result = {**percentiles(samples), "recall@10": recall(found, truth), "window": ORIGINAL_WINDOW}
     for mode, times in warm.items():

@@ -235,9 +235,13 @@ class Records:
     def load_all(self) -> None:
         self.prefetch([row for row, item in enumerate(self._items) if isinstance(item, str)])
 
+    def id_at(self, row: int) -> str | None:
+        """The id of the memory a row holds, whatever form it is held in (None: purged)."""
+        item = self._items[row]
+        return item if item is None or isinstance(item, str) else item[0] if isinstance(item, tuple) else item.id
+
     def ids(self) -> list[str | None]:
-        return [item if item is None or isinstance(item, str) else item[0] if isinstance(item, tuple) else item.id
-                for item in self._items]
+        return [self.id_at(row) for row in range(len(self._items))]
 
     def packed(self) -> list[tuple | str | None]:
         return [item if item is None or isinstance(item, (tuple, str)) else pack(item) for item in self._items]
@@ -576,16 +580,12 @@ class ProjectIndex:
 
     # ---- deferred vectors ----------------------------------------------------
 
-    def _id(self, row: int) -> str | None:
-        item = self.records._items[row]
-        return item if item is None or isinstance(item, str) else item[0] if isinstance(item, tuple) else item.id
-
     def _fill(self, rows: np.ndarray, vectors: dict[str, bytes]) -> None:
         """Put the given vectors into their rows; a row the store no longer has a vector for
         (purged meanwhile) is searched without one until its removal is read."""
         size = 4 * self.dim
         for row in rows.tolist():
-            blob = vectors.get(self._id(row))
+            blob = vectors.get(self.records.id_at(row))
             if blob is not None and len(blob) == size:
                 self.matrix[row] = np.frombuffer(blob, dtype="<f4")
             else:
@@ -597,7 +597,7 @@ class ProjectIndex:
         if self.deferred is not None:
             missing = rows[~self.filled[rows]]
             if missing.size:
-                ids = [self._id(row) for row in missing.tolist()]
+                ids = [self.records.id_at(row) for row in missing.tolist()]
                 self._fill(missing, self.deferred.some([i for i in ids if i is not None], self.model_id))
         return self.matrix[rows]
 

@@ -159,7 +159,8 @@ def _top_positive(values: np.ndarray, count: int, keys: np.ndarray) -> np.ndarra
 
 def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> None:
     """Raw BM25 of every searched row, with n, length and df over exactly those rows."""
-    if len(views) == 1 and views[0].plain:
+    single = len(views) == 1 and views[0].plain
+    if single:
         n, total = views[0].index.alive_stats()
     else:
         n = sum(int(v.mask.sum()) for v in views)
@@ -169,7 +170,7 @@ def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> No
         v.keyword = np.zeros(v.index.n, dtype=np.float64)
     if not n:
         return
-    if len(views) == 1 and views[0].plain:
+    if single:
         _keyword_cached(views[0], terms, options, n, avg)
         return
     for term in terms:  # sorted, so sums run in one order in every process

@@ -270,13 +270,14 @@ def _row_to_record(row: sqlite3.Row) -> MemoryRecord:
 
 
 def _record_params(r: MemoryRecord) -> tuple[Any, ...]:
+    key, occurred, created = stable_key(r.id), to_epoch(r.occurred_at), to_epoch(r.created_at)
     return (
         r.id, r.tenant, r.project, r.content, r.path, r.chunk_index, r.chunk_count,
-        encode_vector(r.embedding), r.model, r.sha256, to_epoch(r.occurred_at),
-        to_epoch(r.created_at), to_epoch(r.updated_at), None, int(r.pinned), r.explanation,
+        encode_vector(r.embedding), r.model, r.sha256, occurred,
+        created, to_epoch(r.updated_at), None, int(r.pinned), r.explanation,
         json.dumps(r.meta), r.helpful, r.unhelpful, None, None, r.status,
-        r.meta.get("component"), r.meta.get("category"), terms.encode(r.content), terms.TOKENIZER, stable_key(r.id),
-        pack_row(stable_key(r.id), to_epoch(r.occurred_at), to_epoch(r.created_at), r.embedding), facets(r.meta),
+        r.meta.get("component"), r.meta.get("category"), terms.encode(r.content), terms.TOKENIZER, key,
+        pack_row(key, occurred, created, r.embedding), facets(r.meta),
     )
 
 
