@@ -6,6 +6,7 @@ run two at once: the Powertools resolver keeps the current event in class state.
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import logging
 import multiprocessing
@@ -35,6 +36,7 @@ def _worker_start(settings: Settings) -> None:
     # killed by it would drop the request it is running.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    faulthandler.enable()  # a worker that crashes in native code says where, on the server's stderr
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # no CloudWatch here; keep stdout quiet
     from capsule.runtime import build_service
 
@@ -60,6 +62,13 @@ def _worker_warm() -> int:
     for route in routes.ROUTES:
         _resolve(route.handler)
     return os.getpid()
+
+
+def _exit_codes(pool: ProcessPoolExecutor) -> str:
+    """How a broken pool's workers ended (a negative code is the signal that ended one)."""
+    processes = getattr(pool, "_processes", None) or {}  # the executor keeps no public list
+    codes = [process.exitcode for process in list(processes.values())]
+    return "exit codes " + ", ".join(map(str, codes)) if codes else "exit codes unknown"
 
 
 class ProcessPoolInvoker:
@@ -97,7 +106,7 @@ class ProcessPoolInvoker:
             except BrokenProcessPool:
                 if attempt == attempts:
                     raise
-                log.error("a handler worker died while starting; starting fresh workers")
+                log.error("a handler worker died while starting (%s); starting fresh workers", _exit_codes(pool))
                 with self._lock:
                     self._pool = self._new_pool()
                 pool.shutdown(wait=False)
@@ -109,7 +118,7 @@ class ProcessPoolInvoker:
         except BrokenProcessPool as exc:
             with self._lock:
                 if self._pool is pool:
-                    log.error("a handler worker died; starting fresh workers")
+                    log.error("a handler worker died (%s); starting fresh workers", _exit_codes(pool))
                     self._pool = self._new_pool()
                     pool.shutdown(wait=False)
             raise Unavailable("the handler worker stopped while running this request; retry it") from exc
