@@ -22,7 +22,7 @@ from typing import Callable
 
 from capsule.config import Settings
 from capsule.errors import InvalidInput, Unavailable
-from capsule.runtime import build_service, open_store
+from capsule.runtime import build_service
 from functions import gateway, http_server, workers
 from functions.credentials import Credentials
 
@@ -88,9 +88,6 @@ def cmd_serve(args: argparse.Namespace) -> None:
     token, created = credentials.ensure_token()
     if args.workers < 1:
         raise InvalidInput("--workers must be at least 1", field="workers")
-    # Create and migrate the database here, once: workers that start together would otherwise
-    # all create the same new file at the same moment.
-    open_store(settings).close()
     invoker = workers.ProcessPoolInvoker(settings, args.workers)
     app = gateway.Gateway(credentials, invoker, region=args.region)
     try:
