@@ -12,6 +12,7 @@ import gc
 import json
 import sqlite3
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from datetime import datetime
@@ -317,7 +318,7 @@ class SQLiteStore:
                 # then fits on its row's page instead of an overflow page, and loading a project's
                 # vectors reads about half as many pages.
                 conn.execute("PRAGMA page_size = 32768")
-                conn.execute("PRAGMA journal_mode=WAL")
+                self._use_wal(conn)
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA foreign_keys=ON")
             except (sqlite3.Error, OSError) as exc:
@@ -326,6 +327,19 @@ class SQLiteStore:
             with self._lock:
                 self._all.append(conn)
         return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL, waiting as for any lock: SQLite answers "locked" at once, without its
+        busy wait, when connections (the workers of ``capsule serve``) create one new file together."""
+        deadline = time.monotonic() + self._busy_timeout_s
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
