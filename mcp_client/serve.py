@@ -72,16 +72,18 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def _wait_for_signal() -> None:
+def _stop_on_signals() -> threading.Event:
+    """An event SIGINT and SIGTERM set. Installed before anything starts: a signal that came
+    while workers started would otherwise end the process at once and leave them running."""
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    while not stop.wait(1.0):
-        pass
+    return stop
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    stopping = _stop_on_signals()
     settings = settings_from(args)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     credentials = Credentials(settings.data_dir)
@@ -107,7 +109,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
     stops = start_jobs(settings)
     print(_banner(url, credentials, token, created, args.workers), flush=True)
     try:
-        _wait_for_signal()
+        while not stopping.wait(1.0):
+            pass
     finally:
         print("capsule serve: stopping; finishing requests in flight", file=sys.stderr, flush=True)
         for stop in stops:

@@ -87,3 +87,33 @@ def test_a_dead_worker_is_replaced(tmp_path):
         assert r.status == 201
     finally:
         assert server.stop() == 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_a_signal_while_workers_start_stops_cleanly_and_leaves_no_worker(tmp_path):
+    import subprocess
+    import sys
+
+    from .server import environment
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_client", "serve", "--port", "0", "--workers", "2", "--data-dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment())
+    lines = []
+    for line in process.stderr:  # a worker building its service logs this while serve waits for it
+        lines.append(line)
+        if "embedder active" in line:
+            break
+    workers = [pid for pid in _children(process.pid) if _is_worker(pid)]
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, rest = process.communicate(timeout=60)  # ends when every holder of stderr has ended
+    except subprocess.TimeoutExpired:
+        left = [pid for pid in workers if _is_worker(pid)]
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        process.kill()
+        pytest.fail(f"serve or its workers {left} still running a minute after SIGTERM: " + "".join(lines))
+    assert process.returncode == 0, "".join(lines) + rest
+    assert workers and "capsule serve: stopped" in rest
+    assert not [pid for pid in workers if _is_worker(pid)]  # every worker ended with it
