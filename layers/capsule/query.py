@@ -81,12 +81,44 @@ def asks_when(query: str) -> bool:
     return bool(_ASKS_WHEN.search(query))
 
 
+# After these words a name is the one spoken to or about ("said it to Bob", "a gift for Ann"),
+# not the one speaking; "according to Ann" is the exception: it names who said it.
+_SPOKEN_TO = frozenset("about at by for from into like of on than to toward towards with".split())
+_NAME_WORD = re.compile(r"[A-Za-z0-9]+(?:['’]s\b)?")
+
+
 def named_authors(query: str, authors: dict[str, int]) -> list[int]:
-    """Ids of the authors whose name (any word of it) the query mentions."""
-    words = set(tokens(query))
-    found = []
+    """Ids of the authors the query names as the ones who said it.
+
+    One name is taken as it is. Of several, a name written as the one spoken to or about
+    ("What did Jon say to Gina", "Gina's store") is left out, so "What does Gina think of
+    Jon's plan?" points to Gina's memories; names joined by "and" ("Jon and Gina both") stay
+    together; "according to Gina" names Gina alone. If every name is left out, all are kept.
+    """
+    words = [w.lower() for w in _NAME_WORD.findall(query)]
+    named_at: dict[int, int] = {}  # word position -> author id
     for name, author_id in authors.items():
-        parts = set(tokens(name))
-        if parts and parts & words:
-            found.append(author_id)
-    return found
+        parts = set(tokens(name, stem=False))
+        for i, word in enumerate(words):
+            if _possessor(word) in parts:
+                named_at[i] = author_id
+    named = sorted(set(named_at.values()))
+    if len(named) < 2:
+        return named
+    cited = {a for i, a in named_at.items() if words[max(i - 2, 0):i] == ["according", "to"]}
+    if cited:
+        return sorted(cited)
+    speaking = {a for i, a in named_at.items() if _speaks(words, i, named_at)}
+    return sorted(speaking) or named
+
+
+def _possessor(word: str) -> str:
+    return word[:-2] if word.endswith(("'s", "’s")) else word
+
+
+def _speaks(words: list[str], i: int, named_at: dict[int, int]) -> bool:
+    before = words[i - 1] if i else ""
+    if before in _SPOKEN_TO:
+        return False
+    joined = before == "and" and (i - 2) in named_at  # "Tim and John's favourite player"
+    return joined or _possessor(words[i]) == words[i]

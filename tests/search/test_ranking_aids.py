@@ -84,6 +84,20 @@ def test_a_named_author_lifts_their_memories(service):
         assert hits[other].components.boost == 0.0
 
 
+def test_of_two_named_authors_the_one_spoken_to_is_not_lifted(service):
+    mel = service.store_memory("t", {"project": "p", "content": "I painted a sunrise last week",
+                                     "meta": {"author": "Melanie"}}).memory.id
+    car = service.store_memory("t", {"project": "p", "content": "I painted a sunrise last week!",
+                                     "meta": {"author": "Caroline"}}).memory.id
+    for query, wanted, other in (("What did Melanie tell Caroline's sister about the sunrise?", mel, car),
+                                 ("What did Caroline say to Melanie about the sunrise?", car, mel)):
+        hits = {h.id: h for h in service.search("t", {"project": "p", "query": query}).results}
+        assert hits[wanted].components.boost == pytest.approx(0.2)
+        assert hits[other].components.boost == 0.0
+    both = service.search("t", {"project": "p", "query": "Have Melanie and Caroline both painted a sunrise?"})
+    assert [h.components.boost for h in both.results] == [0.0, 0.0]  # naming everyone singles out no one
+
+
 def test_a_named_date_lifts_what_happened_then(service):
     early = service.store_memory("t", {"project": "p", "content": "Went to the support group",
                                        "occurred_at": datetime(2023, 5, 7, 18, tzinfo=timezone.utc)}).memory.id
@@ -100,4 +114,12 @@ def test_query_analysis():
     assert [(s.start.month, s.end.month) for s in named_dates("in May 2023")] == [(5, 6)]
     assert [s.start.year for s in named_dates("plans for 2024")] == [2024]
     assert named_dates("nothing dated here") == []
-    assert named_authors("Did Caroline call?", {"Caroline": 0, "Melanie": 1}) == [0]
+    people = {"Caroline": 0, "Melanie": 1, "Jon": 2}
+    assert named_authors("Did Caroline call?", people) == [0]
+    assert named_authors("What is Caroline's dog called?", people) == [0]  # one name: whoever it is
+    assert named_authors("What did Caroline say to Melanie?", people) == [0]
+    assert named_authors("What does Melanie think of Caroline’s plan?", people) == [1]
+    assert named_authors("What is Jon and Melanie's favourite film?", people) == [1, 2]
+    assert named_authors("According to Jon, what makes Melanie a good mentor?", people) == [2]
+    assert named_authors("Did Caroline's mum meet Jon's dad?", people) == [0, 2]  # all left out: all kept
+    assert named_authors("Nobody named here", people) == []
