@@ -10,6 +10,7 @@ import faulthandler
 import importlib
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import threading
@@ -36,6 +37,7 @@ def _worker_start(settings: Settings) -> None:
     # killed by it would drop the request it is running.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _exit_with_parent()
     faulthandler.enable()  # a worker that crashes in native code says where, on the server's stderr
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # no CloudWatch here; keep stdout quiet
     from capsule.runtime import build_service
@@ -43,6 +45,25 @@ def _worker_start(settings: Settings) -> None:
     from . import app
 
     app.set_service(build_service(settings))
+
+
+def _exit_with_parent() -> None:
+    """End this worker when ``capsule serve`` ends, however it ends.
+
+    A server killed outright (SIGKILL, out of memory) runs no cleanup, and its workers ignore
+    SIGTERM and hold both ends of their task queue, so they would wait for work forever. A
+    request a worker is running then is dropped with its client, as in a killed container;
+    SQLite rolls back its open transaction.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:  # not started by a pool (called directly, as in a test)
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _resolve(handler: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:

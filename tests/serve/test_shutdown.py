@@ -117,3 +117,20 @@ def test_a_signal_while_workers_start_stops_cleanly_and_leaves_no_worker(tmp_pat
     assert process.returncode == 0, "".join(lines) + rest
     assert workers and "capsule serve: stopped" in rest
     assert not [pid for pid in workers if _is_worker(pid)]  # every worker ended with it
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_workers_end_when_serve_is_killed_outright(tmp_path):
+    import time
+
+    server = Server(tmp_path)
+    assert server.request("GET", "/v1/health").status == 200
+    workers = [pid for pid in _children(server.process.pid) if _is_worker(pid)]
+    server.process.kill()  # SIGKILL: no handler, no cleanup
+    server.process.wait(30)
+    deadline = time.monotonic() + 30
+    while (left := [pid for pid in workers if _is_worker(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert workers and not left, f"workers {left} outlived a killed capsule serve"
