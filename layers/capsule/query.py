@@ -96,11 +96,12 @@ def named_authors(query: str, authors: dict[str, int]) -> list[int]:
     together; "according to Gina" names Gina alone. If every name is left out, all are kept.
     """
     words = [w.lower() for w in _NAME_WORD.findall(query)]
+    bare = [_possessor(w) for w in words]  # "gina's" -> "gina"
     named_at: dict[int, int] = {}  # word position -> author id
     for name, author_id in authors.items():
         parts = set(tokens(name, stem=False))
-        for i, word in enumerate(words):
-            if _possessor(word) in parts:
+        for i, word in enumerate(bare):
+            if word in parts:
                 named_at[i] = author_id
     named = sorted(set(named_at.values()))
     if len(named) < 2:
@@ -108,7 +109,7 @@ def named_authors(query: str, authors: dict[str, int]) -> list[int]:
     cited = {a for i, a in named_at.items() if words[max(i - 2, 0):i] == ["according", "to"]}
     if cited:
         return sorted(cited)
-    speaking = {a for i, a in named_at.items() if _speaks(words, i, named_at)}
+    speaking = {a for i, a in named_at.items() if _speaks(words, bare, i, named_at)}
     return sorted(speaking) or named
 
 
@@ -116,9 +117,9 @@ def _possessor(word: str) -> str:
     return word[:-2] if word.endswith(("'s", "’s")) else word
 
 
-def _speaks(words: list[str], i: int, named_at: dict[int, int]) -> bool:
+def _speaks(words: list[str], bare: list[str], i: int, named_at: dict[int, int]) -> bool:
     before = words[i - 1] if i else ""
     if before in _SPOKEN_TO:
         return False
     joined = before == "and" and (i - 2) in named_at  # "Tim and John's favourite player"
-    return joined or _possessor(words[i]) == words[i]
+    return joined or bare[i] == words[i]  # a lone possessive ("Jon's plan") is spoken about

@@ -62,7 +62,6 @@ class SearchOptions:
     session_boost: float = 0.2  # times the best score in the memory's session (windowed data only)
     vector_window: bool = True  # with the keyword window, also average in the neighbours' cosine
     window_far: float = 0.5  # weight of the memories two away in the keyword window
-    neighbour_boost: float = 0.0  # times the better fused score of the memory's two neighbours
     names_in_keywords: bool = False  # False: an author the query names is left to author_boost
     # Priors on how much a short turn can hold (windowed data only; measured on LoCoMo):
     answer_boost: float = 0.1  # times the score of the turn before, where that turn asked a question
@@ -397,17 +396,6 @@ def _vector_window(index: ProjectIndex, rows: np.ndarray, vector: np.ndarray, q:
     return out / 4
 
 
-def _neighbour_boost(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, options: SearchOptions) -> np.ndarray:
-    """A share of the better neighbour's score: an answer often follows the turn that asked."""
-    if not options.neighbour_boost or not _windowed(index.shape(), options):
-        return np.zeros(rows.size)
-    shape = index.shape()
-    full = np.zeros(index.n + 1)
-    full[rows] = score
-    best = np.maximum(full[shape.prev[rows]], full[shape.next[rows]])
-    return options.neighbour_boost * np.maximum(best, 0.0)
-
-
 def _session_boost(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, options: SearchOptions) -> np.ndarray:
     """A share of the best score in each memory's session: a session that answers well lifts its turns."""
     boost = np.zeros(rows.size, dtype=np.float64)
@@ -459,7 +447,6 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     boost = _boosts(index, rows, options, query, spans or [])
     boost += _priors(index, rows, options)
     boost += _when_boost(index, rows, options, query)
-    boost += _neighbour_boost(index, rows, score + boost, options)
     boost += _answer_boost(index, rows, score + boost, options)
     boost += _session_boost(index, rows, score + boost, options)
     score = score + boost

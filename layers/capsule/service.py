@@ -331,7 +331,7 @@ class MemoryService:
         """Index snapshots beside an embedded store that has an identity; None otherwise."""
         if self._snapshots is False:
             identity = getattr(self.store, "identity", None)
-            if not self.settings.index_snapshot_min or identity is None or not hasattr(self.store, "changes_since"):
+            if not self.settings.index_snapshot_min or identity is None or not self._tracks_changes:
                 self._snapshots = None
             else:
                 try:
