@@ -7,7 +7,7 @@ the title and category of an existing solution replaces its content (counts kept
 the same file twice changes nothing.
 """
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
@@ -15,13 +15,9 @@ from capsule.learning import models
 from functions import app
 from functions.learning_app import learning
 
-FixpackFile = Annotated[dict[str, Any], Body(description=(
-    "A fixpack file: the fields of a solution (see Fixpack), with the Vector Bridge's names "
-    "(step kinds cmd, patch, copy, script, env; run, cwd, diff) and any keys of its own."))]
 
-
-def solution_import(request: FixpackFile) -> models.ImportResult:
-    return learning().import_solution(app.tenant(), request)
+def solution_import(request: Annotated[models.FixpackFile, Body()]) -> models.ImportResult:
+    return learning().import_solution(app.tenant(), request.root)
 
 
 ENDPOINT = app.Endpoint("solution_import", solution_import, summary="Import one fixpack file")

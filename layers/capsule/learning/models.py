@@ -24,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    RootModel,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -401,6 +402,13 @@ class Fixpack(_Kept):
     def numbered(self) -> list[str]:
         """Steps and checks that had no order and were given their place in the file."""
         return list(self._numbered)
+
+
+class FixpackFile(RootModel[dict[str, Any] | list[Any]]):
+    """The body of an import: a fixpack file, a JSON object with the fields of :class:`Fixpack`
+    (the Vector Bridge's names allowed) and any keys of its own, which are kept. Read by
+    :func:`read_fixpack_file`, not by this model; an array is taken only to be refused there
+    (an edge that expects an object may otherwise take an array's first item)."""
 
 
 def read_fixpack_file(body: Any) -> Fixpack:
