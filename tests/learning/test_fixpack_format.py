@@ -133,6 +133,8 @@ def test_each_kind_takes_its_payload_and_aliases(world, step, payload):
     ({"kind": "env", "payload": {"name": "A", "value": "1", "vars": {"B": "2"}}}, "not both"),
     ({"kind": "cmd", "payload": {"run": "x"}, "step_order": "first"}, "steps.0.step_order"),
     ({"kind": "cmd", "payload": {"run": "x"}, "description": 5}, "steps.0.description"),
+    ({"kind": "cmd", "payload": {"run": "x"}, "timeout_ms": "60000"}, "steps.0.timeout_ms"),
+    ({"kind": "cmd", "payload": {"run": "x"}, "step_order": True}, "steps.0.step_order"),
 ])
 @pytest.mark.parametrize("how", ["create", "import"])
 def test_a_wrong_type_or_shape_of_a_known_key_is_refused_naming_it(world, step, needle, how):

@@ -140,6 +140,9 @@ class _Kept(_Strict):
     refused; without it (create, update) they are refused by name.
     """
 
+    # The types of known keys are not coerced: "5m" is no timeout and "0" no exit code.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
     NAMES: ClassVar[Mapping[str, str]] = {}
 
     extra: Extra = Field(default_factory=dict, exclude_if=_empty,
@@ -487,7 +490,8 @@ class DetectPatternsRequest(_Strict):
 
 
 class Solution(Fixpack):
-    model_config = ConfigDict(extra="forbid")
+    # Not strict: a client reads created_at back from JSON text.
+    model_config = ConfigDict(extra="forbid", strict=False)
 
     id: str
     success_rate: float = Field(description="Wilson lower bound of successes / applications.")
