@@ -260,9 +260,9 @@ class EnvPayload(_Kept):
 PAYLOADS: Mapping[str, type[_Kept]] = {
     "cmd": CmdPayload, "patch": PatchPayload, "copy": CopyPayload, "script": ScriptPayload, "env": EnvPayload,
 }
-NEEDS = {"cmd": "command (or run)", "patch": "diff, or file, search and replace",
-         "copy": "src and dest (or from and to)", "script": "script (or run) or file",
-         "env": "vars, or name and value"}
+SHAPES = {"cmd": "{command (or run), cwd?}", "patch": "{file, search, replace} or {diff, file?}",
+          "copy": "{src, dest} (or from, to)", "script": "{script (or run) or file, interpreter?, cwd?}",
+          "env": "{vars: {NAME: value}, file?} or {name, value}"}
 assert tuple(PAYLOADS) == fixpack_format.STEP_KINDS
 
 
@@ -280,7 +280,7 @@ class Step(_Kept):
 
     step_order: Order
     kind: Literal["cmd", "patch", "copy", "script", "env"]
-    payload: dict[str, Any]
+    payload: dict[str, Any] = Field(description="By kind: " + "; ".join(f"{k} {v}" for k, v in SHAPES.items()))
     description: LongText | None = None
     timeout_ms: Timeout = DEFAULT_TIMEOUT_MS
 
@@ -289,7 +289,7 @@ class Step(_Kept):
         try:
             payload = PAYLOADS[self.kind].model_validate(self.payload, context=info.context)
         except ValidationError as exc:
-            raise ValueError(f"a {self.kind} step's payload needs {NEEDS[self.kind]}: {_first_error(exc)}") from None
+            raise ValueError(f"{_first_error(exc)} (a {self.kind} step's payload is {SHAPES[self.kind]})") from None
         self.payload = payload.model_dump(mode="json")
         return self
 
