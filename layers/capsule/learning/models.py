@@ -30,6 +30,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from .. import limits
 from ..errors import InvalidInput, from_validation_error
@@ -269,7 +270,8 @@ assert tuple(PAYLOADS) == fixpack_format.STEP_KINDS
 def _first_error(exc: ValidationError) -> str:
     first = exc.errors(include_url=False)[0]
     where = ".".join(str(p) for p in first["loc"])
-    return f"payload{'.' + where if where else ''}: {first['msg']}"
+    message = first["msg"].removeprefix("Value error, ")
+    return f"payload{'.' + where if where else ''}: {message}"
 
 
 Order = Annotated[int | None, Field(None, ge=0, le=10_000, description="Absent: its place in the file (1, 2, ...).")]
@@ -289,7 +291,8 @@ class Step(_Kept):
         try:
             payload = PAYLOADS[self.kind].model_validate(self.payload, context=info.context)
         except ValidationError as exc:
-            raise ValueError(f"{_first_error(exc)} (a {self.kind} step's payload is {SHAPES[self.kind]})") from None
+            raise PydanticCustomError("payload", "{detail}", {
+                "detail": f"{_first_error(exc)} ({self.kind} payloads are {SHAPES[self.kind]})"}) from None
         self.payload = payload.model_dump(mode="json")
         return self
 
