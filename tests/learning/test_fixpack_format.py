@@ -183,3 +183,13 @@ def test_the_format_module_is_the_one_place_for_the_names():
     assert fixpack_format.STEP_KINDS == tuple(models.PAYLOADS)
     for kind, names in fixpack_format.PAYLOAD_NAMES.items():
         assert set(names.values()) <= set(models.PAYLOADS[kind].model_fields) | {"name"}, kind
+
+
+def test_signature_meta_is_kept_within_the_same_rules(world):
+    meta = {"min_score": 0.4, "platform": "railway", "seen": [1, {"times": 3}]}
+    imported = world.learning.import_solution("t", fixpack(signatures=[{"text": "x", "meta": meta}])).solution
+    assert imported.signatures[0].meta.model_dump() == meta
+    for bad in ({"min_score": "0.4"}, {"count": 2**64}):
+        with pytest.raises(InvalidInput) as caught:
+            world.learning.import_solution("t", fixpack(title="Other", signatures=[{"text": "x", "meta": bad}]))
+        assert caught.value.field.startswith("signatures.0.meta"), caught.value.details

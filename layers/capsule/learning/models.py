@@ -72,31 +72,6 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class SignatureMeta(BaseModel):
-    """Free metadata of a signature; ``min_score`` is the similarity that counts as a match."""
-
-    model_config = ConfigDict(extra="allow")
-
-    min_score: float | None = Field(None, ge=0, le=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _keys(cls, data: Any) -> Any:
-        check_meta_keys(data, "signature meta")
-        return data
-
-
-def _regex(value: str) -> str:
-    try:
-        compile_safe(value)
-    except InvalidInput as exc:  # a ValueError lets pydantic name the exact field
-        raise ValueError(exc.message) from None
-    return value
-
-
-Regex = Annotated[str, AfterValidator(_regex)]
-
-
 def _absent(value: Any) -> bool:
     return value is None
 
@@ -128,6 +103,30 @@ def _check_numbers(value: Any, where: str) -> None:
     elif isinstance(value, list):
         for item in value:
             _check_numbers(item, where)
+
+
+class SignatureMeta(BaseModel):
+    """Free metadata of a signature; ``min_score`` is the similarity that counts as a match."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    min_score: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: Any) -> Any:
+        return _storable(data, "signature meta")
+
+
+def _regex(value: str) -> str:
+    try:
+        compile_safe(value)
+    except InvalidInput as exc:  # a ValueError lets pydantic name the exact field
+        raise ValueError(exc.message) from None
+    return value
+
+
+Regex = Annotated[str, AfterValidator(_regex)]
 
 
 Extra = Annotated[dict[str, Any], AfterValidator(_storable)]
