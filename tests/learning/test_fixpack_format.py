@@ -55,6 +55,10 @@ def test_the_vector_bridge_names_read_as_ours(world):
     assert railway.steps[0].payload == {"vars": {"RAILWAY_DOCKERFILE_PATH": "apps/api/Dockerfile"},
                                         "extra": {"service": "api"}}
     assert redis.steps[1].payload["interpreter"] == "node" and "family=0" in redis.steps[1].payload["script"]
+    result = world.learning.import_solution("t", load(FILE["railway_wrong_dockerfile"]))
+    assert ("Read as our names: steps[0].payload.key as name, steps[0].payload.name and value as vars, "
+            "steps[1].payload.run as command."
+            in result.explanation), result.explanation
 
 
 def test_absent_orders_are_the_file_order_and_the_import_says_so(world):

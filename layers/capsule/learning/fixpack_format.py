@@ -40,6 +40,13 @@ def rename(data: dict[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
+def renamed(data: Any, names: Mapping[str, str]) -> list[str]:
+    """What :func:`rename` reads as ours in ``data``: ``run as command``, ..."""
+    if not isinstance(data, dict):
+        return []
+    return [f"{alias} as {ours}" for alias, ours in names.items() if alias in data]
+
+
 def keeping(context: Any) -> bool:
     return isinstance(context, Mapping) and bool(context.get(KEEP_UNKNOWN))
 

@@ -162,6 +162,11 @@ class _Kept(_Strict):
     def _shape(cls, data: dict[str, Any]) -> dict[str, Any]:
         return data
 
+    @classmethod
+    def renamed(cls, data: Any) -> list[str]:
+        """The file's names this level reads as ours (for an import's explanation)."""
+        return fixpack_format.renamed(data, cls.NAMES)
+
 
 class Signature(_Kept):
     text: Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_no_nul)] = Field(
@@ -256,6 +261,13 @@ class EnvPayload(_Kept):
             raise ValueError("name must be a string")
         return {**rest, "vars": {data["name"]: data["value"]}}
 
+    @classmethod
+    def renamed(cls, data: Any) -> list[str]:
+        names = super().renamed(data)
+        if isinstance(data, dict) and ("name" in data or "key" in data):
+            names.append("name and value as vars")
+        return names
+
 
 PAYLOADS: Mapping[str, type[_Kept]] = {
     "cmd": CmdPayload, "patch": PatchPayload, "copy": CopyPayload, "script": ScriptPayload, "env": EnvPayload,
@@ -278,6 +290,7 @@ Order = Annotated[int | None, Field(None, ge=0, le=10_000, description="Absent: 
 
 class Step(_Kept):
     _placed: bool = PrivateAttr(False)  # its order was its place in the file
+    _renamed: list[str] = PrivateAttr(default_factory=list)  # payload names read as ours
 
     step_order: Order
     kind: Literal["cmd", "patch", "copy", "script", "env"]
@@ -287,8 +300,10 @@ class Step(_Kept):
 
     @model_validator(mode="after")
     def _payload_fits_kind(self, info: ValidationInfo) -> "Step":
+        model = PAYLOADS[self.kind]
+        self._renamed = [f"payload.{name}" for name in model.renamed(self.payload)]
         try:
-            payload = PAYLOADS[self.kind].model_validate(self.payload, context=info.context)
+            payload = model.model_validate(self.payload, context=info.context)
         except ValidationError as exc:
             raise PydanticCustomError("payload", "{detail}", {
                 "detail": f"{_first_error(exc)} ({self.kind} payloads are {SHAPES[self.kind]})"}) from None
@@ -366,6 +381,7 @@ class Fixpack(_Kept):
 
     _kept: list[str] = PrivateAttr(default_factory=list)
     _numbered: list[str] = PrivateAttr(default_factory=list)
+    _renamed: list[str] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -394,6 +410,7 @@ class Fixpack(_Kept):
         self._kept = kept_keys(self)
         self._numbered = [f"{name}[{place}]" for name in ("steps", "checks")
                           for place, item in enumerate(getattr(self, name)) if item._placed]
+        self._renamed = [f"steps[{place}].{name}" for place, step in enumerate(self.steps) for name in step._renamed]
         self.steps = sorted(self.steps, key=lambda s: s.step_order)
         self.checks = sorted(self.checks, key=lambda c: c.check_order)
         return self
@@ -402,6 +419,11 @@ class Fixpack(_Kept):
     def kept(self) -> list[str]:
         """Keys of the file kept under ``extra`` (an import names them)."""
         return list(self._kept)
+
+    @property
+    def renamed(self) -> list[str]:
+        """Names of the file read as ours (``steps[0].payload.run as command``)."""
+        return list(self._renamed)
 
     @property
     def numbered(self) -> list[str]:

@@ -83,6 +83,8 @@ def _import_notes(fixpack: models.Fixpack) -> str:
     notes = ""
     if fixpack.kept:
         notes += f" Kept unknown keys (under 'extra'): {', '.join(fixpack.kept)}."
+    if fixpack.renamed:
+        notes += f" Read as our names: {', '.join(fixpack.renamed)}."
     if fixpack.numbered:
         notes += f" Numbered by their place in the file (no order given): {', '.join(fixpack.numbered)}."
     return notes
