@@ -141,7 +141,7 @@ class _Kept(_Strict):
     """
 
     # The types of known keys are not coerced: "5m" is no timeout and "0" no exit code.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+    model_config = ConfigDict(strict=True)  # merged with _Strict's
 
     NAMES: ClassVar[Mapping[str, str]] = {}
 
