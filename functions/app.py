@@ -13,6 +13,8 @@ tests inject their own with :func:`set_service`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextvars
 import json
 import re
@@ -211,6 +213,18 @@ def body_size(event: dict[str, Any]) -> int:
     return len(body.encode("utf-8", "surrogatepass"))
 
 
+def body_text_error(event: dict[str, Any]) -> InvalidInput | None:
+    """A base64 body (binary, as the gateway sends it) that is not UTF-8 text cannot be JSON:
+    refused here, as Powertools would fail decoding it (a 500) before any validation."""
+    if not event.get("isBase64Encoded") or not event.get("body"):
+        return None
+    try:
+        base64.b64decode(event["body"], validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return InvalidInput("the body is not UTF-8 text, so it is not JSON (a binary file?)", field="body")
+    return None
+
+
 def _refusal(exc: CapsuleError) -> dict[str, Any]:
     """A response built before the resolver runs (no identity, body too large)."""
     return {"statusCode": exc.status, "headers": {"Content-Type": content_types.APPLICATION_JSON},
@@ -227,7 +241,7 @@ def _admit(route: routes.Route, event: dict[str, Any]) -> CapsuleError | str | N
     if size > limits.MAX_BODY_BYTES:
         return PayloadTooLarge(f"the body is {size} bytes; the limit is {limits.MAX_BODY_BYTES} bytes",
                                field="body")
-    return who
+    return body_text_error(event) or who
 
 
 def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str, Any]]:

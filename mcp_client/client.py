@@ -270,8 +270,11 @@ class CapsuleClient:
         return self._call(lm.SolutionList, "GET", "/v1/solutions", query=query)
 
     def import_solution(self, fixpack_file: Mapping[str, Any]) -> lm.ImportResult:
-        """One fixpack file as the original memory wrote it (unknown fields are reported, not kept)."""
-        return self._call(lm.ImportResult, "POST", "/v1/solutions/import", body=self._body(lm.FixpackFile, fixpack_file))
+        """One fixpack file as it is (ours or the Vector Bridge's): checked here as the server will,
+        then sent unchanged, so the keys it keeps under 'extra' are the file's own."""
+        body = dict(fixpack_file) if isinstance(fixpack_file, Mapping) else fixpack_file
+        lm.read_fixpack_file(body)
+        return self._call(lm.ImportResult, "POST", "/v1/solutions/import", body=body)
 
     def get_solution(self, solution_id: str) -> lm.SolutionResult:
         return self._call(lm.SolutionResult, "GET", f"/v1/solutions/{self._id(solution_id)}")

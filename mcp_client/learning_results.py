@@ -43,7 +43,7 @@ def _rate(success: int, failure: int, rate: float) -> str:
 def _steps(solution: lm.Solution, limit: int = 5) -> list[str]:
     lines = []
     for step in sorted(solution.steps, key=lambda s: s.step_order)[:limit]:
-        what = step.description or step.payload.get("command") or step.payload.get("file") or ""
+        what = step.summary()
         lines.append(f"   {step.step_order}. {step.kind}: {excerpt(' '.join(str(what).split()), 160)[0]}")
     if len(solution.steps) > limit:
         lines.append(f"   ... {len(solution.steps) - limit} more step(s) in the structured result")

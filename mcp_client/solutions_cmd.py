@@ -35,7 +35,7 @@ def cmd_import(args: argparse.Namespace) -> None:
         try:
             result = learning.import_solution(cli.LOCAL_TENANT, _read(path), source=path.name)
             results.append({"file": name, "id": result.solution.id, "created": result.created,
-                            "explanation": result.explanation})
+                            "kept_fields": result.kept_fields, "explanation": result.explanation})
         except CapsuleError as exc:
             failed += 1
             results.append({"file": name, "error": exc.message})

@@ -60,10 +60,11 @@ def test_bad_fixpacks_are_422_naming_the_field(service, call):
     assert call(event("solution_list")).json["solutions"] == []
 
 
-def test_import_ignores_unknown_fields_and_is_idempotent(service, call):
+def test_import_keeps_unknown_fields_and_is_idempotent(service, call):
     body = {**FIXPACK, "id": "original-id", "version": 3}
     first = call(event("solution_import", body=body))
-    assert first.status == 200 and first.json["created"] and first.json["ignored_fields"] == ["id", "version"]
+    assert first.status == 200 and first.json["created"] and first.json["kept_fields"] == ["id", "version"]
+    assert first.json["solution"]["extra"] == {"id": "original-id", "version": 3}
     again = call(event("solution_import", body=body))
     assert not again.json["created"] and again.json["solution"]["id"] == first.json["solution"]["id"]
     bad = call(event("solution_import", body={**FIXPACK, "signatures": []}))

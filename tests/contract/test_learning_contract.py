@@ -3,9 +3,11 @@ MongoDB server when CAPSULE_TEST_MONGODB_URI is set."""
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -255,3 +257,48 @@ def test_job_state_round_trip(learning_store):
     learning_store.save_job_state("mining", {"after": "tenant-b"}, at=T0)
     learning_store.save_job_state("mining", {"after": "tenant-c"}, at=T0)
     assert learning_store.job_state("mining") == {"after": "tenant-c"}
+
+
+# ---- kept keys of imported fixpack files ------------------------------------------------
+
+FIXPACK_FILES = sorted((Path(__file__).parent.parent / "learning" / "fixpacks").glob("*.json"))
+AWKWARD_EXTRA = {
+    "_comment": "ünïcødé ✓ and \"quotes\"", "id": 16, "_id": "not our id", "none": None, "yes": True,
+    "big": 2**63 - 1, "small": -(2**63), "float": 0.1, "huge_float": 1e308, "empty": {}, "nothing": [],
+    "nested": {"list": [1, "two", {"three": [3.0, None]}], "order": {"b": 1, "a": 2}},
+}
+
+
+def body_of(raw: dict) -> dict:
+    """The body the service stores for an imported file (kept keys under 'extra')."""
+    from capsule.learning import models
+
+    return models.read_fixpack_file(raw).model_dump(mode="json", exclude={"success_count", "failure_count"})
+
+
+@pytest.mark.parametrize("path", FIXPACK_FILES, ids=lambda p: p.stem)
+def test_imported_fixpack_bodies_round_trip_with_their_kept_keys(learning_store, path):
+    body = body_of(json.loads(path.read_text("utf-8")))
+    assert any("extra" in s for s in body["steps"] + body["checks"] + body["signatures"]) or body.get("extra")
+    record = solution()
+    record.body = body
+    learning_store.insert_solution(record)
+    assert learning_store.get_solution("t", "s1").body == body
+    assert learning_store.solutions("t", category=None, limit=5)[0].body == body
+    assert learning_store.list_solutions("t", category=None, after=None, limit=5)[0].body == body
+
+
+def test_awkward_kept_values_round_trip_exactly(learning_store):
+    record = solution()
+    record.body = {**record.body, "extra": AWKWARD_EXTRA,
+                   "steps": [{"step_order": 1, "kind": "env", "payload": {"vars": {"A": "1"}, "extra": AWKWARD_EXTRA},
+                              "extra": AWKWARD_EXTRA}]}
+    learning_store.insert_solution(record)
+    got = learning_store.get_solution("t", "s1").body
+    assert got == record.body
+    assert list(got["extra"]["nested"]["order"]) == ["b", "a"]  # key order is the file's
+    assert isinstance(got["extra"]["big"], int) and isinstance(got["extra"]["huge_float"], float)
+    replaced = solution(at=T0 + timedelta(seconds=1))
+    replaced.body = {**record.body, "extra": {"_comment": "second import"}}
+    learning_store.replace_solution(replaced)
+    assert learning_store.get_solution("t", "s1").body["extra"] == {"_comment": "second import"}

@@ -62,3 +62,16 @@ def test_mining_golden_paths_and_jobs_on_mongodb(hosted):
     embedder.down = False
     assert jobs.run("backfill").counts == {"embedded": 1, "pending": 0, "solutions": 0}
     assert jobs.run("retention").ran
+
+
+def test_imported_vector_bridge_files_keep_their_unknown_keys_on_mongodb(hosted):
+    from fixpack_files import FILES, KEPT, in_file, kept_in, load
+
+    _, learning, *_ = hosted
+    for path in FILES:
+        imported = learning.import_solution("t", load(path))
+        shown = learning.get_solution("t", imported.solution.id).solution.model_dump(mode="json")
+        assert imported.kept_fields == KEPT[path.name]
+        assert all(kept_in(shown, k) == in_file(load(path), k) for k in KEPT[path.name]), path.name
+        applied = learning.solution_apply("t", imported.solution.id, {"success": True})
+        assert applied.solution.success_count == 1

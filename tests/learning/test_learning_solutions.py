@@ -121,7 +121,8 @@ def test_import_takes_original_files_as_they_are_and_is_idempotent(world):
     original["id"] = "fp-123"           # fields of the original format we do not keep
     original["schema_version"] = 2
     first = world.learning.import_solution("t", copy.deepcopy(original), source="redis.json")
-    assert first.created and first.ignored_fields == ["id", "schema_version"]
+    assert first.created and first.kept_fields == ["id", "schema_version"]
+    assert first.solution.extra == {"id": "fp-123", "schema_version": 2}
     assert (first.solution.success_count, first.solution.failure_count) == (7, 1)
     assert "redis.json" in first.explanation and "schema_version" in first.explanation
     again = world.learning.import_solution("t", copy.deepcopy(original), source="redis.json")

@@ -14,7 +14,7 @@ def test_import_search_apply_and_golden_paths_over_http(server):
     imported = server.request("POST", "/v1/solutions/import", {**FIXPACK, "legacy_id": 7})
     assert imported.status == 200, imported
     solution = imported.json["solution"]
-    assert imported.json["ignored_fields"] == ["legacy_id"]
+    assert imported.json["kept_fields"] == ["legacy_id"] and solution["extra"] == {"legacy_id": 7}
     found = server.request("POST", "/v1/solutions/search",
                            {"error": "Error: ENOSPC: System limit for number of file watchers reached, watch '/src'"})
     assert found.status == 200 and found.json["results"][0]["solution"]["id"] == solution["id"]

@@ -1,32 +1,41 @@
 """The shapes of solutions (fixpacks) and patterns that users see (pydantic v2, the edge).
 
-A fixpack file written for the original multi-project memory validates into
-:class:`Fixpack` as it is: ``title, description, category, component, tags,
-package_manager, signatures[{text, regexes, meta}], steps[{step_order, kind, payload,
-description, timeout_ms}], checks[{check_order, cmd, expect_substring | expect_exit_code,
-timeout_ms}]``. Every regex is compiled by :mod:`.safe_regex` while validating, so a
-catastrophic pattern is refused before anything is stored.
+A fixpack is ``title, description, category, component, tags, package_manager,
+signatures[{text, regexes, meta}], steps[{step_order, kind, payload, description,
+timeout_ms}], checks[{check_order, cmd, expect_substring | expect_exit_code, timeout_ms}]``.
+Step kinds are ``cmd``, ``patch``, ``copy``, ``script`` and ``env``, each with its payload
+model; an absent order is the item's place in the file. A file written for the Vector Bridge
+(the original multi-project memory) reads as it is through :func:`read_fixpack_file`: its
+names are mapped by :mod:`.fixpack_format`, and keys no model knows are kept under ``extra``
+at their level (create and update refuse them instead). Every regex is compiled by
+:mod:`.safe_regex` while validating, so a catastrophic pattern is refused before anything is stored.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Mapping
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
+    RootModel,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from .. import limits
-from ..errors import InvalidInput
+from ..errors import InvalidInput, from_validation_error
 from ..models import ProjectName, Tag, check_meta_keys
+from . import fixpack_format
 from .safe_regex import compile_safe
 
 MAX_FIXPACK_BYTES = 256 * 1024
@@ -63,18 +72,50 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+def _absent(value: Any) -> bool:
+    return value is None
+
+
+def _empty(value: Any) -> bool:
+    return not value
+
+
+INT64 = 2**63
+
+
+def _storable(value: Any, where: str = "extra") -> Any:
+    """Kept keys go into both stores as they are: refuse what either would misread or refuse."""
+    check_meta_keys(value, where)
+    _check_numbers(value, where)
+    return value
+
+
+def _check_numbers(value: Any, where: str) -> None:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int) and not -INT64 <= value < INT64:
+        raise ValueError(f"{where} holds an integer outside 64 bits")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} holds a number JSON cannot carry")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_numbers(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for item in value:
+            _check_numbers(item, where)
+
+
 class SignatureMeta(BaseModel):
     """Free metadata of a signature; ``min_score`` is the similarity that counts as a match."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     min_score: float | None = Field(None, ge=0, le=1)
 
     @model_validator(mode="before")
     @classmethod
     def _keys(cls, data: Any) -> Any:
-        check_meta_keys(data, "signature meta")
-        return data
+        return _storable(data, "signature meta")
 
 
 def _regex(value: str) -> str:
@@ -88,7 +129,46 @@ def _regex(value: str) -> str:
 Regex = Annotated[str, AfterValidator(_regex)]
 
 
-class Signature(_Strict):
+Extra = Annotated[dict[str, Any], AfterValidator(_storable)]
+
+
+class _Kept(_Strict):
+    """One level of a fixpack (the fixpack, a signature, step, payload or check).
+
+    Names in ``NAMES`` are read as our fields (:mod:`.fixpack_format`). Validated with the
+    context an import sets, keys this level does not know are kept under ``extra`` instead of
+    refused; without it (create, update) they are refused by name.
+    """
+
+    # The types of known keys are not coerced: "5m" is no timeout and "0" no exit code.
+    model_config = ConfigDict(strict=True)  # merged with _Strict's
+
+    NAMES: ClassVar[Mapping[str, str]] = {}
+
+    extra: Extra = Field(default_factory=dict, exclude_if=_empty,
+                         description="Keys of an imported file that this format does not know, kept as written.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_names(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = cls._shape(fixpack_format.rename(data, cls.NAMES))
+        if fixpack_format.keeping(info.context):
+            data = fixpack_format.keep_unknown(data, frozenset(cls.model_fields))
+        return data
+
+    @classmethod
+    def _shape(cls, data: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+    @classmethod
+    def renamed(cls, data: Any) -> list[str]:
+        """The file's names this level reads as ours (for an import's explanation)."""
+        return fixpack_format.renamed(data, cls.NAMES)
+
+
+class Signature(_Kept):
     text: Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_no_nul)] = Field(
         description="An error message this solution fixes, as it is usually seen.")
     regexes: list[Regex] = Field(default_factory=list, max_length=MAX_REGEXES,
@@ -96,38 +176,155 @@ class Signature(_Strict):
     meta: SignatureMeta = Field(default_factory=SignatureMeta)
 
 
-class PatchPayload(_Strict):
-    file: Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS), AfterValidator(_no_nul)]
-    search: Annotated[str, Field(min_length=1, max_length=MAX_PAYLOAD_CHARS)]
-    replace: Annotated[str, Field(max_length=MAX_PAYLOAD_CHARS)]
+FilePath = Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS), AfterValidator(_no_nul)]
+Command = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+Source = Annotated[str, Field(min_length=1, max_length=MAX_PAYLOAD_CHARS), AfterValidator(_no_nul)]
+EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+EnvValue = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
 
 
-class CmdPayload(_Strict):
-    command: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+def _optional(kind: Any, description: str) -> Any:
+    """An optional payload field, left out of the stored payload when not given."""
+    return Annotated[kind | None, Field(None, exclude_if=_absent, description=description)]
 
 
-class Step(_Strict):
-    step_order: int = Field(ge=0, le=10_000)
-    kind: Literal["patch", "cmd"]
-    payload: dict[str, Any]
+class CmdPayload(_Kept):
+    """Run a shell command (``run`` in a Vector Bridge file)."""
+
+    NAMES = fixpack_format.PAYLOAD_NAMES["cmd"]
+    command: Command
+    cwd: _optional(FilePath, "Folder to run it in, relative to the project root.")
+
+
+class PatchPayload(_Kept):
+    """Change a file: replace ``search`` by ``replace`` in ``file``, or apply a unified ``diff``
+    (the Vector Bridge's shape, where ``file`` is optional: the diff names its files)."""
+
+    NAMES = fixpack_format.PAYLOAD_NAMES["patch"]
+    file: _optional(FilePath, "The file to change.")
+    search: _optional(Annotated[str, Field(min_length=1, max_length=MAX_PAYLOAD_CHARS)], "Text to find.")
+    replace: _optional(Annotated[str, Field(max_length=MAX_PAYLOAD_CHARS)], "Text to put in its place.")
+    diff: _optional(Source, "A unified diff.")
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> "PatchPayload":
+        if self.diff is not None:
+            if self.search is not None or self.replace is not None:
+                raise ValueError("give a diff, or search and replace, not both")
+        elif self.file is None or self.search is None or self.replace is None:
+            missing = [n for n in ("file", "search", "replace") if getattr(self, n) is None]
+            raise ValueError(f"needs diff, or file, search and replace (missing {', '.join(missing)})")
+        return self
+
+
+class CopyPayload(_Kept):
+    """Copy a file or folder (``from``/``to`` and ``source``/``destination`` read as ``src``/``dest``)."""
+
+    NAMES = fixpack_format.PAYLOAD_NAMES["copy"]
+    src: FilePath
+    dest: FilePath
+
+
+class ScriptPayload(_Kept):
+    """Run a script: its text (``script``, or ``run``/``code``) or a ``file`` of the project."""
+
+    NAMES = fixpack_format.PAYLOAD_NAMES["script"]
+    script: _optional(Source, "The script's text.")
+    file: _optional(FilePath, "A script file to run, relative to the project root.")
+    interpreter: _optional(Name, "What runs it (bash, node, python, ...); absent: sh.")
+    cwd: _optional(FilePath, "Folder to run it in, relative to the project root.")
+
+    @model_validator(mode="after")
+    def _script_or_file(self) -> "ScriptPayload":
+        if (self.script is None) == (self.file is None):
+            raise ValueError("give the script's text (script) or a file, one of them")
+        return self
+
+
+class EnvPayload(_Kept):
+    """Set environment variables: ``vars`` {NAME: value}, or one ``name`` (or ``key``) and ``value``."""
+
+    NAMES = fixpack_format.PAYLOAD_NAMES["env"]
+    vars: dict[EnvName, EnvValue] = Field(min_length=1, max_length=100)
+    file: _optional(FilePath, "A dotenv file to write them to; absent: the environment the project runs in.")
+
+    @classmethod
+    def _shape(cls, data: dict[str, Any]) -> dict[str, Any]:
+        if "name" not in data and "value" not in data:
+            return data
+        if "vars" in data:
+            raise ValueError("give vars, or name and value, not both")
+        if "name" not in data or "value" not in data:
+            raise ValueError("name and value go together")
+        rest = {k: v for k, v in data.items() if k not in ("name", "value")}
+        if not isinstance(data["name"], str):
+            raise ValueError("name must be a string")
+        return {**rest, "vars": {data["name"]: data["value"]}}
+
+    @classmethod
+    def renamed(cls, data: Any) -> list[str]:
+        names = super().renamed(data)
+        if isinstance(data, dict) and ("name" in data or "key" in data):
+            names.append("name and value as vars")
+        return names
+
+
+PAYLOADS: Mapping[str, type[_Kept]] = {
+    "cmd": CmdPayload, "patch": PatchPayload, "copy": CopyPayload, "script": ScriptPayload, "env": EnvPayload,
+}
+SHAPES = {"cmd": "{command (or run), cwd?}", "patch": "{file, search, replace} or {diff, file?}",
+          "copy": "{src, dest} (or from, to)", "script": "{script (or run) or file, interpreter?, cwd?}",
+          "env": "{vars: {NAME: value}, file?} or {name, value}"}
+assert tuple(PAYLOADS) == fixpack_format.STEP_KINDS
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False)[0]
+    where = ".".join(str(p) for p in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    return f"payload{'.' + where if where else ''}: {message}"
+
+
+Order = Annotated[int | None, Field(None, ge=0, le=10_000, description="Absent: its place in the file (1, 2, ...).")]
+
+
+class Step(_Kept):
+    _placed: bool = PrivateAttr(False)  # its order was its place in the file
+    _renamed: list[str] = PrivateAttr(default_factory=list)  # payload names read as ours
+
+    step_order: Order
+    kind: Literal["cmd", "patch", "copy", "script", "env"]
+    payload: dict[str, Any] = Field(description="By kind: " + "; ".join(f"{k} {v}" for k, v in SHAPES.items()))
     description: LongText | None = None
     timeout_ms: Timeout = DEFAULT_TIMEOUT_MS
 
     @model_validator(mode="after")
-    def _payload_fits_kind(self) -> "Step":
-        model = PatchPayload if self.kind == "patch" else CmdPayload
+    def _payload_fits_kind(self, info: ValidationInfo) -> "Step":
+        model = PAYLOADS[self.kind]
+        self._renamed = [f"payload.{name}" for name in model.renamed(self.payload)]
         try:
-            self.payload = model.model_validate(self.payload).model_dump()
+            payload = model.model_validate(self.payload, context=info.context)
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in first["loc"])
-            needs = "file, search and replace" if self.kind == "patch" else "command"
-            raise ValueError(f"a {self.kind} step's payload needs {needs}: payload.{where}: {first['msg']}") from None
+            raise PydanticCustomError("payload", "{detail}", {
+                "detail": f"{_first_error(exc)} ({self.kind} payloads are {SHAPES[self.kind]})"}) from None
+        self.payload = payload.model_dump(mode="json")
         return self
 
+    def summary(self) -> str:
+        """What the step does, in one line (for text output)."""
+        p = self.payload
+        if self.kind == "copy":
+            return f"copy {p['src']} to {p['dest']}"
+        if self.kind == "env":
+            return "set " + ", ".join(p["vars"])
+        what = p.get("command") or p.get("script") or p.get("file") or ("a diff" if p.get("diff") else "")
+        return self.description or what
 
-class Check(_Strict):
-    check_order: int = Field(ge=0, le=10_000)
+
+class Check(_Kept):
+    _placed: bool = PrivateAttr(False)
+
+    check_order: Order
     cmd: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
     expect_substring: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None = None
     expect_exit_code: int | None = Field(None, ge=0, le=255)
@@ -140,14 +337,34 @@ class Check(_Strict):
         return self
 
 
-def _unique_orders(items: list, attribute: str) -> list:
-    orders = [getattr(i, attribute) for i in items]
-    if len(set(orders)) != len(orders):
-        raise ValueError(f"{attribute} values must be unique")
-    return sorted(items, key=lambda i: getattr(i, attribute))
+def _place(items: list, attribute: str, name: str) -> list:
+    """Give items without an order their place in the file (1, 2, ...), then refuse two with one
+    order. The file's order is kept here (the fixpack sorts once it has named kept keys)."""
+    seen: dict[int, int] = {}
+    for place, item in enumerate(items):
+        if getattr(item, attribute) is None:
+            setattr(item, attribute, place + 1)
+            item._placed = True
+        order = getattr(item, attribute)
+        if order in seen:
+            raise ValueError(f"{attribute} values must be unique: {name}[{seen[order]}] and {name}[{place}] "
+                             f"both have {order}")
+        seen[order] = place
+    return items
 
 
-class Fixpack(_Strict):
+def kept_keys(fixpack: "Fixpack") -> list[str]:
+    """Where the fixpack keeps keys its file had and this format does not know, in file order."""
+    found = list(fixpack.extra)
+    for name in ("signatures", "steps", "checks"):
+        for place, item in enumerate(getattr(fixpack, name)):
+            found += [f"{name}[{place}].{key}" for key in item.extra]
+            if name == "steps":
+                found += [f"steps[{place}].payload.{key}" for key in item.payload.get(fixpack_format.EXTRA, {})]
+    return found
+
+
+class Fixpack(_Kept):
     """One solution: how to recognise an error and the ordered steps and checks that fix it."""
 
     title: ShortText
@@ -162,6 +379,10 @@ class Fixpack(_Strict):
     success_count: int = Field(0, ge=0, le=10**9)
     failure_count: int = Field(0, ge=0, le=10**9)
 
+    _kept: list[str] = PrivateAttr(default_factory=list)
+    _numbered: list[str] = PrivateAttr(default_factory=list)
+    _renamed: list[str] = PrivateAttr(default_factory=list)
+
     @model_validator(mode="before")
     @classmethod
     def _size(cls, data: Any) -> Any:
@@ -175,23 +396,57 @@ class Fixpack(_Strict):
 
     @field_validator("steps")
     @classmethod
-    def _steps_in_order(cls, steps: list[Step]) -> list[Step]:
-        return _unique_orders(steps, "step_order")
+    def _steps_placed(cls, steps: list[Step]) -> list[Step]:
+        return _place(steps, "step_order", "steps")
 
     @field_validator("checks")
     @classmethod
-    def _checks_in_order(cls, checks: list[Check]) -> list[Check]:
-        return _unique_orders(checks, "check_order")
+    def _checks_placed(cls, checks: list[Check]) -> list[Check]:
+        return _place(checks, "check_order", "checks")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Fixpack":
+        # Named before sorting, so places are the file's.
+        self._kept = kept_keys(self)
+        self._numbered = [f"{name}[{place}]" for name in ("steps", "checks")
+                          for place, item in enumerate(getattr(self, name)) if item._placed]
+        self._renamed = [f"steps[{place}].{name}" for place, step in enumerate(self.steps) for name in step._renamed]
+        self.steps = sorted(self.steps, key=lambda s: s.step_order)
+        self.checks = sorted(self.checks, key=lambda c: c.check_order)
+        return self
+
+    @property
+    def kept(self) -> list[str]:
+        """Keys of the file kept under ``extra`` (an import names them)."""
+        return list(self._kept)
+
+    @property
+    def renamed(self) -> list[str]:
+        """Names of the file read as ours (``steps[0].payload.run as command``)."""
+        return list(self._renamed)
+
+    @property
+    def numbered(self) -> list[str]:
+        """Steps and checks that had no order and were given their place in the file."""
+        return list(self._numbered)
 
 
-FIXPACK_FIELDS = frozenset(Fixpack.model_fields)
+class FixpackFile(RootModel[dict[str, Any] | list[Any]]):
+    """The body of an import: a fixpack file, a JSON object with the fields of :class:`Fixpack`
+    (the Vector Bridge's names allowed) and any keys of its own, which are kept. Read by
+    :func:`read_fixpack_file`, not by this model; an array is taken only to be refused there
+    (an edge that expects an object may otherwise take an array's first item)."""
 
 
-class FixpackFile(Fixpack):
-    """A fixpack file as written for the original memory: fields we do not keep are allowed
-    (and reported as ignored by the import)."""
-
-    model_config = ConfigDict(extra="allow")
+def read_fixpack_file(body: Any) -> Fixpack:
+    """A fixpack file as it is: the Vector Bridge's names read as ours, unknown keys kept
+    under ``extra`` at every level (not refused). A wrong type of a known key is InvalidInput."""
+    if not isinstance(body, dict):
+        raise InvalidInput("a fixpack is a JSON object", field="body")
+    try:
+        return Fixpack.model_validate(body, context={fixpack_format.KEEP_UNKNOWN: True})
+    except ValidationError as exc:
+        raise from_validation_error(exc) from exc
 
 
 # ---- requests ---------------------------------------------------------------
@@ -259,7 +514,8 @@ class DetectPatternsRequest(_Strict):
 
 
 class Solution(Fixpack):
-    model_config = ConfigDict(extra="forbid")
+    # Not strict: a client reads created_at back from JSON text.
+    model_config = ConfigDict(extra="forbid", strict=False)
 
     id: str
     success_rate: float = Field(description="Wilson lower bound of successes / applications.")
@@ -275,7 +531,8 @@ class SolutionResult(BaseModel):
 class ImportResult(BaseModel):
     solution: Solution
     created: bool
-    ignored_fields: list[str] = Field(default_factory=list)
+    kept_fields: list[str] = Field(default_factory=list, description=(
+        "Keys of the file this format does not know, kept under 'extra' where they were (steps[0]._comment)."))
     explanation: str
 
 

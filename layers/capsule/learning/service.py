@@ -78,11 +78,16 @@ def _linked_fix(link: LinkRecord, memory: MemoryRecord) -> models.LinkedFix:
     )
 
 
-def _split_extra(body: Any) -> tuple[dict[str, Any], list[str]]:
-    if not isinstance(body, dict):
-        raise InvalidInput("a fixpack is a JSON object", field="body")
-    ignored = sorted(k for k in body if k not in models.FIXPACK_FIELDS)
-    return {k: v for k, v in body.items() if k in models.FIXPACK_FIELDS}, ignored
+def _import_notes(fixpack: models.Fixpack) -> str:
+    """What the import did beyond reading the file: the keys it kept, the orders it gave."""
+    notes = ""
+    if fixpack.kept:
+        notes += f" Kept unknown keys (under 'extra'): {', '.join(fixpack.kept)}."
+    if fixpack.renamed:
+        notes += f" Read as our names: {', '.join(fixpack.renamed)}."
+    if fixpack.numbered:
+        notes += f" Numbered by their place in the file (no order given): {', '.join(fixpack.numbered)}."
+    return notes
 
 
 def _regex_match(signatures: Sequence[dict[str, Any]], error: str) -> str | None:
@@ -209,29 +214,28 @@ class LearningService:
         )
 
     def import_solution(self, tenant: str, body: Any, *, source: str | None = None) -> models.ImportResult:
-        """Import one fixpack file as it is. Unknown top-level fields are ignored (and named);
-        a fixpack with the title and category of an existing solution replaces it, so
-        importing the same file twice changes nothing."""
-        known, ignored = _split_extra(body)
-        fixpack = validate(models.Fixpack, known)
+        """Import one fixpack file as it is (ours or the Vector Bridge's): keys this format does
+        not know are kept under ``extra`` where they were, and named; a fixpack with the title and
+        category of an existing solution replaces it, so importing the same file twice changes nothing."""
+        fixpack = models.read_fixpack_file(body)
         existing = self.store.find_solution(tenant, fixpack.title, fixpack.category)
         origin = f" from {source}" if source else ""
-        skipped = f" Ignored unknown field(s): {', '.join(ignored)}." if ignored else ""
+        notes = _import_notes(fixpack)
         if existing is None:
             record = self._record(tenant, fixpack)
             self.store.insert_solution(record)
             return models.ImportResult(
-                solution=to_solution(record), created=True, ignored_fields=ignored,
-                explanation=f"Imported '{record.title}'{origin} as new solution {record.id}.{skipped}"
+                solution=to_solution(record), created=True, kept_fields=fixpack.kept,
+                explanation=f"Imported '{record.title}'{origin} as new solution {record.id}.{notes}"
                 + self._embedding_note(record),
             )
         record = self._record(tenant, fixpack, existing.id)
         record.created_at, record.success, record.failure = existing.created_at, existing.success, existing.failure
         self.store.replace_solution(record)
         return models.ImportResult(
-            solution=to_solution(record), created=False, ignored_fields=ignored,
+            solution=to_solution(record), created=False, kept_fields=fixpack.kept,
             explanation=(f"Solution {existing.id} already had the title '{record.title}' in category "
-                         f"'{record.category}': replaced its content{origin}, kept its counts.{skipped}"),
+                         f"'{record.category}': replaced its content{origin}, kept its counts.{notes}"),
         )
 
     # ---- solution_search and solution_apply ---------------------------------
