@@ -23,17 +23,13 @@ from ..records import Filters, MemoryRecord
 from ..service import decode_cursor, encode_cursor, validate
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
-from . import mining, models
+from . import matching, mining, models
 from .records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
-from .safe_regex import cached
-from .signature import terms
+from .signature import salient_text, terms
 
 MAX_SEARCH_SOLUTIONS = 5000
 MAX_PATTERNS_SCANNED = 1000
 SEARCH_EMBED_BUDGET = 64  # solutions a search may embed (the rest wait for the backfill job)
-DEFAULT_MIN_SIMILARITY = 0.35
-# solution_search: score = regex + meaning + keyword + track record
-SOLUTION_WEIGHTS = {"regex": 0.45, "vector": 0.35, "keyword": 0.10, "success": 0.10}
 # pattern_detect: score = meaning + shared signature terms
 PATTERN_WEIGHTS = {"vector": 0.6, "terms": 0.4}
 
@@ -83,30 +79,6 @@ def _split_extra(body: Any) -> tuple[dict[str, Any], list[str]]:
         raise InvalidInput("a fixpack is a JSON object", field="body")
     ignored = sorted(k for k in body if k not in models.FIXPACK_FIELDS)
     return {k: v for k, v in body.items() if k in models.FIXPACK_FIELDS}, ignored
-
-
-def _regex_match(signatures: Sequence[dict[str, Any]], error: str) -> str | None:
-    """The reason the first matching regex gives, or None."""
-    for number, signature in enumerate(signatures, start=1):
-        for pattern in signature.get("regexes", []):
-            try:
-                regex = cached(pattern)
-            except InvalidInput:  # stored before a stricter check: never run it
-                continue
-            if regex.search(error):
-                return f"regex /{pattern}/ of signature {number} matched"
-    return None
-
-
-def _shared_terms(signatures: Sequence[dict[str, Any]], error_terms: set[str]) -> tuple[float, set[str]]:
-    """The largest share of one signature's terms found in the error, and those terms."""
-    best, shared = 0.0, set()
-    for signature in signatures:
-        sig_terms = set(terms(signature["text"]))
-        if sig_terms and len(sig_terms & error_terms) / len(sig_terms) > best:
-            shared = sig_terms & error_terms
-            best = len(shared) / len(sig_terms)
-    return best, shared
 
 
 class LearningService:
@@ -256,57 +228,37 @@ class LearningService:
             start += count
         return len(stale)
 
-    def _closest(self, record: SolutionRecord, query: np.ndarray | None) -> tuple[float, int | None, float]:
-        """(similarity, index, threshold) of the signature closest in meaning to the error."""
-        vectors = None if query is None or self._stale(record) else record.embeddings
-        if vectors is None:
-            return 0.0, None, DEFAULT_MIN_SIMILARITY
-        sims = np.clip(vectors @ query, 0.0, 1.0)
-        best = int(np.argmax(sims))
-        threshold = record.body["signatures"][best].get("meta", {}).get("min_score") or DEFAULT_MIN_SIMILARITY
-        return float(sims[best]), best, threshold
-
-    def _match(self, record: SolutionRecord, error: str, error_terms: set[str], query: np.ndarray | None
-               ) -> models.SolutionMatch | None:
-        signatures = record.body["signatures"]
-        regex_reason = _regex_match(signatures, error)
-        reasons = [regex_reason] if regex_reason else []
-        vector, best, threshold = self._closest(record, query)
-        if best is not None and vector >= threshold:
-            reasons.append(f"means nearly the same as signature {best + 1} "
-                           f"'{signatures[best]['text'][:80]}' (similarity {vector:.2f} >= {threshold:.2f})")
-        keyword, shared = _shared_terms(signatures, error_terms)
-        if keyword >= 0.5:
-            reasons.append(f"shares the signature terms {', '.join(sorted(shared))}")
-        if not reasons:
+    def _match(self, record: SolutionRecord, error: matching.ErrorText) -> models.SolutionMatch | None:
+        vectors = None if self._stale(record) else record.embeddings
+        found = matching.match(record.body["signatures"], vectors, error,
+                               matching.meaning_threshold(self.embedder.model_id))
+        if found is None:
             return None
         applied = record.success + record.failure
         success = wilson_lower_bound(record.success, applied)
         if applied:
-            reasons.append(f"worked {record.success} of {applied} times (Wilson {success:.2f})")
-        regex = 1.0 if regex_reason else 0.0
-        w = SOLUTION_WEIGHTS
-        score = w["regex"] * regex + w["vector"] * vector + w["keyword"] * keyword + w["success"] * success
+            found.reasons.append(f"worked {record.success} of {applied} times (Wilson {success:.2f})")
+        if not found.meaning and found.regex and error.vector is not None:
+            found.reasons.append("matched by regex without the same meaning: ranked below matches by meaning")
         return models.SolutionMatch(
-            solution=to_solution(record), score=round(score, 6),
-            components=models.MatchComponents(regex=regex, vector=round(vector, 6), keyword=round(keyword, 6),
-                                              success=round(success, 6)),
-            reasons=reasons, explanation="; ".join(reasons),
+            solution=to_solution(record), score=round(matching.score(found, success), 6),
+            components=models.MatchComponents(regex=found.regex, vector=round(found.vector, 6),
+                                              keyword=round(found.keyword, 6), success=round(success, 6)),
+            reasons=found.reasons, explanation="; ".join(found.reasons),
         )
 
     def solution_search(self, tenant: str, request: models.SolutionSearchRequest | dict
                         ) -> models.SolutionSearchResult:
         req = validate(models.SolutionSearchRequest, request)
         records = self.store.solutions(tenant, category=req.category, limit=MAX_SEARCH_SOLUTIONS)
-        query = self._embed([req.error], kind="query")
+        query = self._embed([salient_text(req.error)], kind="query")
         if query is not None:
             try:  # a few at a time here; the backfill job embeds the rest
                 self.embed_solutions(records, limit=self.search_embed_budget)
             except Unavailable:
                 query = None
-        error_terms = set(terms(req.error))
-        vector = None if query is None else query[0]
-        matches = [m for r in records if (m := self._match(r, req.error, error_terms, vector))]
+        error = matching.ErrorText.of(req.error, None if query is None else query[0])
+        matches = [m for r in records if (m := self._match(r, error))]
         matches.sort(key=lambda m: (-m.score, m.solution.id))
         top = matches[: req.k]
         text = f"Checked {len(records)} solution(s); {len(matches)} matched."
