@@ -23,15 +23,14 @@ from ..records import Filters, MemoryRecord
 from ..service import decode_cursor, encode_cursor, validate
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
-from . import matching, mining, models
+from . import matching, mining, models, pattern_match
 from .records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from .signature import salient_text, terms
 
 MAX_SEARCH_SOLUTIONS = 5000
 MAX_PATTERNS_SCANNED = 1000
 SEARCH_EMBED_BUDGET = 64  # solutions a search may embed (the rest wait for the backfill job)
-# pattern_detect: score = meaning + shared signature terms
-PATTERN_WEIGHTS = {"vector": 0.6, "terms": 0.4}
+MAX_PROFILE_SOLUTIONS = 20  # linked solutions that describe a pattern with no occurrences
 
 
 def _rate(success: int, failure: int) -> float:
@@ -284,7 +283,7 @@ class LearningService:
             found, created = self._pattern_or_new(tenant, req.pattern.tag, req.pattern.category)
             self.store.link(tenant, found.tag, found.category, "solution", solution_id, success=req.success,
                             at=application.at, evidence=f"application:{application.id}")
-            pattern = to_pattern(found)
+            pattern = to_pattern(self._profile_linked(tenant, found))
             text += f" Also counted for pattern '{found.tag}'" + (" (created)." if created else ".")
         return models.ApplyResult(solution=to_solution(record), pattern=pattern, explanation=text)
 
@@ -296,12 +295,35 @@ class LearningService:
         except NotFound:
             now = self.clock()
             record = PatternRecord(
-                tenant=tenant, tag=tag, category=category, terms=terms(tag) or [tag.lower()], occurrences=0,
-                projects=[], examples=[], description=f"Created by a link to pattern '{tag}'.",
+                tenant=tenant, tag=tag, category=category, terms=pattern_match.tag_words(tag) or [tag.lower()],
+                occurrences=0, projects=[], examples=[], description=f"Created by a link to pattern '{tag}'.",
                 created_at=now, updated_at=now,
             )
             self.store.upsert_pattern(record)
             return record, True
+
+    def _profile_linked(self, tenant: str, pattern: PatternRecord) -> PatternRecord:
+        """A pattern with no occurrences takes its terms and vector from its tag and the
+        signatures of the solutions linked to it, so pattern_detect finds it by meaning and terms."""
+        if pattern.occurrences:
+            return pattern  # mined: its members say what it is
+        texts, vectors = [], []
+        for link in self.store.links(tenant, tag=pattern.tag, category=pattern.category)[:MAX_PROFILE_SOLUTIONS]:
+            if link.kind != "solution":
+                continue
+            try:
+                solution = self.store.get_solution(tenant, link.target_id)
+            except NotFound:
+                continue
+            texts += [sig["text"] for sig in solution.body["signatures"]]
+            if not self._stale(solution):
+                vectors += list(solution.embeddings)
+        pattern.terms, pattern.embedding = pattern_match.linked_profile(pattern.tag, texts, vectors)
+        pattern.description = pattern_match.linked_description(pattern.tag, texts)
+        pattern.model = None if pattern.embedding is None else self.embedder.model_id
+        pattern.updated_at = self.clock()
+        self.store.upsert_pattern(pattern)
+        return pattern
 
     def _linked(self, tenant: str, links: Sequence[LinkRecord], k: int
                 ) -> tuple[list[models.LinkedSolution], list[models.LinkedFix]]:
@@ -321,38 +343,43 @@ class LearningService:
     def pattern_detect(self, tenant: str, request: models.PatternDetectRequest | dict) -> models.PatternDetectResult:
         req = validate(models.PatternDetectRequest, request)
         patterns = self.store.patterns(tenant, category=req.category, min_occurrences=0, limit=MAX_PATTERNS_SCANNED)
-        query = self._embed([req.error], kind="query")
-        error_terms = set(terms(req.error))
+        query = self._embed([salient_text(req.error)], kind="query")
+        error = pattern_match.ErrorWords.of(req.error, terms(req.error))
+        threshold = matching.meaning_threshold(self.embedder.model_id)
         scored = []
         for p in patterns:
             vector = 0.0
             if query is not None and p.embedding is not None and p.model == self.embedder.model_id:
                 vector = max(0.0, float(p.embedding @ query[0]))
-            matched = sorted(set(p.terms) & error_terms)
-            share = len(matched) / len(p.terms) if p.terms else 0.0
-            score = PATTERN_WEIGHTS["vector"] * vector + PATTERN_WEIGHTS["terms"] * share
-            if score >= req.min_score:
-                scored.append((score, vector, share, matched, p))
+            matched = pattern_match.term_hits(p.terms, error)
+            found = pattern_match.score(vector, matched, p.terms, error, threshold,
+                                        conflict=pattern_match.conflicts(p.description, error))
+            if found is not None and found[0] >= req.min_score:
+                scored.append((found[0], vector, found[1], matched, p))
         scored.sort(key=lambda s: (-s[0], -s[4].occurrences, s[4].tag))
-        results = []
-        for score, vector, share, matched, p in scored[: req.k]:
-            links = self.store.links(tenant, tag=p.tag, category=p.category)
-            solutions, fixes = self._linked(tenant, links, req.solutions)
-            why = [f"similar in meaning ({vector:.2f})"] if vector else []
-            if matched:
-                why.append(f"shares the terms {', '.join(matched)}")
-            why.append(f"seen {p.occurrences} time(s) in {len(p.projects)} project(s)")
-            results.append(models.PatternMatch(
-                pattern=to_pattern(p), score=round(score, 6),
-                components=models.PatternComponents(vector=round(vector, 6), terms=round(share, 6)),
-                matched_terms=matched, solutions=solutions, fixes=fixes, explanation="; ".join(why),
-            ))
-        text = f"Compared the error with {len(patterns)} known pattern(s); {len(scored)} scored at least {req.min_score}."
+        results = [self._pattern_match(tenant, req, *item) for item in scored[: req.k]]
+        text = (f"Compared the error with {len(patterns)} known pattern(s); {len(scored)} matched by meaning "
+                f"(similarity >= {threshold:.2f}) or terms and scored at least {req.min_score}.")
         if results:
             text += f" The best is '{results[0].pattern.tag}': {results[0].explanation}."
         if query is None:
             text += " The embedder is unavailable: matched by signature terms only."
         return models.PatternDetectResult(results=results, explanation=text)
+
+    def _pattern_match(self, tenant: str, req: models.PatternDetectRequest, score: float, vector: float,
+                       share: float, matched: list[str], p: PatternRecord) -> models.PatternMatch:
+        links = self.store.links(tenant, tag=p.tag, category=p.category)
+        solutions, fixes = self._linked(tenant, links, req.solutions)
+        why = [f"similar in meaning ({vector:.2f})"] if vector else []
+        if matched:
+            why.append(f"shares the terms {', '.join(matched)}")
+        why.append(f"seen {p.occurrences} time(s) in {len(p.projects)} project(s)" if p.occurrences
+                   else "known from the solutions linked to it")
+        return models.PatternMatch(
+            pattern=to_pattern(p), score=round(score, 6),
+            components=models.PatternComponents(vector=round(vector, 6), terms=round(share, 6)),
+            matched_terms=matched, solutions=solutions, fixes=fixes, explanation="; ".join(why),
+        )
 
     def pattern_solutions(self, tenant: str, request: models.PatternSolutionsRequest | dict
                           ) -> models.PatternSolutionsResult:
@@ -371,6 +398,7 @@ class LearningService:
         pattern, created = self._pattern_or_new(tenant, req.tag, req.category)
         link, _ = self.store.link(tenant, req.tag, req.category, "solution", solution.id, success=req.success,
                                   at=self.clock(), evidence=None)
+        pattern = self._profile_linked(tenant, pattern)
         verdict = "worked" if req.success else "failed"
         text = (f"Recorded that solution {solution.id} {verdict} for pattern '{req.tag}': now "
                 f"{link.success} success(es), {link.failure} failure(s).")
@@ -437,10 +465,10 @@ class LearningService:
             if len(group) < 2:
                 continue
             found = mining.describe_cluster([items[i] for i in group])
-            taken = {c.tag for c in clusters}
+            taken = {c.tag for c in clusters if c.category == found.category}
             same_category = {p.tag: set(p.examples) for p in existing
                              if p.category == found.category and p.tag not in taken}
-            found.tag = mining.name(found, same_category)
+            found.tag = mining.name(found, same_category, taken)
             self._save_pattern(tenant, found, existing)
             counted += self._record_evidence(tenant, found, mining.evidence(found, successes, applications, vectors,
                                                                              options))

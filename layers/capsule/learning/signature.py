@@ -12,7 +12,6 @@ and uuid ids, file paths and ``file:line:col`` locations (:func:`is_incidental`)
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from typing import Iterable, Sequence
@@ -115,15 +114,3 @@ def common_terms(term_lists: Sequence[Sequence[str]], *, limit: int = 8) -> list
     shared = [t for t, c in counts.items() if c >= need]
     shared.sort(key=lambda t: (-counts[t], t))
     return shared[:limit]
-
-
-def _slug(term: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", term.lower()).strip("-")
-
-
-def stable_tag(signature_terms: Sequence[str], category: str) -> str:
-    """A readable tag that is the same for the same terms, in any order, on every machine."""
-    ordered = sorted(set(signature_terms))
-    head = "-".join(s for s in (_slug(t) for t in signature_terms[:3]) if s)[:48].strip("-") or "pattern"
-    digest = hashlib.sha256(("\x1f".join([category, *ordered])).encode()).hexdigest()[:8]
-    return f"{head}-{digest}"
