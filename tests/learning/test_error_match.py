@@ -145,6 +145,18 @@ def test_pattern_detect_finds_a_linked_pattern_by_meaning_and_terms(world):
     assert world.learning.pattern_detect("t", {"error": "fatal: refusing to merge unrelated histories"}).results == []
 
 
+def test_a_linked_pattern_gains_meaning_once_its_solution_is_embedded(world):
+    world.embedder.down = True
+    solution = world.learning.create_solution("t", BROAD_REDIS).solution
+    world.learning.pattern_link("t", {"tag": "local-cache", "solution_id": solution.id, "success": True})
+    assert world.learning.store.get_pattern("t", "local-cache", "general").embedding is None
+    world.embedder.down = False
+    error = "[ioredis] Unhandled error event: Error: connect ECONNREFUSED 127.0.0.1:6379"
+    world.learning.solution_search("t", {"error": error})  # embeds the solution's signatures
+    top = world.learning.pattern_detect("t", {"error": error}).results[0]
+    assert top.pattern.tag == "local-cache" and top.components.vector > 0.5
+
+
 def test_pattern_detect_ignores_a_pattern_that_names_another_error(world):
     solution = world.learning.create_solution("t", BROAD_REDIS).solution
     world.learning.pattern_link("t", {"tag": "redis-connection", "solution_id": solution.id, "success": True})
