@@ -5,7 +5,11 @@ the linked pattern exists with no mined occurrences. Then each error message is 
 ``solution_search`` is right when its top result is the expected fixpack, ``pattern_detect``
 when its top pattern is that fixpack's tag; an unrelated error counts as "returned" when
 either gives any result at all. Reported per split: ``tune`` (what thresholds were chosen
-on) and ``holdout`` (only ever checked). Run:
+on) and ``holdout`` (only ever checked).
+
+Mined patterns too, in another tenant: every error message is stored as a failure memory
+(three projects), ``detect_patterns`` mines them, and each unrelated error is given to
+``pattern_detect``; the mined tags are listed. Run:
 
     .venv/bin/python tests/learning/error_match_eval.py --embedder hashing
     .venv/bin/python tests/learning/error_match_eval.py --embedder minilm
@@ -30,6 +34,7 @@ class Report:
     embedder: str
     counts: Counter = field(default_factory=Counter)
     misses: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)  # the mined patterns' tags
 
     def rate(self, what: str, split: str) -> tuple[int, int]:
         return self.counts[f"{what}:{split}"], self.counts[f"{what}-n:{split}"]
@@ -40,10 +45,12 @@ class Report:
             parts = []
             for what, label in (("solution", "solution_search top-1"), ("pattern", "pattern_detect top-1"),
                                 ("unrelated-solution", "unrelated -> a solution"),
-                                ("unrelated-pattern", "unrelated -> a pattern")):
+                                ("unrelated-pattern", "unrelated -> a pattern"),
+                                ("unrelated-mined", "unrelated -> a mined pattern")):
                 hit, n = self.rate(what, split)
                 parts.append(f"{label} {hit}/{n}")
             out.append(f"  {split:8s} " + "; ".join(parts))
+        out.append(f"  mined tags ({len(self.tags)}): {', '.join(self.tags)}")
         return out
 
 
@@ -102,8 +109,25 @@ def run(embedder, data: dict | None = None) -> Report:
                 what = [ids[found[0].solution.id]] if found else []
                 what += [patterns[0].pattern.tag] if patterns else []
                 report.misses.append(f"unrelated returned {', '.join(what)}: {case['error'][:70]!r}")
+        _mine(store, embedder, learning, data, report)
         store.close()
     return report
+
+
+def _mine(store, embedder, learning, data: dict, report: Report) -> None:
+    from capsule.service import MemoryService
+
+    memories = MemoryService(store, embedder)
+    for i, case in enumerate(data["errors"]):
+        memories.store_memory("mined", {"project": f"p{i % 3}", "content": case["error"],
+                                        "meta": {"type": "error", "outcome_status": "failure"}})
+    mined = learning.detect_patterns("mined", {"min_occurrences": 2, "k": 100}).patterns
+    report.tags = sorted(p.tag for p in mined)
+    for case in data["unrelated"]:
+        found = learning.pattern_detect("mined", {"error": case["error"]}).results
+        _count(report, "unrelated-mined", case["split"], bool(found))
+        if found:
+            report.misses.append(f"unrelated returned mined {found[0].pattern.tag}: {case['error'][:70]!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
