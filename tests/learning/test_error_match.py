@@ -171,3 +171,5 @@ def test_the_evaluation_set_stays_at_its_measured_level():
     assert report.rate("pattern", "all") >= (35, 45)
     assert report.rate("unrelated-solution", "all")[0] <= 1
     assert report.rate("unrelated-pattern", "all")[0] == 0
+    assert report.rate("unrelated-mined", "all")[0] == 0
+    assert "redis-enotfound" in report.tags and all(re.fullmatch(r"[a-z]+(-[a-z]+)*", t) for t in report.tags)

@@ -28,6 +28,7 @@ regex and meaning, nor one whose signature means the same as the error.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Sequence
 
 import numpy as np
@@ -93,9 +94,19 @@ def _regex_hit(signature: dict[str, Any], error: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=8192)
+def _codes_of(text: str) -> frozenset[str]:
+    return frozenset(codes(text))
+
+
+@lru_cache(maxsize=8192)
+def _terms_of(text: str) -> frozenset[str]:
+    return frozenset(terms(text))
+
+
 def _conflict(signature: dict[str, Any], error: ErrorText) -> bool:
     """Both name their error and the names differ."""
-    named = codes(signature["text"])
+    named = _codes_of(signature["text"])
     return bool(named and error.codes and not named & error.codes)
 
 
@@ -107,50 +118,59 @@ def _similarities(signatures: Sequence[dict[str, Any]], vectors: np.ndarray | No
     return [float(v) for v in np.clip(vectors @ error.vector, 0.0, 1.0)]
 
 
-def _min_score(signature: dict[str, Any]) -> float | None:
-    return (signature.get("meta") or {}).get("min_score")
-
-
 def keyword_share(signatures: Sequence[dict[str, Any]], error_terms: frozenset[str]) -> tuple[float, set[str]]:
     """The largest share of one signature's terms found in the error, and those terms."""
     best, shared = 0.0, set()
     for signature in signatures:
-        sig_terms = set(terms(signature["text"]))
+        sig_terms = _terms_of(signature["text"])
         if sig_terms and len(sig_terms & error_terms) / len(sig_terms) > best:
-            shared = sig_terms & error_terms
+            shared = set(sig_terms & error_terms)
             best = len(shared) / len(sig_terms)
     return best, shared
+
+
+@dataclass(slots=True)
+class _Verdict:
+    meaning: bool = False
+    regex: str | None = None  # why the regex counts, when it does
+    reasons: list[str] = field(default_factory=list)
+
+
+def _judge(number: int, signature: dict[str, Any], sim: float | None, error: ErrorText,
+           threshold: float) -> _Verdict:
+    """Whether one signature matches the error by meaning, by regex, and why."""
+    verdict = _Verdict()
+    own = (signature.get("meta") or {}).get("min_score")
+    needed = own if own is not None else threshold
+    conflict = _conflict(signature, error)
+    meant = sim if sim is None or not conflict else 0.0
+    if conflict and sim is not None and sim >= needed:
+        verdict.reasons.append(f"reads like signature {number} (similarity {sim:.2f}) but names another "
+                               f"error ({', '.join(sorted(error.codes))}): its meaning is not counted")
+    if meant is not None and meant >= needed:
+        verdict.meaning = True
+        verdict.reasons.append(f"means nearly the same as signature {number} '{signature['text'][:80]}' "
+                               f"(similarity {meant:.2f} >= {needed:.2f})")
+    pattern = _regex_hit(signature, error.text)
+    if pattern is None:
+        return verdict
+    # The author's min_score asks for the same meaning; without one, a loose relation will do.
+    floor, seen = (own, meant) if own is not None else (REGEX_FLOOR_SHARE * threshold, sim)
+    if seen is None or seen >= floor:
+        verdict.regex = f"regex /{pattern}/ of signature {number} matched"
+    else:
+        verdict.reasons.append(f"regex /{pattern}/ of signature {number} matched but the error differs in "
+                               f"meaning (similarity {seen:.2f} < {floor:.2f}): not counted")
+    return verdict
 
 
 def match(signatures: Sequence[dict[str, Any]], vectors: np.ndarray | None, error: ErrorText,
           threshold: float) -> Match | None:
     """The evidence that ``signatures`` (with their vectors, or None) name ``error``, or None."""
     sims = _similarities(signatures, vectors, error)
-    reasons: list[str] = []
-    regex_ok = meaning_ok = False
-    for number, (signature, sim) in enumerate(zip(signatures, sims), start=1):
-        own = _min_score(signature)
-        needed = own if own is not None else threshold
-        conflict = _conflict(signature, error)
-        if conflict and sim is not None and sim >= needed:
-            reasons.append(f"reads like signature {number} (similarity {sim:.2f}) but names another error "
-                           f"({', '.join(sorted(error.codes))}): its meaning is not counted")
-        meant = sim if sim is None or not conflict else 0.0
-        if meant is not None and meant >= needed and not meaning_ok:
-            meaning_ok = True
-            reasons.append(f"means nearly the same as signature {number} '{signature['text'][:80]}' "
-                           f"(similarity {sim:.2f} >= {needed:.2f})")
-        pattern = None if regex_ok else _regex_hit(signature, error.text)
-        if pattern is None:
-            continue
-        # The author's min_score asks for the same meaning; without one, a loose relation will do.
-        floor, seen = (own, meant) if own is not None else (REGEX_FLOOR_SHARE * threshold, sim)
-        if seen is None or seen >= floor:
-            regex_ok = True
-            reasons.insert(0, f"regex /{pattern}/ of signature {number} matched")
-        else:
-            reasons.append(f"regex /{pattern}/ of signature {number} matched but the error differs in "
-                           f"meaning (similarity {seen:.2f} < {floor:.2f}): not counted")
+    verdicts = [_judge(n, sig, sim, error, threshold) for n, (sig, sim) in enumerate(zip(signatures, sims), 1)]
+    regex_ok, meaning_ok = any(v.regex for v in verdicts), any(v.meaning for v in verdicts)
+    reasons = [v.regex for v in verdicts if v.regex] + [r for v in verdicts for r in v.reasons]
     keyword, shared = keyword_share(signatures, error.terms)
     if keyword >= KEYWORD_SHARE:
         reasons.append(f"shares the signature terms {', '.join(sorted(shared))}")
@@ -171,5 +191,5 @@ def score(found: Match, success: float) -> float:
     w = WEIGHTS
     raw = w["regex"] * found.regex + w["vector"] * found.vector + w["keyword"] * found.keyword + w["success"] * success
     raw = min(max(raw, 0.0), 1.0)
-    lowest = band(found) / 3
-    return lowest + raw / 3 if found.confirmed else lowest + min(raw, 0.999999) / 3
+    top = 1.0 if found.confirmed else 0.999999  # the lower bands stay below the next one
+    return band(found) / 3 + min(raw, top) / 3

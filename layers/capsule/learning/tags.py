@@ -2,8 +2,9 @@
 
 ``readable_tag`` takes the cluster's texts and shared terms and returns a slug such as
 ``redis-enotfound``: the subject (the most widely shared plain word, preferring a part of a
-shared identifier such as ``redis`` in ``redis.railway.internal``) and then the shared error
-codes. Timestamps, numbers, hex and uuid ids, paths and locations never enter it
+shared identifier such as ``redis`` in ``redis.railway.internal``) and then the most shared
+error code; an exception name or a constant of several words stands alone
+(``modulenotfounderror``, ``err-pnpm-outdated-lockfile``); with no code, up to three words. Timestamps, numbers, hex and uuid ids, paths and locations never enter it
 (:func:`capsule.learning.signature.is_incidental`), so the same error logged at another time,
 by another request or on another machine gets the same tag.
 """
@@ -24,7 +25,6 @@ GENERIC = frozenset("""error errors failed failure fail fails failing cannot cou
     oops please check make sure message reason caused details more here running run value type object
     undefined null none true false new old use used using""".split())
 MAX_WORDS = 3
-MAX_CODES = 2
 
 
 def _words(text: str) -> set[str]:
@@ -50,15 +50,22 @@ def slug(parts: Sequence[str]) -> str:
     return re.sub(r"-{2,}", "-", text).strip("-")[:64].strip("-")
 
 
+def _self_describing(code: str) -> bool:
+    """An exception name or a constant of several words (``ModuleNotFoundError``,
+    ``ERR_PNPM_OUTDATED_LOCKFILE``) says what failed; ``ENOTFOUND`` needs its subject."""
+    return "_" in code or code.endswith(("error", "exception", "fault", "panic"))
+
+
 def readable_tag(texts: Sequence[str], shared_terms: Sequence[str]) -> str:
     """``subject-code`` from the texts of one cluster; ``pattern`` when they share nothing."""
     shared_codes = _majority([codes(t) for t in texts])
-    code_list = sorted(shared_codes, key=lambda c: (-shared_codes[c], c))[:MAX_CODES]
-    words = _majority([_words(t) - set(code_list) for t in texts])
+    code = min(shared_codes, key=lambda c: (-shared_codes[c], c), default=None)
+    if code and _self_describing(code):
+        return slug([code])
+    words = _majority([{w for w in _words(t) if not code or w not in code} for t in texts])
     in_identifiers = {p for t in shared_terms for p in re.split(r"[^a-z0-9]+", t)[:1]}
     ranked = sorted(words, key=lambda w: (-words[w], w not in in_identifiers, w))
-    subject = ranked[: max(1, MAX_WORDS - len(code_list))] if not code_list else ranked[:1]
-    return slug(subject + code_list) or "pattern"
+    return slug(ranked[:1] + [code] if code else ranked[:MAX_WORDS]) or "pattern"
 
 
 def free_tag(base: str, taken: set[str]) -> str:
