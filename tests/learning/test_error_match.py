@@ -84,7 +84,8 @@ def test_unrelated_errors_match_nothing(world):
         world.learning.create_solution("t", body)
     for error in ("TypeError: Cannot read properties of undefined (reading 'map') at UserList (UserList.tsx:42:23)",
                   "fatal: refusing to merge unrelated histories",
-                  "ReplyError: WRONGTYPE Operation against a key holding the wrong kind of value"):
+                  "ReplyError: WRONGTYPE Operation against a key holding the wrong kind of value",
+                  "[ioredis] Unhandled error event: ReplyError: NOAUTH Authentication required."):
         assert _titles(world, error) == [], error
 
 
@@ -160,6 +161,8 @@ def test_a_linked_pattern_gains_meaning_once_its_solution_is_embedded(world):
 def test_pattern_detect_ignores_a_pattern_that_names_another_error(world):
     solution = world.learning.create_solution("t", BROAD_REDIS).solution
     world.learning.pattern_link("t", {"tag": "redis-connection", "solution_id": solution.id, "success": True})
+    refused = "[ioredis] Unhandled error event: Error: connect ECONNREFUSED 10.0.0.3:6379"
+    assert [r.pattern.tag for r in world.learning.pattern_detect("t", {"error": refused}).results] == ["redis-connection"]
     noauth = "[ioredis] Unhandled error event: ReplyError: NOAUTH Authentication required."
     assert world.learning.pattern_detect("t", {"error": noauth}).results == []
 
