@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-import numpy as np
-
 from ..clock import Clock
 from ..embedders.base import Embedder
-from ..errors import NotFound, Unavailable
+from ..errors import NotFound
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
 from . import matching, models, pattern_match
 from .records import LinkRecord, PatternRecord, SolutionRecord
-from .signature import salient_text, terms
+from .signature import terms
+from .solution_search import embed_error
 from .views import linked_fix, linked_solution, rate, to_pattern
 
 MAX_PATTERNS_SCANNED = 1000
@@ -36,12 +35,6 @@ class Patterns:
         self.clock = clock
         self.stale = stale  # whether a solution's vectors are missing or from another model
 
-    def _embed_query(self, text: str) -> np.ndarray | None:
-        try:
-            return self.embedder.embed([salient_text(text)], kind="query")[0]
-        except Unavailable:
-            return None
-
     def pattern_or_new(self, tenant: str, tag: str, category: str) -> tuple[PatternRecord, bool]:
         try:
             return self.store.get_pattern(tenant, tag, category), False
@@ -55,9 +48,11 @@ class Patterns:
             self.store.upsert_pattern(record)
             return record, True
 
-    def profile_linked(self, tenant: str, pattern: PatternRecord) -> PatternRecord:
+    def profile_linked(self, tenant: str, pattern: PatternRecord, *, only_with_vector: bool = False
+                       ) -> PatternRecord:
         """A pattern with no occurrences takes its terms and vector from its tag and the
-        signatures of the solutions linked to it, so pattern_detect finds it by meaning and terms."""
+        signatures of the solutions linked to it, so pattern_detect finds it by meaning and terms.
+        ``only_with_vector``: change nothing unless a vector comes of it."""
         if pattern.occurrences:
             return pattern  # mined: its members say what it is
         texts, vectors = [], []
@@ -71,7 +66,10 @@ class Patterns:
             texts += [sig["text"] for sig in solution.body["signatures"]]
             if not self.stale(solution):
                 vectors += list(solution.embeddings)
-        pattern.terms, pattern.embedding = pattern_match.linked_profile(pattern.tag, texts, vectors)
+        found_terms, vector = pattern_match.linked_profile(pattern.tag, texts, vectors)
+        if vector is None and only_with_vector:
+            return pattern
+        pattern.terms, pattern.embedding = found_terms, vector
         pattern.description = pattern_match.linked_description(pattern.tag, texts)
         pattern.model = None if pattern.embedding is None else self.embedder.model_id
         pattern.updated_at = self.clock()
@@ -95,7 +93,7 @@ class Patterns:
 
     def detect(self, tenant: str, req: models.PatternDetectRequest) -> models.PatternDetectResult:
         patterns = self.store.patterns(tenant, category=req.category, min_occurrences=0, limit=MAX_PATTERNS_SCANNED)
-        query = self._embed_query(req.error)
+        query = embed_error(self.embedder, req.error)
         error = pattern_match.ErrorWords.of(req.error, terms(req.error))
         threshold = matching.meaning_threshold(self.embedder.model_id)
         if query is not None:
@@ -128,7 +126,7 @@ class Patterns:
         for p in patterns:
             if budget and not p.occurrences and (p.embedding is None or p.model != self.embedder.model_id):
                 budget -= 1
-                p = self.profile_linked(tenant, p)
+                p = self.profile_linked(tenant, p, only_with_vector=True)
             out.append(p)
         return out
 

@@ -24,6 +24,14 @@ from .views import to_solution
 MAX_SEARCH_SOLUTIONS = 5000
 
 
+def embed_error(embedder: Embedder, text: str) -> np.ndarray | None:
+    """The error's vector, embedded without its incidental parts; None when the embedder is down."""
+    try:
+        return embedder.embed([salient_text(text)], kind="query")[0]
+    except Unavailable:
+        return None
+
+
 class SolutionSearch:
     def __init__(self, store: LearningStore, embedder: Embedder) -> None:
         self.store = store
@@ -68,16 +76,10 @@ class SolutionSearch:
             reasons=found.reasons, explanation="; ".join(found.reasons),
         )
 
-    def _embed_query(self, text: str) -> np.ndarray | None:
-        try:
-            return self.embedder.embed([salient_text(text)], kind="query")[0]
-        except Unavailable:
-            return None
-
     def search(self, tenant: str, req: models.SolutionSearchRequest, *, embed_budget: int
                ) -> models.SolutionSearchResult:
         records = self.store.solutions(tenant, category=req.category, limit=MAX_SEARCH_SOLUTIONS)
-        query = self._embed_query(req.error)
+        query = embed_error(self.embedder, req.error)
         if query is not None:
             try:  # a few at a time here; the backfill job embeds the rest
                 self.embed_solutions(records, limit=embed_budget)
