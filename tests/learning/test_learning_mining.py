@@ -6,7 +6,7 @@ import pytest
 
 from capsule.embedders.hashing import HashingEmbedder
 from capsule.learning import mining
-from capsule.learning.signature import stable_tag, terms
+from capsule.learning.signature import terms
 from capsule.records import MemoryRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -64,8 +64,7 @@ def test_describe_names_the_cluster_deterministically():
                          "redis ECONNREFUSED :6379"])
     found = mining.describe_cluster(items)
     assert found.terms == ["6379", "econnrefused"] and found.category == "general"
-    assert mining.name(found, {}) == stable_tag(["6379", "econnrefused"], "general")
-    assert stable_tag(["econnrefused", "6379"], "general") != stable_tag(["6379", "econnrefused"], "network")
+    assert mining.name(found, {}) == "redis-econnrefused"
     assert mining.name(found, {"older-tag": {"m0", "zz"}}) == "older-tag"  # keeps the name it had
 
 

@@ -28,7 +28,8 @@ import numpy as np
 from ..records import MemoryRecord
 from ..text import tokens
 from .records import ApplicationRecord
-from .signature import common_terms, overlap, stable_tag, terms
+from . import tags
+from .signature import common_terms, overlap, terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,15 +179,22 @@ def describe_cluster(members: list[Occurrence]) -> Cluster:
     return Cluster(members=members, terms=shared, category=category, centroid=centroid)
 
 
-def name(found: Cluster, existing: dict[str, set[str]]) -> str:
+def name(found: Cluster, existing: dict[str, set[str]], taken: set[str] = frozenset()) -> str:
     """Keep the tag of an existing pattern of this category that holds the same memories;
-    otherwise derive one from the terms (so a re-run names the same cluster the same way)."""
+    otherwise a readable tag from the cluster's salient terms (:func:`tags.readable_tag`), so a
+    re-run names the same cluster the same way. A pattern made by a link, with no occurrences
+    yet, is taken over by a cluster of its tag; any other holder of the tag gets it a suffix."""
     best, best_shared = None, 0
     for tag, examples in sorted(existing.items()):
         shared = len(examples & found.ids)
         if shared > best_shared:
             best, best_shared = tag, shared
-    return best or stable_tag(found.terms, found.category)
+    if best:
+        return best
+    base = tags.readable_tag([m.record.content for m in found.members], found.terms)
+    if base in existing and not existing[base] and base not in taken:
+        return base
+    return tags.free_tag(base, set(existing) | set(taken))
 
 
 def _related(found: Cluster, text: str | None, vector: np.ndarray | None, floor: float) -> bool:

@@ -18,64 +18,17 @@ import numpy as np
 from ..clock import Clock, system_clock
 from ..embedders.base import Embedder
 from ..errors import InvalidInput, NotFound, Unavailable
-from ..ranking import wilson_lower_bound
 from ..records import Filters, MemoryRecord
 from ..service import decode_cursor, encode_cursor, validate
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
 from . import mining, models
-from .records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
-from .safe_regex import cached
-from .signature import terms
+from .patterns import MAX_PATTERNS_SCANNED, Patterns
+from .records import ApplicationRecord, PatternRecord, SolutionRecord
+from .solution_search import SolutionSearch
+from .views import rate as _rate, to_pattern, to_solution
 
-MAX_SEARCH_SOLUTIONS = 5000
-MAX_PATTERNS_SCANNED = 1000
 SEARCH_EMBED_BUDGET = 64  # solutions a search may embed (the rest wait for the backfill job)
-DEFAULT_MIN_SIMILARITY = 0.35
-# solution_search: score = regex + meaning + keyword + track record
-SOLUTION_WEIGHTS = {"regex": 0.45, "vector": 0.35, "keyword": 0.10, "success": 0.10}
-# pattern_detect: score = meaning + shared signature terms
-PATTERN_WEIGHTS = {"vector": 0.6, "terms": 0.4}
-
-
-def _rate(success: int, failure: int) -> float:
-    return round(wilson_lower_bound(success, success + failure), 6)
-
-
-def to_solution(record: SolutionRecord) -> models.Solution:
-    return models.Solution(
-        **record.body, id=record.id, success_count=record.success, failure_count=record.failure,
-        success_rate=_rate(record.success, record.failure), created_at=record.created_at,
-        updated_at=record.updated_at,
-    )
-
-
-def to_pattern(record: PatternRecord) -> models.Pattern:
-    return models.Pattern(
-        tag=record.tag, category=record.category, terms=record.terms, occurrences=record.occurrences,
-        projects=record.projects, examples=record.examples, description=record.description,
-        first_seen=record.first_seen, last_seen=record.last_seen,
-    )
-
-
-def _linked_solution(link: LinkRecord, solution: SolutionRecord) -> models.LinkedSolution:
-    rate = _rate(link.success, link.failure)
-    return models.LinkedSolution(
-        id=solution.id, title=solution.title, category=solution.category, success=link.success,
-        failure=link.failure, success_rate=rate,
-        explanation=(f"worked {link.success} of {link.success + link.failure} times for pattern '{link.tag}'"
-                     f" (Wilson lower bound {rate:.2f})"),
-    )
-
-
-def _linked_fix(link: LinkRecord, memory: MemoryRecord) -> models.LinkedFix:
-    rate = _rate(link.success, link.failure)
-    return models.LinkedFix(
-        memory_id=memory.id, project=memory.project, content=memory.content[:500], success=link.success,
-        failure=link.failure, success_rate=rate,
-        explanation=(f"recorded as a success in project '{memory.project}' after this error"
-                     f" ({link.success} success(es) for pattern '{link.tag}', Wilson lower bound {rate:.2f})"),
-    )
 
 
 def _import_notes(fixpack: models.Fixpack) -> str:
@@ -88,30 +41,6 @@ def _import_notes(fixpack: models.Fixpack) -> str:
     if fixpack.numbered:
         notes += f" Numbered by their place in the file (no order given): {', '.join(fixpack.numbered)}."
     return notes
-
-
-def _regex_match(signatures: Sequence[dict[str, Any]], error: str) -> str | None:
-    """The reason the first matching regex gives, or None."""
-    for number, signature in enumerate(signatures, start=1):
-        for pattern in signature.get("regexes", []):
-            try:
-                regex = cached(pattern)
-            except InvalidInput:  # stored before a stricter check: never run it
-                continue
-            if regex.search(error):
-                return f"regex /{pattern}/ of signature {number} matched"
-    return None
-
-
-def _shared_terms(signatures: Sequence[dict[str, Any]], error_terms: set[str]) -> tuple[float, set[str]]:
-    """The largest share of one signature's terms found in the error, and those terms."""
-    best, shared = 0.0, set()
-    for signature in signatures:
-        sig_terms = set(terms(signature["text"]))
-        if sig_terms and len(sig_terms & error_terms) / len(sig_terms) > best:
-            shared = sig_terms & error_terms
-            best = len(shared) / len(sig_terms)
-    return best, shared
 
 
 class LearningService:
@@ -133,6 +62,8 @@ class LearningService:
         self._new_id = new_id
         self.mining_options = mining_options
         self.search_embed_budget = search_embed_budget
+        self._search = SolutionSearch(store, embedder)
+        self._patterns = Patterns(store, memories, embedder, clock, self._search.stale)
 
     # ---- helpers ------------------------------------------------------------
 
@@ -241,84 +172,17 @@ class LearningService:
     # ---- solution_search and solution_apply ---------------------------------
 
     def _stale(self, record: SolutionRecord) -> bool:
-        return record.embeddings is None or record.model != self.embedder.model_id
+        return self._search.stale(record)
 
     def embed_solutions(self, records: Sequence[SolutionRecord], *, limit: int) -> int:
         """Embed the signatures of up to ``limit`` solutions that have none under the current
-        model (the embedder was down, or has changed), in one call; updates ``records`` in place.
-        Raises Unavailable when the embedder is down."""
-        stale = [r for r in records if self._stale(r)][:limit]
-        texts = [s["text"] for r in stale for s in r.body["signatures"]]
-        if not texts:
-            return 0
-        vectors = self.embedder.embed(texts)
-        start = 0
-        for record in stale:
-            count = len(record.body["signatures"])
-            record.embeddings, record.model = vectors[start:start + count], self.embedder.model_id
-            self.store.set_solution_embeddings(record.tenant, record.id, record.embeddings, record.model)
-            start += count
-        return len(stale)
-
-    def _closest(self, record: SolutionRecord, query: np.ndarray | None) -> tuple[float, int | None, float]:
-        """(similarity, index, threshold) of the signature closest in meaning to the error."""
-        vectors = None if query is None or self._stale(record) else record.embeddings
-        if vectors is None:
-            return 0.0, None, DEFAULT_MIN_SIMILARITY
-        sims = np.clip(vectors @ query, 0.0, 1.0)
-        best = int(np.argmax(sims))
-        threshold = record.body["signatures"][best].get("meta", {}).get("min_score") or DEFAULT_MIN_SIMILARITY
-        return float(sims[best]), best, threshold
-
-    def _match(self, record: SolutionRecord, error: str, error_terms: set[str], query: np.ndarray | None
-               ) -> models.SolutionMatch | None:
-        signatures = record.body["signatures"]
-        regex_reason = _regex_match(signatures, error)
-        reasons = [regex_reason] if regex_reason else []
-        vector, best, threshold = self._closest(record, query)
-        if best is not None and vector >= threshold:
-            reasons.append(f"means nearly the same as signature {best + 1} "
-                           f"'{signatures[best]['text'][:80]}' (similarity {vector:.2f} >= {threshold:.2f})")
-        keyword, shared = _shared_terms(signatures, error_terms)
-        if keyword >= 0.5:
-            reasons.append(f"shares the signature terms {', '.join(sorted(shared))}")
-        if not reasons:
-            return None
-        applied = record.success + record.failure
-        success = wilson_lower_bound(record.success, applied)
-        if applied:
-            reasons.append(f"worked {record.success} of {applied} times (Wilson {success:.2f})")
-        regex = 1.0 if regex_reason else 0.0
-        w = SOLUTION_WEIGHTS
-        score = w["regex"] * regex + w["vector"] * vector + w["keyword"] * keyword + w["success"] * success
-        return models.SolutionMatch(
-            solution=to_solution(record), score=round(score, 6),
-            components=models.MatchComponents(regex=regex, vector=round(vector, 6), keyword=round(keyword, 6),
-                                              success=round(success, 6)),
-            reasons=reasons, explanation="; ".join(reasons),
-        )
+        model, in one call; updates ``records`` in place. Raises Unavailable when the embedder is down."""
+        return self._search.embed_solutions(records, limit=limit)
 
     def solution_search(self, tenant: str, request: models.SolutionSearchRequest | dict
                         ) -> models.SolutionSearchResult:
         req = validate(models.SolutionSearchRequest, request)
-        records = self.store.solutions(tenant, category=req.category, limit=MAX_SEARCH_SOLUTIONS)
-        query = self._embed([req.error], kind="query")
-        if query is not None:
-            try:  # a few at a time here; the backfill job embeds the rest
-                self.embed_solutions(records, limit=self.search_embed_budget)
-            except Unavailable:
-                query = None
-        error_terms = set(terms(req.error))
-        vector = None if query is None else query[0]
-        matches = [m for r in records if (m := self._match(r, req.error, error_terms, vector))]
-        matches.sort(key=lambda m: (-m.score, m.solution.id))
-        top = matches[: req.k]
-        text = f"Checked {len(records)} solution(s); {len(matches)} matched."
-        if top:
-            text += f" The best, '{top[0].solution.title}', {top[0].explanation}."
-        if query is None:
-            text += " The embedder is unavailable: matched by regex and signature terms only."
-        return models.SolutionSearchResult(results=top, explanation=text)
+        return self._search.search(tenant, req, embed_budget=self.search_embed_budget)
 
     def solution_apply(self, tenant: str, solution_id: str, request: models.ApplyRequest | dict
                        ) -> models.ApplyResult:
@@ -333,139 +197,30 @@ class LearningService:
                 f"{record.failure} failure(s), success rate (Wilson) {_rate(record.success, record.failure):.2f}.")
         pattern = None
         if req.pattern is not None:
-            found, created = self._pattern_or_new(tenant, req.pattern.tag, req.pattern.category)
+            found, created = self._patterns.pattern_or_new(tenant, req.pattern.tag, req.pattern.category)
             self.store.link(tenant, found.tag, found.category, "solution", solution_id, success=req.success,
                             at=application.at, evidence=f"application:{application.id}")
-            pattern = to_pattern(found)
+            pattern = to_pattern(self._patterns.profile_linked(tenant, found))
             text += f" Also counted for pattern '{found.tag}'" + (" (created)." if created else ".")
         return models.ApplyResult(solution=to_solution(record), pattern=pattern, explanation=text)
 
     # ---- patterns -----------------------------------------------------------
 
-    def _pattern_or_new(self, tenant: str, tag: str, category: str) -> tuple[PatternRecord, bool]:
-        try:
-            return self.store.get_pattern(tenant, tag, category), False
-        except NotFound:
-            now = self.clock()
-            record = PatternRecord(
-                tenant=tenant, tag=tag, category=category, terms=terms(tag) or [tag.lower()], occurrences=0,
-                projects=[], examples=[], description=f"Created by a link to pattern '{tag}'.",
-                created_at=now, updated_at=now,
-            )
-            self.store.upsert_pattern(record)
-            return record, True
-
-    def _linked(self, tenant: str, links: Sequence[LinkRecord], k: int
-                ) -> tuple[list[models.LinkedSolution], list[models.LinkedFix]]:
-        ranked = sorted(links, key=lambda l: (-_rate(l.success, l.failure), -l.success, l.target_id))
-        solutions: list[models.LinkedSolution] = []
-        fixes: list[models.LinkedFix] = []
-        for link in ranked:
-            try:
-                if link.kind == "solution" and len(solutions) < k:
-                    solutions.append(_linked_solution(link, self.store.get_solution(tenant, link.target_id)))
-                elif link.kind == "memory" and len(fixes) < k and link.success:
-                    fixes.append(_linked_fix(link, self.memories.get(tenant, link.target_id)))
-            except NotFound:
-                continue  # deleted or forgotten since it was linked
-        return solutions, fixes
+    # ---- patterns -----------------------------------------------------------
 
     def pattern_detect(self, tenant: str, request: models.PatternDetectRequest | dict) -> models.PatternDetectResult:
-        req = validate(models.PatternDetectRequest, request)
-        patterns = self.store.patterns(tenant, category=req.category, min_occurrences=0, limit=MAX_PATTERNS_SCANNED)
-        query = self._embed([req.error], kind="query")
-        error_terms = set(terms(req.error))
-        scored = []
-        for p in patterns:
-            vector = 0.0
-            if query is not None and p.embedding is not None and p.model == self.embedder.model_id:
-                vector = max(0.0, float(p.embedding @ query[0]))
-            matched = sorted(set(p.terms) & error_terms)
-            share = len(matched) / len(p.terms) if p.terms else 0.0
-            score = PATTERN_WEIGHTS["vector"] * vector + PATTERN_WEIGHTS["terms"] * share
-            if score >= req.min_score:
-                scored.append((score, vector, share, matched, p))
-        scored.sort(key=lambda s: (-s[0], -s[4].occurrences, s[4].tag))
-        results = []
-        for score, vector, share, matched, p in scored[: req.k]:
-            links = self.store.links(tenant, tag=p.tag, category=p.category)
-            solutions, fixes = self._linked(tenant, links, req.solutions)
-            why = [f"similar in meaning ({vector:.2f})"] if vector else []
-            if matched:
-                why.append(f"shares the terms {', '.join(matched)}")
-            why.append(f"seen {p.occurrences} time(s) in {len(p.projects)} project(s)")
-            results.append(models.PatternMatch(
-                pattern=to_pattern(p), score=round(score, 6),
-                components=models.PatternComponents(vector=round(vector, 6), terms=round(share, 6)),
-                matched_terms=matched, solutions=solutions, fixes=fixes, explanation="; ".join(why),
-            ))
-        text = f"Compared the error with {len(patterns)} known pattern(s); {len(scored)} scored at least {req.min_score}."
-        if results:
-            text += f" The best is '{results[0].pattern.tag}': {results[0].explanation}."
-        if query is None:
-            text += " The embedder is unavailable: matched by signature terms only."
-        return models.PatternDetectResult(results=results, explanation=text)
+        return self._patterns.detect(tenant, validate(models.PatternDetectRequest, request))
 
     def pattern_solutions(self, tenant: str, request: models.PatternSolutionsRequest | dict
                           ) -> models.PatternSolutionsResult:
-        req = validate(models.PatternSolutionsRequest, request)
-        pattern = self.store.get_pattern(tenant, req.tag, req.category)
-        links = self.store.links(tenant, tag=req.tag, category=req.category)
-        solutions, fixes = self._linked(tenant, links, req.k)
-        text = f"{len(solutions)} solution(s) and {len(fixes)} fix(es) linked to pattern '{req.tag}'"
-        text += ", ranked by how often each worked for this pattern (Wilson lower bound)."
-        return models.PatternSolutionsResult(pattern=to_pattern(pattern), solutions=solutions, fixes=fixes,
-                                             explanation=text)
+        return self._patterns.solutions(tenant, validate(models.PatternSolutionsRequest, request))
 
     def pattern_link(self, tenant: str, request: models.PatternLinkRequest | dict) -> models.PatternLinkResult:
-        req = validate(models.PatternLinkRequest, request)
-        solution = self.store.get_solution(tenant, req.solution_id)
-        pattern, created = self._pattern_or_new(tenant, req.tag, req.category)
-        link, _ = self.store.link(tenant, req.tag, req.category, "solution", solution.id, success=req.success,
-                                  at=self.clock(), evidence=None)
-        verdict = "worked" if req.success else "failed"
-        text = (f"Recorded that solution {solution.id} {verdict} for pattern '{req.tag}': now "
-                f"{link.success} success(es), {link.failure} failure(s).")
-        if created:
-            text += " The pattern did not exist yet; it was created with no occurrences."
-        return models.PatternLinkResult(pattern=to_pattern(pattern), link=_linked_solution(link, solution),
-                                        pattern_created=created, explanation=text)
+        return self._patterns.link(tenant, validate(models.PatternLinkRequest, request))
 
     def golden_paths(self, tenant: str, request: models.GoldenPathsRequest | dict | None = None
                      ) -> models.GoldenPathsResult:
-        req = validate(models.GoldenPathsRequest, request or {})
-        links = self.store.links(tenant, category=req.category, min_success=req.min_applications, limit=10 * req.k)
-        links = sorted(links, key=lambda l: (-_rate(l.success, l.failure), -l.success, l.tag, l.target_id))
-        paths: list[models.GoldenPath] = []
-        for link in links:
-            if len(paths) >= req.k:
-                break
-            try:
-                path = self._golden(tenant, link)
-            except NotFound:
-                continue
-            paths.append(path)
-        return models.GoldenPathsResult(
-            paths=paths,
-            explanation=(f"{len(paths)} pattern-fix pair(s) that worked at least {req.min_applications} time(s),"
-                         " best success rate (Wilson lower bound) first."),
-        )
-
-    def _golden(self, tenant: str, link: LinkRecord) -> models.GoldenPath:
-        pattern = to_pattern(self.store.get_pattern(tenant, link.tag, link.category))
-        rate = _rate(link.success, link.failure)
-        if link.kind == "solution":
-            solution = _linked_solution(link, self.store.get_solution(tenant, link.target_id))
-            what, fix = f"solution '{solution.title}'", None
-        else:
-            solution, fix = None, _linked_fix(link, self.memories.get(tenant, link.target_id))
-            what = f"the fix in memory {link.target_id}"
-        return models.GoldenPath(
-            pattern=pattern, solution=solution, fix=fix, success=link.success, failure=link.failure,
-            success_rate=rate,
-            explanation=(f"{what} fixed pattern '{link.tag}' {link.success} of {link.success + link.failure} "
-                         f"time(s) (Wilson lower bound {rate:.2f})"),
-        )
+        return self._patterns.golden_paths(tenant, validate(models.GoldenPathsRequest, request or {}))
 
     # ---- mining -------------------------------------------------------------
 
@@ -489,10 +244,10 @@ class LearningService:
             if len(group) < 2:
                 continue
             found = mining.describe_cluster([items[i] for i in group])
-            taken = {c.tag for c in clusters}
+            taken = {c.tag for c in clusters if c.category == found.category}
             same_category = {p.tag: set(p.examples) for p in existing
                              if p.category == found.category and p.tag not in taken}
-            found.tag = mining.name(found, same_category)
+            found.tag = mining.name(found, same_category, taken)
             self._save_pattern(tenant, found, existing)
             counted += self._record_evidence(tenant, found, mining.evidence(found, successes, applications, vectors,
                                                                              options))

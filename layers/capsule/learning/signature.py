@@ -5,12 +5,13 @@
 digits: ``ECONNREFUSED``, ``E11000``), exception names (``TypeError``), status numbers and
 ports (three or more digits), and compound identifiers (``getUserById``,
 ``redis.railway.internal``; these only join two errors that also share a code) — normalised through :func:`capsule.text.tokens`, so a term
-is spelled the same way the keyword index spells it. Ordinary prose words are not terms.
+is spelled the same way the keyword index spells it. Ordinary prose words are not terms, and
+neither is what differs between two sightings of one error: timestamps, dates and times, hex
+and uuid ids, file paths and ``file:line:col`` locations (:func:`is_incidental`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from typing import Iterable, Sequence
@@ -27,6 +28,19 @@ _COMPOUND = re.compile(r"[a-z][A-Z]|[A-Za-z]_[A-Za-z]|[A-Za-z0-9][.:/-][A-Za-z0-
 NOISE = frozenset("""err error errors warn warning info debug fatal trace http https api url uri
     json html xml sql utf utf8 utf-8 todo ok null none true false get post put delete""".split())
 MAX_TERMS = 40
+# What differs between two sightings of the same error: when, which request, which file and line.
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}|^\d{1,2}:\d{2}(:\d{2})?|\d[tT]\d{2}[:_]\d{2}")
+_HEX_ID = re.compile(r"^(0x)?(?=(?:[0-9]*[a-f]){2})(?=(?:[a-f]*[0-9]){2})[0-9a-f]{7,}$", re.I)
+_LONG_NUMBER = re.compile(r"^\d{6,}$")
+_LOCATION = re.compile(r"[/\\]|\.[a-z]{1,4}:\d+|:\d+:\d+$")  # a path, file.js:12, x:107:26
+_MIN_CODE = 5  # error codes that name one error (NOAUTH, EAI_AGAIN); SSL, DNS, AWS name a subject
+
+
+def is_incidental(word: str) -> bool:
+    """A timestamp, an id, a path or a source location: true of this sighting, not of the error."""
+    if _TIMESTAMP.search(word) or _LOCATION.search(word) or _LONG_NUMBER.match(word):
+        return True
+    return any(_HEX_ID.match(part) for part in re.split(r"[.\-_:]", word))
 
 
 def _is_strong(word: str) -> bool:
@@ -45,7 +59,7 @@ def terms(text: str, *, strong_only: bool = False) -> list[str]:
     found: dict[str, None] = {}
     for match in _WORD.finditer(text[:16384]):
         word = match.group(0).strip("._-/:")
-        if not word or not (_is_strong(word) if strong_only else _is_term(word)):
+        if not word or is_incidental(word) or not (_is_strong(word) if strong_only else _is_term(word)):
             continue
         normal = tokens(word, stem=False)
         whole = normal[0] if normal else word.lower()
@@ -56,6 +70,33 @@ def terms(text: str, *, strong_only: bool = False) -> list[str]:
         if len(found) >= MAX_TERMS:
             break
     return list(found)
+
+
+_FRAME = re.compile(r"^\s*(at\s.*|File \".*\", line \d+.*|\d+: 0x[0-9a-f]+ .*)$", re.M)
+
+
+def salient_text(text: str) -> str:
+    """``text`` without what differs between two sightings of one error: stack frames,
+    timestamps, ids, paths and source locations. What gets embedded, so that the noise
+    around an error does not drown its meaning."""
+    kept = _WORD.sub(lambda m: "" if is_incidental(m.group(0).strip("._-/:")) else m.group(0),
+                     _FRAME.sub("", text[:16384]))
+    kept = re.sub(r"[ \t]+", " ", kept)
+    kept = "\n".join(line.strip() for line in kept.splitlines() if line.strip())
+    return kept or text
+
+
+def codes(text: str) -> set[str]:
+    """The error codes and exception names ``text`` names, each of which names one error
+    (``NOAUTH``, ``EAI_AGAIN``, ``TypeError``; the last part of a dotted name:
+    ``jwt.exceptions.ExpiredSignatureError`` names ``expiredsignatureerror``). Numbers and
+    short acronyms (``SSL``, ``DNS``) name a subject, not an error, and are left out."""
+    out = set()
+    for term in terms(text, strong_only=True):
+        last = term.rsplit(".", 1)[-1]
+        if len(last) >= _MIN_CODE and not last.isdigit():
+            out.add(last)
+    return out
 
 
 def overlap(a: Iterable[str], b: Iterable[str]) -> float:
@@ -73,15 +114,3 @@ def common_terms(term_lists: Sequence[Sequence[str]], *, limit: int = 8) -> list
     shared = [t for t, c in counts.items() if c >= need]
     shared.sort(key=lambda t: (-counts[t], t))
     return shared[:limit]
-
-
-def _slug(term: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", term.lower()).strip("-")
-
-
-def stable_tag(signature_terms: Sequence[str], category: str) -> str:
-    """A readable tag that is the same for the same terms, in any order, on every machine."""
-    ordered = sorted(set(signature_terms))
-    head = "-".join(s for s in (_slug(t) for t in signature_terms[:3]) if s)[:48].strip("-") or "pattern"
-    digest = hashlib.sha256(("\x1f".join([category, *ordered])).encode()).hexdigest()[:8]
-    return f"{head}-{digest}"

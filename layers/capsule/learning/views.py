@@ -1,0 +1,48 @@
+"""Stored learning records as the models the API returns (pure conversions)."""
+
+from __future__ import annotations
+
+from ..ranking import wilson_lower_bound
+from ..records import MemoryRecord
+from . import models
+from .records import LinkRecord, PatternRecord, SolutionRecord
+
+
+def rate(success: int, failure: int) -> float:
+    return round(wilson_lower_bound(success, success + failure), 6)
+
+
+def to_solution(record: SolutionRecord) -> models.Solution:
+    return models.Solution(
+        **record.body, id=record.id, success_count=record.success, failure_count=record.failure,
+        success_rate=rate(record.success, record.failure), created_at=record.created_at,
+        updated_at=record.updated_at,
+    )
+
+
+def to_pattern(record: PatternRecord) -> models.Pattern:
+    return models.Pattern(
+        tag=record.tag, category=record.category, terms=record.terms, occurrences=record.occurrences,
+        projects=record.projects, examples=record.examples, description=record.description,
+        first_seen=record.first_seen, last_seen=record.last_seen,
+    )
+
+
+def linked_solution(link: LinkRecord, solution: SolutionRecord) -> models.LinkedSolution:
+    worked = rate(link.success, link.failure)
+    return models.LinkedSolution(
+        id=solution.id, title=solution.title, category=solution.category, success=link.success,
+        failure=link.failure, success_rate=worked,
+        explanation=(f"worked {link.success} of {link.success + link.failure} times for pattern '{link.tag}'"
+                     f" (Wilson lower bound {worked:.2f})"),
+    )
+
+
+def linked_fix(link: LinkRecord, memory: MemoryRecord) -> models.LinkedFix:
+    worked = rate(link.success, link.failure)
+    return models.LinkedFix(
+        memory_id=memory.id, project=memory.project, content=memory.content[:500], success=link.success,
+        failure=link.failure, success_rate=worked,
+        explanation=(f"recorded as a success in project '{memory.project}' after this error"
+                     f" ({link.success} success(es) for pattern '{link.tag}', Wilson lower bound {worked:.2f})"),
+    )
