@@ -19,7 +19,8 @@ from capsule.learning.runtime import build_learning
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
-from .auth import Auth, BearerAuth, NoAuth, SigV4Auth
+from .auth import Auth, LazyAuth, NoAuth, SigV4Auth
+from .auth_choice import AUTO, AuthChoice, bearer_for, check_method, choose_auth
 from .client import CapsuleClient, Retry
 
 LOCAL_TENANT = "local"  # the embedded store's one tenant, as the CLI uses
@@ -183,7 +184,7 @@ class Connection:
     """How to reach the memory: a URL (remote) or none (embedded), and how to sign."""
 
     url: str | None = None
-    auth: str = "sigv4"                 # sigv4 | apikey | none
+    auth: str | None = None             # auto (None) | sigv4 | apikey | none: see auth_choice
     region: str | None = None
     profile: str | None = None
     api_key_file: str | None = None
@@ -195,23 +196,41 @@ class Connection:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, embedded: bool = False,
                  **given: Any) -> "Connection":
-        """Arguments win over the environment: CAPSULE_MEMORY_URL, CAPSULE_AUTH, AWS_PROFILE."""
+        """Arguments win over the environment: CAPSULE_MEMORY_URL, CAPSULE_AUTH.
+
+        An unknown auth method is refused here, naming the nearest one; leaving it unset (or
+        ``auto``) lets the URL decide (:func:`mcp_client.auth_choice.choose_auth`).
+        """
         environ = os.environ if environ is None else environ
         given = {k: v for k, v in given.items() if v is not None}
         url = None if embedded else given.pop("url", None) or environ.get("CAPSULE_MEMORY_URL") or None
         given.pop("url", None)
-        auth = given.pop("auth", None) or environ.get("CAPSULE_AUTH") or "sigv4"
-        return cls(url=url, auth=auth, **given)
+        auth = check_method(given.pop("auth", None) or environ.get("CAPSULE_AUTH"))
+        return cls(url=url, auth=None if auth == AUTO else auth, **given)
+
+
+def auth_choice(conn: Connection) -> AuthChoice:
+    """How ``conn`` signs, and why (``conn.url`` must be set)."""
+    assert conn.url is not None
+    return choose_auth(conn.url, conn.auth, sigv4_options=bool(conn.region or conn.profile))
 
 
 def make_auth(conn: Connection, environ: Mapping[str, str] | None = None) -> Auth:
+    """The auth for ``conn``, made on first use (a missing credential fails each call, saying
+    what to set, rather than the process)."""
     if conn.url is None:
         return NoAuth()
-    if conn.auth == "sigv4":
-        return SigV4Auth.for_url(conn.url, region=conn.region, profile=conn.profile, environ=environ)
-    if conn.auth == "apikey":
-        return BearerAuth.from_env(environ, conn.api_key_file)
-    return NoAuth()
+    url = conn.url
+    choice = auth_choice(conn)
+    if choice.method == "sigv4":
+        def make() -> Auth:
+            return SigV4Auth.for_url(url, region=conn.region, profile=conn.profile, environ=environ)
+    elif choice.method == "apikey":
+        def make() -> Auth:
+            return bearer_for(url, key_file=conn.api_key_file, data_dir=conn.data_dir, environ=environ)
+    else:
+        return NoAuth()
+    return LazyAuth(make, f"{choice.method}: {choice.reason}")
 
 
 def open_backend(conn: Connection, environ: Mapping[str, str] | None = None) -> Backend:
@@ -224,4 +243,4 @@ def open_backend(conn: Connection, environ: Mapping[str, str] | None = None) -> 
     return EmbeddedBackend.from_settings(settings)
 
 
-__all__ = ["Backend", "Connection", "EmbeddedBackend", "RemoteBackend", "make_auth", "open_backend", "LOCAL_TENANT"]
+__all__ = ["Backend", "Connection", "EmbeddedBackend", "RemoteBackend", "auth_choice", "make_auth", "open_backend", "LOCAL_TENANT"]
