@@ -1,11 +1,14 @@
-"""The first Capsule bridge's only setting, ``CAPSULE_MEMORY_URL``, works alone: ``capsule mcp``
-finds the token of the ``capsule serve`` on this machine, and without one every call says what
-to set. A real ``capsule serve`` on loopback, driven by the MCP SDK's stdio client."""
+"""The first Capsule's settings work alone: the server's ``VOYAGE_API_KEY`` turns Voyage on, and
+the bridge's ``CAPSULE_MEMORY_URL`` finds the token of the ``capsule serve`` on this machine
+(without one every call says what to set). A real ``capsule serve`` on loopback, driven by the
+MCP SDK's stdio client; the ``voyageai`` package is the stand-in in tests/unit/fake_sdks."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import anyio
@@ -14,6 +17,7 @@ from mcp import Client, StdioServerParameters
 
 from mcp_support import ROOT, ToolSession, capsule_command
 
+FAKE_SDKS = ROOT / "tests" / "unit" / "fake_sdks"
 TOOLS_WITHOUT_ARGS = ["memory_projects", "memory_list", "golden_paths", "detect_patterns"]
 
 
@@ -31,10 +35,12 @@ def bare_env(home: Path, **extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory):
-    """``capsule serve`` as a user starts it: no options, its data in ~/.capsule of a temp HOME."""
+    """``capsule serve`` as a user of the first Capsule starts it: no options, VOYAGE_API_KEY set,
+    its data in ~/.capsule of a temp HOME."""
     home = tmp_path_factory.mktemp("home")
-    process = subprocess.Popen(capsule_command("serve", "--port", "0", "--workers", "1"),
-                               env=bare_env(home, CAPSULE_EMBEDDER="hashing"), cwd=str(ROOT),
+    env = bare_env(home, VOYAGE_API_KEY="pa-test-key", FAKE_SDK_LOG=str(home / "voyage-calls.jsonl"))
+    env["PYTHONPATH"] = os.pathsep.join([str(FAKE_SDKS), env["PYTHONPATH"]])
+    process = subprocess.Popen(capsule_command("serve", "--port", "0", "--workers", "1"), env=env, cwd=str(ROOT),
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         url = None
@@ -69,10 +75,12 @@ def test_the_memory_url_alone_reaches_the_local_server_with_its_token(serve):
     async def body(session):
         stored, text = await session.ok("memory_store", {"content": "Deploys go through the blue/green switch",
                                                          "project": "app"})
+        assert stored["explanation"].endswith("Embedder: voyage (voyage-3.5, 1024 dimensions): VOYAGE_API_KEY is set.")
+        assert stored["memory"]["model"] == "voyage-3.5"
         found, _ = await session.ok("memory_search", {"query": "blue green deploy", "project": "app"})
         assert found["results"][0]["id"] == stored["memory"]["id"]
         projects, _ = await session.ok("memory_projects")
-        assert [p["project"] for p in projects["projects"]] == ["app"]
+        assert "app" in [p["project"] for p in projects["projects"]]
 
     # The user's machine: the same HOME as the server, and CAPSULE_MEMORY_URL; nothing else.
     run_mcp(body, bare_env(serve["home"], CAPSULE_MEMORY_URL=serve["url"]))
@@ -117,3 +125,25 @@ def test_a_wrong_api_key_wins_over_the_token_and_is_named(serve):
         assert "cmk_not_a_key" not in text
 
     run_mcp(body, bare_env(serve["home"], CAPSULE_MEMORY_URL=serve["url"], CAPSULE_API_KEY="cmk_not_a_key"))
+
+
+def test_health_says_the_voyage_key_turned_voyage_on(serve):
+    token = (serve["home"] / ".capsule" / "gateway-token").read_text().strip()
+
+    def call(method: str, path: str, body=None):
+        request = urllib.request.Request(serve["url"] + path, method=method,
+                                         data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return json.loads(reply.read())
+
+    health = call("GET", "/v1/health")
+    assert health["embedder"] == {"name": "voyage", "model": "voyage-3.5", "dims": 1024,
+                                  "reason": "VOYAGE_API_KEY is set"}
+    assert "Embedder: voyage (voyage-3.5, 1024 dimensions)" in health["explanation"]
+    call("POST", "/v1/memories", {"project": "health", "content": "Voyage made this vector"})
+    call("POST", "/v1/memories/search", {"project": "health", "query": "who made this vector"})
+    calls = [json.loads(line) for line in (serve["home"] / "voyage-calls.jsonl").read_text().splitlines()]
+    assert {c["model"] for c in calls} == {"voyage-3.5"}
+    assert {c["input_type"] for c in calls} >= {"document", "query"}
