@@ -24,7 +24,8 @@ TOOLS_WITHOUT_ARGS = ["memory_projects", "memory_list", "golden_paths", "detect_
 def bare_env(home: Path, **extra: str) -> dict[str, str]:
     """What a user of the first Capsule has: a HOME, and nothing of ours but what ``extra`` sets."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AWS_", "CAPSULE_")) and k not in ("PYTHONPATH", "HOME")}
+           if not k.startswith(("AWS_", "CAPSULE_", "FAKE_SDK_"))
+           and k not in ("PYTHONPATH", "HOME", "VOYAGE_API_KEY", "OPENAI_API_KEY")}
     env.update({"HOME": str(home), "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
                 "AWS_CONFIG_FILE": str(home / "no-aws-config"),
                 "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-aws-credentials"),
