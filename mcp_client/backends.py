@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 from typing import Any, Mapping, Protocol
 
 from capsule import Settings, models
+from capsule.errors import InvalidInput
 from capsule.learning import LearningService
 from capsule.learning import models as lm
 from capsule.learning.runtime import build_learning
@@ -206,7 +208,16 @@ class Connection:
         url = None if embedded else given.pop("url", None) or environ.get("CAPSULE_MEMORY_URL") or None
         given.pop("url", None)
         auth = check_method(given.pop("auth", None) or environ.get("CAPSULE_AUTH"))
-        return cls(url=url, auth=None if auth == AUTO else auth, **given)
+        return cls(url=None if url is None else check_url(url), auth=None if auth == AUTO else auth, **given)
+
+
+def check_url(url: str) -> str:
+    """A URL the client can call; refused at startup, since no later retry could fix it."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(f"the memory URL (--url or CAPSULE_MEMORY_URL) must be http:// or https:// with a host, "
+                           f"got {url!r}", field="url")
+    return url
 
 
 def auth_choice(conn: Connection) -> AuthChoice:

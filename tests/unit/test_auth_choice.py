@@ -154,3 +154,9 @@ def test_a_refused_key_says_which_credential_was_sent(tmp_path):
 def test_bearer_auth_names_its_source_not_its_key():
     auth = BearerAuth.from_env({"CAPSULE_API_KEY": "cmk_secret"})
     assert auth.source == "the API key in CAPSULE_API_KEY" and "cmk_secret" not in repr(auth)
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com", "127.0.0.1:8787", "http://", "localhost"])
+def test_a_url_no_retry_could_fix_is_refused_at_startup(url):
+    with pytest.raises(InvalidInput, match="must be http:// or https:// with a host"):
+        Connection.from_env({"CAPSULE_MEMORY_URL": url})
