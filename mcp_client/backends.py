@@ -8,13 +8,14 @@ tools cannot tell them apart.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from urllib.parse import urlsplit
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from capsule import Settings, models
-from capsule.errors import InvalidInput
+from capsule.errors import CapsuleError, InvalidInput
 from capsule.learning import LearningService
 from capsule.learning import models as lm
 from capsule.learning.runtime import build_learning
@@ -25,6 +26,7 @@ from .auth import Auth, LazyAuth, NoAuth, SigV4Auth
 from .auth_choice import AUTO, AuthChoice, bearer_for, check_method, choose_auth
 from .client import CapsuleClient, Retry
 
+log = logging.getLogger("capsule.mcp")
 LOCAL_TENANT = "local"  # the embedded store's one tenant, as the CLI uses
 
 
@@ -245,7 +247,20 @@ def make_auth(conn: Connection, environ: Mapping[str, str] | None = None) -> Aut
 
 
 def open_backend(conn: Connection, environ: Mapping[str, str] | None = None) -> Backend:
-    """The remote backend when the connection has a URL, else the embedded one."""
+    """The remote backend when the connection has a URL, else the embedded one.
+
+    Never fails for settings a user can fix while it runs (a missing key, a store not up
+    yet): it then returns a :class:`RetryingOpen` whose every call says why, so each MCP tool
+    call, ``memory_projects`` included, carries the reason.
+    """
+    try:
+        return _open(conn, environ)
+    except CapsuleError as exc:
+        log.warning("the memory backend is not available yet: %s", exc.message)
+        return RetryingOpen(lambda: _open(conn, environ))
+
+
+def _open(conn: Connection, environ: Mapping[str, str] | None) -> Backend:
     if conn.url:
         client = CapsuleClient(conn.url, auth=make_auth(conn, environ), timeout_s=conn.timeout_s,
                                retry=Retry(attempts=conn.attempts))
@@ -254,4 +269,34 @@ def open_backend(conn: Connection, environ: Mapping[str, str] | None = None) -> 
     return EmbeddedBackend.from_settings(settings)
 
 
-__all__ = ["Backend", "Connection", "EmbeddedBackend", "RemoteBackend", "auth_choice", "make_auth", "open_backend", "LOCAL_TENANT"]
+class RetryingOpen:
+    """A backend that could not be opened: each operation tries to open it again and, until that
+    works, raises why. Looking an operation up never fails, so a caller that takes the method
+    before calling it (``run(backend.projects)``) still gets the reason from the call."""
+
+    name = "retrying"
+
+    def __init__(self, opener: Callable[[], Backend]) -> None:
+        self._opener = opener
+        self._backend: Backend | None = None
+
+    def _opened(self) -> Backend:
+        if self._backend is None:
+            self._backend = self._opener()
+        return self._backend
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def operation(*args: Any, **kwargs: Any) -> Any:
+            return getattr(self._opened(), name)(*args, **kwargs)
+
+        return operation
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+
+
+__all__ = ["Backend", "Connection", "EmbeddedBackend", "RemoteBackend", "auth_choice", "make_auth", "open_backend", "RetryingOpen", "LOCAL_TENANT"]

@@ -148,3 +148,12 @@ def test_health_says_the_voyage_key_turned_voyage_on(serve):
     calls = [json.loads(line) for line in (serve["home"] / "voyage-calls.jsonl").read_text().splitlines()]
     assert {c["model"] for c in calls} == {"voyage-3.5"}
     assert {c["input_type"] for c in calls} >= {"document", "query"}
+
+
+def test_a_missing_embedder_key_in_embedded_mode_is_the_reason_of_every_call(tmp_path):
+    async def body(session):
+        for name in TOOLS_WITHOUT_ARGS + ["memory_search"]:
+            structured, text, is_error = await session.call(name, {"query": "x"} if name == "memory_search" else {})
+            assert is_error and "CAPSULE_EMBEDDER=voyage needs VOYAGE_API_KEY" in text, (name, text)
+
+    run_mcp(body, bare_env(tmp_path, CAPSULE_EMBEDDER="voyage", CAPSULE_DATA_DIR=str(tmp_path / "data")))

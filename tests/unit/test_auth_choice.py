@@ -160,3 +160,24 @@ def test_bearer_auth_names_its_source_not_its_key():
 def test_a_url_no_retry_could_fix_is_refused_at_startup(url):
     with pytest.raises(InvalidInput, match="must be http:// or https:// with a host"):
         Connection.from_env({"CAPSULE_MEMORY_URL": url})
+
+
+def test_a_backend_that_cannot_open_yet_fails_each_call_with_why_then_opens(tmp_path):
+    from mcp_client.backends import RetryingOpen, open_backend
+
+    attempts = []
+
+    def opener():
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise Unauthorized("set CAPSULE_API_KEY")
+        return type("Opened", (), {"projects": lambda self: "the projects", "close": lambda self: None})()
+
+    backend = RetryingOpen(opener)
+    projects = backend.projects  # looking it up never fails: the call carries the reason
+    for _ in range(2):
+        with pytest.raises(Unauthorized, match="set CAPSULE_API_KEY"):
+            projects()
+    assert projects() == "the projects" and backend.projects() == "the projects" and len(attempts) == 3
+    with pytest.raises(InvalidInput, match="VOYAGE_API_KEY"):  # embedded, with a settings error
+        open_backend(Connection(embedder="voyage", data_dir=str(tmp_path)), {}).projects()
