@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 from typing import Any, Callable, Mapping, Protocol
+from urllib.parse import urlsplit
 
 from capsule import Settings, models
 from capsule.errors import CapsuleError, InvalidInput
