@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 from urllib.parse import urlsplit
 
 from capsule.errors import InvalidInput, Unauthorized
@@ -25,6 +25,8 @@ class Auth(Protocol):
 
 
 class NoAuth:
+    source = "no credentials"
+
     def headers(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
         return dict(headers)
 
@@ -35,11 +37,12 @@ class NoAuth:
 class BearerAuth:
     """An API key (or the local server's token) sent as ``Authorization: Bearer``."""
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, *, source: str = "an API key") -> None:
         key = key.strip()
         if not key:
-            raise InvalidInput("the API key is empty", field="api_key")
+            raise InvalidInput(f"the API key is empty ({source})", field="api_key")
         self._key = key
+        self.source = source  # where the key came from, for error messages; never the key
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, key_file: str | Path | None = None) -> "BearerAuth":
@@ -48,11 +51,11 @@ class BearerAuth:
         path = key_file or (None if environ.get("CAPSULE_API_KEY") else environ.get("CAPSULE_API_KEY_FILE"))
         if path:
             try:
-                return cls(Path(path).expanduser().read_text("utf-8"))
+                return cls(Path(path).expanduser().read_text("utf-8"), source=f"the API key in {path}")
             except OSError as exc:
                 raise InvalidInput(f"cannot read the API key file {path}: {exc.strerror}", field="api_key_file") from exc
         if environ.get("CAPSULE_API_KEY"):
-            return cls(environ["CAPSULE_API_KEY"])
+            return cls(environ["CAPSULE_API_KEY"], source="the API key in CAPSULE_API_KEY")
         raise Unauthorized("no API key: set CAPSULE_API_KEY, or CAPSULE_API_KEY_FILE, or pass --api-key-file")
 
     def headers(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
@@ -60,6 +63,36 @@ class BearerAuth:
 
     def __repr__(self) -> str:
         return "BearerAuth(key=***)"
+
+
+class LazyAuth:
+    """An auth made on first use, and again on each request while making it fails.
+
+    A missing credential (no API key, no AWS credentials yet) then fails each call with the
+    reason and what to set, instead of the whole server, and is picked up once it exists
+    (``aws sso login``, a token file written by a ``capsule serve`` started later).
+    """
+
+    def __init__(self, make: Callable[[], Auth], describe: str) -> None:
+        self._make = make
+        self._auth: Auth | None = None
+        self.describe = describe  # how it was chosen; never a secret
+
+    def resolve(self) -> Auth:
+        if self._auth is None:
+            self._auth = self._make()
+        return self._auth
+
+    @property
+    def sent(self) -> str:
+        """What the requests carry, for a 401/403's message: the key's source, or the method."""
+        return getattr(self._auth, "source", None) or self.describe
+
+    def headers(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
+        return self.resolve().headers(method, url, headers, body)
+
+    def __repr__(self) -> str:
+        return f"LazyAuth({self.describe!r}, auth={self._auth!r})"
 
 
 def region_from_url(url: str) -> str | None:
@@ -94,6 +127,7 @@ class SigV4Auth:
                                "run 'aws sso login' or set AWS_PROFILE")
         self.region = region
         self.service = service
+        self.source = f"a SigV4 signature (service {service}, region {region})"
         self._credentials = credentials
         self._signer_class = _Signer
         self._request_class = AWSRequest
@@ -120,4 +154,4 @@ class SigV4Auth:
         return f"SigV4Auth(service={self.service!r}, region={self.region!r}, credentials=***)"
 
 
-__all__ = ["Auth", "BearerAuth", "NoAuth", "SigV4Auth", "region_from_url", "SERVICE"]
+__all__ = ["Auth", "BearerAuth", "LazyAuth", "NoAuth", "SigV4Auth", "region_from_url", "SERVICE"]

@@ -8,20 +8,25 @@ tools cannot tell them apart.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
+from urllib.parse import urlsplit
 
 from capsule import Settings, models
+from capsule.errors import CapsuleError, InvalidInput
 from capsule.learning import LearningService
 from capsule.learning import models as lm
 from capsule.learning.runtime import build_learning
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
-from .auth import Auth, BearerAuth, NoAuth, SigV4Auth
+from .auth import Auth, LazyAuth, NoAuth, SigV4Auth
+from .auth_choice import AUTO, AuthChoice, bearer_for, check_method, choose_auth
 from .client import CapsuleClient, Retry
 
+log = logging.getLogger("capsule.mcp")
 LOCAL_TENANT = "local"  # the embedded store's one tenant, as the CLI uses
 
 
@@ -183,7 +188,7 @@ class Connection:
     """How to reach the memory: a URL (remote) or none (embedded), and how to sign."""
 
     url: str | None = None
-    auth: str = "sigv4"                 # sigv4 | apikey | none
+    auth: str | None = None             # auto (None) | sigv4 | apikey | none: see auth_choice
     region: str | None = None
     profile: str | None = None
     api_key_file: str | None = None
@@ -195,27 +200,67 @@ class Connection:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, embedded: bool = False,
                  **given: Any) -> "Connection":
-        """Arguments win over the environment: CAPSULE_MEMORY_URL, CAPSULE_AUTH, AWS_PROFILE."""
+        """Arguments win over the environment: CAPSULE_MEMORY_URL, CAPSULE_AUTH.
+
+        An unknown auth method is refused here, naming the nearest one; leaving it unset (or
+        ``auto``) lets the URL decide (:func:`mcp_client.auth_choice.choose_auth`).
+        """
         environ = os.environ if environ is None else environ
         given = {k: v for k, v in given.items() if v is not None}
         url = None if embedded else given.pop("url", None) or environ.get("CAPSULE_MEMORY_URL") or None
         given.pop("url", None)
-        auth = given.pop("auth", None) or environ.get("CAPSULE_AUTH") or "sigv4"
-        return cls(url=url, auth=auth, **given)
+        auth = check_method(given.pop("auth", None) or environ.get("CAPSULE_AUTH"))
+        return cls(url=None if url is None else check_url(url), auth=None if auth == AUTO else auth, **given)
+
+
+def check_url(url: str) -> str:
+    """A URL the client can call; refused at startup, since no later retry could fix it."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(f"the memory URL (--url or CAPSULE_MEMORY_URL) must be http:// or https:// with a host, "
+                           f"got {url!r}", field="url")
+    return url
+
+
+def auth_choice(conn: Connection) -> AuthChoice:
+    """How ``conn`` signs, and why (``conn.url`` must be set)."""
+    assert conn.url is not None
+    return choose_auth(conn.url, conn.auth, sigv4_options=bool(conn.region or conn.profile))
 
 
 def make_auth(conn: Connection, environ: Mapping[str, str] | None = None) -> Auth:
+    """The auth for ``conn``, made on first use (a missing credential fails each call, saying
+    what to set, rather than the process)."""
     if conn.url is None:
         return NoAuth()
-    if conn.auth == "sigv4":
-        return SigV4Auth.for_url(conn.url, region=conn.region, profile=conn.profile, environ=environ)
-    if conn.auth == "apikey":
-        return BearerAuth.from_env(environ, conn.api_key_file)
-    return NoAuth()
+    url = conn.url
+    choice = auth_choice(conn)
+    if choice.method == "sigv4":
+        def make() -> Auth:
+            return SigV4Auth.for_url(url, region=conn.region, profile=conn.profile, environ=environ)
+    elif choice.method == "apikey":
+        def make() -> Auth:
+            return bearer_for(url, key_file=conn.api_key_file, data_dir=conn.data_dir, environ=environ)
+    else:
+        return NoAuth()
+    return LazyAuth(make, f"{choice.method}: {choice.reason}")
 
 
 def open_backend(conn: Connection, environ: Mapping[str, str] | None = None) -> Backend:
-    """The remote backend when the connection has a URL, else the embedded one."""
+    """The remote backend when the connection has a URL, else the embedded one.
+
+    Never fails for settings a user can fix while it runs (a missing key, a store not up
+    yet): it then returns a :class:`RetryingOpen` whose every call says why, so each MCP tool
+    call, ``memory_projects`` included, carries the reason.
+    """
+    try:
+        return _open(conn, environ)
+    except CapsuleError as exc:
+        log.warning("the memory backend is not available yet: %s", exc.message)
+        return RetryingOpen(lambda: _open(conn, environ))
+
+
+def _open(conn: Connection, environ: Mapping[str, str] | None) -> Backend:
     if conn.url:
         client = CapsuleClient(conn.url, auth=make_auth(conn, environ), timeout_s=conn.timeout_s,
                                retry=Retry(attempts=conn.attempts))
@@ -224,4 +269,34 @@ def open_backend(conn: Connection, environ: Mapping[str, str] | None = None) -> 
     return EmbeddedBackend.from_settings(settings)
 
 
-__all__ = ["Backend", "Connection", "EmbeddedBackend", "RemoteBackend", "make_auth", "open_backend", "LOCAL_TENANT"]
+class RetryingOpen:
+    """A backend that could not be opened: each operation tries to open it again and, until that
+    works, raises why. Looking an operation up never fails, so a caller that takes the method
+    before calling it (``run(backend.projects)``) still gets the reason from the call."""
+
+    name = "retrying"
+
+    def __init__(self, opener: Callable[[], Backend]) -> None:
+        self._opener = opener
+        self._backend: Backend | None = None
+
+    def _opened(self) -> Backend:
+        if self._backend is None:
+            self._backend = self._opener()
+        return self._backend
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def operation(*args: Any, **kwargs: Any) -> Any:
+            return getattr(self._opened(), name)(*args, **kwargs)
+
+        return operation
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+
+
+__all__ = ["Backend", "Connection", "EmbeddedBackend", "RemoteBackend", "auth_choice", "make_auth", "open_backend", "RetryingOpen", "LOCAL_TENANT"]

@@ -178,9 +178,17 @@ class CapsuleClient:
                 return json.loads(response.body) if response.body else None
             retryable = response.status in (RETRY_STATUSES if idempotent else NOTHING_DONE_STATUSES)
             if last or not retryable:
-                raise error_for(response.status, response.body)
+                raise self._refused(error_for(response.status, response.body))
             self._wait(method, path, attempt, f"HTTP {response.status}", _retry_after(response.headers))
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _refused(self, error: errors.CapsuleError) -> errors.CapsuleError:
+        """A 401/403 says what this client sent, so the user knows which credential to fix."""
+        sent = getattr(self.auth, "sent", None) or getattr(self.auth, "source", None)
+        if sent and error.status in (401, 403):
+            error.message += f"; this client sent {sent}"
+            error.args = (error.message,)
+        return error
 
     def _wait(self, method: str, path: str, attempt: int, why: str, retry_after: float | None = None) -> None:
         delay = self.retry.delay(attempt, retry_after)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from .auth_choice import METHODS
 from .backends import Connection
 
 
@@ -13,12 +14,17 @@ def connection_options(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--embedded", action="store_true",
                       help="use the local store directly (the default when no URL is set)")
     mode.add_argument("--url", help="the memory API's base URL (default: CAPSULE_MEMORY_URL)")
-    parser.add_argument("--auth", choices=["sigv4", "apikey", "none"],
-                        help="how to sign remote requests (default: CAPSULE_AUTH, else sigv4)")
-    parser.add_argument("--region", help="AWS region for SigV4 (default: from the URL, else AWS_REGION)")
-    parser.add_argument("--profile", help="AWS profile for SigV4 (default: the standard chain)")
-    parser.add_argument("--api-key-file", help="file holding the API key (default: CAPSULE_API_KEY)")
-    parser.add_argument("--data-dir", help="embedded: data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
+    parser.add_argument("--auth", choices=list(METHODS),
+                        help="how to sign remote requests (default: CAPSULE_AUTH, else auto: SigV4 for an "
+                             "execute-api host, else an API key, else on loopback capsule serve's token)")
+    parser.add_argument("--region", help="AWS region for SigV4 (default: from the URL, else AWS_REGION); "
+                                         "implies --auth sigv4 unless --auth is given")
+    parser.add_argument("--profile", help="AWS profile for SigV4 (default: the standard chain); "
+                                          "implies --auth sigv4 unless --auth is given")
+    parser.add_argument("--api-key-file", help="file holding the API key (default: CAPSULE_API_KEY, "
+                                               "else the file CAPSULE_API_KEY_FILE names)")
+    parser.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR): the embedded "
+                                           "store, and for a loopback URL where capsule serve keeps its token")
     parser.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"],
                         help="embedded: which embedder (default: CAPSULE_EMBEDDER, else auto)")
 

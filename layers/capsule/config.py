@@ -46,10 +46,15 @@ ENVIRONMENT = {
 }
 
 
+def default_data_dir() -> Path:
+    """The data folder when neither CAPSULE_DATA_DIR nor --data-dir names one."""
+    return Path.home() / ".capsule"
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    data_dir: Path = Field(default_factory=lambda: Path.home() / ".capsule")
+    data_dir: Path = Field(default_factory=default_data_dir)
     store: Literal["sqlite", "mongo"] = "sqlite"
     mongodb_uri: SecretStr | None = None
     mongodb_db: str = "capsule"

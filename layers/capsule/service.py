@@ -24,6 +24,7 @@ from .clock import Clock, system_clock, to_epoch
 from .config import Settings
 from .context import text_to_embed
 from .embedders.base import Embedder
+from .embedders.base import describe as describe_embedder
 from .errors import InvalidInput, Unavailable, from_validation_error
 from .index import IndexCache, ProjectIndex, store_fetcher
 from .querycache import QueryCache
@@ -168,6 +169,13 @@ class MemoryService:
         return (f" No embedding could be made ({embed_error}); it is found by keyword now and"
                 " the backfill job will embed it.")
 
+    def _embedder_note(self, outcome: WriteOutcome) -> str:
+        """A project's first write says which embedder makes its vectors, and why that one."""
+        before = outcome.active_after - len(outcome.inserted) + len(outcome.evicted)
+        if not outcome.inserted or before > 0:
+            return ""
+        return f" Embedder: {describe_embedder(self.embedder).sentence()}."
+
     def store_memory(self, tenant: str, request: models.StoreRequest | dict) -> models.StoreResult:
         req = validate(models.StoreRequest, request)
         records, embed_error = self._records(
@@ -194,7 +202,7 @@ class MemoryService:
         return models.StoreResult(
             memory=to_memory(memory), evicted=evicted,
             explanation=f"Stored memory {memory.id} in project '{req.project}'{pin}."
-            + note + self._pending_note(embed_error),
+            + note + self._pending_note(embed_error) + self._embedder_note(outcome),
         )
 
     def ingest(self, tenant: str, request: models.IngestRequest | dict) -> models.IngestResult:
@@ -217,7 +225,8 @@ class MemoryService:
                      " their existing ids are returned.")
         return models.IngestResult(
             ids=ids, chunks=len(chunks), deduplicated=duplicated, evicted=evicted,
-            explanation=text + note + (self._pending_note(embed_error) if outcome.inserted else ""),
+            explanation=text + note + (self._pending_note(embed_error) if outcome.inserted else "")
+            + self._embedder_note(outcome),
         )
 
     # ---- reading ---------------------------------------------------------

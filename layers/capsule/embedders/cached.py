@@ -19,6 +19,8 @@ class CachedEmbedder:
         self.inner = inner
         self.model_id = inner.model_id
         self.dim = inner.dim
+        self.name = getattr(inner, "name", None) or inner.model_id
+        self.reason = getattr(inner, "reason", None)
         self._store = store
         self._clock = clock
 

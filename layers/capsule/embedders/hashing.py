@@ -17,6 +17,8 @@ from .base import normalize
 
 
 class HashingEmbedder:
+    name = "hashing"
+
     def __init__(self, dim: int = 384) -> None:
         self.dim = dim
         self.model_id = f"hashing-v1-{dim}"

@@ -71,6 +71,7 @@ def available(model_dir: str | Path | None = None) -> bool:
 
 
 class MiniLMEmbedder:
+    name = "minilm"
     model_id = MODEL_ID
     dim = 384
 

@@ -36,9 +36,17 @@ class _Remote:
         return normalize(np.asarray(rows, dtype=np.float32))
 
 
+# Per request: a provider that does not answer costs a write at most about
+# TIMEOUT_S * (1 + RETRIES) before it is stored as pending (then FailFast answers at once).
+TIMEOUT_S = 15.0
+RETRIES = 2
+
+
 class VoyageEmbedder(_Remote):
+    name = "voyage"
+
     def __init__(self, api_key: str, *, model: str = "voyage-3.5", dim: int = 1024,
-                 timeout_s: float = 30.0, retries: int = 3, client: Any = None) -> None:
+                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None) -> None:
         if client is None:
             try:
                 import voyageai
@@ -53,8 +61,10 @@ class VoyageEmbedder(_Remote):
 
 
 class OpenAIEmbedder(_Remote):
+    name = "openai"
+
     def __init__(self, api_key: str, *, model: str = "text-embedding-3-small", dim: int = 1536,
-                 timeout_s: float = 30.0, retries: int = 3, client: Any = None) -> None:
+                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None) -> None:
         if client is None:
             try:
                 import openai
