@@ -54,11 +54,14 @@ def build_server(open_state: Callable[[], ServerState]) -> MCPServer:
         finally:
             state.backend.close()
 
-    server = MCPServer("capsule-memory", title="Capsule Memory", version=__version__,
-                       instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    from .strict_tools import ToolRegistry
+
+    # Registered through our registry, so every tool's arguments are checked the same strict way.
+    registry = ToolRegistry()
     for module in TOOL_MODULES:
-        importlib.import_module(module).register(server)
-    return server
+        importlib.import_module(module).register(registry)
+    return MCPServer("capsule-memory", title="Capsule Memory", version=__version__,
+                     instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING", tools=registry.tools)
 
 
 def state_opener(conn: Connection, project: str, max_chars: int = DEFAULT_MAX_CHARS
