@@ -1,8 +1,8 @@
 """Every MCP tool's arguments checked in one place, before the tool runs.
 
 The SDK builds each tool's arguments model from its signature and lets unknown names
-through (pydantic's default ``extra="ignore"``), coerces types (``"yes"`` -> ``True``)
-and reports a failure with pydantic's full text. Tools registered through
+through (pydantic's default ``extra="ignore"``), coerces types (``"yes"`` -> ``True``),
+parses strings that look like JSON (``"null"`` -> ``None``) and reports a failure with pydantic's full text. Tools registered through
 :class:`ToolRegistry` instead get a model that forbids extras and coerces nothing, and
 their arguments are checked before the SDK sees them: Vector Bridge names mapped to ours
 (:mod:`.vector_bridge`), an unknown name refused with the nearest known one, and each
@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import ConfigDict, ValidationError
 
 from . import vector_bridge
@@ -52,13 +53,23 @@ class ToolRegistry:
         return register
 
 
+class LiteralMetadata(FuncMetadata):
+    """The SDK's argument handling without its JSON guessing: it would parse a string argument that
+    looks like JSON (project "null" -> None, the default project), after our check has passed."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return dict(data)
+
+
 def strict_tool(fn: Callable[..., Any], **options: Any) -> StrictTool:
     tool = StrictTool.from_function(fn, **options)
-    loose = tool.fn_metadata.arg_model
-    config = ConfigDict(**{**loose.model_config, "extra": "forbid", "strict": True})
-    tool.fn_metadata.arg_model = type(loose.__name__, (loose,), {"model_config": config,
-                                                                 "__module__": loose.__module__})
-    tool.parameters = vector_bridge.published(tool.name, tool.fn_metadata.arg_model.model_json_schema(by_alias=True))
+    loose = tool.fn_metadata
+    config = ConfigDict(**{**loose.arg_model.model_config, "extra": "forbid", "strict": True})
+    strict = type(loose.arg_model.__name__, (loose.arg_model,), {"model_config": config,
+                                                                "__module__": loose.arg_model.__module__})
+    tool.fn_metadata = LiteralMetadata(arg_model=strict, output_schema=loose.output_schema,
+                                       output_model=loose.output_model, wrap_output=loose.wrap_output)
+    tool.parameters = vector_bridge.published(tool.name, strict.model_json_schema(by_alias=True))
     return tool
 
 

@@ -130,3 +130,15 @@ def test_a_missing_argument_and_a_name_given_twice_are_said_briefly(tmp_path):
             assert is_error and "'chunk_id': Input should be a valid string (got boolean)" in text
 
     anyio.run(main)
+
+
+def test_a_string_that_looks_like_json_stays_a_string(tmp_path):
+    async def main():
+        async with Client(mcp_params(new_data_dir(tmp_path), "--embedded", "--project", PROJECT)) as client:
+            session = ToolSession(client)
+            for name in ("null", "[1, 2]", '{"a": 1}'):
+                stored, _ = await session.ok("memory_store", {"content": f"about {name}", "project": name,
+                                                              "path": name})
+                assert stored["memory"]["project"] == name and stored["memory"]["path"] == name
+
+    anyio.run(main)
