@@ -11,8 +11,8 @@ from pydantic import Field
 from capsule import limits
 from capsule.learning import models as lm
 
-from .strict_tools import ToolRegistry
 from . import learning_results as out
+from .strict_tools import ToolRegistry
 from .tool_kit import MaxChars, Project, drop_none, result, run, state
 
 ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS,
@@ -127,7 +127,7 @@ def register(tools: ToolRegistry) -> None:
         return result(*out.golden_paths_output(run(lambda: s.backend.golden_paths(request)), s.budget(max_chars)))
 
     @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                             open_world_hint=False))
+                                            open_world_hint=False))
     def detect_patterns(
         ctx: Context,
         category: Category = None,

@@ -35,7 +35,8 @@ Capsule Memory: long-term memory shared across sessions and agents.
   a pitfall), memory_store it; use memory_feedback on search hits that helped or misled.
 - For a recurring error, solution_search finds fixes that worked before; solution_apply records
   whether one worked.
-Results are bounded (max_chars); page with cursor or narrow the query when items are omitted."""
+Results are bounded (max_chars); page with cursor or narrow the query when items are omitted;
+memory_get reads one memory whole, a page at a time."""
 
 TOOL_MODULES = ["mcp_client.memory_tools", "mcp_client.learning_tools"]
 

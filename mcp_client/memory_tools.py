@@ -10,9 +10,9 @@ from pydantic import Field
 
 from capsule import limits, models
 
-from .strict_tools import ToolRegistry
 from . import tool_results as out
 from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS, size
+from .strict_tools import ToolRegistry
 from .tool_kit import MaxChars, MemoryId, Meta, Project, Tags, drop_none, merged_meta, result, run, state
 
 Outcome = Literal["success", "failure", "unknown"]
@@ -165,7 +165,7 @@ def register(tools: ToolRegistry) -> None:
         offset: Annotated[int, Field(ge=0, le=limits.MAX_INGEST_BYTES,
                                      description="Start at this character (next_offset of the previous page).")] = 0,
         max_chars: Annotated[int | None, Field(ge=MIN_MAX_CHARS, le=MAX_MAX_CHARS, description=(
-            f"Characters of content per page (default {DEFAULT_MAX_CHARS}).")) ] = None,
+            f"Characters of content per page (default {DEFAULT_MAX_CHARS})."))] = None,
     ) -> Annotated[CallToolResult, out.GetOutput]:
         """Read one memory whole (search and list show excerpts), a page at a time for a long one: call
         again with offset=next_offset until next_offset is null. Returns the memory with this page of content."""

@@ -15,6 +15,7 @@ from capsule import models
 from . import vector_bridge
 from .bounded import ECHO_CHARS, EXCERPT_CHARS, excerpt, fit, size
 
+
 class Bounded(BaseModel):
     omitted: int = Field(0, description="Items left out to stay within max_chars.")
     truncated: list[str] = Field(default_factory=list, description="Ids whose content was cut to an excerpt.")
@@ -23,7 +24,8 @@ class Bounded(BaseModel):
 class OutputHit(models.SearchHit):
     """A hit as the tools show it: ours, and the Vector Bridge's ``chunk`` and ``meta`` scores beside."""
 
-    chunk: str = Field(description="The text, as in content (the Vector Bridge's name for it).")  # type: ignore[assignment]
+    # Ours was the chunk's position (now ``position``); the Vector Bridge's is its text, which its agents read.
+    chunk: str = Field(description="The text, as in content.")  # type: ignore[assignment]
     position: models.Chunk | None = Field(None, description="Which chunk of an ingested text this is.")
 
 
