@@ -41,6 +41,8 @@ class Backend(Protocol):
     def list_memories(self, request: Mapping[str, Any]) -> models.ListResult: ...
     def pin(self, memory_id: str, pinned: bool) -> models.MemoryResult: ...
     def forget(self, memory_id: str, reason: str | None) -> models.MemoryResult: ...
+    def get(self, memory_id: str) -> models.MemoryResult: ...
+    def restore(self, memory_id: str) -> models.MemoryResult: ...
     def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult: ...
     def projects(self) -> models.ProjectsResult: ...
     def solution_search(self, request: Mapping[str, Any]) -> lm.SolutionSearchResult: ...
@@ -92,6 +94,12 @@ class EmbeddedBackend:
 
     def forget(self, memory_id: str, reason: str | None) -> models.MemoryResult:
         return self.service.forget(self.tenant, memory_id, {"reason": reason})
+
+    def get(self, memory_id: str) -> models.MemoryResult:
+        return self.service.get(self.tenant, memory_id)
+
+    def restore(self, memory_id: str) -> models.MemoryResult:
+        return self.service.restore(self.tenant, memory_id)
 
     def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult:
         return self.service.feedback(self.tenant, memory_id, dict(request))
@@ -151,6 +159,12 @@ class RemoteBackend:
 
     def forget(self, memory_id: str, reason: str | None) -> models.MemoryResult:
         return self.client.forget(memory_id, reason)
+
+    def get(self, memory_id: str) -> models.MemoryResult:
+        return self.client.get(memory_id)
+
+    def restore(self, memory_id: str) -> models.MemoryResult:
+        return self.client.restore(memory_id)
 
     def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult:
         return self.client.feedback(memory_id, request)

@@ -23,6 +23,7 @@ from capsule.service import MemoryService
 
 from . import render
 from .files import ingestible
+from .strict_cli import StrictParser
 
 LOCAL_TENANT = "local"
 
@@ -208,7 +209,7 @@ def _iso(value: str) -> datetime:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="capsule", description="Long-term memory for AI agents.")
+    parser = StrictParser(prog="capsule", description="Long-term memory for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("store", help="store one memory")

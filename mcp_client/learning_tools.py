@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
@@ -13,6 +12,7 @@ from capsule import limits
 from capsule.learning import models as lm
 
 from . import learning_results as out
+from .strict_tools import ToolRegistry
 from .tool_kit import MaxChars, Project, drop_none, result, run, state
 
 ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS,
@@ -28,8 +28,8 @@ READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 RECORD = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
 
-def register(server: MCPServer) -> None:
-    @server.tool(annotations=READ)
+def register(tools: ToolRegistry) -> None:
+    @tools.tool(annotations=READ)
     def solution_search(
         error: ErrorText,
         ctx: Context,
@@ -44,7 +44,7 @@ def register(server: MCPServer) -> None:
         found = run(lambda: s.backend.solution_search(drop_none(error=error, category=category, k=k)))
         return result(*out.solution_search_output(found, s.budget(max_chars)))
 
-    @server.tool(annotations=RECORD)
+    @tools.tool(annotations=RECORD)
     def solution_apply(
         solution_id: SolutionId,
         success: Annotated[bool, Field(description="true if applying the solution fixed the error.")],
@@ -65,7 +65,7 @@ def register(server: MCPServer) -> None:
             request["pattern"] = {"tag": pattern_tag, "category": pattern_category}
         return result(*out.apply_output(run(lambda: s.backend.solution_apply(solution_id, request))))
 
-    @server.tool(annotations=READ)
+    @tools.tool(annotations=READ)
     def pattern_detect(
         error: ErrorText,
         ctx: Context,
@@ -82,7 +82,7 @@ def register(server: MCPServer) -> None:
         request = drop_none(error=error, category=category, k=k, min_score=min_score, solutions=solutions)
         return result(*out.pattern_detect_output(run(lambda: s.backend.pattern_detect(request)), s.budget(max_chars)))
 
-    @server.tool(annotations=READ)
+    @tools.tool(annotations=READ)
     def pattern_solutions(
         tag: Tag,
         ctx: Context,
@@ -96,7 +96,7 @@ def register(server: MCPServer) -> None:
         found = run(lambda: s.backend.pattern_solutions({"tag": tag, "category": category, "k": k}))
         return result(*out.pattern_solutions_output(found, s.budget(max_chars)))
 
-    @server.tool(annotations=RECORD)
+    @tools.tool(annotations=RECORD)
     def pattern_link(
         tag: Tag,
         solution_id: SolutionId,
@@ -111,7 +111,7 @@ def register(server: MCPServer) -> None:
         request = drop_none(tag=tag, category=category, solution_id=solution_id, success=success, context=context)
         return result(*out.pattern_link_output(run(lambda: s.backend.pattern_link(request))))
 
-    @server.tool(annotations=READ)
+    @tools.tool(annotations=READ)
     def golden_paths(
         ctx: Context,
         category: Category = None,
@@ -126,8 +126,8 @@ def register(server: MCPServer) -> None:
         request = drop_none(category=category, min_applications=min_applications, k=k)
         return result(*out.golden_paths_output(run(lambda: s.backend.golden_paths(request)), s.budget(max_chars)))
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                             open_world_hint=False))
+    @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                            open_world_hint=False))
     def detect_patterns(
         ctx: Context,
         category: Category = None,

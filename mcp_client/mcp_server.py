@@ -35,7 +35,8 @@ Capsule Memory: long-term memory shared across sessions and agents.
   a pitfall), memory_store it; use memory_feedback on search hits that helped or misled.
 - For a recurring error, solution_search finds fixes that worked before; solution_apply records
   whether one worked.
-Results are bounded (max_chars); page with cursor or narrow the query when items are omitted."""
+Results are bounded (max_chars); page with cursor or narrow the query when items are omitted;
+memory_get reads one memory whole, a page at a time."""
 
 TOOL_MODULES = ["mcp_client.memory_tools", "mcp_client.learning_tools"]
 
@@ -54,11 +55,14 @@ def build_server(open_state: Callable[[], ServerState]) -> MCPServer:
         finally:
             state.backend.close()
 
-    server = MCPServer("capsule-memory", title="Capsule Memory", version=__version__,
-                       instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    from .strict_tools import ToolRegistry
+
+    # Registered through our registry, so every tool's arguments are checked the same strict way.
+    registry = ToolRegistry()
     for module in TOOL_MODULES:
-        importlib.import_module(module).register(server)
-    return server
+        importlib.import_module(module).register(registry)
+    return MCPServer("capsule-memory", title="Capsule Memory", version=__version__,
+                     instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING", tools=registry.tools)
 
 
 def state_opener(conn: Connection, project: str, max_chars: int = DEFAULT_MAX_CHARS

@@ -1,10 +1,9 @@
-"""The memory tools: store, ingest, search, list, pin, forget, feedback, projects."""
+"""The memory tools: store, ingest, search, list, get, pin, forget, restore, feedback, projects."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
@@ -12,18 +11,23 @@ from pydantic import Field
 from capsule import limits, models
 
 from . import tool_results as out
-from .bounded import size
-from .tool_kit import MaxChars, MemoryId, Project, Tags, drop_none, result, run, state
+from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS, size
+from .strict_tools import ToolRegistry
+from .tool_kit import MaxChars, MemoryId, Meta, Project, Tags, drop_none, merged_meta, result, run, state
 
 Outcome = Literal["success", "failure", "unknown"]
 Kind = Annotated[str | None, Field(max_length=64, description="What kind of memory: decision, fix, error, code, "
                                                               "note, convention, ...")]
+Component = Annotated[str | None, Field(max_length=128, description="The part of the system, e.g. 'backend'.")]
+Category = Annotated[str | None, Field(max_length=128, description="A category, e.g. 'code', 'decision', 'deploy'.")]
+OutcomeArg = Annotated[Outcome | None, Field(description="Did the approach work? 'success' memories rank higher, "
+                                                         "'failure' ones lower (default unknown).")]
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-def register(server: MCPServer) -> None:
-    @server.tool(annotations=WRITE)
+def register(tools: ToolRegistry) -> None:
+    @tools.tool(annotations=WRITE)
     def memory_store(
         content: Annotated[str, Field(min_length=1, max_length=limits.MAX_CONTENT_BYTES,
                                       description="The memory, self-contained: what was decided or learned and why.")],
@@ -31,26 +35,28 @@ def register(server: MCPServer) -> None:
         project: Project = None,
         type: Kind = None,
         tags: Tags = None,
-        outcome: Annotated[Outcome, Field(description="Did the approach work? 'success' memories rank higher.")]
-        = "unknown",
+        outcome: OutcomeArg = None,
         explanation: Annotated[str | None, Field(max_length=limits.MAX_EXPLANATION_CHARS,
                                                  description="Why this is worth remembering.")] = None,
         path: Annotated[str | None, Field(max_length=limits.MAX_PATH_CHARS,
                                           description="The file it is about, if any.")] = None,
-        component: Annotated[str | None, Field(max_length=128)] = None,
+        component: Component = None,
+        category: Category = None,
         pinned: Annotated[bool, Field(description="Pin it so the rolling limit never evicts it.")] = False,
+        meta: Meta = None,
     ) -> Annotated[CallToolResult, models.StoreResult]:
         """Remember one thing for later sessions: a decision and its reason, a fix that worked, a convention,
         a pitfall. Use it when you learn something another session would need. The same content stored
         twice within 48 hours is kept once. Returns the memory id and what was evicted, if anything."""
         s = state(ctx)
-        meta = drop_none(type=type, tags=tags, outcome_status=outcome, component=component, source="mcp")
+        fields = merged_meta(meta, type=type, tags=tags, outcome_status=outcome, component=component,
+                             category=category)
         stored = run(lambda: s.backend.store(drop_none(
             project=s.project(project), content=content, explanation=explanation, path=path, pinned=pinned,
-            meta=meta)))
+            meta={"source": "mcp", **fields})))
         return result(*out.store_output(stored))
 
-    @server.tool(annotations=WRITE)
+    @tools.tool(annotations=WRITE)
     def memory_ingest(
         text: Annotated[str, Field(min_length=1, max_length=limits.MAX_INGEST_BYTES,
                                    description="A long text (a document, a file, notes) to chunk and store.")],
@@ -61,16 +67,21 @@ def register(server: MCPServer) -> None:
         = None,
         type: Kind = None,
         tags: Tags = None,
+        outcome: OutcomeArg = None,
+        component: Component = None,
+        category: Category = None,
+        meta: Meta = None,
     ) -> Annotated[CallToolResult, out.IngestOutput]:
         """Store a long text as several searchable chunks (500-800 tokens each, overlapping). Use it for
         documents or files; use memory_store for one fact. Returns the chunk ids (the first 50)."""
         s = state(ctx)
-        meta = drop_none(type=type, tags=tags, source="mcp")
+        fields = merged_meta(meta, type=type, tags=tags, outcome_status=outcome, component=component,
+                             category=category)
         ingested = run(lambda: s.backend.ingest(drop_none(project=s.project(project), text=text, path=path,
-                                                          meta=meta)))
+                                                          meta={"source": "mcp", **fields})))
         return result(*out.ingest_output(ingested))
 
-    @server.tool(annotations=READ)
+    @tools.tool(annotations=READ)
     def memory_search(
         query: Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS,
                                     description="What you need to know, in words or keywords "
@@ -83,7 +94,8 @@ def register(server: MCPServer) -> None:
             description="hybrid: meaning and keywords (best default); vector: meaning only; bm25: exact words.")]
         = "hybrid",
         tags: Tags = None,
-        component: Annotated[str | None, Field(max_length=128)] = None,
+        component: Component = None,
+        category: Category = None,
         path_prefix: Annotated[str | None, Field(max_length=limits.MAX_PATH_CHARS,
                                                  description="Only memories about files under this path.")] = None,
         max_chars: MaxChars = None,
@@ -94,13 +106,14 @@ def register(server: MCPServer) -> None:
         that helped."""
         s = state(ctx)
         request = {"query": query, "k": k, "mode": mode, "global": all_projects,
-                   "filters": drop_none(tags=tags, component=component, path_prefix=path_prefix)}
+                   "filters": drop_none(tags=tags, component=component, category=category,
+                                       path_prefix=path_prefix)}
         if not all_projects:
             request["project"] = s.project(project)
         found = run(lambda: s.backend.search(request))
         return result(*out.search_output(found, s.budget(max_chars)))
 
-    @server.tool(annotations=READ)
+    @tools.tool(annotations=READ)
     def memory_list(
         ctx: Context,
         project: Project = None,
@@ -122,7 +135,7 @@ def register(server: MCPServer) -> None:
             output, text = out.list_output(listed, max(s.budget(max_chars), size(output)))
         return result(output, text)
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+    @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
     def memory_pin(
         id: MemoryId,
         ctx: Context,
@@ -133,7 +146,7 @@ def register(server: MCPServer) -> None:
         s = state(ctx)
         return result(*out.memory_output(run(lambda: s.backend.pin(id, action == "pin"))))
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
+    @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
     def memory_forget(
         id: MemoryId,
         ctx: Context,
@@ -145,7 +158,29 @@ def register(server: MCPServer) -> None:
         s = state(ctx)
         return result(*out.memory_output(run(lambda: s.backend.forget(id, reason))))
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False))
+    @tools.tool(annotations=READ)
+    def memory_get(
+        id: MemoryId,
+        ctx: Context,
+        offset: Annotated[int, Field(ge=0, le=limits.MAX_INGEST_BYTES,
+                                     description="Start at this character (next_offset of the previous page).")] = 0,
+        max_chars: Annotated[int | None, Field(ge=MIN_MAX_CHARS, le=MAX_MAX_CHARS, description=(
+            f"Characters of content per page (default {DEFAULT_MAX_CHARS})."))] = None,
+    ) -> Annotated[CallToolResult, out.GetOutput]:
+        """Read one memory whole (search and list show excerpts), a page at a time for a long one: call
+        again with offset=next_offset until next_offset is null. Returns the memory with this page of content."""
+        s = state(ctx)
+        found = run(lambda: s.backend.get(id))
+        return result(*out.get_output(found, offset, s.budget(max_chars)))
+
+    @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+    def memory_restore(id: MemoryId, ctx: Context) -> Annotated[CallToolResult, models.MemoryResult]:
+        """Bring back a memory forgotten with memory_forget (possible for 30 days after), so search and list
+        show it again. Returns the restored memory."""
+        s = state(ctx)
+        return result(*out.memory_output(run(lambda: s.backend.restore(id))))
+
+    @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False))
     def memory_feedback(
         id: MemoryId,
         helpful: Annotated[bool, Field(description="true if the memory helped with the task, false if it misled.")],
@@ -159,7 +194,7 @@ def register(server: MCPServer) -> None:
         request = {"helpful": helpful, **drop_none(context=context)}
         return result(*out.memory_output(run(lambda: s.backend.feedback(id, request))))
 
-    @server.tool(annotations=READ)
+    @tools.tool(annotations=READ)
     def memory_projects(ctx: Context, max_chars: MaxChars = None) -> Annotated[CallToolResult, out.ProjectsOutput]:
         """List the projects that have memories, with counts and retention limits, most recently active
         first. Use it to find the name to pass as `project` to the other tools."""

@@ -50,6 +50,9 @@ MaxChars = Annotated[int | None, Field(
     ge=MIN_MAX_CHARS, le=MAX_MAX_CHARS,
     description=f"Character budget for the result (default {DEFAULT_MAX_CHARS}); items beyond it are left out "
                 "and counted in 'omitted'.")]
+Meta = Annotated[dict[str, Any] | None, Field(
+    description="More metadata, as the HTTP API takes it: type, language, component, category, tags, "
+                "outcome_status (success|failure|unknown), and keys of your own.")]
 Tags = Annotated[list[Annotated[str, Field(min_length=1, max_length=limits.MAX_TAG_CHARS)]] | None, Field(
     max_length=limits.MAX_TAGS, description="Tags, e.g. ['sqlite', 'migrations'].")]
 
@@ -77,9 +80,19 @@ def result(structured: BaseModel, text: str) -> CallToolResult:
                           structured_content=structured.model_dump(mode="json", by_alias=True))
 
 
+def merged_meta(meta: dict[str, Any] | None, **flat: Any) -> dict[str, Any]:
+    """``meta`` with the tool's own metadata arguments added; the same key given twice must agree."""
+    merged = dict(meta or {})
+    for key, value in drop_none(**flat).items():
+        if key in merged and merged[key] != value:
+            raise ToolError(f"meta.{key} and the argument for it differ ({merged[key]!r}, {value!r}): give one")
+        merged[key] = value
+    return merged
+
+
 def drop_none(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v not in (None, [], {})}
 
 
-__all__ = ["ServerState", "state", "Project", "MemoryId", "MaxChars", "Tags", "run", "result", "drop_none",
-           "describe_error"]
+__all__ = ["ServerState", "state", "Project", "MemoryId", "MaxChars", "Tags", "Meta", "run", "result", "drop_none",
+           "merged_meta", "describe_error"]

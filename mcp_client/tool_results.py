@@ -12,9 +12,8 @@ from pydantic import BaseModel, Field
 
 from capsule import models
 
+from . import vector_bridge
 from .bounded import ECHO_CHARS, EXCERPT_CHARS, excerpt, fit, size
-
-M = TypeVar("M", models.SearchHit, models.Memory)
 
 
 class Bounded(BaseModel):
@@ -22,8 +21,16 @@ class Bounded(BaseModel):
     truncated: list[str] = Field(default_factory=list, description="Ids whose content was cut to an excerpt.")
 
 
+class OutputHit(models.SearchHit):
+    """A hit as the tools show it: ours, and the Vector Bridge's ``chunk`` and ``meta`` scores beside."""
+
+    # Ours was the chunk's position (now ``position``); the Vector Bridge's is its text, which its agents read.
+    chunk: str = Field(description="The text, as in content.")  # type: ignore[assignment]
+    position: models.Chunk | None = Field(None, description="Which chunk of an ingested text this is.")
+
+
 class SearchOutput(models.SearchResult, Bounded):
-    pass
+    results: list[OutputHit]  # type: ignore[assignment]
 
 
 class ListOutput(models.ListResult, Bounded):
@@ -36,6 +43,15 @@ class ProjectsOutput(models.ProjectsResult, Bounded):
 
 class IngestOutput(models.IngestResult):
     ids_omitted: int = Field(0, description="Chunk ids left out of 'ids' to keep the result small.")
+
+
+class GetOutput(models.MemoryResult):
+    offset: int = Field(description="Where this page of the content starts, in characters.")
+    next_offset: int | None = Field(None, description="Pass as offset to read on; null at the end.")
+    total_chars: int = Field(description="The whole content's length, in characters.")
+
+
+M = TypeVar("M", OutputHit, models.Memory)
 
 
 def _short_memory(memory: models.Memory, limit: int = ECHO_CHARS) -> models.Memory:
@@ -56,13 +72,19 @@ def _shortened(items: Sequence[M], max_chars: int) -> tuple[list[M], int, list[s
         content, was_cut = excerpt(item.content, EXCERPT_CHARS)
         if was_cut:
             cut.add(item.id)
-        short.append(item.model_copy(update={"content": content}))
+        same = {"chunk": content} if isinstance(item, OutputHit) else {}  # the Vector Bridge's copy of it
+        short.append(item.model_copy(update={"content": content, **same}))
     kept, omitted = fit(short, max_chars, size)
     return kept, omitted, [item.id for item in kept if item.id in cut]
 
 
+def _output_hit(hit: models.SearchHit) -> OutputHit:
+    fields = {**hit.model_dump(), "position": hit.chunk}
+    return OutputHit(**{**fields, **vector_bridge.hit_fields(hit, hit.content)})
+
+
 def search_output(result: models.SearchResult, max_chars: int) -> tuple[SearchOutput, str]:
-    kept, omitted, truncated = _shortened(result.results, max_chars)
+    kept, omitted, truncated = _shortened([_output_hit(h) for h in result.results], max_chars)
     out = SearchOutput(results=kept, explanation=result.explanation, omitted=omitted, truncated=truncated)
     lines = [f"{n}. [{h.score:.2f}] {h.id}" + (f" ({h.path})" if h.path else "")
              + (" pinned" if h.pinned else "") + f"\n   {_one_line(h.content, 400)}"
@@ -96,6 +118,19 @@ def ingest_output(result: models.IngestResult, max_ids: int = 50) -> tuple[Inges
     return out, result.explanation
 
 
+def get_output(result: models.MemoryResult, offset: int, max_chars: int) -> tuple[GetOutput, str]:
+    """One page of the memory's whole content: ``max_chars`` characters from ``offset``."""
+    content = result.memory.content
+    page = content[offset:offset + max_chars]
+    end = offset + len(page)
+    more = end < len(content)
+    out = GetOutput(memory=result.memory.model_copy(update={"content": page}), explanation=result.explanation,
+                    offset=offset, next_offset=end if more else None, total_chars=len(content))
+    where = f"characters {offset}-{end} of {len(content)}"
+    tail = f"({where}; call memory_get with offset={end} for the rest)" if more else f"({where}, the end)"
+    return out, f"{page}\n\n{tail}" if page else f"Nothing at offset {offset}: {tail}"
+
+
 def memory_output(result: models.MemoryResult) -> tuple[models.MemoryResult, str]:
     out = result.model_copy(update={"memory": _short_memory(result.memory)})
     return out, result.explanation
@@ -113,4 +148,4 @@ def projects_output(result: models.ProjectsResult, max_chars: int) -> tuple[Proj
 
 
 __all__ = ["SearchOutput", "ListOutput", "ProjectsOutput", "IngestOutput", "search_output", "list_output",
-           "store_output", "ingest_output", "memory_output", "projects_output"]
+           "store_output", "ingest_output", "GetOutput", "get_output", "memory_output", "projects_output"]

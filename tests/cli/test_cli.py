@@ -96,3 +96,24 @@ def test_two_processes_storing_at_once_keep_the_limit_exactly(tmp_path):
     assert len(listed["memories"]) == 10
     projects = json.loads(run(tmp_path, "projects", "--json").stdout)["projects"]
     assert projects[0]["forgotten"] == 6  # 16 stored, exactly 6 evicted
+
+
+@pytest.mark.parametrize("args, refused, suggested", [
+    (["store", "Deploy with blue/green", "--project", "p", "--pinned"], "--pinned", "--pin"),
+    (["store", "Deploy with blue/green", "--project", "p", "--outcom", "success"], "--outcom", "--outcome"),
+    (["ingest", "README.md", "--project", "p", "--tags", "docs"], "--tags", "--tag"),
+    (["search", "deploy", "--globl"], "--globl", "--global"),
+    (["search", "deploy", "--proj", "p"], "--proj", "--project"),  # no abbreviations: they change meaning later
+    (["solutions", "list", "--categry", "npm"], "--categry", "--category"),
+    (["mcp", "--embeded"], "--embeded", "--embedded"),
+])
+def test_an_unknown_option_is_refused_with_the_nearest_one_and_changes_nothing(tmp_path, args, refused, suggested):
+    proc = run(tmp_path, *args, ok=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"unknown option '{refused}' (did you mean '{suggested}'?)" in proc.stderr, proc.stderr
+    assert json.loads(run(tmp_path, "projects", "--json").stdout)["projects"] == []
+
+
+def test_a_stray_word_is_refused_by_name(tmp_path):
+    proc = run(tmp_path, "get", "one-id", "another-id", ok=False)
+    assert proc.returncode == 2 and "unexpected argument 'another-id'" in proc.stderr

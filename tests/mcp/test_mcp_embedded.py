@@ -143,3 +143,32 @@ def test_bad_calls_become_tool_errors_with_a_clear_message(tmp_path):
         assert listed["memories"] == []  # and nothing was changed
 
     run_session(tmp_path, body)
+
+
+def test_memory_get_reads_a_long_memory_whole_in_pages_and_restore_brings_one_back(tmp_path):
+    content = "".join(f"line {n:05d}: the checkout flow writes with BEGIN IMMEDIATE\n" for n in range(400))
+
+    async def body(session, client):
+        stored, _ = await session.ok("memory_store", {"content": content})
+        memory_id = stored["memory"]["id"]
+        pages, offset = [], 0
+        while offset is not None:
+            page, text = await session.ok("memory_get", {"id": memory_id, "offset": offset, "max_chars": 5000})
+            assert page["total_chars"] == len(content) and page["offset"] == offset
+            assert len(page["memory"]["content"]) <= 5000 and page["memory"]["content"] in text
+            pages.append(page["memory"]["content"])
+            offset = page["next_offset"]
+        assert "".join(pages) == content and len(pages) == -(-len(content) // 5000)
+
+        whole, _ = await session.ok("memory_get", {"id": memory_id, "max_chars": 40000})
+        assert whole["memory"]["content"] == content and whole["next_offset"] is None
+
+        await session.ok("memory_forget", {"id": memory_id, "reason": "outdated"})
+        _, text, is_error = await session.call("memory_get", {"id": memory_id})
+        assert is_error and "not_found" in text
+        restored, _ = await session.ok("memory_restore", {"id": memory_id})
+        assert restored["memory"]["id"] == memory_id and restored["memory"]["forgotten_at"] is None
+        found, _ = await session.ok("memory_search", {"query": "checkout BEGIN IMMEDIATE"})
+        assert found["results"][0]["id"] == memory_id
+
+    run_session(tmp_path, body)

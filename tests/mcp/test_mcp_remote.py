@@ -86,8 +86,12 @@ def test_every_memory_tool_works_through_the_signing_proxy(serve, tmp_path):
         assert voted["memory"]["helpful"] == 1
         projects, _ = await session.ok("memory_projects")
         assert "ops" in [p["project"] for p in projects["projects"]]
+        whole, _ = await session.ok("memory_get", {"id": memory_id, "offset": 8, "max_chars": 500})
+        assert whole["memory"]["content"] == "go through the blue/green switch" and whole["next_offset"] is None
         forgotten, _ = await session.ok("memory_forget", {"id": memory_id, "reason": "moved to canary"})
         assert forgotten["memory"]["forgotten_at"]
+        restored, _ = await session.ok("memory_restore", {"id": memory_id})
+        assert restored["memory"]["forgotten_at"] is None
         structured, text, is_error = await session.call("memory_pin", {"id": "no-such-memory"})
         assert is_error and "not_found" in text and "HTTP 404" in text
 

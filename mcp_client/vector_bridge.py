@@ -1,0 +1,88 @@
+"""The Vector Bridge's MCP names, mapped onto ours: the one place that knows them.
+
+Agents written for the Vector Bridge MCP server send its argument names (``project_root``,
+``error_message``, ``chunk_id``, ``limit``, ...) and read its result fields (``chunk``,
+``meta.chunk_id``, ``meta.vector_score``, ...). :func:`translate` turns its arguments into
+ours before they are validated, and :func:`hit_fields` adds its fields to a search hit, so
+both interfaces are served by the same tools. Its ids are integers; ours are strings, so
+an integer id is taken as the string of its digits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from capsule import models
+
+# Per tool: its Vector Bridge argument name -> ours. A rename applies only to a tool that has the target.
+COMMON = {"project_root": "project"}
+RENAMES: dict[str, dict[str, str]] = {
+    "memory_store": {"outcome_status": "outcome"},
+    "memory_search": {"global": "all_projects", "limit": "k"},
+    "memory_feedback": {"chunk_id": "id"},
+    "solution_search": {"error_message": "error", "limit": "k"},
+    "pattern_detect": {"query_text": "error", "error_message": "error", "limit": "k"},
+    "pattern_solutions": {"pattern_tag": "tag", "pattern_category": "category", "limit": "k"},
+    "pattern_link": {"pattern_tag": "tag", "pattern_category": "category"},
+    "golden_paths": {"limit": "k"},
+    "detect_patterns": {"limit": "k"},
+}
+# Arguments that name a memory or a solution: the Vector Bridge sends them as integers.
+ID_ARGUMENTS = frozenset({"id", "solution_id"})
+
+
+class Conflict(ValueError):
+    """Both our name and its Vector Bridge name were given."""
+
+
+def renames(tool: str, fields: set[str]) -> dict[str, str]:
+    """The Vector Bridge names ``tool`` accepts (those whose target is one of its ``fields``)."""
+    table = {**COMMON, **RENAMES.get(tool, {})}
+    return {theirs: ours for theirs, ours in table.items() if ours in fields and theirs not in fields}
+
+
+def translate(tool: str, arguments: Mapping[str, Any], fields: set[str]) -> dict[str, Any]:
+    """``arguments`` with Vector Bridge names replaced by ours and integer ids made strings.
+    Unknown names pass through untouched, for the caller to refuse."""
+    table = renames(tool, fields)
+    out: dict[str, Any] = {}
+    for name, value in arguments.items():
+        ours = table.get(name, name)
+        if ours in out or (ours != name and ours in arguments):
+            raise Conflict(f"give '{ours}' or '{name}' (its Vector Bridge name), not both")
+        out[ours] = value
+    for name in ID_ARGUMENTS & out.keys():
+        if type(out[name]) is int:  # not bool: True is no id
+            out[name] = str(out[name])
+    return out
+
+
+def published(tool: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` (a tool's input schema) with its ids open to integers and the Vector Bridge names
+    beside ours, so a client that checks arguments against the schema sends them too."""
+    properties = {name: _id_schema(name, dict(prop)) for name, prop in schema.get("properties", {}).items()}
+    for theirs, ours in renames(tool, set(properties)).items():
+        copy = {k: v for k, v in properties[ours].items() if k not in ("title", "default", "description")}
+        properties[theirs] = {**copy, "description": f"Same as '{ours}' (the Vector Bridge name)."}
+    return {**schema, "properties": properties}
+
+
+def _id_schema(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    if name not in ID_ARGUMENTS:
+        return schema
+    kept = {k: v for k, v in schema.items() if k in ("title", "description")}
+    return {**kept, "anyOf": [{k: v for k, v in schema.items() if k not in kept}, {"type": "integer"}]}
+
+
+def hit_fields(hit: models.SearchHit, excerpt: str) -> dict[str, Any]:
+    """The Vector Bridge's fields of one search result: ``chunk`` (the text) and its scores in ``meta``.
+    Its feedback_score is the helpful ratio; ours is that ratio's Wilson lower bound (one vote is not 100 %)."""
+    c = hit.components
+    return {
+        "chunk": excerpt,
+        "meta": {**hit.meta, "chunk_id": hit.id, "vector_score": c.vector, "bm25_score": c.bm25,
+                 "time_score": c.time, "feedback_score": c.feedback, "outcome_bonus": c.outcome},
+    }
+
+
+__all__ = ["translate", "renames", "published", "hit_fields", "Conflict", "ID_ARGUMENTS"]
