@@ -15,13 +15,10 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, AsyncIterator, Callable
 
 from capsule import __version__
-from capsule.errors import CapsuleError
 
-from .backends import Backend, Connection, open_backend
+from .backends import Connection, open_backend
 from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
 from .options import connection_from, connection_options
-
-log = logging.getLogger("capsule.mcp")
 
 if TYPE_CHECKING:  # the SDK is imported when a server is built, so other commands start fast
     from mcp.server import MCPServer
@@ -70,36 +67,11 @@ def state_opener(conn: Connection, project: str, max_chars: int = DEFAULT_MAX_CH
     def open_state() -> ServerState:
         from .tool_kit import ServerState
 
-        backend: Backend
-        try:
-            backend = open_backend(conn)
-        except CapsuleError as exc:
-            # Serve anyway: each tool call retries and, until it works, answers with this error
-            # (e.g. "no AWS credentials ... run 'aws sso login'"), which the agent can relay.
-            log.warning("the memory backend is not available yet: %s", exc.message)
-            backend = DeferredBackend(lambda: open_backend(conn))
+        # Never raises for settings a user can fix while it runs: each call then says why.
+        backend = open_backend(conn)
         return ServerState(backend=backend, default_project=project, max_chars=max_chars)
 
     return open_state
-
-
-class DeferredBackend:
-    """A backend opened on first use, and again on the next call while opening fails."""
-
-    name = "deferred"
-
-    def __init__(self, opener: Callable[[], Backend]) -> None:
-        self._opener = opener
-        self._backend: Backend | None = None
-
-    def __getattr__(self, name: str):
-        if self._backend is None:
-            self._backend = self._opener()
-        return getattr(self._backend, name)
-
-    def close(self) -> None:
-        if self._backend is not None:
-            self._backend.close()
 
 
 # ---- the command ------------------------------------------------------------------

@@ -27,7 +27,7 @@ import mmap
 import struct
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Callable, Sequence
 
 import numpy as np

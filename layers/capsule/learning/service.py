@@ -17,7 +17,7 @@ import numpy as np
 
 from ..clock import Clock, system_clock
 from ..embedders.base import Embedder
-from ..errors import InvalidInput, NotFound, Unavailable
+from ..errors import NotFound, Unavailable
 from ..records import Filters, MemoryRecord
 from ..service import decode_cursor, encode_cursor, validate
 from ..store.base import MemoryStore
