@@ -54,6 +54,9 @@ EMBEDDER_EXTRAS: dict[str, tuple[str, ...]] = {
 DEFAULT_EMBEDDER = "voyage"
 # The AWS SDK is in the Lambda runtime; pip, setuptools and wheel are only for building.
 PROVIDED = ("boto3", "botocore", "s3transfer", "pip", "setuptools", "wheel")
+# What the Lambda Python runtime has on its path besides the layer: the SDK and what it needs
+# (import names), for tests that run handlers as Lambda would (link_runtime_sdk).
+RUNTIME_MODULES = ("boto3", "botocore", "s3transfer", "dateutil", "urllib3", "six")
 MANIFEST = "python/capsule_layer.json"
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")
 
@@ -167,6 +170,17 @@ def compile_tree(site: Path, python: str) -> None:
     """Bytecode beside every source, used without checking the source (Lambda's /opt is read-only)."""
     subprocess.run([python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
                     "-s", str(site), "-p", "/opt/python", str(site)], check=True, stdout=subprocess.DEVNULL)
+
+
+def link_runtime_sdk(dest: Path) -> Path:
+    """``dest`` holding links to this environment's copies of :data:`RUNTIME_MODULES`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in RUNTIME_MODULES:
+        source = Path(__import__(name).__file__)
+        source = source.parent if source.name == "__init__.py" else source
+        if not (dest / source.name).exists():
+            (dest / source.name).symlink_to(source)
+    return dest
 
 
 def tree_size(root: Path) -> int:

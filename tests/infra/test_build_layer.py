@@ -19,7 +19,6 @@ from packaging.requirements import Requirement
 from infra.assets import REPO, build_layer_script, stage_functions
 
 build_layer = build_layer_script()
-RUNTIME_SDK = ("boto3", "botocore", "s3transfer", "dateutil", "urllib3", "six")  # what Lambda's Python has
 
 
 def names(reqs: list[str]) -> set[str]:
@@ -163,13 +162,7 @@ print(json.dumps({"statuses": statuses, "outside": outside}))
 @pytest.mark.slow
 def test_every_handler_imports_and_answers_from_the_layer_alone(host_layer, tmp_path):
     """Isolated (-I -S: no site-packages): the functions asset, the layer and the runtime's SDK."""
-    runtime = tmp_path / "runtime"
-    runtime.mkdir()
-    for name in RUNTIME_SDK:
-        module = __import__(name)
-        source = Path(module.__file__)
-        source = source.parent if source.name == "__init__.py" else source
-        (runtime / source.name).symlink_to(source)
+    runtime = build_layer.link_runtime_sdk(tmp_path / "runtime")
     asset = stage_functions(tmp_path / "build")
     script = (HANDLER_CHECK.replace("ASSET", repr(str(asset))).replace("LAYER", repr(str(host_layer)))
               .replace("RUNTIME", repr(str(runtime))))
