@@ -17,9 +17,11 @@ from . import cli, render
 
 
 def cmd_merge(args: argparse.Namespace) -> None:
-    store = open_store(cli.settings_from(args))
+    settings = cli.settings_from(args)
+    store = open_store(settings)
     try:
-        report = tenants.merge(tenants.mover_for(store), apply=args.apply, role=args.role)
+        report = tenants.merge(tenants.mover_for(store), apply=args.apply, role=args.role, store=store,
+                               default_limit=settings.retention_limit)
     finally:
         store.close()
     print(render.as_json(report.to_dict()) if args.json else report.explanation)

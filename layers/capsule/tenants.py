@@ -9,13 +9,22 @@ store's :class:`TenantMover` (``capsule.store.sqlite_tenants``, ``capsule.store.
 A dry run (the default) only counts what would move. Applying is idempotent: a session
 tenant that was moved holds nothing, so a second run finds nothing to do, and a run that
 stopped half way is finished by the next one.
+
+Projects of one name become one, under the target's retention limit (or the source's, or the
+deployment's default). When the merged project would hold more than that limit, the limit is
+raised to what it holds first (:func:`raised_limits`): each session kept its memories under
+its own limit, and a merge must not hand them to the next eviction.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol
+from datetime import datetime, timezone
+from typing import Any, Iterable, Protocol
+
+from .limits import DEFAULT_RETENTION_LIMIT, MAX_RETENTION_LIMIT
+from .records import ProjectStats
 
 _ASSUMED_ROLE = re.compile(r"^arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[^/]+)/.+$")
 
@@ -53,6 +62,7 @@ class Move:
     source: str
     target: str
     counts: dict[str, int] = field(default_factory=dict)
+    raised: dict[str, int] = field(default_factory=dict)  # project -> its new retention limit
 
 
 @dataclass
@@ -65,14 +75,20 @@ class MergeReport:
         if not self.moves:
             return "no tenant is an assumed-role session: nothing to merge"
         verb = "moved" if self.applied else "would move"
-        lines = [f"{verb} {_describe(m.counts)} from {m.source} into {m.target}" for m in self.moves]
+        lines = []
+        for m in self.moves:
+            lines.append(f"{verb} {_describe(m.counts)} from {m.source} into {m.target}")
+            lines += [f"  {'raised' if self.applied else 'would raise'} the retention limit of {m.target} "
+                      f"project {project} to {limit}, the memories it holds merged" for project, limit in
+                      sorted(m.raised.items())]
         if not self.applied:
             lines.append("dry run: nothing changed (run again with --apply)")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, object]:
         return {"applied": self.applied,
-                "moves": [{"from": m.source, "to": m.target, "counts": m.counts} for m in self.moves]}
+                "moves": [{"from": m.source, "to": m.target, "counts": m.counts, "raised_limits": m.raised}
+                          for m in self.moves]}
 
 
 def _describe(counts: dict[str, int]) -> str:
@@ -86,13 +102,37 @@ def plan(tenants: Iterable[str], *, role: str | None = None) -> list[tuple[str, 
     return sorted(p for p in pairs if role is None or p[1] == role)
 
 
-def merge(mover: TenantMover, *, apply: bool = False, role: str | None = None) -> MergeReport:
-    """Merge every session tenant into its role's tenant (``apply=False``: only count)."""
+def raised_limits(source: Iterable[ProjectStats], target: Iterable[ProjectStats], default_limit: int
+                  ) -> dict[str, int]:
+    """``project -> limit`` for each merged project that would hold more active memories than
+    its limit (the target's, else the source's, else ``default_limit``)."""
+    held = {p.project: p for p in target}
+    raised = {}
+    for moving in source:
+        there = held.get(moving.project)
+        merged = moving.memories + (there.memories if there else 0)
+        limit = (there.retention_limit if there else None) or moving.retention_limit or default_limit
+        if merged > limit:
+            raised[moving.project] = min(merged, MAX_RETENTION_LIMIT)
+    return raised
+
+
+def merge(mover: TenantMover, *, apply: bool = False, role: str | None = None, store: Any = None,
+          default_limit: int = DEFAULT_RETENTION_LIMIT, at: datetime | None = None) -> MergeReport:
+    """Merge every session tenant into its role's tenant (``apply=False``: only count).
+
+    ``store`` (the memory store the mover works on) lets the merge keep every merged memory
+    under its project's retention limit (:func:`raised_limits`)."""
     report = MergeReport(applied=apply)
+    when = at or datetime.now(timezone.utc)
     for source, target in plan(mover.tenants(), role=role):
+        raised = {} if store is None else raised_limits(store.projects(source), store.projects(target), default_limit)
+        if apply:
+            for project, limit in raised.items():  # first, so no write in between evicts
+                store.set_retention_limit(target, project, limit, at=when)
         counts = mover.move(source, target) if apply else mover.count(source)
         if any(counts.values()):
-            report.moves.append(Move(source, target, counts))
+            report.moves.append(Move(source, target, counts, raised))
     return report
 
 

@@ -47,7 +47,7 @@ def test_dry_run_then_apply_then_nothing_left(tmp_path):
     assert "dry run: nothing changed" in dry.stdout and tenant_of(tmp_path, memory_id) == [SESSION]
     applied = json.loads(run(tmp_path, "--from-sessions", "--apply", "--json").stdout)
     assert applied == {"applied": True, "moves": [{"from": SESSION, "to": ROLE,
-                                                  "counts": {"memories": 1, "projects": 1}}]}
+                                                  "counts": {"memories": 1, "projects": 1}, "raised_limits": {}}]}
     assert tenant_of(tmp_path, memory_id) == [ROLE]
     again = run(tmp_path, "--from-sessions", "--apply")
     assert again.returncode == 0 and "nothing to merge" in again.stdout

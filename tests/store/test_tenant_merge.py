@@ -184,3 +184,28 @@ def test_mongo_moves_memories_in_batches_after_the_targets_own(tmp_path):
     assert len({d["seq"] for d in docs}) == 6
     assert store.projects_.find_one({"tenant": ROLE, "name": "api"})["seq"] >= docs[-1]["seq"]
     assert len({d["version"] for d in docs[1:]}) == 3  # three batches, three writes
+
+
+def test_a_merged_project_over_its_limit_gets_a_limit_that_keeps_every_memory(world, stores):
+    store, _ = stores
+    dry = tenants.merge(tenants.mover_for(store), store=store, default_limit=1, role=ROLE)
+    assert {m.source: m.raised for m in dry.moves} == {S1: {"api": 2}, S2: {}}
+    assert "would raise the retention limit of" in dry.explanation and store.retention_limit(ROLE, "api") is None
+    report = tenants.merge(tenants.mover_for(store), store=store, default_limit=1, role=ROLE, apply=True,
+                           at=T0)
+    assert {m.source: m.raised for m in report.moves} == {S1: {"api": 2}, S2: {}}
+    assert store.retention_limit(ROLE, "api") == 2 and store.retention_limit(ROLE, "docs") == 50
+    assert store.enforce_limit(ROLE, "api", limit=2, at=T0, actor="retention") == []  # nothing evicted
+
+
+def test_raised_limits_is_pure_arithmetic():
+    from capsule.records import ProjectStats
+
+    def stats(project, memories, limit=None):
+        return ProjectStats(project=project, memories=memories, pinned=0, forgotten=0, retention_limit=limit,
+                            last_activity=T0)
+
+    source = [stats("a", 60), stats("b", 10, limit=5), stats("c", 1)]
+    target = [stats("a", 50, limit=200), stats("c", 99)]
+    assert tenants.raised_limits(source, target, default_limit=100) == {"b": 10}
+    assert tenants.raised_limits([stats("a", 60)], [stats("a", 50)], default_limit=100) == {"a": 110}
