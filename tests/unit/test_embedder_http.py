@@ -156,3 +156,36 @@ def test_backoff_and_messages():
     assert provider_message(b'{"error": {"message": "Incorrect API key provided"}}') == "Incorrect API key provided"
     assert provider_message(b'{"detail": "Rate limit"}') == "Rate limit"
     assert provider_message(b"<html>bad gateway</html>") == "<html>bad gateway</html>"
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    """A self-signed certificate for 127.0.0.1 (Debian's openssl)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    folder = tmp_path_factory.mktemp("tls")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(folder / "key.pem"),
+                    "-out", str(folder / "cert.pem")], check=True, capture_output=True)
+    return folder / "cert.pem", folder / "key.pem"
+
+
+def test_https_keeps_one_verified_tls_connection(provider, waits, certificate):
+    import ssl
+
+    cert, key = certificate
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+    provider.socket = server_context.wrap_socket(provider.socket, server_side=True)
+    trusting = ssl.create_default_context(cafile=str(cert))
+    http = JsonClient(provider.url.replace("http://", "https://"), KEY, sleep=waits.append, ssl_context=trusting)
+    emb = OpenAIEmbedder(KEY, dim=3, client=http)
+    for _ in range(3):
+        assert emb.embed(["over tls"]).shape == (1, 3)
+    assert provider.connections == 1 and len(provider.requests) == 3
+    untrusting = JsonClient(provider.url.replace("http://", "https://"), KEY, retries=0, sleep=waits.append)
+    with pytest.raises(HttpError, match="SSLCertVerificationError"):
+        untrusting.post("/embeddings", {"input": ["x"], "model": "m"})
