@@ -5,6 +5,9 @@ The topic is encrypted with a key of our own: the AWS-managed ``alias/aws/sns`` 
 cannot be changed, does not let CloudWatch use it, and an alarm's publish to a topic under it
 fails silently (the alarm changes state, nobody is told). Our key's policy lets
 ``cloudwatch.amazonaws.com`` generate the data key and decrypt, which is what publishing needs.
+The topic's own policy (the TLS-only deny) replaces SNS's default one, which let the account's
+alarms publish, so it allows CloudWatch to publish too. Both grants hold only for alarms of
+this account and region (``aws:SourceAccount``, ``aws:SourceArn``): no confused deputy.
 
 API Gateway's HTTP API has no metric for 429 alone (it counts it in ``4xx``), so a metric
 filter on the access log counts the requests the stage throttled.
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -38,17 +41,29 @@ THROTTLED_METRIC = "Api429"
 DURATION_SHARE_OF_TIMEOUT = 0.8
 
 
+CLOUDWATCH = iam.ServicePrincipal("cloudwatch.amazonaws.com")
+
+
+def _from_our_alarms() -> dict:
+    return {"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+            "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"}}
+
+
 class Alarms(Construct):
     def __init__(self, scope: Construct, id: str, *, alarm_email: str | None) -> None:
         super().__init__(scope, id)
         self.key = kms.Key(self, "TopicKey", enable_key_rotation=True,
                            description="Encrypts the Capsule Memory alarm topic; CloudWatch may use it to publish")
         self.key.add_to_resource_policy(iam.PolicyStatement(
-            sid="CloudWatchAlarmsPublish", principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            sid="CloudWatchAlarmsUseTheKey", principals=[CLOUDWATCH], conditions=_from_our_alarms(),
             actions=["kms:GenerateDataKey*", "kms:Decrypt"], resources=["*"],  # "*" in a key policy: this key
         ))
         self.topic = sns.Topic(self, "Topic", display_name="Capsule Memory alarms", enforce_ssl=True,
                                master_key=self.key)
+        self.topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="CloudWatchAlarmsPublish", principals=[CLOUDWATCH], conditions=_from_our_alarms(),
+            actions=["sns:Publish"], resources=[self.topic.topic_arn],
+        ))
         if alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: list[cloudwatch.Alarm] = []

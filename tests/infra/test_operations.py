@@ -20,19 +20,40 @@ def assertions(template) -> Template:
     return Template.from_json(template)
 
 
+OUR_ALARMS = {
+    "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+    "ArnLike": {"aws:SourceArn": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":cloudwatch:",
+                                                    {"Ref": "AWS::Region"}, ":", {"Ref": "AWS::AccountId"},
+                                                    ":alarm:*"]]}},
+}
+
+
 def test_the_alarm_topic_uses_our_key_and_cloudwatch_may_use_it(assertions, template):
     (key_id,) = assertions.find_resources("AWS::KMS::Key")
     assertions.has_resource_properties("AWS::KMS::Key", {
         "EnableKeyRotation": True,
         "KeyPolicy": {"Statement": Match.array_with([Match.object_like({
             "Effect": "Allow", "Principal": {"Service": "cloudwatch.amazonaws.com"},
-            "Action": ["kms:GenerateDataKey*", "kms:Decrypt"], "Resource": "*",
+            "Action": ["kms:GenerateDataKey*", "kms:Decrypt"], "Resource": "*", "Condition": OUR_ALARMS,
         })])},
     })
-    assertions.has_resource_properties("AWS::SNS::Topic", {
-        "KmsMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]},
-    })
+    (topic_id,) = assertions.find_resources("AWS::SNS::Topic", {"Properties": {
+        "KmsMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]}}})
     assert "alias/aws/sns" not in str(template)
+
+
+def test_the_topic_policy_lets_our_alarms_publish_over_tls_only(assertions):
+    """The topic's policy replaces SNS's default one: without an allow, alarms cannot publish."""
+    (topic_id,) = assertions.find_resources("AWS::SNS::Topic")
+    (policy,) = assertions.find_resources("AWS::SNS::TopicPolicy").values()
+    assert policy["Properties"]["Topics"] == [{"Ref": topic_id}]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    allow = [s for s in statements if s["Effect"] == "Allow"]
+    assert allow == [{"Sid": "CloudWatchAlarmsPublish", "Effect": "Allow", "Action": "sns:Publish",
+                      "Principal": {"Service": "cloudwatch.amazonaws.com"}, "Resource": {"Ref": topic_id},
+                      "Condition": OUR_ALARMS}]
+    (deny,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
 def test_no_function_reserves_concurrency_and_the_lease_outlasts_every_job(assertions):
