@@ -19,8 +19,8 @@ runs what the tests ran; the build fails if pip cannot honour that.
 Only what the Lambda runtime documents it ships (the AWS SDK: boto3, botocore, s3transfer)
 is left out. Everything else a handler imports is in the layer, jmespath (Powertools) too.
 
-The layer ships its bytecode, compiled by a Python 3.12 (``--python``, default ``python3.12``
-on PATH) with ``--invalidation-mode unchecked-hash``: Lambda's /opt is read-only, so without
+The layer ships its bytecode, compiled by a Python 3.12 (``--python``; by default the Python
+running the build when it is 3.12, else ``python3.12`` on PATH) with ``--invalidation-mode unchecked-hash``: Lambda's /opt is read-only, so without
 it every cold start compiles the sources it imports again (a handler's import took 1.1 s of
 CPU that way against 0.4 s with the bytecode, ``scripts/bench_cold_import.py``), and the
 source timestamps a zip restores would invalidate timestamp-checked bytecode anyway.
@@ -153,7 +153,7 @@ def prune(site: Path) -> None:
 
 def python_for(platform: str, python: str | None) -> str:
     """The interpreter that compiles the layer's bytecode: it must be the runtime's version."""
-    if platform == "host":
+    if platform == "host" or (python is None and "%d.%d" % sys.version_info[:2] == PYTHON_VERSION):
         return python or sys.executable
     python = python or shutil.which(f"python{PYTHON_VERSION}")
     if python is None:
@@ -162,7 +162,8 @@ def python_for(platform: str, python: str | None) -> str:
     found = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                            capture_output=True, text=True).stdout.strip()
     if found != PYTHON_VERSION:
-        raise SystemExit(f"--python {python} is Python {found or '?'}; Lambda runs {PYTHON_VERSION}")
+        raise SystemExit(f"{python} is not a working Python {PYTHON_VERSION} (it says {found or 'nothing'}): "
+                         f"pass --python PATH to the Python {PYTHON_VERSION} Lambda runs")
     return python
 
 
