@@ -16,7 +16,7 @@ import numpy
 import pytest
 from packaging.requirements import Requirement
 
-from infra.assets import REPO, build_layer_script, stage_functions
+from infra.assets import build_layer_script, stage_functions
 
 build_layer = build_layer_script()
 
