@@ -189,3 +189,65 @@ def test_https_keeps_one_verified_tls_connection(provider, waits, certificate):
     untrusting = JsonClient(provider.url.replace("http://", "https://"), KEY, retries=0, sleep=waits.append)
     with pytest.raises(HttpError, match="SSLCertVerificationError"):
         untrusting.post("/embeddings", {"input": ["x"], "model": "m"})
+
+
+class ConnectProxy(ThreadingHTTPServer):
+    """An HTTP proxy that only tunnels (CONNECT), as corporate proxies for HTTPS do."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), TunnelHandler)
+        self.tunnels: list[str] = []
+
+    def handle_error(self, request, client_address) -> None:
+        pass
+
+
+class TunnelHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_CONNECT(self) -> None:
+        import select
+        import socket
+
+        self.server.tunnels.append(self.path)
+        host, _, port = self.path.rpartition(":")
+        upstream = socket.create_connection((host, int(port)))
+        self.send_response(200, "Connection established")
+        self.end_headers()
+        sockets = [self.connection, upstream]
+        while True:
+            ready, _, _ = select.select(sockets, [], [], 5)
+            if not ready:
+                break
+            for sock in ready:
+                data = sock.recv(65536)
+                if not data:
+                    upstream.close()
+                    return
+                (upstream if sock is self.connection else self.connection).sendall(data)
+
+
+@pytest.fixture
+def proxy():
+    server = ConnectProxy()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_proxy_the_environment_names_tunnels_the_calls(provider, proxy, waits, monkeypatch):
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+    http = client(provider, waits)
+    for _ in range(2):
+        assert http.post("/embeddings", {"input": ["x"], "model": "m"})["data"]
+    assert proxy.tunnels == [f"127.0.0.1:{provider.server_address[1]}"]  # one tunnel, kept alive
+    assert len(provider.requests) == 2
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert client(provider, waits).post("/embeddings", {"input": ["x"], "model": "m"})["data"]
+    assert len(proxy.tunnels) == 1  # NO_PROXY: straight to the provider
