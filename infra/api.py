@@ -7,6 +7,8 @@ key against the hashes kept in the deployment's secret.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import jsii
 from aws_cdk import Duration
 from aws_cdk import aws_apigateway as apigw
@@ -23,6 +25,18 @@ from functions.routes import ROUTES, Route
 from .lambdas import LOG_RETENTION, Shared, python_function
 
 AUTHORIZER_HANDLER = "functions.authorizer:handler"
+
+
+@dataclass(frozen=True)
+class Throttle:
+    """The stage's steady rate (requests/s) and burst (the token bucket's size).
+
+    The defaults carry 100 requests/s with room for twice that in bursts; a deployment sets
+    its own with ``-c throttle_rate=N -c throttle_burst=N`` (the Api429Rate alarm says when
+    they are too low). The account's regional limit (10,000/s by default) stays above them."""
+
+    rate: int = 200
+    burst: int = 400
 
 
 @jsii.implements(apigwv2.IAccessLogSettings)
@@ -48,7 +62,7 @@ def logical_name(name: str) -> str:
 
 class CapsuleApi(Construct):
     def __init__(self, scope: Construct, id: str, *, shared: Shared, secret: secretsmanager.ISecret,
-                 api_key_auth: bool) -> None:
+                 api_key_auth: bool, throttle: Throttle = Throttle()) -> None:
         super().__init__(scope, id)
         self.functions: dict[str, lambda_.Function] = {}
         authorizer = self._authorizer(shared, secret) if api_key_auth else authorizers.HttpIamAuthorizer()
@@ -56,7 +70,8 @@ class CapsuleApi(Construct):
             self, "HttpApi", api_name="capsule-memory", create_default_stage=False,
             description="Capsule Memory HTTP API (the route table in functions/routes.py)",
         )
-        self.stage = self._stage()
+        self.access_logs = logs.LogGroup(self, "AccessLogs", retention=LOG_RETENTION)
+        self.stage = self._stage(throttle)
         for route in ROUTES:
             self._add_route(route, shared, secret, authorizer)
 
@@ -70,13 +85,12 @@ class CapsuleApi(Construct):
             response_types=[authorizers.HttpLambdaResponseType.SIMPLE], results_cache_ttl=Duration.minutes(5),
         )
 
-    def _stage(self) -> apigwv2.HttpStage:
-        access_logs = logs.LogGroup(self, "AccessLogs", retention=LOG_RETENTION)
+    def _stage(self, throttle: Throttle) -> apigwv2.HttpStage:
         return apigwv2.HttpStage(
             self, "DefaultStage", http_api=self.http_api, stage_name="$default", auto_deploy=True,
-            throttle=apigwv2.ThrottleSettings(rate_limit=50, burst_limit=100),
+            throttle=apigwv2.ThrottleSettings(rate_limit=throttle.rate, burst_limit=throttle.burst),
             access_log_settings=_AccessLogs(
-                apigwv2.LogGroupLogDestination(access_logs),
+                apigwv2.LogGroupLogDestination(self.access_logs),
                 apigw.AccessLogFormat.json_with_standard_fields(
                     caller=True, http_method=True, ip=True, protocol=True, request_time=True,
                     resource_path=True, response_length=True, status=True, user=True,

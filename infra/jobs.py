@@ -1,8 +1,11 @@
 """The scheduled jobs: Lambda functions on EventBridge schedules.
 
-Each has reserved concurrency 1 (two runs never overlap: a second invocation is throttled
-and retried by EventBridge), a dead-letter queue for events that could not be delivered or
-whose run kept failing, and an alarm on any failed run.
+Two runs of one job never overlap: each run takes the job's lease in the store
+(``capsule.jobs``), and a run that finds it held returns at once. No reserved concurrency:
+reserving even 1 fails the first deploy on a new account whose concurrency quota is 10
+(Lambda keeps 10 unreserved), and the lease already does the job. Each has a dead-letter
+queue for events that could not be delivered or whose run kept failing, and an alarm on any
+failed run.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class ScheduledJobs(Construct):
                         encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True)
         fn = python_function(
             self, job.name, shared, handler=job.handler, memory_mb=job.memory_mb, timeout_s=job.timeout_s,
-            description=job.description, reserved_concurrent_executions=1,
+            description=job.description,
             dead_letter_queue=dlq, retry_attempts=1,  # a run that fails twice lands in the queue
         )
         secret.grant_read(fn)

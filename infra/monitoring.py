@@ -1,16 +1,30 @@
-"""Alarms: the API's 5xx rate, and per function its throttles, its errors (jobs) and its
-duration near the timeout. They notify one SNS topic (encrypted, TLS only)."""
+"""Alarms: the API's 5xx, 4xx and 429 rates, and per function its throttles, its errors (jobs)
+and its duration near the timeout. They notify one SNS topic (encrypted, TLS only).
+
+The topic is encrypted with a key of our own: the AWS-managed ``alias/aws/sns`` key's policy
+cannot be changed, does not let CloudWatch use it, and an alarm's publish to a topic under it
+fails silently (the alarm changes state, nobody is told). Our key's policy lets
+``cloudwatch.amazonaws.com`` generate the data key and decrypt, which is what publishing needs.
+The topic's own policy (the TLS-only deny) replaces SNS's default one, which let the account's
+alarms publish, so it allows CloudWatch to publish too. Both grants hold only for alarms of
+this account and region (``aws:SourceAccount``, ``aws:SourceArn``): no confused deputy.
+
+API Gateway's HTTP API has no metric for 429 alone (it counts it in ``4xx``), so a metric
+filter on the access log counts the requests the stage throttled.
+"""
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
@@ -18,14 +32,38 @@ from constructs import Construct
 
 FIVE_MINUTES = Duration.minutes(5)
 SERVER_ERROR_RATE_PERCENT = 1.0
+# Bad requests and refused signatures are normal in small numbers; a quarter of all requests
+# over 10 minutes is a broken client, a bad deploy or a probe.
+CLIENT_ERROR_RATE_PERCENT = 25.0
+THROTTLED_RATE_PERCENT = 1.0  # any sustained throttling means the stage limits are too low
+METRIC_NAMESPACE = "CapsuleMemory"
+THROTTLED_METRIC = "Api429"
 DURATION_SHARE_OF_TIMEOUT = 0.8
+
+
+CLOUDWATCH = iam.ServicePrincipal("cloudwatch.amazonaws.com")
+
+
+def _from_our_alarms() -> dict:
+    return {"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+            "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"}}
 
 
 class Alarms(Construct):
     def __init__(self, scope: Construct, id: str, *, alarm_email: str | None) -> None:
         super().__init__(scope, id)
+        self.key = kms.Key(self, "TopicKey", enable_key_rotation=True,
+                           description="Encrypts the Capsule Memory alarm topic; CloudWatch may use it to publish")
+        self.key.add_to_resource_policy(iam.PolicyStatement(
+            sid="CloudWatchAlarmsUseTheKey", principals=[CLOUDWATCH], conditions=_from_our_alarms(),
+            actions=["kms:GenerateDataKey*", "kms:Decrypt"], resources=["*"],  # "*" in a key policy: this key
+        ))
         self.topic = sns.Topic(self, "Topic", display_name="Capsule Memory alarms", enforce_ssl=True,
-                               master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"))
+                               master_key=self.key)
+        self.topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="CloudWatchAlarmsPublish", principals=[CLOUDWATCH], conditions=_from_our_alarms(),
+            actions=["sns:Publish"], resources=[self.topic.topic_arn],
+        ))
         if alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: list[cloudwatch.Alarm] = []
@@ -37,16 +75,28 @@ class Alarms(Construct):
         self.alarms.append(alarm)
         return alarm
 
-    def api(self, http_api: apigwv2.HttpApi) -> None:
-        rate = cloudwatch.MathExpression(
-            expression="IF(requests > 0, 100 * errors / requests, 0)",
-            using_metrics={"errors": http_api.metric_server_error(period=FIVE_MINUTES, statistic="Sum"),
-                           "requests": http_api.metric_count(period=FIVE_MINUTES, statistic="Sum")},
-            label="5xx %", period=FIVE_MINUTES,
-        )
-        self._alarm("Api5xxRate", metric=rate, threshold=SERVER_ERROR_RATE_PERCENT, evaluation_periods=2,
-                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                    alarm_description="More than 1% of API requests failed with a 5xx over 10 minutes")
+    def api(self, http_api: apigwv2.HttpApi, access_logs: logs.ILogGroup) -> None:
+        requests = http_api.metric_count(period=FIVE_MINUTES, statistic="Sum")
+        throttled = logs.MetricFilter(
+            self, "Api429Filter", log_group=access_logs, metric_namespace=METRIC_NAMESPACE,
+            metric_name=THROTTLED_METRIC, filter_pattern=logs.FilterPattern.string_value("$.status", "=", "429"),
+            metric_value="1", default_value=0,
+        ).metric(period=FIVE_MINUTES, statistic="Sum")
+        for id, label, errors, threshold, periods, text in (
+            ("Api5xxRate", "5xx %", http_api.metric_server_error(period=FIVE_MINUTES, statistic="Sum"),
+             SERVER_ERROR_RATE_PERCENT, 2, "More than 1% of API requests failed with a 5xx over 10 minutes"),
+            ("Api4xxRate", "4xx %", http_api.metric_client_error(period=FIVE_MINUTES, statistic="Sum"),
+             CLIENT_ERROR_RATE_PERCENT, 2, "More than 25% of API requests were refused with a 4xx over 10 minutes"),
+            ("Api429Rate", "429 %", throttled, THROTTLED_RATE_PERCENT, 2,
+             "More than 1% of API requests were throttled (429) over 10 minutes: raise throttle_rate/throttle_burst"),
+        ):
+            rate = cloudwatch.MathExpression(
+                expression="IF(requests > 0, 100 * errors / requests, 0)",
+                using_metrics={"errors": errors, "requests": requests}, label=label, period=FIVE_MINUTES,
+            )
+            self._alarm(id, metric=rate, threshold=threshold, evaluation_periods=periods,
+                        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                        alarm_description=text)
 
     def functions(self, functions: Mapping[str, lambda_.Function], *, timeouts_s: Mapping[str, int]) -> None:
         for name, fn in functions.items():

@@ -12,7 +12,7 @@ from constructs import Construct
 
 from functions.routes import ROUTES
 
-from .api import CapsuleApi
+from .api import CapsuleApi, Throttle
 from .jobs import JOBS, ScheduledJobs
 from .lambdas import RUNTIME, Shared
 from .monitoring import Alarms
@@ -28,6 +28,8 @@ class StackOptions:
     api_key_auth: bool = False
     alarm_email: str | None = None
     embedder: str = "voyage"
+    throttle: Throttle = Throttle()
+    tenant_per_session: bool = False  # functions/tenancy.py: one tenant per assumed-role session
 
 
 class CapsuleStack(Stack):
@@ -49,6 +51,7 @@ class CapsuleStack(Stack):
             environment={
                 "CAPSULE_STORE": "mongo",
                 "CAPSULE_EMBEDDER": options.embedder,
+                "CAPSULE_TENANT_PER_SESSION": "true" if options.tenant_per_session else "false",
                 # Only the secret's ARN: functions/secrets.py reads the values at run time (cached).
                 "CAPSULE_SECRET_ARN": self.secret.secret_arn,
                 "POWERTOOLS_SERVICE_NAME": "capsule-memory",
@@ -56,10 +59,11 @@ class CapsuleStack(Stack):
                 "POWERTOOLS_PARAMETERS_MAX_AGE": "300",
             },
         )
-        self.api = CapsuleApi(self, "Api", shared=shared, secret=self.secret, api_key_auth=options.api_key_auth)
+        self.api = CapsuleApi(self, "Api", shared=shared, secret=self.secret, api_key_auth=options.api_key_auth,
+                              throttle=options.throttle)
         self.jobs = ScheduledJobs(self, "Jobs", shared=shared, secret=self.secret)
         self.alarms = Alarms(self, "Alarms", alarm_email=options.alarm_email)
-        self.alarms.api(self.api.http_api)
+        self.alarms.api(self.api.http_api, self.api.access_logs)
         timeouts = {route.name: route.timeout_s for route in ROUTES}
         timeouts["authorizer"] = 5
         self.alarms.functions(self.api.functions, timeouts_s=timeouts)

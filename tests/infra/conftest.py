@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import zipfile
 
@@ -12,10 +13,13 @@ pytest.importorskip("aws_cdk", reason="aws-cdk-lib is in the 'infra' extra")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
 
 
-def stub_layer(path) -> str:
-    """Synthesis only hashes the layer zip; the real one comes from layers/build_layer.py."""
+def stub_layer(path, embedders=("hashing", "openai", "voyage")) -> str:
+    """Synthesis hashes the layer zip and reads its manifest; the real one comes from layers/build_layer.py."""
+    from infra.assets import build_layer_script
+
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("python/capsule_layer_stub.txt", "built by layers/build_layer.py for a deploy")
+        archive.writestr(build_layer_script().MANIFEST, json.dumps({"embedders": list(embedders)}))
     return str(path)
 
 

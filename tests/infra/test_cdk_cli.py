@@ -16,7 +16,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_cdk_synth_runs_offline_without_credentials_and_with_the_api_key_flag(tmp_path, stub_layer_zip):
-    """One CLI synth, with ``api_key_auth`` on (the default IAM mode is checked in test_stack.py)."""
+    """One CLI synth, with ``api_key_auth`` on and the other context values set (the defaults are
+    checked in test_stack.py and test_operations.py)."""
     cdk = shutil.which("cdk")
     if cdk is None:
         pytest.skip("the aws-cdk CLI is not installed (`npm install -g aws-cdk`; .ci/run does it)")
@@ -29,7 +30,8 @@ def test_cdk_synth_runs_offline_without_credentials_and_with_the_api_key_flag(tm
     result = subprocess.run(
         [cdk, "synth", "--app", f"{sys.executable} -m infra.app", "--output", str(out), "--quiet",
          "--no-notices", "-c", f"layer_zip={stub_layer_zip}", "-c", f"build_dir={tmp_path / 'build'}",
-         "-c", "api_key_auth=true"],
+         "-c", "api_key_auth=true", "-c", "embedder=openai", "-c", "throttle_rate=300", "-c", "throttle_burst=900",
+         "-c", "tenant_per_session=true"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -44,3 +46,8 @@ def test_cdk_synth_runs_offline_without_credentials_and_with_the_api_key_flag(tm
         assert route["AuthorizationType"] == expected, route["RouteKey"]
     handlers = {r["Properties"]["Handler"] for r in resources if r["Type"] == "AWS::Lambda::Function"}
     assert "functions.authorizer.handler" in handlers
+    for fn in (r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"):
+        env = fn["Environment"]["Variables"]
+        assert env["CAPSULE_EMBEDDER"] == "openai" and env["CAPSULE_TENANT_PER_SESSION"] == "true"
+    (stage,) = [r["Properties"] for r in resources if r["Type"] == "AWS::ApiGatewayV2::Stage"]
+    assert stage["DefaultRouteSettings"] == {"ThrottlingBurstLimit": 900, "ThrottlingRateLimit": 300}

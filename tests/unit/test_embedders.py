@@ -61,41 +61,37 @@ def test_cache_keeps_queries_and_documents_apart(sqlite_store, clock):
     assert len(inner.calls) == 2
 
 
-class FakeVoyage:
-    def __init__(self, fail: bool = False) -> None:
-        self.fail, self.batches = fail, []
+class FakeProvider:
+    """Answers ``post(path, payload)`` as the providers' /embeddings endpoints do (capsule.embedders.http)."""
 
-    def embed(self, texts, model, input_type):
+    def __init__(self, fail: bool = False, reverse: bool = False) -> None:
+        self.fail, self.reverse, self.batches = fail, reverse, []
+
+    def post(self, path, payload):
         if self.fail:
             raise TimeoutError("read timed out")
-        self.batches.append((len(texts), model, input_type))
-        return type("R", (), {"embeddings": [[float(len(t)), 1.0, 0.0] for t in texts]})()
+        self.batches.append((path, len(payload["input"]), payload["model"], payload.get("input_type")))
+        data = [{"index": i, "embedding": [float(len(t)), 1.0, float(i)]} for i, t in enumerate(payload["input"])]
+        return {"data": list(reversed(data)) if self.reverse else data}
 
 
 def test_voyage_batches_and_normalises():
-    client = FakeVoyage()
+    client = FakeProvider()
     emb = VoyageEmbedder("key", dim=3, client=client)
     out = emb.embed([f"t{i}" for i in range(300)], kind="query")
     assert out.shape == (300, 3) and np.allclose(np.linalg.norm(out, axis=1), 1)
-    assert client.batches == [(128, "voyage-3.5", "query"), (128, "voyage-3.5", "query"), (44, "voyage-3.5", "query")]
+    assert client.batches == [("/embeddings", 128, "voyage-3.5", "query"), ("/embeddings", 128, "voyage-3.5", "query"),
+                              ("/embeddings", 44, "voyage-3.5", "query")]
 
 
 def test_provider_failure_becomes_unavailable():
     with pytest.raises(Unavailable, match="voyage-3.5 could not embed: TimeoutError"):
-        VoyageEmbedder("key", client=FakeVoyage(fail=True)).embed(["x"])
-
-
-class FakeOpenAI:
-    class embeddings:  # noqa: N801 - mirrors the client's attribute
-        @staticmethod
-        def create(model, input):
-            items = [type("D", (), {"index": i, "embedding": [1.0, float(i)]})() for i in range(len(input))]
-            return type("R", (), {"data": list(reversed(items))})()
+        VoyageEmbedder("key", client=FakeProvider(fail=True)).embed(["x"])
 
 
 def test_openai_keeps_input_order():
-    out = OpenAIEmbedder("key", dim=2, client=FakeOpenAI()).embed(["a", "b", "c"])
-    assert np.allclose(out[:, 1] / out[:, 0], [0, 1, 2])
+    out = OpenAIEmbedder("key", dim=3, client=FakeProvider(reverse=True)).embed(["a", "b", "c"])
+    assert np.allclose(out[:, 2] / out[:, 1], [0, 1, 2])
 
 
 def test_hosted_embedders_need_their_keys(tmp_path):

@@ -1,8 +1,11 @@
-"""Hosted embedders through their official clients: Voyage AI and OpenAI.
+"""Hosted embedders: Voyage AI and OpenAI, through their HTTP APIs.
 
-Batched, with the clients' own retries and a timeout on every call. Any provider error
-becomes :class:`Unavailable`, so the service can store the memory as pending and embed it
-later instead of losing it.
+Batched, with retries and a timeout on every call (:class:`~capsule.embedders.http.JsonClient`,
+one kept-alive connection, standard library only: the SDKs would cost a cold Lambda 85 MB and
+over a second of imports for one POST). Any provider error becomes :class:`Unavailable`, so
+the service can store the memory as pending and embed it later instead of losing it.
+
+``client`` (tests) is anything with ``post(path, payload) -> dict``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import numpy as np
 
 from ..errors import Unavailable
 from .base import normalize
+from .http import JsonClient
 
 
 class _Remote:
@@ -41,39 +45,39 @@ class _Remote:
 TIMEOUT_S = 15.0
 RETRIES = 2
 
+VOYAGE_URL = "https://api.voyageai.com/v1"
+OPENAI_URL = "https://api.openai.com/v1"
+
+
+def _vectors(response: Any, count: int) -> list[list[float]]:
+    """The embeddings of a ``{"data": [{"index", "embedding"}]}`` answer, in input order."""
+    data = response.get("data") if isinstance(response, dict) else None
+    if not isinstance(data, list) or len(data) != count:
+        raise ValueError(f"expected {count} embeddings, the answer holds {len(data) if isinstance(data, list) else 0}")
+    return [item["embedding"] for item in sorted(data, key=lambda d: d["index"])]
+
 
 class VoyageEmbedder(_Remote):
     name = "voyage"
 
     def __init__(self, api_key: str, *, model: str = "voyage-3.5", dim: int = 1024,
-                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None) -> None:
-        if client is None:
-            try:
-                import voyageai
-            except ImportError as exc:
-                raise Unavailable("Voyage embeddings need: pip install 'capsule-memory[voyage]'") from exc
-            client = voyageai.Client(api_key=api_key, max_retries=retries, timeout=timeout_s)
-        self._client = client
+                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None, base_url: str = VOYAGE_URL) -> None:
+        self._client = client or JsonClient(base_url, api_key, timeout_s=timeout_s, retries=retries)
         self.model_id, self.dim = model, dim
 
     def _call(self, texts: list[str], kind: str) -> list[list[float]]:
-        return self._client.embed(texts, model=self.model_id, input_type=kind).embeddings
+        payload = {"input": texts, "model": self.model_id, "input_type": kind}
+        return _vectors(self._client.post("/embeddings", payload), len(texts))
 
 
 class OpenAIEmbedder(_Remote):
     name = "openai"
 
     def __init__(self, api_key: str, *, model: str = "text-embedding-3-small", dim: int = 1536,
-                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None) -> None:
-        if client is None:
-            try:
-                import openai
-            except ImportError as exc:
-                raise Unavailable("OpenAI embeddings need: pip install 'capsule-memory[openai]'") from exc
-            client = openai.OpenAI(api_key=api_key, max_retries=retries, timeout=timeout_s)
-        self._client = client
+                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None, base_url: str = OPENAI_URL) -> None:
+        self._client = client or JsonClient(base_url, api_key, timeout_s=timeout_s, retries=retries)
         self.model_id, self.dim = model, dim
 
     def _call(self, texts: list[str], kind: str) -> list[list[float]]:
-        response = self._client.embeddings.create(model=self.model_id, input=texts)
-        return [item.embedding for item in sorted(response.data, key=lambda d: d.index)]
+        payload = {"input": texts, "model": self.model_id, "encoding_format": "float"}
+        return _vectors(self._client.post("/embeddings", payload), len(texts))

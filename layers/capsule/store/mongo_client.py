@@ -7,9 +7,11 @@ server selection, which would otherwise be paid on every request.
 
 from __future__ import annotations
 
+import os
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
+from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import Conflict, Unavailable
 
@@ -22,10 +24,26 @@ CLIENT_OPTIONS: dict[str, Any] = {
     "timeoutMS": 10_000,
     "retryWrites": True,
     "retryReads": True,
-    "maxPoolSize": 10,  # one Lambda container serves one request at a time
     "appname": "capsule-memory",
     "tz_aware": True,
 }
+# Connections per process. A Lambda container serves one request at a time, plus the one
+# background worker (capsule.background): 2, so a thousand warm containers hold 2,000
+# connections of Atlas's limit, not 10,000. A server process (capsule serve) keeps pymongo's
+# usual 10 for its threads. A maxPoolSize in the URI wins over both.
+LAMBDA_POOL_SIZE = 2
+SERVER_POOL_SIZE = 10
+IDLE_CLOSE_MS = 60_000  # a pooled connection idle this long is closed, not reused
+
+
+def pool_options(uri: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The pool settings for ``uri`` in this process (Lambda sets AWS_LAMBDA_FUNCTION_NAME)."""
+    environ = os.environ if environ is None else environ
+    given = {key.lower() for key, _ in parse_qsl(urlsplit(uri).query)}
+    options: dict[str, Any] = {} if "maxidletimems" in given else {"maxIdleTimeMS": IDLE_CLOSE_MS}
+    if "maxpoolsize" not in given:
+        options["maxPoolSize"] = LAMBDA_POOL_SIZE if environ.get("AWS_LAMBDA_FUNCTION_NAME") else SERVER_POOL_SIZE
+    return options
 
 _clients: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -39,7 +57,7 @@ def shared_client(uri: str, **options: Any) -> Any:
         client = _clients.get(uri)
         if client is None:
             try:
-                client = MongoClient(uri, **{**CLIENT_OPTIONS, **options})
+                client = MongoClient(uri, **{**CLIENT_OPTIONS, **pool_options(uri), **options})
             except Exception as exc:  # ConfigurationError, InvalidURI, ValueError: a bad setting
                 raise Unavailable(f"cannot use the MongoDB URI: {type(exc).__name__}: {exc}") from exc
             _clients[uri] = client

@@ -24,8 +24,10 @@ from ..clock import from_epoch, to_epoch
 from ..errors import Conflict, NotFound, Unavailable
 from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from .base import Cursor
+from .mongo_schema import ensure_version
 
 F = TypeVar("F", bound=Callable[..., Any])
+SCHEMA_VERSION = 1  # bump when the indexes in _create_indexes change
 
 
 def _guarded(method: F) -> F:
@@ -112,6 +114,10 @@ class MongoLearningStore:
 
     @_guarded
     def migrate(self) -> None:
+        """The indexes, created once per :data:`SCHEMA_VERSION` (capsule.store.mongo_schema)."""
+        ensure_version(self._db, "learning_schema", SCHEMA_VERSION, self._create_indexes)
+
+    def _create_indexes(self) -> None:
         self._solutions.create_index([("tenant", ASCENDING), ("created_at", DESCENDING), ("_id", DESCENDING)])
         self._solutions.create_index([("tenant", ASCENDING), ("title", ASCENDING), ("category", ASCENDING)])
         self._applications.create_index([("tenant", ASCENDING), ("at", DESCENDING)])

@@ -1,0 +1,40 @@
+"""Reading the CDK context values (``-c name=value`` or cdk.json) strictly.
+
+``-c`` gives strings, cdk.json gives JSON values: both are accepted, anything else is
+refused naming the context key, so a typo fails the synth instead of deploying a default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EMBEDDERS = ("voyage", "openai", "minilm", "hashing")
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no", "")
+
+
+def flag(value: Any, name: str) -> bool:
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise SystemExit(f"-c {name}={value!r}: expected true or false")
+
+
+def positive_int(value: Any, name: str, default: int, *, maximum: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.isdigit())):
+        raise SystemExit(f"-c {name}={value!r}: expected a whole number from 1 to {maximum}")
+    number = int(value)
+    if not 1 <= number <= maximum:
+        raise SystemExit(f"-c {name}={value!r}: expected a whole number from 1 to {maximum}")
+    return number
+
+
+def embedder(value: Any) -> str:
+    if value is None:
+        return "voyage"
+    if value not in EMBEDDERS:
+        raise SystemExit(f"-c embedder={value!r}: expected one of {', '.join(EMBEDDERS)}")
+    return value

@@ -1,0 +1,155 @@
+"""Moving one tenant's data into another in the MongoDB store (:class:`capsule.tenants.TenantMover`).
+
+Memories move a batch at a time, each batch one write to the target project through the
+store's own write path (``MongoStore._in_project``: a transaction on Atlas, the project's
+lease elsewhere), stamped with the project's next version and given ``seq`` numbers after
+the target's (one pipeline update per batch), so warm indexes read them as changes and order stays stable. Batches keep each
+transaction far below Atlas's limits; a move that stops between batches is finished by the
+next run (what moved no longer belongs to the source).
+
+Documents whose ``_id`` embeds the tenant (patterns, pattern links, evidence) are rewritten
+under the target's ``_id``. A link both tenants hold adds the source's counters once: the
+target records the source ``_id`` it absorbed, so a repeated run cannot count them twice.
+A collection holding tenants that this module does not know stops the move before anything
+changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pymongo.errors import DuplicateKeyError
+
+from ..errors import Unavailable
+from .mongo import NEW_PROJECT, MongoStore
+from .mongo_client import guarded
+from .mongo_learning import _link_id
+
+BATCH = 500
+RETAGGED = ("feedback", "audit", "solutions", "solution_applications")
+REKEYED = ("patterns", "pattern_links", "pattern_evidence")
+KNOWN = ("memories", "projects", *RETAGGED, *REKEYED)
+UNTENANTED = ("embedding_cache", "query_cache", "job_leases", "job_state", "meta")
+
+
+class MongoTenantMover:
+    """Counts and moves tenants in one :class:`~capsule.store.mongo.MongoStore` (migrated)."""
+
+    def __init__(self, store: MongoStore, *, batch: int = BATCH) -> None:
+        self._store, self._db, self._batch = store, store.db, batch
+
+    def _check_known(self) -> None:
+        for name in sorted(set(self._db.list_collection_names()) - set(KNOWN) - set(UNTENANTED)):
+            if self._db[name].find_one({"tenant": {"$exists": True}}, projection={"_id": 1}) is not None:
+                raise Unavailable(f"cannot merge tenants: the collection {name} holds tenants that "
+                                  "capsule.store.mongo_tenants does not know how to move")
+
+    def tenants(self) -> list[str]:
+        with guarded("list the tenants"):
+            self._check_known()
+            found: set[str] = set()
+            for name in KNOWN:
+                found |= {t for t in self._db[name].distinct("tenant") if isinstance(t, str)}
+        return sorted(found)
+
+    def count(self, tenant: str) -> dict[str, int]:
+        with guarded("count the tenant's data"):
+            self._check_known()
+            counts = {name: self._db[name].count_documents({"tenant": tenant}) for name in KNOWN}
+        return {name: n for name, n in counts.items() if n}
+
+    def move(self, source: str, target: str) -> dict[str, int]:
+        if source == target:
+            raise ValueError("a tenant cannot be merged into itself")
+        moved = self.count(source)
+        with guarded("merge the tenants"):
+            for project in self._projects(source):
+                self._move_project(source, target, project)
+            for name in RETAGGED:
+                self._db[name].update_many({"tenant": source}, {"$set": {"tenant": target}})
+            self._move_patterns(source, target)
+            self._move_links(source, target)
+            self._move_evidence(source, target)
+        return moved
+
+    # ---- memories and projects ------------------------------------------------
+
+    def _projects(self, tenant: str) -> list[str]:
+        names = set(self._db["projects"].distinct("name", {"tenant": tenant}))
+        return sorted(names | set(self._db["memories"].distinct("project", {"tenant": tenant})))
+
+    def _move_project(self, source: str, target: str, project: str) -> None:
+        projects = self._db["projects"]
+        old = projects.find_one({"tenant": source, "name": project}) or {}
+        now = float(old.get("updated_at") or 0.0)
+        try:
+            projects.update_one({"tenant": target, "name": project},
+                                {"$setOnInsert": {"retention_limit": old.get("retention_limit"),
+                                                  "created_at": float(old.get("created_at") or now),
+                                                  "updated_at": now, **NEW_PROJECT}}, upsert=True)
+        except DuplicateKeyError:
+            pass  # created by a concurrent write: as good
+        if old.get("retention_limit") is not None:  # the target's own limit, when it has one, wins
+            projects.update_one({"tenant": target, "name": project, "retention_limit": None},
+                                {"$set": {"retention_limit": old["retention_limit"]}})
+        while self._db["memories"].find_one({"tenant": source, "project": project}, projection={"_id": 1}):
+            # The store's write path: one write to the target project per batch.
+            self._store._in_project(target, project, "merge the tenants",
+                                    lambda w: self._move_batch(w, source, target, project))
+        projects.delete_one({"tenant": source, "name": project})
+
+    def _move_batch(self, w: Any, source: str, target: str, project: str) -> int:
+        memories = self._db["memories"]
+        batch = list(memories.find({"tenant": source, "project": project}, projection={"_id": 1, "seq": 1},
+                                   sort=[("seq", 1), ("_id", 1)], limit=self._batch, session=w.session))
+        if not batch:
+            return 0
+        # Numbers after the target's, in the source's order: reserve the batch's span of seq.
+        low, high = int(batch[0].get("seq") or 0), int(batch[-1].get("seq") or 0)
+        doc = self._db["projects"].find_one_and_update(
+            {"tenant": target, "name": project}, {"$inc": {"seq": high - low + 1}},
+            projection={"seq": 1}, return_document=True, session=w.session)
+        offset = int(doc["seq"]) - high
+        memories.update_many(
+            {"_id": {"$in": [d["_id"] for d in batch]}, "tenant": source},
+            [{"$set": {"tenant": target, "version": w.version, "seq": {"$add": [{"$ifNull": ["$seq", 0]}, offset]}}}],
+            session=w.session)
+        return len(batch)
+
+    # ---- the learning side: documents keyed by tenant --------------------------
+
+    def _move_patterns(self, source: str, target: str) -> None:
+        patterns = self._db["patterns"]
+        for doc in list(patterns.find({"tenant": source})):
+            new_id = _link_id(target, doc["tag"], doc["category"])
+            current = patterns.find_one({"_id": new_id}, projection={"occurrences": 1})
+            if current is None or doc.get("occurrences", 0) > current.get("occurrences", 0):
+                patterns.replace_one({"_id": new_id}, {**doc, "_id": new_id, "tenant": target}, upsert=True)
+            patterns.delete_one({"_id": doc["_id"]})
+
+    def _move_links(self, source: str, target: str) -> None:
+        links = self._db["pattern_links"]
+        for doc in list(links.find({"tenant": source})):
+            new_id = _link_id(target, doc["tag"], doc["category"], doc["kind"], doc["target_id"])
+            fields = {k: doc[k] for k in ("tag", "category", "kind", "target_id")}
+            update: dict[str, Any] = {
+                "$inc": {"success": doc.get("success", 0), "failure": doc.get("failure", 0)},
+                "$addToSet": {"merged_from": doc["_id"]}, "$setOnInsert": {**fields, "tenant": target},
+            }
+            if doc.get("last_at") is not None:
+                update["$max"] = {"last_at": doc["last_at"]}
+            try:
+                links.update_one({"_id": new_id, "merged_from": {"$ne": doc["_id"]}}, update, upsert=True)
+            except DuplicateKeyError:
+                pass  # the target already absorbed this link (an earlier, interrupted run)
+            links.delete_one({"_id": doc["_id"]})
+
+    def _move_evidence(self, source: str, target: str) -> None:
+        evidence = self._db["pattern_evidence"]
+        for doc in list(evidence.find({"tenant": source})):
+            link_id = _link_id(target, doc["tag"], doc["category"], doc["kind"], doc["target_id"])
+            try:
+                evidence.insert_one({**doc, "_id": _link_id(link_id, doc["evidence"]), "tenant": target})
+            except DuplicateKeyError:
+                pass  # the target holds the same evidence: a set
+            evidence.delete_one({"_id": doc["_id"]})
