@@ -170,3 +170,36 @@ def test_the_import_lands_in_the_callers_tenant(make):
     import_lines(second.sources, "v", export_text(first))
     assert {p.project for p in second.store.projects("v")} == {"app", "other"}
     assert second.store.projects("t") == []
+
+
+def test_an_export_resumed_from_each_position_gives_the_same_lines(make):
+    from capsule.transfer.export import Position, export_chunks
+
+    first = make()
+    populate(first)
+    whole = list(export_lines(first.sources, "t", clock=first.clock, page=2))
+    resumed, position = [], None
+    while True:  # one chunk per call, each call going on from the position the last returned
+        chunks = export_chunks(first.sources, "t", start=position, clock=first.clock, page=2)
+        position, lines = next(chunks)
+        resumed += lines
+        if lines and json.loads(lines[-1])["kind"] == "end":
+            break
+        position = Position.decode(position.encode(), None)
+    assert resumed == whole
+
+
+def test_a_cursor_not_made_by_an_export_is_refused(make):
+    from capsule.transfer.export import Position
+
+    with pytest.raises(InvalidInput, match="cursor"):
+        Position.decode("bm90IGEgY3Vyc29y", None)
+    good = Position(project="a", section=1, after="5", counts={}).encode()
+    with pytest.raises(InvalidInput, match="another project"):
+        Position.decode(good, "b")
+    first = make()
+    bad = Position(project=None, section=1, after="not-a-key", counts={})
+    from capsule.transfer.export import export_chunks
+
+    with pytest.raises(InvalidInput, match="position"):
+        list(export_chunks(first.sources, "t", start=bad))

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
+from bson.errors import InvalidId
+from bson.objectid import ObjectId
 from pymongo.errors import DuplicateKeyError
 
 from ..clock import from_epoch, to_epoch
+from ..errors import InvalidInput
 from ..learning.records import ApplicationRecord, LinkRecord
 from ..records import AuditRecord, MemoryRecord
 from .mongo import MongoStore
@@ -19,6 +22,15 @@ from .mongo_client import guarded
 from .mongo_docs import RECORD_PROJECTION, doc_to_record, record_to_doc
 from .mongo_learning import _link_id
 from .transfer import EvidenceRow, FeedbackRow, Written
+
+
+def _object_id(after: str | None) -> ObjectId | None:
+    if after is None:
+        return None
+    try:
+        return ObjectId(after)
+    except (InvalidId, TypeError):
+        raise InvalidInput(f"not a position in this store: {after!r}", field="cursor") from None
 
 
 def _epoch(value: Any) -> float | None:
@@ -32,9 +44,11 @@ class MongoTransferStore:
         self._store = store
         self._db = store.db
 
-    def _pages(self, collection: str, query: dict[str, Any], page: int,
-               projection: dict[str, Any] | None = None) -> Iterator[list[dict[str, Any]]]:
-        last: Any = None
+    def _pages(self, collection: str, query: dict[str, Any], page: int, after: str | None,
+               projection: dict[str, Any] | None = None, *, object_ids: bool = True
+               ) -> Iterator[list[dict[str, Any]]]:
+        """Keyset pages on ``_id`` (an ObjectId, or the row's own string id)."""
+        last: Any = _object_id(after) if object_ids else after
         while True:
             keyed = query if last is None else {**query, "_id": {"$gt": last}}
             with guarded(f"read the {collection}"):
@@ -50,11 +64,12 @@ class MongoTransferStore:
 
     # ---- memories, feedback, audit ---------------------------------------------------
 
-    def memory_pages(self, tenant: str, project: str | None, *, page: int) -> Iterator[list[MemoryRecord]]:
+    def memory_pages(self, tenant: str, project: str | None, *, page: int, after: str | None = None
+                     ) -> Iterator[list[tuple[str, MemoryRecord]]]:
         query = {**self._scope(tenant, project), "pending": None}  # never an unpublished write
         projection = {name: 0 for name in RECORD_PROJECTION if name != "_id"}
-        for docs in self._pages("memories", query, page, projection):
-            yield [doc_to_record(doc) for doc in docs]
+        for docs in self._pages("memories", query, page, after, projection):
+            yield [(str(doc["_id"]), doc_to_record(doc)) for doc in docs]
 
     def feedback_of(self, tenant: str, memory_ids: Sequence[str]) -> list[FeedbackRow]:
         with guarded("read the feedback"):
@@ -62,10 +77,11 @@ class MongoTransferStore:
             return [FeedbackRow(d["memory_id"], bool(d["helpful"]), d.get("context"), from_epoch(d["at"]))
                     for d in docs]
 
-    def audit_pages(self, tenant: str, project: str | None, *, page: int) -> Iterator[list[AuditRecord]]:
-        for docs in self._pages("audit", self._scope(tenant, project), page):
-            yield [AuditRecord(tenant=d["tenant"], memory_id=d["memory_id"], project=d["project"],
-                               action=d["action"], actor=d["actor"], reason=d["reason"], at=from_epoch(d["at"]))
+    def audit_pages(self, tenant: str, project: str | None, *, page: int, after: str | None = None
+                    ) -> Iterator[list[tuple[str, AuditRecord]]]:
+        for docs in self._pages("audit", self._scope(tenant, project), page, after):
+            yield [(str(d["_id"]), AuditRecord(tenant=d["tenant"], memory_id=d["memory_id"], project=d["project"],
+                               action=d["action"], actor=d["actor"], reason=d["reason"], at=from_epoch(d["at"])))
                    for d in docs]
 
     def existing_memories(self, tenant: str, ids: Sequence[str]) -> dict[str, bool]:
@@ -144,11 +160,12 @@ class MongoTransferStore:
 
     # ---- learning rows the learning contract cannot write as they are ------------------
 
-    def application_pages(self, tenant: str, *, page: int) -> Iterator[list[ApplicationRecord]]:
-        for docs in self._pages("solution_applications", {"tenant": tenant}, page):
-            yield [ApplicationRecord(id=d["_id"], tenant=d["tenant"], solution_id=d["solution_id"],
+    def application_pages(self, tenant: str, *, page: int, after: str | None = None
+                          ) -> Iterator[list[tuple[str, ApplicationRecord]]]:
+        for docs in self._pages("solution_applications", {"tenant": tenant}, page, after, object_ids=False):
+            yield [(d["_id"], ApplicationRecord(id=d["_id"], tenant=d["tenant"], solution_id=d["solution_id"],
                                      success=bool(d["success"]), at=from_epoch(d["at"]), project=d.get("project"),
-                                     error=d.get("error"), context=d.get("context")) for d in docs]
+                                     error=d.get("error"), context=d.get("context"))) for d in docs]
 
     def put_applications(self, tenant: str, rows: Sequence[ApplicationRecord]) -> Written:
         out = Written()
@@ -175,9 +192,11 @@ class MongoTransferStore:
             except DuplicateKeyError:
                 return False
 
-    def evidence_pages(self, tenant: str, *, page: int) -> Iterator[list[EvidenceRow]]:
-        for docs in self._pages("pattern_evidence", {"tenant": tenant}, page):
-            yield [EvidenceRow(d["tag"], d["category"], d["kind"], d["target_id"], d["evidence"]) for d in docs]
+    def evidence_pages(self, tenant: str, *, page: int, after: str | None = None
+                       ) -> Iterator[list[tuple[str, EvidenceRow]]]:
+        for docs in self._pages("pattern_evidence", {"tenant": tenant}, page, after, object_ids=False):
+            yield [(d["_id"], EvidenceRow(d["tag"], d["category"], d["kind"], d["target_id"], d["evidence"]))
+                   for d in docs]
 
     def put_evidence(self, tenant: str, rows: Sequence[EvidenceRow]) -> Written:
         out = Written()

@@ -11,6 +11,7 @@ import sqlite3
 from typing import Any, Iterator, Sequence
 
 from ..clock import from_epoch, to_epoch
+from ..errors import InvalidInput
 from ..learning.records import ApplicationRecord, LinkRecord
 from ..records import AuditRecord, MemoryRecord
 from .sqlite import _COLUMNS, SQLiteStore, _record_params, _row_to_record
@@ -32,6 +33,14 @@ def _params(record: MemoryRecord, version: int) -> tuple[Any, ...]:
     return (*params, version)
 
 
+def _rowid(after: str | None) -> int:
+    if after is None:
+        return -1
+    if not after.isdigit() or len(after) > 19:
+        raise InvalidInput(f"not a position in this store: {after!r}", field="cursor")
+    return int(after)
+
+
 def _chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
@@ -43,20 +52,22 @@ class SQLiteTransferStore:
     def __init__(self, db: SQLiteStore) -> None:
         self._db = db
 
-    def _pages(self, sql: str, params: Sequence[Any], page: int) -> Iterator[list[sqlite3.Row]]:
-        """Keyset pages on the rowid: ``sql`` has a ``{after}`` slot and returns ``rowid`` first."""
-        last = -1
+    def _pages(self, sql: str, params: Sequence[Any], page: int, after: str | None
+               ) -> Iterator[list[sqlite3.Row]]:
+        """Keyset pages on the rowid, which ``sql`` (a WHERE clause to extend) selects first."""
+        last = _rowid(after)
         while rows := self._db._read(sql + " AND rowid > ? ORDER BY rowid LIMIT ?", (*params, last, page)):
             yield rows
             last = rows[-1][0]
 
     # ---- memories, feedback, audit ---------------------------------------------------
 
-    def memory_pages(self, tenant: str, project: str | None, *, page: int) -> Iterator[list[MemoryRecord]]:
+    def memory_pages(self, tenant: str, project: str | None, *, page: int, after: str | None = None
+                     ) -> Iterator[list[tuple[str, MemoryRecord]]]:
         scope, params = ("AND project = ?", (tenant, project)) if project is not None else ("", (tenant,))
         sql = f"SELECT rowid, {_COLUMNS} FROM memories WHERE tenant = ? {scope}"
-        for rows in self._pages(sql, params, page):
-            yield [_row_to_record(row) for row in rows]
+        for rows in self._pages(sql, params, page, after):
+            yield [(str(row[0]), _row_to_record(row)) for row in rows]
 
     def feedback_of(self, tenant: str, memory_ids: Sequence[str]) -> list[FeedbackRow]:
         found: list[FeedbackRow] = []
@@ -68,12 +79,13 @@ class SQLiteTransferStore:
                       for r in rows]
         return found
 
-    def audit_pages(self, tenant: str, project: str | None, *, page: int) -> Iterator[list[AuditRecord]]:
+    def audit_pages(self, tenant: str, project: str | None, *, page: int, after: str | None = None
+                    ) -> Iterator[list[tuple[str, AuditRecord]]]:
         scope, params = ("AND project = ?", (tenant, project)) if project is not None else ("", (tenant,))
         sql = f"SELECT rowid, * FROM audit WHERE tenant = ? {scope}"
-        for rows in self._pages(sql, params, page):
-            yield [AuditRecord(tenant=r["tenant"], memory_id=r["memory_id"], project=r["project"],
-                               action=r["action"], actor=r["actor"], reason=r["reason"], at=from_epoch(r["at"]))
+        for rows in self._pages(sql, params, page, after):
+            yield [(str(r[0]), AuditRecord(tenant=r["tenant"], memory_id=r["memory_id"], project=r["project"],
+                               action=r["action"], actor=r["actor"], reason=r["reason"], at=from_epoch(r["at"])))
                    for r in rows]
 
     def existing_memories(self, tenant: str, ids: Sequence[str]) -> dict[str, bool]:
@@ -138,12 +150,13 @@ class SQLiteTransferStore:
 
     # ---- learning rows the learning contract cannot write as they are ------------------
 
-    def application_pages(self, tenant: str, *, page: int) -> Iterator[list[ApplicationRecord]]:
+    def application_pages(self, tenant: str, *, page: int, after: str | None = None
+                          ) -> Iterator[list[tuple[str, ApplicationRecord]]]:
         sql = "SELECT rowid, * FROM solution_applications WHERE tenant = ?"
-        for rows in self._pages(sql, (tenant,), page):
-            yield [ApplicationRecord(id=r["id"], tenant=r["tenant"], solution_id=r["solution_id"],
+        for rows in self._pages(sql, (tenant,), page, after):
+            yield [(str(r[0]), ApplicationRecord(id=r["id"], tenant=r["tenant"], solution_id=r["solution_id"],
                                      success=bool(r["success"]), at=from_epoch(r["at"]), project=r["project"],
-                                     error=r["error"], context=r["context"]) for r in rows]
+                                     error=r["error"], context=r["context"])) for r in rows]
 
     def put_applications(self, tenant: str, rows: Sequence[ApplicationRecord]) -> Written:
         out = Written()
@@ -167,10 +180,12 @@ class SQLiteTransferStore:
                  _epoch(link.last_at)),
             ).rowcount == 1
 
-    def evidence_pages(self, tenant: str, *, page: int) -> Iterator[list[EvidenceRow]]:
+    def evidence_pages(self, tenant: str, *, page: int, after: str | None = None
+                       ) -> Iterator[list[tuple[str, EvidenceRow]]]:
         sql = "SELECT rowid, * FROM pattern_evidence WHERE tenant = ?"
-        for rows in self._pages(sql, (tenant,), page):
-            yield [EvidenceRow(r["tag"], r["category"], r["kind"], r["target_id"], r["evidence"]) for r in rows]
+        for rows in self._pages(sql, (tenant,), page, after):
+            yield [(str(r[0]), EvidenceRow(r["tag"], r["category"], r["kind"], r["target_id"], r["evidence"]))
+                   for r in rows]
 
     def put_evidence(self, tenant: str, rows: Sequence[EvidenceRow]) -> Written:
         out = Written()

@@ -1,7 +1,10 @@
 """The transfer contract: what export and import need of a store beyond the memory and
 learning contracts — every row as it is, read in pages, and written back as it was.
 
-Reads walk a keyset (the backend's insertion order), never the whole tenant at once.
+Reads walk a keyset (the backend's insertion order), never the whole tenant at once: each
+page comes as ``(key, row)`` pairs, and a read given ``after=key`` resumes just past that row
+(an HTTP export continues from a cursor this way). Keys are opaque strings; a key that is
+not one of the backend's is :class:`~capsule.errors.InvalidInput`.
 Writes keep every field (forgotten memories stay forgotten with their dates, counters are
 set, not incremented) and are idempotent: a row already present is left as it is and
 reported as skipped. Memory writes stamp the project's next version like any other write
@@ -46,14 +49,16 @@ class Written:
 
 @runtime_checkable
 class TransferStore(Protocol):
-    def memory_pages(self, tenant: str, project: str | None, *, page: int) -> Iterator[list[MemoryRecord]]:
+    def memory_pages(self, tenant: str, project: str | None, *, page: int, after: str | None = None
+                     ) -> Iterator[list[tuple[str, MemoryRecord]]]:
         """Every memory (forgotten ones included, with embeddings) of the tenant or one project,
         ``page`` at a time in insertion order."""
 
     def feedback_of(self, tenant: str, memory_ids: Sequence[str]) -> list[FeedbackRow]:
         """The votes kept for these memories, oldest first."""
 
-    def audit_pages(self, tenant: str, project: str | None, *, page: int) -> Iterator[list[AuditRecord]]:
+    def audit_pages(self, tenant: str, project: str | None, *, page: int, after: str | None = None
+                    ) -> Iterator[list[tuple[str, AuditRecord]]]:
         """Every audit record of the tenant or project, oldest first."""
 
     def existing_memories(self, tenant: str, ids: Sequence[str]) -> dict[str, bool]:
@@ -74,7 +79,8 @@ class TransferStore(Protocol):
     def put_audit(self, tenant: str, rows: Sequence[AuditRecord]) -> Written:
         """Keep these audit records; one equal to a kept one is present."""
 
-    def application_pages(self, tenant: str, *, page: int) -> Iterator[list[ApplicationRecord]]:
+    def application_pages(self, tenant: str, *, page: int, after: str | None = None
+                          ) -> Iterator[list[tuple[str, ApplicationRecord]]]:
         """Every solution application, oldest first."""
 
     def put_applications(self, tenant: str, rows: Sequence[ApplicationRecord]) -> Written:
@@ -83,7 +89,8 @@ class TransferStore(Protocol):
     def put_link(self, link: LinkRecord) -> bool:
         """Store a pattern link with its counts unless it exists; True when written."""
 
-    def evidence_pages(self, tenant: str, *, page: int) -> Iterator[list[EvidenceRow]]:
+    def evidence_pages(self, tenant: str, *, page: int, after: str | None = None
+                       ) -> Iterator[list[tuple[str, EvidenceRow]]]:
         """Every piece of link evidence (what keeps mining idempotent)."""
 
     def put_evidence(self, tenant: str, rows: Sequence[EvidenceRow]) -> Written:

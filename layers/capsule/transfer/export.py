@@ -8,14 +8,18 @@ per row) in a fixed key order, so exporting the same data twice gives the same l
 
 from __future__ import annotations
 
+import base64
 from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Iterator
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from .. import limits
 from ..clock import Clock, system_clock, to_epoch
 from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
+from ..errors import InvalidInput
 from ..records import AuditRecord, MemoryRecord
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
@@ -95,42 +99,120 @@ def evidence_row(e: EvidenceRow) -> dict[str, Any]:
             "target_id": e.target_id, "evidence": e.evidence}
 
 
-def _solutions(learning: LearningStore, tenant: str) -> Iterator[SolutionRecord]:
-    after = None
-    while page := learning.list_solutions(tenant, category=None, after=after, limit=PAGE):
-        for listed in page:
-            yield learning.get_solution(tenant, listed.id)  # the listing leaves the embeddings out
-        after = (to_epoch(page[-1].created_at), page[-1].id)
+# ---- sections: each yields (key, rows) per page; key None: the section is done --------
 
 
-def _rows(src: Sources, tenant: str, project: str | None, page: int) -> Iterator[dict[str, Any]]:
-    for stats in src.memories.projects(tenant):
-        if project is None or stats.project == project:
-            yield {"kind": "project", "name": stats.project, "retention_limit": stats.retention_limit}
-    for records in src.transfer.memory_pages(tenant, project, page=page):
-        yield from map(memory_row, records)
-        yield from map(feedback_row, src.transfer.feedback_of(tenant, [r.id for r in records]))
-    for audits in src.transfer.audit_pages(tenant, project, page=page):
-        yield from map(audit_row, audits)
+Page = Iterator[tuple[str | None, list[dict[str, Any]]]]
+
+
+def _projects(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
+    yield None, [{"kind": "project", "name": s.project, "retention_limit": s.retention_limit}
+                 for s in src.memories.projects(tenant) if project is None or s.project == project]
+
+
+def _memories(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
+    for pairs in src.transfer.memory_pages(tenant, project, page=page, after=after):
+        records = [record for _, record in pairs]
+        votes = src.transfer.feedback_of(tenant, [r.id for r in records])
+        yield pairs[-1][0], [*map(memory_row, records), *map(feedback_row, votes)]
+
+
+def _audit(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
+    for pairs in src.transfer.audit_pages(tenant, project, page=page, after=after):
+        yield pairs[-1][0], [audit_row(a) for _, a in pairs]
+
+
+def _solution_key(after: str | None) -> tuple[float, str] | None:
+    if after is None:
+        return None
+    created, sep, solution_id = after.partition("|")
+    try:
+        return float(created), solution_id
+    except ValueError:
+        raise InvalidInput(f"not a position among the solutions: {after!r}", field="cursor") from None
+
+
+def _solutions(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
     # Solutions and patterns belong to the tenant, not to a project: every export carries them.
-    yield from map(solution_row, _solutions(src.learning, tenant))
-    for applications in src.transfer.application_pages(tenant, page=page):
-        yield from map(application_row, applications)
+    cursor = _solution_key(after)
+    while listed := src.learning.list_solutions(tenant, category=None, after=cursor, limit=page):
+        cursor = (to_epoch(listed[-1].created_at), listed[-1].id)
+        # The listing leaves the embeddings out: each solution is read whole.
+        yield f"{cursor[0]!r}|{cursor[1]}", [solution_row(src.learning.get_solution(tenant, s.id)) for s in listed]
+
+
+def _applications(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
+    for pairs in src.transfer.application_pages(tenant, page=page, after=after):
+        yield pairs[-1][0], [application_row(a) for _, a in pairs]
+
+
+def _patterns(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
     patterns = src.learning.patterns(tenant, category=None, min_occurrences=0, limit=_ALL)
-    yield from map(pattern_row, sorted(patterns, key=lambda p: (p.tag, p.category)))
+    yield None, [pattern_row(p) for p in sorted(patterns, key=lambda p: (p.tag, p.category))]
+
+
+def _links(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
     links = src.learning.links(tenant, limit=_ALL)
-    yield from map(link_row, sorted(links, key=lambda x: (x.tag, x.category, x.kind, x.target_id)))
-    for evidence in src.transfer.evidence_pages(tenant, page=page):
-        yield from map(evidence_row, evidence)
+    yield None, [link_row(x) for x in sorted(links, key=lambda x: (x.tag, x.category, x.kind, x.target_id))]
+
+
+def _evidence(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
+    for pairs in src.transfer.evidence_pages(tenant, page=page, after=after):
+        yield pairs[-1][0], [evidence_row(e) for _, e in pairs]
+
+
+SECTIONS = (_projects, _memories, _audit, _solutions, _applications, _patterns, _links, _evidence)
+
+
+# ---- positions: where an export stopped, so the next request goes on from there ------
+
+
+class Position(BaseModel):
+    """Where to go on: the section, the key of the last row written in it, the counts so far."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+    project: str | None
+    section: int = Field(ge=0, le=len(SECTIONS))
+    after: str | None = Field(max_length=512)
+    counts: dict[str, int]
+
+    def encode(self) -> str:
+        return base64.urlsafe_b64encode(self.model_dump_json().encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, cursor: str, project: str | None) -> "Position":
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+            position = cls.model_validate_json(raw)
+        except (ValueError, ValidationError):
+            raise InvalidInput("the cursor is not one an export returned", field="cursor") from None
+        if position.project != project:
+            raise InvalidInput("the cursor belongs to an export of another project", field="cursor")
+        return position
+
+
+def export_chunks(src: Sources, tenant: str, project: str | None = None, *, start: Position | None = None,
+                  clock: Clock = system_clock, page: int = PAGE) -> Iterator[tuple[Position, list[str]]]:
+    """The export in chunks of lines, each with the position just after it (``start``: go on
+    from a position an earlier call gave; None: from the header)."""
+    begin = start or Position(project=project, section=0, after=None, counts={})
+    counts: Counter[str] = Counter(begin.counts)
+    if start is None:
+        yield begin, [fmt.dumps({"kind": "header", "format": fmt.FORMAT, "version": fmt.VERSION, "tenant": tenant,
+                                 "project": project, "exported_at": fmt.when(clock())})]
+    for index in range(begin.section, len(SECTIONS)):
+        after = begin.after if index == begin.section else None
+        for key, rows in SECTIONS[index](src, tenant, project, after, page):
+            counts.update(row["kind"] for row in rows)
+            where = (index, key) if key is not None else (index + 1, None)
+            yield Position(project=project, section=where[0], after=where[1], counts=dict(counts)), \
+                [fmt.dumps(row) for row in rows]
+    done = Position(project=project, section=len(SECTIONS), after=None, counts=dict(counts))
+    yield done, [fmt.dumps({"kind": "end", "counts": dict(sorted(counts.items()))})]
 
 
 def export_lines(src: Sources, tenant: str, project: str | None = None, *, clock: Clock = system_clock,
                  page: int = PAGE) -> Iterator[str]:
-    """The export as lines of text (each ends with a newline): header, rows, end."""
-    yield fmt.dumps({"kind": "header", "format": fmt.FORMAT, "version": fmt.VERSION, "tenant": tenant,
-                     "project": project, "exported_at": fmt.when(clock())})
-    counts: Counter[str] = Counter()
-    for row in _rows(src, tenant, project, page):
-        counts[row["kind"]] += 1
-        yield fmt.dumps(row)
-    yield fmt.dumps({"kind": "end", "counts": dict(sorted(counts.items()))})
+    """The whole export as lines of text (each ends with a newline): header, rows, end."""
+    for _, lines in export_chunks(src, tenant, project, clock=clock, page=page):
+        yield from lines
