@@ -203,3 +203,16 @@ def test_a_cursor_not_made_by_an_export_is_refused(make):
 
     with pytest.raises(InvalidInput, match="position"):
         list(export_chunks(first.sources, "t", start=bad))
+
+
+def test_a_copy_into_another_tenant_of_the_same_store_keeps_every_row(make):
+    first = make()
+    populate(first)
+    exported = export_text(first)
+    result = import_lines(first.sources, "v", exported)
+    assert result.refused_total == 0, result.explanation
+    assert result.imported["memory"] == 6 and result.imported["feedback"] == 2 and result.imported["audit"] == 2
+    again = import_lines(first.sources, "v", exported)
+    assert sum(again.imported.values()) == 0, again.explanation
+    copy = [json.loads(line) for line in export_text(first, tenant="v")]
+    assert sum(row["kind"] == "memory" for row in copy) == 6

@@ -4,9 +4,9 @@ Capsule's MongoDB)."""
 
 from .export import Sources, export_lines
 from .importer import import_lines
-from .report import ImportResult, Refusal
+from .report import DataImportResult, Refusal
 
-__all__ = ["ImportResult", "Refusal", "Sources", "export_lines", "import_lines", "open_sources"]
+__all__ = ["DataImportResult", "Refusal", "Sources", "export_lines", "import_lines", "open_sources"]
 
 
 def open_sources(service) -> Sources:

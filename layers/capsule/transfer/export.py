@@ -216,3 +216,29 @@ def export_lines(src: Sources, tenant: str, project: str | None = None, *, clock
     """The whole export as lines of text (each ends with a newline): header, rows, end."""
     for _, lines in export_chunks(src, tenant, project, clock=clock, page=page):
         yield from lines
+
+
+@dataclass(frozen=True)
+class ExportPage:
+    """One response's worth of an export: its lines, and the cursor to go on (None: the end)."""
+
+    text: str
+    next_cursor: str | None
+
+
+def export_page(src: Sources, tenant: str, project: str | None, cursor: str | None, *, max_bytes: int,
+                clock: Clock = system_clock, page: int = 100) -> ExportPage:
+    """Lines of the export from ``cursor`` until about ``max_bytes`` (at least one chunk, so every
+    call moves on; a chunk is ``page`` memories and their votes). The pages' texts one after
+    another are the whole export, as :func:`export_lines` gives it at this page size."""
+    start = None if cursor is None else Position.decode(cursor, project)
+    parts: list[str] = []
+    size = 0
+    for position, lines in export_chunks(src, tenant, project, start=start, clock=clock, page=page):
+        parts += lines
+        size += sum(map(len, lines))
+        if position.section == len(SECTIONS):
+            return ExportPage("".join(parts), None)
+        if size >= max_bytes:
+            return ExportPage("".join(parts), position.encode())
+    raise AssertionError("an export always ends with its end line")  # pragma: no cover

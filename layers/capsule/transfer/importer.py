@@ -16,20 +16,26 @@ model is not the deployment's is re-embedded by the backfill job like any other.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from ..clock import Clock, system_clock
-from ..errors import InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound
 from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from ..records import AuditRecord, MemoryRecord
 from ..store.transfer import EvidenceRow, FeedbackRow, Written
 from . import format as fmt
 from .export import Sources
-from .report import ImportResult, Tally
+from .report import DataImportResult, Tally
 
 BATCH = 500
 _BATCHED = ("memory", "feedback", "audit", "application", "evidence")
+
+
+def derived_id(tenant: str, memory_id: str) -> str:
+    """The id a memory takes in ``tenant`` when its own is held by another tenant."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"capsule-import:{tenant}:{memory_id}").hex
 
 
 def memory_record(tenant: str, row: fmt.Memory) -> MemoryRecord:
@@ -58,12 +64,14 @@ class Importer:
         self.tally = Tally(source)
         self._pending = _Pending(rows=[])
         self._seen_ids: set[str] = set()  # memory ids of this run: a line repeated is skipped
+        self.renamed = 0
+        self._solution_ids: dict[str, str] = {}  # solutions are few: their local ids are kept
         self._writers: dict[str, Callable[[list[tuple[int, Any]]], None]] = {
             "memory": self._memories, "feedback": self._feedback, "audit": self._audit,
             "application": self._applications, "evidence": self._evidence,
         }
 
-    def run(self, lines: Iterable[str | bytes]) -> ImportResult:
+    def run(self, lines: Iterable[str | bytes]) -> DataImportResult:
         numbered = enumerate(lines, start=1)
         self._header(next(numbered, None))
         self.tally.lines = 1
@@ -78,6 +86,9 @@ class Importer:
                 continue
             self._take(number, row)
         self._flush()
+        if self.renamed:
+            self.tally.notes.append(f"{self.renamed} id(s) are held by another tenant of this store: "
+                                    "those rows were given ids derived from theirs (the same on every run).")
         return self.tally.result()
 
     def _header(self, first: tuple[int, str | bytes] | None) -> None:
@@ -120,33 +131,51 @@ class Importer:
 
     # ---- batched rows ---------------------------------------------------------------
 
+    def _local_ids(self, ids: list[str]) -> dict[str, str]:
+        """Each memory id as this tenant stores it: the id itself, or, where another tenant of
+        this store holds that id (ids are unique per store in SQLite), the one derived from it."""
+        existing = self.src.transfer.existing_memories(self.tenant, ids)
+        local = {i: (i if existing.get(i, True) else derived_id(self.tenant, i)) for i in ids}
+        return local
+
     def _memories(self, rows: list[tuple[int, fmt.Memory]]) -> None:
-        existing = self.src.transfer.existing_memories(self.tenant, [row.id for _, row in rows])
+        local = self._local_ids([row.id for _, row in rows])
+        renamed = {local[row.id] for _, row in rows if local[row.id] != row.id}
+        present = set(self.src.transfer.existing_memories(self.tenant, [*local.values()]))
         by_project: dict[str, list[MemoryRecord]] = {}
         for number, row in rows:
-            if row.id in self._seen_ids or existing.get(row.id):
+            memory_id = local[row.id]
+            if memory_id in self._seen_ids or memory_id in present:
                 self.tally.skipped["memory"] += 1
-            elif row.id in existing:
-                self.tally.refuse(number, "id", f"memory id {row.id} is held by another tenant of this store")
             else:
-                by_project.setdefault(row.project, []).append(memory_record(self.tenant, row))
-            self._seen_ids.add(row.id)
+                record = memory_record(self.tenant, row)
+                record.id = memory_id
+                by_project.setdefault(row.project, []).append(record)
+                self.renamed += memory_id in renamed
+            self._seen_ids.add(memory_id)
         for project, records in by_project.items():
             self.src.transfer.put_memories(self.tenant, project, records)
             self.tally.imported["memory"] += len(records)
 
     def _feedback(self, rows: list[tuple[int, fmt.Feedback]]) -> None:
-        votes = [FeedbackRow(r.memory_id, r.helpful, r.context, r.at) for _, r in rows]
+        local = self._local_ids([r.memory_id for _, r in rows])
+        votes = [FeedbackRow(local[r.memory_id], r.helpful, r.context, r.at) for _, r in rows]
         self._count("feedback", [n for n, _ in rows], self.src.transfer.put_feedback(self.tenant, votes))
 
     def _audit(self, rows: list[tuple[int, fmt.Audit]]) -> None:
-        records = [AuditRecord(tenant=self.tenant, memory_id=r.memory_id, project=r.project, action=r.action,
+        local = self._local_ids([r.memory_id for _, r in rows])
+        records = [AuditRecord(tenant=self.tenant, memory_id=local[r.memory_id], project=r.project, action=r.action,
                                actor=r.actor, reason=r.reason, at=r.at) for _, r in rows]
         self._count("audit", [n for n, _ in rows], self.src.transfer.put_audit(self.tenant, records))
 
     def _applications(self, rows: list[tuple[int, fmt.Application]]) -> None:
-        records = [ApplicationRecord(id=r.id, tenant=self.tenant, solution_id=r.solution_id, success=r.success,
-                                     at=r.at, project=r.project, error=r.error, context=r.context) for _, r in rows]
+        records = []
+        for _, r in rows:
+            solution = self._local_solution(r.solution_id)
+            # An application of a solution that took a derived id takes one too (ids are per store).
+            own = r.id if solution == r.solution_id else derived_id(self.tenant, r.id)
+            records.append(ApplicationRecord(id=own, tenant=self.tenant, solution_id=solution, success=r.success,
+                                             at=r.at, project=r.project, error=r.error, context=r.context))
         self._count("application", [n for n, _ in rows], self.src.transfer.put_applications(self.tenant, records))
 
     def _evidence(self, rows: list[tuple[int, fmt.Evidence]]) -> None:
@@ -163,22 +192,39 @@ class Importer:
         memories.set_retention_limit(self.tenant, row.name, row.retention_limit, at=self.clock())
         self.tally.imported["project"] += 1
 
+    def _has_solution(self, solution_id: str) -> bool:
+        try:
+            self.src.learning.get_solution(self.tenant, solution_id)
+            return True
+        except NotFound:
+            return False
+
+    def _local_solution(self, solution_id: str) -> str:
+        """A solution's id as this tenant holds it (solution ids are unique per store: one held
+        by another tenant was imported under the id derived from it)."""
+        if solution_id not in self._solution_ids:
+            derived = derived_id(self.tenant, solution_id)
+            own = self._has_solution(solution_id) or not self._has_solution(derived)
+            self._solution_ids[solution_id] = solution_id if own else derived
+        return self._solution_ids[solution_id]
+
     def _solution(self, number: int, row: fmt.Solution) -> None:
         learning = self.src.learning
-        try:
-            learning.get_solution(self.tenant, row.id)
+        if self._has_solution(self._local_solution(row.id)) or learning.find_solution(
+                self.tenant, row.title, row.category) is not None:
             self.tally.skipped["solution"] += 1
             return
-        except NotFound:
-            pass
-        if learning.find_solution(self.tenant, row.title, row.category) is not None:
-            self.tally.skipped["solution"] += 1
-            return
-        learning.insert_solution(SolutionRecord(
+        record = SolutionRecord(
             id=row.id, tenant=self.tenant, title=row.title, category=row.category, body=dict(row.body),
             created_at=row.created_at, updated_at=row.updated_at, success=row.success, failure=row.failure,
-            embeddings=fmt.decode_vector(row.embeddings, row.signatures or None) if row.signatures else None,
-            model=row.model))
+            embeddings=fmt.decode_vector(row.embeddings, row.signatures) if row.signatures else None,
+            model=row.model)
+        try:
+            learning.insert_solution(record)
+        except Conflict:  # another tenant of this store holds the id
+            record.id = self._solution_ids[row.id] = derived_id(self.tenant, row.id)
+            self.renamed += 1
+            learning.insert_solution(record)
         self.tally.imported["solution"] += 1
 
     def _pattern(self, number: int, row: fmt.Pattern) -> None:
@@ -197,9 +243,13 @@ class Importer:
         self.tally.imported["pattern"] += 1
 
     def _link(self, number: int, row: fmt.Link) -> None:
+        if row.target_kind == "memory":
+            target = self._local_ids([row.target_id])[row.target_id]
+        else:
+            target = self._local_solution(row.target_id)
         written = self.src.transfer.put_link(LinkRecord(
             tenant=self.tenant, tag=row.tag, category=row.category, kind=row.target_kind,
-            target_id=row.target_id, success=row.success, failure=row.failure, last_at=row.last_at))
+            target_id=target, success=row.success, failure=row.failure, last_at=row.last_at))
         (self.tally.imported if written else self.tally.skipped)["link"] += 1
 
     def _end(self, number: int, row: fmt.End) -> None:
@@ -210,5 +260,5 @@ class Importer:
 
 
 def import_lines(src: Sources, tenant: str, lines: Iterable[str | bytes], *, source: str = "the input",
-                 clock: Clock = system_clock) -> ImportResult:
+                 clock: Clock = system_clock) -> DataImportResult:
     return Importer(src, tenant, source=source, clock=clock).run(lines)

@@ -15,7 +15,7 @@ class Refusal(BaseModel):
     message: str
 
 
-class ImportResult(BaseModel):
+class DataImportResult(BaseModel):
     source: str
     lines: int = Field(description="input lines (or source rows) read")
     imported: dict[str, int]
@@ -44,7 +44,7 @@ class Tally:
         if len(self.refused) < MAX_LISTED:
             self.refused.append(Refusal(line=line, field=field, message=message))
 
-    def result(self) -> ImportResult:
+    def result(self) -> DataImportResult:
         def said(counts: Counter[str]) -> str:
             return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()) if n) or "nothing"
 
@@ -56,6 +56,6 @@ class Tally:
         if not self.complete:
             text += " The input ended before its end line: it was cut short, so rows after that are missing."
         text += "".join(f" {note}" for note in self.notes)
-        return ImportResult(
+        return DataImportResult(
             source=self.source, lines=self.lines, imported=dict(self.imported), skipped=dict(self.skipped),
             refused=self.refused, refused_total=self.refused_total, complete=self.complete, explanation=text)
