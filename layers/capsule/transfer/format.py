@@ -18,7 +18,7 @@ import base64
 import difflib
 import json
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Iterator, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
@@ -285,3 +285,13 @@ def when(value: datetime | None) -> str | None:
 
 def dumps(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def read_lines(handle: Any) -> Iterator[bytes]:
+    """The lines of a binary stream, never more than :data:`MAX_LINE_BYTES` + 1 of one in memory:
+    the rest of a longer line is skipped (its prefix, too long, is refused by :func:`parse_row`)."""
+    while line := handle.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass
+        yield line

@@ -185,12 +185,13 @@ class Importer:
     # ---- single rows ----------------------------------------------------------------
 
     def _project(self, number: int, row: fmt.Project) -> None:
+        """A project comes into being with its memories; its row brings only its own limit."""
         memories = self.src.memories
-        if row.retention_limit is None or memories.retention_limit(self.tenant, row.name) is not None:
+        if memories.change_markers(self.tenant, [row.name]):
             self.tally.skipped["project"] += 1
-            return
-        memories.set_retention_limit(self.tenant, row.name, row.retention_limit, at=self.clock())
-        self.tally.imported["project"] += 1
+        elif row.retention_limit is not None:
+            memories.set_retention_limit(self.tenant, row.name, row.retention_limit, at=self.clock())
+            self.tally.imported["project"] += 1
 
     def _has_solution(self, solution_id: str) -> bool:
         try:
