@@ -3,6 +3,7 @@ store, and the transfer Sources over them. ``make()`` gives a fresh one, for imp
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Callable
@@ -18,6 +19,7 @@ from capsule.store.transfer import transfer_store
 from capsule.transfer import Sources
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "learning"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from learning_helpers import FlakyEmbedder  # noqa: E402
 
 
@@ -63,3 +65,18 @@ def _mongomock(tmp_path: Path) -> Callable[[], Deployment]:
 @pytest.fixture(params=["sqlite", "mongomock"])
 def make(request, tmp_path) -> Callable[[], Deployment]:
     return {"sqlite": _sqlite, "mongomock": _mongomock}[request.param](tmp_path)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for this test session (Debian's ``postgresql`` package; .ci/run installs it)."""
+    from postgres import binaries, start, stop
+
+    bin_dir = binaries()
+    if bin_dir is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the PostgreSQL tests: .ci/run installs Debian's postgresql package")
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl): apt-get install -y postgresql")
+    server, run_as = start(bin_dir)
+    yield server
+    stop(bin_dir, server, run_as)

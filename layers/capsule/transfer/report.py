@@ -29,8 +29,8 @@ class DataImportResult(BaseModel):
 class Tally:
     """Counts while an import runs; :meth:`result` says what they add up to."""
 
-    def __init__(self, source: str) -> None:
-        self.source = source
+    def __init__(self, source: str, unit: str = "line") -> None:
+        self.source, self.unit = source, unit
         self.lines = 0
         self.imported: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
@@ -48,14 +48,18 @@ class Tally:
         def said(counts: Counter[str]) -> str:
             return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()) if n) or "nothing"
 
-        text = (f"Read {self.lines} line(s) from {self.source}: imported {said(self.imported)}; "
+        text = (f"Read {self.lines} {self.unit}(s) from {self.source}: imported {said(self.imported)}; "
                 f"skipped as already present {said(self.skipped)}; refused {self.refused_total}.")
         if self.refused:
             first = self.refused[0]
-            text += f" First refusal: line {first.line}, {first.field}: {first.message}."
+            text += f" First refusal: {self.unit} {first.line}, {first.field}: {first.message}."
         if not self.complete:
             text += " The input ended before its end line: it was cut short, so rows after that are missing."
         text += "".join(f" {note}" for note in self.notes)
         return DataImportResult(
-            source=self.source, lines=self.lines, imported=dict(self.imported), skipped=dict(self.skipped),
+            source=self.source, lines=self.lines, imported=_nonzero(self.imported), skipped=_nonzero(self.skipped),
             refused=self.refused, refused_total=self.refused_total, complete=self.complete, explanation=text)
+
+
+def _nonzero(counts: Counter[str]) -> dict[str, int]:
+    return {kind: n for kind, n in sorted(counts.items()) if n}
