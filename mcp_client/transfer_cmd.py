@@ -95,14 +95,14 @@ def cmd_import(args: argparse.Namespace) -> None:
         with _input(args.source) as handle:
             name = "standard input" if args.source == "-" else args.source
             result = import_lines(open_sources(service), cli.LOCAL_TENANT, read_lines(handle), source=name)
-    print(render.as_json(result) if args.json else _report(result))
+    print(render.as_json(result) if args.json else _report(result, "row" if args.source in FOREIGN else "line"))
     if result.refused_total or not result.complete:
         raise CapsuleError(f"{result.refused_total} row(s) refused" + ("" if result.complete else "; input cut short"))
 
 
-def _report(result: DataImportResult) -> str:
+def _report(result: DataImportResult, unit: str) -> str:
     lines = [result.explanation]
-    lines += [f"  line {r.line}: {r.field}: {r.message}" for r in result.refused]
+    lines += [f"  {unit} {r.line}: {r.field}: {r.message}" for r in result.refused]
     return "\n".join(lines)
 
 

@@ -165,3 +165,16 @@ def test_wrong_schema_and_wrong_uri_are_refused_whole(make, postgres):
     with pytest.raises(Unavailable, match="cannot connect"):
         _run(d, f"postgresql://{postgres.user}@127.0.0.1:1/none")
     assert d.store.projects("t") == []
+
+
+def test_the_cli_imports_a_vector_bridge_database(tmp_path, vector_bridge):
+    from tests.cli.test_cli import run
+
+    first = run(tmp_path, "import", "vector-bridge", vector_bridge, ok=False)
+    assert first.returncode == 1  # rows were refused: the report names them
+    assert "imported 4 feedback, 1 link, 3 memory, 1 solution" in first.stdout
+    assert "row 3: documents.embedding: document 3" in first.stdout
+    second = run(tmp_path, "import", "vector-bridge", vector_bridge, "--json", ok=False)
+    assert json.loads(second.stdout)["imported"] == {}
+    listed = run(tmp_path, "list", "--project", ROOT, "--json").stdout
+    assert len(json.loads(listed)["memories"]) == 2
