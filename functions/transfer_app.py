@@ -28,7 +28,10 @@ def raw_body() -> bytes:
     return base64.b64decode(body) if event.get("isBase64Encoded") else body.encode("utf-8", "surrogatepass")
 
 
-def with_event(handler: Callable[[dict[str, Any], Any], dict[str, Any]]) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def with_event(handler: Handler) -> Handler:
     """The Lambda handler, keeping its event where :func:`raw_body` reads it."""
 
     def run(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -3,9 +3,9 @@
     python scripts/bench_transfer.py [N] [--dims D] [--store sqlite|mongomock] [--tracemalloc]
 
 Seeds a fresh store with N memories (default 100000; D-dimensional vectors, default 384,
-one vote on every tenth), then, each in its own process so each peak is its own: exports
+text of 30 words from a 5,000-word vocabulary, one vote on every tenth), then, each in its own process so each peak is its own: exports
 them to a JSON Lines file, and imports that file into another fresh store. Prints, for
-each step, memories/s and the peak resident set (ru_maxrss) of the process, and with
+each step, memories/s and the peak resident set (VmHWM) of the process, and with
 ``--tracemalloc`` the peak of Python allocations too (slower: traced separately). Peaks
 that stay flat as N grows are the point: neither step holds the memories.
 """
@@ -71,12 +71,16 @@ def seed(store, n: int, dims: int) -> None:
     rng = np.random.default_rng(7)
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     transfer = transfer_store(store)
+    # Text from a vocabulary of 5,000 words, as real notes repeat their words: the tokenizer's
+    # word caches (bounded at 262,144 words) then stay small, as they do on real text.
+    vocabulary = [f"w{n}" for n in range(5000)]
     for first in range(0, n, 2000):
         records = []
         for i in range(first, min(n, first + 2000)):
             vector = rng.standard_normal(dims).astype(np.float32)
             at = start + timedelta(seconds=i)
-            content = f"memory {i}: the deploy failed because the cache host was wrong; fixed by setting REDIS_URL"
+            words = rng.choice(vocabulary, size=24)
+            content = f"the deploy failed because {' '.join(words)}; fixed by setting REDIS_URL"
             records.append(MemoryRecord(
                 id=f"m{i:09d}", tenant=TENANT, project=PROJECT, content=content, sha256=sha256(content),
                 occurred_at=at, created_at=at, updated_at=at, embedding=vector / np.linalg.norm(vector),
@@ -87,6 +91,15 @@ def seed(store, n: int, dims: int) -> None:
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident set. VmHWM, not ru_maxrss: Linux carries ru_maxrss across
+    exec, so a child would report its parent's peak (the seeding) as its own."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
 
 

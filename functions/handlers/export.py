@@ -28,7 +28,8 @@ def export(
     return Response(200, MEDIA_TYPE, page.text, headers=headers)  # type: ignore[return-value]
 
 
-ENDPOINT = app.Endpoint("export", export, summary="Export memories, feedback, audit, solutions and patterns as JSON Lines")
+ENDPOINT = app.Endpoint("export", export,
+                        summary="Export memories, feedback, audit, solutions and patterns as JSON Lines")
 handler = app.make_handler(ENDPOINT)
 handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi
     "responses": {"200": {

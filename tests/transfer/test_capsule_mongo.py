@@ -85,7 +85,8 @@ def test_voyage_vectors_are_kept_for_a_voyage_deployment_else_the_backfill_embed
     other = make()
     _run(other, first_capsule)
     assert len(other.store.pending_embeddings(limit=10, model=other.embedder.model_id)) == 3
-    Jobs(other.store, other.learning, other.embedder, clock=other.clock, settings=other.memories.settings).run("backfill")
+    jobs = Jobs(other.store, other.learning, other.embedder, clock=other.clock, settings=other.memories.settings)
+    jobs.run("backfill")
     assert other.store.pending_embeddings(limit=10, model=other.embedder.model_id) == []
     hits = other.memories.search("t", {"project": "web", "query": "pnpm npm repo"}).results
     assert hits[0].content == "Use pnpm, not npm, in this repo"

@@ -216,3 +216,13 @@ def test_a_copy_into_another_tenant_of_the_same_store_keeps_every_row(make):
     assert sum(again.imported.values()) == 0, again.explanation
     copy = [json.loads(line) for line in export_text(first, tenant="v")]
     assert sum(row["kind"] == "memory" for row in copy) == 6
+
+
+def test_a_line_given_twice_is_imported_once(make):
+    first, second = make(), make()
+    populate(first)
+    lines = export_text(first)
+    at = next(i for i, line in enumerate(lines) if '"kind":"memory"' in line)
+    lines.insert(at + 1, lines[at])
+    result = import_lines(second.sources, "t", lines)
+    assert result.imported["memory"] == 6 and result.skipped == {"memory": 1}, result.explanation

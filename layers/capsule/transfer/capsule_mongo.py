@@ -108,7 +108,8 @@ def _memory(tenant: str, project: str, doc: dict[str, Any], embedder: Embedder, 
     if explanation is not None and not isinstance(explanation, str):
         raise BadValue("explanation", "a string")
     vector = parse_vector(doc.get("embedding"), "embedding")
-    record = new_memory(tenant, project, stable_id("capsule-mongo", project, doc["_id"]), content, at=created,
-                        path=None, meta=clean_meta({"source": "capsule-mongo"}, "meta"), embedding=kept_vector(vector, source_model, embedder),
-                        pinned=pinned, explanation=explanation)
+    memory_id = stable_id("capsule-mongo", tenant, project, doc["_id"])
+    meta = clean_meta({"source": "capsule-mongo"}, "meta")
+    record = new_memory(tenant, project, memory_id, content, at=created, path=None, meta=meta,
+                        embedding=kept_vector(vector, source_model, embedder), pinned=pinned, explanation=explanation)
     return Pending(0, record)

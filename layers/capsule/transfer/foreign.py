@@ -22,9 +22,11 @@ from .export import Sources
 from .report import Tally
 
 
-def stable_id(source: str, *parts: Any) -> str:
-    """The id a source row's memory takes here: the same on every run, so a re-run finds it."""
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"capsule-import:{source}:" + "\x1f".join(map(str, parts))).hex
+def stable_id(source: str, tenant: str, *parts: Any) -> str:
+    """The id a source row's memory takes in ``tenant``: the same on every run, so a re-run
+    finds it, and another tenant's import of the same source never collides with it."""
+    key = "\x1f".join(map(str, (tenant, *parts)))
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"capsule-import:{source}:{key}").hex
 
 
 class BadValue(ValueError):
@@ -107,7 +109,8 @@ def write_memories(src: Sources, tenant: str, batch: Sequence[Pending], tally: T
     if not batch:
         return
     project = batch[0].record.project
-    present = set(src.transfer.existing_memories(tenant, [p.record.id for p in batch]))
+    found = src.transfer.existing_memories(tenant, [p.record.id for p in batch])
+    present = {memory_id for memory_id, own in found.items() if own}
     same_content = src.transfer.existing_content(tenant, project, [p.record.sha256 for p in batch])
     new: list[Pending] = []
     for item in batch:

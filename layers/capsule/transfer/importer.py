@@ -17,7 +17,6 @@ model is not the deployment's is re-embedded by the backfill job like any other.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from ..clock import Clock, system_clock
@@ -49,12 +48,6 @@ def memory_record(tenant: str, row: fmt.Memory) -> MemoryRecord:
     )
 
 
-@dataclass
-class _Pending:
-    kind: str | None = None
-    rows: list[tuple[int, Any]] | None = None
-
-
 class Importer:
     """One import run into one tenant (:meth:`run` once)."""
 
@@ -62,8 +55,8 @@ class Importer:
                  clock: Clock = system_clock) -> None:
         self.src, self.tenant, self.batch, self.clock = src, tenant, batch, clock
         self.tally = Tally(source)
-        self._pending = _Pending(rows=[])
-        self._seen_ids: set[str] = set()  # memory ids of this run: a line repeated is skipped
+        self._kind: str | None = None  # the batch being gathered: its kind and (line, row)s
+        self._rows: list[tuple[int, Any]] = []
         self.renamed = 0
         self._solution_ids: dict[str, str] = {}  # solutions are few: their local ids are kept
         self._writers: dict[str, Callable[[list[tuple[int, Any]]], None]] = {
@@ -107,18 +100,18 @@ class Importer:
         if self.tally.complete:
             self.tally.refuse(number, "row", "a row after the end line")
             return
-        if kind != self._pending.kind or len(self._pending.rows or ()) >= self.batch:
+        if kind != self._kind or len(self._rows) >= self.batch:
             self._flush()
         if kind in _BATCHED:
-            self._pending.kind = kind
-            self._pending.rows.append((number, row))  # type: ignore[union-attr]
+            self._kind = kind
+            self._rows.append((number, row))
             return
         {"project": self._project, "solution": self._solution, "pattern": self._pattern, "link": self._link,
          "end": self._end, "header": self._second_header}[kind](number, row)
 
     def _flush(self) -> None:
-        kind, rows = self._pending.kind, self._pending.rows or []
-        self._pending = _Pending(rows=[])
+        kind, rows = self._kind, self._rows
+        self._kind, self._rows = None, []
         if kind is not None and rows:
             self._writers[kind](rows)
 
@@ -141,18 +134,20 @@ class Importer:
     def _memories(self, rows: list[tuple[int, fmt.Memory]]) -> None:
         local = self._local_ids([row.id for _, row in rows])
         renamed = {local[row.id] for _, row in rows if local[row.id] != row.id}
+        # Present: stored before, or earlier in this batch (a line repeated); rows of earlier
+        # batches are in the store by now, so nothing of the whole run needs keeping.
         present = set(self.src.transfer.existing_memories(self.tenant, [*local.values()]))
         by_project: dict[str, list[MemoryRecord]] = {}
         for number, row in rows:
             memory_id = local[row.id]
-            if memory_id in self._seen_ids or memory_id in present:
+            if memory_id in present:
                 self.tally.skipped["memory"] += 1
-            else:
-                record = memory_record(self.tenant, row)
-                record.id = memory_id
-                by_project.setdefault(row.project, []).append(record)
-                self.renamed += memory_id in renamed
-            self._seen_ids.add(memory_id)
+                continue
+            record = memory_record(self.tenant, row)
+            record.id = memory_id
+            by_project.setdefault(row.project, []).append(record)
+            self.renamed += memory_id in renamed
+            present.add(memory_id)
         for project, records in by_project.items():
             self.src.transfer.put_memories(self.tenant, project, records)
             self.tally.imported["memory"] += len(records)

@@ -92,8 +92,14 @@ class _Run:
                 names = [d[0] for d in cursor.description]
                 return [dict(zip(names, row)) for row in cursor.fetchall()]
         except Exception as exc:
-            self.conn.rollback()
+            self._rollback()
             raise Unavailable(f"the Vector Bridge database could not be read: {_first_line(exc)}") from exc
+
+    def _rollback(self) -> None:
+        try:
+            self.conn.rollback()
+        except Exception:  # the connection is gone: the Unavailable being raised says so
+            pass
 
     def _columns(self) -> dict[str, set[str]]:
         rows = self._query("SELECT table_name, column_name FROM information_schema.columns "
@@ -143,7 +149,8 @@ class _Run:
     # ---- documents and their feedback -----------------------------------------------
 
     def _documents(self, projects: dict[Any, dict[str, Any]]) -> None:
-        columns = "id, project_id, path, chunk, embedding::text AS embedding, component, category, tags, meta, updated_at"
+        columns = ("id, project_id, path, chunk, embedding::text AS embedding, component, category, tags, meta, "
+                   "updated_at")
         for rows in self._pages("documents", columns):
             votes = self._votes([row["id"] for row in rows])
             batches: dict[str, list[Pending]] = defaultdict(list)
@@ -187,7 +194,7 @@ class _Run:
                 meta[name] = row[name]
         meta = clean_meta(meta, "meta")
         vector = parse_vector(row["embedding"], "embedding")
-        memory_id = stable_id("vector-bridge", project["root_path"], row["id"])
+        memory_id = stable_id("vector-bridge", self.tenant, project["root_path"], row["id"])
         good = [v for v in votes if isinstance(v["helpful"], bool) and v["created_at"] is not None]
         record = new_memory(
             self.tenant, project["root_path"], memory_id, chunk, at=row["updated_at"], path=row["path"], meta=meta,
