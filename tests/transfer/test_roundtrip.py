@@ -226,3 +226,23 @@ def test_a_line_given_twice_is_imported_once(make):
     lines.insert(at + 1, lines[at])
     result = import_lines(second.sources, "t", lines)
     assert result.imported["memory"] == 6 and result.skipped == {"memory": 1}, result.explanation
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("content", "x" * (64 * 1024 + 1), "limit"),
+    ("meta", {"$where": 1}, "not allowed"),
+    ("project", "", "at least 1"),
+    ("occurred_at", "yesterday", "datetime"),
+    ("embedding", "not base64!", "base64"),
+])
+def test_a_memory_row_keeps_the_rules_a_stored_memory_keeps(make, field, value, says):
+    first, second = make(), make()
+    populate(first)
+    lines = export_text(first)
+    at = next(i for i, line in enumerate(lines) if '"kind":"memory"' in line)
+    row = json.loads(lines[at])
+    row[field] = value
+    lines[at] = json.dumps(row) + "\n"
+    result = import_lines(second.sources, "t", lines)
+    assert result.refused[0].line == at + 1 and says in result.refused[0].message, result.refused
+    assert result.refused[0].field in (field, "row")

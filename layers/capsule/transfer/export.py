@@ -12,7 +12,7 @@ import base64
 from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Iterator
+from typing import Annotated, Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -174,7 +174,7 @@ class Position(BaseModel):
     project: str | None
     section: int = Field(ge=0, le=len(SECTIONS))
     after: str | None = Field(max_length=512)
-    counts: dict[str, int]
+    counts: dict[str, Annotated[int, Field(ge=0)]]
 
     def encode(self) -> str:
         return base64.urlsafe_b64encode(self.model_dump_json().encode()).decode().rstrip("=")

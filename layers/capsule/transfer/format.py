@@ -22,7 +22,9 @@ from datetime import datetime
 from typing import Annotated, Any, Iterator, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from ..models import Content, PathText, ProjectName, check_meta_keys
 
 FORMAT = "capsule-memory-export"
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
@@ -33,6 +35,14 @@ Id = Annotated[str, Field(min_length=1, max_length=256)]
 Name = Annotated[str, Field(min_length=1, max_length=1024)]
 Count = Annotated[int, Field(ge=0)]
 Vector = Annotated[str, Field(max_length=1_000_000)]  # base64 of float32
+
+
+def _meta_keys(meta: dict[str, Any]) -> dict[str, Any]:
+    check_meta_keys(meta)  # the rules a stored memory's meta keeps (a document store would misread others)
+    return meta
+
+
+Meta = Annotated[dict[str, Any], AfterValidator(_meta_keys)]
 
 
 class _Row(BaseModel):
@@ -66,17 +76,17 @@ class Header(_Row):
 
 class Project(_Row):
     kind: Literal["project"]
-    name: Name
+    name: ProjectName
     retention_limit: Annotated[int, Field(ge=1)] | None
 
 
 class Memory(_Row):
     kind: Literal["memory"]
     id: Id
-    project: Name
-    content: Annotated[str, Field(min_length=1)]
+    project: ProjectName
+    content: Content
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-    path: str | None
+    path: PathText | None
     chunk_index: Count | None
     chunk_count: Count | None
     embedding: Vector | None
@@ -85,7 +95,7 @@ class Memory(_Row):
     status: Literal["ready", "pending_embedding"]
     pinned: bool
     explanation: str | None
-    meta: dict[str, Any]
+    meta: Meta
     helpful: Count
     unhelpful: Count
     occurred_at: datetime
@@ -115,7 +125,7 @@ class Feedback(_Row):
 class Audit(_Row):
     kind: Literal["audit"]
     memory_id: Id
-    project: Name
+    project: ProjectName
     action: Annotated[str, Field(min_length=1, max_length=64)]
     actor: str
     reason: str
