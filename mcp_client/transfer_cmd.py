@@ -76,7 +76,8 @@ def _foreign(args: argparse.Namespace, service) -> DataImportResult:
         raise InvalidInput("capsule import capsule-mongo needs --project (the memories' project here)",
                            field="project")
     return import_capsule_mongo(sources, cli.LOCAL_TENANT, args.uri, project=args.project,
-                                embedder=service.embedder, database=args.database, collection=args.collection)
+                                embedder=service.embedder, database=args.database, collection=args.collection,
+                                source_model=args.source_model)
 
 
 def _learning(service):
@@ -123,6 +124,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--project", "-p", help="capsule-mongo: the project its memories go into")
     p.add_argument("--database", help="capsule-mongo: the database (default: the URI's, else 'capsule')")
     p.add_argument("--collection", default="memories", help="capsule-mongo: the collection (default memories)")
+    p.add_argument("--source-model", default="voyage-3.5",
+                   help="capsule-mongo: the model that made its vectors (default voyage-3.5; name another, e.g. "
+                        "'fallback', for a database filled without a Voyage key, and every memory is re-embedded)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
     p.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])
