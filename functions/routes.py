@@ -56,7 +56,7 @@ ROUTES: tuple[Route, ...] = (
     Route("detect_patterns", "POST", "/v1/patterns/mine", _h("detect_patterns"), timeout_s=60, memory_mb=1024),
     # data in and out: capsule.transfer
     Route("export", "GET", "/v1/export", _h("export"), timeout_s=30, memory_mb=1024),  # API Gateway: 30 s at most
-    Route("import", "POST", "/v1/import", _h("import_data"), timeout_s=30, memory_mb=1024),
+    Route("import_data", "POST", "/v1/import", _h("import_data"), timeout_s=30, memory_mb=1024),
 )
 
 

@@ -15,7 +15,7 @@ def import_data() -> DataImportResult:
     return import_lines(transfer_app.sources(), app.tenant(), lines, source="the request body")
 
 
-ENDPOINT = app.Endpoint("import", import_data, summary="Import JSON Lines of an export (idempotent)")
+ENDPOINT = app.Endpoint("import_data", import_data, summary="Import JSON Lines of an export (idempotent)")
 handler = transfer_app.with_event(app.make_handler(ENDPOINT))
 handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi
     "requestBody": {"required": True, "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},

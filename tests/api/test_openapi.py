@@ -15,7 +15,7 @@ def test_document_is_valid_openapi_3():
 
 
 # Routes whose body (export: the response, import: the request) is JSON Lines, not JSON.
-NDJSON = {"export": "response", "import": "request"}
+NDJSON = {"export": "response", "import_data": "request"}
 
 
 def test_every_route_is_documented_with_its_schemas():

@@ -41,10 +41,10 @@ def test_export_then_import_into_another_tenant(service, call):
     assert rows[0]["kind"] == "header" and rows[-1]["kind"] == "end"
     assert [r["id"] for r in rows if r["kind"] == "memory"] == ids
 
-    imported = call(event("import", tenant=BOB, raw_body=body))
+    imported = call(event("import_data", tenant=BOB, raw_body=body))
     assert imported.status == 200, imported
     assert imported.json["imported"]["memory"] == 3 and imported.json["complete"]
-    again = call(event("import", tenant=BOB, raw_body=body))
+    again = call(event("import_data", tenant=BOB, raw_body=body))
     assert again.json["imported"] == {} and again.json["skipped"]["memory"] == 3
     # One SQLite file holds both tenants and its ids are unique per file: Bob's copies take
     # ids derived from Alice's, the same on every run (so the second run skipped them).
@@ -84,15 +84,15 @@ def test_a_project_export_and_bad_cursors(service, call):
 def test_bad_import_bodies_get_a_422_or_a_report_and_change_nothing(service, call):
     _store(call, ALICE, "app", "one memory")
     body = _export(call).raw["body"]
-    no_header = call(event("import", tenant=BOB, raw_body="\n".join(body.splitlines()[1:])))
+    no_header = call(event("import_data", tenant=BOB, raw_body="\n".join(body.splitlines()[1:])))
     assert no_header.status == 422 and "line 1" in no_header.json["error"]["message"]
-    empty = call(event("import", tenant=BOB, raw_body=""))
+    empty = call(event("import_data", tenant=BOB, raw_body=""))
     assert empty.status == 422
     broken = body.replace('"pinned":false', '"pinned":"no"')
-    r = call(event("import", tenant=BOB, raw_body=broken))
+    r = call(event("import_data", tenant=BOB, raw_body=broken))
     assert r.status == 200 and r.json["refused"][0]["field"] == "pinned" and r.json["refused"][0]["line"] == 3
     assert call(event("projects", tenant=BOB)).json["projects"] == []
-    binary = call(event("import", tenant=BOB, raw_body="\udcff\n", base64_body=False))
+    binary = call(event("import_data", tenant=BOB, raw_body="\udcff\n", base64_body=False))
     assert binary.status in (200, 422)
 
 
