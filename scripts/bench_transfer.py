@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -149,6 +150,13 @@ def main() -> None:
         raise SystemExit("--store mongomock keeps data in one process; the bench measures separate processes: "
                          "run tests/transfer for mongomock")
     folder = tempfile.mkdtemp(prefix="capsule-transfer-bench-")
+    try:
+        run(args, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # a 100k run leaves over 1 GB
+
+
+def run(args: argparse.Namespace, folder: str) -> None:
     source, target, file = f"{folder}/source.db", f"{folder}/target.db", f"{folder}/export.jsonl"
     began = time.perf_counter()
     seed(open_store(args.store, source), args.n, args.dims)
