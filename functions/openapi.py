@@ -26,9 +26,31 @@ DESCRIPTION = (
 )
 
 
-def endpoint_of(route: routes.Route) -> Endpoint:
+def handler_of(route: routes.Route) -> Any:
     module_name, _, attribute = route.handler.partition(":")
-    return getattr(importlib.import_module(module_name), attribute).endpoint
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def endpoint_of(route: routes.Route) -> Endpoint:
+    return handler_of(route).endpoint
+
+
+def _media_types(doc: dict[str, Any]) -> dict[str, Any]:
+    """What the type hints cannot say (a body that is not JSON), from the handler's ``openapi``."""
+    for route in routes.ROUTES:
+        extra = getattr(handler_of(route), "openapi", None)
+        if extra:
+            _merge(doc["paths"][route.path][route.method.lower()], extra)
+    return doc
+
+
+def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Deep, except that a ``content`` (the media types) replaces the generated one."""
+    for key, value in extra.items():
+        if key != "content" and isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,4 +67,4 @@ def document() -> dict[str, Any]:
                             **{"x-amazon-apigateway-authtype": "awsSigv4"}),
         },
     )
-    return json.loads(text)
+    return _media_types(json.loads(text))

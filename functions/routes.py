@@ -54,6 +54,9 @@ ROUTES: tuple[Route, ...] = (
     Route("pattern_link", "POST", "/v1/patterns/link", _h("pattern_link")),
     Route("golden_paths", "GET", "/v1/patterns/golden-paths", _h("golden_paths")),
     Route("detect_patterns", "POST", "/v1/patterns/mine", _h("detect_patterns"), timeout_s=60, memory_mb=1024),
+    # data in and out: capsule.transfer
+    Route("export", "GET", "/v1/export", _h("export"), timeout_s=30, memory_mb=1024),  # API Gateway: 30 s at most
+    Route("import_data", "POST", "/v1/import", _h("import_data"), timeout_s=30, memory_mb=1024),
 )
 
 

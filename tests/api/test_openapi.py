@@ -14,6 +14,10 @@ def test_document_is_valid_openapi_3():
     assert doc["openapi"].startswith("3.")
 
 
+# Routes whose body (export: the response, import: the request) is JSON Lines, not JSON.
+NDJSON = {"export": "response", "import_data": "request"}
+
+
 def test_every_route_is_documented_with_its_schemas():
     doc = document()
     for route in routes.ROUTES:
@@ -21,12 +25,15 @@ def test_every_route_is_documented_with_its_schemas():
         assert operation["operationId"] == route.name
         success = [s for s in operation["responses"] if s.startswith("2")]
         assert len(success) == 1, route
-        assert "schema" in operation["responses"][success[0]]["content"]["application/json"]
+        media = "application/x-ndjson" if NDJSON.get(route.name) == "response" else "application/json"
+        assert "schema" in operation["responses"][success[0]]["content"][media]
         if route.auth:
             assert operation["responses"]["401"]["content"]["application/json"]["schema"] == {
                 "$ref": "#/components/schemas/ErrorResponse"}
             assert operation["security"]
-        if route.method in ("POST", "PUT") and "{id}" not in route.path:
+        if NDJSON.get(route.name) == "request":
+            assert operation["requestBody"]["content"]["application/x-ndjson"]["schema"]
+        elif route.method in ("POST", "PUT") and "{id}" not in route.path:
             assert operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
     assert set(doc["components"]["schemas"]["ErrorResponse"]["properties"]) == {"error"}
     assert {"bearer", "sigv4"} <= set(doc["components"]["securitySchemes"])

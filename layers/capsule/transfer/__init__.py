@@ -1,0 +1,18 @@
+"""Data in and out: the lossless JSON Lines export format, its exporter and importer, and
+importers from the original projects' databases (the Vector Bridge's PostgreSQL, the first
+Capsule's MongoDB)."""
+
+from .export import Sources, export_lines
+from .importer import import_lines
+from .report import DataImportResult, Refusal
+
+__all__ = ["DataImportResult", "Refusal", "Sources", "export_lines", "import_lines", "open_sources"]
+
+
+def open_sources(service) -> Sources:
+    """The stores behind a built :class:`~capsule.service.MemoryService`."""
+    from ..learning.runtime import open_learning_store
+    from ..store.transfer import transfer_store
+
+    return Sources(service.store, open_learning_store(service.store, service.settings),
+                   transfer_store(service.store))

@@ -1,0 +1,260 @@
+"""Import the JSON Lines of :mod:`capsule.transfer.format` into a tenant, streaming.
+
+Lines are read one at a time and written in batches, so a file of any size holds one
+batch. Every row is validated on its own: a bad row is refused with its line number and
+field and nothing of it is written, and the import goes on with the next (the result
+lists and counts the refusals). Only a file that does not start with the header is
+refused whole. Importing the same file again writes nothing twice: memories, solutions
+and applications are keyed by id (a solution also by title and category), patterns by
+tag and category, links by their pattern and target, feedback, audit records and
+evidence by all of their fields.
+
+Everything imported lands in the caller's tenant, whatever tenant the header names.
+Memories are written as they were (no eviction, no dedupe window); a memory whose
+model is not the deployment's is re-embedded by the backfill job like any other.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Callable, Iterable
+
+from ..clock import Clock, system_clock
+from ..errors import Conflict, InvalidInput, NotFound
+from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
+from ..records import AuditRecord, MemoryRecord
+from ..store.transfer import EvidenceRow, FeedbackRow, Written
+from . import format as fmt
+from .export import Sources
+from .report import DataImportResult, Tally
+
+BATCH = 500
+_BATCHED = ("memory", "feedback", "audit", "application", "evidence")
+
+
+def derived_id(tenant: str, memory_id: str) -> str:
+    """The id a memory takes in ``tenant`` when its own is held by another tenant."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"capsule-import:{tenant}:{memory_id}").hex
+
+
+def memory_record(tenant: str, row: fmt.Memory) -> MemoryRecord:
+    return MemoryRecord(
+        id=row.id, tenant=tenant, project=row.project, content=row.content, sha256=row.sha256,
+        occurred_at=row.occurred_at, created_at=row.created_at, updated_at=row.updated_at, path=row.path,
+        chunk_index=row.chunk_index, chunk_count=row.chunk_count, embedding=fmt.decode_vector(row.embedding),
+        model=row.model, pinned=row.pinned, explanation=row.explanation, meta=dict(row.meta),
+        helpful=row.helpful, unhelpful=row.unhelpful, accessed_at=row.accessed_at, deleted_at=row.deleted_at,
+        deleted_reason=row.deleted_reason, status=row.status,
+    )
+
+
+class Importer:
+    """One import run into one tenant (:meth:`run` once)."""
+
+    def __init__(self, src: Sources, tenant: str, *, source: str = "the input", batch: int = BATCH,
+                 clock: Clock = system_clock) -> None:
+        self.src, self.tenant, self.batch, self.clock = src, tenant, batch, clock
+        self.tally = Tally(source)
+        self._kind: str | None = None  # the batch being gathered: its kind and (line, row)s
+        self._rows: list[tuple[int, Any]] = []
+        self.renamed = 0
+        self._solution_ids: dict[str, str] = {}  # solutions are few: their local ids are kept
+        self._writers: dict[str, Callable[[list[tuple[int, Any]]], None]] = {
+            "memory": self._memories, "feedback": self._feedback, "audit": self._audit,
+            "application": self._applications, "evidence": self._evidence,
+        }
+
+    def run(self, lines: Iterable[str | bytes]) -> DataImportResult:
+        numbered = enumerate(lines, start=1)
+        self._header(next(numbered, None))
+        self.tally.lines = 1
+        for number, line in numbered:
+            self.tally.lines = number
+            if not line.strip():
+                continue
+            try:
+                row = fmt.parse_row(line)
+            except fmt.BadRow as bad:
+                self.tally.refuse(number, bad.field, bad.message)
+                continue
+            self._take(number, row)
+        self._flush()
+        if self.renamed:
+            self.tally.notes.append(f"{self.renamed} id(s) are held by another tenant of this store: "
+                                    "those rows were given ids derived from theirs (the same on every run).")
+        return self.tally.result()
+
+    def _header(self, first: tuple[int, str | bytes] | None) -> None:
+        what = f"the first line must be the {fmt.FORMAT} header"
+        if first is None:
+            raise InvalidInput(f"the input is empty: {what}", field="line 1")
+        try:
+            row = fmt.parse_row(first[1])
+        except fmt.BadRow as bad:
+            raise InvalidInput(f"line 1: {bad.field}: {bad.message} ({what})", field=f"line 1: {bad.field}") from None
+        if not isinstance(row, fmt.Header):
+            raise InvalidInput(f"line 1 is a '{getattr(row, 'kind', '?')}' row: {what}", field="line 1: kind")
+
+    def _take(self, number: int, row: Any) -> None:
+        kind = row.kind
+        if self.tally.complete:
+            self.tally.refuse(number, "row", "a row after the end line")
+            return
+        if kind != self._kind or len(self._rows) >= self.batch:
+            self._flush()
+        if kind in _BATCHED:
+            self._kind = kind
+            self._rows.append((number, row))
+            return
+        {"project": self._project, "solution": self._solution, "pattern": self._pattern, "link": self._link,
+         "end": self._end, "header": self._second_header}[kind](number, row)
+
+    def _flush(self) -> None:
+        kind, rows = self._kind, self._rows
+        self._kind, self._rows = None, []
+        if kind is not None and rows:
+            self._writers[kind](rows)
+
+    def _count(self, kind: str, numbers: list[int], written: Written) -> None:
+        self.tally.imported[kind] += written.written
+        self.tally.skipped[kind] += written.present
+        for index, reason in sorted((written.refused or {}).items()):
+            field, _, message = reason.partition(": ")
+            self.tally.refuse(numbers[index], field, message)
+
+    # ---- batched rows ---------------------------------------------------------------
+
+    def _local_ids(self, ids: list[str]) -> dict[str, str]:
+        """Each memory id as this tenant stores it: the id itself, or, where another tenant of
+        this store holds that id (ids are unique per store in SQLite), the one derived from it."""
+        existing = self.src.transfer.existing_memories(self.tenant, ids)
+        local = {i: (i if existing.get(i, True) else derived_id(self.tenant, i)) for i in ids}
+        return local
+
+    def _memories(self, rows: list[tuple[int, fmt.Memory]]) -> None:
+        local = self._local_ids([row.id for _, row in rows])
+        renamed = {local[row.id] for _, row in rows if local[row.id] != row.id}
+        # Present: stored before, or earlier in this batch (a line repeated); rows of earlier
+        # batches are in the store by now, so nothing of the whole run needs keeping.
+        present = set(self.src.transfer.existing_memories(self.tenant, [*local.values()]))
+        by_project: dict[str, list[MemoryRecord]] = {}
+        for number, row in rows:
+            memory_id = local[row.id]
+            if memory_id in present:
+                self.tally.skipped["memory"] += 1
+                continue
+            record = memory_record(self.tenant, row)
+            record.id = memory_id
+            by_project.setdefault(row.project, []).append(record)
+            self.renamed += memory_id in renamed
+            present.add(memory_id)
+        for project, records in by_project.items():
+            self.src.transfer.put_memories(self.tenant, project, records)
+            self.tally.imported["memory"] += len(records)
+
+    def _feedback(self, rows: list[tuple[int, fmt.Feedback]]) -> None:
+        local = self._local_ids([r.memory_id for _, r in rows])
+        votes = [FeedbackRow(local[r.memory_id], r.helpful, r.context, r.at) for _, r in rows]
+        self._count("feedback", [n for n, _ in rows], self.src.transfer.put_feedback(self.tenant, votes))
+
+    def _audit(self, rows: list[tuple[int, fmt.Audit]]) -> None:
+        local = self._local_ids([r.memory_id for _, r in rows])
+        records = [AuditRecord(tenant=self.tenant, memory_id=local[r.memory_id], project=r.project, action=r.action,
+                               actor=r.actor, reason=r.reason, at=r.at) for _, r in rows]
+        self._count("audit", [n for n, _ in rows], self.src.transfer.put_audit(self.tenant, records))
+
+    def _applications(self, rows: list[tuple[int, fmt.Application]]) -> None:
+        records = []
+        for _, r in rows:
+            solution = self._local_solution(r.solution_id)
+            # An application of a solution that took a derived id takes one too (ids are per store).
+            own = r.id if solution == r.solution_id else derived_id(self.tenant, r.id)
+            records.append(ApplicationRecord(id=own, tenant=self.tenant, solution_id=solution, success=r.success,
+                                             at=r.at, project=r.project, error=r.error, context=r.context))
+        self._count("application", [n for n, _ in rows], self.src.transfer.put_applications(self.tenant, records))
+
+    def _evidence(self, rows: list[tuple[int, fmt.Evidence]]) -> None:
+        found = [EvidenceRow(r.tag, r.category, r.target_kind, r.target_id, r.evidence) for _, r in rows]
+        self._count("evidence", [n for n, _ in rows], self.src.transfer.put_evidence(self.tenant, found))
+
+    # ---- single rows ----------------------------------------------------------------
+
+    def _project(self, number: int, row: fmt.Project) -> None:
+        """A project comes into being with its memories; its row brings only its own limit."""
+        memories = self.src.memories
+        if memories.change_markers(self.tenant, [row.name]):
+            self.tally.skipped["project"] += 1
+        elif row.retention_limit is not None:
+            memories.set_retention_limit(self.tenant, row.name, row.retention_limit, at=self.clock())
+            self.tally.imported["project"] += 1
+
+    def _has_solution(self, solution_id: str) -> bool:
+        try:
+            self.src.learning.get_solution(self.tenant, solution_id)
+            return True
+        except NotFound:
+            return False
+
+    def _local_solution(self, solution_id: str) -> str:
+        """A solution's id as this tenant holds it (solution ids are unique per store: one held
+        by another tenant was imported under the id derived from it)."""
+        if solution_id not in self._solution_ids:
+            derived = derived_id(self.tenant, solution_id)
+            own = self._has_solution(solution_id) or not self._has_solution(derived)
+            self._solution_ids[solution_id] = solution_id if own else derived
+        return self._solution_ids[solution_id]
+
+    def _solution(self, number: int, row: fmt.Solution) -> None:
+        learning = self.src.learning
+        if self._has_solution(self._local_solution(row.id)) or learning.find_solution(
+                self.tenant, row.title, row.category) is not None:
+            self.tally.skipped["solution"] += 1
+            return
+        record = SolutionRecord(
+            id=row.id, tenant=self.tenant, title=row.title, category=row.category, body=dict(row.body),
+            created_at=row.created_at, updated_at=row.updated_at, success=row.success, failure=row.failure,
+            embeddings=fmt.decode_vector(row.embeddings, row.signatures) if row.signatures else None,
+            model=row.model)
+        try:
+            learning.insert_solution(record)
+        except Conflict:  # another tenant of this store holds the id
+            record.id = self._solution_ids[row.id] = derived_id(self.tenant, row.id)
+            self.renamed += 1
+            learning.insert_solution(record)
+        self.tally.imported["solution"] += 1
+
+    def _pattern(self, number: int, row: fmt.Pattern) -> None:
+        try:
+            self.src.learning.get_pattern(self.tenant, row.tag, row.category)
+            self.tally.skipped["pattern"] += 1
+            return
+        except NotFound:
+            pass
+        self.src.learning.upsert_pattern(PatternRecord(
+            tenant=self.tenant, tag=row.tag, category=row.category, terms=list(row.terms),
+            occurrences=row.occurrences, projects=list(row.projects), examples=list(row.examples),
+            description=row.description, created_at=row.created_at, updated_at=row.updated_at,
+            first_seen=row.first_seen, last_seen=row.last_seen, embedding=fmt.decode_vector(row.embedding),
+            model=row.model))
+        self.tally.imported["pattern"] += 1
+
+    def _link(self, number: int, row: fmt.Link) -> None:
+        if row.target_kind == "memory":
+            target = self._local_ids([row.target_id])[row.target_id]
+        else:
+            target = self._local_solution(row.target_id)
+        written = self.src.transfer.put_link(LinkRecord(
+            tenant=self.tenant, tag=row.tag, category=row.category, kind=row.target_kind,
+            target_id=target, success=row.success, failure=row.failure, last_at=row.last_at))
+        (self.tally.imported if written else self.tally.skipped)["link"] += 1
+
+    def _end(self, number: int, row: fmt.End) -> None:
+        self.tally.complete = True
+
+    def _second_header(self, number: int, row: fmt.Header) -> None:
+        self.tally.refuse(number, "kind", "a second header: only the first line is the header")
+
+
+def import_lines(src: Sources, tenant: str, lines: Iterable[str | bytes], *, source: str = "the input",
+                 clock: Clock = system_clock) -> DataImportResult:
+    return Importer(src, tenant, source=source, clock=clock).run(lines)

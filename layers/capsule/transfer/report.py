@@ -1,0 +1,65 @@
+"""What an import did, row kind by row kind: imported, skipped as already present, refused."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import BaseModel, Field
+
+MAX_LISTED = 100  # refusals listed in full; the rest are counted
+
+
+class Refusal(BaseModel):
+    line: int = Field(description="1-based line (or row) number in the input")
+    field: str = Field(description="the field that failed, or 'row' for the whole line")
+    message: str
+
+
+class DataImportResult(BaseModel):
+    source: str
+    lines: int = Field(description="input lines (or source rows) read")
+    imported: dict[str, int]
+    skipped: dict[str, int] = Field(description="rows already present, left as they are")
+    refused: list[Refusal] = Field(description=f"the first {MAX_LISTED} refused rows with their reasons")
+    refused_total: int
+    complete: bool = Field(description="the input ended where it says it ends (not cut short)")
+    explanation: str
+
+
+class Tally:
+    """Counts while an import runs; :meth:`result` says what they add up to."""
+
+    def __init__(self, source: str, unit: str = "line") -> None:
+        self.source, self.unit = source, unit
+        self.lines = 0
+        self.imported: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.refused: list[Refusal] = []
+        self.refused_total = 0
+        self.complete = False
+        self.notes: list[str] = []
+
+    def refuse(self, line: int, field: str, message: str) -> None:
+        self.refused_total += 1
+        if len(self.refused) < MAX_LISTED:
+            self.refused.append(Refusal(line=line, field=field, message=message))
+
+    def result(self) -> DataImportResult:
+        def said(counts: Counter[str]) -> str:
+            return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()) if n) or "nothing"
+
+        text = (f"Read {self.lines} {self.unit}(s) from {self.source}: imported {said(self.imported)}; "
+                f"skipped as already present {said(self.skipped)}; refused {self.refused_total}.")
+        if self.refused:
+            first = self.refused[0]
+            text += f" First refusal: {self.unit} {first.line}, {first.field}: {first.message}."
+        if not self.complete:
+            text += " The input ended before its end line: it was cut short, so rows after that are missing."
+        text += "".join(f" {note}" for note in self.notes)
+        return DataImportResult(
+            source=self.source, lines=self.lines, imported=_nonzero(self.imported), skipped=_nonzero(self.skipped),
+            refused=self.refused, refused_total=self.refused_total, complete=self.complete, explanation=text)
+
+
+def _nonzero(counts: Counter[str]) -> dict[str, int]:
+    return {kind: n for kind, n in sorted(counts.items()) if n}

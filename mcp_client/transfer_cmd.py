@@ -1,0 +1,133 @@
+"""``capsule export`` and ``capsule import``: the local store's data as JSON Lines, in and out,
+and imports from the original projects' databases.
+
+``capsule import FILE|-`` reads an export; ``capsule import vector-bridge postgresql://...``
+reads a Vector Bridge database; ``capsule import capsule-mongo URI --project P`` reads the
+first Capsule's ``memories`` collection. Each prints what it imported, skipped as already
+present and refused (by line or row, and field), and exits 1 when it refused anything or
+the input was cut short.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterator
+
+from capsule import CapsuleError, InvalidInput
+from capsule.transfer import DataImportResult, export_lines, import_lines, open_sources
+from capsule.transfer.format import read_lines
+
+from . import cli, render
+
+FOREIGN = ("vector-bridge", "capsule-mongo")
+
+
+@contextmanager
+def _output(target: str | None) -> Iterator[IO[str]]:
+    if target in (None, "-"):
+        yield sys.stdout
+        return
+    path = Path(target)  # type: ignore[arg-type]
+    try:
+        with path.open("w", encoding="utf-8") as out:
+            yield out
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {path}: {exc.strerror}", field="output") from exc
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    service = cli.service_from(args)
+    rows = 0
+    with _output(args.output) as out:
+        for line in export_lines(open_sources(service), cli.LOCAL_TENANT, args.project):
+            out.write(line)
+            rows += 1
+    if args.output not in (None, "-"):
+        print(f"exported {rows - 2} row(s) to {args.output}", file=sys.stderr)
+
+
+@contextmanager
+def _input(source: str) -> Iterator[IO[bytes]]:
+    if source == "-":
+        yield sys.stdin.buffer
+        return
+    try:
+        with open(source, "rb") as handle:
+            yield handle
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {source}: {exc.strerror}", field="file") from exc
+
+
+def _foreign(args: argparse.Namespace, service) -> DataImportResult:
+    if not args.uri:
+        raise InvalidInput(f"capsule import {args.source} needs the database URI", field="uri")
+    sources = open_sources(service)
+    if args.source == "vector-bridge":
+        from capsule.transfer.vector_bridge import import_vector_bridge
+
+        return import_vector_bridge(sources, cli.LOCAL_TENANT, args.uri, embedder=service.embedder,
+                                    learning=_learning(service))
+    from capsule.transfer.capsule_mongo import import_capsule_mongo
+
+    if not args.project:
+        raise InvalidInput("capsule import capsule-mongo needs --project (the memories' project here)",
+                           field="project")
+    return import_capsule_mongo(sources, cli.LOCAL_TENANT, args.uri, project=args.project,
+                                embedder=service.embedder, database=args.database, collection=args.collection,
+                                source_model=args.source_model)
+
+
+def _learning(service):
+    from capsule.learning.runtime import build_learning
+
+    return build_learning(service)
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    service = cli.service_from(args)
+    if args.source in FOREIGN:
+        result = _foreign(args, service)
+    else:
+        if args.uri:
+            raise InvalidInput(f"unexpected argument {args.uri!r}: an export file takes none", field="uri")
+        with _input(args.source) as handle:
+            name = "standard input" if args.source == "-" else args.source
+            result = import_lines(open_sources(service), cli.LOCAL_TENANT, read_lines(handle), source=name)
+    print(render.as_json(result) if args.json else _report(result, "row" if args.source in FOREIGN else "line"))
+    if result.refused_total or not result.complete:
+        raise CapsuleError(f"{result.refused_total} row(s) refused" + ("" if result.complete else "; input cut short"))
+
+
+def _report(result: DataImportResult, unit: str) -> str:
+    lines = [result.explanation]
+    lines += [f"  {unit} {r.line}: {r.field}: {r.message}" for r in result.refused]
+    return "\n".join(lines)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="write the local store's data as JSON Lines (lossless)")
+    p.add_argument("--project", "-p", help="one project only (default: every project)")
+    p.add_argument("--output", "-o", help="the file to write (default, or -: standard output)")
+    p.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
+    p.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])
+    p.set_defaults(run=cmd_export)
+
+    p = sub.add_parser("import", help="import an export file (or -), or: vector-bridge URI, capsule-mongo URI",
+                       description="capsule import FILE|-  |  vector-bridge postgresql://...  |  "
+                                   "capsule-mongo mongodb://... --project P. Idempotent: a re-run imports "
+                                   "nothing twice.")
+    p.add_argument("source", metavar="FILE|-|vector-bridge|capsule-mongo")
+    p.add_argument("uri", nargs="?", help="the database to read (vector-bridge, capsule-mongo)")
+    p.add_argument("--project", "-p", help="capsule-mongo: the project its memories go into")
+    p.add_argument("--database", help="capsule-mongo: the database (default: the URI's, else 'capsule')")
+    p.add_argument("--collection", default="memories", help="capsule-mongo: the collection (default memories)")
+    p.add_argument("--source-model", default="voyage-3.5",
+                   help="capsule-mongo: the model that made its vectors (default voyage-3.5; name another, e.g. "
+                        "'fallback', for a database filled without a Voyage key, and every memory is re-embedded)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
+    p.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])
+    p.set_defaults(run=cmd_import)
