@@ -117,7 +117,9 @@ class FakeProvider(ThreadingHTTPServer):
         data = [{"object": "embedding", "embedding": row, "index": i}
                 for i, row in enumerate(self.vectors(texts, dims))]
         tokens = sum(len(t.split()) for t in texts)
-        usage = {"total_tokens": tokens} if self.flavor != "openai" else {"prompt_tokens": tokens, "total_tokens": tokens}
+        usage = {"total_tokens": tokens}
+        if self.flavor == "openai":
+            usage["prompt_tokens"] = tokens
         return {"object": "list", "data": data[::-1], "model": body["model"], "usage": usage}
 
     def error(self, message: str) -> dict:
@@ -154,9 +156,10 @@ class _Handler(BaseHTTPRequestHandler):
         status, headers = answer if isinstance(answer, tuple) else (answer, {})
         if status == 200 and self.path != "/v1/embeddings":
             status, payload = 404, self.server.error(f"no route {self.path}")
+        elif status == 200 and (refused := self.server.refusal(body, call["auth"])):
+            status, payload = refused[0], self.server.error(refused[1])
         elif status == 200:
-            refused = self.server.refusal(body, call["auth"])
-            status, payload = (refused[0], self.server.error(refused[1])) if refused else (200, self.server.answer(body))
+            payload = self.server.answer(body)
         else:
             payload = self.server.error(f"status {status} from the fake provider")
         call["status"] = status

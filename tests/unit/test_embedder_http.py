@@ -199,3 +199,19 @@ def test_the_proxy_the_environment_names_tunnels_the_calls(provider, proxy, wait
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     assert client(provider, waits).post("/embeddings", {"input": ["x"], "model": "m"})["data"]
     assert len(proxy.tunnels) == 1  # NO_PROXY: straight to the provider
+
+
+@pytest.mark.parametrize("flavor, body, refusal", [
+    ("voyage", {"input": ["x"], "model": "voyage-3.5"}, "answered 400: missing field: input_type"),
+    ("voyage", {"input": ["x"], "model": "voyage-3.5", "input_type": "passage"}, "answered 400: input_type must be"),
+    ("openai", {"input": ["x"], "model": "text-embedding-3-small"}, "answered 400: missing field: encoding_format"),
+    ("openai", {"input": [], "model": "text-embedding-3-small", "encoding_format": "float"}, "input must be"),
+    ("openai", {"input": ["x"], "model": "voyage-3.5", "encoding_format": "float"}, "is not supported"),
+])
+def test_the_stand_in_providers_refuse_what_theirs_refuse(flavor, body, refusal, waits):
+    with FakeProvider(flavor, KEY) as fake:
+        with pytest.raises(HttpError, match=refusal):
+            JsonClient(fake.url, KEY, retries=0, sleep=waits.append).post("/embeddings", body)
+        with pytest.raises(HttpError, match="answered 401: Provided API key is invalid"):
+            JsonClient(fake.url, "sk-other", retries=0, sleep=waits.append).post("/embeddings", body)
+        assert [c["status"] for c in fake.calls] == [400, 401]
