@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Literal, Mapping
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from . import limits
-from .errors import from_validation_error
+from .errors import InvalidInput, from_validation_error
 from .ranking import Weights
 
 EmbedderName = Literal["auto", "minilm", "hashing", "voyage", "openai"]
@@ -30,6 +32,10 @@ ENVIRONMENT = {
     "model_dir": "CAPSULE_MODEL_DIR",
     "voyage_api_key": "VOYAGE_API_KEY",
     "openai_api_key": "OPENAI_API_KEY",
+    # Where the providers' APIs are (a gateway, a stand-in on loopback), under the names their
+    # SDKs read: OpenAI's, and Voyage's VOYAGE_API_BASE too (ALIASES).
+    "voyage_base_url": "VOYAGE_BASE_URL",
+    "openai_base_url": "OPENAI_BASE_URL",
     "retention_limit": "CAPSULE_RETENTION_LIMIT",
     "weight_vector": "CAPSULE_WEIGHT_VECTOR",
     "weight_bm25": "CAPSULE_WEIGHT_BM25",
@@ -44,6 +50,10 @@ ENVIRONMENT = {
     "index_snapshot_min": "CAPSULE_INDEX_SNAPSHOT_MIN",
     "session_context_words": "CAPSULE_SESSION_CONTEXT_WORDS",
 }
+
+# setting name -> other environment variables that set it too (the voyageai SDK's 0.x releases
+# read VOYAGE_API_BASE); when several are set they must agree.
+ALIASES = {"voyage_base_url": ("VOYAGE_API_BASE",)}
 
 
 def default_data_dir() -> Path:
@@ -66,6 +76,9 @@ class Settings(BaseModel):
     model_dir: Path | None = None
     voyage_api_key: SecretStr | None = None
     openai_api_key: SecretStr | None = None
+    # None: the provider's own API (capsule.embedders.remote)
+    voyage_base_url: str | None = None
+    openai_base_url: str | None = None
     retention_limit: int = Field(limits.DEFAULT_RETENTION_LIMIT, ge=1, le=limits.MAX_RETENTION_LIMIT)
     weight_vector: float = Field(0.60, ge=0, le=1)
     weight_bm25: float = Field(0.30, ge=0, le=1)
@@ -86,12 +99,30 @@ class Settings(BaseModel):
     # before it, when that one is this short too (capsule.context); 0 embeds every memory alone.
     session_context_words: int = Field(60, ge=0, le=10_000)
 
+    @field_validator("voyage_base_url", "openai_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        variable = ENVIRONMENT[info.field_name]
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            # the value itself is not shown: a URL may carry credentials
+            raise PydanticCustomError("http_url", "{variable} must be an http:// or https:// URL with a host",
+                                      {"variable": variable})
+        return value
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
         environ = os.environ if environ is None else environ
         values: dict[str, object] = {
             name: environ[var] for name, var in ENVIRONMENT.items() if environ.get(var, "") != ""
         }
+        values.update(_aliased(environ))
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
             return cls(**values)
@@ -108,3 +139,16 @@ class Settings(BaseModel):
             vector=self.weight_vector, bm25=self.weight_bm25, time=self.weight_time,
             feedback=self.weight_feedback, half_life_days=self.half_life_days,
         )
+
+
+def _aliased(environ: Mapping[str, str]) -> dict[str, str]:
+    """The settings given by an alias (:data:`ALIASES`); an alias that disagrees is refused."""
+    values: dict[str, str] = {}
+    for name, aliases in ALIASES.items():
+        given = {var: environ[var] for var in (ENVIRONMENT[name], *aliases) if environ.get(var, "") != ""}
+        if len(set(given.values())) > 1:
+            raise InvalidInput(f"{' and '.join(given)} name different URLs: set one of them",
+                               field=name)
+        if given:
+            values[name] = next(iter(given.values()))
+    return values

@@ -1,7 +1,8 @@
 """The first Capsule's settings work alone: the server's ``VOYAGE_API_KEY`` turns Voyage on, and
 the bridge's ``CAPSULE_MEMORY_URL`` finds the token of the ``capsule serve`` on this machine
 (without one every call says what to set). A real ``capsule serve`` on loopback, driven by the
-MCP SDK's stdio client; the ``voyageai`` package is the stand-in in tests/unit/fake_sdks."""
+MCP SDK's stdio client; Voyage is the stand-in HTTP server of tests/support/fake_provider.py on
+loopback, which the server reaches through its real transport (``VOYAGE_BASE_URL``)."""
 
 from __future__ import annotations
 
@@ -16,16 +17,19 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mcp_support import ROOT, ToolSession, capsule_command
+from tests.support.fake_provider import FakeProvider
 
-FAKE_SDKS = ROOT / "tests" / "unit" / "fake_sdks"
+VOYAGE_KEY = "pa-test-key"
+# the machine's settings a user of the first Capsule would not have (the proxies: loopback only)
+NOT_THEIRS = ("PYTHONPATH", "HOME", "VOYAGE_API_KEY", "OPENAI_API_KEY", "VOYAGE_BASE_URL", "VOYAGE_API_BASE",
+              "OPENAI_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 TOOLS_WITHOUT_ARGS = ["memory_projects", "memory_list", "golden_paths", "detect_patterns"]
 
 
 def bare_env(home: Path, **extra: str) -> dict[str, str]:
     """What a user of the first Capsule has: a HOME, and nothing of ours but what ``extra`` sets."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AWS_", "CAPSULE_", "FAKE_SDK_"))
-           and k not in ("PYTHONPATH", "HOME", "VOYAGE_API_KEY", "OPENAI_API_KEY")}
+           if not k.startswith(("AWS_", "CAPSULE_")) and k.upper() not in NOT_THEIRS}
     env.update({"HOME": str(home), "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
                 "AWS_CONFIG_FILE": str(home / "no-aws-config"),
                 "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-aws-credentials"),
@@ -35,12 +39,17 @@ def bare_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def serve(tmp_path_factory):
+def voyage():
+    with FakeProvider("voyage", VOYAGE_KEY) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory, voyage):
     """``capsule serve`` as a user of the first Capsule starts it: no options, VOYAGE_API_KEY set,
-    its data in ~/.capsule of a temp HOME."""
+    its data in ~/.capsule of a temp HOME; Voyage's API at the stand-in's address."""
     home = tmp_path_factory.mktemp("home")
-    env = bare_env(home, VOYAGE_API_KEY="pa-test-key", FAKE_SDK_LOG=str(home / "voyage-calls.jsonl"))
-    env["PYTHONPATH"] = os.pathsep.join([str(FAKE_SDKS), env["PYTHONPATH"]])
+    env = bare_env(home, VOYAGE_API_KEY=VOYAGE_KEY, VOYAGE_BASE_URL=voyage.url)
     process = subprocess.Popen(capsule_command("serve", "--port", "0", "--workers", "1"), env=env, cwd=str(ROOT),
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -77,7 +86,7 @@ def test_the_memory_url_alone_reaches_the_local_server_with_its_token(serve):
         stored, text = await session.ok("memory_store", {"content": "Deploys go through the blue/green switch",
                                                          "project": "app"})
         assert stored["explanation"].endswith("Embedder: voyage (voyage-3.5, 1024 dimensions): VOYAGE_API_KEY is set.")
-        assert stored["memory"]["model"] == "voyage-3.5"
+        assert stored["memory"]["model"] == "voyage-3.5" and stored["memory"]["status"] != "pending_embedding"
         found, _ = await session.ok("memory_search", {"query": "blue green deploy", "project": "app"})
         assert found["results"][0]["id"] == stored["memory"]["id"]
         projects, _ = await session.ok("memory_projects")
@@ -128,7 +137,7 @@ def test_a_wrong_api_key_wins_over_the_token_and_is_named(serve):
     run_mcp(body, bare_env(serve["home"], CAPSULE_MEMORY_URL=serve["url"], CAPSULE_API_KEY="cmk_not_a_key"))
 
 
-def test_health_says_the_voyage_key_turned_voyage_on(serve):
+def test_health_says_the_voyage_key_turned_voyage_on(serve, voyage):
     token = (serve["home"] / ".capsule" / "gateway-token").read_text().strip()
 
     def call(method: str, path: str, body=None):
@@ -145,9 +154,10 @@ def test_health_says_the_voyage_key_turned_voyage_on(serve):
     assert "Embedder: voyage (voyage-3.5, 1024 dimensions)" in health["explanation"]
     call("POST", "/v1/memories", {"project": "health", "content": "Voyage made this vector"})
     call("POST", "/v1/memories/search", {"project": "health", "query": "who made this vector"})
-    calls = [json.loads(line) for line in (serve["home"] / "voyage-calls.jsonl").read_text().splitlines()]
-    assert {c["model"] for c in calls} == {"voyage-3.5"}
-    assert {c["input_type"] for c in calls} >= {"document", "query"}
+    calls = voyage.calls
+    assert {c["body"]["model"] for c in calls} == {"voyage-3.5"}
+    assert {c["body"]["input_type"] for c in calls} >= {"document", "query"}
+    assert {(c["path"], c["auth"], c["status"]) for c in calls} == {("/v1/embeddings", f"Bearer {VOYAGE_KEY}", 200)}
 
 
 def test_a_missing_embedder_key_in_embedded_mode_is_the_reason_of_every_call(tmp_path):
@@ -157,3 +167,13 @@ def test_a_missing_embedder_key_in_embedded_mode_is_the_reason_of_every_call(tmp
             assert is_error and "CAPSULE_EMBEDDER=voyage needs VOYAGE_API_KEY" in text, (name, text)
 
     run_mcp(body, bare_env(tmp_path, CAPSULE_EMBEDDER="voyage", CAPSULE_DATA_DIR=str(tmp_path / "data")))
+
+
+def test_a_base_url_that_is_not_http_is_named_by_every_call(tmp_path):
+    async def body(session):
+        for name in ["memory_projects", "memory_search"]:
+            structured, text, is_error = await session.call(name, {"query": "x"} if name == "memory_search" else {})
+            assert is_error and "VOYAGE_BASE_URL must be an http:// or https:// URL with a host" in text, (name, text)
+
+    run_mcp(body, bare_env(tmp_path, VOYAGE_API_KEY=VOYAGE_KEY, VOYAGE_API_BASE="ftp://127.0.0.1/v1",
+                           CAPSULE_DATA_DIR=str(tmp_path / "data")))

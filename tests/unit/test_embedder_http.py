@@ -1,11 +1,9 @@
 """The providers' HTTP client (capsule.embedders.http) against a real HTTP/1.1 server on loopback,
-speaking the Voyage and OpenAI /v1/embeddings API."""
+speaking the Voyage and OpenAI /v1/embeddings API (tests/support/fake_provider.py)."""
 
 from __future__ import annotations
 
-import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -14,70 +12,20 @@ import pytest
 from capsule.embedders.http import HttpError, JsonClient, backoff_s, provider_message
 from capsule.embedders.remote import OpenAIEmbedder, VoyageEmbedder
 from capsule.errors import Unavailable
+from tests.support.fake_provider import FakeProvider
 
 KEY = "pa-secret-key-123"
 
 
-class Provider(ThreadingHTTPServer):
-    """Answers POST /v1/embeddings; ``script`` gives the status of each request (then 200)."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.requests: list[dict] = []
-        self.connections = 0
-        self.script: list[tuple[int, dict]] = []  # (status, headers) to answer first
-        self.delay_s = 0.0
-        self.drop_after_answer = False  # close the connection without saying so (an idle timeout)
-
-    def handle_error(self, request, client_address) -> None:
-        pass  # a client that gave up (the timeout test) leaves a broken pipe: expected
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.connections += 1
-
-    def log_message(self, *args) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append({"path": self.path, "auth": self.headers["Authorization"], "body": body})
-        time.sleep(self.server.delay_s)
-        status, headers = self.server.script.pop(0) if self.server.script else (200, {})
-        if status == 200:
-            data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0, float(i)]}
-                    for i, t in enumerate(body["input"])]
-            payload = {"object": "list", "data": data[::-1], "model": body["model"], "usage": {"total_tokens": 3}}
-        else:
-            payload = {"detail": f"status {status} from the fake provider"}
-        raw = json.dumps(payload).encode()
-        self.send_response(status)
-        for name, value in {"Content-Type": "application/json", "Content-Length": str(len(raw)), **headers}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(raw)
-        if self.server.drop_after_answer:
-            self.close_connection = True
+def indexed(texts: list[str], dims: int) -> list[list[float]]:
+    """Vectors that say which input they answer: [length, 1, position]."""
+    return [[float(len(t)), 1.0, float(i)] for i, t in enumerate(texts)]
 
 
 @pytest.fixture
 def provider():
-    server = Provider()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with FakeProvider(None, KEY, dims=3, vectors=indexed) as server:
+        yield server
 
 
 @pytest.fixture
@@ -94,24 +42,24 @@ def test_voyage_calls_its_api_over_one_kept_alive_connection(provider, waits):
     out = emb.embed([f"text {i}" for i in range(300)], kind="query")
     assert out.shape == (300, 3) and np.allclose(np.linalg.norm(out, axis=1), 1)
     assert np.allclose(out[:, 2] / out[:, 1], [i % 128 for i in range(300)])  # input order
-    assert [len(r["body"]["input"]) for r in provider.requests] == [128, 128, 44]
-    assert provider.requests[0] == {"path": "/v1/embeddings", "auth": f"Bearer {KEY}",
-                                    "body": {"input": provider.requests[0]["body"]["input"], "model": "voyage-3.5",
-                                             "input_type": "query"}}
+    assert [len(r["body"]["input"]) for r in provider.calls] == [128, 128, 44]
+    assert provider.calls[0] == {"path": "/v1/embeddings", "auth": f"Bearer {KEY}", "status": 200,
+                                 "body": {"input": provider.calls[0]["body"]["input"], "model": "voyage-3.5",
+                                          "input_type": "query"}}
     assert provider.connections == 1 and waits == []
 
 
 def test_openai_asks_for_floats_and_keeps_the_input_order(provider, waits):
     out = OpenAIEmbedder(KEY, dim=3, client=client(provider, waits)).embed(["a", "bb", "ccc"])
     assert np.allclose(out[:, 2] / out[:, 1], [0, 1, 2])
-    assert provider.requests[0]["body"] == {"input": ["a", "bb", "ccc"], "model": "text-embedding-3-small",
+    assert provider.calls[0]["body"] == {"input": ["a", "bb", "ccc"], "model": "text-embedding-3-small",
                                             "encoding_format": "float"}
 
 
 def test_429_and_5xx_are_retried_with_the_servers_retry_after(provider, waits):
     provider.script = [(429, {"Retry-After": "2"}), (503, {})]
     answer = client(provider, waits).post("/embeddings", {"input": ["x"], "model": "m"})
-    assert len(answer["data"]) == 1 and len(provider.requests) == 3
+    assert len(answer["data"]) == 1 and len(provider.calls) == 3
     assert waits == [2.0, 1.0]  # Retry-After, then the schedule's second step
 
 
@@ -120,14 +68,14 @@ def test_a_provider_that_keeps_failing_becomes_unavailable_without_the_key(provi
     with pytest.raises(Unavailable) as caught:
         VoyageEmbedder(KEY, client=client(provider, waits)).embed(["x"])
     assert "answered 500: status 500 from the fake provider" in str(caught.value)
-    assert KEY not in str(caught.value) and len(provider.requests) == 4 and len(waits) == 3
+    assert KEY not in str(caught.value) and len(provider.calls) == 4 and len(waits) == 3
 
 
 def test_a_refusal_is_not_retried(provider, waits):
     provider.script = [(401, {})]
     with pytest.raises(HttpError) as caught:
         client(provider, waits).post("/embeddings", {"input": ["x"], "model": "m"})
-    assert caught.value.status == 401 and len(provider.requests) == 1 and waits == []
+    assert caught.value.status == 401 and len(provider.calls) == 1 and waits == []
 
 
 def test_a_connection_the_server_dropped_while_idle_is_reopened_at_once(provider, waits):
@@ -185,7 +133,7 @@ def test_https_keeps_one_verified_tls_connection(provider, waits, certificate):
     emb = OpenAIEmbedder(KEY, dim=3, client=http)
     for _ in range(3):
         assert emb.embed(["over tls"]).shape == (1, 3)
-    assert provider.connections == 1 and len(provider.requests) == 3
+    assert provider.connections == 1 and len(provider.calls) == 3
     untrusting = JsonClient(provider.url.replace("http://", "https://"), KEY, retries=0, sleep=waits.append)
     with pytest.raises(HttpError, match="SSLCertVerificationError"):
         untrusting.post("/embeddings", {"input": ["x"], "model": "m"})
@@ -247,7 +195,23 @@ def test_the_proxy_the_environment_names_tunnels_the_calls(provider, proxy, wait
     for _ in range(2):
         assert http.post("/embeddings", {"input": ["x"], "model": "m"})["data"]
     assert proxy.tunnels == [f"127.0.0.1:{provider.server_address[1]}"]  # one tunnel, kept alive
-    assert len(provider.requests) == 2
+    assert len(provider.calls) == 2
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     assert client(provider, waits).post("/embeddings", {"input": ["x"], "model": "m"})["data"]
     assert len(proxy.tunnels) == 1  # NO_PROXY: straight to the provider
+
+
+@pytest.mark.parametrize("flavor, body, refusal", [
+    ("voyage", {"input": ["x"], "model": "voyage-3.5"}, "answered 400: missing field: input_type"),
+    ("voyage", {"input": ["x"], "model": "voyage-3.5", "input_type": "passage"}, "answered 400: input_type must be"),
+    ("openai", {"input": ["x"], "model": "text-embedding-3-small"}, "answered 400: missing field: encoding_format"),
+    ("openai", {"input": [], "model": "text-embedding-3-small", "encoding_format": "float"}, "input must be"),
+    ("openai", {"input": ["x"], "model": "voyage-3.5", "encoding_format": "float"}, "is not supported"),
+])
+def test_the_stand_in_providers_refuse_what_theirs_refuse(flavor, body, refusal, waits):
+    with FakeProvider(flavor, KEY) as fake:
+        with pytest.raises(HttpError, match=refusal):
+            JsonClient(fake.url, KEY, retries=0, sleep=waits.append).post("/embeddings", body)
+        with pytest.raises(HttpError, match="answered 401: Provided API key is invalid"):
+            JsonClient(fake.url, "sk-other", retries=0, sleep=waits.append).post("/embeddings", body)
+        assert [c["status"] for c in fake.calls] == [400, 401]

@@ -9,7 +9,7 @@ from pydantic import SecretStr
 from ..config import Settings
 from ..errors import InvalidInput
 from .base import Embedder, EmbedderInfo, describe, normalize
-from .choice import HOSTED, choose_embedder, has_key
+from .choice import KEY_VARIABLES, choose_embedder, has_key
 from .failfast import FailFast
 from .hashing import HashingEmbedder
 
@@ -34,11 +34,11 @@ def build_embedder(settings: Settings) -> Embedder:
     elif choice.name == "voyage":
         from .remote import VoyageEmbedder
 
-        embedder = FailFast(VoyageEmbedder(_key(settings.voyage_api_key, "voyage")))
+        embedder = FailFast(VoyageEmbedder(_key(settings.voyage_api_key, "voyage"), base_url=settings.voyage_base_url))
     else:
         from .remote import OpenAIEmbedder
 
-        embedder = FailFast(OpenAIEmbedder(_key(settings.openai_api_key, "openai")))
+        embedder = FailFast(OpenAIEmbedder(_key(settings.openai_api_key, "openai"), base_url=settings.openai_base_url))
     embedder.reason = choice.reason  # type: ignore[attr-defined]
     logger.info("embedder active: %s", describe(embedder).sentence())
     return embedder
@@ -46,7 +46,7 @@ def build_embedder(settings: Settings) -> Embedder:
 
 def _key(secret: SecretStr | None, name: str) -> str:
     if not has_key(secret):
-        variable = HOSTED[name][2]
+        variable = KEY_VARIABLES[name]
         raise InvalidInput(f"CAPSULE_EMBEDDER={name} needs {variable}", field=variable.lower())
     assert secret is not None
     return secret.get_secret_value().strip()

@@ -5,7 +5,8 @@ one kept-alive connection, standard library only: the SDKs would cost a cold Lam
 over a second of imports for one POST). Any provider error becomes :class:`Unavailable`, so
 the service can store the memory as pending and embed it later instead of losing it.
 
-``client`` (tests) is anything with ``post(path, payload) -> dict``.
+``base_url`` (``VOYAGE_BASE_URL`` / ``OPENAI_BASE_URL``) points them elsewhere: a gateway, or a
+stand-in on loopback (tests); ``client`` (tests) is anything with ``post(path, payload) -> dict``.
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ class VoyageEmbedder(_Remote):
     name = "voyage"
 
     def __init__(self, api_key: str, *, model: str = "voyage-3.5", dim: int = 1024,
-                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None, base_url: str = VOYAGE_URL) -> None:
-        self._client = client or JsonClient(base_url, api_key, timeout_s=timeout_s, retries=retries)
+                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None,
+                 base_url: str | None = None) -> None:
+        self._client = client or JsonClient(base_url or VOYAGE_URL, api_key, timeout_s=timeout_s, retries=retries)
         self.model_id, self.dim = model, dim
 
     def _call(self, texts: list[str], kind: str) -> list[list[float]]:
@@ -74,8 +76,9 @@ class OpenAIEmbedder(_Remote):
     name = "openai"
 
     def __init__(self, api_key: str, *, model: str = "text-embedding-3-small", dim: int = 1536,
-                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None, base_url: str = OPENAI_URL) -> None:
-        self._client = client or JsonClient(base_url, api_key, timeout_s=timeout_s, retries=retries)
+                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None,
+                 base_url: str | None = None) -> None:
+        self._client = client or JsonClient(base_url or OPENAI_URL, api_key, timeout_s=timeout_s, retries=retries)
         self.model_id, self.dim = model, dim
 
     def _call(self, texts: list[str], kind: str) -> list[list[float]]:
