@@ -61,6 +61,13 @@ class Router:
                 return Match(route, {k: unquote(v) for k, v in found.groupdict().items()})
         return None
 
+    def allowed(self, path: str) -> list[str]:
+        """The methods some route serves at ``path`` (empty: no such path), HEAD wherever GET is."""
+        methods = {route.method for _, pattern, route in self._routes if pattern.match(path)}
+        if "GET" in methods:
+            methods.add("HEAD")
+        return sorted(methods)
+
 
 # ---- events -------------------------------------------------------------------------------
 
@@ -142,6 +149,20 @@ def error_reply(exc: CapsuleError) -> Reply:
     return json_reply(exc.status, {"error": exc.to_dict()})
 
 
+def http_error(status: int, code: str, message: str, details: Any = None, **headers: str) -> Reply:
+    """An error the gateway itself answers (framing, method, route), in the API's error shape."""
+    return json_reply(status, {"error": {"code": code, "message": message, "details": details}}, **headers)
+
+
+def method_not_allowed(method: str, path: str, allowed: list[str]) -> Reply:
+    return http_error(405, "method_not_allowed", f"{path} does not take {method}; it takes {', '.join(allowed)}",
+                      {"allowed": allowed}, Allow=", ".join(allowed))
+
+
+HEALTHZ = "/healthz"
+CONSOLE_METHODS = ["GET", "HEAD"]
+
+
 @dataclass
 class Gateway:
     """Everything but the sockets: request in, reply out."""
@@ -154,11 +175,17 @@ class Gateway:
     router: Router = field(default_factory=Router)
 
     def handle(self, request: HttpRequest, source_ip: str) -> Reply:
-        if request.method == "GET" and (request.raw_path == "/ui" or request.raw_path.startswith("/ui/")):
-            return self.console(request.raw_path)
-        match = self.router.match(request.method, request.raw_path)
+        method, path = request.method, request.raw_path
+        local = self._local(method, path)
+        if local is not None:
+            return local
+        # HEAD is GET without the body (the HTTP server drops it), as every HTTP server answers it.
+        match = self.router.match("GET" if method == "HEAD" else method, path)
         if match is None:
-            return error_reply(NotFound(f"no route {request.method} {request.raw_path}"))
+            allowed = self.router.allowed(path)
+            if allowed:
+                return method_not_allowed(method, path, allowed)
+            return error_reply(NotFound(f"no route {method} {path}"))
         request_id = uuid.uuid4().hex
         authorizer = None
         try:
@@ -173,6 +200,20 @@ class Gateway:
         reply.request_id, reply.tenant = request_id, _tenant_label(authorizer)
         reply.headers["x-request-id"] = request_id
         return reply
+
+    def _local(self, method: str, path: str) -> Reply | None:
+        """What the gateway answers itself, with no handler: liveness and the console."""
+        if path == HEALTHZ:
+            if method not in CONSOLE_METHODS:
+                return method_not_allowed(method, path, CONSOLE_METHODS)
+            # Liveness only, without credentials: this process answers HTTP. /v1/health is
+            # the authenticated check that reaches the store.
+            return json_reply(200, {"status": "ok"}, **{"Cache-Control": "no-store"})
+        if path == "/ui" or path.startswith("/ui/"):
+            if method not in CONSOLE_METHODS:
+                return method_not_allowed(method, path, CONSOLE_METHODS)
+            return self.console(path)
+        return None
 
     @staticmethod
     def _reply(response: dict[str, Any]) -> Reply:

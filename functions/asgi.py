@@ -1,0 +1,138 @@
+"""The local gateway as an ASGI application, which uvicorn serves in every handler worker.
+
+uvicorn (httptools) reads and writes HTTP: keep-alive, TCP_NODELAY, pipelining, slow clients
+on an event loop. This module turns one request into an :class:`HttpRequest`, reads its body
+within the limit, and runs :meth:`Gateway.handle` on the worker's one invocation thread, so a
+worker runs one invocation at a time, as a Lambda container does. Every answer, framing errors
+included, is JSON in the API's error shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Awaitable, Callable
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from capsule import limits
+
+from .auth import HttpRequest
+from .gateway import Gateway, Reply, http_error
+
+log = logging.getLogger("capsule.gateway")
+
+DRAIN_LIMIT = 16 * limits.MAX_BODY_BYTES  # refused bodies up to this are read, so the client sees the answer
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def framing_error(message: str) -> bytes:
+    """A whole HTTP/1.1 400 answer for a request that cannot be parsed (then the connection closes)."""
+    body = http_error(400, "bad_request", message).body
+    head = (f"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+            "connection: close\r\n\r\n")
+    return head.encode("ascii") + body
+
+
+class JsonErrorsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, answering unparseable requests (a Content-Length of -5 or
+    abc, a broken request line or header) in JSON instead of plain text."""
+
+    def send_400_response(self, msg: str) -> None:
+        self.transport.write(framing_error("malformed HTTP request: check the request line, the headers "
+                                           "and Content-Length (one whole number of bytes)"))
+        self.transport.close()
+
+
+def _content_length(headers: list[tuple[str, str]]) -> tuple[int | None, str | None]:
+    """The declared body length, or the reason it is malformed (the parser refuses most first)."""
+    values = [v.strip() for k, v in headers if k == "content-length"]
+    if not values:
+        return None, None
+    if len(set(values)) > 1 or not values[0].isdigit() or not values[0].isascii():
+        return None, f"Content-Length must be one non-negative whole number, got {', '.join(values)!r}"
+    return int(values[0]), None
+
+
+class GatewayApp:
+    """ASGI 3 application: HTTP request -> :class:`Gateway` -> HTTP response."""
+
+    def __init__(self, gateway: Gateway, executor: ThreadPoolExecutor | None = None) -> None:
+        self.gateway = gateway
+        # One thread: one invocation at a time in this worker (the Powertools resolver keeps the
+        # current event in class state). The event loop stays free to read other requests.
+        self.executor = executor or ThreadPoolExecutor(1, thread_name_prefix="invocation")
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # served with lifespan off and no websockets
+        started = time.perf_counter()
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        body, refusal = await self._body(headers, receive)
+        if body is None and refusal is None:
+            return  # the client went away
+        request = HttpRequest(method=scope["method"], raw_path=scope["raw_path"].decode("latin-1") or "/",
+                              raw_query=scope["query_string"].decode("latin-1"), headers=headers, body=body or b"")
+        client = (scope.get("client") or ("-", 0))[0]
+        reply = refusal or await self._handle(request, client)
+        await self._send(send, reply, close=refusal is not None)
+        log.info('%s "%s %s" %d %d %.1fms tenant=%s request=%s', client, request.method, request.raw_path,
+                 reply.status, len(reply.body), (time.perf_counter() - started) * 1000, reply.tenant,
+                 reply.request_id)
+
+    async def _handle(self, request: HttpRequest, client: str) -> Reply:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self.executor, self.gateway.handle, request, client)
+        except Exception:  # never a stack trace to the caller; the log has it
+            log.exception("gateway failure")
+            return http_error(500, "internal", "internal error")
+
+    async def _body(self, headers: list[tuple[str, str]], receive: Receive) -> tuple[bytes | None, Reply | None]:
+        """The whole body, or a refusal (after reading what is cheap to read, so the client,
+        still sending, reads the answer instead of a reset). (None, None): the client left."""
+        declared, malformed = _content_length(headers)
+        if malformed:
+            return b"", http_error(400, "bad_request", malformed, [{"field": "Content-Length", "message": malformed}])
+        limit = limits.MAX_BODY_BYTES
+        if declared is not None and declared > DRAIN_LIMIT:
+            return b"", self._too_large(declared)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None, None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size <= limit and (declared is None or declared <= limit):
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+            if size > DRAIN_LIMIT:
+                break
+        if size > limit or (declared is not None and declared > limit):
+            return b"", self._too_large(declared if declared is not None else size)
+        return b"".join(chunks), None
+
+    @staticmethod
+    def _too_large(size: int) -> Reply:
+        limit = limits.MAX_BODY_BYTES
+        return http_error(413, "payload_too_large", f"the body is {size} bytes or more; the limit is {limit} bytes",
+                          [{"field": "body", "message": f"the limit is {limit} bytes"}])
+
+    @staticmethod
+    async def _send(send: Send, reply: Reply, *, close: bool) -> None:
+        headers = [(k.lower().encode("latin-1"), str(v).encode("latin-1", "replace")) for k, v in reply.headers.items()
+                   if k.lower() not in ("content-length", "connection", "transfer-encoding")]
+        body = b"" if reply.status in (204, 304) else reply.body
+        if body or reply.status not in (204, 304):
+            headers.append((b"content-length", str(len(body)).encode("ascii")))
+        if close:
+            headers.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
