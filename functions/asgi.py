@@ -25,6 +25,8 @@ from .gateway import Gateway, Reply, http_error
 log = logging.getLogger("capsule.gateway")
 
 DRAIN_LIMIT = 16 * limits.MAX_BODY_BYTES  # refused bodies up to this are read, so the client sees the answer
+BODY_IDLE_S = 30.0  # a body that sends nothing for this long is refused (408): a stalled client holds no worker
+POLL_S = 0.5        # how often a request still receiving its body checks whether the worker is stopping
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -66,6 +68,9 @@ class GatewayApp:
         # One thread: one invocation at a time in this worker (the Powertools resolver keeps the
         # current event in class state). The event loop stays free to read other requests.
         self.executor = executor or ThreadPoolExecutor(1, thread_name_prefix="invocation")
+        # Set by the worker: true once it drains. A request still receiving its body then gets a
+        # 503 at once instead of holding the shutdown until its client finishes sending.
+        self.stopping: Callable[[], bool] = lambda: False
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -104,7 +109,9 @@ class GatewayApp:
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await receive()
+            message = await self._next(receive)
+            if isinstance(message, Reply):
+                return b"", message
             if message["type"] == "http.disconnect":
                 return None, None
             chunk = message.get("body", b"")
@@ -118,6 +125,22 @@ class GatewayApp:
         if size > limit or (declared is not None and declared > limit):
             return b"", self._too_large(declared if declared is not None else size)
         return b"".join(chunks), None
+
+    async def _next(self, receive: Receive) -> dict[str, Any] | Reply:
+        """The next body message, or the refusal for a client that stalls or a worker that stops."""
+        pending = asyncio.ensure_future(receive())
+        waited = 0.0
+        while True:
+            done, _ = await asyncio.wait({pending}, timeout=POLL_S)
+            if done:
+                return pending.result()
+            waited += POLL_S
+            if self.stopping() or waited >= BODY_IDLE_S:
+                pending.cancel()
+                if self.stopping():
+                    return http_error(503, "unavailable", "the server is stopping; send the request again",
+                                      **{"Retry-After": "1"})
+                return http_error(408, "request_timeout", f"no body bytes for {BODY_IDLE_S:.0f}s; send it again")
 
     @staticmethod
     def _too_large(size: int) -> Reply:

@@ -14,7 +14,7 @@ import logging
 import mimetypes
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -192,7 +192,8 @@ class Gateway:
             if match.route.auth:
                 authorizer = authorize(request, bearers=self.credentials.bearers,
                                        sigv4_keys=self.credentials.sigv4_key, now=self.clock(), region=self.region)
-            event = build_event(request, match, authorizer=authorizer, source_ip=source_ip,
+            as_handled = replace(request, method="GET") if request.method == "HEAD" else request
+            event = build_event(as_handled, match, authorizer=authorizer, source_ip=source_ip,
                                 request_id=request_id, now=self.clock())
             reply = self._reply(self.invoker.invoke(match.route.handler, event))
         except CapsuleError as exc:

@@ -145,6 +145,7 @@ def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.conn
         application, http=JsonErrorsProtocol, lifespan="off", log_config=None, access_log=False,
         server_header=False, timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=DRAIN_S,
     ))
+    application.stopping = lambda: server.should_exit
     _exit_with_parent(server.stop)
     threading.Thread(target=lambda: (terminated.wait(), server.stop()), name="sigterm", daemon=True).start()
     ready.send(("ready", os.getpid()))
