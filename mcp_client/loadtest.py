@@ -82,9 +82,32 @@ class ServeProcess:
         threading.Thread(target=lambda: [None for _ in self.process.stdout], daemon=True).start()
         self.token = (data_dir / "gateway-token").read_text().strip()
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the server and its workers have used so far (Linux /proc; None elsewhere):
+        what a request costs the machine, which a loaded machine's wall clock does not show."""
+        return tree_cpu_seconds(self.process.pid)
+
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(60)
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    proc = Path("/proc")
+    if not (proc / str(pid)).exists():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    total, pending = 0.0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            fields = (proc / str(current) / "stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            for task in (proc / str(current) / "task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue  # it ended meanwhile
+    return total
 
 
 @dataclass
@@ -95,6 +118,7 @@ class Outcome:
     latencies: list[float]
     errors: int
     seconds: float
+    cpu_s: float | None = None  # CPU the answering side used (the server's processes, or this one in-process)
 
     def row(self) -> dict[str, Any]:
         ordered = sorted(self.latencies)
@@ -105,7 +129,9 @@ class Outcome:
         return {"operation": self.name, "mode": self.mode, "clients": self.clients, "requests": len(self.latencies),
                 "errors": self.errors, "requests_per_s": round(len(self.latencies) / self.seconds, 1),
                 "p50_ms": pct(0.50), "p95_ms": pct(0.95), "p99_ms": pct(0.99),
-                "mean_ms": round(statistics.fmean(ordered) * 1000, 2) if ordered else None}
+                "mean_ms": round(statistics.fmean(ordered) * 1000, 2) if ordered else None,
+                "cpu_ms_per_request": (round(self.cpu_s * 1000 / len(ordered), 2)
+                                       if self.cpu_s is not None and ordered else None)}
 
 
 Make = Callable[[random.Random, int], tuple[str, str, dict]]
@@ -114,25 +140,30 @@ Make = Callable[[random.Random, int], tuple[str, str, dict]]
 def in_process(name: str, settings: Settings, total: int, make: Make) -> Outcome:
     """The same operations through the library in this process, one at a time: the floor."""
     service = build_service(settings)
-    rng = random.Random(11)
+    rng = random.Random(99_999)  # queries no HTTP phase sends
     latencies = []
     try:
         call = service.store_memory if name == "store" else service.search
-        started = time.perf_counter()
+        for number in range(8):  # the index loaded and warm, as the HTTP phases have it
+            call(LOCAL_TENANT, make(random.Random(-1 - number), number)[2])
+        service.settle()  # and its vectors all read (a large project's come after its first search)
+        started, cpu = time.perf_counter(), time.process_time()
         for number in range(total):
             _, _, body = make(rng, number)
             began = time.perf_counter()
             call(LOCAL_TENANT, body)
             latencies.append(time.perf_counter() - began)
-        return Outcome(name, "in-process", 1, latencies, 0, time.perf_counter() - started)
+        return Outcome(name, "in-process", 1, latencies, 0, time.perf_counter() - started,
+                       time.process_time() - cpu)
     finally:
         service.store.close()
 
 
 def drive(name: str, host: str, port: int, token: str, clients: int, total: int, make: Make,
-          keep_alive: bool = True) -> Outcome:
+          keep_alive: bool = True, salt: int = 0, cpu: Callable[[], float | None] = lambda: None) -> Outcome:
     """``total`` requests shared by ``clients`` threads, each on its own keep-alive connection
-    (or a new connection per request)."""
+    (or a new connection per request). ``salt`` gives each phase queries of its own, so no phase
+    is answered from the query cache an earlier one filled."""
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
@@ -164,14 +195,16 @@ def drive(name: str, host: str, port: int, token: str, clients: int, total: int,
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
-    started = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(salt * 1000 + n,)) for n in range(clients)]
+    started, cpu_before = time.perf_counter(), cpu()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    seconds, cpu_after = time.perf_counter() - started, cpu()
     mode = "keep-alive" if keep_alive else "new-connection"
-    return Outcome(name, mode, clients, latencies, errors[0], time.perf_counter() - started)
+    used = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+    return Outcome(name, mode, clients, latencies, errors[0], seconds, used)
 
 
 def store_request(rng: random.Random, number: int) -> tuple[str, str, dict]:
@@ -184,12 +217,15 @@ def search_request(rng: random.Random, number: int) -> tuple[str, str, dict]:
 
 def measure(server: ServeProcess, args: argparse.Namespace, keep_alive: bool) -> list[dict[str, Any]]:
     at = (server.host, server.port, server.token)
-    drive("search", *at, args.clients, 4 * args.clients, search_request, keep_alive)  # every worker warm
-    rows = []
-    if args.single:
-        rows.append(drive("search", *at, 1, args.single, search_request, keep_alive).row())
-    rows.append(drive("store", *at, args.clients, args.requests, store_request, keep_alive).row())
-    rows.append(drive("search", *at, args.clients, args.searches, search_request, keep_alive).row())
+    salt = 10 * keep_alive
+
+    def run(name: str, clients: int, total: int, make: Make, phase: int) -> dict[str, Any]:
+        return drive(name, *at, clients, total, make, keep_alive, salt + phase, server.cpu_seconds).row()
+
+    run("search", args.clients, 4 * args.clients, search_request, 1)  # every worker warm
+    rows = [run("search", 1, args.single, search_request, 2)] if args.single else []
+    rows.append(run("store", args.clients, args.requests, store_request, 3))
+    rows.append(run("search", args.clients, args.searches, search_request, 4))
     return rows
 
 
