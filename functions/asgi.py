@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Awaitable, Callable
@@ -32,22 +33,61 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-def framing_error(message: str) -> bytes:
-    """A whole HTTP/1.1 400 answer for a request that cannot be parsed (then the connection closes)."""
-    body = http_error(400, "bad_request", message).body
-    head = (f"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
-            "connection: close\r\n\r\n")
+MAX_HEAD_BYTES = 64 * 1024  # request line and headers; past this the request is refused (431)
+REASONS = {400: "Bad Request", 431: "Request Header Fields Too Large"}
+
+
+def framing_error(status: int, code: str, message: str) -> bytes:
+    """A whole HTTP/1.1 answer for a request that cannot be parsed (then the connection closes)."""
+    body = http_error(status, code, message).body
+    head = (f"HTTP/1.1 {status} {REASONS[status]}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n")
     return head.encode("ascii") + body
 
 
 class JsonErrorsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, answering unparseable requests (a Content-Length of -5 or
-    abc, a broken request line or header) in JSON instead of plain text."""
+    abc, a broken request line or header) in JSON instead of plain text, and refusing a request
+    line and headers over :data:`MAX_HEAD_BYTES` (the parser itself sets no bound)."""
+
+    head_bytes: int | None = 0  # bytes of the current request's head so far; None once it is in
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        # Answers go out as they are written (headers, then body): never held for an ACK.
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
+    began = False               # a request began in the data being parsed
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.head_bytes, self.began = 0, True
+
+    def on_headers_complete(self) -> None:
+        self.head_bytes = None
+        super().on_headers_complete()
+
+    def data_received(self, data: bytes) -> None:
+        self.began = False
+        super().data_received(data)
+        # Counted after parsing, so a chunk that completes a head is not. A chunk in which a
+        # head began may also hold the end of the request before it (pipelining): it counts,
+        # but only a later chunk can cross the bound, so the bound holds to within one read.
+        if self.head_bytes is not None and not self.transport.is_closing():
+            self.head_bytes += len(data)
+            if self.head_bytes > MAX_HEAD_BYTES + (len(data) if self.began else 0):
+                self._refuse(431, "headers_too_large",
+                             f"the request line and headers are over {MAX_HEAD_BYTES} bytes")
 
     def send_400_response(self, msg: str) -> None:
-        self.transport.write(framing_error("malformed HTTP request: check the request line, the headers "
-                                           "and Content-Length (one whole number of bytes)"))
-        self.transport.close()
+        self._refuse(400, "bad_request", "malformed HTTP request: check the request line, the headers "
+                                         "and Content-Length (one whole number of bytes)")
+
+    def _refuse(self, status: int, code: str, message: str) -> None:
+        if not self.transport.is_closing():
+            self.transport.write(framing_error(status, code, message))
+            self.transport.close()
 
 
 def _content_length(headers: list[tuple[str, str]]) -> tuple[int | None, str | None]:

@@ -29,8 +29,19 @@ START_S = 300    # how long a worker may take to build its service (a first mode
 
 
 def listen(host: str, port: int, backlog: int = BACKLOG) -> socket.socket:
+    """The listening socket, made with protocol IPPROTO_TCP: asyncio turns Nagle off
+    (TCP_NODELAY) only on connections whose socket says TCP, and a socket made with protocol 0
+    (as ``socket.create_server`` makes it) leaves every keep-alive answer written in two pieces
+    waiting ~40 ms for the client's delayed ACK."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.create_server((host, port), family=family, backlog=backlog)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except BaseException:
+        sock.close()
+        raise
     sock.set_inheritable(True)
     return sock
 

@@ -86,3 +86,33 @@ def test_a_dead_worker_is_replaced_and_stop_ends_every_worker(pool, tmp_path):
     with pytest.raises(OSError):
         p.sock.getsockname()
 
+
+
+def test_connections_on_the_listening_socket_send_without_nagle():
+    """asyncio turns TCP_NODELAY on only for sockets that say IPPROTO_TCP; without it every
+    keep-alive answer (headers, then body) waits ~40 ms for the client's delayed ACK."""
+    import asyncio
+    import socket
+
+    listener = supervisor.listen("127.0.0.1", 0)
+    seen = []
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport):
+            sock = transport.get_extra_info("socket")
+            seen.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    async def main():
+        server = await asyncio.get_running_loop().create_server(Probe, sock=listener)
+        port = listener.getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+
+    asyncio.run(main())
+    assert seen and seen[0] != 0

@@ -219,3 +219,24 @@ def test_sigterm_drains_even_with_a_client_stalled_mid_body(tmp_path):
     assert status == 503 and headers.get("retry-after") == "1"
     assert_json_error(status, headers, body, "unavailable")
     assert elapsed < 30  # well before the 60 s a request in flight may take (a bound, not a speed claim)
+
+
+def test_headers_without_end_are_refused_431_json(server):
+    """The parser sets no bound on a request's head: a client sending headers without end is cut off."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n")
+        answer = b""
+        try:
+            for _ in range(40):
+                sock.sendall(b"X-Pad: " + b"a" * 4000 + b"\r\n")
+                time.sleep(0.01)
+        except OSError:  # refused and closed while still sending
+            pass
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except OSError:
+            pass
+    status, headers, body = split(answer)
+    assert status == 431
+    assert_json_error(status, headers, body, "headers_too_large")
