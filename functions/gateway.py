@@ -3,7 +3,7 @@
 ``capsule serve`` runs it. Like API Gateway it matches the route in :data:`functions.routes.ROUTES`,
 authorizes the caller (:mod:`functions.auth`), then invokes the very Lambda handler the hosted API
 runs with the verified identity in ``requestContext.authorizer``. This module has no sockets:
-:mod:`functions.http_server` serves HTTP and :mod:`functions.workers` runs the handlers.
+:mod:`functions.asgi` serves it over HTTP (uvicorn) in every :mod:`functions.workers` process.
 """
 
 from __future__ import annotations
