@@ -150,7 +150,4 @@ def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.conn
     threading.Thread(target=lambda: (terminated.wait(), server.stop()), name="sigterm", daemon=True).start()
     ready.send(("ready", os.getpid()))
     ready.close()
-    try:
-        server.run(sockets=[sock])
-    finally:
-        application.executor.shutdown(wait=True)
+    server.run(sockets=[sock])
