@@ -94,6 +94,7 @@ class Credentials:
         self.data_dir = Path(data_dir)
         self._keys = _JsonFile(self.data_dir / KEYS_FILE)
         self._sigv4 = _JsonFile(self.data_dir / SIGV4_FILE)
+        self._token: tuple[tuple[int, int], str] | None = None  # (mtime, size) -> the token's hash
 
     # ---- the token ----
 
@@ -136,9 +137,21 @@ class Credentials:
     def bearers(self) -> dict[str, Bearer]:
         """sha256 -> who, for the token and every API key."""
         known = {h["sha256"]: Bearer(name, h["tenant"]) for name, h in self._keys.read().items()}
-        if self.token_path.exists():
-            known[key_hash(self.token_path.read_text("utf-8").strip())] = Bearer("token", LOCAL_TENANT)
+        token = self._token_hash()
+        if token is not None:
+            known[token] = Bearer("token", LOCAL_TENANT)
         return known
+
+    def _token_hash(self) -> str | None:
+        """The token's hash, read again only when the file changes (this runs on every request)."""
+        try:
+            stat = self.token_path.stat()
+        except FileNotFoundError:
+            return None
+        seen = (stat.st_mtime_ns, stat.st_size)
+        if self._token is None or self._token[0] != seen:
+            self._token = (seen, key_hash(self.token_path.read_text("utf-8").strip()))
+        return self._token[1]
 
     # ---- SigV4 access keys ----
 

@@ -3,7 +3,7 @@
 ``capsule serve`` runs it. Like API Gateway it matches the route in :data:`functions.routes.ROUTES`,
 authorizes the caller (:mod:`functions.auth`), then invokes the very Lambda handler the hosted API
 runs with the verified identity in ``requestContext.authorizer``. This module has no sockets:
-:mod:`functions.http_server` serves HTTP and :mod:`functions.workers` runs the handlers.
+:mod:`functions.asgi` serves it over HTTP (uvicorn) in every :mod:`functions.workers` process.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import logging
 import mimetypes
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -60,6 +60,13 @@ class Router:
             if found and route.method == method:
                 return Match(route, {k: unquote(v) for k, v in found.groupdict().items()})
         return None
+
+    def allowed(self, path: str) -> list[str]:
+        """The methods some route serves at ``path`` (empty: no such path), HEAD wherever GET is."""
+        methods = {route.method for _, pattern, route in self._routes if pattern.match(path)}
+        if "GET" in methods:
+            methods.add("HEAD")
+        return sorted(methods)
 
 
 # ---- events -------------------------------------------------------------------------------
@@ -142,6 +149,20 @@ def error_reply(exc: CapsuleError) -> Reply:
     return json_reply(exc.status, {"error": exc.to_dict()})
 
 
+def http_error(status: int, code: str, message: str, details: Any = None, **headers: str) -> Reply:
+    """An error the gateway itself answers (framing, method, route), in the API's error shape."""
+    return json_reply(status, {"error": {"code": code, "message": message, "details": details}}, **headers)
+
+
+def method_not_allowed(method: str, path: str, allowed: list[str]) -> Reply:
+    return http_error(405, "method_not_allowed", f"{path} does not take {method}; it takes {', '.join(allowed)}",
+                      {"allowed": allowed}, Allow=", ".join(allowed))
+
+
+HEALTHZ = "/healthz"
+CONSOLE_METHODS = ["GET", "HEAD"]
+
+
 @dataclass
 class Gateway:
     """Everything but the sockets: request in, reply out."""
@@ -154,18 +175,25 @@ class Gateway:
     router: Router = field(default_factory=Router)
 
     def handle(self, request: HttpRequest, source_ip: str) -> Reply:
-        if request.method == "GET" and (request.raw_path == "/ui" or request.raw_path.startswith("/ui/")):
-            return self.console(request.raw_path)
-        match = self.router.match(request.method, request.raw_path)
+        method, path = request.method, request.raw_path
+        local = self._local(method, path)
+        if local is not None:
+            return local
+        # HEAD is GET without the body (the HTTP server drops it), as every HTTP server answers it.
+        match = self.router.match("GET" if method == "HEAD" else method, path)
         if match is None:
-            return error_reply(NotFound(f"no route {request.method} {request.raw_path}"))
+            allowed = self.router.allowed(path)
+            if allowed:
+                return method_not_allowed(method, path, allowed)
+            return error_reply(NotFound(f"no route {method} {path}"))
         request_id = uuid.uuid4().hex
         authorizer = None
         try:
             if match.route.auth:
                 authorizer = authorize(request, bearers=self.credentials.bearers,
                                        sigv4_keys=self.credentials.sigv4_key, now=self.clock(), region=self.region)
-            event = build_event(request, match, authorizer=authorizer, source_ip=source_ip,
+            as_handled = replace(request, method="GET") if request.method == "HEAD" else request
+            event = build_event(as_handled, match, authorizer=authorizer, source_ip=source_ip,
                                 request_id=request_id, now=self.clock())
             reply = self._reply(self.invoker.invoke(match.route.handler, event))
         except CapsuleError as exc:
@@ -173,6 +201,20 @@ class Gateway:
         reply.request_id, reply.tenant = request_id, _tenant_label(authorizer)
         reply.headers["x-request-id"] = request_id
         return reply
+
+    def _local(self, method: str, path: str) -> Reply | None:
+        """What the gateway answers itself, with no handler: liveness and the console."""
+        if path == HEALTHZ:
+            if method not in CONSOLE_METHODS:
+                return method_not_allowed(method, path, CONSOLE_METHODS)
+            # Liveness only, without credentials: this process answers HTTP. /v1/health is
+            # the authenticated check that reaches the store.
+            return json_reply(200, {"status": "ok"}, **{"Cache-Control": "no-store"})
+        if path == "/ui" or path.startswith("/ui/"):
+            if method not in CONSOLE_METHODS:
+                return method_not_allowed(method, path, CONSOLE_METHODS)
+            return self.console(path)
+        return None
 
     @staticmethod
     def _reply(response: dict[str, Any]) -> Reply:

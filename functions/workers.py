@@ -1,7 +1,11 @@
-"""Where handlers run for the local gateway: warm worker processes, like Lambda containers.
+"""The handler workers of the local gateway: warm processes, like Lambda containers.
 
-Each worker builds the service once and runs one invocation at a time. One process must not
-run two at once: the Powertools resolver keeps the current event in class state.
+Each worker builds the service once, then serves HTTP on the listening socket it shares with
+the other workers (uvicorn, :mod:`functions.asgi`) and runs the handlers itself, one
+invocation at a time: the Powertools resolver keeps the current event in class state, and a
+Lambda container runs one invocation at a time too. :mod:`functions.supervisor` starts,
+replaces and stops workers. No request crosses a process boundary, so the answer costs the
+handler plus parsing HTTP.
 """
 
 from __future__ import annotations
@@ -13,17 +17,30 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import socket
 import threading
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Protocol
 
+import uvicorn
+
 from capsule.config import Settings
-from capsule.errors import Unavailable
 
 from . import routes
 
 log = logging.getLogger("capsule.gateway")
+
+KEEP_ALIVE_S = 30      # an idle keep-alive connection is closed after this long
+DRAIN_S = 60           # requests in flight get this long to finish after SIGTERM (the longest route timeout)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    settings: Settings
+    data_dir: Path
+    region: str
 
 
 class Invoker(Protocol):
@@ -32,118 +49,105 @@ class Invoker(Protocol):
     def close(self) -> None: ...
 
 
-def _worker_start(settings: Settings) -> None:
-    # The parent decides when to stop: a Ctrl-C reaches the whole process group, and a worker
-    # killed by it would drop the request it is running.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _exit_with_parent()
-    faulthandler.enable()  # a worker that crashes in native code says where, on the server's stderr
-    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # no CloudWatch here; keep stdout quiet
-    from capsule.runtime import build_service
-
-    from . import app
-
-    app.set_service(build_service(settings))
-
-
-def _exit_with_parent() -> None:
-    """End this worker when ``capsule serve`` ends, however it ends.
-
-    A server killed outright (SIGKILL, out of memory) runs no cleanup, and its workers ignore
-    SIGTERM and hold both ends of their task queue, so they would wait for work forever. A
-    request a worker is running then is dropped with its client, as in a killed container;
-    SQLite rolls back its open transaction.
-    """
-    parent = multiprocessing.parent_process()
-    if parent is None:  # not started by a pool (called directly, as in a test)
-        return
-
-    def watch() -> None:
-        multiprocessing.connection.wait([parent.sentinel])
-        os._exit(0)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
 def _resolve(handler: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     module_name, _, attribute = handler.partition(":")
     return getattr(importlib.import_module(module_name), attribute)
 
 
-def _worker_invoke(handler: str, event: dict[str, Any]) -> dict[str, Any]:
-    from .app import LocalContext
+class LocalInvoker:
+    """Runs a route's Lambda handler in this process, one invocation at a time."""
 
-    name = handler.split(":")[0].rsplit(".", 1)[-1]
-    context = LocalContext(function_name=f"capsule-{name}", aws_request_id=event["requestContext"]["requestId"])
-    return _resolve(handler)(event, context)
-
-
-def _worker_warm() -> int:
-    for route in routes.ROUTES:
-        _resolve(route.handler)
-    return os.getpid()
-
-
-def _exit_codes(pool: ProcessPoolExecutor) -> str:
-    """How a broken pool's workers ended (a negative code is the signal that ended one)."""
-    processes = getattr(pool, "_processes", None) or {}  # the executor keeps no public list
-    codes = [process.exitcode for process in list(processes.values())]
-    return "exit codes " + ", ".join(map(str, codes)) if codes else "exit codes unknown"
-
-
-class ProcessPoolInvoker:
-    """Warm worker processes, each building the service once (like Lambda containers).
-
-    A worker that dies (killed, out of memory) breaks the pool: the request it held gets 503
-    and a fresh pool takes the next ones, as Lambda replaces a crashed container.
-    """
-
-    def __init__(self, settings: Settings, workers: int) -> None:
-        self.settings = settings
-        self.workers = workers
-        self._lock = threading.Lock()
-        self._pool = self._new_pool()
-
-    def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_start, initargs=(self.settings,),
-        )
-
-    def warm(self, attempts: int = 2) -> None:
-        """Start every worker and import every handler now, not on the first request.
-
-        A worker that dies while starting is replaced once, as a crashed container would be;
-        one that cannot start at all (a bad setting, a missing package) fails again and stops
-        ``capsule serve`` with the error.
-        """
-        for attempt in range(1, attempts + 1):
-            pool = self._pool
-            try:
-                for future in [pool.submit(_worker_warm) for _ in range(self.workers)]:
-                    future.result(timeout=300)
-                return
-            except BrokenProcessPool:
-                if attempt == attempts:
-                    raise
-                log.error("a handler worker died while starting (%s); starting fresh workers", _exit_codes(pool))
-                with self._lock:
-                    self._pool = self._new_pool()
-                pool.shutdown(wait=False)
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # the asgi app already calls from one thread; this makes it a rule
 
     def invoke(self, handler: str, event: dict[str, Any]) -> dict[str, Any]:
-        pool = self._pool
-        try:
-            return pool.submit(_worker_invoke, handler, event).result()
-        except BrokenProcessPool as exc:
-            with self._lock:
-                if self._pool is pool:
-                    log.error("a handler worker died (%s); starting fresh workers", _exit_codes(pool))
-                    self._pool = self._new_pool()
-                    pool.shutdown(wait=False)
-            raise Unavailable("the handler worker stopped while running this request; retry it") from exc
+        from .app import LocalContext
+
+        name = handler.split(":")[0].rsplit(".", 1)[-1]
+        context = LocalContext(function_name=f"capsule-{name}", aws_request_id=event["requestContext"]["requestId"])
+        with self._lock:
+            return _resolve(handler)(event, context)
 
     def close(self) -> None:
-        with self._lock:
-            self._pool.shutdown(wait=True)
+        pass
+
+
+def warm() -> None:
+    """Import every handler now, not on the first request."""
+    for route in routes.ROUTES:
+        _resolve(route.handler)
+
+
+def _exit_with_parent(on_exit: Callable[[], None]) -> None:
+    """Stop this worker when ``capsule serve`` ends, however it ends.
+
+    A server killed outright (SIGKILL, out of memory) runs no cleanup, and its workers ignore
+    SIGINT and would keep serving the socket they share. The worker drains like on SIGTERM;
+    if that takes too long it exits anyway (SQLite rolls back an open transaction).
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:  # not started by the supervisor (called directly, as in a test)
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        on_exit()
+        time.sleep(DRAIN_S + 5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def build_gateway(config: WorkerConfig):
+    """The service, the handlers and the gateway of this worker (raises if any cannot start)."""
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # no CloudWatch here; keep stdout quiet
+    from capsule.runtime import build_service
+
+    from . import app
+    from .credentials import Credentials
+    from .gateway import Gateway
+
+    app.set_service(build_service(config.settings))
+    warm()
+    return Gateway(Credentials(config.data_dir), LocalInvoker(), region=config.region)
+
+
+class WorkerServer(uvicorn.Server):
+    """uvicorn's server, draining on SIGTERM only (SIGINT is the parent's to act on)."""
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        if sig != signal.SIGINT:
+            self.should_exit = True
+
+    def stop(self) -> None:
+        self.should_exit = True
+
+
+def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.connection.Connection) -> None:
+    """A worker process's main: build the gateway, say so (or why not), serve until told to stop."""
+    # The parent decides when to stop: a Ctrl-C reaches the whole process group, and the
+    # parent then stops every worker with SIGTERM, which drains.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    terminated = threading.Event()  # a SIGTERM before uvicorn takes the signal over still drains
+    signal.signal(signal.SIGTERM, lambda *_: terminated.set())
+    faulthandler.enable()  # a worker that crashes in native code says where, on the server's stderr
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.getLogger("uvicorn").setLevel(logging.WARNING)  # its start and stop lines; serve prints its own
+    try:
+        from .asgi import GatewayApp, JsonErrorsProtocol
+
+        gateway = build_gateway(config)
+    except BaseException as exc:
+        ready.send(("failed", f"{type(exc).__name__}: {exc}"))
+        raise SystemExit(3) from None
+    application = GatewayApp(gateway)
+    server = WorkerServer(uvicorn.Config(
+        application, http=JsonErrorsProtocol, lifespan="off", log_config=None, access_log=False,
+        server_header=False, timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=DRAIN_S,
+    ))
+    application.stopping = lambda: server.should_exit
+    _exit_with_parent(server.stop)
+    threading.Thread(target=lambda: (terminated.wait(), server.stop()), name="sigterm", daemon=True).start()
+    ready.send(("ready", os.getpid()))
+    ready.close()
+    server.run(sockets=[sock])

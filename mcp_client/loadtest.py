@@ -1,11 +1,15 @@
-"""``capsule loadtest``: requests/s and latency of ``capsule serve`` for store and search.
+"""``capsule loadtest``: requests/s and latency of ``capsule serve`` for store and search, beside
+the same calls made in-process through the library, in one run.
 
-It seeds a fresh data folder with N memories through the library, starts ``capsule serve`` on
-loopback in a subprocess, and drives it with C concurrent clients (threads, each with its own
-keep-alive connection), first storing, then searching. Bounded: loopback only, at most
-100,000 memories and 100,000 requests, and the data folder is a temporary one unless given.
+It seeds a fresh data folder with N memories through the library, measures store and search
+in-process (one caller, the library's own speed), then starts ``capsule serve`` on loopback in
+a subprocess and drives it: one client alone (what a request adds to the in-process call), then
+C concurrent clients (threads), first storing, then searching. Clients keep their connection
+alive as real clients (SDKs, browsers, ``requests.Session``) do; ``--connection new`` (or
+``both``) opens a new connection per request instead. Bounded: loopback only, at most 100,000
+memories and 100,000 requests, and the data folder is a temporary one unless given.
 
-    capsule loadtest --memories 10000 --clients 8 --requests 2000 --searches 400
+    capsule loadtest --memories 10000 --clients 8 --workers 2 --requests 4000 --searches 4000
 """
 
 from __future__ import annotations
@@ -78,33 +82,88 @@ class ServeProcess:
         threading.Thread(target=lambda: [None for _ in self.process.stdout], daemon=True).start()
         self.token = (data_dir / "gateway-token").read_text().strip()
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the server and its workers have used so far (Linux /proc; None elsewhere):
+        what a request costs the machine, which a loaded machine's wall clock does not show."""
+        return tree_cpu_seconds(self.process.pid)
+
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(60)
 
 
+def tree_cpu_seconds(pid: int) -> float | None:
+    proc = Path("/proc")
+    if not (proc / str(pid)).exists():
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    total, pending = 0.0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            fields = (proc / str(current) / "stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            for task in (proc / str(current) / "task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue  # it ended meanwhile
+    return total
+
+
 @dataclass
 class Outcome:
     name: str
+    mode: str
+    clients: int
     latencies: list[float]
     errors: int
     seconds: float
+    cpu_s: float | None = None  # CPU the answering side used (the server's processes, or this one in-process)
 
     def row(self) -> dict[str, Any]:
         ordered = sorted(self.latencies)
 
         def pct(p: float) -> float:
-            return ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000 if ordered else float("nan")
+            return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000, 2) if ordered else float("nan")
 
-        return {"operation": self.name, "requests": len(self.latencies), "errors": self.errors,
-                "requests_per_s": round(len(self.latencies) / self.seconds, 1),
-                "p50_ms": round(pct(0.50), 1), "p95_ms": round(pct(0.95), 1), "p99_ms": round(pct(0.99), 1),
-                "mean_ms": round(statistics.fmean(ordered) * 1000, 1) if ordered else None}
+        return {"operation": self.name, "mode": self.mode, "clients": self.clients, "requests": len(self.latencies),
+                "errors": self.errors, "requests_per_s": round(len(self.latencies) / self.seconds, 1),
+                "p50_ms": pct(0.50), "p95_ms": pct(0.95), "p99_ms": pct(0.99),
+                "mean_ms": round(statistics.fmean(ordered) * 1000, 2) if ordered else None,
+                "cpu_ms_per_request": (round(self.cpu_s * 1000 / len(ordered), 2)
+                                       if self.cpu_s is not None and ordered else None)}
 
 
-def drive(name: str, host: str, port: int, token: str, clients: int, total: int,
-          make: Callable[[random.Random, int], tuple[str, str, dict]]) -> Outcome:
-    """``total`` requests shared by ``clients`` threads, each on its own keep-alive connection."""
+Make = Callable[[random.Random, int], tuple[str, str, dict]]
+
+
+def in_process(name: str, settings: Settings, total: int, make: Make) -> Outcome:
+    """The same operations through the library in this process, one at a time: the floor."""
+    service = build_service(settings)
+    rng = random.Random(99_999)  # queries no HTTP phase sends
+    latencies = []
+    try:
+        call = service.store_memory if name == "store" else service.search
+        for number in range(8):  # the index loaded and warm, as the HTTP phases have it
+            call(LOCAL_TENANT, make(random.Random(-1 - number), number)[2])
+        service.settle()  # and its vectors all read (a large project's come after its first search)
+        started, cpu = time.perf_counter(), time.process_time()
+        for number in range(total):
+            _, _, body = make(rng, number)
+            began = time.perf_counter()
+            call(LOCAL_TENANT, body)
+            latencies.append(time.perf_counter() - began)
+        return Outcome(name, "in-process", 1, latencies, 0, time.perf_counter() - started,
+                       time.process_time() - cpu)
+    finally:
+        service.store.close()
+
+
+def drive(name: str, host: str, port: int, token: str, clients: int, total: int, make: Make,
+          keep_alive: bool = True, salt: int = 0, cpu: Callable[[], float | None] = lambda: None) -> Outcome:
+    """``total`` requests shared by ``clients`` threads, each on its own keep-alive connection
+    (or a new connection per request). ``salt`` gives each phase queries of its own, so no phase
+    is answered from the query cache an earlier one filled."""
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
@@ -122,9 +181,13 @@ def drive(name: str, host: str, port: int, token: str, clients: int, total: int,
                     return
                 method, path, body = make(rng, number)
                 started = time.perf_counter()
+                if not keep_alive:
+                    connection = http.client.HTTPConnection(host, port, timeout=120)
                 connection.request(method, path, body=json.dumps(body), headers=headers)
                 response = connection.getresponse()
                 response.read()
+                if not keep_alive:
+                    connection.close()
                 elapsed = time.perf_counter() - started
                 with lock:
                     latencies.append(elapsed)
@@ -132,13 +195,16 @@ def drive(name: str, host: str, port: int, token: str, clients: int, total: int,
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
-    started = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(salt * 1000 + n,)) for n in range(clients)]
+    started, cpu_before = time.perf_counter(), cpu()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return Outcome(name, latencies, errors[0], time.perf_counter() - started)
+    seconds, cpu_after = time.perf_counter() - started, cpu()
+    mode = "keep-alive" if keep_alive else "new-connection"
+    used = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+    return Outcome(name, mode, clients, latencies, errors[0], seconds, used)
 
 
 def store_request(rng: random.Random, number: int) -> tuple[str, str, dict]:
@@ -149,35 +215,63 @@ def search_request(rng: random.Random, number: int) -> tuple[str, str, dict]:
     return "POST", "/v1/memories/search", {"project": PROJECT, "query": sentence(rng, 4), "k": 8}
 
 
+def measure(server: ServeProcess, args: argparse.Namespace, keep_alive: bool) -> list[dict[str, Any]]:
+    at = (server.host, server.port, server.token)
+    salt = 10 * keep_alive
+
+    def run(name: str, clients: int, total: int, make: Make, phase: int) -> dict[str, Any]:
+        return drive(name, *at, clients, total, make, keep_alive, salt + phase, server.cpu_seconds).row()
+
+    run("search", args.clients, 4 * args.clients, search_request, 1)  # every worker warm
+    rows = [run("search", 1, args.single, search_request, 2)] if args.single else []
+    rows.append(run("store", args.clients, args.requests, store_request, 3))
+    rows.append(run("search", args.clients, args.searches, search_request, 4))
+    return rows
+
+
 def cmd_loadtest(args: argparse.Namespace) -> None:
-    for name in ("memories", "requests", "searches"):
+    for name in ("memories", "requests", "searches", "single"):
         if not 0 <= getattr(args, name) <= MAX_COUNT:
             raise InvalidInput(f"--{name} must be 0-{MAX_COUNT}", field=name)
     if not 1 <= args.clients <= 64:
         raise InvalidInput("--clients must be 1-64", field="clients")
+    modes = {"keep-alive": [True], "new": [False], "both": [True, False]}[args.connection]
     with tempfile.TemporaryDirectory(prefix="capsule-loadtest-") as tmp:
         data_dir = Path(args.data_dir or tmp)
         settings = Settings.from_env(data_dir=data_dir, embedder=args.embedder)
         rng = random.Random(7)
         seeded = seed(settings, args.memories, rng)
         print(f"seeded {args.memories} memories in {seeded:.1f}s ({settings.embedder} embedder)", file=sys.stderr)
+        rows = [in_process("store", settings, min(args.requests, 500), store_request).row(),
+                in_process("search", settings, max(args.single, min(args.searches, 500)), search_request).row()]
         server = ServeProcess(data_dir, args.workers, args.embedder)
         try:
-            rows = [
-                drive("store", server.host, server.port, server.token, args.clients, args.requests, store_request).row(),
-                drive("search", server.host, server.port, server.token, args.clients, args.searches,
-                      search_request).row(),
-            ]
+            for keep_alive in modes:
+                rows += measure(server, args, keep_alive)
         finally:
             server.stop()
     result = {"memories": args.memories, "clients": args.clients, "workers": args.workers,
               "embedder": args.embedder, "cpus": os.cpu_count(), "results": rows}
+    added = _added_by_http(rows)
+    if added is not None:
+        result["search_p50_added_by_http_ms"] = added
     if args.json:
         print(render.as_json(result))
-    else:
-        print(render.table(list(rows[0]), [list(r.values()) for r in rows]))
-        print(f"{args.memories} memories seeded, {args.clients} clients, {args.workers} handler workers, "
-              f"{args.embedder} embedder, {os.cpu_count()} CPUs")
+        return
+    print(render.table(list(rows[0]), [list(r.values()) for r in rows]))
+    print(f"{args.memories} memories seeded, {args.clients} clients, {args.workers} handler workers, "
+          f"{args.embedder} embedder, {os.cpu_count()} CPUs")
+    if added is not None:
+        print(f"one client on a keep-alive connection: a search takes {added:+.2f} ms (p50) over the same "
+              "search in-process")
+
+
+def _added_by_http(rows: list[dict[str, Any]]) -> float | None:
+    """p50 of one keep-alive client's search minus the in-process search's p50."""
+    alone = [r for r in rows if r["operation"] == "search" and r["clients"] == 1]
+    local = [r["p50_ms"] for r in alone if r["mode"] == "in-process"]
+    remote = [r["p50_ms"] for r in alone if r["mode"] == "keep-alive"]
+    return round(remote[0] - local[0], 2) if local and remote else None
 
 
 def register(subparsers) -> None:
@@ -185,7 +279,11 @@ def register(subparsers) -> None:
     p.add_argument("--memories", type=int, default=10_000, help="memories seeded before measuring (default 10000)")
     p.add_argument("--clients", type=int, default=8, help="concurrent clients (default 8)")
     p.add_argument("--requests", type=int, default=2000, help="store requests (default 2000)")
-    p.add_argument("--searches", type=int, default=400, help="search requests (default 400)")
+    p.add_argument("--searches", type=int, default=2000, help="search requests (default 2000)")
+    p.add_argument("--single", type=int, default=300,
+                   help="searches by one client alone, beside the same in-process (default 300; 0 skips)")
+    p.add_argument("--connection", choices=["keep-alive", "new", "both"], default="both",
+                   help="clients keep their connection (as SDKs do), open one per request, or both (default)")
     p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1), help="serve's handler workers")
     p.add_argument("--embedder", default="hashing", choices=["hashing", "minilm", "auto"],
                    help="embedder for seeding and serving (default hashing)")

@@ -1,7 +1,8 @@
 """``capsule serve``: the HTTP API, the web console and the scheduled jobs, on one machine.
 
-It runs the local gateway (functions.gateway, .http_server, .workers), which invokes the same Lambda handlers the
-hosted API runs, on the embedded store with the offline embedder by default.
+It runs the local gateway (functions.gateway, .asgi, .workers, .supervisor): worker processes serving HTTP
+with uvicorn on one shared socket, each invoking the same Lambda handlers the hosted API runs, one at a
+time, on the embedded store with the offline embedder by default.
 
 Scheduled jobs hook in through :data:`BACKGROUND_JOBS`: each entry names a function
 ``start(service) -> stop`` (``stop`` a no-argument callable, or None) that ``serve`` calls
@@ -23,7 +24,7 @@ from typing import Callable
 from capsule.config import Settings
 from capsule.errors import InvalidInput, Unavailable
 from capsule.runtime import build_service
-from functions import gateway, http_server, workers
+from functions import supervisor, workers
 from functions.credentials import Credentials
 
 from .cli import settings_from
@@ -90,32 +91,31 @@ def cmd_serve(args: argparse.Namespace) -> None:
     token, created = credentials.ensure_token()
     if args.workers < 1:
         raise InvalidInput("--workers must be at least 1", field="workers")
-    invoker = workers.ProcessPoolInvoker(settings, args.workers)
-    app = gateway.Gateway(credentials, invoker, region=args.region)
+    config = workers.WorkerConfig(settings, settings.data_dir, args.region)
     try:
-        server, thread = http_server.start(app, args.host, args.port)
+        sock = supervisor.listen(args.host, args.port)
     except OSError as exc:
-        invoker.close()
         raise Unavailable(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; pick another --port") from exc
+    pool = supervisor.Supervisor(config, sock, args.workers)
     try:
-        invoker.warm()  # fails here, not on the first request, if the store or embedder cannot start
+        pool.start()  # fails here, not on the first request, if the store or embedder cannot start
     except BaseException:
-        http_server.stop(server, thread)
+        pool.stop()
         raise
-    host, port = server.server_address[:2]
+    host, port = sock.getsockname()[:2]
     url = f"http://{host}:{port}" if ":" not in str(host) else f"http://[{host}]:{port}"
     if not _loopback(args.host):
         log.warning("listening beyond loopback (%s): every request still needs a token, key or signature", args.host)
     stops = start_jobs(settings)
     print(_banner(url, credentials, token, created, args.workers), flush=True)
     try:
-        while not stopping.wait(1.0):
-            pass
+        while not stopping.wait(0.2):
+            pool.replace_dead()
     finally:
         print("capsule serve: stopping; finishing requests in flight", file=sys.stderr, flush=True)
         for stop in stops:
             stop()
-        http_server.stop(server, thread)
+        pool.stop()
         print("capsule serve: stopped", file=sys.stderr, flush=True)
 
 

@@ -1,54 +1,118 @@
-"""The local gateway's worker pool: a worker that dies while starting is replaced once."""
+"""The local gateway's supervisor: a worker that dies while starting is replaced once; one that
+cannot start stops the start with its reason; a dead worker is replaced; stop ends them all."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import time
+from pathlib import Path
 
 import pytest
 
 from capsule.config import Settings
-from functions.workers import ProcessPoolInvoker
+from capsule.errors import Unavailable
+from functions import supervisor, workers
+
+MARK = "CAPSULE_TEST_STARTS"
 
 
-def _die() -> None:
-    os._exit(3)  # a worker killed while starting (a crash, the OOM killer)
+def _flaky(config, sock, ready) -> None:
+    """Dies while starting the first ``crashes`` times (a crash, the OOM killer), then is ready
+    and waits to be stopped."""
+    starts = Path(os.environ[MARK])
+    count = len(starts.read_text()) if starts.exists() else 0
+    starts.write_text("x" * (count + 1))
+    if count < int(os.environ[MARK + "_CRASHES"]):
+        os._exit(3)
+    ready.send(("ready", os.getpid()))
+    time.sleep(600)
 
 
-def _start_nothing() -> None:
-    pass
+def _refuses(config, sock, ready) -> None:
+    ready.send(("failed", "InvalidInput: CAPSULE_EMBEDDER must be one of ..."))
 
 
-class Invoker(ProcessPoolInvoker):
-    """Workers whose first ``crashes`` pools die while starting; later pools start empty."""
+@pytest.fixture
+def pool(tmp_path, monkeypatch):
+    made = []
 
-    def __init__(self, crashes: int) -> None:
-        self.pools = 0
-        self.crashes = crashes
-        super().__init__(Settings(embedder="hashing"), workers=1)
+    def make(target, crashes=0):
+        monkeypatch.setenv(MARK, str(tmp_path / "starts"))
+        monkeypatch.setenv(MARK + "_CRASHES", str(crashes))
+        config = workers.WorkerConfig(Settings(embedder="hashing"), tmp_path, "us-east-1")
+        made.append(supervisor.Supervisor(config, supervisor.listen("127.0.0.1", 0), 1, target=target))
+        return made[-1]
 
-    def _new_pool(self) -> ProcessPoolExecutor:
-        self.pools += 1
-        start = _die if self.pools <= self.crashes else _start_nothing
-        return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=start)
-
-
-def test_a_worker_that_dies_while_starting_is_replaced_once():
-    invoker = Invoker(crashes=1)
-    try:
-        invoker.warm()
-        assert invoker.pools == 2
-    finally:
-        invoker.close()
+    yield make
+    for p in made:
+        p.stop(timeout=5)
 
 
-def test_workers_that_keep_dying_stop_the_start():
-    invoker = Invoker(crashes=5)
-    try:
-        with pytest.raises(BrokenProcessPool):
-            invoker.warm()
-        assert invoker.pools == 2
-    finally:
-        invoker.close()
+def starts(tmp_path) -> int:
+    return len((tmp_path / "starts").read_text())
+
+
+def test_a_worker_that_dies_while_starting_is_replaced_once(pool, tmp_path):
+    p = pool(_flaky, crashes=1)
+    p.start()
+    assert starts(tmp_path) == 2 and len(p.pids()) == 1
+
+
+def test_workers_that_keep_dying_stop_the_start(pool, tmp_path):
+    p = pool(_flaky, crashes=5)
+    with pytest.raises(Unavailable, match="exit code 3"):
+        p.start()
+    assert starts(tmp_path) == 2
+
+
+def test_a_worker_that_cannot_start_says_why(pool):
+    with pytest.raises(Unavailable, match="CAPSULE_EMBEDDER"):
+        pool(_refuses).start()
+
+
+def test_a_dead_worker_is_replaced_and_stop_ends_every_worker(pool, tmp_path):
+    p = pool(_flaky)
+    p.start()
+    [pid] = p.pids()
+    os.kill(pid, 9)
+    deadline = time.monotonic() + 30
+    while (p.pids() in ([], [pid])) and time.monotonic() < deadline:
+        p.replace_dead()
+        time.sleep(0.05)
+    [fresh] = p.pids()
+    assert fresh != pid
+    p.stop(timeout=5)  # _flaky ignores nothing: SIGTERM ends it
+    assert p.pids() == []
+    with pytest.raises(OSError):
+        p.sock.getsockname()
+
+
+
+def test_connections_on_the_listening_socket_send_without_nagle():
+    """asyncio turns TCP_NODELAY on only for sockets that say IPPROTO_TCP; without it every
+    keep-alive answer (headers, then body) waits ~40 ms for the client's delayed ACK."""
+    import asyncio
+    import socket
+
+    listener = supervisor.listen("127.0.0.1", 0)
+    seen = []
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport):
+            sock = transport.get_extra_info("socket")
+            seen.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    async def main():
+        server = await asyncio.get_running_loop().create_server(Probe, sock=listener)
+        port = listener.getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+
+    asyncio.run(main())
+    assert seen and seen[0] != 0

@@ -1,5 +1,6 @@
 """functions.gateway without sockets: routing, events, the console's files, refusals."""
 
+import json
 from datetime import datetime, timezone
 
 import pytest
@@ -111,3 +112,23 @@ def test_console_is_served_without_escaping_its_folder(gateway):
     for path in ("/ui/../secret.txt", "/ui/%2e%2e/secret.txt", "/ui/nothing.js"):
         reply = gateway.handle(req("GET", path), "x")
         assert reply.status == 404 and b"do not serve" not in reply.body
+
+
+def test_a_known_path_with_a_wrong_method_is_405_naming_the_allowed_ones(gateway):
+    reply = gateway.handle(req("PATCH", "/v1/memories/abc"), "x")
+    assert reply.status == 405 and reply.headers["Allow"] == "DELETE, GET, HEAD"
+    assert json.loads(reply.body)["error"]["code"] == "method_not_allowed"
+    assert gateway.invoker.events == []
+    assert Router().allowed("/v1/nothing") == []
+
+
+def test_healthz_answers_without_credentials_or_a_handler(gateway):
+    reply = gateway.handle(req("GET", "/healthz"), "x")
+    assert reply.status == 200 and json.loads(reply.body) == {"status": "ok"}
+    assert gateway.invoker.events == []
+
+
+def test_head_reaches_the_get_handler_as_get(gateway):
+    reply = gateway.handle(req("HEAD", "/v1/projects", headers={"Authorization": f"Bearer {token(gateway)}"}), "x")
+    assert reply.status == 200
+    assert gateway.invoker.events[0][1]["requestContext"]["http"]["method"] == "GET"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -291,6 +292,17 @@ def facets(meta: dict[str, Any]) -> str:
     return json.dumps(picked, separators=(",", ":")) if picked else ""
 
 
+def _create_private(path: str) -> None:
+    """Create a new database file readable by its owner only. SQLite gives its journal, WAL
+    and shared-memory files the database file's mode, so they are 0600 too."""
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+
+
 class SQLiteStore:
     """The :class:`~capsule.store.base.MemoryStore` on one SQLite file."""
 
@@ -310,6 +322,7 @@ class SQLiteStore:
         if conn is None:
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                _create_private(self.path)
                 conn = sqlite3.connect(
                     self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
                 )
