@@ -26,7 +26,7 @@ from pydantic import (
 
 from .. import limits
 from ..errors import InvalidInput
-from ..models import ProjectName, Tag, check_meta_keys
+from ..models import CURSOR_PATTERN, NO_CONTROL, NO_NUL, ProjectName, Tag, check_meta_keys
 from .safe_regex import compile_safe
 
 MAX_FIXPACK_BYTES = 256 * 1024
@@ -46,21 +46,15 @@ def _no_nul(value: str) -> str:
     return value
 
 
-def _no_control(value: str) -> str:
-    # Names become parts of store keys (the MongoDB ids join them with a control character).
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise ValueError("must not contain control characters")
-    return value
-
-
-ShortText = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_nul)]
-Name = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_no_control)]
-LongText = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+ShortText = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_NUL)]
+Name = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_CONTROL)]
+LongText = Annotated[str, Field(max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
 Timeout = Annotated[int, Field(DEFAULT_TIMEOUT_MS, ge=1, le=MAX_TIMEOUT_MS, description="Milliseconds.")]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: JSON types as the schema says ("yes" is not a boolean, "5" not an integer).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 class SignatureMeta(BaseModel):
@@ -159,8 +153,8 @@ class Fixpack(_Strict):
     signatures: list[Signature] = Field(min_length=1, max_length=MAX_SIGNATURES)
     steps: list[Step] = Field(default_factory=list, max_length=MAX_STEPS)
     checks: list[Check] = Field(default_factory=list, max_length=MAX_CHECKS)
-    success_count: int = Field(0, ge=0, le=10**9)
-    failure_count: int = Field(0, ge=0, le=10**9)
+    success_count: int = Field(0, ge=0, le=limits.MAX_COUNT)
+    failure_count: int = Field(0, ge=0, le=limits.MAX_COUNT)
 
     @model_validator(mode="before")
     @classmethod
@@ -199,11 +193,11 @@ class FixpackFile(Fixpack):
 
 class ListSolutionsRequest(_Strict):
     category: Name | None = None
-    cursor: str | None = Field(None, max_length=512)
+    cursor: str | None = Field(None, max_length=limits.MAX_CURSOR_CHARS, pattern=CURSOR_PATTERN)
     limit: int = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
 
 
-ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS), AfterValidator(_no_nul)]
+ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS, pattern=NO_NUL)]
 
 
 class SolutionSearchRequest(_Strict):

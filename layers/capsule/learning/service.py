@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import limits
 from ..clock import Clock, system_clock
 from ..embedders.base import Embedder
 from ..errors import InvalidInput, NotFound, Unavailable
@@ -43,9 +44,11 @@ def _rate(success: int, failure: int) -> float:
 
 
 def to_solution(record: SolutionRecord) -> models.Solution:
+    # Counts written before they saturated may exceed the model's bound: read them at the bound.
+    success, failure = (min(max(n, 0), limits.MAX_COUNT) for n in (record.success, record.failure))
     return models.Solution(
-        **record.body, id=record.id, success_count=record.success, failure_count=record.failure,
-        success_rate=_rate(record.success, record.failure), created_at=record.created_at,
+        **record.body, id=record.id, success_count=success, failure_count=failure,
+        success_rate=_rate(success, failure), created_at=record.created_at,
         updated_at=record.updated_at,
     )
 
