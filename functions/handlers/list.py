@@ -9,7 +9,7 @@ from functions import app
 
 
 def list_memories(
-    project: Annotated[str, Query(min_length=1, max_length=limits.MAX_PROJECT_CHARS)],
+    project: Annotated[str, Query(min_length=1, max_length=limits.MAX_PROJECT_CHARS, pattern=models.NO_CONTROL)],
     pinned_only: Annotated[bool, Query()] = False,
     cursor: Annotated[str | None, Query(max_length=limits.MAX_CURSOR_CHARS, pattern=models.CURSOR_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = limits.DEFAULT_PAGE,

@@ -75,6 +75,16 @@ def _iso_text(value: Any) -> Any:
     return value
 
 
+def _json_int(value: Any) -> Any:
+    # JSON has one number type: 5.0 is the integer 5 (as JSON Schema's "integer" says), but
+    # true, "5" and 5.5 are not integers.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_json_int)]
+
 # Names become parts of store keys (the MongoDB ids join them with a control character).
 NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"
 NO_NUL = r"^[^\x00]*$"
@@ -202,13 +212,7 @@ class SearchFilters(_Request):
                             description="Every tag listed must be present.")
     path_prefix: PathText | None = None
     since: AwareDatetime | None = Field(None, description="Created at or after.")
-    until: AwareDatetime | None = Field(None, description="Created before.")
-
-    @model_validator(mode="after")
-    def _range(self) -> "SearchFilters":
-        if self.since and self.until and self.since >= self.until:
-            raise ValueError("since must be before until")
-        return self
+    until: AwareDatetime | None = Field(None, description="Created before (an until at or before since matches nothing).")
 
 
 class Weights(_Request):
@@ -227,7 +231,7 @@ class SearchRequest(_Request):
     query: str = Field(min_length=1, max_length=limits.MAX_QUERY_CHARS)
     project: ProjectName | None = None
     global_: bool = Field(False, alias="global", description="Search every project of the caller.")
-    k: int = Field(limits.DEFAULT_K, ge=1, le=limits.MAX_K)
+    k: JsonInt = Field(limits.DEFAULT_K, ge=1, le=limits.MAX_K)
     filters: SearchFilters = Field(default_factory=SearchFilters)
     weights: Weights | None = None
     mode: Literal["hybrid", "vector", "bm25"] = "hybrid"
@@ -243,7 +247,7 @@ class ListRequest(_Request):
     project: ProjectName
     pinned_only: bool = False
     cursor: str | None = Field(None, max_length=limits.MAX_CURSOR_CHARS, pattern=CURSOR_PATTERN)
-    limit: int = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
+    limit: JsonInt = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
 
 
 class ForgetRequest(_Request):
@@ -256,7 +260,7 @@ class FeedbackRequest(_Request):
 
 
 class ProjectSettingsRequest(_Request):
-    retention_limit: int = Field(ge=1, le=limits.MAX_RETENTION_LIMIT)
+    retention_limit: JsonInt = Field(ge=1, le=limits.MAX_RETENTION_LIMIT)
 
 
 # ---- results -------------------------------------------------------------

@@ -26,7 +26,7 @@ from pydantic import (
 
 from .. import limits
 from ..errors import InvalidInput
-from ..models import CURSOR_PATTERN, NO_CONTROL, NO_NUL, ProjectName, Tag, check_meta_keys
+from ..models import CURSOR_PATTERN, NO_CONTROL, NO_NUL, JsonInt, ProjectName, Tag, check_meta_keys
 from .safe_regex import compile_safe
 
 MAX_FIXPACK_BYTES = 256 * 1024
@@ -49,7 +49,7 @@ def _no_nul(value: str) -> str:
 ShortText = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_NUL)]
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_CONTROL)]
 LongText = Annotated[str, Field(max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
-Timeout = Annotated[int, Field(DEFAULT_TIMEOUT_MS, ge=1, le=MAX_TIMEOUT_MS, description="Milliseconds.")]
+Timeout = Annotated[JsonInt, Field(DEFAULT_TIMEOUT_MS, ge=1, le=MAX_TIMEOUT_MS, description="Milliseconds.")]
 
 
 class _Strict(BaseModel):
@@ -101,7 +101,7 @@ class CmdPayload(_Strict):
 
 
 class Step(_Strict):
-    step_order: int = Field(ge=0, le=10_000)
+    step_order: JsonInt = Field(ge=0, le=10_000)
     kind: Literal["patch", "cmd"]
     payload: dict[str, Any]
     description: LongText | None = None
@@ -121,10 +121,10 @@ class Step(_Strict):
 
 
 class Check(_Strict):
-    check_order: int = Field(ge=0, le=10_000)
+    check_order: JsonInt = Field(ge=0, le=10_000)
     cmd: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
     expect_substring: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None = None
-    expect_exit_code: int | None = Field(None, ge=0, le=255)
+    expect_exit_code: JsonInt | None = Field(None, ge=0, le=255)
     timeout_ms: Timeout = DEFAULT_TIMEOUT_MS
 
     @model_validator(mode="after")
@@ -153,8 +153,8 @@ class Fixpack(_Strict):
     signatures: list[Signature] = Field(min_length=1, max_length=MAX_SIGNATURES)
     steps: list[Step] = Field(default_factory=list, max_length=MAX_STEPS)
     checks: list[Check] = Field(default_factory=list, max_length=MAX_CHECKS)
-    success_count: int = Field(0, ge=0, le=limits.MAX_COUNT)
-    failure_count: int = Field(0, ge=0, le=limits.MAX_COUNT)
+    success_count: JsonInt = Field(0, ge=0, le=limits.MAX_COUNT)
+    failure_count: JsonInt = Field(0, ge=0, le=limits.MAX_COUNT)
 
     @model_validator(mode="before")
     @classmethod
@@ -194,7 +194,7 @@ class FixpackFile(Fixpack):
 class ListSolutionsRequest(_Strict):
     category: Name | None = None
     cursor: str | None = Field(None, max_length=limits.MAX_CURSOR_CHARS, pattern=CURSOR_PATTERN)
-    limit: int = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
+    limit: JsonInt = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
 
 
 ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS, pattern=NO_NUL)]
@@ -203,7 +203,7 @@ ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS
 class SolutionSearchRequest(_Strict):
     error: ErrorText = Field(description="The error message (or log excerpt) to find fixes for.")
     category: Name | None = None
-    k: int = Field(5, ge=1, le=limits.MAX_K)
+    k: JsonInt = Field(5, ge=1, le=limits.MAX_K)
 
 
 class PatternRef(_Strict):
@@ -222,13 +222,13 @@ class ApplyRequest(_Strict):
 class PatternDetectRequest(_Strict):
     error: ErrorText
     category: Name | None = None
-    k: int = Field(5, ge=1, le=limits.MAX_K)
+    k: JsonInt = Field(5, ge=1, le=limits.MAX_K)
     min_score: float = Field(0.15, ge=0, le=1)
-    solutions: int = Field(3, ge=0, le=10, description="Linked solutions to return per pattern.")
+    solutions: JsonInt = Field(3, ge=0, le=10, description="Linked solutions to return per pattern.")
 
 
 class PatternSolutionsRequest(PatternRef):
-    k: int = Field(5, ge=1, le=limits.MAX_K)
+    k: JsonInt = Field(5, ge=1, le=limits.MAX_K)
 
 
 class PatternLinkRequest(PatternRef):
@@ -238,15 +238,15 @@ class PatternLinkRequest(PatternRef):
 
 
 class GoldenPathsRequest(_Strict):
-    min_applications: int = Field(3, ge=1, le=1_000_000, description="Successes a pair needs.")
+    min_applications: JsonInt = Field(3, ge=1, le=1_000_000, description="Successes a pair needs.")
     category: Name | None = None
-    k: int = Field(20, ge=1, le=limits.MAX_PAGE)
+    k: JsonInt = Field(20, ge=1, le=limits.MAX_PAGE)
 
 
 class DetectPatternsRequest(_Strict):
-    min_occurrences: int = Field(2, ge=2, le=1_000_000)
+    min_occurrences: JsonInt = Field(2, ge=2, le=1_000_000)
     category: Name | None = None
-    k: int = Field(20, ge=1, le=limits.MAX_PAGE)
+    k: JsonInt = Field(20, ge=1, le=limits.MAX_PAGE)
 
 
 # ---- results ----------------------------------------------------------------
