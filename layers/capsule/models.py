@@ -75,7 +75,7 @@ def _iso_text(value: Any) -> Any:
     return value
 
 
-def _json_int(value: Any) -> Any:
+def json_int(value: Any) -> Any:
     # JSON has one number type: 5.0 is the integer 5 (as JSON Schema's "integer" says), but
     # true, "5" and 5.5 are not integers.
     if isinstance(value, float) and value.is_integer():
@@ -83,7 +83,7 @@ def _json_int(value: Any) -> Any:
     return value
 
 
-JsonInt = Annotated[int, BeforeValidator(_json_int)]
+JsonInt = Annotated[int, BeforeValidator(json_int)]
 
 # Names become parts of store keys (the MongoDB ids join them with a control character).
 NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"
@@ -226,7 +226,8 @@ class Weights(_Request):
 
 class SearchRequest(_Request):
     model_config = ConfigDict(json_schema_extra={"anyOf": [
-        {"required": ["project"]}, {"required": ["global"], "properties": {"global": {"const": True}}}]})
+        {"required": ["project"], "properties": {"project": {"type": "string"}}},
+        {"required": ["global"], "properties": {"global": {"const": True}}}]})
 
     query: str = Field(min_length=1, max_length=limits.MAX_QUERY_CHARS)
     project: ProjectName | None = None

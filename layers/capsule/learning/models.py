@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -26,7 +27,7 @@ from pydantic import (
 
 from .. import limits
 from ..errors import InvalidInput
-from ..models import CURSOR_PATTERN, NO_CONTROL, NO_NUL, JsonInt, ProjectName, Tag, check_meta_keys
+from ..models import CURSOR_PATTERN, NO_CONTROL, NO_NUL, JsonInt, json_int, ProjectName, Tag, check_meta_keys
 from .safe_regex import compile_safe
 
 MAX_FIXPACK_BYTES = 256 * 1024
@@ -49,7 +50,7 @@ def _no_nul(value: str) -> str:
 ShortText = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_NUL)]
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_CONTROL)]
 LongText = Annotated[str, Field(max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
-Timeout = Annotated[JsonInt, Field(DEFAULT_TIMEOUT_MS, ge=1, le=MAX_TIMEOUT_MS, description="Milliseconds.")]
+Timeout = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_MS, description="Milliseconds."), BeforeValidator(json_int)]
 
 
 class _Strict(BaseModel):
@@ -79,7 +80,7 @@ def _regex(value: str) -> str:
     return value
 
 
-Regex = Annotated[str, AfterValidator(_regex)]
+Regex = Annotated[str, Field(min_length=1, json_schema_extra={"format": "regex"}), AfterValidator(_regex)]
 
 
 class Signature(_Strict):
