@@ -19,6 +19,7 @@ import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable
+from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -209,8 +210,16 @@ def register(app: APIGatewayHttpResolver, endpoint: Endpoint) -> None:
     )(endpoint.function)
 
 
+class _Resolver(APIGatewayHttpResolver):
+    """Powertools takes path parameters from the raw path: ``/v1/memories/caf%C3%A9`` names the
+    id ``café``, as API Gateway's own ``pathParameters`` say (and the id's length is its own)."""
+
+    def _convert_matches_into_route_keys(self, match: re.Match) -> dict[str, str]:
+        return {key: unquote(value) for key, value in match.groupdict().items()}
+
+
 def new_resolver(body_model: type[BaseModel] | None = None) -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(enable_validation=True)
+    app = _Resolver(enable_validation=True)
     _install_error_handlers(app, body_model)
     return app
 

@@ -113,6 +113,15 @@ AwareDatetime = Annotated[
 ]
 # A key that a document store reads as written: not empty, no leading '$', no '.' or NUL.
 META_KEY_PATTERN = r"^[^$.\x00][^.\x00]*$"
+# Meta values are any JSON whose object keys keep the key rules at every level: the OpenAPI
+# document carries this schema as components/schemas/MetaValue (functions/openapi.py).
+META_VALUE_REF = "#/components/schemas/MetaValue"
+META_VALUE_SCHEMA = {"anyOf": [
+    {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+    {"type": "array", "items": {"$ref": META_VALUE_REF}},
+    {"type": "object", "propertyNames": {"pattern": META_KEY_PATTERN}, "additionalProperties": {"$ref": META_VALUE_REF}},
+], "description": f"Any JSON; object keys keep the key rules; at most {limits.MAX_META_DEPTH} levels deep."}
+META_SCHEMA_EXTRA = {"propertyNames": {"pattern": META_KEY_PATTERN}, "additionalProperties": {"$ref": META_VALUE_REF}}
 PATTERN_MESSAGES.update({
     NO_CONTROL: "must not contain control characters",
     NO_NUL: "must not contain NUL characters",
@@ -140,8 +149,7 @@ def check_meta_keys(value: Any, where: str = "meta", depth: int = 0) -> None:
 class MemoryMeta(BaseModel):
     """What kind of memory this is. Unknown keys are kept, within the key rules."""
 
-    model_config = ConfigDict(extra="allow", strict=True,
-                              json_schema_extra={"propertyNames": {"pattern": META_KEY_PATTERN}})
+    model_config = ConfigDict(extra="allow", strict=True, json_schema_extra=META_SCHEMA_EXTRA)
 
     type: str | None = Field(None, max_length=64, description="decision, code, error, fix, note, digest, ...")
     component: str | None = Field(None, max_length=128)

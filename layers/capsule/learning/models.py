@@ -27,7 +27,9 @@ from pydantic import (
 
 from .. import limits
 from ..errors import InvalidInput
-from ..models import CURSOR_PATTERN, NO_CONTROL, NO_NUL, JsonInt, json_int, ProjectName, Tag, check_meta_keys
+from ..models import (
+    CURSOR_PATTERN, META_SCHEMA_EXTRA, NO_CONTROL, NO_NUL, JsonInt, ProjectName, Tag, check_meta_keys, json_int,
+)
 from .safe_regex import compile_safe
 
 MAX_FIXPACK_BYTES = 256 * 1024
@@ -39,12 +41,6 @@ MAX_TIMEOUT_MS = 3_600_000
 DEFAULT_TIMEOUT_MS = 60_000
 MAX_TEXT_CHARS = 8192
 MAX_PAYLOAD_CHARS = 64 * 1024
-
-
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
 
 
 ShortText = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_NUL)]
@@ -61,7 +57,7 @@ class _Strict(BaseModel):
 class SignatureMeta(BaseModel):
     """Free metadata of a signature; ``min_score`` is the similarity that counts as a match."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=META_SCHEMA_EXTRA)
 
     min_score: float | None = Field(None, ge=0, le=1)
 
@@ -84,7 +80,7 @@ Regex = Annotated[str, Field(min_length=1, json_schema_extra={"format": "regex"}
 
 
 class Signature(_Strict):
-    text: Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_no_nul)] = Field(
+    text: Annotated[str, Field(min_length=1, max_length=2000, pattern=NO_NUL)] = Field(
         description="An error message this solution fixes, as it is usually seen.")
     regexes: list[Regex] = Field(default_factory=list, max_length=MAX_REGEXES,
                                  description="Patterns (RE2 syntax) that identify the error.")
@@ -92,16 +88,25 @@ class Signature(_Strict):
 
 
 class PatchPayload(_Strict):
-    file: Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS), AfterValidator(_no_nul)]
+    file: Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=NO_NUL)]
     search: Annotated[str, Field(min_length=1, max_length=MAX_PAYLOAD_CHARS)]
     replace: Annotated[str, Field(max_length=MAX_PAYLOAD_CHARS)]
 
 
 class CmdPayload(_Strict):
-    command: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+    command: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
+
+
+def _payload_rules() -> dict[str, Any]:
+    # The payload each kind needs, stated in the schema as the validator below checks it.
+    kinds = {"patch": PatchPayload, "cmd": CmdPayload}
+    return {"anyOf": [{"properties": {"kind": {"const": kind}, "payload": model.model_json_schema()}}
+                      for kind, model in kinds.items()]}
 
 
 class Step(_Strict):
+    model_config = ConfigDict(json_schema_extra=_payload_rules())
+
     step_order: JsonInt = Field(ge=0, le=10_000)
     kind: Literal["patch", "cmd"]
     payload: dict[str, Any]
@@ -122,8 +127,12 @@ class Step(_Strict):
 
 
 class Check(_Strict):
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": ["expect_substring"], "properties": {"expect_substring": {"type": "string"}}},
+        {"required": ["expect_exit_code"], "properties": {"expect_exit_code": {"type": "integer"}}}]})
+
     check_order: JsonInt = Field(ge=0, le=10_000)
-    cmd: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+    cmd: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
     expect_substring: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None = None
     expect_exit_code: JsonInt | None = Field(None, ge=0, le=255)
     timeout_ms: Timeout = DEFAULT_TIMEOUT_MS
