@@ -242,3 +242,18 @@ def test_the_openapi_document_states_the_rules():
     store_op = doc["paths"]["/v1/memories"]["post"]["responses"]
     assert "400" in store_op and "Retry-After" in store_op["503"]["headers"]
     assert "409" in doc["paths"]["/v1/memories/{id}/restore"]["post"]["responses"]
+
+
+@pytest.mark.parametrize("value", ["yes", "1", "True", "on"])
+def test_a_query_boolean_is_true_or_false(service, call, value):
+    answer = call(event("list", query={"project": "api", "pinned_only": value}))
+    assert answer.status == 422 and answer.json["error"]["details"][0]["field"] == "pinned_only", answer
+
+
+def test_a_percent_encoded_id_is_measured_decoded(service, call):
+    # 40 characters, 120 once percent-encoded: within the 128 the document allows.
+    from urllib.parse import quote
+
+    e = event("get", path_params={"id": quote("é" * 40)})
+    answer = call(e)
+    assert answer.status == 404 and "é" * 40 in answer.json["error"]["message"], answer

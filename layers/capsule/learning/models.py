@@ -134,7 +134,7 @@ class Check(_Strict):
     check_order: JsonInt = Field(ge=0, le=10_000)
     cmd: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
     expect_substring: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None = None
-    expect_exit_code: JsonInt | None = Field(None, ge=0, le=255)
+    expect_exit_code: Annotated[int, Field(ge=0, le=255), BeforeValidator(json_int)] | None = None
     timeout_ms: Timeout = DEFAULT_TIMEOUT_MS
 
     @model_validator(mode="after")
