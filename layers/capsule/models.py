@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timezone
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
+
+from typing_extensions import TypeAliasType
 
 from pydantic import (
     AfterValidator,
@@ -113,15 +115,12 @@ AwareDatetime = Annotated[
 ]
 # A key that a document store reads as written: not empty, no leading '$', no '.' or NUL.
 META_KEY_PATTERN = r"^[^$.\x00][^.\x00]*$"
-# Meta values are any JSON whose object keys keep the key rules at every level: the OpenAPI
-# document carries this schema as components/schemas/MetaValue (functions/openapi.py).
-META_VALUE_REF = "#/components/schemas/MetaValue"
-META_VALUE_SCHEMA = {"anyOf": [
-    {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
-    {"type": "array", "items": {"$ref": META_VALUE_REF}},
-    {"type": "object", "propertyNames": {"pattern": META_KEY_PATTERN}, "additionalProperties": {"$ref": META_VALUE_REF}},
-], "description": f"Any JSON; object keys keep the key rules; at most {limits.MAX_META_DEPTH} levels deep."}
-META_SCHEMA_EXTRA = {"propertyNames": {"pattern": META_KEY_PATTERN}, "additionalProperties": {"$ref": META_VALUE_REF}}
+# Meta values are any JSON whose object keys keep the key rules at every level; the schema
+# says so too (MetaValue), so a client generated from it never sends a key that is refused.
+MetaKey = Annotated[str, Field(pattern=META_KEY_PATTERN)]
+MetaObject = Annotated[dict[MetaKey, "MetaValue"], Field(json_schema_extra={"additionalProperties": False})]
+MetaValue = TypeAliasType("MetaValue", "Union[str, int, float, bool, None, list[MetaValue], MetaObject]")
+META_SCHEMA_EXTRA = {"propertyNames": {"pattern": META_KEY_PATTERN}}
 PATTERN_MESSAGES.update({
     NO_CONTROL: "must not contain control characters",
     NO_NUL: "must not contain NUL characters",
@@ -150,6 +149,7 @@ class MemoryMeta(BaseModel):
     """What kind of memory this is. Unknown keys are kept, within the key rules."""
 
     model_config = ConfigDict(extra="allow", strict=True, json_schema_extra=META_SCHEMA_EXTRA)
+    __pydantic_extra__: dict[str, MetaValue] = Field(init=False)
 
     type: str | None = Field(None, max_length=64, description="decision, code, error, fix, note, digest, ...")
     component: str | None = Field(None, max_length=128)

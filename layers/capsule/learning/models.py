@@ -28,7 +28,7 @@ from pydantic import (
 from .. import limits
 from ..errors import InvalidInput
 from ..models import (
-    CURSOR_PATTERN, META_SCHEMA_EXTRA, NO_CONTROL, NO_NUL, JsonInt, ProjectName, Tag, check_meta_keys, json_int,
+    CURSOR_PATTERN, META_SCHEMA_EXTRA, NO_CONTROL, MetaValue, NO_NUL, JsonInt, ProjectName, Tag, check_meta_keys, json_int,
 )
 from .safe_regex import compile_safe
 
@@ -58,6 +58,7 @@ class SignatureMeta(BaseModel):
     """Free metadata of a signature; ``min_score`` is the similarity that counts as a match."""
 
     model_config = ConfigDict(extra="allow", json_schema_extra=META_SCHEMA_EXTRA)
+    __pydantic_extra__: dict[str, MetaValue] = Field(init=False)
 
     min_score: float | None = Field(None, ge=0, le=1)
 
