@@ -119,7 +119,9 @@ META_KEY_PATTERN = r"^[^$.\x00][^.\x00]*$"
 # says so too (MetaValue), so a client generated from it never sends a key that is refused.
 MetaKey = Annotated[str, Field(pattern=META_KEY_PATTERN)]
 MetaObject = Annotated[dict[MetaKey, "MetaValue"], Field(json_schema_extra={"additionalProperties": False})]
-MetaValue = TypeAliasType("MetaValue", "Union[str, int, float, bool, None, list[MetaValue], MetaObject]")
+# Integers fit in 64 bits: MongoDB (BSON) holds no larger, and a value must store in either backend.
+MetaInt = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+MetaValue = TypeAliasType("MetaValue", "Union[str, MetaInt, float, bool, None, list[MetaValue], MetaObject]")
 META_SCHEMA_EXTRA = {"propertyNames": {"pattern": META_KEY_PATTERN}}
 PATTERN_MESSAGES.update({
     NO_CONTROL: "must not contain control characters",

@@ -264,7 +264,8 @@ class DetectPatternsRequest(_Strict):
 
 
 class Solution(Fixpack):
-    model_config = ConfigDict(extra="forbid")
+    # A result, read back by clients from JSON (times as strings): not an edge input.
+    model_config = ConfigDict(extra="forbid", strict=False)
 
     id: str
     success_rate: float = Field(description="Wilson lower bound of successes / applications.")

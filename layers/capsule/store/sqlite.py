@@ -662,7 +662,10 @@ class SQLiteStore:
         except sqlite3.OperationalError as exc:
             raise Unavailable(f"the database could not be read: {exc}") from exc
         finally:
-            conn.execute("COMMIT")
+            try:
+                conn.execute("COMMIT")  # a read-only transaction: ending it cannot lose anything
+            except sqlite3.Error:
+                _rollback(conn)
 
     def change_markers(self, tenant: str, projects: Sequence[str] | None) -> dict[str, int]:
         sql, params = "SELECT name, version FROM projects WHERE tenant = ?", [tenant]
