@@ -49,8 +49,10 @@ def run(served: Server, report: Path) -> subprocess.CompletedProcess:
          "--max-examples", str(FUZZ_EXAMPLES), "--workers", "1", "--no-color", "--output-truncate", "true",
          # ignored_auth sends requests without the token and expects 401: the header is the only credential.
          "-H", f"Authorization: Bearer {served.token}",
-         "--report", "json", "--report-json-path", str(report), "--request-timeout", "30"],
-        capture_output=True, text=True, timeout=1800,
+         "--report", "json", "--report-json-path", str(report), "--request-timeout", "30",
+         # No example database: each run is the seed's own, not a replay of earlier runs' finds.
+         "--generation-database", "none"],
+        capture_output=True, text=True, timeout=1800, cwd=report.parent,
     )
 
 
