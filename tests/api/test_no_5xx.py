@@ -257,3 +257,12 @@ def test_a_percent_encoded_id_is_measured_decoded(service, call):
     e = event("get", path_params={"id": quote("é" * 40)})
     answer = call(e)
     assert answer.status == 404 and "é" * 40 in answer.json["error"]["message"], answer
+
+
+def test_equal_step_orders_keep_their_file_order(service, call):
+    body = copy.deepcopy(FIXPACK)
+    body["checks"] = [{"check_order": 1, "cmd": "first", "expect_exit_code": 0},
+                      {"check_order": 1, "cmd": "second", "expect_exit_code": 0}]
+    answer = call(event("solution_create", body=body))
+    assert answer.status == 201, answer
+    assert [c["cmd"] for c in answer.json["solution"]["checks"]] == ["first", "second"]

@@ -29,6 +29,7 @@ SEED = 20261201
 # Answers of the HTTP front itself (functions/http_server.py), not of the API: TRACE gets the
 # standard library's HTML 501. Issue 14's HTTP part (405 with Allow for every unknown method)
 # removes it; then this set is empty and the lead deletes it.
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 NOT_OURS = {("ST101", "TRACE"), ("ST204", "TRACE")}
 
 
@@ -77,7 +78,9 @@ def test_schemathesis_finds_no_5xx_and_no_schema_violation(served, tmp_path):
           f" {sum(f['count'] for f in summary['failures'])} by check: "
           + ", ".join(f"{f['code']} {f['title']} x{f['count']}" for f in summary["failures"]))
     assert summary["complete"] and summary["operations"]["tested"] == summary["operations"]["total"] == 26
-    log = tmp_path / "schemathesis.txt"
+    # Kept where a failing CI run leaves it (test-artifacts/, as the console test's screenshot).
+    log = ARTIFACTS / "schemathesis.txt"
+    log.parent.mkdir(exist_ok=True)
     log.write_text(done.stdout + done.stderr)
     assert not summary["errors"], f"schemathesis errors; its output: {log}"
     assert ours(summary["failures"]) == [], f"failures (its output, with a curl for each: {log})"
