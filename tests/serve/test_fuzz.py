@@ -3,7 +3,7 @@
 Bounded for CI (a fixed seed, every operation, ``FUZZ_EXAMPLES`` cases per operation and phase,
 a few minutes on two cores). The same run at a larger budget:
 
-    CAPSULE_FUZZ_EXAMPLES=200 .venv/bin/python -m pytest tests/serve/test_fuzz.py -q -s
+    CAPSULE_FUZZ_EXAMPLES=100 .venv/bin/python -m pytest tests/serve/test_fuzz.py -q -s --timeout 2400
 
 Every failure schemathesis reports fails this test, by operation and check, with the command
 that replays it; only the ones listed in :data:`NOT_OURS` are set aside, each with its owner.
