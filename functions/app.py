@@ -13,18 +13,18 @@ tests inject their own with :func:`set_service`.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextvars
 import json
 import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable
+from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     ResponseValidationError,
@@ -34,12 +34,15 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from capsule import limits
-from capsule.errors import CapsuleError, InvalidInput, NotFound, PayloadTooLarge, Unauthorized
+from capsule.errors import CapsuleError, InvalidInput, MalformedBody, NotFound, PayloadTooLarge, Unauthorized, Unavailable
+from capsule.fielderrors import invalid_input
 from capsule.models import ErrorResponse
+from pydantic import BaseModel
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
 from . import routes
+from .body import body_text, check as check_body
 from .secrets import load_settings
 from .tenancy import tenant_of
 
@@ -81,53 +84,59 @@ def tenant() -> str:
 # ---- errors -------------------------------------------------------------------
 
 _ERROR_DESCRIPTIONS = {
+    400: "The body is not UTF-8 text",
     401: "Missing or bad credentials",
     403: "Credentials not accepted (e.g. a SigV4 signature mismatch)",
     404: "No such memory for this caller (another tenant's id is also not found)",
     409: "The memory's state does not allow it",
     413: "Body over the limit",
     422: "Invalid input; details name each field",
-    503: "A dependency (the store) is unavailable; nothing was changed",
+    503: "A dependency (the store) is unavailable or full; nothing was changed; retry after Retry-After seconds",
     500: "Unexpected error; nothing about it is revealed",
 }
+
+
+_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying", "required": True,
+                                 "schema": {"type": "integer", "minimum": 0}}}
 
 
 def error_responses(*statuses: int) -> dict[int, dict[str, Any]]:
     """OpenAPI ``responses`` entries for error statuses, all with the one error schema."""
     return {
         status: {"description": _ERROR_DESCRIPTIONS[status],
-                 "content": {"application/json": {"model": ErrorResponse}}}
+                 "content": {"application/json": {"model": ErrorResponse}},
+                 **({"headers": _RETRY_AFTER} if status == 503 else {})}
         for status in statuses
     }
 
 
+def _headers(exc: CapsuleError) -> dict[str, str]:
+    return {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, Unavailable) else {}
+
+
 def error_response(exc: CapsuleError) -> Response:
     return Response(status_code=exc.status, content_type=content_types.APPLICATION_JSON,
-                    body={"error": exc.to_dict()})
+                    body={"error": exc.to_dict()}, headers=_headers(exc))
 
 
-def _field_of(loc: tuple) -> str:
+def validation_error(exc: ValidationException, body_model: type[BaseModel] | None = None) -> InvalidInput:
+    errors = list(exc.errors())
+    if errors and errors[0].get("type") == "json_invalid":
+        return InvalidInput("body: body is not valid JSON", field="body",
+                            details=[{"field": "body", "message": "body is not valid JSON", "type": "json_invalid"}])
     # Powertools reports ("body", "content") or ("query", "limit"): name the field itself.
-    parts = [str(p) for p in loc]
-    if len(parts) > 1 and parts[0] in ("body", "query", "path", "header"):
-        parts = parts[1:]
-    return ".".join(parts) or "body"
+    in_body = [{**e, "loc": tuple(e.get("loc", ()))[1:]} for e in errors if _where(e) == "body"]
+    elsewhere = [{**e, "loc": tuple(e.get("loc", ()))[1:]} if _where(e) else e for e in errors
+                 if _where(e) != "body"]
+    return invalid_input([*in_body, *elsewhere], body_model) if (in_body or elsewhere) else invalid_input([])
 
 
-def validation_error(exc: ValidationException) -> InvalidInput:
-    details = [
-        {"field": _field_of(tuple(err.get("loc", ()))), "message": err.get("msg", "invalid"), "type": err.get("type")}
-        for err in exc.errors()
-    ]
-    first = details[0] if details else {"field": "body", "message": "invalid"}
-    if first.get("type") == "json_invalid":
-        first = {**first, "field": "body", "message": "body is not valid JSON"}
-        details[0] = first
-    message = f"{first['field']}: {first['message']}" + (f" (and {len(details) - 1} more)" if len(details) > 1 else "")
-    return InvalidInput(message, field=first["field"], details=details)
+def _where(err: dict[str, Any]) -> str | None:
+    loc = tuple(err.get("loc", ()))
+    return str(loc[0]) if len(loc) > 1 and loc[0] in ("body", "query", "path", "header") else None
 
 
-def _install_error_handlers(app: APIGatewayHttpResolver) -> None:
+def _install_error_handlers(app: APIGatewayHttpResolver, body_model: type[BaseModel] | None = None) -> None:
     @app.exception_handler(CapsuleError)
     def _ours(exc: CapsuleError) -> Response:
         if exc.status >= 500:
@@ -141,7 +150,7 @@ def _install_error_handlers(app: APIGatewayHttpResolver) -> None:
             return error_response(CapsuleError("internal error; the response did not match its schema"))
         if isinstance(exc, RequestUnsupportedContentType):
             return error_response(InvalidInput("send the body as application/json", field="content-type"))
-        return error_response(validation_error(exc))
+        return error_response(validation_error(exc, body_model))
 
     @app.not_found
     def _no_route(exc: NotFoundError) -> Response:
@@ -179,7 +188,8 @@ def _responses(endpoint: Endpoint) -> dict[int, dict[str, Any]]:
     returns = typing.get_type_hints(endpoint.function)["return"]
     success = {endpoint.status_code: {"description": "Success",
                                       "content": {"application/json": {"model": returns}}}}
-    return {**success, **error_responses(*endpoint.errors)}
+    errors = sorted({*endpoint.errors, *((400,) if body_model(endpoint) else ())})
+    return {**success, **error_responses(*errors)}
 
 
 def _tag(path: str) -> str:
@@ -200,10 +210,28 @@ def register(app: APIGatewayHttpResolver, endpoint: Endpoint) -> None:
     )(endpoint.function)
 
 
-def new_resolver() -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(enable_validation=True)
-    _install_error_handlers(app)
+class _Resolver(APIGatewayHttpResolver):
+    """Powertools takes path parameters from the raw path: ``/v1/memories/caf%C3%A9`` names the
+    id ``café``, as API Gateway's own ``pathParameters`` say (and the id's length is its own)."""
+
+    def _convert_matches_into_route_keys(self, match: re.Match) -> dict[str, str]:
+        return {key: unquote(value) for key, value in match.groupdict().items()}
+
+
+def new_resolver(body_model: type[BaseModel] | None = None) -> APIGatewayHttpResolver:
+    app = _Resolver(enable_validation=True)
+    _install_error_handlers(app, body_model)
     return app
+
+
+def body_model(endpoint: Endpoint) -> type[BaseModel] | None:
+    """The model of the endpoint's JSON body, None when it takes none."""
+    hints = typing.get_type_hints(endpoint.function, include_extras=True)
+    for name, hint in hints.items():
+        if name != "return" and any(isinstance(m, Body) for m in getattr(hint, "__metadata__", ())):
+            model = typing.get_args(hint)[0]
+            return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+    return None
 
 
 def body_size(event: dict[str, Any]) -> int:
@@ -213,25 +241,13 @@ def body_size(event: dict[str, Any]) -> int:
     return len(body.encode("utf-8", "surrogatepass"))
 
 
-def body_text_error(event: dict[str, Any]) -> InvalidInput | None:
-    """A base64 body (binary, as the gateway sends it) that is not UTF-8 text cannot be JSON:
-    refused here, as Powertools would fail decoding it (a 500) before any validation."""
-    if not event.get("isBase64Encoded") or not event.get("body"):
-        return None
-    try:
-        base64.b64decode(event["body"], validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return InvalidInput("the body is not UTF-8 text, so it is not JSON (a binary file?)", field="body")
-    return None
-
-
 def _refusal(exc: CapsuleError) -> dict[str, Any]:
-    """A response built before the resolver runs (no identity, body too large)."""
-    return {"statusCode": exc.status, "headers": {"Content-Type": content_types.APPLICATION_JSON},
+    """A response built before the resolver runs (no identity, a body too large or unreadable)."""
+    return {"statusCode": exc.status, "headers": {"Content-Type": content_types.APPLICATION_JSON, **_headers(exc)},
             "body": json.dumps({"error": exc.to_dict()}), "isBase64Encoded": False}
 
 
-def _admit(route: routes.Route, event: dict[str, Any]) -> CapsuleError | str | None:
+def _admit(route: routes.Route, event: dict[str, Any], takes_body: bool) -> CapsuleError | str | None:
     """The caller's tenant, or the error that refuses the request before parsing."""
     try:
         who = tenant_of(event) if route.auth else None
@@ -241,20 +257,25 @@ def _admit(route: routes.Route, event: dict[str, Any]) -> CapsuleError | str | N
     if size > limits.MAX_BODY_BYTES:
         return PayloadTooLarge(f"the body is {size} bytes; the limit is {limits.MAX_BODY_BYTES} bytes",
                                field="body")
-    return body_text_error(event) or who
+    if takes_body:
+        return check_body(event) or who
+    # A route that reads no body still gets one decoded by Powertools: text that is not UTF-8 is refused.
+    text = body_text(event)
+    return text if isinstance(text, MalformedBody) else who
 
 
 def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda handler for one endpoint: one resolver, built once per container."""
     route = routes.by_name(endpoint.route)
-    app = new_resolver()
+    model = body_model(endpoint)
+    app = new_resolver(model)
     register(app, endpoint)
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         metrics.add_metric(name=route.name, unit=MetricUnit.Count, value=1)
-        admitted = _admit(route, event)
+        admitted = _admit(route, event, model is not None)
         if isinstance(admitted, CapsuleError):
             return _refusal(admitted)
         token = _tenant.set(admitted or "")

@@ -12,7 +12,7 @@ from functions.learning_app import learning
 
 def golden_paths(
     min_applications: Annotated[int, Query(ge=1, le=1_000_000)] = 3,
-    category: Annotated[str | None, Query(min_length=1, max_length=128)] = None,
+    category: Annotated[str | None, Query(min_length=1, max_length=128, pattern=models.NO_CONTROL)] = None,
     k: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = 20,
 ) -> models.GoldenPathsResult:
     return learning().golden_paths(app.tenant(), {"min_applications": min_applications, "category": category, "k": k})

@@ -3,15 +3,17 @@
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
+from pydantic import BeforeValidator
 
 from capsule import limits, models
 from functions import app
+from functions.params import query_bool
 
 
 def list_memories(
-    project: Annotated[str, Query(min_length=1, max_length=limits.MAX_PROJECT_CHARS)],
-    pinned_only: Annotated[bool, Query()] = False,
-    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    project: Annotated[str, Query(min_length=1, max_length=limits.MAX_PROJECT_CHARS, pattern=models.NO_CONTROL)],
+    pinned_only: Annotated[bool, Query(), BeforeValidator(query_bool)] = False,
+    cursor: Annotated[str | None, Query(max_length=limits.MAX_CURSOR_CHARS, pattern=models.CURSOR_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = limits.DEFAULT_PAGE,
 ) -> models.ListResult:
     request = {"project": project, "pinned_only": pinned_only, "cursor": cursor, "limit": limit}

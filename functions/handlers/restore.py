@@ -10,5 +10,5 @@ def restore(id: MemoryId) -> models.MemoryResult:
 
 
 ENDPOINT = app.Endpoint("restore", restore, summary="Restore a forgotten memory",
-                        errors=(401, 404, 413, 422, 500, 503))
+                        errors=(401, 404, 409, 413, 422, 500, 503))
 handler = app.make_handler(ENDPOINT)

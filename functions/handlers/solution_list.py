@@ -11,8 +11,8 @@ from functions.learning_app import learning
 
 
 def solution_list(
-    category: Annotated[str | None, Query(min_length=1, max_length=128)] = None,
-    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    category: Annotated[str | None, Query(min_length=1, max_length=128, pattern=models.NO_CONTROL)] = None,
+    cursor: Annotated[str | None, Query(max_length=limits.MAX_CURSOR_CHARS, pattern=models.CURSOR_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = limits.DEFAULT_PAGE,
 ) -> models.SolutionList:
     return learning().list_solutions(app.tenant(), {"category": category, "cursor": cursor, "limit": limit})

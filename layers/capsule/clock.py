@@ -32,5 +32,15 @@ def to_epoch(value: datetime) -> float:
     return value.timestamp()
 
 
+_MIN_EPOCH = datetime(1, 1, 2, tzinfo=timezone.utc).timestamp()
+_MAX_EPOCH = datetime(9999, 12, 30, tzinfo=timezone.utc).timestamp()
+
+
 def from_epoch(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
+    """The stored time, within the years Python can hold: a row written before the edge
+    refused such times (year 10000 in UTC) must still read, or its whole project could not."""
+    if value is None:
+        return None
+    if value != value:  # NaN
+        value = 0.0
+    return datetime.fromtimestamp(min(max(value, _MIN_EPOCH), _MAX_EPOCH), tz=timezone.utc)

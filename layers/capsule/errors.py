@@ -6,13 +6,14 @@ store or embedder boundary and re-raised as one of these with ``raise ... from``
 HTTP statuses are assigned only at the edge (``functions/``), from ``status``.
 
     CapsuleError
-    ├── InvalidInput        bad request: names the field (400/422)
+    ├── InvalidInput        bad request: names the field (422)
+    │   ├── MalformedBody   the body is not text a JSON parser can read: not UTF-8 (400)
     │   └── PayloadTooLarge body or text over a limit (413)
     ├── Unauthorized        missing or bad credentials (401)
     ├── Forbidden           authenticated but not allowed (403)
     ├── NotFound            no such thing for this tenant (404)
     ├── Conflict            state does not allow it (409)
-    └── Unavailable         a dependency is down; nothing was changed (503)
+    └── Unavailable         a dependency is down or full; nothing was changed (503, Retry-After)
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ class InvalidInput(CapsuleError):
         self.field = field
 
 
+class MalformedBody(InvalidInput):
+    code = "malformed_body"
+    status = 400
+
+
 class PayloadTooLarge(InvalidInput):
     code = "payload_too_large"
     status = 413
@@ -72,20 +78,12 @@ class Conflict(CapsuleError):
 class Unavailable(CapsuleError):
     code = "unavailable"
     status = 503
+    retry_after_s = 1  # the edge sends it as Retry-After: a busy or full store is worth retrying
 
 
-def from_validation_error(exc: Any) -> InvalidInput:
-    """Turn a pydantic ``ValidationError`` into ours, naming each field."""
-    details = [
-        {
-            "field": ".".join(str(p) for p in err.get("loc", ())) or "body",
-            "message": err.get("msg", "invalid"),
-            "type": err.get("type"),
-        }
-        for err in exc.errors(include_url=False, include_input=False)
-    ]
-    first = details[0] if details else {"field": "body", "message": "invalid"}
-    message = f"{first['field']}: {first['message']}"
-    if len(details) > 1:
-        message += f" (and {len(details) - 1} more)"
-    return InvalidInput(message, field=first["field"], details=details)
+def from_validation_error(exc: Any, model: Any = None) -> InvalidInput:
+    """Turn a pydantic ``ValidationError`` into ours, naming each field (and, for an unknown
+    field, the nearest known name of ``model``)."""
+    from .fielderrors import invalid_input  # it reads pydantic models; this module stays plain
+
+    return invalid_input(exc.errors(include_url=False, include_input=False), model)

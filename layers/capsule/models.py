@@ -10,12 +10,16 @@ error that names its field.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
+
+from typing_extensions import TypeAliasType
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     model_validator,
@@ -24,6 +28,13 @@ from pydantic import (
 from . import limits
 
 Outcome = Literal["success", "failure", "unknown"]
+
+# A page's position: the last item's creation time (epoch seconds) and its id as hex; any
+# string of this shape is a position, so a client can never send one that is refused.
+CURSOR_PATTERN = r"^[0-9]{1,12}\.[0-9]{6}~([0-9a-f]{2}){1,512}$"
+
+# What a pattern means, for the error a caller reads (fielderrors reads it).
+PATTERN_MESSAGES: dict[str, str] = {}
 
 
 def _utf8_within(max_bytes: int, what: str):
@@ -36,36 +47,82 @@ def _utf8_within(max_bytes: int, what: str):
     return check
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
-
-
 def _aware(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=timezone.utc)
     return value
 
 
+# Years 0002-9998 only: with any UTC offset the instant stays a datetime Python can hold, so a
+# stored time can always be read back (9999-12-31T23:59:59-14:00 is in year 10000 in UTC).
+DATETIME_PATTERN = (r"^(000[2-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-"
+                    r"[0-9]{2}-[0-9]{2}T")
+_DATETIME_RE = re.compile(DATETIME_PATTERN)
+
+
+def _iso_text(value: Any) -> Any:
+    # A JSON datetime is a string: numbers (epoch seconds) are not converted, as the schema says.
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be an RFC 3339 date-time string")
+    if not _DATETIME_RE.match(value):
+        raise ValueError("must be an RFC 3339 date-time (YYYY-MM-DDThh:mm:ss with an offset) in years 0002-9998")
+    return value
+
+
+def json_int(value: Any) -> Any:
+    # JSON has one number type: 5.0 is the integer 5 (as JSON Schema's "integer" says), but
+    # true, "5" and 5.5 are not integers.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(json_int)]
+
+# Names become parts of store keys (the MongoDB ids join them with a control character).
+NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"
+NO_NUL = r"^[^\x00]*$"
+
 ProjectName = Annotated[
     str,
-    Field(min_length=1, max_length=limits.MAX_PROJECT_CHARS, description="Project name, e.g. a repository path."),
-    AfterValidator(_no_nul),
+    Field(min_length=1, max_length=limits.MAX_PROJECT_CHARS, pattern=NO_CONTROL,
+          description="Project name, e.g. a repository path (no control characters)."),
 ]
 Content = Annotated[
     str,
-    Field(min_length=1, description="The memory's text (at most 64 KiB of UTF-8)."),
+    Field(min_length=1, max_length=limits.MAX_CONTENT_BYTES, description="The memory's text (at most 64 KiB of UTF-8)."),
     AfterValidator(_utf8_within(limits.MAX_CONTENT_BYTES, "content")),
 ]
 IngestText = Annotated[
     str,
-    Field(min_length=1, description="Text to chunk and store (at most 1 MiB of UTF-8)."),
+    Field(min_length=1, max_length=limits.MAX_INGEST_BYTES, description="Text to chunk and store (at most 1 MiB of UTF-8)."),
     AfterValidator(_utf8_within(limits.MAX_INGEST_BYTES, "text")),
 ]
-PathText = Annotated[str, Field(max_length=limits.MAX_PATH_CHARS), AfterValidator(_no_nul)]
-Tag = Annotated[str, Field(min_length=1, max_length=limits.MAX_TAG_CHARS), AfterValidator(_no_nul)]
-AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
+PathText = Annotated[str, Field(max_length=limits.MAX_PATH_CHARS, pattern=NO_NUL)]
+Tag = Annotated[str, Field(min_length=1, max_length=limits.MAX_TAG_CHARS, pattern=NO_NUL)]
+AwareDatetime = Annotated[
+    datetime,
+    Field(strict=False, json_schema_extra={"pattern": DATETIME_PATTERN}),
+    BeforeValidator(_iso_text), AfterValidator(_aware),
+]
+# A key that a document store reads as written: not empty, no leading '$', no '.' or NUL.
+META_KEY_PATTERN = r"^[^$.\x00][^.\x00]*$"
+# Meta values are any JSON whose object keys keep the key rules at every level; the schema
+# says so too (MetaValue), so a client generated from it never sends a key that is refused.
+MetaKey = Annotated[str, Field(pattern=META_KEY_PATTERN)]
+MetaObject = Annotated[dict[MetaKey, "MetaValue"], Field(json_schema_extra={"additionalProperties": False})]
+# Integers fit in 64 bits: MongoDB (BSON) holds no larger, and a value must store in either backend.
+MetaInt = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+MetaValue = TypeAliasType("MetaValue", "Union[str, MetaInt, float, bool, None, list[MetaValue], MetaObject]")
+META_SCHEMA_EXTRA = {"propertyNames": {"pattern": META_KEY_PATTERN}}
+PATTERN_MESSAGES.update({
+    NO_CONTROL: "must not contain control characters",
+    NO_NUL: "must not contain NUL characters",
+    CURSOR_PATTERN: "is not a cursor this service returned",
+    META_KEY_PATTERN: "keys must not be empty, start with '$', or contain '.' or NUL",
+})
 
 
 def check_meta_keys(value: Any, where: str = "meta", depth: int = 0) -> None:
@@ -87,7 +144,8 @@ def check_meta_keys(value: Any, where: str = "meta", depth: int = 0) -> None:
 class MemoryMeta(BaseModel):
     """What kind of memory this is. Unknown keys are kept, within the key rules."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True, json_schema_extra=META_SCHEMA_EXTRA)
+    __pydantic_extra__: dict[str, MetaValue] = Field(init=False)
 
     type: str | None = Field(None, max_length=64, description="decision, code, error, fix, note, digest, ...")
     component: str | None = Field(None, max_length=128)
@@ -102,23 +160,29 @@ class MemoryMeta(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _keys_and_size(cls, data: Any) -> Any:
+    def _keys(cls, data: Any) -> Any:
         if isinstance(data, dict):
             check_meta_keys(data)
-            try:
-                size = len(json.dumps(data, default=str))
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"meta must be JSON: {exc}") from exc
-            if size > limits.MAX_META_BYTES:
-                raise ValueError(f"meta is {size} bytes of JSON; the limit is {limits.MAX_META_BYTES}")
         return data
+
+    @model_validator(mode="after")
+    def _size(self) -> "MemoryMeta":
+        # After the fields, so 10,000 tags are named as tags, not as a meta too large.
+        try:
+            size = len(json.dumps(self.model_dump(mode="json"), default=str))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"meta must be JSON: {exc}") from exc
+        if size > limits.MAX_META_BYTES:
+            raise ValueError(f"meta is {size} bytes of JSON; the limit is {limits.MAX_META_BYTES}")
+        return self
 
     def plain(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: JSON types as the schema says ("yes" is not a boolean, "5" not an integer).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 class StoreRequest(_Request):
@@ -152,13 +216,7 @@ class SearchFilters(_Request):
                             description="Every tag listed must be present.")
     path_prefix: PathText | None = None
     since: AwareDatetime | None = Field(None, description="Created at or after.")
-    until: AwareDatetime | None = Field(None, description="Created before.")
-
-    @model_validator(mode="after")
-    def _range(self) -> "SearchFilters":
-        if self.since and self.until and self.since >= self.until:
-            raise ValueError("since must be before until")
-        return self
+    until: AwareDatetime | None = Field(None, description="Created before (an until at or before since matches nothing).")
 
 
 class Weights(_Request):
@@ -171,10 +229,14 @@ class Weights(_Request):
 
 
 class SearchRequest(_Request):
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": ["project"], "properties": {"project": {"type": "string"}}},
+        {"required": ["global"], "properties": {"global": {"const": True}}}]})
+
     query: str = Field(min_length=1, max_length=limits.MAX_QUERY_CHARS)
     project: ProjectName | None = None
     global_: bool = Field(False, alias="global", description="Search every project of the caller.")
-    k: int = Field(limits.DEFAULT_K, ge=1, le=limits.MAX_K)
+    k: JsonInt = Field(limits.DEFAULT_K, ge=1, le=limits.MAX_K)
     filters: SearchFilters = Field(default_factory=SearchFilters)
     weights: Weights | None = None
     mode: Literal["hybrid", "vector", "bm25"] = "hybrid"
@@ -189,8 +251,8 @@ class SearchRequest(_Request):
 class ListRequest(_Request):
     project: ProjectName
     pinned_only: bool = False
-    cursor: str | None = Field(None, max_length=512)
-    limit: int = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
+    cursor: str | None = Field(None, max_length=limits.MAX_CURSOR_CHARS, pattern=CURSOR_PATTERN)
+    limit: JsonInt = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
 
 
 class ForgetRequest(_Request):
@@ -203,7 +265,7 @@ class FeedbackRequest(_Request):
 
 
 class ProjectSettingsRequest(_Request):
-    retention_limit: int = Field(ge=1, le=limits.MAX_RETENTION_LIMIT)
+    retention_limit: JsonInt = Field(ge=1, le=limits.MAX_RETENTION_LIMIT)
 
 
 # ---- results -------------------------------------------------------------

@@ -7,9 +7,9 @@ result model with an ``explanation`` of what it did and why.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
+import re
 import uuid
 from datetime import datetime, timedelta
 from typing import Any, Callable, Type, TypeVar
@@ -45,20 +45,20 @@ def validate(model: Type[M], data: Any) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise from_validation_error(exc) from exc
+        raise from_validation_error(exc, model) from exc
 
 
 def encode_cursor(record: MemoryRecord) -> str:
-    raw = json.dumps([to_epoch(record.created_at), record.id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    """A page's position (see ``models.CURSOR_PATTERN``): every string of that shape decodes."""
+    return f"{to_epoch(record.created_at):.6f}~{record.id.encode('utf-8').hex()}"
 
 
 def decode_cursor(cursor: str) -> Cursor:
-    try:
-        created, memory_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        return float(created), str(memory_id)
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput("cursor is not one this service returned", field="cursor") from exc
+    if not re.fullmatch(models.CURSOR_PATTERN.strip("^$"), cursor):
+        raise InvalidInput("cursor: is not a cursor this service returned", field="cursor")
+    created, _, hex_id = cursor.partition("~")
+    # Only a position to compare against: bytes that are not UTF-8 still order correctly enough.
+    return float(created), bytes.fromhex(hex_id).decode("utf-8", "replace")
 
 
 def to_memory(record: MemoryRecord) -> models.Memory:

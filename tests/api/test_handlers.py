@@ -178,6 +178,8 @@ def test_unknown_id_is_404(service, call, name):
     assert r.status == 404 and r.json["error"]["code"] == "not_found"
 
 
-def test_restore_of_an_active_memory_is_404(service, call):
+def test_restore_of_an_active_memory_is_409(service, call):
     mid = stored(call)
-    assert call(event("restore", path_params={"id": mid})).status == 404
+    answer = call(event("restore", path_params={"id": mid}))
+    assert answer.status == 409 and "not forgotten" in answer.json["error"]["message"]
+    assert call(event("restore", path_params={"id": "no-such-id"})).status == 404

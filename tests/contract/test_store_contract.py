@@ -141,8 +141,10 @@ def test_pin_forget_restore_and_their_audit(store):
     with pytest.raises(NotFound):
         store.forget("t1", r.id, at=T0, actor="alice", reason="again")
     assert store.restore("t1", r.id, at=T0, actor="alice").deleted_at is None
-    with pytest.raises(NotFound):
+    with pytest.raises(Conflict):  # there, but not forgotten
         store.restore("t1", r.id, at=T0, actor="alice")
+    with pytest.raises(NotFound):
+        store.restore("t1", "no-such-id", at=T0, actor="alice")
     actions = [(a.action, a.actor) for a in store.audit_log("t1", memory_id=r.id)]
     assert actions == [("restore", "alice"), ("forget", "alice"), ("pin", "alice")]
     assert store.audit_log("t1", memory_id=r.id)[1].reason == "wrong"

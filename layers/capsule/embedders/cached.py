@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Sequence
 
@@ -11,7 +12,10 @@ from .. import limits
 from ..clock import Clock, system_clock
 from ..store.base import MemoryStore
 from ..text import sha256
+from ..errors import Unavailable
 from .base import Embedder
+
+logger = logging.getLogger("capsule.embedders")
 
 
 class CachedEmbedder:
@@ -35,8 +39,16 @@ class CachedEmbedder:
         if missing:
             fresh = self.inner.embed([texts[i] for i in missing], kind=kind)
             out[missing] = fresh
-            self._store.cache_put(self.model_id, {keys[i]: fresh[j] for j, i in enumerate(missing)}, at=now)
+            self._remember(keys, missing, fresh, now)
         for i, key in enumerate(keys):
             if key in cached:
                 out[i] = cached[key]
         return out
+
+    def _remember(self, keys: list[str], missing: list[int], fresh: np.ndarray, now) -> None:
+        # The cache only saves work: a store that cannot take the write (busy, full) must not
+        # fail the search or the store that asked for the vectors.
+        try:
+            self._store.cache_put(self.model_id, {keys[i]: fresh[j] for j, i in enumerate(missing)}, at=now)
+        except Unavailable as exc:
+            logger.warning("embedding cache not written: %s", exc.message)

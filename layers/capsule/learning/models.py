@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal, Mapping
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -34,7 +35,9 @@ from pydantic_core import PydanticCustomError
 
 from .. import limits
 from ..errors import InvalidInput, from_validation_error
-from ..models import ProjectName, Tag, check_meta_keys
+from ..models import (
+    CURSOR_PATTERN, META_SCHEMA_EXTRA, NO_CONTROL, MetaValue, NO_NUL, JsonInt, ProjectName, Tag, check_meta_keys, json_int,
+)
 from . import fixpack_format
 from .safe_regex import compile_safe
 
@@ -49,27 +52,15 @@ MAX_TEXT_CHARS = 8192
 MAX_PAYLOAD_CHARS = 64 * 1024
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
-
-
-def _no_control(value: str) -> str:
-    # Names become parts of store keys (the MongoDB ids join them with a control character).
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise ValueError("must not contain control characters")
-    return value
-
-
-ShortText = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_nul)]
-Name = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_no_control)]
-LongText = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
-Timeout = Annotated[int, Field(DEFAULT_TIMEOUT_MS, ge=1, le=MAX_TIMEOUT_MS, description="Milliseconds.")]
+ShortText = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_NUL)]
+Name = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_CONTROL)]
+LongText = Annotated[str, Field(max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
+Timeout = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_MS, description="Milliseconds."), BeforeValidator(json_int)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: JSON types as the schema says ("yes" is not a boolean, "5" not an integer).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 def _absent(value: Any) -> bool:
@@ -108,7 +99,8 @@ def _check_numbers(value: Any, where: str) -> None:
 class SignatureMeta(BaseModel):
     """Free metadata of a signature; ``min_score`` is the similarity that counts as a match."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, json_schema_extra=META_SCHEMA_EXTRA)
+    __pydantic_extra__: dict[str, MetaValue] = Field(init=False)
 
     min_score: float | None = Field(None, ge=0, le=1)
 
@@ -126,7 +118,7 @@ def _regex(value: str) -> str:
     return value
 
 
-Regex = Annotated[str, AfterValidator(_regex)]
+Regex = Annotated[str, Field(min_length=1, json_schema_extra={"format": "regex"}), AfterValidator(_regex)]
 
 
 Extra = Annotated[dict[str, Any], AfterValidator(_storable)]
@@ -169,18 +161,18 @@ class _Kept(_Strict):
 
 
 class Signature(_Kept):
-    text: Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_no_nul)] = Field(
+    text: Annotated[str, Field(min_length=1, max_length=2000, pattern=NO_NUL)] = Field(
         description="An error message this solution fixes, as it is usually seen.")
     regexes: list[Regex] = Field(default_factory=list, max_length=MAX_REGEXES,
                                  description="Patterns (RE2 syntax) that identify the error.")
     meta: SignatureMeta = Field(default_factory=SignatureMeta)
 
 
-FilePath = Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS), AfterValidator(_no_nul)]
-Command = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
-Source = Annotated[str, Field(min_length=1, max_length=MAX_PAYLOAD_CHARS), AfterValidator(_no_nul)]
+FilePath = Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=NO_NUL)]
+Command = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
+Source = Annotated[str, Field(min_length=1, max_length=MAX_PAYLOAD_CHARS, pattern=NO_NUL)]
 EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-EnvValue = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+EnvValue = Annotated[str, Field(max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
 
 
 def _optional(kind: Any, description: str) -> Any:
@@ -285,10 +277,19 @@ def _first_error(exc: ValidationError) -> str:
     return f"payload{'.' + where if where else ''}: {message}"
 
 
-Order = Annotated[int | None, Field(None, ge=0, le=10_000, description="Absent: its place in the file (1, 2, ...).")]
+Order = Annotated[JsonInt | None, Field(None, ge=0, le=10_000,
+                                       description="Absent: its place in the file (1, 2, ...).")]
+
+
+def _payload_rules() -> dict[str, Any]:
+    # The payload each kind needs, stated in the schema as the validator below checks it.
+    return {"anyOf": [{"properties": {"kind": {"const": kind}, "payload": model.model_json_schema()}}
+                      for kind, model in PAYLOADS.items()]}
 
 
 class Step(_Kept):
+    model_config = ConfigDict(json_schema_extra=_payload_rules())
+
     _placed: bool = PrivateAttr(False)  # its order was its place in the file
     _renamed: list[str] = PrivateAttr(default_factory=list)  # payload names read as ours
 
@@ -322,12 +323,16 @@ class Step(_Kept):
 
 
 class Check(_Kept):
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": ["expect_substring"], "properties": {"expect_substring": {"type": "string"}}},
+        {"required": ["expect_exit_code"], "properties": {"expect_exit_code": {"type": "integer"}}}]})
+
     _placed: bool = PrivateAttr(False)
 
     check_order: Order
-    cmd: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+    cmd: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
     expect_substring: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None = None
-    expect_exit_code: int | None = Field(None, ge=0, le=255)
+    expect_exit_code: Annotated[int, Field(ge=0, le=255), BeforeValidator(json_int)] | None = None
     timeout_ms: Timeout = DEFAULT_TIMEOUT_MS
 
     @model_validator(mode="after")
@@ -337,19 +342,14 @@ class Check(_Kept):
         return self
 
 
-def _place(items: list, attribute: str, name: str) -> list:
-    """Give items without an order their place in the file (1, 2, ...), then refuse two with one
-    order. The file's order is kept here (the fixpack sorts once it has named kept keys)."""
-    seen: dict[int, int] = {}
+def _place(items: list, attribute: str) -> list:
+    """Give items without an order their place in the file (1, 2, ...). Equal orders are allowed
+    and keep their order in the file (the fixpack sorts stably once it has named kept keys), so
+    no two orders can make a fixpack invalid, a rule no schema could state."""
     for place, item in enumerate(items):
         if getattr(item, attribute) is None:
             setattr(item, attribute, place + 1)
             item._placed = True
-        order = getattr(item, attribute)
-        if order in seen:
-            raise ValueError(f"{attribute} values must be unique: {name}[{seen[order]}] and {name}[{place}] "
-                             f"both have {order}")
-        seen[order] = place
     return items
 
 
@@ -376,8 +376,8 @@ class Fixpack(_Kept):
     signatures: list[Signature] = Field(min_length=1, max_length=MAX_SIGNATURES)
     steps: list[Step] = Field(default_factory=list, max_length=MAX_STEPS)
     checks: list[Check] = Field(default_factory=list, max_length=MAX_CHECKS)
-    success_count: int = Field(0, ge=0, le=10**9)
-    failure_count: int = Field(0, ge=0, le=10**9)
+    success_count: JsonInt = Field(0, ge=0, le=limits.MAX_COUNT)
+    failure_count: JsonInt = Field(0, ge=0, le=limits.MAX_COUNT)
 
     _kept: list[str] = PrivateAttr(default_factory=list)
     _numbered: list[str] = PrivateAttr(default_factory=list)
@@ -397,12 +397,12 @@ class Fixpack(_Kept):
     @field_validator("steps")
     @classmethod
     def _steps_placed(cls, steps: list[Step]) -> list[Step]:
-        return _place(steps, "step_order", "steps")
+        return _place(steps, "step_order")
 
     @field_validator("checks")
     @classmethod
     def _checks_placed(cls, checks: list[Check]) -> list[Check]:
-        return _place(checks, "check_order", "checks")
+        return _place(checks, "check_order")
 
     @model_validator(mode="after")
     def _ordered(self) -> "Fixpack":
@@ -454,17 +454,17 @@ def read_fixpack_file(body: Any) -> Fixpack:
 
 class ListSolutionsRequest(_Strict):
     category: Name | None = None
-    cursor: str | None = Field(None, max_length=512)
-    limit: int = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
+    cursor: str | None = Field(None, max_length=limits.MAX_CURSOR_CHARS, pattern=CURSOR_PATTERN)
+    limit: JsonInt = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
 
 
-ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS), AfterValidator(_no_nul)]
+ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS, pattern=NO_NUL)]
 
 
 class SolutionSearchRequest(_Strict):
     error: ErrorText = Field(description="The error message (or log excerpt) to find fixes for.")
     category: Name | None = None
-    k: int = Field(5, ge=1, le=limits.MAX_K)
+    k: JsonInt = Field(5, ge=1, le=limits.MAX_K)
 
 
 class PatternRef(_Strict):
@@ -483,13 +483,13 @@ class ApplyRequest(_Strict):
 class PatternDetectRequest(_Strict):
     error: ErrorText
     category: Name | None = None
-    k: int = Field(5, ge=1, le=limits.MAX_K)
+    k: JsonInt = Field(5, ge=1, le=limits.MAX_K)
     min_score: float = Field(0.15, ge=0, le=1)
-    solutions: int = Field(3, ge=0, le=10, description="Linked solutions to return per pattern.")
+    solutions: JsonInt = Field(3, ge=0, le=10, description="Linked solutions to return per pattern.")
 
 
 class PatternSolutionsRequest(PatternRef):
-    k: int = Field(5, ge=1, le=limits.MAX_K)
+    k: JsonInt = Field(5, ge=1, le=limits.MAX_K)
 
 
 class PatternLinkRequest(PatternRef):
@@ -499,22 +499,22 @@ class PatternLinkRequest(PatternRef):
 
 
 class GoldenPathsRequest(_Strict):
-    min_applications: int = Field(3, ge=1, le=1_000_000, description="Successes a pair needs.")
+    min_applications: JsonInt = Field(3, ge=1, le=1_000_000, description="Successes a pair needs.")
     category: Name | None = None
-    k: int = Field(20, ge=1, le=limits.MAX_PAGE)
+    k: JsonInt = Field(20, ge=1, le=limits.MAX_PAGE)
 
 
 class DetectPatternsRequest(_Strict):
-    min_occurrences: int = Field(2, ge=2, le=1_000_000)
+    min_occurrences: JsonInt = Field(2, ge=2, le=1_000_000)
     category: Name | None = None
-    k: int = Field(20, ge=1, le=limits.MAX_PAGE)
+    k: JsonInt = Field(20, ge=1, le=limits.MAX_PAGE)
 
 
 # ---- results ----------------------------------------------------------------
 
 
 class Solution(Fixpack):
-    # Not strict: a client reads created_at back from JSON text.
+    # A result, read back by clients from JSON (times as strings): not an edge input.
     model_config = ConfigDict(extra="forbid", strict=False)
 
     id: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import limits
 from ..ranking import wilson_lower_bound
 from ..records import MemoryRecord
 from . import models
@@ -13,9 +14,11 @@ def rate(success: int, failure: int) -> float:
 
 
 def to_solution(record: SolutionRecord) -> models.Solution:
+    # Counts written before they saturated may exceed the model's bound: read them at the bound.
+    success, failure = (min(max(n, 0), limits.MAX_COUNT) for n in (record.success, record.failure))
     return models.Solution(
-        **record.body, id=record.id, success_count=record.success, failure_count=record.failure,
-        success_rate=rate(record.success, record.failure), created_at=record.created_at,
+        **record.body, id=record.id, success_count=success, failure_count=failure,
+        success_rate=rate(success, failure), created_at=record.created_at,
         updated_at=record.updated_at,
     )
 

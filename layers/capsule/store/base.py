@@ -83,7 +83,7 @@ class MemoryStore(Protocol):
         """Mark an active memory forgotten (recoverable). Raises NotFound."""
 
     def restore(self, tenant: str, memory_id: str, *, at: datetime, actor: str) -> MemoryRecord:
-        """Bring back a forgotten memory. Raises NotFound (also when it is not forgotten)."""
+        """Bring back a forgotten memory. Raises NotFound, or Conflict when it is there but not forgotten."""
 
     def add_feedback(
         self, tenant: str, memory_id: str, *, helpful: bool, context: str | None, at: datetime

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..clock import from_epoch, to_epoch
 from ..config import Settings
-from ..errors import NotFound, Unavailable
+from ..errors import Conflict, NotFound, Unavailable
 from ..records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
 from . import mongo_vector as vs
 from .base import Cursor
@@ -450,6 +450,10 @@ class MongoStore:
         query = {"tenant": tenant, "id": memory_id, **match}
         with guarded("find the memory"):
             found = self.memories.find_one(query, projection={"project": 1})
+            live = found is None and missing == "forgotten " and self.memories.find_one(
+                {"tenant": tenant, "id": memory_id, "active": True}, projection={"_id": 1})
+        if live:  # restoring a memory that is there but not forgotten
+            raise Conflict(f"memory {memory_id} is not forgotten; there is nothing to restore")
         if found is None:
             raise NotFound(f"no {missing}memory {memory_id}")
 

@@ -20,6 +20,7 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
+from .. import limits
 from ..clock import from_epoch, to_epoch
 from ..errors import Conflict, NotFound, Unavailable
 from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
@@ -199,10 +200,12 @@ class MongoLearningStore:
     @_guarded
     def record_application(self, application: ApplicationRecord) -> SolutionRecord:
         a = application
+        column = "success" if a.success else "failure"
+        # Saturating: a count at the limit stays there, so it always reads back as valid.
         doc = self._solutions.find_one_and_update(
-            {"_id": a.solution_id, "tenant": a.tenant}, {"$inc": {"success" if a.success else "failure": 1}},
+            {"_id": a.solution_id, "tenant": a.tenant, column: {"$lt": limits.MAX_COUNT}}, {"$inc": {column: 1}},
             return_document=ReturnDocument.AFTER,
-        )
+        ) or self._solutions.find_one({"_id": a.solution_id, "tenant": a.tenant})
         if doc is None:
             raise NotFound(f"no solution {a.solution_id}")
         self._applications.insert_one({

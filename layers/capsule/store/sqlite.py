@@ -244,6 +244,17 @@ def decode_vector(blob: bytes | None) -> np.ndarray | None:
     return None if blob is None else np.frombuffer(blob, dtype="<f4")
 
 
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Undo the open transaction. SQLite may have rolled it back already (a full disk, an
+    I/O error), and then ROLLBACK itself fails: that must not hide the error that caused it."""
+    if not conn.in_transaction:
+        return
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # nothing is committed without COMMIT, and the connection starts afresh next time
+
+
 def _row_to_record(row: sqlite3.Row) -> MemoryRecord:
     return MemoryRecord(
         id=row["id"],
@@ -364,18 +375,18 @@ class SQLiteStore:
         try:
             yield conn
         except sqlite3.IntegrityError as exc:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise Conflict(f"the write conflicts with stored data: {exc}") from exc
         except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise Unavailable(f"the database write failed: {exc}") from exc
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise Unavailable(f"the write could not be committed: {exc}") from exc
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
@@ -551,6 +562,15 @@ class SQLiteStore:
         rows = self._read(PREVIOUS_IN_SESSION, (tenant, project, session, to_epoch(before)))
         return rows[0]["content"] if rows else None
 
+    @staticmethod
+    def _missing(conn: sqlite3.Connection, tenant: str, memory_id: str, forgotten: bool) -> NotFound | Conflict:
+        """Restoring a memory that is there but not forgotten is a conflict, not a missing memory."""
+        live = forgotten and conn.execute("SELECT 1 FROM memories WHERE tenant = ? AND id = ? AND deleted_at IS NULL",
+                                          (tenant, memory_id)).fetchone()
+        if live:
+            return Conflict(f"memory {memory_id} is not forgotten; there is nothing to restore")
+        return NotFound(f"no {'forgotten ' if forgotten else ''}memory {memory_id}")
+
     def _change(self, tenant: str, memory_id: str, sql: str, params: Sequence[Any], *,
                 forgotten: bool = False, audit: tuple[str, str, str, float] | None = None,
                 also: tuple[str, Sequence[Any]] | None = None) -> MemoryRecord:
@@ -561,7 +581,7 @@ class SQLiteStore:
                 (tenant, memory_id),
             ).fetchone()
             if row is None:
-                raise NotFound(f"no {'forgotten ' if forgotten else ''}memory {memory_id}")
+                raise self._missing(conn, tenant, memory_id, forgotten)
             conn.execute(sql, (*params, tenant, memory_id))
             conn.execute("UPDATE memories SET version = ? WHERE tenant = ? AND id = ?",
                          (self._bump(conn, tenant, row["project"]), tenant, memory_id))
@@ -655,7 +675,10 @@ class SQLiteStore:
         except sqlite3.OperationalError as exc:
             raise Unavailable(f"the database could not be read: {exc}") from exc
         finally:
-            conn.execute("COMMIT")
+            try:
+                conn.execute("COMMIT")  # a read-only transaction: ending it cannot lose anything
+            except sqlite3.Error:
+                _rollback(conn)
 
     def change_markers(self, tenant: str, projects: Sequence[str] | None) -> dict[str, int]:
         sql, params = "SELECT name, version FROM projects WHERE tenant = ?", [tenant]

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import limits
 from ..clock import from_epoch, to_epoch
 from ..errors import Conflict, NotFound
 from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
@@ -160,7 +161,9 @@ class SQLiteLearningStore:
         column = "success" if a.success else "failure"
         with self._db._write() as conn:
             changed = conn.execute(
-                f"UPDATE solutions SET {column} = {column} + 1 WHERE tenant = ? AND id = ?", (a.tenant, a.solution_id)
+                # Saturating: a count at the limit stays there, so it always reads back as valid.
+                f"UPDATE solutions SET {column} = min({column} + 1, ?) WHERE tenant = ? AND id = ?",
+                (limits.MAX_COUNT, a.tenant, a.solution_id)
             ).rowcount
             if not changed:
                 raise NotFound(f"no solution {a.solution_id}")
@@ -236,8 +239,8 @@ class SQLiteLearningStore:
                 conn.execute(
                     f"INSERT INTO pattern_links (tenant, tag, category, kind, target_id, {column}, last_at) "
                     f"VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT (tenant, tag, category, kind, target_id) "
-                    f"DO UPDATE SET {column} = {column} + 1, last_at = excluded.last_at",
-                    (*key, to_epoch(at)),
+                    f"DO UPDATE SET {column} = min({column} + 1, ?), last_at = excluded.last_at",
+                    (*key, to_epoch(at), limits.MAX_COUNT),
                 )
             else:
                 conn.execute(
