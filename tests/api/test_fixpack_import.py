@@ -47,13 +47,19 @@ def _binary_event() -> dict:
      "steps.0"),
     (lambda: event("solution_import", body={**PNPM, "title": 16}), "title"),
     (lambda: event("solution_import", raw_body=json.dumps(PNPM)[:200]), "body"),
-    (_binary_event, "body"),
     (lambda: event("solution_import", body=[PNPM]), "body"),
 ])
 def test_bad_input_is_422_naming_the_field_and_imports_nothing(service, call, make, field):
     refused = call(make())
     assert refused.status == 422, refused
     assert refused.json["error"]["details"][0]["field"] == field, refused.json
+    assert solutions(call) == []
+
+
+def test_a_binary_file_is_400_not_json_and_imports_nothing(service, call):
+    refused = call(_binary_event())
+    assert refused.status == 400, refused
+    assert refused.json["error"]["details"][0]["field"] == "body", refused.json
     assert solutions(call) == []
 
 
