@@ -2,7 +2,8 @@
 
 Context flags (``-c name=value``): ``layer_zip`` (default build/layer.zip), ``build_dir``
 (default build/), ``api_key_auth`` (true: an API-key Lambda authorizer instead of IAM),
-``alarm_email`` (subscribe an address to the alarm topic), ``embedder`` (default voyage).
+``alarm_email`` (subscribe an address to the alarm topic), ``embedder`` (default voyage),
+``vector_search_min`` (default 5000: projects this large are searched through Atlas's indexes).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def build_app(app: cdk.App | None = None) -> tuple[cdk.App, CapsuleStack]:
         api_key_auth=_flag(app, "api_key_auth"),
         alarm_email=app.node.try_get_context("alarm_email"),
         embedder=app.node.try_get_context("embedder") or "voyage",
+        vector_search_min=int(app.node.try_get_context("vector_search_min") or StackOptions.vector_search_min),
     )
     stack = CapsuleStack(app, "CapsuleMemory", options=options,
                          description="Capsule Memory: long-term memory for AI agents (API, jobs, alarms)")

@@ -28,6 +28,9 @@ class StackOptions:
     api_key_auth: bool = False
     alarm_email: str | None = None
     embedder: str = "voyage"
+    # Projects of at least this many memories are searched through the cluster's indexes and
+    # never read whole into a function (about 18.5 KiB each decoded: 5,000 is ~90 MB).
+    vector_search_min: int = 5_000
 
 
 class CapsuleStack(Stack):
@@ -49,6 +52,7 @@ class CapsuleStack(Stack):
             environment={
                 "CAPSULE_STORE": "mongo",
                 "CAPSULE_EMBEDDER": options.embedder,
+                "CAPSULE_MONGODB_VECTOR_SEARCH_MIN": str(options.vector_search_min),
                 # Only the secret's ARN: functions/secrets.py reads the values at run time (cached).
                 "CAPSULE_SECRET_ARN": self.secret.secret_arn,
                 "POWERTOOLS_SERVICE_NAME": "capsule-memory",

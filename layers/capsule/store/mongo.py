@@ -35,12 +35,13 @@ from ..clock import from_epoch, to_epoch
 from ..config import Settings
 from ..errors import NotFound, Unavailable
 from ..records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
+from . import mongo_candidates as mc
 from . import mongo_vector as vs
 from .base import Cursor
 from .mongo_client import guarded, shared_client, supports_transactions
 from .mongo_docs import RECORD_PROJECTION, decode_vector, doc_to_record, encode_vector, record_to_doc
 
-SCHEMA_VERSION = 3  # bump when INDEXES change: the next cold start creates the new ones
+SCHEMA_VERSION = 4  # bump when INDEXES change: the next cold start creates the new ones
 DAY = 86_400
 # A day past limits.FORGET_RECOVERABLE_DAYS: the hourly retention job purges (and audits) first;
 # the server's TTL is only the backstop when the job has not run.
@@ -78,7 +79,6 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
     ],
     "query_cache": [([("created_on", 1)], {"name": "query_ttl", "expireAfterSeconds": QUERY_CACHE_TTL_S})],
 }
-TEXT_INDEX = ([("content", "text")], {"name": "content_text", "default_language": "none"})
 
 CHANGE_PROJECTION = {name: 0 for name in RECORD_PROJECTION if name != "_id"}
 WITH_ACTIVE = {name: 0 for name in RECORD_PROJECTION if name != "active"}
@@ -169,8 +169,15 @@ class MongoStore:
                 for keys, options in indexes:
                     self.db[name].create_index(keys, **options)
             if wanted["text_index"]:
-                self.memories.create_index(TEXT_INDEX[0], **TEXT_INDEX[1])
+                self._text_index()
             self.db["meta"].replace_one({"_id": "schema"}, wanted, upsert=True)
+
+    def _text_index(self) -> None:
+        existing = self.memories.index_information()
+        for old in vs.OLD_TEXT_INDEXES:  # one text index per collection: the old one goes first
+            if old in existing:
+                self.memories.drop_index(old)
+        self.memories.create_index(vs.TEXT_INDEX[0], **vs.TEXT_INDEX[1])
 
     def close(self) -> None:
         """The client is shared by the process (see mongo_client); nothing to release per store."""
@@ -408,38 +415,21 @@ class MongoStore:
         return None if doc is None else doc["content"]
 
     def candidates(self, tenant: str, projects: Sequence[str] | None, filters: Filters) -> list[MemoryRecord]:
-        query = {**vs.scope_filter(tenant, projects, filters), **vs.post_filter(filters)}
-        with guarded("read the candidates"):
-            docs = list(self.memories.find(query, projection=RECORD_PROJECTION))
-        return [doc_to_record(doc) for doc in docs]
+        return mc.scope_records(self.memories, tenant, projects, filters)
 
     def nearest_candidates(
         self, tenant: str, projects: Sequence[str] | None, filters: Filters, *, query: str,
-        query_vector: np.ndarray, model: str,
+        query_vector: np.ndarray | None, model: str,
     ) -> list[MemoryRecord] | None:
-        """A shortlist from Atlas Vector Search plus ``$text``, or None: scan them all.
-
-        None unless ``vector_search_min`` is set and the scope holds at least that many
-        active memories (counted with a limit, so the count stops there).
-        """
+        """A shortlist from the cluster's indexes (:mod:`.mongo_candidates`), or None: the
+        scope is small enough to read whole (or ``vector_search_min`` is not set)."""
         if self.vector_search_min is None:
             return None
-        scope = vs.scope_filter(tenant, projects, Filters())  # the project's size, not the filtered one
-        with guarded("count the memories"):
-            size = self.memories.count_documents(scope, limit=self.vector_search_min)
-        if size < self.vector_search_min:
+        if mc.scope_size(self.projects_, self.memories, tenant, projects, self.vector_search_min) \
+                < self.vector_search_min:
             return None
-        pipeline = vs.vector_pipeline(tenant=tenant, projects=projects, filters=filters,
-                                      query_vector=query_vector, model=model, index=self.vector_index)
-        with guarded("search the vector index"):
-            docs = {d["id"]: d for d in self.memories.aggregate(pipeline)}
-            keyword = self.memories.find(vs.keyword_query(tenant, projects, filters, query),
-                                         projection={**RECORD_PROJECTION, "score": {"$meta": "textScore"}},
-                                         sort=[("score", {"$meta": "textScore"})], limit=vs.KEYWORD_LIMIT)
-            for doc in keyword:
-                doc.pop("score", None)
-                docs.setdefault(doc["id"], doc)
-        return [doc_to_record(doc) for doc in docs.values()]
+        return mc.shortlist(self.memories, tenant, projects, filters, query=query, query_vector=query_vector,
+                            model=model, index=self.vector_index)
 
     # ---- changing ------------------------------------------------------------
 
