@@ -36,6 +36,7 @@ from ..config import Settings
 from ..errors import NotFound, Unavailable
 from ..records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
 from . import mongo_candidates as mc
+from . import mongo_counters as counters
 from . import mongo_vector as vs
 from .base import Cursor
 from .mongo_client import guarded, shared_client, supports_transactions
@@ -82,7 +83,8 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
 
 CHANGE_PROJECTION = {name: 0 for name in RECORD_PROJECTION if name != "_id"}
 WITH_ACTIVE = {name: 0 for name in RECORD_PROJECTION if name != "active"}
-NEW_PROJECT = {"seq": 0, "version": 0, "purged_version": 0, "lock": None, "lock_until": 0.0}
+NEW_PROJECT = {"seq": 0, "version": 0, "purged_version": 0, "lock": None, "lock_until": 0.0,
+               "memories": 0, "pinned": 0, "forgotten": 0}
 T = TypeVar("T")
 
 
@@ -206,11 +208,19 @@ class MongoStore:
                                 lambda w: self._insert_body(w, records, limit, dedupe_after, actor, now))
 
     def enforce_limit(self, tenant: str, project: str, *, limit: int, at: datetime, actor: str) -> list[str]:
-        with guarded("count the project's memories"):
-            if self._active_count(None, tenant, project) <= limit:
+        with guarded("read the project's counters"):
+            doc = self.projects_.find_one({"tenant": tenant, "name": project}, projection=counters.PROJECTION)
+            if doc is None or counters.read(self.memories, {**doc, "tenant": tenant})["memories"] <= limit:
                 return []
         return self._in_project(tenant, project, "evict over the limit",
-                                lambda w: self._evict_over_limit(w, tenant, project, limit, to_epoch(at), actor, []))
+                                lambda w: self._enforce_body(w, tenant, project, limit, to_epoch(at), actor))
+
+    def _enforce_body(self, w: "_Write", tenant: str, project: str, limit: int, now: float, actor: str) -> list[str]:
+        doc = self.projects_.find_one({"tenant": tenant, "name": project}, session=w.session)
+        active = counters.ensure(self.projects_, self.memories, doc, w.session)["memories"]
+        evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, [], active)
+        counters.add(self.projects_, w.session, tenant, project, now, memories=-len(evicted), forgotten=len(evicted))
+        return evicted
 
     def _in_project(self, tenant: str, project: str, what: str, body: Callable[["_Write"], T], *,
                     purged: bool = False) -> T:
@@ -296,8 +306,10 @@ class MongoStore:
         project_doc = self.projects_.find_one_and_update(
             {"tenant": tenant, "name": project},
             {"$inc": {"seq": len(records)}, "$set": {"updated_at": now}},
-            projection={"seq": 1}, return_document=True, session=w.session,
+            projection={"seq": 1, "tenant": 1, "name": 1, **dict.fromkeys(counters.COUNTERS, 1)},
+            return_document=True, session=w.session,
         )
+        active = counters.ensure(self.projects_, self.memories, project_doc, w.session)["memories"]
         first_seq = project_doc["seq"] - len(records)
         docs, batch = [], {}
         for i, record in enumerate(records):
@@ -316,8 +328,11 @@ class MongoStore:
                                                              "$unset": {"pending": "", "pending_on": ""}})
         # The memories this write returns, new or existing, are never its own victims.
         protected = [*outcome.inserted, *outcome.duplicates.values()]
-        outcome.evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, protected)
-        outcome.active_after = self._active_count(w.session, tenant, project)
+        active += len(docs)
+        outcome.evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, protected, active)
+        outcome.active_after = active - len(outcome.evicted)
+        counters.add(self.projects_, w.session, tenant, project, now, memories=len(docs) - len(outcome.evicted),
+                     pinned=sum(1 for d in docs if d["pinned"]), forgotten=len(outcome.evicted))
         return outcome
 
     def _new_doc(self, record: MemoryRecord, seq: int, w: "_Write") -> dict[str, Any]:
@@ -339,16 +354,13 @@ class MongoStore:
         )
         return found["id"] if found else batch.get(record.sha256)
 
-    def _active_count(self, session: Any, tenant: str, project: str) -> int:
-        return self.memories.count_documents({"tenant": tenant, "project": project, "active": True},
-                                             session=session)
-
     def _evict_over_limit(
         self, w: "_Write", tenant: str, project: str, limit: int, now: float, actor: str,
-        protected: Sequence[str],
+        protected: Sequence[str], active: int,
     ) -> list[str]:
+        """Evict the oldest unpinned beyond ``limit``, given the project's ``active`` count."""
         session = w.session
-        excess = self._active_count(session, tenant, project) - limit
+        excess = active - limit
         evicted: list[str] = []
         if excess <= 0:
             return evicted
@@ -435,7 +447,7 @@ class MongoStore:
 
     def _change(self, tenant: str, memory_id: str, match: dict[str, Any], update: dict[str, Any], *,
                 missing: str, audit: tuple[str, str, str, float] | None = None,
-                also: Callable[[Any], None] | None = None) -> dict[str, Any]:
+                also: Callable[[Any, dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """One conditional update of one memory, stamped with its project's next version."""
         query = {"tenant": tenant, "id": memory_id, **match}
         with guarded("find the memory"):
@@ -454,22 +466,37 @@ class MongoStore:
             if audit:
                 self._audit(w.session, tenant, memory_id, doc["project"], *audit)
             if also:
-                also(w.session)
+                also(w.session, doc)
             return doc
 
         return self._in_project(tenant, found["project"], "change the memory", body)
 
     def set_pinned(self, tenant: str, memory_id: str, pinned: bool, *, at: datetime, actor: str) -> MemoryRecord:
         action, now = ("pin" if pinned else "unpin"), to_epoch(at)
-        doc = self._change(tenant, memory_id, {"active": True},
-                           {"$set": {"pinned": bool(pinned), "updated_at": now}},
-                           missing="", audit=(action, actor, f"{action}ned by request", now))
+        try:  # only a memory whose state changes is written (and moves the pinned counter)
+            doc = self._change(tenant, memory_id, {"active": True, "pinned": not pinned},
+                               {"$set": {"pinned": bool(pinned), "updated_at": now}},
+                               missing="", audit=(action, actor, f"{action}ned by request", now),
+                               also=self._counting(now, pinned=1 if pinned else -1))
+        except NotFound:
+            return self.get(tenant, memory_id)  # already so (or NotFound: not an active memory)
         return doc_to_record(doc)
+
+    def _counting(self, now: float, **deltas: int) -> Callable[[Any, dict[str, Any]], None]:
+        """An ``also`` for :meth:`_change` that moves the changed memory's project counters;
+        ``pinned`` only moves for a pinned memory when other counters move too."""
+        def also(session: Any, doc: dict[str, Any]) -> None:
+            moved = dict(deltas)
+            if set(moved) != {"pinned"}:
+                moved["pinned"] = moved.get("memories", 0) if doc.get("pinned") else 0
+            counters.add(self.projects_, session, doc["tenant"], doc["project"], now, **moved)
+        return also
 
     def forget(self, tenant: str, memory_id: str, *, at: datetime, actor: str, reason: str) -> MemoryRecord:
         now = to_epoch(at)
         doc = self._change(tenant, memory_id, {"active": True}, {"$set": self._forgotten_fields(now, "forgotten")},
-                           missing="", audit=("forget", actor, reason, now))
+                           missing="", audit=("forget", actor, reason, now),
+                           also=self._counting(now, memories=-1, forgotten=1))
         return doc_to_record(doc)
 
     def restore(self, tenant: str, memory_id: str, *, at: datetime, actor: str) -> MemoryRecord:
@@ -479,6 +506,7 @@ class MongoStore:
             {"$set": {"active": True, "deleted_at": None, "deleted_reason": None, "updated_at": now},
              "$unset": {"deleted_on": ""}},
             missing="forgotten ", audit=("restore", actor, "restored by request", now),
+            also=self._counting(now, memories=1, forgotten=-1),
         )
         return doc_to_record(doc)
 
@@ -489,7 +517,7 @@ class MongoStore:
         vote = {"tenant": tenant, "memory_id": memory_id, "helpful": bool(helpful), "context": context, "at": now}
         doc = self._change(tenant, memory_id, {"active": True},
                            {"$inc": {"helpful" if helpful else "unhelpful": 1}, "$set": {"accessed_at": now}},
-                           missing="", also=lambda session: self.feedback.insert_one(vote, session=session))
+                           missing="", also=lambda session, _: self.feedback.insert_one(vote, session=session))
         return doc_to_record(doc)
 
     # ---- change tracking (the warm index) ------------------------------------------
@@ -534,28 +562,16 @@ class MongoStore:
             return sorted(self.projects_.distinct("tenant"))
 
     def projects(self, tenant: str) -> list[ProjectStats]:
-        pipeline = [
-            {"$match": {"tenant": tenant, "pending": None}},
-            {"$group": {
-                "_id": "$project",
-                "memories": {"$sum": {"$cond": ["$active", 1, 0]}},
-                "pinned": {"$sum": {"$cond": [{"$and": ["$active", "$pinned"]}, 1, 0]}},
-                "forgotten": {"$sum": {"$cond": ["$active", 0, 1]}},
-                "last": {"$max": "$updated_at"},
-            }},
+        """From the project documents' counters: no read of the memories (see mongo_counters)."""
+        with guarded("read the projects"):
+            docs = list(self.projects_.find({"tenant": tenant}, projection=counters.PROJECTION))
+            counts = [counters.read(self.memories, {**doc, "tenant": tenant}) for doc in docs]
+        stats = [
+            ProjectStats(project=doc["name"], memories=c["memories"], pinned=c["pinned"], forgotten=c["forgotten"],
+                         retention_limit=doc.get("retention_limit"),
+                         last_activity=from_epoch(max(doc["updated_at"], doc.get("last_activity") or 0.0)))
+            for doc, c in zip(docs, counts)
         ]
-        with guarded("count the projects"):
-            counts = {row["_id"]: row for row in self.memories.aggregate(pipeline)}
-            docs = list(self.projects_.find({"tenant": tenant}))
-        stats = []
-        for doc in docs:
-            row = counts.get(doc["name"], {})
-            last = max(row.get("last") or doc["updated_at"], doc["updated_at"])
-            stats.append(ProjectStats(
-                project=doc["name"], memories=row.get("memories", 0), pinned=row.get("pinned", 0),
-                forgotten=row.get("forgotten", 0), retention_limit=doc.get("retention_limit"),
-                last_activity=from_epoch(last),
-            ))
         return sorted(stats, key=lambda s: s.last_activity, reverse=True)
 
     def set_retention_limit(self, tenant: str, project: str, limit: int, *, at: datetime) -> None:
@@ -608,8 +624,9 @@ class MongoStore:
         for doc in docs:
             self._audit(w.session, doc["tenant"], doc["id"], doc["project"], "purge", "retention",
                         "forgotten longer than the recovery window", when)
-        self.memories.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]}, "deleted_at": {"$lt": cutoff}},
-                                  session=w.session)
+        gone = self.memories.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]},
+                                          "deleted_at": {"$lt": cutoff}}, session=w.session).deleted_count
+        counters.add(self.projects_, w.session, docs[0]["tenant"], docs[0]["project"], when, forgotten=-gone)
 
     def pending_embeddings(self, *, limit: int, model: str | None = None) -> list[MemoryRecord]:
         query: dict[str, Any] = {"status": "pending_embedding", "active": True}
