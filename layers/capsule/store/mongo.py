@@ -56,6 +56,9 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
     "memories": [
         ([("tenant", 1), ("id", 1)], {"name": "memory_id", "unique": True}),
         ([("tenant", 1), ("project", 1), ("active", 1), ("created_at", -1), ("id", -1)], {"name": "recent"}),
+        ([("tenant", 1), ("project", 1), ("active", 1), ("pinned", 1), ("created_at", -1), ("id", -1)],
+         {"name": "recent_pinned"}),
+        ([("tenant", 1), ("project", 1), ("active", 1), ("seq", 1)], {"name": "reload"}),
         ([("tenant", 1), ("project", 1), ("active", 1), ("pinned", 1), ("created_at", 1), ("seq", 1)],
          {"name": "evictable"}),
         ([("tenant", 1), ("project", 1), ("sha256", 1), ("created_at", 1)], {"name": "dedupe"}),
@@ -63,6 +66,7 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
         ([("tenant", 1), ("active", 1), ("project", 1)], {"name": "tenant_active"}),
         ([("status", 1), ("created_at", 1), ("seq", 1)],
          {"name": "pending_embedding", "partialFilterExpression": {"status": "pending_embedding"}}),
+        ([("model", 1), ("created_at", 1), ("seq", 1)], {"name": "model", "partialFilterExpression": {"active": True}}),
         ([("deleted_at", 1)], {"name": "forgotten", "partialFilterExpression": {"deleted_at": {"$type": "double"}}}),
         ([("pending", 1)], {"name": "pending", "sparse": True}),
         ([("tenant", 1), ("project", 1), ("version", 1)], {"name": "changes"}),
@@ -73,8 +77,10 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
     ],
     "projects": [([("tenant", 1), ("name", 1)], {"name": "project", "unique": True})],
     "feedback": [([("tenant", 1), ("memory_id", 1)], {"name": "feedback_memory"})],
-    "audit": [([("tenant", 1), ("memory_id", 1), ("_id", -1)], {"name": "audit_memory"})],
+    "audit": [([("tenant", 1), ("memory_id", 1), ("_id", -1)], {"name": "audit_memory"}),
+              ([("tenant", 1), ("_id", -1)], {"name": "audit_recent"})],
     "embedding_cache": [
+        ([("created_at", 1)], {"name": "cache_age"}),
         ([("model", 1), ("sha256", 1)], {"name": "cache_key", "unique": True}),
         ([("created_on", 1)], {"name": "cache_ttl", "expireAfterSeconds": EMBEDDING_CACHE_TTL_S}),
     ],
@@ -629,9 +635,13 @@ class MongoStore:
         counters.add(self.projects_, w.session, docs[0]["tenant"], docs[0]["project"], when, forgotten=-gone)
 
     def pending_embeddings(self, *, limit: int, model: str | None = None) -> list[MemoryRecord]:
+        # Each branch is an index range holding only what backfill embeds: the partial
+        # pending_embedding index, and the model index either side of the current model ($ne
+        # would scan every memory of every tenant).
         query: dict[str, Any] = {"status": "pending_embedding", "active": True}
         if model is not None:
-            query = {"active": True, "$or": [{"status": "pending_embedding"}, {"model": {"$ne": model}}]}
+            query = {"active": True, "$or": [{"status": "pending_embedding"}, {"model": {"$lt": model}},
+                                             {"model": {"$gt": model}}]}
         with guarded("read the pending embeddings"):
             docs = list(self.memories.find(query,
                                            projection=RECORD_PROJECTION,
