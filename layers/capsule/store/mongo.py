@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
+from .. import deadline as request_deadline
 from ..clock import from_epoch, to_epoch
 from ..config import Settings
 from ..errors import NotFound, Unavailable
@@ -289,7 +290,8 @@ class MongoStore:
                                           {"$set": {"lock": None, "lock_until": 0.0}})
 
     def _acquire(self, tenant: str, project: str, token: str) -> None:
-        deadline, delay = time.monotonic() + self._lock_wait_s, 0.005
+        # The wait is bounded by what the request has left too (guarded gives the database calls theirs).
+        deadline, delay = time.monotonic() + request_deadline.budget(self._lock_wait_s, what="wait for the project"), 0.005
         while True:
             wall = self._wall().timestamp()
             taken = self.projects_.find_one_and_update(

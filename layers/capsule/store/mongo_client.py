@@ -11,10 +11,12 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from .. import deadline
 from ..errors import Conflict, Unavailable
 
 # Every operation gets a deadline (``timeoutMS`` makes the driver send ``maxTimeMS`` and bound
-# each socket wait), so a stuck cluster gives a 503 within seconds, not a Lambda timeout.
+# each socket wait), so a stuck cluster gives a 503 within seconds, not a Lambda timeout. Inside
+# a request with a deadline (capsule.deadline) each call gets what is left of it instead.
 CLIENT_OPTIONS: dict[str, Any] = {
     "serverSelectionTimeoutMS": 5_000,
     "connectTimeoutMS": 5_000,
@@ -60,7 +62,8 @@ def guarded(what: str) -> Iterator[None]:
     from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
 
     try:
-        yield
+        with _within_deadline(what):
+            yield
     except DuplicateKeyError as exc:
         raise Conflict(f"{what}: the id is already taken") from exc
     except BulkWriteError as exc:
@@ -70,6 +73,19 @@ def guarded(what: str) -> Iterator[None]:
         raise Unavailable(f"MongoDB could not {what}: {_describe(exc)}") from exc
     except PyMongoError as exc:
         raise Unavailable(f"MongoDB could not {what}: {_describe(exc)}") from exc
+
+
+@contextmanager
+def _within_deadline(what: str) -> Iterator[None]:
+    """``pymongo.timeout`` of what the request has left: the driver then sends that as
+    ``maxTimeMS``, bounds server selection, socket waits and retries (a transaction's too) by it."""
+    if deadline.remaining() is None:
+        yield
+        return
+    import pymongo
+
+    with pymongo.timeout(deadline.budget(float("inf"), what=f"ask MongoDB to {what}")):
+        yield
 
 
 def _describe(exc: Exception) -> str:
