@@ -29,6 +29,8 @@ CLIENT_OPTIONS: dict[str, Any] = {
     "tz_aware": True,
 }
 
+OPERATION_S = CLIENT_OPTIONS["timeoutMS"] / 1000
+
 _clients: dict[str, Any] = {}
 _lock = threading.Lock()
 
@@ -77,14 +79,18 @@ def guarded(what: str) -> Iterator[None]:
 
 @contextmanager
 def _within_deadline(what: str) -> Iterator[None]:
-    """``pymongo.timeout`` of what the request has left: the driver then sends that as
-    ``maxTimeMS``, bounds server selection, socket waits and retries (a transaction's too) by it."""
-    if deadline.remaining() is None:
+    """``pymongo.timeout`` of what the request has left, when that is less than the client's
+    own per-operation timeout: the driver then sends it as ``maxTimeMS`` and bounds server
+    selection, socket waits and retries (a transaction's too) by it. With more left, the client's
+    own timeouts already end first (and keep their quicker server selection, which a
+    ``pymongo.timeout`` would replace by the whole budget)."""
+    left = deadline.remaining()
+    if left is None or left >= OPERATION_S:
         yield
         return
     import pymongo
 
-    with pymongo.timeout(deadline.budget(float("inf"), what=f"ask MongoDB to {what}")):
+    with pymongo.timeout(deadline.budget(OPERATION_S, what=f"ask MongoDB to {what}")):
         yield
 
 
