@@ -33,7 +33,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
-from capsule import limits
+from capsule import deadline, limits
 from capsule.errors import CapsuleError, InvalidInput, MalformedBody, NotFound, PayloadTooLarge, Unauthorized, Unavailable
 from capsule.fielderrors import invalid_input
 from capsule.models import ErrorResponse
@@ -280,7 +280,10 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
             return _refusal(admitted)
         token = _tenant.set(admitted or "")
         try:
-            return app.resolve(event, context)
+            # Every embedder and database call takes what is left of the invocation, so a slow
+            # dependency gives the fallback or a 503 before Lambda's own timeout ends the function.
+            with deadline.within(deadline.from_lambda_context(context)):
+                return app.resolve(event, context)
         finally:
             _tenant.reset(token)
 

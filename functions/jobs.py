@@ -10,6 +10,7 @@ import logging
 from functools import lru_cache
 from typing import Any
 
+from capsule import deadline
 from capsule.jobs import Jobs
 from capsule.learning.runtime import build_jobs
 from capsule.runtime import build_service
@@ -45,15 +46,18 @@ def run(name: str, event: Any, jobs: Jobs | None = None) -> dict[str, Any]:
 
 
 def retention_handler(event: Any, context: Any) -> dict[str, Any]:
-    return run("retention", event)
+    with deadline.within(deadline.from_lambda_context(context)):
+        return run("retention", event)
 
 
 def mining_handler(event: Any, context: Any) -> dict[str, Any]:
-    return run("mining", event)
+    with deadline.within(deadline.from_lambda_context(context)):
+        return run("mining", event)
 
 
 def backfill_handler(event: Any, context: Any) -> dict[str, Any]:
-    return run("backfill", event)
+    with deadline.within(deadline.from_lambda_context(context)):
+        return run("backfill", event)
 
 
 

@@ -5,7 +5,8 @@ Context flags (``-c name=value``): ``layer_zip`` (default build/layer.zip), ``bu
 ``alarm_email`` (subscribe an address to the alarm topic), ``embedder`` (voyage, the default,
 openai, minilm or hashing: the layer must have been built for it, see layers/build_layer.py),
 ``throttle_rate`` / ``throttle_burst`` (the stage's requests/s and burst, default 200 / 400),
-``tenant_per_session`` (true: one tenant per assumed-role session instead of per role).
+``tenant_per_session`` (true: one tenant per assumed-role session instead of per role),
+``vector_search_min`` (default 5000: projects this large are searched through Atlas's indexes).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def options_from(app: cdk.App) -> StackOptions:
         api_key_auth=context.flag(get("api_key_auth"), "api_key_auth"), alarm_email=get("alarm_email"),
         embedder=embedder, throttle=throttle,
         tenant_per_session=context.flag(get("tenant_per_session"), "tenant_per_session"),
+        vector_search_min=context.positive_int(get("vector_search_min"), "vector_search_min",
+                                               StackOptions.vector_search_min, maximum=10_000_000),
     )
 
 

@@ -30,6 +30,9 @@ class StackOptions:
     embedder: str = "voyage"
     throttle: Throttle = Throttle()
     tenant_per_session: bool = False  # functions/tenancy.py: one tenant per assumed-role session
+    # Projects of at least this many memories are searched through the cluster's indexes and
+    # never read whole into a function (about 18.5 KiB each decoded: 5,000 is ~90 MB).
+    vector_search_min: int = 5_000
 
 
 class CapsuleStack(Stack):
@@ -52,6 +55,7 @@ class CapsuleStack(Stack):
                 "CAPSULE_STORE": "mongo",
                 "CAPSULE_EMBEDDER": options.embedder,
                 "CAPSULE_TENANT_PER_SESSION": "true" if options.tenant_per_session else "false",
+                "CAPSULE_MONGODB_VECTOR_SEARCH_MIN": str(options.vector_search_min),
                 # Only the secret's ARN: functions/secrets.py reads the values at run time (cached).
                 "CAPSULE_SECRET_ARN": self.secret.secret_arn,
                 "POWERTOOLS_SERVICE_NAME": "capsule-memory",

@@ -61,6 +61,17 @@ def default_data_dir() -> Path:
     return Path.home() / ".capsule"
 
 
+# Set by Lambda in every function: its memory size in MB.
+LAMBDA_MEMORY = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"
+
+
+def index_budget_mb(function_mb: int) -> int:
+    """The warm indexes' share of a function's memory: a quarter. The rest holds the runtime
+    and the layer's imports (~150 MB), one search's transient arrays, the reply being decoded
+    and a cold project's load before the least recently used index is dropped."""
+    return max(0, function_mb // 4)
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -69,7 +80,8 @@ class Settings(BaseModel):
     mongodb_uri: SecretStr | None = None
     mongodb_db: str = "capsule"
     # Projects (or global searches) with at least this many memories take their candidates from
-    # Atlas Vector Search instead of scoring every memory; None scores every memory.
+    # the cluster's indexes (Atlas Vector Search, $text) and are never read whole; None scores
+    # every memory. The hosted stack sets it (infra/app.py, context vector_search_min).
     mongodb_vector_search_min: int | None = Field(None, ge=1)
     mongodb_vector_index: str = "capsule_vectors"
     embedder: EmbedderName = "auto"
@@ -90,7 +102,7 @@ class Settings(BaseModel):
     # RAM for warm project indexes (least recently used dropped); 0 entries turns the cache off.
     search_exact: bool = False
     search_candidates: int = Field(500, ge=10, le=100_000)
-    index_memory_mb: int = Field(1024, ge=0)
+    index_memory_mb: int = Field(1024, ge=0)  # on Lambda: index_budget_mb(function memory) unless set
     query_cache_entries: int = Field(1024, ge=0)
     # Projects of at least this many memories keep a snapshot of their index under
     # data_dir/index, so a fresh process loads it instead of rebuilding (0: never).
@@ -123,6 +135,9 @@ class Settings(BaseModel):
             name: environ[var] for name, var in ENVIRONMENT.items() if environ.get(var, "") != ""
         }
         values.update(_aliased(environ))
+        function_mb = environ.get(LAMBDA_MEMORY, "")
+        if "index_memory_mb" not in values and function_mb.isdigit():
+            values["index_memory_mb"] = index_budget_mb(int(function_mb))
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
             return cls(**values)

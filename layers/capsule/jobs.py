@@ -20,7 +20,7 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from . import limits
+from . import deadline, limits
 from .clock import Clock, system_clock
 from .config import Settings
 from .context import text_to_embed
@@ -33,6 +33,7 @@ from .store.learning import LearningStore
 JOB_NAMES = ("retention", "mining", "backfill")
 PENDING_COUNTED = 1000  # how far a report counts what is still pending
 LEASE_SECONDS = 15 * 60
+BATCH_RESERVE_S = 20.0  # a backfill batch (embed, then one write per memory) is not started with less left
 
 
 class JobReport(BaseModel):
@@ -166,6 +167,9 @@ class Jobs:
         """(embedded, still pending, the embedder's error if it failed)."""
         embedded = 0
         for _ in range(max_batches):
+            left = deadline.remaining()
+            if left is not None and left < BATCH_RESERVE_S:  # stop while there is time to report
+                break
             pending = self.memories.pending_embeddings(limit=batch, model=self.embedder.model_id)
             if not pending:
                 return embedded, 0, None

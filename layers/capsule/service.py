@@ -7,7 +7,6 @@ result model with an ``explanation`` of what it did and why.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import uuid
@@ -359,8 +358,10 @@ class MemoryService:
 
     def _shortlist(self, tenant: str, projects: list[str] | None, filters: Filters, query: str,
                    query_vector: np.ndarray | None) -> list[ProjectIndex] | None:
-        """For a scope too large to hold warm (Atlas Vector Search), an index of the store's shortlist."""
-        if query_vector is None or not self._has_shortlist:
+        """For a scope too large to hold (Atlas Vector Search and ``$text``), an index of the
+        store's shortlist. Without a query vector (keyword mode, the embedder down) too: a large
+        scope is never read whole for want of a vector."""
+        if not self._has_shortlist:
             return None
         shortlist = self.store.nearest_candidates(
             tenant, projects, filters, query=query, query_vector=query_vector, model=self.embedder.model_id,

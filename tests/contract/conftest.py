@@ -34,6 +34,21 @@ def _mongomock(tmp_path) -> Iterator:
     client.close()
 
 
+def _mongomock_strict(tmp_path) -> Iterator:
+    """mongomock with the transaction path (enforced sessions) and every query checked against
+    the declared indexes (strict_mongo.py)."""
+    mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
+    from capsule.store.mongo import INDEXES, MongoStore
+
+    from strict_mongo import StrictDatabase, TxnClient  # beside this conftest (rootdir-relative import)
+
+    client = TxnClient(mongomock.MongoClient())
+    store = MongoStore(StrictDatabase(client, client._mock.get_database("contract"), INDEXES), transactions=True)
+    store.migrate()
+    yield store
+    client.close()
+
+
 def _mongodb(tmp_path) -> Iterator:
     uri = os.environ.get("CAPSULE_TEST_MONGODB_URI")
     if not uri:
@@ -51,7 +66,8 @@ def _mongodb(tmp_path) -> Iterator:
     client.close()
 
 
-BACKENDS: dict[str, Callable] = {"sqlite": _sqlite, "mongomock": _mongomock, "mongodb": _mongodb}
+BACKENDS: dict[str, Callable] = {"sqlite": _sqlite, "mongomock": _mongomock, "mongomock-strict": _mongomock_strict,
+                                 "mongodb": _mongodb}
 
 
 @pytest.fixture(params=sorted(BACKENDS))

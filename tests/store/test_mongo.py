@@ -107,8 +107,11 @@ def test_migrate_runs_once_per_schema_version_and_adds_the_text_index_when_neede
     db.memories.drop_index("path")
     store.migrate()  # the schema is current: no index calls
     assert "path" not in db.memories.index_information()
+    db.memories.create_index([("content", "text")], name="content_text")  # schema 3's, tenant-less
+    db.meta.update_one({"_id": "schema"}, {"$set": {"version": 3}})
     MongoStore(db, transactions=False, vector_search_min=10).migrate()
-    assert "content_text" in db.memories.index_information()
+    info = db.memories.index_information()
+    assert "tenant_text" in info and "content_text" not in info  # one text index, prefixed by the tenant
 
 
 def test_forget_stamps_the_ttl_date_from_the_server_clock(store, db, wall):
@@ -229,7 +232,7 @@ class ShortlistStore(SQLiteStore):
     shortlist: list[str] = []
 
     def nearest_candidates(self, tenant, projects, filters, *, query, query_vector, model):
-        self.asked = (tenant, projects, query, model, query_vector.shape)
+        self.asked = (tenant, projects, query, model, None if query_vector is None else query_vector.shape)
         return [self.get(tenant, memory_id) for memory_id in self.shortlist]
 
 
@@ -245,7 +248,8 @@ def test_search_ranks_the_stores_shortlist_when_it_gives_one(tmp_path):
     assert sorted(h.id for h in hits) == sorted(ids[:2])
     assert store.asked[:4] == ("t1", ["p"], "sqlite deadlock", HashingEmbedder().model_id)
     hits = service.search("t1", {"project": "p", "query": "sqlite deadlock", "mode": "bm25"}).results
-    assert len(hits) == 3  # no query vector: every memory is scored
+    assert sorted(h.id for h in hits) == sorted(ids[:2])  # no query vector: still the shortlist
+    assert store.asked[4] is None
 
 
 def test_the_service_searches_a_mongo_store_through_its_warm_index(store):

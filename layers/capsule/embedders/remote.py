@@ -7,44 +7,75 @@ the service can store the memory as pending and embed it later instead of losing
 
 ``base_url`` (``VOYAGE_BASE_URL`` / ``OPENAI_BASE_URL``) points them elsewhere: a gateway, or a
 stand-in on loopback (tests); ``client`` (tests) is anything with ``post(path, payload) -> dict``.
+
+Timeouts: each call takes at most what the request has left (capsule.deadline, less the
+fallback's reserve) and at most ``timeout_s``, retries included: the client's own timeout bounds
+one attempt, and the wait for the whole call is bounded here, however the client retries.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import threading
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import deadline
 from ..errors import Unavailable
 from .base import normalize
 from .http import JsonClient
+
+
+# Inside a 10-15 s function: one attempt, one retry, and the whole call bounded by the request
+# (then FailFast answers at once for a while, so the memory is stored as pending without waiting).
+TIMEOUT_S = 8.0
+RETRIES = 1
+
+
+def bounded(call: Callable[[], Any], seconds: float) -> Any:
+    """``call()``, or TimeoutError after ``seconds``. The call goes on in its thread until the
+    client's own timeout ends it; the request does not wait for it."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="capsule-embed", daemon=True).start()
+    if not done.wait(seconds):
+        raise TimeoutError(f"no answer within {seconds:.2f}s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 class _Remote:
     model_id: str
     dim: int
     batch_size = 128
+    timeout_s = TIMEOUT_S
 
-    def _call(self, texts: list[str], kind: str) -> list[list[float]]:
+    def _call(self, texts: list[str], kind: str, timeout: float) -> list[list[float]]:
         raise NotImplementedError
 
     def embed(self, texts: Sequence[str], *, kind: str = "document") -> np.ndarray:
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start:start + self.batch_size])
+            seconds = deadline.for_embedder(self.timeout_s)  # Unavailable when no time is left
             try:
-                rows.extend(self._call(batch, kind))
+                rows.extend(bounded(lambda: self._call(batch, kind, seconds), seconds))
             except Exception as exc:  # any client error: the provider could not embed
                 raise Unavailable(f"{self.model_id} could not embed: {type(exc).__name__}: {exc}") from exc
         if not rows:
             return np.zeros((0, self.dim), dtype=np.float32)
         return normalize(np.asarray(rows, dtype=np.float32))
 
-
-# Per request: a provider that does not answer costs a write at most about
-# TIMEOUT_S * (1 + RETRIES) before it is stored as pending (then FailFast answers at once).
-TIMEOUT_S = 15.0
-RETRIES = 2
 
 VOYAGE_URL = "https://api.voyageai.com/v1"
 OPENAI_URL = "https://api.openai.com/v1"
@@ -65,9 +96,10 @@ class VoyageEmbedder(_Remote):
                  timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None,
                  base_url: str | None = None) -> None:
         self._client = client or JsonClient(base_url or VOYAGE_URL, api_key, timeout_s=timeout_s, retries=retries)
-        self.model_id, self.dim = model, dim
+        self.model_id, self.dim, self.timeout_s = model, dim, timeout_s
 
-    def _call(self, texts: list[str], kind: str) -> list[list[float]]:
+    def _call(self, texts: list[str], kind: str, timeout: float) -> list[list[float]]:
+        # One attempt waits at most timeout_s (the client's); bounded() ends the whole wait sooner.
         payload = {"input": texts, "model": self.model_id, "input_type": kind}
         return _vectors(self._client.post("/embeddings", payload), len(texts))
 
@@ -79,8 +111,9 @@ class OpenAIEmbedder(_Remote):
                  timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None,
                  base_url: str | None = None) -> None:
         self._client = client or JsonClient(base_url or OPENAI_URL, api_key, timeout_s=timeout_s, retries=retries)
-        self.model_id, self.dim = model, dim
+        self.model_id, self.dim, self.timeout_s = model, dim, timeout_s
 
-    def _call(self, texts: list[str], kind: str) -> list[list[float]]:
+    def _call(self, texts: list[str], kind: str, timeout: float) -> list[list[float]]:
+        # One attempt waits at most timeout_s (the client's); bounded() ends the whole wait sooner.
         payload = {"input": texts, "model": self.model_id, "encoding_format": "float"}
         return _vectors(self._client.post("/embeddings", payload), len(texts))

@@ -172,8 +172,9 @@ class NearestCandidates(Protocol):
 
     def nearest_candidates(
         self, tenant: str, projects: Sequence[str] | None, filters: Filters, *, query: str,
-        query_vector: np.ndarray, model: str,
+        query_vector: np.ndarray | None, model: str,
     ) -> list[MemoryRecord] | None:
-        """Active memories likely to rank best for the query (nearest by vector, best by
-        keyword), filtered like :meth:`MemoryStore.candidates`; None when the scope is small
-        enough to score whole (the caller then uses ``candidates``)."""
+        """Active memories likely to rank best for the query (nearest by vector when
+        ``query_vector`` is given, best by keyword), filtered like :meth:`MemoryStore.candidates`;
+        None when the scope is small enough to score whole (the caller then reads it whole).
+        Never reads a large scope whole, with or without a query vector."""

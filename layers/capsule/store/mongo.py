@@ -31,58 +31,23 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
+from .. import deadline as request_deadline
 from ..clock import from_epoch, to_epoch
 from ..config import Settings
 from ..errors import Conflict, NotFound, Unavailable
 from ..records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
+from . import mongo_candidates as mc
+from . import mongo_counters as counters
 from . import mongo_vector as vs
 from .base import Cursor
 from .mongo_client import guarded, shared_client, supports_transactions
 from .mongo_docs import RECORD_PROJECTION, decode_vector, doc_to_record, encode_vector, record_to_doc
-
-SCHEMA_VERSION = 3  # bump when INDEXES change: the next cold start creates the new ones
-DAY = 86_400
-# A day past limits.FORGET_RECOVERABLE_DAYS: the hourly retention job purges (and audits) first;
-# the server's TTL is only the backstop when the job has not run.
-FORGOTTEN_TTL_S = 31 * DAY
-EMBEDDING_CACHE_TTL_S = 60 * DAY  # limits.EMBEDDING_CACHE_DAYS
-QUERY_CACHE_TTL_S = 300           # limits.QUERY_CACHE_SECONDS
-PENDING_TTL_S = 3_600             # an unpublished write older than this belonged to a dead writer
-
-# (keys, options) per collection; every query the store makes has its index.
-INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
-    "memories": [
-        ([("tenant", 1), ("id", 1)], {"name": "memory_id", "unique": True}),
-        ([("tenant", 1), ("project", 1), ("active", 1), ("created_at", -1), ("id", -1)], {"name": "recent"}),
-        ([("tenant", 1), ("project", 1), ("active", 1), ("pinned", 1), ("created_at", 1), ("seq", 1)],
-         {"name": "evictable"}),
-        ([("tenant", 1), ("project", 1), ("sha256", 1), ("created_at", 1)], {"name": "dedupe"}),
-        ([("tenant", 1), ("project", 1), ("path", 1)], {"name": "path"}),
-        ([("tenant", 1), ("active", 1), ("project", 1)], {"name": "tenant_active"}),
-        ([("status", 1), ("created_at", 1), ("seq", 1)],
-         {"name": "pending_embedding", "partialFilterExpression": {"status": "pending_embedding"}}),
-        ([("deleted_at", 1)], {"name": "forgotten", "partialFilterExpression": {"deleted_at": {"$type": "double"}}}),
-        ([("pending", 1)], {"name": "pending", "sparse": True}),
-        ([("tenant", 1), ("project", 1), ("version", 1)], {"name": "changes"}),
-        ([("tenant", 1), ("project", 1), ("meta.session", 1), ("occurred_at", -1), ("seq", -1)],
-         {"name": "session_turns", "partialFilterExpression": {"active": True}}),
-        ([("deleted_on", 1)], {"name": "forgotten_ttl", "expireAfterSeconds": FORGOTTEN_TTL_S}),
-        ([("pending_on", 1)], {"name": "pending_ttl", "expireAfterSeconds": PENDING_TTL_S}),
-    ],
-    "projects": [([("tenant", 1), ("name", 1)], {"name": "project", "unique": True})],
-    "feedback": [([("tenant", 1), ("memory_id", 1)], {"name": "feedback_memory"})],
-    "audit": [([("tenant", 1), ("memory_id", 1), ("_id", -1)], {"name": "audit_memory"})],
-    "embedding_cache": [
-        ([("model", 1), ("sha256", 1)], {"name": "cache_key", "unique": True}),
-        ([("created_on", 1)], {"name": "cache_ttl", "expireAfterSeconds": EMBEDDING_CACHE_TTL_S}),
-    ],
-    "query_cache": [([("created_on", 1)], {"name": "query_ttl", "expireAfterSeconds": QUERY_CACHE_TTL_S})],
-}
-TEXT_INDEX = ([("content", "text")], {"name": "content_text", "default_language": "none"})
+from .mongo_indexes import INDEXES, PENDING_TTL_S, SCHEMA_VERSION
 
 CHANGE_PROJECTION = {name: 0 for name in RECORD_PROJECTION if name != "_id"}
 WITH_ACTIVE = {name: 0 for name in RECORD_PROJECTION if name != "active"}
-NEW_PROJECT = {"seq": 0, "version": 0, "purged_version": 0, "lock": None, "lock_until": 0.0}
+NEW_PROJECT = {"seq": 0, "version": 0, "purged_version": 0, "lock": None, "lock_until": 0.0,
+               "memories": 0, "pinned": 0, "forgotten": 0}
 T = TypeVar("T")
 
 
@@ -169,8 +134,15 @@ class MongoStore:
                 for keys, options in indexes:
                     self.db[name].create_index(keys, **options)
             if wanted["text_index"]:
-                self.memories.create_index(TEXT_INDEX[0], **TEXT_INDEX[1])
+                self._text_index()
             self.db["meta"].replace_one({"_id": "schema"}, wanted, upsert=True)
+
+    def _text_index(self) -> None:
+        existing = self.memories.index_information()
+        for old in vs.OLD_TEXT_INDEXES:  # one text index per collection: the old one goes first
+            if old in existing:
+                self.memories.drop_index(old)
+        self.memories.create_index(vs.TEXT_INDEX[0], **vs.TEXT_INDEX[1])
 
     def close(self) -> None:
         """The client is shared by the process (see mongo_client); nothing to release per store."""
@@ -199,11 +171,19 @@ class MongoStore:
                                 lambda w: self._insert_body(w, records, limit, dedupe_after, actor, now))
 
     def enforce_limit(self, tenant: str, project: str, *, limit: int, at: datetime, actor: str) -> list[str]:
-        with guarded("count the project's memories"):
-            if self._active_count(None, tenant, project) <= limit:
+        with guarded("read the project's counters"):
+            doc = self.projects_.find_one({"tenant": tenant, "name": project}, projection=counters.PROJECTION)
+            if doc is None or counters.read(self.memories, {**doc, "tenant": tenant})["memories"] <= limit:
                 return []
         return self._in_project(tenant, project, "evict over the limit",
-                                lambda w: self._evict_over_limit(w, tenant, project, limit, to_epoch(at), actor, []))
+                                lambda w: self._enforce_body(w, tenant, project, limit, to_epoch(at), actor))
+
+    def _enforce_body(self, w: "_Write", tenant: str, project: str, limit: int, now: float, actor: str) -> list[str]:
+        doc = self.projects_.find_one({"tenant": tenant, "name": project}, session=w.session)
+        active = counters.ensure(self.projects_, self.memories, doc, w.session)["memories"]
+        evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, [], active)
+        counters.add(self.projects_, w.session, tenant, project, now, memories=-len(evicted), forgotten=len(evicted))
+        return evicted
 
     def _in_project(self, tenant: str, project: str, what: str, body: Callable[["_Write"], T], *,
                     purged: bool = False) -> T:
@@ -266,7 +246,8 @@ class MongoStore:
                                           {"$set": {"lock": None, "lock_until": 0.0}})
 
     def _acquire(self, tenant: str, project: str, token: str) -> None:
-        deadline, delay = time.monotonic() + self._lock_wait_s, 0.005
+        # The wait is bounded by what the request has left too (guarded gives the database calls theirs).
+        deadline, delay = time.monotonic() + request_deadline.budget(self._lock_wait_s, what="wait for the project"), 0.005
         while True:
             wall = self._wall().timestamp()
             taken = self.projects_.find_one_and_update(
@@ -289,8 +270,10 @@ class MongoStore:
         project_doc = self.projects_.find_one_and_update(
             {"tenant": tenant, "name": project},
             {"$inc": {"seq": len(records)}, "$set": {"updated_at": now}},
-            projection={"seq": 1}, return_document=True, session=w.session,
+            projection={"seq": 1, "tenant": 1, "name": 1, **dict.fromkeys(counters.COUNTERS, 1)},
+            return_document=True, session=w.session,
         )
+        active = counters.ensure(self.projects_, self.memories, project_doc, w.session)["memories"]
         first_seq = project_doc["seq"] - len(records)
         docs, batch = [], {}
         for i, record in enumerate(records):
@@ -309,8 +292,11 @@ class MongoStore:
                                                              "$unset": {"pending": "", "pending_on": ""}})
         # The memories this write returns, new or existing, are never its own victims.
         protected = [*outcome.inserted, *outcome.duplicates.values()]
-        outcome.evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, protected)
-        outcome.active_after = self._active_count(w.session, tenant, project)
+        active += len(docs)
+        outcome.evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, protected, active)
+        outcome.active_after = active - len(outcome.evicted)
+        counters.add(self.projects_, w.session, tenant, project, now, memories=len(docs) - len(outcome.evicted),
+                     pinned=sum(1 for d in docs if d["pinned"]), forgotten=len(outcome.evicted))
         return outcome
 
     def _new_doc(self, record: MemoryRecord, seq: int, w: "_Write") -> dict[str, Any]:
@@ -332,16 +318,13 @@ class MongoStore:
         )
         return found["id"] if found else batch.get(record.sha256)
 
-    def _active_count(self, session: Any, tenant: str, project: str) -> int:
-        return self.memories.count_documents({"tenant": tenant, "project": project, "active": True},
-                                             session=session)
-
     def _evict_over_limit(
         self, w: "_Write", tenant: str, project: str, limit: int, now: float, actor: str,
-        protected: Sequence[str],
+        protected: Sequence[str], active: int,
     ) -> list[str]:
+        """Evict the oldest unpinned beyond ``limit``, given the project's ``active`` count."""
         session = w.session
-        excess = self._active_count(session, tenant, project) - limit
+        excess = active - limit
         evicted: list[str] = []
         if excess <= 0:
             return evicted
@@ -408,44 +391,27 @@ class MongoStore:
         return None if doc is None else doc["content"]
 
     def candidates(self, tenant: str, projects: Sequence[str] | None, filters: Filters) -> list[MemoryRecord]:
-        query = {**vs.scope_filter(tenant, projects, filters), **vs.post_filter(filters)}
-        with guarded("read the candidates"):
-            docs = list(self.memories.find(query, projection=RECORD_PROJECTION))
-        return [doc_to_record(doc) for doc in docs]
+        return mc.scope_records(self.memories, tenant, projects, filters)
 
     def nearest_candidates(
         self, tenant: str, projects: Sequence[str] | None, filters: Filters, *, query: str,
-        query_vector: np.ndarray, model: str,
+        query_vector: np.ndarray | None, model: str,
     ) -> list[MemoryRecord] | None:
-        """A shortlist from Atlas Vector Search plus ``$text``, or None: scan them all.
-
-        None unless ``vector_search_min`` is set and the scope holds at least that many
-        active memories (counted with a limit, so the count stops there).
-        """
+        """A shortlist from the cluster's indexes (:mod:`.mongo_candidates`), or None: the
+        scope is small enough to read whole (or ``vector_search_min`` is not set)."""
         if self.vector_search_min is None:
             return None
-        scope = vs.scope_filter(tenant, projects, Filters())  # the project's size, not the filtered one
-        with guarded("count the memories"):
-            size = self.memories.count_documents(scope, limit=self.vector_search_min)
-        if size < self.vector_search_min:
+        if mc.scope_size(self.projects_, self.memories, tenant, projects, self.vector_search_min) \
+                < self.vector_search_min:
             return None
-        pipeline = vs.vector_pipeline(tenant=tenant, projects=projects, filters=filters,
-                                      query_vector=query_vector, model=model, index=self.vector_index)
-        with guarded("search the vector index"):
-            docs = {d["id"]: d for d in self.memories.aggregate(pipeline)}
-            keyword = self.memories.find(vs.keyword_query(tenant, projects, filters, query),
-                                         projection={**RECORD_PROJECTION, "score": {"$meta": "textScore"}},
-                                         sort=[("score", {"$meta": "textScore"})], limit=vs.KEYWORD_LIMIT)
-            for doc in keyword:
-                doc.pop("score", None)
-                docs.setdefault(doc["id"], doc)
-        return [doc_to_record(doc) for doc in docs.values()]
+        return mc.shortlist(self.memories, tenant, projects, filters, query=query, query_vector=query_vector,
+                            model=model, index=self.vector_index)
 
     # ---- changing ------------------------------------------------------------
 
     def _change(self, tenant: str, memory_id: str, match: dict[str, Any], update: dict[str, Any], *,
                 missing: str, audit: tuple[str, str, str, float] | None = None,
-                also: Callable[[Any], None] | None = None) -> dict[str, Any]:
+                also: Callable[[Any, dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """One conditional update of one memory, stamped with its project's next version."""
         query = {"tenant": tenant, "id": memory_id, **match}
         with guarded("find the memory"):
@@ -468,22 +434,37 @@ class MongoStore:
             if audit:
                 self._audit(w.session, tenant, memory_id, doc["project"], *audit)
             if also:
-                also(w.session)
+                also(w.session, doc)
             return doc
 
         return self._in_project(tenant, found["project"], "change the memory", body)
 
     def set_pinned(self, tenant: str, memory_id: str, pinned: bool, *, at: datetime, actor: str) -> MemoryRecord:
         action, now = ("pin" if pinned else "unpin"), to_epoch(at)
-        doc = self._change(tenant, memory_id, {"active": True},
-                           {"$set": {"pinned": bool(pinned), "updated_at": now}},
-                           missing="", audit=(action, actor, f"{action}ned by request", now))
+        try:  # only a memory whose state changes is written (and moves the pinned counter)
+            doc = self._change(tenant, memory_id, {"active": True, "pinned": not pinned},
+                               {"$set": {"pinned": bool(pinned), "updated_at": now}},
+                               missing="", audit=(action, actor, f"{action}ned by request", now),
+                               also=self._counting(now, pinned=1 if pinned else -1))
+        except NotFound:
+            return self.get(tenant, memory_id)  # already so (or NotFound: not an active memory)
         return doc_to_record(doc)
+
+    def _counting(self, now: float, **deltas: int) -> Callable[[Any, dict[str, Any]], None]:
+        """An ``also`` for :meth:`_change` that moves the changed memory's project counters;
+        ``pinned`` only moves for a pinned memory when other counters move too."""
+        def also(session: Any, doc: dict[str, Any]) -> None:
+            moved = dict(deltas)
+            if set(moved) != {"pinned"}:
+                moved["pinned"] = moved.get("memories", 0) if doc.get("pinned") else 0
+            counters.add(self.projects_, session, doc["tenant"], doc["project"], now, **moved)
+        return also
 
     def forget(self, tenant: str, memory_id: str, *, at: datetime, actor: str, reason: str) -> MemoryRecord:
         now = to_epoch(at)
         doc = self._change(tenant, memory_id, {"active": True}, {"$set": self._forgotten_fields(now, "forgotten")},
-                           missing="", audit=("forget", actor, reason, now))
+                           missing="", audit=("forget", actor, reason, now),
+                           also=self._counting(now, memories=-1, forgotten=1))
         return doc_to_record(doc)
 
     def restore(self, tenant: str, memory_id: str, *, at: datetime, actor: str) -> MemoryRecord:
@@ -493,6 +474,7 @@ class MongoStore:
             {"$set": {"active": True, "deleted_at": None, "deleted_reason": None, "updated_at": now},
              "$unset": {"deleted_on": ""}},
             missing="forgotten ", audit=("restore", actor, "restored by request", now),
+            also=self._counting(now, memories=1, forgotten=-1),
         )
         return doc_to_record(doc)
 
@@ -503,7 +485,7 @@ class MongoStore:
         vote = {"tenant": tenant, "memory_id": memory_id, "helpful": bool(helpful), "context": context, "at": now}
         doc = self._change(tenant, memory_id, {"active": True},
                            {"$inc": {"helpful" if helpful else "unhelpful": 1}, "$set": {"accessed_at": now}},
-                           missing="", also=lambda session: self.feedback.insert_one(vote, session=session))
+                           missing="", also=lambda session, _: self.feedback.insert_one(vote, session=session))
         return doc_to_record(doc)
 
     # ---- change tracking (the warm index) ------------------------------------------
@@ -548,28 +530,16 @@ class MongoStore:
             return sorted(self.projects_.distinct("tenant"))
 
     def projects(self, tenant: str) -> list[ProjectStats]:
-        pipeline = [
-            {"$match": {"tenant": tenant, "pending": None}},
-            {"$group": {
-                "_id": "$project",
-                "memories": {"$sum": {"$cond": ["$active", 1, 0]}},
-                "pinned": {"$sum": {"$cond": [{"$and": ["$active", "$pinned"]}, 1, 0]}},
-                "forgotten": {"$sum": {"$cond": ["$active", 0, 1]}},
-                "last": {"$max": "$updated_at"},
-            }},
+        """From the project documents' counters: no read of the memories (see mongo_counters)."""
+        with guarded("read the projects"):
+            docs = list(self.projects_.find({"tenant": tenant}, projection=counters.PROJECTION))
+            counts = [counters.read(self.memories, {**doc, "tenant": tenant}) for doc in docs]
+        stats = [
+            ProjectStats(project=doc["name"], memories=c["memories"], pinned=c["pinned"], forgotten=c["forgotten"],
+                         retention_limit=doc.get("retention_limit"),
+                         last_activity=from_epoch(max(doc["updated_at"], doc.get("last_activity") or 0.0)))
+            for doc, c in zip(docs, counts)
         ]
-        with guarded("count the projects"):
-            counts = {row["_id"]: row for row in self.memories.aggregate(pipeline)}
-            docs = list(self.projects_.find({"tenant": tenant}))
-        stats = []
-        for doc in docs:
-            row = counts.get(doc["name"], {})
-            last = max(row.get("last") or doc["updated_at"], doc["updated_at"])
-            stats.append(ProjectStats(
-                project=doc["name"], memories=row.get("memories", 0), pinned=row.get("pinned", 0),
-                forgotten=row.get("forgotten", 0), retention_limit=doc.get("retention_limit"),
-                last_activity=from_epoch(last),
-            ))
         return sorted(stats, key=lambda s: s.last_activity, reverse=True)
 
     def set_retention_limit(self, tenant: str, project: str, limit: int, *, at: datetime) -> None:
@@ -622,13 +592,18 @@ class MongoStore:
         for doc in docs:
             self._audit(w.session, doc["tenant"], doc["id"], doc["project"], "purge", "retention",
                         "forgotten longer than the recovery window", when)
-        self.memories.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]}, "deleted_at": {"$lt": cutoff}},
-                                  session=w.session)
+        gone = self.memories.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]},
+                                          "deleted_at": {"$lt": cutoff}}, session=w.session).deleted_count
+        counters.add(self.projects_, w.session, docs[0]["tenant"], docs[0]["project"], when, forgotten=-gone)
 
     def pending_embeddings(self, *, limit: int, model: str | None = None) -> list[MemoryRecord]:
+        # Each branch is an index range holding only what backfill embeds: the partial
+        # pending_embedding index, and the model index either side of the current model ($ne
+        # would scan every memory of every tenant).
         query: dict[str, Any] = {"status": "pending_embedding", "active": True}
         if model is not None:
-            query = {"active": True, "$or": [{"status": "pending_embedding"}, {"model": {"$ne": model}}]}
+            query = {"active": True, "$or": [{"status": "pending_embedding"}, {"model": {"$lt": model}},
+                                             {"model": {"$gt": model}}]}
         with guarded("read the pending embeddings"):
             docs = list(self.memories.find(query,
                                            projection=RECORD_PROJECTION,

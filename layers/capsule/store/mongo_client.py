@@ -13,10 +13,12 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 from urllib.parse import parse_qsl, urlsplit
 
+from .. import deadline
 from ..errors import Conflict, Unavailable
 
 # Every operation gets a deadline (``timeoutMS`` makes the driver send ``maxTimeMS`` and bound
-# each socket wait), so a stuck cluster gives a 503 within seconds, not a Lambda timeout.
+# each socket wait), so a stuck cluster gives a 503 within seconds, not a Lambda timeout. Inside
+# a request with a deadline (capsule.deadline) each call gets what is left of it instead.
 CLIENT_OPTIONS: dict[str, Any] = {
     "serverSelectionTimeoutMS": 5_000,
     "connectTimeoutMS": 5_000,
@@ -44,6 +46,8 @@ def pool_options(uri: str, environ: Mapping[str, str] | None = None) -> dict[str
     if "maxpoolsize" not in given:
         options["maxPoolSize"] = LAMBDA_POOL_SIZE if environ.get("AWS_LAMBDA_FUNCTION_NAME") else SERVER_POOL_SIZE
     return options
+
+OPERATION_S = CLIENT_OPTIONS["timeoutMS"] / 1000
 
 _clients: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -78,7 +82,8 @@ def guarded(what: str) -> Iterator[None]:
     from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
 
     try:
-        yield
+        with _within_deadline(what):
+            yield
     except DuplicateKeyError as exc:
         raise Conflict(f"{what}: the id is already taken") from exc
     except BulkWriteError as exc:
@@ -88,6 +93,23 @@ def guarded(what: str) -> Iterator[None]:
         raise Unavailable(f"MongoDB could not {what}: {_describe(exc)}") from exc
     except PyMongoError as exc:
         raise Unavailable(f"MongoDB could not {what}: {_describe(exc)}") from exc
+
+
+@contextmanager
+def _within_deadline(what: str) -> Iterator[None]:
+    """``pymongo.timeout`` of what the request has left, when that is less than the client's
+    own per-operation timeout: the driver then sends it as ``maxTimeMS`` and bounds server
+    selection, socket waits and retries (a transaction's too) by it. With more left, the client's
+    own timeouts already end first (and keep their quicker server selection, which a
+    ``pymongo.timeout`` would replace by the whole budget)."""
+    left = deadline.remaining()
+    if left is None or left >= OPERATION_S:
+        yield
+        return
+    import pymongo
+
+    with pymongo.timeout(deadline.budget(OPERATION_S, what=f"ask MongoDB to {what}")):
+        yield
 
 
 def _describe(exc: Exception) -> str:

@@ -28,6 +28,14 @@ INDEX_FILE = Path(__file__).with_name("atlas") / "vector_index.json"
 VECTOR_LIMIT = 200          # nearest memories taken from the index
 NUM_CANDIDATES_FACTOR = 10  # ANN breadth per result (Atlas recommends 10-20x the limit)
 KEYWORD_LIMIT = 100         # best $text matches added to the shortlist
+# The keyword half's index. MongoDB allows one text index per collection, and a $text query
+# must match every key before the text key by equality: the tenant (which every query has) is
+# the prefix; project and active follow the text key, so they filter inside the index and a
+# global search's ``project: {$in: [...]}`` is served by the same index. Replaces the
+# tenant-less ``content_text`` of schema 3 (see MongoStore.migrate).
+TEXT_INDEX = ([("tenant", 1), ("content", "text"), ("project", 1), ("active", 1)],
+              {"name": "tenant_text", "default_language": "none"})
+OLD_TEXT_INDEXES = ("content_text",)
 
 
 @lru_cache(maxsize=1)
@@ -112,6 +120,11 @@ def vector_pipeline(
         stages.append({"$match": post_filter(filters)})
     stages.append({"$project": RECORD_PROJECTION})
     return stages
+
+
+def keyword_terms(query: str) -> bool:
+    """Whether ``query`` has anything a ``$text`` search can match."""
+    return bool(query.strip())
 
 
 def keyword_query(tenant: str, projects: Sequence[str] | None, filters: Filters, query: str) -> dict[str, Any]:

@@ -270,7 +270,7 @@ class _Run:
             now = self.clock()
             self.src.learning.upsert_pattern(PatternRecord(
                 tenant=self.tenant, tag=tag, category=category, terms=terms(tag) or [tag.lower()], occurrences=0,
-                projects=[], examples=[], description=f"Imported with its solution links from the Vector Bridge.",
+                projects=[], examples=[], description="Imported with its solution links from the Vector Bridge.",
                 created_at=now, updated_at=now))
         written = self.src.transfer.put_link(LinkRecord(
             tenant=self.tenant, tag=tag, category=category, kind="solution", target_id=solution,

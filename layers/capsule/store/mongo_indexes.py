@@ -1,0 +1,55 @@
+"""The MongoDB schema: every collection's indexes, their TTLs and the schema version.
+
+Every query the store issues has its index here (store/QUERIES.md lists them side by side;
+the contract suite's mongomock-strict backend checks it). ``MongoStore.migrate`` creates them
+once per ``SCHEMA_VERSION``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA_VERSION = 4  # bump when INDEXES change: the next cold start creates the new ones
+DAY = 86_400
+# A day past limits.FORGET_RECOVERABLE_DAYS: the hourly retention job purges (and audits) first;
+# the server's TTL is only the backstop when the job has not run.
+FORGOTTEN_TTL_S = 31 * DAY
+EMBEDDING_CACHE_TTL_S = 60 * DAY  # limits.EMBEDDING_CACHE_DAYS
+QUERY_CACHE_TTL_S = 300           # limits.QUERY_CACHE_SECONDS
+PENDING_TTL_S = 3_600             # an unpublished write older than this belonged to a dead writer
+
+# (keys, options) per collection; every query the store makes has its index.
+INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
+    "memories": [
+        ([("tenant", 1), ("id", 1)], {"name": "memory_id", "unique": True}),
+        ([("tenant", 1), ("project", 1), ("active", 1), ("created_at", -1), ("id", -1)], {"name": "recent"}),
+        ([("tenant", 1), ("project", 1), ("active", 1), ("pinned", 1), ("created_at", -1), ("id", -1)],
+         {"name": "recent_pinned"}),
+        ([("tenant", 1), ("project", 1), ("active", 1), ("seq", 1)], {"name": "reload"}),
+        ([("tenant", 1), ("project", 1), ("active", 1), ("pinned", 1), ("created_at", 1), ("seq", 1)],
+         {"name": "evictable"}),
+        ([("tenant", 1), ("project", 1), ("sha256", 1), ("created_at", 1)], {"name": "dedupe"}),
+        ([("tenant", 1), ("project", 1), ("path", 1)], {"name": "path"}),
+        ([("tenant", 1), ("active", 1), ("project", 1)], {"name": "tenant_active"}),
+        ([("status", 1), ("created_at", 1), ("seq", 1)],
+         {"name": "pending_embedding", "partialFilterExpression": {"status": "pending_embedding"}}),
+        ([("model", 1), ("created_at", 1), ("seq", 1)], {"name": "model", "partialFilterExpression": {"active": True}}),
+        ([("deleted_at", 1)], {"name": "forgotten", "partialFilterExpression": {"deleted_at": {"$type": "double"}}}),
+        ([("pending", 1)], {"name": "pending", "sparse": True}),
+        ([("tenant", 1), ("project", 1), ("version", 1)], {"name": "changes"}),
+        ([("tenant", 1), ("project", 1), ("meta.session", 1), ("occurred_at", -1), ("seq", -1)],
+         {"name": "session_turns", "partialFilterExpression": {"active": True}}),
+        ([("deleted_on", 1)], {"name": "forgotten_ttl", "expireAfterSeconds": FORGOTTEN_TTL_S}),
+        ([("pending_on", 1)], {"name": "pending_ttl", "expireAfterSeconds": PENDING_TTL_S}),
+    ],
+    "projects": [([("tenant", 1), ("name", 1)], {"name": "project", "unique": True})],
+    "feedback": [([("tenant", 1), ("memory_id", 1)], {"name": "feedback_memory"})],
+    "audit": [([("tenant", 1), ("memory_id", 1), ("_id", -1)], {"name": "audit_memory"}),
+              ([("tenant", 1), ("_id", -1)], {"name": "audit_recent"})],
+    "embedding_cache": [
+        ([("created_at", 1)], {"name": "cache_age"}),
+        ([("model", 1), ("sha256", 1)], {"name": "cache_key", "unique": True}),
+        ([("created_on", 1)], {"name": "cache_ttl", "expireAfterSeconds": EMBEDDING_CACHE_TTL_S}),
+    ],
+    "query_cache": [([("created_on", 1)], {"name": "query_ttl", "expireAfterSeconds": QUERY_CACHE_TTL_S})],
+}
