@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from capsule.config import Settings
-from capsule.embedders import build_embedder, describe
+from capsule.embedders import build_embedder, describe, remote
 from capsule.embedders.choice import choose_embedder
 from capsule.embedders.failfast import FailFast
 from capsule.errors import InvalidInput, Unavailable
@@ -77,7 +77,7 @@ def test_voyage_api_key_alone_builds_voyage_3_5_with_1024_dimensions(voyage, no_
     info = describe(embedder)
     assert (info.name, info.model, info.dims, info.reason) == ("voyage", "voyage-3.5", 1024, "VOYAGE_API_KEY is set")
     client = embedder.inner._client
-    assert (client.timeout_s, client.retries) == (15.0, 2)  # bounded: never a hang
+    assert (client.timeout_s, client.retries) == (remote.TIMEOUT_S, remote.RETRIES) == (8.0, 1)  # bounded: never a hang
     vectors = embedder.embed(["redis ENOTFOUND", "redis ENOTFOUND"], kind="query")
     assert vectors.shape == (2, 1024) and np.allclose(np.linalg.norm(vectors, axis=1), 1)
     assert [(c["path"], c["auth"], c["status"]) for c in voyage.calls] == [("/v1/embeddings", "Bearer pa-key", 200)]
