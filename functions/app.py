@@ -34,7 +34,10 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from capsule import deadline, limits
-from capsule.errors import CapsuleError, InvalidInput, MalformedBody, NotFound, PayloadTooLarge, Unauthorized, Unavailable
+from capsule.errors import (
+    CapsuleError, InvalidInput, MalformedBody, NotFound, PayloadTooLarge, Unauthorized, Unavailable,
+    UnsupportedMediaType,
+)
 from capsule.fielderrors import invalid_input
 from capsule.models import ErrorResponse
 from pydantic import BaseModel
@@ -90,6 +93,7 @@ _ERROR_DESCRIPTIONS = {
     404: "No such memory for this caller (another tenant's id is also not found)",
     409: "The memory's state does not allow it",
     413: "Body over the limit",
+    415: "The body is declared as something other than JSON (Content-Type)",
     422: "Invalid input; details name each field",
     503: "A dependency (the store) is unavailable or full; nothing was changed; retry after Retry-After seconds",
     500: "Unexpected error; nothing about it is revealed",
@@ -188,7 +192,7 @@ def _responses(endpoint: Endpoint) -> dict[int, dict[str, Any]]:
     returns = typing.get_type_hints(endpoint.function)["return"]
     success = {endpoint.status_code: {"description": "Success",
                                       "content": {"application/json": {"model": returns}}}}
-    errors = sorted({*endpoint.errors, *((400,) if body_model(endpoint) else ())})
+    errors = sorted({*endpoint.errors, *((400, 415) if body_model(endpoint) else ())})
     return {**success, **error_responses(*errors)}
 
 
@@ -241,6 +245,18 @@ def body_size(event: dict[str, Any]) -> int:
     return len(body.encode("utf-8", "surrogatepass"))
 
 
+def json_media_type(event: dict[str, Any]) -> UnsupportedMediaType | None:
+    """A JSON route refuses a body declared as anything else: Powertools would parse a form or a
+    multipart body (and fail on one without a boundary) instead of reading JSON."""
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    declared = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if not declared or declared == "application/json" or (declared.startswith("application/")
+                                                           and declared.endswith("+json")):
+        return None
+    return UnsupportedMediaType(f"the body is declared as {declared!r}; send it as application/json",
+                                field="Content-Type")
+
+
 def _refusal(exc: CapsuleError) -> dict[str, Any]:
     """A response built before the resolver runs (no identity, a body too large or unreadable)."""
     return {"statusCode": exc.status, "headers": {"Content-Type": content_types.APPLICATION_JSON, **_headers(exc)},
@@ -258,7 +274,7 @@ def _admit(route: routes.Route, event: dict[str, Any], takes_body: bool) -> Caps
         return PayloadTooLarge(f"the body is {size} bytes; the limit is {limits.MAX_BODY_BYTES} bytes",
                                field="body")
     if takes_body:
-        return check_body(event) or who
+        return json_media_type(event) or check_body(event) or who
     # A route that reads no body still gets one decoded by Powertools: text that is not UTF-8 is refused.
     text = body_text(event)
     return text if isinstance(text, MalformedBody) else who

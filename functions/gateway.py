@@ -45,7 +45,7 @@ class Match:
 
 
 class Router:
-    """Matches method and path against the route table; literal routes win over {params}."""
+    """Matches method and path against the route table; literal paths win over {params}."""
 
     def __init__(self, table: tuple[routes.Route, ...] = routes.ROUTES) -> None:
         compiled = []
@@ -54,16 +54,23 @@ class Router:
             compiled.append((route.path.count("{"), re.compile(f"^{pattern}$"), route))
         self._routes = sorted(compiled, key=lambda item: item[0])
 
+    def _resource(self, path: str) -> list[tuple[re.Match[str], routes.Route]]:
+        """The routes of the most specific path template that matches ``path``: the resource the
+        OpenAPI document names (``/v1/memories/ingest`` is its own, not an ``{id}`` of ``/v1/memories``)."""
+        found = [(params, pattern.match(path), route) for params, pattern, route in self._routes]
+        found = [(params, m, route) for params, m, route in found if m]
+        fewest = min((params for params, _, _ in found), default=None)
+        return [(m, route) for params, m, route in found if params == fewest]
+
     def match(self, method: str, path: str) -> Match | None:
-        for _, pattern, route in self._routes:
-            found = pattern.match(path)
-            if found and route.method == method:
+        for found, route in self._resource(path):
+            if route.method == method:
                 return Match(route, {k: unquote(v) for k, v in found.groupdict().items()})
         return None
 
     def allowed(self, path: str) -> list[str]:
-        """The methods some route serves at ``path`` (empty: no such path), HEAD wherever GET is."""
-        methods = {route.method for _, pattern, route in self._routes if pattern.match(path)}
+        """The methods the resource at ``path`` serves (empty: no such path), HEAD wherever GET is."""
+        methods = {route.method for _, route in self._resource(path)}
         if "GET" in methods:
             methods.add("HEAD")
         return sorted(methods)

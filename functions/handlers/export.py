@@ -21,14 +21,15 @@ MEDIA_TYPE = "application/x-ndjson"
 
 def export(
     project: Annotated[str | None, Query(min_length=1, max_length=limits.MAX_PROJECT_CHARS)] = None,
-    cursor: Annotated[str | None, Query(min_length=1, max_length=4096)] = None,
+    cursor: Annotated[str | None, Query(min_length=1, max_length=4096, pattern=r"^[A-Za-z0-9_-]+$",
+                                        description="X-Capsule-Next-Cursor of the page before")] = None,
 ) -> str:
     page = export_page(transfer_app.sources(), app.tenant(), project, cursor, max_bytes=PAGE_BYTES)
     headers = {NEXT_CURSOR: page.next_cursor} if page.next_cursor else {}
     return Response(200, MEDIA_TYPE, page.text, headers=headers)  # type: ignore[return-value]
 
 
-ENDPOINT = app.Endpoint("export", export,
+ENDPOINT = app.Endpoint("export", export, errors=(401, 404, 413, 422, 500, 503),
                         summary="Export memories, feedback, audit, solutions and patterns as JSON Lines")
 handler = app.make_handler(ENDPOINT)
 handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi

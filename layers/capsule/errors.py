@@ -50,6 +50,11 @@ class MalformedBody(InvalidInput):
     status = 400
 
 
+class UnsupportedMediaType(InvalidInput):
+    code = "unsupported_media_type"
+    status = 415
+
+
 class PayloadTooLarge(InvalidInput):
     code = "payload_too_large"
     status = 413

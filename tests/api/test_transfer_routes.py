@@ -78,7 +78,7 @@ def test_a_project_export_and_bad_cursors(service, call):
     body = _export(call, project="b").raw["body"]
     assert "in project b" in body and "in project a" not in body
     bad = _export(call, ok=False, cursor="garbage")
-    assert bad.status == 422 and "cursor" in bad.json["error"]["message"]
+    assert bad.status == 404 and bad.json["error"]["details"][0]["field"] == "cursor", bad.json
 
 
 def test_bad_import_bodies_get_a_422_or_a_report_and_change_nothing(service, call):

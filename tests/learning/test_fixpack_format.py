@@ -155,14 +155,13 @@ def test_a_wrong_type_or_shape_of_a_known_key_is_refused_naming_it(world, step, 
     ({"signatures": [{"text": "x", "regexes": "ENOTFOUND"}]}, "signatures.0.regexes"),
     ({"signatures": [{"text": "x", "$where": "1"}]}, "signatures.0.extra"),
     ({"steps": [{"kind": "cmd", "payload": {"run": "x", "a.b": 1}}]}, "steps.0"),
-    ({"huge": 2**70}, "extra"),
     ({"extra": "not an object"}, "extra"),
     ({"extra": {"id": 1}, "id": 2}, "body"),
 ])
 def test_an_import_still_refuses_what_it_cannot_keep(world, change, field):
     with pytest.raises(InvalidInput) as caught:
         world.learning.import_solution("t", fixpack(**change))
-    assert caught.value.field == field, caught.value.details
+    assert caught.value.field.startswith(field), caught.value.details  # or the key within it
     assert _count(world) == 0
 
 
@@ -199,7 +198,10 @@ def test_signature_meta_is_kept_within_the_same_rules(world):
     meta = {"min_score": 0.4, "platform": "railway", "seen": [1, {"times": 3}]}
     imported = world.learning.import_solution("t", fixpack(signatures=[{"text": "x", "meta": meta}])).solution
     assert imported.signatures[0].meta.model_dump() == meta
-    for bad in ({"min_score": "0.4"}, {"count": 2**64}):
+    for bad in ({"min_score": "0.4"}, {"bad.key": 1}):
         with pytest.raises(InvalidInput) as caught:
             world.learning.import_solution("t", fixpack(title="Other", signatures=[{"text": "x", "meta": bad}]))
         assert caught.value.field.startswith("signatures.0.meta"), caught.value.details
+    # An integer beyond 64 bits is the JSON number it is, as in a memory's meta: kept as a float.
+    big = world.learning.import_solution("t", fixpack(title="Big", signatures=[{"text": "x", "meta": {"n": 2**64}}]))
+    assert big.solution.signatures[0].meta.model_dump() == {"min_score": None, "n": float(2**64)}

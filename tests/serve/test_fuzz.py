@@ -28,7 +28,8 @@ pytestmark = pytest.mark.slow
 FUZZ_EXAMPLES = int(os.environ.get("CAPSULE_FUZZ_EXAMPLES", "15"))
 SEED = 20261201
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+HERE = Path(__file__).resolve().parent
+ARTIFACTS = HERE.parents[1] / "test-artifacts"
 
 
 def schemathesis() -> str:
@@ -52,11 +53,23 @@ def run(served: Server, report: Path) -> subprocess.CompletedProcess:
          # No example database: each run is the seed's own, not a replay of earlier runs' finds.
          "--generation-database", "none"],
         capture_output=True, text=True, timeout=1800, cwd=report.parent,
+        env={**os.environ, "SCHEMATHESIS_HOOKS": "fuzz_hooks",
+             "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))},
     )
 
 
+# Rules a JSON Schema cannot state for these bodies, so a schema-valid body may still be refused
+# (422, naming the line or field). Each is a known gap, not a 5xx; nothing else is set aside.
+SCHEMA_CANNOT_STATE = {
+    ("ST202", "POST /v1/import"): "a JSON Lines body must open with an export's header line",
+    ("ST202", "POST /v1/solutions/import"): "a fixpack file is any object with a fixpack's fields, in either "
+                                            "project's names, and keys of its own",
+}
+
+
 def ours(failures: list[dict]) -> list[tuple[str, str]]:
-    return [(failure["code"], operation) for failure in failures for operation in failure["operations"]]
+    return [(failure["code"], operation) for failure in failures for operation in failure["operations"]
+            if (failure["code"], operation) not in SCHEMA_CANNOT_STATE]
 
 
 @pytest.mark.timeout(1800)  # about 2 minutes here at the bounded budget; the larger budget takes longer

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from capsule.errors import InvalidInput
+from capsule.errors import InvalidInput, NotFound
 from capsule.transfer import export_lines, import_lines
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "learning"))
@@ -192,7 +192,7 @@ def test_an_export_resumed_from_each_position_gives_the_same_lines(make):
 def test_a_cursor_not_made_by_an_export_is_refused(make):
     from capsule.transfer.export import Position
 
-    with pytest.raises(InvalidInput, match="cursor"):
+    with pytest.raises(NotFound, match="cursor"):  # it names no page of any export
         Position.decode("bm90IGEgY3Vyc29y", None)
     good = Position(project="a", section=1, after="5", counts={}).encode()
     with pytest.raises(InvalidInput, match="another project"):

@@ -36,7 +36,7 @@ from pydantic_core import PydanticCustomError
 from .. import limits
 from ..errors import InvalidInput, from_validation_error
 from ..models import (
-    CURSOR_PATTERN, META_SCHEMA_EXTRA, NO_CONTROL, MetaValue, NO_NUL, JsonInt, ProjectName, Tag, check_meta_keys, json_int,
+    CURSOR_PATTERN, META_SCHEMA_EXTRA, NO_CONTROL, MetaObject, MetaValue, NO_NUL, JsonInt, ProjectName, Tag, check_meta_keys, json_int,
 )
 from . import fixpack_format
 from .safe_regex import compile_safe
@@ -107,7 +107,10 @@ class SignatureMeta(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _keys(cls, data: Any) -> Any:
-        return _storable(data, "signature meta")
+        # Keys as for any meta; values are MetaValue, which reads an integer beyond 64 bits as the
+        # JSON number it is (a float), as a memory's meta does, since the schema allows that number.
+        check_meta_keys(data, "signature meta")
+        return data
 
 
 def _regex(value: str) -> str:
@@ -121,7 +124,8 @@ def _regex(value: str) -> str:
 Regex = Annotated[str, Field(min_length=1, json_schema_extra={"format": "regex"}), AfterValidator(_regex)]
 
 
-Extra = Annotated[dict[str, Any], AfterValidator(_storable)]
+# Kept keys follow the meta rules at every level (MetaObject states them in the schema too).
+Extra = Annotated[MetaObject, AfterValidator(_storable)]
 
 
 class _Kept(_Strict):
@@ -171,7 +175,8 @@ class Signature(_Kept):
 FilePath = Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=NO_NUL)]
 Command = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
 Source = Annotated[str, Field(min_length=1, max_length=MAX_PAYLOAD_CHARS, pattern=NO_NUL)]
-EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=ENV_NAME)]
 EnvValue = Annotated[str, Field(max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
 
 
@@ -188,9 +193,19 @@ class CmdPayload(_Kept):
     cwd: _optional(FilePath, "Folder to run it in, relative to the project root.")
 
 
+def _given(*names: str) -> dict[str, Any]:
+    """JSON Schema for "these keys are present as strings" (null counts as absent, as in the models)."""
+    return {"required": list(names), "properties": {n: {"type": "string"} for n in names}}
+
+
 class PatchPayload(_Kept):
     """Change a file: replace ``search`` by ``replace`` in ``file``, or apply a unified ``diff``
     (the Vector Bridge's shape, where ``file`` is optional: the diff names its files)."""
+
+    # The shapes _one_shape checks, stated in the schema.
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {**_given("diff"), "not": {"anyOf": [_given("search"), _given("replace")]}},
+        {**_given("file", "search", "replace"), "not": _given("diff")}]})
 
     NAMES = fixpack_format.PAYLOAD_NAMES["patch"]
     file: _optional(FilePath, "The file to change.")
@@ -220,6 +235,8 @@ class CopyPayload(_Kept):
 class ScriptPayload(_Kept):
     """Run a script: its text (``script``, or ``run``/``code``) or a ``file`` of the project."""
 
+    model_config = ConfigDict(json_schema_extra={"oneOf": [_given("script"), _given("file")]})
+
     NAMES = fixpack_format.PAYLOAD_NAMES["script"]
     script: _optional(Source, "The script's text.")
     file: _optional(FilePath, "A script file to run, relative to the project root.")
@@ -237,7 +254,9 @@ class EnvPayload(_Kept):
     """Set environment variables: ``vars`` {NAME: value}, or one ``name`` (or ``key``) and ``value``."""
 
     NAMES = fixpack_format.PAYLOAD_NAMES["env"]
-    vars: dict[EnvName, EnvValue] = Field(min_length=1, max_length=100)
+    # Every key a name (pydantic states the key rule as patternProperties only, which lets other keys by).
+    vars: dict[EnvName, EnvValue] = Field(min_length=1, max_length=100, json_schema_extra={
+        "additionalProperties": False, "propertyNames": {"minLength": 1, "maxLength": 256, "pattern": ENV_NAME}})
     file: _optional(FilePath, "A dotenv file to write them to; absent: the environment the project runs in.")
 
     @classmethod
@@ -431,11 +450,19 @@ class Fixpack(_Kept):
         return list(self._numbered)
 
 
+def _an_object(schema: dict[str, Any]) -> None:
+    # The document says what is accepted: an object (an array is read only to be refused by name).
+    schema.pop("anyOf", None)
+    schema["type"] = "object"
+
+
 class FixpackFile(RootModel[dict[str, Any] | list[Any]]):
     """The body of an import: a fixpack file, a JSON object with the fields of :class:`Fixpack`
     (the Vector Bridge's names allowed) and any keys of its own, which are kept. Read by
     :func:`read_fixpack_file`, not by this model; an array is taken only to be refused there
     (an edge that expects an object may otherwise take an array's first item)."""
+
+    model_config = ConfigDict(json_schema_extra=_an_object)
 
 
 def read_fixpack_file(body: Any) -> Fixpack:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .. import limits
 from ..clock import Clock, system_clock, to_epoch
 from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
 from ..records import AuditRecord, MemoryRecord
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
@@ -185,7 +185,9 @@ class Position(BaseModel):
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
             position = cls.model_validate_json(raw)
         except (ValueError, ValidationError):
-            raise InvalidInput("the cursor is not one an export returned", field="cursor") from None
+            # A cursor names a page of an export; one no export returned names no page.
+            message = "no export page has this cursor: pass the X-Capsule-Next-Cursor an export returned"
+            raise NotFound(message, details=[{"field": "cursor", "message": message}]) from None
         if position.project != project:
             raise InvalidInput("the cursor belongs to an export of another project", field="cursor")
         return position
