@@ -74,13 +74,15 @@ class Silent:
 
 
 class SlowVoyage:
-    """A Voyage client that answers after ``delay`` seconds (or when released)."""
+    """A Voyage HTTP client (capsule.embedders.http's ``post``) that answers after ``delay``
+    seconds (or when released), whatever timeout it is given."""
 
     def __init__(self, delay: float) -> None:
-        self.delay, self.release, self.calls = delay, threading.Event(), 0
+        self.delay, self.release, self.calls, self.timeouts = delay, threading.Event(), 0, []
 
-    def embed(self, texts, *, model, input_type):
+    def post(self, path, payload, *, timeout):
         self.calls += 1
+        self.timeouts.append(timeout)
         self.release.wait(self.delay)
         raise RuntimeError("answered too late to matter")
 
@@ -141,6 +143,7 @@ def test_a_slow_embedder_stores_the_memory_as_pending_in_time(slow_embedder):
     with deadline.within(0.6):
         result = service.store_memory("t1", {"project": "p", "content": "sqlite deadlock"})
     assert client.calls == 1 and time.monotonic() - started < client.delay
+    assert 0 < client.timeouts[0] <= 0.6 - deadline.FALLBACK_RESERVE_S  # the client is told what is left
     assert result.memory.status == "pending_embedding"
     assert "backfill job will embed it" in result.explanation
 

@@ -88,7 +88,8 @@ def test_openai_api_key_alone_builds_text_embedding_3_small_with_1536_dimensions
     embedder = build_embedder(Settings.from_env({"OPENAI_API_KEY": "sk-key", "OPENAI_BASE_URL": openai.url,
                                                  "CAPSULE_DATA_DIR": str(tmp_path)}))
     assert (describe(embedder).name, embedder.model_id, embedder.dim) == ("openai", "text-embedding-3-small", 1536)
-    assert embedder.inner._client.timeout_s == 15.0
+    client = embedder.inner._client
+    assert (client.timeout_s, client.retries) == (remote.TIMEOUT_S, remote.RETRIES)  # bounded: never a hang
     texts = ["first text", "second, longer text", "third"]
     out = embedder.embed(texts)
     assert out.shape == (3, 1536)
@@ -170,7 +171,7 @@ def test_an_unreachable_provider_stores_as_pending_and_is_not_waited_on_again(op
     assert ("No embedding could be made (text-embedding-3-small could not embed: HttpError: no answer from "
             "127.0.0.1: RemoteDisconnected") in first.explanation
     tried = len(openai.calls)
-    assert tried == 3  # the first attempt and 2 retries
+    assert tried == 1 + remote.RETRIES == 2  # the first attempt and its retry
     openai.failing = None  # back; the next 60 s still do not wait on it
     second = service.store_memory("t", {"project": "app", "content": "family=0 fixed it"})
     assert "not retried for another" in second.explanation and second.memory.status == "pending_embedding"

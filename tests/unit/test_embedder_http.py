@@ -93,6 +93,38 @@ def test_a_slow_provider_times_out_then_becomes_unavailable(provider, waits):
     assert waits == [0.5]
 
 
+def test_calls_from_several_threads_share_the_idle_connection_never_a_busy_one(provider, waits):
+    provider.delay_s = 0.3
+    http = client(provider, waits)
+    first: list = []
+    busy = threading.Thread(target=lambda: first.append(http.post("/embeddings", {"input": ["a"], "model": "m"})))
+    busy.start()
+    while not provider.calls:  # the first call is mid-request on its connection
+        threading.Event().wait(0.01)
+    assert http.post("/embeddings", {"input": ["bb"], "model": "m"})["data"][0]["embedding"][0] == 2.0
+    busy.join()
+    assert first[0]["data"][0]["embedding"][0] == 1.0 and provider.connections == 2  # its own, not the busy one
+    provider.delay_s = 0.0
+    for _ in range(3):  # each in a new thread, as remote.bounded() calls
+        later = threading.Thread(target=http.post, args=("/embeddings", {"input": ["c"], "model": "m"}))
+        later.start()
+        later.join()
+    assert provider.connections == 2 and len(provider.calls) == 5 and waits == []  # the idle ones, kept alive
+
+
+def test_a_call_abandoned_at_the_deadline_stops_there_and_keeps_its_connection(provider, waits, monkeypatch):
+    from capsule import deadline
+
+    monkeypatch.setattr(deadline, "FALLBACK_RESERVE_S", 0.0)
+    provider.delay_s = 0.5
+    emb = VoyageEmbedder(KEY, dim=3, client=client(provider, waits))  # 5 s an attempt, 3 retries
+    with deadline.within(0.2), pytest.raises(Unavailable, match="TimeoutError"):
+        emb.embed(["abandoned"])  # bounded() stops waiting; the call's thread goes on with its connection
+    assert emb.embed(["next"]).shape == (1, 3)  # on a connection of its own
+    # The abandoned call was given the 0.2 s that were left: it neither retried nor waited to.
+    assert provider.connections == 2 and len(provider.calls) == 2 and waits == []
+
+
 def test_nobody_listening_is_unavailable(waits):
     with pytest.raises(HttpError, match="no answer from 127.0.0.1: ConnectionRefusedError"):
         JsonClient("http://127.0.0.1:9/v1", KEY, retries=1, sleep=waits.append).post("/embeddings", {})

@@ -62,12 +62,12 @@ def test_cache_keeps_queries_and_documents_apart(sqlite_store, clock):
 
 
 class FakeProvider:
-    """Answers ``post(path, payload)`` as the providers' /embeddings endpoints do (capsule.embedders.http)."""
+    """Answers ``post(path, payload, timeout=)`` as the providers' /embeddings endpoints do (capsule.embedders.http)."""
 
     def __init__(self, fail: bool = False, reverse: bool = False) -> None:
         self.fail, self.reverse, self.batches = fail, reverse, []
 
-    def post(self, path, payload):
+    def post(self, path, payload, *, timeout=None):
         if self.fail:
             raise TimeoutError("read timed out")
         self.batches.append((path, len(payload["input"]), payload["model"], payload.get("input_type")))

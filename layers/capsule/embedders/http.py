@@ -4,10 +4,16 @@ The providers' SDKs cost more than the call: ``voyageai`` brings about 85 MB (ai
 langchain, ...) and over a second of imports to a cold Lambda, ``openai`` brings httpx and
 anyio. An embedding call is one POST with a bearer key, so this client does only that:
 
-- one kept-alive connection per thread (the TLS handshake is paid once per warm container,
-  not once per call), reopened when the server or a failure closed it;
+- one kept-alive connection, shared by the threads that call (the TLS handshake is paid once
+  per warm container, not once per call), reopened when the server or a failure closed it.
+  A call takes the idle connection or, when another call holds it, opens its own: the
+  embedders run each call in a fresh thread that the request may abandon at its deadline
+  (``remote.bounded``), and a connection left mid-request must never carry the next call;
 - a timeout on every connect and read, and ``retries`` more attempts with backoff on a
   connection failure, a timeout, 408, 409, 429 and 5xx (``Retry-After`` honoured up to the cap);
+- ``post(..., timeout=)`` bounds the whole call, retries and waits included: each attempt
+  waits at most what is left of it (and at most ``timeout_s``), and no attempt starts without
+  :data:`MIN_ATTEMPT_S` left, so an abandoned call ends about when its caller stopped waiting;
 - ``HTTPS_PROXY`` / ``NO_PROXY`` as the SDKs read them (a CONNECT tunnel through the proxy).
 
 Errors raise :class:`HttpError` with the status and the provider's own message, never the key.
@@ -28,6 +34,8 @@ from urllib.parse import urlsplit
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_BACKOFF_S = 4.0
 MAX_ERROR_TEXT = 300
+MAX_IDLE = 2         # kept-alive connections kept for the next calls (more only while calls overlap)
+MIN_ATTEMPT_S = 0.05  # less than this left of a call's timeout: no further attempt
 
 
 class HttpError(Exception):
@@ -87,86 +95,117 @@ def _proxy_for(endpoint: Endpoint) -> Endpoint | None:
 
 
 class JsonClient:
-    """POSTs JSON to one provider and returns the decoded JSON answer."""
+    """POSTs JSON to one provider and returns the decoded JSON answer. Safe to share between threads."""
 
     def __init__(self, base_url: str, api_key: str, *, timeout_s: float = 30.0, retries: int = 3,
-                 sleep: Callable[[float], None] = time.sleep, ssl_context: ssl.SSLContext | None = None) -> None:
+                 sleep: Callable[[float], None] = time.sleep, ssl_context: ssl.SSLContext | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.endpoint = Endpoint.parse(base_url)
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
                          "Accept": "application/json", "User-Agent": "capsule-memory"}
-        self.timeout_s, self.retries, self._sleep = timeout_s, retries, sleep
+        self.timeout_s, self.retries, self._sleep, self._clock = timeout_s, retries, sleep, clock
         self._ssl = ssl_context
-        self._local = threading.local()
+        self._idle: list[http.client.HTTPConnection] = []  # connections no call is using
+        self._lock = threading.Lock()
 
-    def _connection(self) -> http.client.HTTPConnection:
-        conn = getattr(self._local, "conn", None)
+    def _take(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
+        """An idle connection (and True: reused), else a new one; no other call uses it until
+        :meth:`_give` hands it back, so an abandoned call's connection is never shared."""
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
         if conn is None:
-            conn = self._open()
-            self._local.conn = conn
-        return conn
+            return self._open(timeout), False
+        conn.timeout = timeout
+        if conn.sock is not None:
+            conn.sock.settimeout(timeout)
+        return conn, True
 
-    def _open(self) -> http.client.HTTPConnection:
+    def _give(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if len(self._idle) < MAX_IDLE:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _open(self, timeout: float) -> http.client.HTTPConnection:
         target, proxy = self.endpoint, _proxy_for(self.endpoint)
         via = proxy or target
         if target.scheme == "https":
             context = self._ssl or ssl.create_default_context()
             conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                via.host, via.port, timeout=self.timeout_s, context=context)
+                via.host, via.port, timeout=timeout, context=context)
         else:
-            conn = http.client.HTTPConnection(via.host, via.port, timeout=self.timeout_s)
+            conn = http.client.HTTPConnection(via.host, via.port, timeout=timeout)
         if proxy is not None:
             conn.set_tunnel(target.host, target.port)
         return conn
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
+        """Closes the idle connections (one a call holds closes when that call ends)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
             conn.close()
-            self._local.conn = None
 
-    def post(self, path: str, payload: Mapping[str, Any]) -> Any:
+    def post(self, path: str, payload: Mapping[str, Any], *, timeout: float | None = None) -> Any:
+        """The decoded answer; ``timeout`` (seconds) bounds the whole call, retries included."""
         body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+        until = None if timeout is None else self._clock() + timeout
         for attempt in range(self.retries + 1):
-            last = attempt == self.retries
+            left = self._left(until)
+            last = attempt == self.retries or left < MIN_ATTEMPT_S
             try:
-                status, headers, data = self._send(self.endpoint.base_path + path, body)
+                status, headers, data = self._send(self.endpoint.base_path + path, body, max(left, MIN_ATTEMPT_S))
             except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, TLS
-                self.close()
-                if last:
+                if last or not self._wait(backoff_s(attempt, None), until):
                     raise HttpError(f"no answer from {self.endpoint.host}: {type(exc).__name__}: {exc}") from exc
-                self._sleep(backoff_s(attempt, None))
                 continue
             if status < 300:
                 try:
                     return json.loads(data)
                 except ValueError as exc:
                     raise HttpError(f"{self.endpoint.host} answered {status} with no JSON", status) from exc
-            if status not in RETRY_STATUSES or last:
+            if status not in RETRY_STATUSES or last or not self._wait(backoff_s(attempt, headers.get("retry-after")),
+                                                                      until):
                 raise HttpError(f"{self.endpoint.host} answered {status}: {provider_message(data)}", status)
-            self._sleep(backoff_s(attempt, headers.get("retry-after")))
         raise AssertionError("unreachable")  # the loop returns or raises on its last attempt
 
-    def _send(self, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+    def _left(self, until: float | None) -> float:
+        """The timeout of the next attempt: ``timeout_s``, or less when the call's end is nearer."""
+        return self.timeout_s if until is None else min(self.timeout_s, until - self._clock())
+
+    def _wait(self, seconds: float, until: float | None) -> bool:
+        """Sleeps before the next attempt; False (no sleep) when the call's time would run out first."""
+        if until is not None and self._clock() + seconds + MIN_ATTEMPT_S > until:
+            return False
+        self._sleep(seconds)
+        return True
+
+    def _send(self, path: str, body: bytes, timeout: float) -> tuple[int, dict[str, str], bytes]:
         """One exchange; a kept-alive connection the server closed while idle is reopened at
         once (that is no failure of the provider's, so it costs no attempt and no wait)."""
-        reused = getattr(self._local, "conn", None) is not None
+        conn, reused = self._take(timeout)
         try:
-            return self._exchange(path, body)
+            return self._exchange(conn, path, body)
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
             if not reused:
                 raise
-            self.close()
-            return self._exchange(path, body)
+            return self._exchange(self._open(timeout), path, body)
 
-    def _exchange(self, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        conn = self._connection()
-        conn.request("POST", path, body=body, headers=self._headers)
-        response = conn.getresponse()
-        data = response.read()
-        headers = {k.lower(): v for k, v in response.getheaders()}
+    def _exchange(self, conn: http.client.HTTPConnection, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        """Hands the connection back only after a whole answer was read; on any failure it is closed."""
+        try:
+            conn.request("POST", path, body=body, headers=self._headers)
+            response = conn.getresponse()
+            data = response.read()
+        except BaseException:
+            conn.close()
+            raise
         if response.will_close:
-            self.close()
-        return response.status, headers, data
+            conn.close()
+        else:
+            self._give(conn)
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, data
 
 
 __all__ = ["Endpoint", "HttpError", "JsonClient", "backoff_s", "provider_message"]

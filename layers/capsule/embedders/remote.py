@@ -6,11 +6,14 @@ over a second of imports for one POST). Any provider error becomes :class:`Unava
 the service can store the memory as pending and embed it later instead of losing it.
 
 ``base_url`` (``VOYAGE_BASE_URL`` / ``OPENAI_BASE_URL``) points them elsewhere: a gateway, or a
-stand-in on loopback (tests); ``client`` (tests) is anything with ``post(path, payload) -> dict``.
+stand-in on loopback (tests); ``client`` (tests) is anything with
+``post(path, payload, *, timeout) -> dict``.
 
 Timeouts: each call takes at most what the request has left (capsule.deadline, less the
-fallback's reserve) and at most ``timeout_s``, retries included: the client's own timeout bounds
-one attempt, and the wait for the whole call is bounded here, however the client retries.
+fallback's reserve) and at most ``timeout_s``, retries included: that time is passed to the
+client, whose attempts and backoff stay inside it (so a call the request stopped waiting for
+ends too, instead of holding a connection), and :func:`bounded` ends the request's wait at
+that time whatever the client does (a DNS lookup, say, that no socket timeout bounds).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ RETRIES = 1
 
 def bounded(call: Callable[[], Any], seconds: float) -> Any:
     """``call()``, or TimeoutError after ``seconds``. The call goes on in its thread until the
-    client's own timeout ends it; the request does not wait for it."""
+    timeout it was given ends it (JsonClient's own connection, never handed to another call);
+    the request does not wait for it."""
     box: dict[str, Any] = {}
     done = threading.Event()
 
@@ -99,9 +103,8 @@ class VoyageEmbedder(_Remote):
         self.model_id, self.dim, self.timeout_s = model, dim, timeout_s
 
     def _call(self, texts: list[str], kind: str, timeout: float) -> list[list[float]]:
-        # One attempt waits at most timeout_s (the client's); bounded() ends the whole wait sooner.
         payload = {"input": texts, "model": self.model_id, "input_type": kind}
-        return _vectors(self._client.post("/embeddings", payload), len(texts))
+        return _vectors(self._client.post("/embeddings", payload, timeout=timeout), len(texts))
 
 
 class OpenAIEmbedder(_Remote):
@@ -114,6 +117,5 @@ class OpenAIEmbedder(_Remote):
         self.model_id, self.dim, self.timeout_s = model, dim, timeout_s
 
     def _call(self, texts: list[str], kind: str, timeout: float) -> list[list[float]]:
-        # One attempt waits at most timeout_s (the client's); bounded() ends the whole wait sooner.
         payload = {"input": texts, "model": self.model_id, "encoding_format": "float"}
-        return _vectors(self._client.post("/embeddings", payload), len(texts))
+        return _vectors(self._client.post("/embeddings", payload, timeout=timeout), len(texts))

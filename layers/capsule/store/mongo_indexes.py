@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_VERSION = 4  # bump when INDEXES change: the next cold start creates the new ones
+SCHEMA_VERSION = 5  # bump when INDEXES change: the next cold start creates the new ones
 DAY = 86_400
 # A day past limits.FORGET_RECOVERABLE_DAYS: the hourly retention job purges (and audits) first;
 # the server's TTL is only the backstop when the job has not run.
@@ -41,11 +41,19 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
          {"name": "session_turns", "partialFilterExpression": {"active": True}}),
         ([("deleted_on", 1)], {"name": "forgotten_ttl", "expireAfterSeconds": FORGOTTEN_TTL_S}),
         ([("pending_on", 1)], {"name": "pending_ttl", "expireAfterSeconds": PENDING_TTL_S}),
+        # The transfer's keyset export pages (tenant (, project), _id > last, sorted by _id): read
+        # in _id order within the tenant, never a blocking sort of all its memories per page.
+        ([("tenant", 1), ("_id", 1)], {"name": "tenant_export"}),
     ],
     "projects": [([("tenant", 1), ("name", 1)], {"name": "project", "unique": True})],
     "feedback": [([("tenant", 1), ("memory_id", 1)], {"name": "feedback_memory"})],
     "audit": [([("tenant", 1), ("memory_id", 1), ("_id", -1)], {"name": "audit_memory"}),
-              ([("tenant", 1), ("_id", -1)], {"name": "audit_recent"})],
+              ([("tenant", 1), ("_id", -1)], {"name": "audit_recent"}),
+              ([("tenant", 1), ("project", 1), ("_id", 1)], {"name": "audit_project"})],
+    # The transfer's keyset export pages (tenant, _id > last); the learning store's own
+    # indexes on these collections are in mongo_learning.
+    "solution_applications": [([("tenant", 1), ("_id", 1)], {"name": "applications_export"})],
+    "pattern_evidence": [([("tenant", 1), ("_id", 1)], {"name": "evidence_export"})],
     "embedding_cache": [
         ([("created_at", 1)], {"name": "cache_age"}),
         ([("model", 1), ("sha256", 1)], {"name": "cache_key", "unique": True}),

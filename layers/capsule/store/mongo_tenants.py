@@ -3,7 +3,10 @@
 Memories move a batch at a time, each batch one write to the target project through the
 store's own write path (``MongoStore._in_project``: a transaction on Atlas, the project's
 lease elsewhere), stamped with the project's next version and given ``seq`` numbers after
-the target's (one pipeline update per batch), so warm indexes read them as changes and order stays stable. Batches keep each
+the target's (one pipeline update per batch), so warm indexes read them as changes and order stays stable.
+The project counters (``mongo_counters``) move with each batch in the same write: the target's
+rise and the source's fall by what the batch holds, so listings and retention stay right even
+when a move stops halfway. Batches keep each
 transaction far below Atlas's limits; a move that stops between batches is finished by the
 next run (what moved no longer belongs to the source).
 
@@ -21,15 +24,25 @@ from typing import Any
 from pymongo.errors import DuplicateKeyError
 
 from ..errors import Unavailable
+from . import mongo_counters as counters
 from .mongo import NEW_PROJECT, MongoStore
 from .mongo_client import guarded
 from .mongo_learning import _link_id
 
 BATCH = 500
+MOVED_FIELDS = {"_id": 1, "seq": 1, "active": 1, "pinned": 1, "deleted_at": 1, "pending": 1, "updated_at": 1}
 RETAGGED = ("feedback", "audit", "solutions", "solution_applications")
 REKEYED = ("patterns", "pattern_links", "pattern_evidence")
 KNOWN = ("memories", "projects", *RETAGGED, *REKEYED)
 UNTENANTED = ("embedding_cache", "query_cache", "job_leases", "job_state", "meta")
+
+
+def moved_counts(docs: list[dict[str, Any]]) -> dict[str, int]:
+    """What ``docs`` add to their project's counters, as :func:`mongo_counters.count` counts."""
+    live = [d for d in docs if d.get("pending") is None]
+    return {"memories": sum(1 for d in live if d.get("active") is True),
+            "pinned": sum(1 for d in live if d.get("active") is True and d.get("pinned") is True),
+            "forgotten": sum(1 for d in live if isinstance(d.get("deleted_at"), float))}
 
 
 class MongoTenantMover:
@@ -100,7 +113,7 @@ class MongoTenantMover:
 
     def _move_batch(self, w: Any, source: str, target: str, project: str) -> int:
         memories = self._db["memories"]
-        batch = list(memories.find({"tenant": source, "project": project}, projection={"_id": 1, "seq": 1},
+        batch = list(memories.find({"tenant": source, "project": project}, projection=MOVED_FIELDS,
                                    sort=[("seq", 1), ("_id", 1)], limit=self._batch, session=w.session))
         if not batch:
             return 0
@@ -114,6 +127,10 @@ class MongoTenantMover:
             {"_id": {"$in": [d["_id"] for d in batch]}, "tenant": source},
             [{"$set": {"tenant": target, "version": w.version, "seq": {"$add": [{"$ifNull": ["$seq", 0]}, offset]}}}],
             session=w.session)
+        # The project counters move with their memories, in the same write (mongo_counters).
+        moved, at = moved_counts(batch), max(float(d.get("updated_at") or 0.0) for d in batch)
+        counters.add(self._db["projects"], w.session, target, project, at, **moved)
+        counters.add(self._db["projects"], w.session, source, project, at, **{k: -n for k, n in moved.items()})
         return len(batch)
 
     # ---- the learning side: documents keyed by tenant --------------------------

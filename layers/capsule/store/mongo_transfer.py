@@ -17,6 +17,7 @@ from ..clock import from_epoch, to_epoch
 from ..errors import InvalidInput
 from ..learning.records import ApplicationRecord, LinkRecord
 from ..records import AuditRecord, MemoryRecord
+from . import mongo_counters as counters
 from .mongo import MongoStore
 from .mongo_client import guarded
 from .mongo_docs import RECORD_PROJECTION, doc_to_record, record_to_doc
@@ -36,6 +37,10 @@ def _object_id(after: str | None) -> ObjectId | None:
 def _epoch(value: Any) -> float | None:
     return None if value is None else to_epoch(value)
 
+
+# The fields that make a feedback vote or an audit record the same one (kept once on import).
+VOTE_FIELDS = ("memory_id", "helpful", "context", "at")
+AUDIT_FIELDS = ("memory_id", "project", "action", "actor", "reason", "at")
 
 class MongoTransferStore:
     """Every row of a tenant out of, and back into, one MongoDB database."""
@@ -115,6 +120,11 @@ class MongoTransferStore:
         if w.token:  # the commit point without transactions: forgotten rows stay inactive
             store.memories.update_many({"pending": w.token, "deleted_at": None}, {"$set": {"active": True}})
             store.memories.update_many({"pending": w.token}, {"$unset": {"pending": "", "pending_on": ""}})
+        # The project's counters (mongo_counters) rise with the rows, in the same write.
+        counters.add(store.projects_, w.session, tenant, project, max(to_epoch(r.updated_at) for r in records),
+                     memories=sum(1 for r in records if r.deleted_at is None),
+                     pinned=sum(1 for r in records if r.deleted_at is None and r.pinned),
+                     forgotten=sum(1 for r in records if r.deleted_at is not None))
 
     def _doc(self, record: MemoryRecord, seq: int, w: Any) -> dict[str, Any]:
         doc = record_to_doc(record, seq=seq)
@@ -132,31 +142,47 @@ class MongoTransferStore:
         out = Written(refused={})
         known = set(self.existing_memories(tenant, [r.memory_id for r in rows]))
         with guarded("keep the feedback"):
+            kept = self._kept("feedback", tenant, [r.memory_id for r in rows if r.memory_id in known], VOTE_FIELDS)
             for i, row in enumerate(rows):
                 if row.memory_id not in known:
                     out.refused[i] = f"memory_id: no memory {row.memory_id} in this tenant"  # type: ignore[index]
                     continue
                 vote = {"tenant": tenant, "memory_id": row.memory_id, "helpful": row.helpful,
                         "context": row.context, "at": to_epoch(row.at)}
-                if self._db["feedback"].find_one(vote, projection={"_id": 1}):
-                    out.present += 1
-                    continue
-                self._db["feedback"].insert_one(vote)
-                out.written += 1
+                out.present += self._keep_once("feedback", vote, VOTE_FIELDS, kept)
+        out.written = len(rows) - len(out.refused) - out.present
         return out
 
     def put_audit(self, tenant: str, rows: Sequence[AuditRecord]) -> Written:
         out = Written()
         with guarded("keep the audit records"):
+            kept = self._kept("audit", tenant, [r.memory_id for r in rows], AUDIT_FIELDS)
             for r in rows:
                 doc = {"tenant": tenant, "memory_id": r.memory_id, "project": r.project, "action": r.action,
                        "actor": r.actor, "reason": r.reason, "at": to_epoch(r.at)}
-                if self._db["audit"].find_one(doc, projection={"_id": 1}):
-                    out.present += 1
-                    continue
-                self._db["audit"].insert_one(doc)
-                out.written += 1
+                out.present += self._keep_once("audit", doc, AUDIT_FIELDS, kept)
+        out.written = len(rows) - out.present
         return out
+
+    def _kept(self, collection: str, tenant: str, memory_ids: Sequence[str], fields: tuple[str, ...]
+              ) -> set[tuple[Any, ...]]:
+        """The rows the tenant holds for these memories, as tuples of ``fields``: one read per
+        page through the (tenant, memory_id) index, bounded by what those memories were given."""
+        if not memory_ids:
+            return set()
+        docs = self._db[collection].find({"tenant": tenant, "memory_id": {"$in": sorted(set(memory_ids))}},
+                                         projection=dict.fromkeys(fields, 1))
+        return {tuple(d.get(f) for f in fields) for d in docs}
+
+    def _keep_once(self, collection: str, doc: dict[str, Any], fields: tuple[str, ...],
+                   kept: set[tuple[Any, ...]]) -> int:
+        """Inserts ``doc`` unless an equal row is kept (1: it was, 0: inserted now)."""
+        key = tuple(doc.get(f) for f in fields)
+        if key in kept:
+            return 1
+        self._db[collection].insert_one(doc)
+        kept.add(key)
+        return 0
 
     # ---- learning rows the learning contract cannot write as they are ------------------
 
