@@ -256,6 +256,9 @@ def register(subparsers) -> None:
     q.add_argument("--out", help="also write the report as JSON here")
     q.add_argument("--json", action="store_true")
     q.set_defaults(run=cmd_eval)
+    from . import evaluate_longmemeval  # imports this module: registered here, not at the top
+
+    evaluate_longmemeval.register(sub)
 
 
 __all__ = ["normalise_evidence", "parse_session_date", "load_locomo", "scores", "run_eval", "register"]
