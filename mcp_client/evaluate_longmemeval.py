@@ -24,7 +24,7 @@ from typing import Any
 
 from capsule import InvalidInput
 
-from .evaluate import MODES, TENANT, build_eval_service, scores
+from .evaluate import MODES, TENANT, build_eval_service, prewarm, scores
 
 _DATE = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\(\w+\))?(?:\s+(\d{1,2}):(\d{2}))?")
 
@@ -68,10 +68,18 @@ def load_longmemeval(path: Path) -> list[Question]:
         raise InvalidInput(f"cannot read LongMemEval data from {path}: {exc}", field="path") from exc
     if not isinstance(items, list):
         raise InvalidInput("LongMemEval data is a list of questions", field="path")
-    return [_question(item) for item in items]
+    return [_question(item, n) for n, item in enumerate(items)]
 
 
-def _question(item: dict[str, Any]) -> Question:
+def _question(item: Any, number: int) -> Question:
+    try:
+        return _read_question(item)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise InvalidInput(f"LongMemEval question {number} is not a question object ({exc!r})",
+                           field="path") from exc
+
+
+def _read_question(item: dict[str, Any]) -> Question:
     q = Question(str(item["question_id"]), str(item["question_type"]), str(item["question"]),
                  parse_date(item["question_date"]))
     sessions = zip(item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"])
@@ -95,28 +103,9 @@ def summarise(rows: list[tuple[str, dict[str, float]]]) -> dict[str, dict[str, f
             for name, items in sorted(groups.items())}
 
 
-def prewarm(service, questions: list[Question], batch: int = 256) -> None:
-    """Embed, in large batches, what storing the turns one by one will ask for (each turn as
-    :mod:`capsule.context` embeds it) and the questions, so the embedder's cache answers those
-    calls: batched, the model pads and runs once per batch instead of once per turn."""
-    from capsule.context import embedding_text
-
-    words = service.settings.session_context_words
-    texts: dict[str, None] = {}
-    for q in questions:
-        before: dict[str, str] = {}
-        for turn in q.turns:
-            texts[embedding_text(turn.content, before.get(turn.session), max_words=words)] = None
-            before[turn.session] = turn.content
-    todo = list(texts)
-    for start in range(0, len(todo), batch):
-        service.embedder.embed(todo[start:start + batch])
-    service.embedder.embed([q.text[:8000] for q in questions], kind="query")
-
-
 def load_into(service, questions: list[Question]) -> dict[str, str]:
     """Store each question's turns in its own project; returns memory id -> turn key."""
-    prewarm(service, questions)
+    prewarm(service, ([(t.content, t.session) for t in q.turns] for q in questions), (q.text[:8000] for q in questions))
     key_of: dict[str, str] = {}
     for q in questions:
         for turn in q.turns:
