@@ -23,7 +23,8 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from .query import MONTHS, _M, named_dates
+from .query import MONTH_PATTERN as _M
+from .query import MONTHS, named_dates
 
 DAY = timedelta(days=1)
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,

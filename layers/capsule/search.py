@@ -417,12 +417,16 @@ def _session_boost(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, opt
 
 
 def _timed_rows(v: _View, spans: list[dates.Window], options: SearchOptions) -> np.ndarray:
-    """Candidates for the times the query names: the memories nearest them (a query may ask by
-    time alone, "what worked last month?"), the most recent first where there are many."""
+    """Candidates for the times the query names: a query may ask by time alone ("what worked
+    last month?"), so the memories nearest those times are scored too; of many equally near,
+    the most recent (a rise far below any score step, only to order the ties)."""
     index = v.index
-    near = dates.closeness(index.occurred[: index.n], spans) * v.mask
-    return _top_positive(near + 1e-12 * (index.occurred[: index.n] / 4e9), options.candidates, index.key) \
-        if near.any() else np.zeros(0, dtype=np.int64)
+    when = index.occurred[: index.n]
+    near = dates.closeness(when, spans) * v.mask
+    if not near.any():
+        return np.zeros(0, dtype=np.int64)
+    order = near + 1e-6 * ranking.scale_to_unit(when - when.min())
+    return _top_positive(np.where(near > 0, order, 0.0), options.candidates, index.key)
 
 
 def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datetime,
