@@ -3,7 +3,8 @@
 The protocol of the data's README: each question's turns become the memories of a fresh project
 (author = the turn's role, session = its session id, occurred at its session's date, a second
 apart in order); the question is searched in its project ``as_of`` its own date; the turns marked
-``has_answer`` are the relevant ones (a question with none is skipped). Reported per question type
+``has_answer`` are the relevant ones (a question with none is skipped, and so is an abstention
+question, ``_abs``: what it asks was never said; 239 of the 251 development questions remain). Reported per question type
 and overall: Recall@1/5/10, Hit@5 and NDCG@10, for hybrid, vector and BM25, with the embedder named.
 
 The data is read from the given path, never copied.
@@ -55,6 +56,11 @@ class Question:
     text: str
     asked_at: datetime
     turns: list[Turn] = field(default_factory=list)
+
+    @property
+    def abstention(self) -> bool:
+        """An ``_abs`` question asks what was never said: its marked turns hold no answer."""
+        return self.question_id.endswith("_abs")
 
     @property
     def relevant(self) -> list[str]:
@@ -118,10 +124,11 @@ def load_into(service, questions: list[Question]) -> dict[str, str]:
 
 
 def run_eval(service, questions: list[Question], modes=MODES, k: int = 10, as_of: bool = True) -> dict[str, Any]:
-    scored = [q for q in questions if q.relevant]
+    scored = [q for q in questions if q.relevant and not q.abstention]
     key_of = load_into(service, scored)
     report: dict[str, Any] = {"embedder": service.embedder.model_id, "modes": {},
-                              "skipped_no_evidence": len(questions) - len(scored)}
+                              "skipped_no_evidence": sum(1 for q in questions if not q.relevant),
+                              "skipped_abstention": sum(1 for q in questions if q.relevant and q.abstention)}
     for mode in modes:
         rows, started = [], time.perf_counter()
         for q in scored:
@@ -136,7 +143,8 @@ def run_eval(service, questions: list[Question], modes=MODES, k: int = 10, as_of
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = [f"embedder: {report['embedder']}  (questions without evidence skipped: {report['skipped_no_evidence']})",
+    lines = [f"embedder: {report['embedder']}  (skipped: {report['skipped_no_evidence']} questions without evidence, "
+             f"{report['skipped_abstention']} abstention questions)",
              f"{'mode':<7} {'type':<26} {'n':>4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'Hit@5':>6} {'NDCG@10':>8}"]
     for mode, groups in report["modes"].items():
         for name, v in groups.items():

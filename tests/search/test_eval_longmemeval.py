@@ -34,8 +34,10 @@ def tiny(path: Path) -> Path:
             [{"role": "user", "content": "I finished the book Dune today.", "has_answer": True}, filler],
             [{"role": "user", "content": "I finished the book Emma today."}, filler]],
             ["2023/06/01 (Thu) 08:00", "2023/04/01 (Sat) 08:00"]),
-        item("q3_abs", "multi-session", "What car do I drive?", "2023/06/08 (Thu) 09:00",
+        item("q3", "multi-session", "What car do I drive?", "2023/06/08 (Thu) 09:00",
              [[{"role": "user", "content": "I like tea."}, filler]], ["2023/06/01 (Thu) 08:00"]),
+        item("q4_abs", "multi-session", "What boat do I sail?", "2023/06/08 (Thu) 09:00",
+             [[{"role": "user", "content": "I sail a lot.", "has_answer": True}, filler]], ["2023/06/01 (Thu) 08:00"]),
     ]))
     return path
 
@@ -48,8 +50,8 @@ def test_dates_are_read():
 
 
 def test_turns_are_memories_dated_by_their_session(tmp_path):
-    q1, q2, q3 = load_longmemeval(tiny(tmp_path / "lme.json"))
-    assert q1.relevant == ["q1/0/0"] and q3.relevant == []
+    q1, q2, q3, q4 = load_longmemeval(tiny(tmp_path / "lme.json"))
+    assert q1.relevant == ["q1/0/0"] and q3.relevant == [] and q4.abstention and not q1.abstention
     first = q2.turns[0]
     assert (first.author, first.session, first.relevant) == ("user", "sq20", True)
     assert q2.turns[1].occurred_at == datetime(2023, 6, 1, 8, 0, 1, tzinfo=timezone.utc)
@@ -70,6 +72,7 @@ def test_the_command_reports_every_mode_and_type(tmp_path):
     assert "embedder: hashing-v1-384" in run.stdout and "temporal-reasoning" in run.stdout
     report = json.loads(out.read_text())
     assert set(report["modes"]) == {"hybrid", "vector", "bm25"} and report["skipped_no_evidence"] == 1
+    assert report["skipped_abstention"] == 1
     hybrid = report["modes"]["hybrid"]
     assert hybrid["overall"]["n"] == 2 and hybrid["single-session-user"]["R@1"] == 1.0
     # Searched as of the question's date, "a week ago" is 1 June: Dune, not Emma.
