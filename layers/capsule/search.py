@@ -10,12 +10,15 @@ The pipeline, the same for a warm index and a cold one built for this search:
    the best ``candidates``;
 4. for the union, the exact cosine (float32), the BM25 score divided by the best, time
    decay, the feedback bound and the outcome bonus, combined by the weights;
-   plus a ``boost`` from the aids that fit the memories (the author or date the query names;
+   plus a ``boost`` from the aids that fit the memories (the author the query names, how near
+   it happened to a time the query names, read from the search's now by :mod:`capsule.dates`;
    for short turns of longer sessions, the neighbouring turns, the session's best score, the
    question a turn answers, its length, whether it only asks, and for a "when" query whether it
    says when);
-5. the k best by score. Every cut (candidates, the k best) breaks ties by a key fixed per
-   memory, so what is chosen never depends on where a row sits in an index.
+5. the k best by score of the rows that match: a cosine or keyword score of at least
+   ``min_relevance``, or having happened when the query says (time-named rows are candidates
+   too, so a query may ask by time alone). Every cut (candidates, the k best) breaks ties by
+   a key fixed per memory, so what is chosen never depends on where a row sits in an index.
 """
 
 from __future__ import annotations
