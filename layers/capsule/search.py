@@ -74,6 +74,11 @@ class SearchOptions:
     question_prior: float = 0.05  # subtracted from a turn that ends by asking a question
     k1: float = 1.2
     b: float = 0.75
+    # BM25 length normalisation where the median memory is longer than ``window_max_length``
+    # (an assistant's answers beside short user turns, documents): a long answer that repeats
+    # the query's words then counts for less against the short turn that holds the fact.
+    # Measured: LongMemEval dev R@5 0.752 -> 0.770; LoCoMo (short turns) keeps ``b``.
+    long_b: float = 1.0
     # A hit needs its cosine or its keyword score (BM25 over the best) at least this, or to have
     # happened when the query says: recency, feedback and outcome alone do not make a match.
     # 0.15: the largest floor that left R@5 and R@10 of both benchmarks as they were (MiniLM;
@@ -194,10 +199,16 @@ def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> No
             v.keyword[rows] += _term_scores(v.index, rows, tf, df, n, avg, options)
 
 
+def _length_b(index: ProjectIndex, options: SearchOptions) -> float:
+    """BM25's ``b`` for this index's memories: ``long_b`` where the median memory is long."""
+    return options.long_b if index.shape().median_length > options.window_max_length else options.b
+
+
 def _term_scores(index: ProjectIndex, rows: np.ndarray, tf: np.ndarray, df: int, n: int, avg: float,
                  options: SearchOptions) -> np.ndarray:
     idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-    norm = options.k1 * (1 - options.b + options.b * index.length[rows] / avg)
+    b = _length_b(index, options)
+    norm = options.k1 * (1 - b + b * index.length[rows] / avg)
     return idf * tf * (options.k1 + 1) / (tf + norm)
 
 
@@ -206,7 +217,7 @@ def _keyword_cached(v: _View, terms: list[str], options: SearchOptions, n: int, 
     computed once per version of the index (the same arithmetic, so the same sums)."""
     index = v.index
     for term in terms:
-        key = (term, options.k1, options.b)
+        key = (term, options.k1, _length_b(index, options))
         found = index.scores.get(key)
         if found is None:
             rows, tfs = index.postings_of(term)

@@ -1,0 +1,34 @@
+"""Long memories (an assistant's answers) beside short facts: BM25 normalises length fully
+(``long_b``) where the median memory is long, so an answer that repeats the query's words does
+not bury the short turn that holds the fact; chats of short turns keep ``b``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+AT = datetime(2023, 5, 1, tzinfo=timezone.utc)
+ANSWER = ("Sure! Here are some thoughts on a commute by bike: " + " ".join(
+    f"tip{i} about routes, gear and safety when you commute by bike every day" for i in range(8)))
+
+
+def turns(service, pairs):
+    ids = []
+    for i, (author, text) in enumerate(pairs):
+        ids.append(service.store_memory("t", {"project": "p", "content": text, "occurred_at": AT + timedelta(seconds=i),
+                                              "meta": {"author": author, "session": "s1"}}).memory.id)
+    return ids
+
+
+def top_bm25(service, query):
+    return service.search("t", {"project": "p", "query": query, "k": 3, "mode": "bm25"}).results[0].id
+
+
+def test_a_short_fact_beats_a_long_answer_that_repeats_the_words(make_service):
+    service = make_service(query_cache_entries=0)
+    ids = turns(service, [("user", "I commute by bike, 12 km each way."), ("assistant", ANSWER),
+                          ("user", "What gear should I buy?"), ("assistant", ANSWER + " Also lights."),
+                          ("assistant", ANSWER + " And a lock.")])
+    assert top_bm25(service, "how far do I commute by bike") == ids[0]
+    service._options = replace(service._options, long_b=service._options.b)  # the old ranking
+    assert top_bm25(service, "how far do I commute by bike") != ids[0]
