@@ -4,7 +4,8 @@ The protocol of the data's README: each question's turns become the memories of 
 (author = the turn's role, session = its session id, occurred at its session's date, a second
 apart in order); the question is searched in its project ``as_of`` its own date; the turns marked
 ``has_answer`` are the relevant ones (a question with none is skipped, and so is an abstention
-question, ``_abs``: what it asks was never said; 239 of the 251 development questions remain). Reported per question type
+question, ``_abs``: what it asks was never said; 239 of the 251 development questions remain).
+Reported per question type
 and overall: Recall@1/5/10, Hit@5 and NDCG@10, for hybrid, vector and BM25, with the embedder named.
 
 The data is read from the given path, never copied.

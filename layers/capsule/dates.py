@@ -30,7 +30,8 @@ DAY = timedelta(days=1)
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3, "several": 4}
 _FUZZY = {"couple", "few", "several"}  # "a few weeks": the window widens by one unit each side
-_N = r"(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several)"
+_N = (r"(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+      r"|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several)")
 _UNIT = r"(day|week|month|year)s?"
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 _SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}  # first month (northern)

@@ -60,7 +60,8 @@ def test_since_and_until_fall_back_to_the_stored_time(service, clock):
     assert service.get("t", stored_now).memory.occurred_at == clock.now
     def found(since, until):
         return [h.id for h in search(service, "deploy gateway", filters={"since": since, "until": until}).results]
-    assert found((clock.now - timedelta(days=1)).isoformat(), (clock.now + timedelta(days=1)).isoformat()) == [stored_now]
+    day = timedelta(days=1)
+    assert found((clock.now - day).isoformat(), (clock.now + day).isoformat()) == [stored_now]
     assert found((clock.now + timedelta(days=1)).isoformat(), (clock.now + timedelta(days=2)).isoformat()) == []
 
 

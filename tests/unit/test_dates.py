@@ -76,7 +76,8 @@ def test_calendar_days_are_those_of_as_of_own_zone():
 
 
 def test_a_naive_as_of_is_utc():
-    assert windows("yesterday", datetime(2023, 5, 29)) == windows("yesterday", datetime(2023, 5, 29, tzinfo=timezone.utc))
+    utc = datetime(2023, 5, 29, tzinfo=timezone.utc)
+    assert windows("yesterday", datetime(2023, 5, 29)) == windows("yesterday", utc)
 
 
 def test_closeness_is_one_inside_and_fades_over_the_slack():
