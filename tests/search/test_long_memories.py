@@ -32,3 +32,12 @@ def test_a_short_fact_beats_a_long_answer_that_repeats_the_words(make_service):
     assert top_bm25(service, "how far do I commute by bike") == ids[0]
     service._options = replace(service._options, long_b=service._options.b)  # the old ranking
     assert top_bm25(service, "how far do I commute by bike") != ids[0]
+
+
+def test_short_turns_keep_b(service):
+    from capsule.search import _length_b
+
+    turns(service, [("a", f"short turn number {i} about bikes") for i in range(6)])
+    index = service.indexes.get("t", "p", service.embedder.model_id)
+    service.search("t", {"project": "p", "query": "bikes", "mode": "bm25"})
+    assert _length_b(index, service._options) == service._options.b == 0.75
