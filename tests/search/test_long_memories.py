@@ -1,6 +1,7 @@
-"""Long memories (an assistant's answers) beside short facts: BM25 normalises length fully
-(``long_b``) where the median memory is long, so an answer that repeats the query's words does
-not bury the short turn that holds the fact; chats of short turns keep ``b``."""
+"""Long memories (an assistant's answers) beside short facts: where the median memory is long,
+BM25 normalises length fully (``long_b``) and a prior leans to the shorter memory
+(``long_length_prior``), so an answer that repeats the query's words does not bury the short
+turn that holds the fact; chats of short turns keep ``b`` and their own priors."""
 
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ def test_a_short_fact_beats_a_long_answer_that_repeats_the_words(make_service):
                           ("user", "What gear should I buy?"), ("assistant", ANSWER + " Also lights."),
                           ("assistant", ANSWER + " And a lock.")])
     assert top_bm25(service, "how far do I commute by bike") == ids[0]
-    service._options = replace(service._options, long_b=service._options.b)  # the old ranking
+    old = replace(service._options, long_b=service._options.b, long_length_prior=0.0)  # the ranking before
+    service._options = replace(old, long_length_prior=-0.1)
+    assert top_bm25(service, "how far do I commute by bike") == ids[0]  # the length prior alone lifts it too
+    service._options = old
     assert top_bm25(service, "how far do I commute by bike") != ids[0]
 
 
