@@ -115,6 +115,10 @@ def cmd_search(args: argparse.Namespace) -> None:
                "path_prefix": args.path_prefix, "since": args.since, "until": args.until}
     request = {"query": args.query, "k": args.k, "mode": args.mode, "global": args.all_projects,
                "filters": {k: v for k, v in filters.items() if v}}
+    if args.as_of:
+        request["as_of"] = args.as_of
+    if args.min_relevance is not None:
+        request["min_relevance"] = args.min_relevance
     if not args.all_projects:
         request["project"] = args.project
     result = service_from(args).search(LOCAL_TENANT, request)
@@ -240,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path-prefix")
     p.add_argument("--since", type=_iso)
     p.add_argument("--until", type=_iso)
+    p.add_argument("--as-of", type=_iso, help="search as of this time: recency and 'last month' count from it")
+    p.add_argument("--min-relevance", type=float, help="least meaning or keyword score a hit needs (0-1)")
     _common(p)
     p.set_defaults(run=cmd_search)
 

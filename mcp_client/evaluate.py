@@ -143,9 +143,31 @@ def summarise(rows: list[tuple[int, dict[str, float]]]) -> dict[str, dict[str, f
 # ---- running ------------------------------------------------------------------
 
 
+def prewarm(service, projects: Iterable[Iterable[tuple[str, str]]], queries: Iterable[str],
+            batch: int = 256) -> None:
+    """Embed, in large batches, what storing each project's (content, session) turns one by one
+    will ask for (each turn as :mod:`capsule.context` embeds it) and the queries, so the
+    embedder's cache answers those calls: the model then runs once per batch, not per turn."""
+    from capsule.context import embedding_text
+
+    words = service.settings.session_context_words
+    texts: dict[str, None] = {}
+    for turns in projects:
+        before: dict[str, str] = {}
+        for content, session in turns:
+            texts[embedding_text(content, before.get(session), max_words=words)] = None
+            before[session] = content
+    todo = list(texts)
+    for start in range(0, len(todo), batch):
+        service.embedder.embed(todo[start:start + batch])
+    service.embedder.embed(list(dict.fromkeys(queries)), kind="query")
+
+
 def load_into(service, conversations: list[Conversation]) -> dict[str, str]:
     """Store every turn in order (each is embedded with the turn before it, as a live chat
     would be: see capsule.context); returns memory id -> dia id."""
+    prewarm(service, ([(t.content, t.session) for t in c.turns] for c in conversations),
+            (q.text[:8000] or "?" for c in conversations for q in c.questions if q.evidence))
     dia_of: dict[str, str] = {}
     for conv in conversations:
         for turn in conv.turns:
@@ -256,6 +278,9 @@ def register(subparsers) -> None:
     q.add_argument("--out", help="also write the report as JSON here")
     q.add_argument("--json", action="store_true")
     q.set_defaults(run=cmd_eval)
+    from . import evaluate_longmemeval  # imports this module: registered here, not at the top
+
+    evaluate_longmemeval.register(sub)
 
 
 __all__ = ["normalise_evidence", "parse_session_date", "load_locomo", "scores", "run_eval", "register"]

@@ -99,6 +99,11 @@ def register(tools: ToolRegistry) -> None:
         path_prefix: Annotated[str | None, Field(max_length=limits.MAX_PATH_CHARS,
                                                  description="Only memories about files under this path.")] = None,
         max_chars: MaxChars = None,
+        as_of: Annotated[str | None, Field(max_length=64, description=(
+            "ISO 8601 date-time to search as of (default now): recency and \"last month\", \"a week ago\" "
+            "in the query are read from it."))] = None,
+        min_relevance: Annotated[float | None, Field(ge=0, le=1, description=(
+            "Least meaning or keyword score a hit needs (0-1; default: the service's)."))] = None,
     ) -> Annotated[CallToolResult, out.SearchOutput]:
         """Recall what earlier sessions stored, by meaning and keyword, ranked by relevance, recency and
         feedback. Use it before starting a task, or when you hit an error, to find past decisions and fixes.
@@ -107,7 +112,8 @@ def register(tools: ToolRegistry) -> None:
         s = state(ctx)
         request = {"query": query, "k": k, "mode": mode, "global": all_projects,
                    "filters": drop_none(tags=tags, component=component, category=category,
-                                       path_prefix=path_prefix)}
+                                       path_prefix=path_prefix),
+                   **drop_none(as_of=as_of, min_relevance=min_relevance)}
         if not all_projects:
             request["project"] = s.project(project)
         found = run(lambda: s.backend.search(request))

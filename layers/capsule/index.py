@@ -800,10 +800,10 @@ class ProjectIndex:
     def mask(self, filters: Filters) -> np.ndarray:
         """Rows that are active and pass the filters."""
         mask = self.alive[: self.n].copy()
-        if filters.since:
-            mask &= self.created[: self.n] >= to_epoch(filters.since)
+        if filters.since:  # when it happened (the time it was stored, unless told otherwise)
+            mask &= self.occurred[: self.n] >= to_epoch(filters.since)
         if filters.until:
-            mask &= self.created[: self.n] < to_epoch(filters.until)
+            mask &= self.occurred[: self.n] < to_epoch(filters.until)
         if filters.component or filters.category or filters.tags or filters.path_prefix:
             rows = np.flatnonzero(mask)
             self.records.prefetch(rows)

@@ -215,8 +215,8 @@ class SearchFilters(_Request):
     tags: list[Tag] = Field(default_factory=list, max_length=limits.MAX_TAGS,
                             description="Every tag listed must be present.")
     path_prefix: PathText | None = None
-    since: AwareDatetime | None = Field(None, description="Created at or after.")
-    until: AwareDatetime | None = Field(None, description="Created before (an until at or before since matches nothing).")
+    since: AwareDatetime | None = Field(None, description="Happened (occurred_at; stored time where there is none) at or after.")
+    until: AwareDatetime | None = Field(None, description="Happened before (an until at or before since matches nothing).")
 
 
 class Weights(_Request):
@@ -240,6 +240,12 @@ class SearchRequest(_Request):
     filters: SearchFilters = Field(default_factory=SearchFilters)
     weights: Weights | None = None
     mode: Literal["hybrid", "vector", "bm25"] = "hybrid"
+    as_of: AwareDatetime | None = Field(None, description=(
+        "The search's now (default: the current time): recency is counted back from it, and the times a "
+        "query names (\"last month\", \"a week ago\", \"in February\") are read from it."))
+    min_relevance: float | None = Field(None, ge=0, le=1, description=(
+        "A hit needs its meaning (cosine) or keyword score (BM25 over the best match) at least this, or to have "
+        "happened when the query says; default: the deployment's (see the README)."))
 
     @model_validator(mode="after")
     def _scope(self) -> "SearchRequest":

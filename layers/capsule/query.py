@@ -17,6 +17,7 @@ MONTHS = {name: number for number, name in enumerate(
 MONTHS.update({name[:3]: number for name, number in list(MONTHS.items())})
 MONTHS["sept"] = 9
 _M = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+MONTH_PATTERN = _M  # a month's name, whole or shortened, as one regex group
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M},?\s+(\d{{4}})\b", re.I)
 _MONTH_DAY_YEAR = re.compile(rf"\b{_M}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
 _MONTH_YEAR = re.compile(rf"\b{_M},?\s+(\d{{4}})\b", re.I)

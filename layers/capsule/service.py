@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Callable, Type, TypeVar
 
@@ -271,13 +272,16 @@ class MemoryService:
 
     def _search_locked(self, indexes: list[ProjectIndex], filters: Filters, req: models.SearchRequest,
                        query_vector: np.ndarray | None, weights) -> tuple[list, int]:
+        options = self._options
+        if req.min_relevance is not None:
+            options = replace(options, min_relevance=req.min_relevance)
         for index in indexes:
             index.lock.acquire()
         try:
             return search_indexes(
                 indexes, filters=filters, query=req.query, query_vector=query_vector,
-                model_id=self.embedder.model_id, now=self.clock(), weights=weights, k=req.k,
-                options=self._options,
+                model_id=self.embedder.model_id, now=req.as_of or self.clock(), weights=weights, k=req.k,
+                options=options,
             )
         finally:
             for index in reversed(indexes):

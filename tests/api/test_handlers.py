@@ -157,11 +157,26 @@ def test_invalid_json_and_content_type(service, call):
     ({"query": "x", "project": "p", "k": 21}, "k"),
     ({"query": "", "project": "p"}, "query"),
     ({"query": "x", "project": "p", "weights": {"vector": 2}}, "weights.vector"),
+    ({"query": "x", "project": "p", "as_of": "last week"}, "as_of"),
+    ({"query": "x", "project": "p", "min_relevance": 1.5}, "min_relevance"),
 ])
 def test_invalid_search_is_422(service, call, body, field):
     r = call(event("search", body=body))
     assert r.status == 422, r
     assert r.json["error"]["details"][0]["field"] == field
+
+
+def test_search_as_of_a_date_in_the_body(service, call):
+    """as_of in the HTTP body is the now of the search: "yesterday" is the day before it."""
+    for day, text in ((3, "release checklist reviewed"), (9, "release checklist signed off")):
+        assert call(event("store", body={"project": "p", "content": text,
+                                         "occurred_at": f"2024-02-0{day}T10:00:00Z"})).status == 201
+    r = call(event("search", body={"query": "what happened to the release checklist yesterday?", "project": "p",
+                                   "as_of": "2024-02-10T08:00:00Z"}))
+    assert r.status == 200, r
+    top = r.json["results"][0]
+    assert top["content"] == "release checklist signed off" and top["components"]["boost"] > 0
+    assert f"by meaning (cosine {top['components']['vector']:.2f})" in r.json["explanation"]
 
 
 def test_invalid_query_parameters_are_422(service, call):

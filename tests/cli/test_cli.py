@@ -28,6 +28,10 @@ def test_store_then_search_round_trips(tmp_path):
     assert found["results"][0]["components"]["outcome"] == 0.1
     table = run(tmp_path, "search", "redis ECONNREFUSED", "--project", "api").stdout
     assert memory_id[:12] in table and "SCORE" in table
+    then = json.loads(run(tmp_path, "search", "redis ECONNREFUSED", "--project", "api", "--json",
+                          "--as-of", "2000-01-01T00:00:00+00:00", "--min-relevance", "0.9").stdout)
+    assert [h["id"] for h in then["results"]] == [memory_id]  # its keyword score is the best: 1.0
+    assert then["results"][0]["components"]["time"] == 1.0  # stored "after" 2000: age 0
 
 
 def test_every_memory_command(tmp_path):

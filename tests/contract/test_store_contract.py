@@ -184,6 +184,19 @@ def test_candidates_filters(store):
     assert store.candidates("t1", ["p"], Filters())[0].embedding is not None
 
 
+def test_since_and_until_filter_on_when_it_happened(store):
+    """Imported history: stored today, happened long ago; since/until read occurred_at."""
+    old = rec("imported", at=T0 + timedelta(days=5))
+    old.occurred_at = T0 - timedelta(days=300)
+    put(store, old, rec("fresh", at=T0 + timedelta(days=5)))
+
+    def contents(**f):
+        return sorted(r.content for r in store.candidates("t1", ["p"], Filters(**f)))
+
+    assert contents(until=T0 - timedelta(days=200)) == ["imported"]
+    assert contents(since=T0) == ["fresh"]
+
+
 def test_tenants_lists_each_tenant_with_a_project_once(store):
     assert store.tenants() == []
     put(store, rec("a", tenant="t2"))

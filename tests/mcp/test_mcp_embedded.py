@@ -67,6 +67,13 @@ def test_every_memory_tool_works_end_to_end(tmp_path):
         everywhere, _ = await session.ok("memory_search", {"query": "brand font", "all_projects": True, "k": 3})
         assert everywhere["results"][0]["id"] == other["memory"]["id"]
 
+        # as_of is the search's now: seen from 1990 every memory here is in the future, so brand new
+        then, _ = await session.ok("memory_search", {"query": "sqlite deadlock", "k": 1,
+                                                     "as_of": "1990-01-01T00:00:00Z", "min_relevance": 0.05})
+        assert then["results"][0]["id"] == fix_id and then["results"][0]["components"]["time"] == 1.0
+        _, refused, is_error = await session.call("memory_search", {"query": "x", "as_of": "tomorrow-ish"})
+        assert is_error and "as_of" in refused
+
         filtered, _ = await session.ok("memory_search", {"query": "section words", "tags": ["docs"], "k": 20})
         assert filtered["results"] and all("docs" in h["meta"]["tags"] for h in filtered["results"])
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from capsule import InvalidInput, ranking
+from capsule.search import SearchOptions
 from capsule.text import tokens
 
 from datetime import datetime, timezone
@@ -53,8 +54,8 @@ def test_components_are_exact_and_sum_to_the_score(service):
     keyword = ranking.bm25(tokens(query), [tokens(d) for d in docs])
     keyword = keyword / keyword.max()
     for i, (name, _) in enumerate(CORPUS):
-        if ids[name] not in hits:
-            assert keyword[i] == 0 and float(vectors[i] @ q) <= 0
+        if ids[name] not in hits:  # below the relevance floor on both: not a match
+            assert max(keyword[i], float(vectors[i] @ q)) < SearchOptions().min_relevance
             continue
         c = hits[ids[name]].components
         assert c.vector == pytest.approx(max(0.0, float(vectors[i] @ q)), abs=1e-6)

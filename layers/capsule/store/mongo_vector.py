@@ -74,13 +74,13 @@ def scope_filter(tenant: str, projects: Sequence[str] | None, filters: Filters) 
         query["meta.category"] = filters.category
     if filters.tags:
         query["meta.tags"] = {"$all": list(filters.tags)}
-    created: dict[str, float] = {}
+    occurred: dict[str, float] = {}  # since/until: when it happened (stored time unless imported)
     if filters.since:
-        created["$gte"] = to_epoch(filters.since)
+        occurred["$gte"] = to_epoch(filters.since)
     if filters.until:
-        created["$lt"] = to_epoch(filters.until)
-    if created:
-        query["created_at"] = created
+        occurred["$lt"] = to_epoch(filters.until)
+    if occurred:
+        query["occurred_at"] = occurred
     return query
 
 

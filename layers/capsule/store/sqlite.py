@@ -653,10 +653,10 @@ class SQLiteStore:
             sql += " AND substr(path, 1, ?) = ?"
             params += [len(filters.path_prefix), filters.path_prefix]
         if filters.since:
-            sql += " AND created_at >= ?"
+            sql += " AND occurred_at >= ?"
             params.append(to_epoch(filters.since))
         if filters.until:
-            sql += " AND created_at < ?"
+            sql += " AND occurred_at < ?"
             params.append(to_epoch(filters.until))
         return [_row_to_record(row) for row in self._read(sql, params)]
 
