@@ -254,7 +254,7 @@ def json_media_type(event: dict[str, Any]) -> UnsupportedMediaType | None:
                                                            and declared.endswith("+json")):
         return None
     return UnsupportedMediaType(f"the body is declared as {declared!r}; send it as application/json",
-                                field="Content-Type")
+                                field="content-type")
 
 
 def _refusal(exc: CapsuleError) -> dict[str, Any]:

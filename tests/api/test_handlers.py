@@ -149,7 +149,7 @@ def test_invalid_json_and_content_type(service, call):
     e = event("store", body={"project": "p", "content": "c"})
     e["headers"]["content-type"] = "text/plain"
     r = call(e)
-    assert r.status == 422 and r.json["error"]["details"][0]["field"] == "content-type"
+    assert r.status == 415 and r.json["error"]["details"][0]["field"] == "content-type"
 
 
 @pytest.mark.parametrize("body, field", [

@@ -296,14 +296,24 @@ def _first_error(exc: ValidationError) -> str:
     return f"payload{'.' + where if where else ''}: {message}"
 
 
-Order = Annotated[JsonInt | None, Field(None, ge=0, le=10_000,
-                                       description="Absent: its place in the file (1, 2, ...).")]
+# The bounds go on the integer itself: on the union pydantic checks them but states them wrongly.
+Order = Annotated[Annotated[int, Field(ge=0, le=10_000), BeforeValidator(json_int)] | None, Field(
+    None, description="Absent: its place in the file (1, 2, ...).")]
 
 
 def _payload_rules() -> dict[str, Any]:
     # The payload each kind needs, stated in the schema as the validator below checks it.
-    return {"anyOf": [{"properties": {"kind": {"const": kind}, "payload": model.model_json_schema()}}
+    return {"anyOf": [{"properties": {"kind": {"const": kind}, "payload": _inline(model)}}
                       for kind, model in PAYLOADS.items()]}
+
+
+def _inline(model: type[_Kept]) -> dict[str, Any]:
+    # Embedded in Step's own schema, a payload's schema can carry no $defs of its own: its kept
+    # keys (MetaValue, recursive) are stated on Step's 'extra' fields; here an object suffices.
+    schema = model.model_json_schema()
+    schema.pop("$defs", None)
+    schema["properties"]["extra"] = {"type": "object", "description": "Keys kept from an imported file.", **META_SCHEMA_EXTRA}
+    return schema
 
 
 class Step(_Kept):
