@@ -153,7 +153,7 @@ def _install_error_handlers(app: APIGatewayHttpResolver, body_model: type[BaseMo
             logger.error("response failed its own schema", extra={"errors": str(exc.errors())[:2000]})
             return error_response(CapsuleError("internal error; the response did not match its schema"))
         if isinstance(exc, RequestUnsupportedContentType):
-            return error_response(InvalidInput("send the body as application/json", field="content-type"))
+            return error_response(UnsupportedMediaType("send the body as application/json", field="content-type"))
         return error_response(validation_error(exc, body_model))
 
     @app.not_found

@@ -3,8 +3,8 @@
 A JSON parser given bytes that are not UTF-8, or ``[`` ten thousand times, fails in ways
 no field can be named for (a decode error, a ``RecursionError``), and pydantic would meet
 a lone surrogate only when the store cannot encode it. So the body is read here once:
-text that is not UTF-8 is a 400, and nesting deeper than :data:`MAX_DEPTH` or a string
-that is not Unicode text is a 422 naming where. Bodies that are not JSON at all are left
+text that is not UTF-8 is a 400, and a body that is not a JSON object, nesting deeper than
+:data:`MAX_DEPTH` or a string that is not Unicode text is a 422 naming where. Bodies that are not JSON at all are left
 to the resolver, which names them.
 """
 
@@ -88,4 +88,17 @@ def check(event: dict[str, Any]) -> InvalidInput | None:
         return InvalidInput(f"body: nested deeper than {MAX_DEPTH} levels", field="body")
     except ValueError:
         return None  # not JSON: the resolver says so, with the position
+    if not isinstance(value, dict):
+        # Every JSON route takes an object; Powertools would read an array as its first item.
+        return InvalidInput(f"the body is a JSON {_json_type(value)}; this route takes a JSON object", field="body")
     return shape_error(value)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    return "null" if value is None else "number"

@@ -22,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from capsule import InvalidInput
 
@@ -170,13 +170,23 @@ def load_into(service, conversations: list[Conversation]) -> dict[str, str]:
             (q.text[:8000] or "?" for c in conversations for q in c.questions if q.evidence))
     dia_of: dict[str, str] = {}
     for conv in conversations:
-        for turn in conv.turns:
-            result = service.store_memory(TENANT, {
-                "project": conv.sample_id, "content": turn.content, "occurred_at": turn.occurred_at,
-                "meta": {"author": turn.author, "session": turn.session, "source": f"locomo {turn.dia_id}"},
-            })
-            dia_of[result.memory.id] = turn.dia_id
+        dia_of.update(store_turns(service, conv.sample_id, conv.turns, "locomo", lambda turn: turn.dia_id))
     return dia_of
+
+
+def store_turns(service, project: str, turns: Iterable[Any], source: str,
+                key_of: Callable[[Any], str]) -> dict[str, str]:
+    """Store a project's turns (content, occurred_at, author, session) in order; returns memory
+    id -> the turn's key in its dataset (``source`` names the dataset in each memory's meta)."""
+    ids: dict[str, str] = {}
+    for turn in turns:
+        key = key_of(turn)
+        result = service.store_memory(TENANT, {
+            "project": project, "content": turn.content, "occurred_at": turn.occurred_at,
+            "meta": {"author": turn.author, "session": turn.session, "source": f"{source} {key}"},
+        })
+        ids[result.memory.id] = key
+    return ids
 
 
 def run_eval(service, conversations: list[Conversation], modes=MODES, k: int = 10) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from capsule import InvalidInput
 
-from .evaluate import MODES, TENANT, build_eval_service, prewarm, scores
+from .evaluate import MODES, TENANT, build_eval_service, prewarm, scores, store_turns
 
 _DATE = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\(\w+\))?(?:\s+(\d{1,2}):(\d{2}))?")
 
@@ -115,12 +115,7 @@ def load_into(service, questions: list[Question]) -> dict[str, str]:
     prewarm(service, ([(t.content, t.session) for t in q.turns] for q in questions), (q.text[:8000] for q in questions))
     key_of: dict[str, str] = {}
     for q in questions:
-        for turn in q.turns:
-            result = service.store_memory(TENANT, {
-                "project": q.question_id, "content": turn.content, "occurred_at": turn.occurred_at,
-                "meta": {"author": turn.author, "session": turn.session, "source": f"longmemeval {turn.key}"},
-            })
-            key_of[result.memory.id] = turn.key
+        key_of.update(store_turns(service, q.question_id, q.turns, "longmemeval", lambda turn: turn.key))
     return key_of
 
 

@@ -1,5 +1,7 @@
 """Every handler, called as Lambda calls it, with synthetic HTTP API v2 events."""
 
+import json
+
 import pytest
 
 from capsule import limits
@@ -150,6 +152,14 @@ def test_invalid_json_and_content_type(service, call):
     e["headers"]["content-type"] = "text/plain"
     r = call(e)
     assert r.status == 415 and r.json["error"]["details"][0]["field"] == "content-type"
+
+
+@pytest.mark.parametrize("body", [[{"project": "p", "content": "c"}], "c", 5, None])
+def test_a_body_that_is_not_an_object_is_refused_not_unwrapped(service, call, body):
+    # Powertools read an array body as its first item: [memory] was stored as memory.
+    r = call(event("store", raw_body=json.dumps(body)))
+    assert r.status == 422 and r.json["error"]["details"][0]["field"] == "body", r
+    assert call(event("list", query={"project": "p"})).json["memories"] == []
 
 
 @pytest.mark.parametrize("body, field", [
