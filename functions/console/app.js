@@ -206,8 +206,11 @@
     $(prefix).classList.remove('is-idle');
   }
 
+  /** Idle boxes stay in the accessibility tree (so the next message is announced): empty them, so
+   *  no stale text is left there to read. */
   function hideBox(prefix) {
     $(prefix).classList.add('is-idle');
+    for (const part of ['-title', '-text', '-details']) $(prefix + part).textContent = '';
   }
 
   /** Report a success; ``undo`` (optional) puts an Undo button beside the explanation. */
