@@ -44,7 +44,7 @@ def not_portable_note() -> str | None:
     if shutil.which("capsule"):
         return None
     return (f"capsule: note: 'capsule' is not on PATH, so this names {sys.executable} (fine on this machine,"
-            " not in a committed file): install it with 'pipx install -e .' or 'uv tool install -e .',"
+            " not in a committed file): install it with 'pipx install -e .'"
             " or activate the virtualenv, and run this again to write the portable 'capsule'")
 
 
