@@ -42,7 +42,7 @@ class Backend(Protocol):
     def pin(self, memory_id: str, pinned: bool) -> models.MemoryResult: ...
     def forget(self, memory_id: str, reason: str | None) -> models.MemoryResult: ...
     def get(self, memory_id: str) -> models.MemoryResult: ...
-    def restore(self, memory_id: str) -> models.MemoryResult: ...
+    def restore(self, memory_id: str) -> models.RestoreResult: ...
     def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult: ...
     def projects(self) -> models.ProjectsResult: ...
     def solution_search(self, request: Mapping[str, Any]) -> lm.SolutionSearchResult: ...
@@ -98,7 +98,7 @@ class EmbeddedBackend:
     def get(self, memory_id: str) -> models.MemoryResult:
         return self.service.get(self.tenant, memory_id)
 
-    def restore(self, memory_id: str) -> models.MemoryResult:
+    def restore(self, memory_id: str) -> models.RestoreResult:
         return self.service.restore(self.tenant, memory_id)
 
     def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult:
@@ -163,7 +163,7 @@ class RemoteBackend:
     def get(self, memory_id: str) -> models.MemoryResult:
         return self.client.get(memory_id)
 
-    def restore(self, memory_id: str) -> models.MemoryResult:
+    def restore(self, memory_id: str) -> models.RestoreResult:
         return self.client.restore(memory_id)
 
     def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult:

@@ -11,17 +11,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
 from capsule import CapsuleError, Settings
+from capsule import idprefix
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
-from . import render
+from . import project_name, render
 from .files import ingestible
 from .strict_cli import StrictParser
 
@@ -37,7 +37,7 @@ COMMAND_MODULES: list[str] = [
 
 
 def default_project() -> str:
-    return os.environ.get("CAPSULE_PROJECT") or os.getcwd()
+    return project_name.default_project()
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -82,6 +82,9 @@ def cmd_store(args: argparse.Namespace) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:  # before anything is stored: a typo must not look like an empty folder
+        raise CapsuleError(f"no such file or folder: {', '.join(missing)}; nothing was ingested")
     service = service_from(args)
     candidates = list(ingestible([Path(p) for p in args.paths]))
     summary = {"files": 0, "chunks": 0, "stored": 0, "deduplicated": 0, "skipped": [], "evicted": 0}
@@ -151,6 +154,7 @@ def cmd_list(args: argparse.Namespace) -> None:
 def _memory_command(operation: str) -> Callable[[argparse.Namespace], None]:
     def run(args: argparse.Namespace) -> None:
         service = service_from(args)
+        args.id = idprefix.resolve(service.store, LOCAL_TENANT, args.id)  # the 12 characters search prints
         if operation == "get":
             result = service.get(LOCAL_TENANT, args.id)
         elif operation in ("pin", "unpin"):
@@ -193,7 +197,7 @@ def _common(parser: argparse.ArgumentParser, *, project: bool = True) -> None:
                         help="which embedder (default: CAPSULE_EMBEDDER, else auto)")
     if project:
         parser.add_argument("--project", "-p", default=default_project(),
-                            help="project name (default CAPSULE_PROJECT or the current folder)")
+                            help="project name (default CAPSULE_PROJECT, else the git repository's or the current folder's name)")
 
 
 def _meta_options(parser: argparse.ArgumentParser) -> None:

@@ -252,8 +252,8 @@ class CapsuleClient:
         return self._call(models.MemoryResult, "DELETE", f"/v1/memories/{self._id(memory_id)}",
                           query={"reason": reason})
 
-    def restore(self, memory_id: str) -> models.MemoryResult:
-        return self._call(models.MemoryResult, "POST", f"/v1/memories/{self._id(memory_id)}/restore")
+    def restore(self, memory_id: str) -> models.RestoreResult:
+        return self._call(models.RestoreResult, "POST", f"/v1/memories/{self._id(memory_id)}/restore")
 
     def feedback(self, memory_id: str, request: models.FeedbackRequest | Mapping[str, Any]) -> models.MemoryResult:
         """Vote helpful or not; not retried once sent, so a vote is never counted twice."""

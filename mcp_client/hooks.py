@@ -29,6 +29,7 @@ from .backends import Backend, Connection, open_backend
 from .bounded import excerpt
 from .digest import Digest, infer_outcome, last_compact_summary, transcript_digests
 from .options import connection_from, connection_options
+from .project_name import default_project
 from .spool import RETRYABLE, Spool, send
 
 TASK_TOOLS = {"Task", "Agent"}  # the subagent tool; newer Claude Code versions call it Agent
@@ -76,7 +77,9 @@ class HookContext:
 
 
 def project_of(payload: Mapping[str, Any], environ: Mapping[str, str]) -> str:
-    return environ.get("CAPSULE_PROJECT") or payload.get("cwd") or os.getcwd()
+    # The folder Claude Code runs in, named by the rule the CLI and the MCP server use.
+    cwd = payload.get("cwd")
+    return default_project(environ, cwd if isinstance(cwd, str) and cwd else None)
 
 
 # ---- stop -----------------------------------------------------------------------------------

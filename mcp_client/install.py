@@ -28,14 +28,28 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
 }
 
 
-def capsule_command() -> list[str]:
-    """How to start ``capsule``: the installed script, else this Python with ``-m mcp_client``."""
+def capsule_command(*, portable: bool = False) -> list[str]:
+    """How to start ``capsule``: the installed script, else this Python with ``-m mcp_client``.
+
+    ``portable`` (Claude Code's files, which a team commits): the bare ``capsule`` whenever it is
+    on PATH, so the file names no one's home folder or virtualenv. Claude Desktop does not see
+    the shell's PATH, so its config gets the script's full path."""
     script = shutil.which("capsule")
-    return [os.path.abspath(script)] if script else [sys.executable, "-m", "mcp_client"]
+    if script:
+        return ["capsule"] if portable else [os.path.abspath(script)]
+    return [sys.executable, "-m", "mcp_client"]
+
+
+def not_portable_note() -> str | None:
+    if shutil.which("capsule"):
+        return None
+    return (f"capsule: note: 'capsule' is not on PATH, so this names {sys.executable} (fine on this machine,"
+            " not in a committed file): install it with 'pipx install -e .'"
+            " or activate the virtualenv, and run this again to write the portable 'capsule'")
 
 
 def server_entry(args: argparse.Namespace, *, code: bool) -> dict[str, Any]:
-    command = capsule_command()
+    command = capsule_command(portable=code)
     mcp_args = [*command[1:], "mcp"]
     env = {name: value for name, value in [
         ("CAPSULE_MEMORY_URL", args.url), ("CAPSULE_AUTH", args.auth), ("AWS_PROFILE", args.profile),
@@ -50,7 +64,7 @@ def server_entry(args: argparse.Namespace, *, code: bool) -> dict[str, Any]:
 
 
 def hooks_config(environ_prefix: str = "") -> dict[str, Any]:
-    command = shlex.join(capsule_command())
+    command = shlex.join(capsule_command(portable=True))
     hooks: dict[str, Any] = {}
     for event, (matcher, name, timeout) in HOOKS.items():
         group: dict[str, Any] = {"hooks": [{"type": "command", "command": f"{environ_prefix}{command} hook {name}",
@@ -154,7 +168,8 @@ def cmd_desktop(args: argparse.Namespace) -> None:
     entry = server_entry(args, code=False)
     path = Path(args.config) if args.config else desktop_config_path()
     if not args.write:
-        print(f"# Merge into {path} (or run again with --write):")
+        # stdout is the JSON alone (it can be piped into jq or a file); the hint goes to stderr.
+        print(f"# Merge into {path} (or run again with --write):", file=sys.stderr)
         print(json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2))
         return
     merged, note = merge_server(read_json(path), entry)
@@ -177,6 +192,8 @@ def cmd_code(args: argparse.Namespace) -> None:
     merged, note = merge_server(read_json(mcp_path), entry)
     settings = None if args.no_hooks else merge_hooks(read_json(settings_path), hooks)
     write_json(mcp_path, merged)  # both files were read and checked before either is written
+    if not_portable_note():
+        print(not_portable_note(), file=sys.stderr)
     print(f"{mcp_path}: {note}.")
     if settings is not None:
         write_json(settings_path, settings[0])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, AsyncIterator, Callable
 
@@ -19,6 +18,7 @@ from capsule import __version__
 from .backends import Connection, open_backend
 from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
 from .options import connection_from, connection_options
+from .project_name import default_project
 
 if TYPE_CHECKING:  # the SDK is imported when a server is built, so other commands start fast
     from mcp.server import MCPServer
@@ -87,7 +87,7 @@ def _max_chars(value: str) -> int:
 def cmd_mcp(args: argparse.Namespace) -> None:
     # stdout carries the protocol: every log line goes to stderr.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    project = args.project or os.environ.get("CAPSULE_PROJECT") or os.getcwd()
+    project = args.project or default_project()
     server = build_server(state_opener(connection_from(args), project, args.max_chars))
     server.run("stdio")
 
@@ -95,7 +95,7 @@ def cmd_mcp(args: argparse.Namespace) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("mcp", help="run the MCP server on stdio (for Claude and other MCP clients)")
     connection_options(p)
-    p.add_argument("--project", "-p", help="default project (default: CAPSULE_PROJECT or the current folder)")
+    p.add_argument("--project", "-p", help="default project (default: CAPSULE_PROJECT, else the git repository's or the current folder's name)")
     p.add_argument("--max-chars", type=_max_chars, default=DEFAULT_MAX_CHARS,
                    help=f"default character budget of a tool result (default {DEFAULT_MAX_CHARS})")
     p.set_defaults(run=cmd_mcp)

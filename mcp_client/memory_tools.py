@@ -49,11 +49,11 @@ def register(tools: ToolRegistry) -> None:
         a pitfall. Use it when you learn something another session would need. The same content stored
         twice within 48 hours is kept once. Returns the memory id and what was evicted, if anything."""
         s = state(ctx)
-        fields = merged_meta(meta, type=type, tags=tags, outcome_status=outcome, component=component,
-                             category=category)
+        # tags go as the request's own field: beside meta.tags, the API's one rule (both, no tag twice) holds.
+        fields = merged_meta(meta, type=type, outcome_status=outcome, component=component, category=category)
         stored = run(lambda: s.backend.store(drop_none(
             project=s.project(project), content=content, explanation=explanation, path=path, pinned=pinned,
-            meta={"source": "mcp", **fields})))
+            meta={"source": "mcp", **fields}, tags=tags)))
         return result(*out.store_output(stored))
 
     @tools.tool(annotations=WRITE)
@@ -75,10 +75,9 @@ def register(tools: ToolRegistry) -> None:
         """Store a long text as several searchable chunks (500-800 tokens each, overlapping). Use it for
         documents or files; use memory_store for one fact. Returns the chunk ids (the first 50)."""
         s = state(ctx)
-        fields = merged_meta(meta, type=type, tags=tags, outcome_status=outcome, component=component,
-                             category=category)
+        fields = merged_meta(meta, type=type, outcome_status=outcome, component=component, category=category)
         ingested = run(lambda: s.backend.ingest(drop_none(project=s.project(project), text=text, path=path,
-                                                          meta={"source": "mcp", **fields})))
+                                                          meta={"source": "mcp", **fields}, tags=tags)))
         return result(*out.ingest_output(ingested))
 
     @tools.tool(annotations=READ)
@@ -180,7 +179,7 @@ def register(tools: ToolRegistry) -> None:
         return result(*out.get_output(found, offset, s.budget(max_chars)))
 
     @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
-    def memory_restore(id: MemoryId, ctx: Context) -> Annotated[CallToolResult, models.MemoryResult]:
+    def memory_restore(id: MemoryId, ctx: Context) -> Annotated[CallToolResult, models.RestoreResult]:
         """Bring back a memory forgotten with memory_forget (possible for 30 days after), so search and list
         show it again. Returns the restored memory."""
         s = state(ctx)

@@ -96,18 +96,20 @@ def cmd_serve(args: argparse.Namespace) -> None:
         sock = supervisor.listen(args.host, args.port)
     except OSError as exc:
         raise Unavailable(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; pick another --port") from exc
+    host, port = sock.getsockname()[:2]
+    url = f"http://{host}:{port}" if ":" not in str(host) else f"http://[{host}]:{port}"
+    # The socket listens already (requests wait in its backlog): the banner comes before the
+    # workers start, so it is never printed after the first request lines, piped or not.
+    print(_banner(url, credentials, token, created, args.workers), flush=True)
+    if not _loopback(args.host):
+        log.warning("listening beyond loopback (%s): every request still needs a token, key or signature", args.host)
     pool = supervisor.Supervisor(config, sock, args.workers)
     try:
         pool.start()  # fails here, not on the first request, if the store or embedder cannot start
     except BaseException:
         pool.stop()
         raise
-    host, port = sock.getsockname()[:2]
-    url = f"http://{host}:{port}" if ":" not in str(host) else f"http://[{host}]:{port}"
-    if not _loopback(args.host):
-        log.warning("listening beyond loopback (%s): every request still needs a token, key or signature", args.host)
     stops = start_jobs(settings)
-    print(_banner(url, credentials, token, created, args.workers), flush=True)
     try:
         while not stopping.wait(0.2):
             pool.replace_dead()

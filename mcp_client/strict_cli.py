@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from typing import Any, Sequence
 
 OWNER = "_capsule_parser"  # the deepest parser of a command line, kept on the namespace while parsing
@@ -31,7 +32,14 @@ class StrictParser(argparse.ArgumentParser):
         return namespace, extras
 
     def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        namespace, extras = self.parse_known_args(args, namespace)
+        words = list(sys.argv[1:] if args is None else args)
+        # An unknown option before the command is named, not reported as a missing COMMAND.
+        for word in words:
+            if not word.startswith("-") or word == "-":
+                break
+            if word.split("=", 1)[0] not in option_names(self):
+                self.error(refusal(self, word))
+        namespace, extras = self.parse_known_args(words, namespace)
         owner = vars(namespace).pop(OWNER, self)
         if extras:
             # Leftover words after an unknown option are most likely its value: name the option only.

@@ -10,6 +10,8 @@
   const PROJECT_KEY = 'capsule.console.project';
   const FORGOTTEN_KEY = 'capsule.console.forgotten';
   const ACTIVITY_KEY = 'capsule.console.activity';
+  const VOTES_KEY = 'capsule.console.votes';
+  const MAX_K = 20;  // the API's limit for k (SearchRequest.k)
   const PAGE_SIZE = 20;
   const MAX_FORGOTTEN = 25;
   const MAX_ACTIVITY = 30;
@@ -31,6 +33,7 @@
     lastQuery: '',
     forgotten: readList(FORGOTTEN_KEY),
     activity: readList(ACTIVITY_KEY),
+    votes: readVotes(),
   };
 
   // Answers that arrive after a newer request of the same kind was sent are dropped.
@@ -63,6 +66,16 @@
       return Array.isArray(items) ? items : [];
     } catch (_) {
       return [];
+    }
+  }
+
+  /** This tab's vote per memory id (true: helpful): a vote is sent once, not once per click. */
+  function readVotes() {
+    try {
+      const votes = JSON.parse(sessionStorage.getItem(VOTES_KEY) || '{}');
+      return votes && typeof votes === 'object' && !Array.isArray(votes) ? votes : {};
+    } catch (_) {
+      return {};
     }
   }
 
@@ -193,14 +206,28 @@
     $(prefix).classList.remove('is-idle');
   }
 
+  /** Idle boxes stay in the accessibility tree (so the next message is announced): empty them, so
+   *  no stale text is left there to read. */
   function hideBox(prefix) {
     $(prefix).classList.add('is-idle');
+    for (const part of ['-title', '-text', '-details']) $(prefix + part).textContent = '';
   }
 
-  function say(operation, explanation) {
+  /** Report a success; ``undo`` (optional) puts an Undo button beside the explanation. */
+  function say(operation, explanation, undo) {
     hideBox('alert');
     showBox('notice', operation, explanation || 'Done.', null);
+    const button = $('notice-undo');
+    button.hidden = !undo;
+    button.onclick = undo ? () => { button.hidden = true; undo(button); } : null;
     logActivity(operation, explanation || 'Done.', false);
+  }
+
+  /** A new action or another project: the last one's message no longer applies. */
+  function clearMessages() {
+    hideBox('alert');
+    hideBox('notice');
+    $('notice-undo').hidden = true;
   }
 
   function fail(operation, error) {
@@ -230,6 +257,7 @@
 
   /** Run one API operation with its button disabled; report its explanation or its error. */
   async function run(operation, button, work) {
+    hideBox('alert');  // an error belongs to the action that caused it, not to the next one
     if (button) {
       button.disabled = true;
       button.setAttribute('aria-busy', 'true');
@@ -260,7 +288,7 @@
     state.token = '';
     sessionStorage.removeItem(TOKEN_KEY);
     if (wipe) {
-      Object.assign(state, { project: '', projects: [], cursor: null, activity: [], forgotten: [] });
+      Object.assign(state, { project: '', projects: [], cursor: null, activity: [], forgotten: [], votes: {} });
       sessionStorage.clear();
       for (const id of ['memory-list', 'hit-list', 'project-list', 'project-options']) $(id).replaceChildren();
       for (const id of ['list-explanation', 'search-explanation']) $(id).textContent = '';
@@ -343,6 +371,14 @@
   }
 
   async function openProject(name) {
+    if (name !== state.project) {
+      clearMessages();
+      state.lastQuery = '';
+      state.cursor = null;
+      $('hit-list').replaceChildren();
+      $('search-explanation').textContent = '';
+      $('search-results').hidden = true;
+    }
     state.project = name;
     sessionStorage.setItem(PROJECT_KEY, name);
     $('project-name').textContent = name;
@@ -390,6 +426,10 @@
     if (meta.outcome_status && meta.outcome_status !== 'unknown') {
       parts.push(el('span', { class: 'badge badge-' + meta.outcome_status }, meta.outcome_status));
     }
+    if (item.chunk && typeof item.chunk.index === 'number') {
+      parts.push(el('span', { class: 'badge badge-chunk', 'data-chunk': item.chunk.index },
+        'chunk ' + (item.chunk.index + 1) + ' of ' + item.chunk.of));
+    }
     for (const tag of meta.tags || []) parts.push(el('span', { class: 'tag' }, '#' + tag));
     if (showProject) parts.push(el('span', { class: 'meta-project', title: item.project }, item.project));
     if (item.path) parts.push(el('span', { class: 'meta-path', title: item.path }, item.path));
@@ -410,14 +450,36 @@
 
   function actionBar(item, source) {
     const label = snippet(item.content, 40);
-    const act = (text, aria, cls, handler) =>
+    const vote = state.votes[item.id];
+    const act = (text, aria, cls, handler, pressed) =>
       el('button', { type: 'button', class: 'btn btn-small ' + cls, 'aria-label': aria + ': ' + label,
+        'aria-pressed': pressed === undefined ? null : String(pressed),
         'data-action': text, onclick: (event) => handler(item, event.currentTarget, source) }, text);
     return el('div', { class: 'actions' },
       item.pinned ? act('Unpin', 'Unpin', '', unpinMemory) : act('Pin', 'Pin', '', pinMemory),
-      act('Helpful', 'Mark helpful', 'btn-good', (m, b) => sendFeedback(m, b, true)),
-      act('Not helpful', 'Mark not helpful', 'btn-bad', (m, b) => sendFeedback(m, b, false)),
-      act('Forget', 'Forget', 'btn-danger', forgetMemory));
+      act('Helpful', 'Mark helpful', 'btn-good', (m, b) => sendFeedback(m, b, true), vote === true),
+      act('Not helpful', 'Mark not helpful', 'btn-bad', (m, b) => sendFeedback(m, b, false), vote === false),
+      act('Forget', 'Forget', 'btn-danger', askForget));
+  }
+
+  /** Forget asks first, in place: the card's actions become Confirm forget / Cancel. */
+  function askForget(item, button) {
+    clearMessages();
+    const bar = button.closest('.actions');
+    const keep = [...bar.childNodes];
+    const label = snippet(item.content, 40);
+    const cancel = el('button', { type: 'button', class: 'btn btn-small', 'data-action': 'Cancel',
+      'aria-label': 'Cancel forgetting: ' + label }, 'Cancel');
+    const confirm = el('button', { type: 'button', class: 'btn btn-small btn-danger', 'data-action': 'Confirm forget',
+      'aria-label': 'Confirm forget: ' + label }, 'Confirm forget');
+    const question = el('span', { class: 'confirm-text', role: 'status' }, 'Forget this memory? (restorable for 30 days)');
+    cancel.addEventListener('click', () => {
+      bar.replaceChildren(...keep);
+      bar.querySelector("[data-action='Forget']").focus();
+    });
+    confirm.addEventListener('click', () => forgetMemory(item, confirm));
+    bar.replaceChildren(question, confirm, cancel);
+    confirm.focus();
   }
 
   function scoreBlock(hit) {
@@ -489,12 +551,25 @@
       if (ticket !== latest.list) return;  // a newer listing (another project, view or store) wins
       const list = $('memory-list');
       if (!more) list.replaceChildren();
-      for (const memory of result.memories || []) appendCard(list, memory, 'list');
+      for (const memory of inChunkOrder(result.memories || [])) appendCard(list, memory, 'list');
       state.cursor = result.next_cursor || null;
       $('load-more').hidden = !state.cursor;
       $('memory-empty').hidden = list.children.length > 0;
       $('list-explanation').textContent = result.explanation || '';
     });
+  }
+
+  /** Newest first, but the chunks of one ingest (same path, same time) in their own order. */
+  function inChunkOrder(memories) {
+    const key = (m) => (m.chunk ? (m.path || '') + '\u0000' + m.created_at : null);
+    const out = [];
+    for (let i = 0; i < memories.length;) {
+      let j = i + 1;
+      while (key(memories[i]) !== null && j < memories.length && key(memories[j]) === key(memories[i])) j += 1;
+      out.push(...memories.slice(i, j).sort((a, b) => (a.chunk ? a.chunk.index : 0) - (b.chunk ? b.chunk.index : 0)));
+      i = j;
+    }
+    return out;
   }
 
   function setView(view) {
@@ -518,7 +593,7 @@
     }
     const body = {
       project: state.project, content, pinned: $('store-pinned').checked,
-      meta: { tags: parseTags($('store-tags').value), author: 'console' },
+      tags: parseTags($('store-tags').value), meta: { author: 'console' },
     };
     await run('Store', $('store-button'), async () => {
       const result = await api('POST', '/v1/memories', body);
@@ -528,6 +603,15 @@
       $('store-pinned').checked = false;
       await Promise.all([loadMemories(false), loadProjects()]);
     });
+  }
+
+  /** k within what the API accepts (1-20), shown in the input as it will be sent. */
+  function clampK() {
+    const input = $('search-k');
+    const typed = Number.parseInt(input.value, 10);
+    const k = Number.isFinite(typed) ? Math.min(MAX_K, Math.max(1, typed)) : 8;
+    input.value = String(k);
+    return k;
   }
 
   async function search(event) {
@@ -540,8 +624,7 @@
       return;
     }
     if (!global && !requireProject('Search')) return;
-    const k = Number.parseInt($('search-k').value, 10);
-    const body = { query, mode: $('search-mode').value, k: Number.isFinite(k) ? k : 8 };
+    const body = { query, mode: $('search-mode').value, k: clampK() };
     if (global) body.global = true;
     else body.project = state.project;
     const tags = parseTags($('search-tags').value);
@@ -588,10 +671,20 @@
 
   async function sendFeedback(item, button, helpful) {
     const op = helpful ? 'Helpful' : 'Not helpful';
+    const before = state.votes[item.id];
+    if (before !== undefined) {
+      // The API counts every vote it is sent and has no way to take one back: one vote per tab.
+      clearMessages();
+      say(op, 'Already marked ' + (before ? 'helpful' : 'not helpful') + ' from this tab; a vote is counted once'
+        + (before === helpful ? '.' : ', and a vote sent cannot be taken back.'));
+      return;
+    }
     const body = { helpful };
     if (button.closest('#hit-list') && state.lastQuery) body.context = 'console search: ' + snippet(state.lastQuery, 200);
     await run(op, button, async () => {
       const result = await api('POST', memoryPath(item.id, 'feedback'), body);
+      state.votes[item.id] = helpful;
+      sessionStorage.setItem(VOTES_KEY, JSON.stringify(state.votes));
       say(op, result.explanation);
       updateCards(result.memory);
     });
@@ -600,7 +693,7 @@
   async function forgetMemory(item, button) {
     await run('Forget', button, async () => {
       const result = await api('DELETE', memoryPath(item.id));
-      say('Forget', result.explanation);
+      say('Forget', result.explanation, (undoButton) => restoreMemory(item.id, undoButton));
       for (const node of document.querySelectorAll('#hit-list li.card-item[data-id="' + CSS.escape(item.id) + '"]')) {
         node.remove();
       }
@@ -689,6 +782,7 @@
       if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) $('store-form').requestSubmit();
     });
     $('search-form').addEventListener('submit', search);
+    $('search-k').addEventListener('change', clampK);
     $('results-clear').addEventListener('click', () => {
       $('hit-list').replaceChildren();
       $('search-results').hidden = true;

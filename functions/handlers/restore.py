@@ -5,7 +5,7 @@ from functions import app
 from functions.handlers.get import MemoryId
 
 
-def restore(id: MemoryId) -> models.MemoryResult:
+def restore(id: MemoryId) -> models.RestoreResult:
     return app.service().restore(app.tenant(), id)
 
 

@@ -22,6 +22,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -180,6 +182,27 @@ class MemoryMeta(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+def union_tags(first: list[str], then: list[str] | None) -> list[str]:
+    """One rule for tags given twice (top-level ``tags`` beside ``meta.tags``): the memory gets
+    both, ``meta.tags`` first, no tag twice, at most ``MAX_TAGS`` together."""
+    merged = list(dict.fromkeys([*first, *(then or [])]))
+    if len(merged) > limits.MAX_TAGS:
+        raise ValueError(f"tags and meta.tags hold {len(merged)} different tags together; the limit is {limits.MAX_TAGS}")
+    return merged
+
+
+TopTags = Annotated[list[Tag] | None, Field(max_length=limits.MAX_TAGS, description=(
+    "Tags (the same as meta.tags; given both, the memory gets both, meta.tags first, no tag twice)."))]
+
+
+def _into_meta(tags: list[str] | None, info: ValidationInfo) -> list[str] | None:
+    meta = info.data.get("meta")  # declared before tags: absent only when meta itself was refused
+    if tags is None or meta is None:
+        return tags
+    meta.tags = union_tags(meta.tags, tags)
+    return meta.tags
+
+
 class _Request(BaseModel):
     # strict: JSON types as the schema says ("yes" is not a boolean, "5" not an integer).
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
@@ -195,7 +218,10 @@ class StoreRequest(_Request):
     explanation: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS,
                                     description="Why this is worth remembering.")
     meta: MemoryMeta = Field(default_factory=MemoryMeta)
+    tags: TopTags = None
     occurred_at: AwareDatetime | None = Field(None, description="When it happened, for imported history.")
+
+    _tags = field_validator("tags")(_into_meta)
 
 
 class IngestRequest(_Request):
@@ -206,7 +232,10 @@ class IngestRequest(_Request):
     path: PathText | None = None
     pinned: bool = False
     meta: MemoryMeta = Field(default_factory=MemoryMeta)
+    tags: TopTags = None
     occurred_at: AwareDatetime | None = None
+
+    _tags = field_validator("tags")(_into_meta)
 
 
 class SearchFilters(_Request):
@@ -361,6 +390,14 @@ class ListResult(BaseModel):
 class MemoryResult(BaseModel):
     memory: Memory
     explanation: str
+
+
+class RestoreResult(MemoryResult):
+    over_limit: bool = Field(description=(
+        "The project now holds more than its rolling limit: nothing else was evicted; the next store (or the "
+        "daily retention job) evicts the oldest unpinned memories beyond it, which may be this one."))
+    memories: int = Field(description="Memories the project holds now.")
+    retention_limit: int
 
 
 class ProjectInfo(BaseModel):

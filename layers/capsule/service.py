@@ -403,7 +403,7 @@ class MemoryService:
         return models.ListResult(
             memories=[to_memory(r) for r in page],
             next_cursor=encode_cursor(page[-1]) if more else None,
-            explanation=f"{len(page)} {kind} memories of project '{req.project}', newest first"
+            explanation=f"{len(page)} {kind} {'memory' if len(page) == 1 else 'memories'} of project '{req.project}', newest first"
             + ("; more follow the cursor." if more else "."),
         )
 
@@ -431,9 +431,18 @@ class MemoryService:
                          f" restore brings it back until {until.date().isoformat()}, then it is purged."),
         )
 
-    def restore(self, tenant: str, memory_id: str) -> models.MemoryResult:
+    def restore(self, tenant: str, memory_id: str) -> models.RestoreResult:
         record = self.store.restore(tenant, memory_id, at=self.clock(), actor=tenant)
-        return models.MemoryResult(memory=to_memory(record), explanation=f"Restored {memory_id}.")
+        limit = self.store.retention_limit(tenant, record.project) or self.settings.retention_limit
+        held = next((s.memories for s in self.store.projects(tenant) if s.project == record.project), 0)
+        text = f"Restored {memory_id}."
+        if held > limit:
+            # A restore undoes a forget or an eviction: it never makes another memory go in its place.
+            text += (f" Project '{record.project}' now holds {held} memories, over its limit of {limit}; nothing"
+                     " else was evicted. The next store (or the daily retention job) evicts the oldest unpinned"
+                     " ones beyond the limit, which may be this one: pin it to keep it, or raise the limit.")
+        return models.RestoreResult(memory=to_memory(record), explanation=text, over_limit=held > limit,
+                                    memories=held, retention_limit=limit)
 
     def feedback(self, tenant: str, memory_id: str, request: models.FeedbackRequest | dict
                  ) -> models.MemoryResult:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import time
@@ -298,6 +299,7 @@ def test_store_list_search_pin_feedback_forget_restore(page, server):
 
     # Forget: gone from the page and the API, listed under recently forgotten; then restore it.
     card(page, "memory-list", lambda_id).locator("[data-action='Forget']").click()
+    card(page, "memory-list", lambda_id).locator("[data-action='Confirm forget']").click()
     expect(notice(page)).to_contain_text(f"Forgot {lambda_id}")
     expect(card(page, "memory-list", lambda_id)).to_have_count(0)
     expect(rows).to_have_count(2)
@@ -333,13 +335,13 @@ def test_api_errors_are_shown_with_their_code_and_field(page, server):
     connect(page, server.token)
     open_project(page, project)
 
-    # k is capped at 20 by the API; the page passes 50 through and shows the refusal.
-    page.get_by_label("How many").fill("50")
+    # A search the API refuses shows its code and the field it named.
     page.get_by_label("Query").fill("anything")
+    page.get_by_label("With tags").fill("t" * 65)  # a tag is at most 64 characters
     page.get_by_role("button", name="Search", exact=True).click()
     alert = page.get_by_role("alert").filter(has_text="Search failed")
     expect(alert).to_contain_text("422")
-    expect(alert).to_contain_text("k: ")  # the field the API named
+    expect(alert).to_contain_text("filters.tags")  # the field the API named
     expect(page.locator("#search-results")).to_be_hidden()
 
     # Restoring an id that does not exist is a 404, said plainly; nothing changes.
@@ -426,3 +428,119 @@ def test_every_control_has_a_name_and_memory_text_stays_text(page, server):
     expect(page.get_by_role("button", name="click", exact=True)).to_have_count(0)
     assert page.locator(".content", has_text="<button onclick").count() == 2
     assert page.evaluate("window.pwned") is None
+
+
+# ---- issue 19: stale messages, k, forget with undo, one vote, chunks in order ----------------
+
+
+def idle(box):
+    """A message box at rest: visually gone and emptied (it stays a live region for the next one)."""
+    expect(box).to_have_class(re.compile(r"\bis-idle\b"))
+    expect(box.locator(".notice-title")).to_have_text("")
+    expect(box.locator(".notice-text")).to_have_text("")
+
+
+def test_an_error_is_cleared_by_the_next_action_and_by_another_project(page, server):
+    first, second = "/srv/console-stale-a", "/srv/console-stale-b"
+    server.store(first, "a memory about blue-green deploys")
+    server.store(second, "a memory about sqlite")
+    connect(page, server.token)
+    open_project(page, first)
+    page.get_by_role("button", name="Store", exact=True).click()  # nothing to store: refused on the page
+    alert = page.locator("#alert")
+    expect(alert).to_contain_text("Store failed")
+    expect(alert).not_to_have_class(re.compile(r"\bis-idle\b"))
+    page.get_by_label("Query").fill("deploys")
+    page.get_by_label("Query").press("Enter")
+    expect(page.locator("#hit-list li.card-item")).to_have_count(1)
+    idle(alert)  # a later success does not keep the old red box
+
+    page.get_by_role("button", name="Store", exact=True).click()
+    expect(alert).to_contain_text("Store failed")
+    page.locator(".project-item", has_text=second).click()
+    expect(page.locator("#project-name")).to_have_text(second)
+    idle(alert)  # nor does another project
+    idle(page.locator("#notice"))
+    expect(page.locator("#search-results")).to_be_hidden()  # the first project's hits are gone too
+    expect(page.locator("#hit-list li.card-item")).to_have_count(0)
+
+
+def test_k_is_held_to_the_apis_twenty(page, server):
+    project = "/srv/console-k"
+    for n in range(22):
+        server.store(project, f"memory about k number {n}")
+    connect(page, server.token)
+    open_project(page, project)
+    sent = []
+    page.on("request", lambda r: sent.append(json.loads(r.post_data)) if r.url.endswith("/search") else None)
+    page.get_by_label("How many").fill("50")
+    page.get_by_label("Query").fill("memory about k")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(page.locator("#hit-list li.card-item")).to_have_count(20)
+    expect(page.get_by_label("How many")).to_have_value("20")
+    idle(page.locator("#alert"))
+    assert sent[-1]["k"] == 20
+    assert page.get_by_label("How many").get_attribute("max") == "20"
+
+
+def test_forget_asks_first_and_can_be_undone(page, server):
+    project = "/srv/console-forget"
+    memory = server.store(project, "forget me, then bring me back")
+    connect(page, server.token)
+    open_project(page, project)
+    shown = card(page, "memory-list", memory["id"])
+    shown.locator("[data-action='Forget']").click()
+    expect(shown.locator("[data-action='Confirm forget']")).to_be_focused()
+    assert server.get(memory["id"])[0] == 200  # only asked so far
+    shown.locator("[data-action='Cancel']").click()
+    expect(shown.locator("[data-action='Forget']")).to_be_focused()
+    assert server.get(memory["id"])[0] == 200
+
+    shown.locator("[data-action='Forget']").click()
+    shown.locator("[data-action='Confirm forget']").click()
+    expect(notice(page)).to_contain_text(f"Forgot {memory['id']}")
+    expect(card(page, "memory-list", memory["id"])).to_have_count(0)
+    assert server.get(memory["id"])[0] == 404
+    page.get_by_role("button", name="Undo", exact=True).click()
+    expect(notice(page)).to_contain_text(f"Restored {memory['id']}")
+    expect(card(page, "memory-list", memory["id"])).to_be_visible()
+    assert server.get(memory["id"])[0] == 200
+    expect(page.get_by_role("button", name="Undo", exact=True)).to_be_hidden()
+
+
+def test_a_vote_is_sent_once_and_shown_as_pressed(page, server):
+    project = "/srv/console-votes"
+    memory = server.store(project, "vote on me once")
+    connect(page, server.token)
+    open_project(page, project)
+    helpful = card(page, "memory-list", memory["id"]).locator("[data-action='Helpful']")
+    helpful.click()
+    expect(notice(page)).to_contain_text("Recorded 'helpful'")
+    expect(card(page, "memory-list", memory["id"]).locator("[data-action='Helpful']")).to_have_attribute(
+        "aria-pressed", "true")
+    card(page, "memory-list", memory["id"]).locator("[data-action='Helpful']").click()
+    expect(notice(page)).to_contain_text("Already marked helpful")
+    card(page, "memory-list", memory["id"]).locator("[data-action='Not helpful']").click()
+    expect(notice(page)).to_contain_text("cannot be taken back")
+    settle(page)
+    got = server.get(memory["id"])[1]["memory"]
+    assert (got["helpful"], got["unhelpful"]) == (1, 0)
+    page.reload()  # the tab remembers its vote
+    expect(card(page, "memory-list", memory["id"]).locator("[data-action='Helpful']")).to_have_attribute(
+        "aria-pressed", "true")
+
+
+def test_ingested_chunks_are_listed_in_order_with_their_number(page, server):
+    project = "/srv/console-chunks"
+    text = "\n\n".join(f"Section {n}. " + " ".join(f"word{n}x{i}" for i in range(120)) for n in range(40))
+    ingested = server.ok("POST", "/v1/memories/ingest", {"project": project, "text": text, "path": "docs/guide.md"})
+    assert ingested["chunks"] >= 5  # few enough for one page (20), enough that order shows
+    connect(page, server.token)
+    open_project(page, project)
+    badges = page.locator("#memory-list .badge-chunk")
+    expect(badges).to_have_count(ingested["chunks"])
+    numbers = badges.evaluate_all("bs => bs.map(b => Number(b.dataset.chunk))")
+    assert numbers == list(range(ingested["chunks"]))
+    expect(badges.first).to_have_text(f"chunk 1 of {ingested['chunks']}")
+    shown = page.locator("#memory-list li.card-item").evaluate_all("rs => rs.map(r => r.dataset.id)")
+    assert shown == ingested["ids"]  # the ids in the order the text holds them

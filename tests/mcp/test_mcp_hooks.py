@@ -13,7 +13,7 @@ from capsule import Settings
 from mcp_client.backends import EmbeddedBackend
 from mcp_support import FIXTURES, capsule_command, capsule_env, hook_input, new_data_dir
 
-PROJECT = "/home/dev/shop"  # the cwd of the recorded hook inputs
+PROJECT = "shop"  # the name of the recorded hook inputs' cwd, /home/dev/shop (the default-project rule)
 
 
 def run_hook(name: str, stdin: str, data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:

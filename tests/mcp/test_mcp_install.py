@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 
 import pytest
 
@@ -17,10 +19,46 @@ OTHER_HOOK = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./che
 def test_claude_desktop_prints_the_config_and_writes_nothing(tmp_path, capsys):
     config = tmp_path / "claude_desktop_config.json"
     assert main(["install", "claude-desktop", "--config", str(config)]) == 0
-    printed = capsys.readouterr().out
-    entry = json.loads(printed[printed.index("{"):])["mcpServers"]["capsule-memory"]
+    printed = capsys.readouterr()
+    entry = json.loads(printed.out)["mcpServers"]["capsule-memory"]  # stdout is the JSON alone: it pipes
     assert entry["args"][-1] == "mcp" and "env" not in entry
+    assert str(config) in printed.err and "--write" in printed.err  # the hint is on stderr
     assert not config.exists()
+
+
+def _capsule_on_path(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "capsule"
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} -m mcp_client \"$@\"\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return script
+
+
+def test_claude_code_writes_the_portable_capsule_command(tmp_path, monkeypatch, capsys):
+    # .mcp.json and .claude/settings.json are committed: no one's virtualenv path goes in them.
+    _capsule_on_path(tmp_path, monkeypatch)
+    project = tmp_path / "project"
+    assert main(["install", "claude-code", "--write", "--dir", str(project)]) == 0
+    entry = json.loads((project / ".mcp.json").read_text())["mcpServers"]["capsule-memory"]
+    assert entry == {"type": "stdio", "command": "capsule", "args": ["mcp"]}
+    hooks = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]
+    assert hooks["Stop"][0]["hooks"][0]["command"] == "capsule hook stop"
+    assert "not on PATH" not in capsys.readouterr().err
+    # Claude Desktop does not see the shell's PATH: its own config names the script whole.
+    assert main(["install", "claude-desktop", "--config", str(tmp_path / "c.json")]) == 0
+    desktop = json.loads(capsys.readouterr().out)["mcpServers"]["capsule-memory"]
+    assert desktop["command"] == str(tmp_path / "bin" / "capsule")
+
+
+def test_without_capsule_on_path_the_write_says_the_file_is_not_portable(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert main(["install", "claude-code", "--write", "--dir", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "'capsule' is not on PATH" in err and sys.executable in err
+    entry = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]["capsule-memory"]
+    assert entry["command"] == sys.executable  # still runs here
 
 
 def test_claude_desktop_merge_keeps_other_servers_and_settings(tmp_path, capsys):
@@ -89,6 +127,6 @@ def test_the_installed_stop_hook_command_runs_as_claude_code_would(tmp_path, mon
 def test_print_mode_shows_what_would_be_merged(client, tmp_path, capsys):
     extra = ["--dir", str(tmp_path)] if client == "claude-code" else ["--config", str(tmp_path / "c.json")]
     assert main(["install", client, *extra]) == 0
-    out = capsys.readouterr().out
-    assert "capsule-memory" in out and "--write" in out
+    printed = capsys.readouterr()
+    assert "capsule-memory" in printed.out and "--write" in printed.out + printed.err
     assert list(tmp_path.iterdir()) == []

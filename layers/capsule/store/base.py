@@ -133,6 +133,10 @@ class MemoryStore(Protocol):
         without building a record per memory. A store may ignore it and return records.
         """
 
+    def ids_with_prefix(self, tenant: str, prefix: str, *, limit: int) -> list[str]:
+        """Up to ``limit`` ids of the tenant's memories (forgotten ones too) that start with
+        ``prefix`` (case-sensitive), sorted; for resolving the short ids people type."""
+
     def projects(self, tenant: str) -> list[ProjectStats]:
         """Per project of the tenant: counts, limit and last activity."""
 

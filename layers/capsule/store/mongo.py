@@ -364,6 +364,12 @@ class MongoStore:
             raise NotFound(f"no memory {memory_id}")
         return doc_to_record(doc)
 
+    def ids_with_prefix(self, tenant: str, prefix: str, *, limit: int) -> list[str]:
+        with guarded("look up the id"):
+            docs = self.memories.find({"tenant": tenant, "id": {"$gte": prefix, "$lt": prefix + "\U0010ffff"},
+                                       "pending": None}, projection={"id": 1}).sort("id", 1).limit(limit)
+            return [doc["id"] for doc in docs if doc["id"].startswith(prefix)]
+
     def get_many(self, tenant: str, ids: Sequence[str]) -> list[MemoryRecord]:
         with guarded("read the memories"):
             docs = list(self.memories.find({"tenant": tenant, "id": {"$in": list(dict.fromkeys(ids))}, "pending": None},

@@ -533,6 +533,12 @@ class SQLiteStore:
             raise NotFound(f"no memory {memory_id}")
         return _row_to_record(rows[0])
 
+    def ids_with_prefix(self, tenant: str, prefix: str, *, limit: int) -> list[str]:
+        # A range on the id index (LIKE would fold case and read '_' as a wildcard).
+        rows = self._read("SELECT id FROM memories WHERE +tenant = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
+                          (tenant, prefix, prefix + "\U0010ffff", limit))
+        return [row["id"] for row in rows if row["id"].startswith(prefix)]
+
     def get_many(self, tenant: str, ids: Sequence[str]) -> list[MemoryRecord]:
         """The memories with these ids, forgotten ones included, without their vectors; unknown ids are left out."""
         found: list[MemoryRecord] = []
