@@ -34,6 +34,7 @@ import numpy as np
 
 from .clock import from_epoch, to_epoch
 from . import terms
+from .matrix import RESIDENT_MAX, SplitRows, Spill, blocked_dot, is_mapped, resident_bytes
 from .records import ChangeSet, DeferredVectors, Filters, IndexColumns, MemoryRecord
 
 OUTCOME = {"success": 0.10, "failure": -0.05}
@@ -330,6 +331,9 @@ class ProjectIndex:
         self.lock = threading.RLock()
         self.settling = False  # a task reading its deferred vectors is scheduled (see MemoryService)
         self.version = 0
+        # Where a large matrix read from the store is written instead of RAM (capsule.matrix);
+        # None: held in RAM. Set by the owner (MemoryService names files beside its snapshots).
+        self.spill_path: Callable[[], "Path"] | None = None
         self._clear()
 
     def _fetch(self, ids: list[str]) -> dict[str, MemoryRecord]:
@@ -354,6 +358,11 @@ class ProjectIndex:
         # The matrix while it sits in memory numpy did not allocate (the store's buffer, or pages
         # that come a row at a time): :meth:`settle` moves it.
         self._lazy: np.ndarray | None = None
+        self._spill: Spill | None = None  # the matrix being read into a file (see _load_codes)
+        # The file the matrix's rows live in (mapped), when every row does: a snapshot keeps it as is.
+        self.matrix_file: "Path | None" = None
+        self._prefix: np.ndarray | None = None  # see prefix_codes
+        self._prefix_n = 0
         self.codes = np.zeros((0, cap), dtype=np.uint64)  # (words, rows): one word is contiguous
         # The same by row (rows, words): the second pass reads a few thousand scattered rows'
         # codes, a cache line or two each instead of one per word.
@@ -395,7 +404,11 @@ class ProjectIndex:
         """Everything the index holds, trimmed to its rows (for :mod:`capsule.snapshot`)."""
         self.complete()
         self._merge()
-        arrays = {name: getattr(self, name)[: self.n] for name in self._ARRAYS}
+        # The matrix and the codes by row as they are (mapped, perhaps): the snapshot writes their
+        # first n rows a block at a time, or keeps the matrix's file (see matrix_file).
+        arrays = {name: getattr(self, name)[: self.n] for name in self._ARRAYS if name != "matrix"}
+        arrays["matrix"] = self.matrix
+        arrays["row_codes"] = self.row_codes
         arrays["codes"] = np.ascontiguousarray(self.codes[:, : self.n])
         return {
             "arrays": arrays, "n": self.n, "dead": self.dead, "dim": self.dim, "words": self.words,
@@ -414,7 +427,9 @@ class ProjectIndex:
         self.version, self._bytes = state["version"], state["bytes"]
         self.records = Records(state["records"], self.records.fetch)
         self.filled = np.ones(self.n, dtype=bool)
-        self.row_codes = np.ascontiguousarray(self.codes.T)
+        if "row_codes" not in state["arrays"]:
+            self.row_codes = np.ascontiguousarray(self.codes.T)
+        self.matrix_file = state.get("matrix_file")
         self._changed()
         self.row_of = state["row_of"]
         self.sessions, self.authors = state["sessions"], state["authors"]
@@ -427,10 +442,11 @@ class ProjectIndex:
         return self.n - self.dead
 
     def nbytes(self) -> int:
-        """About how much RAM the index holds (kept as rows are added, not recounted)."""
-        arrays = (self.matrix, self.codes, self.row_codes, self.length, self.occurred, self.created, self.helpful,
-                  self.unhelpful, self.outcome)
-        return sum(a.nbytes for a in arrays) + self._bytes + self.scores.bytes
+        """About how much RAM the index holds (kept as rows are added, not recounted); rows in
+        a mapped file are the OS's cache, not this process's."""
+        arrays = (self.matrix, self.codes, self.row_codes, self._prefix, self.length, self.occurred, self.created,
+                  self.helpful, self.unhelpful, self.outcome)
+        return sum(resident_bytes(a) for a in arrays if a is not None) + self._bytes + self.scores.bytes
 
     # ---- keeping current -----------------------------------------------------
 
@@ -496,9 +512,21 @@ class ProjectIndex:
         if need <= len(self.alive):
             return
         cap = max(need, 2 * len(self.alive))
-        for name in ("alive", "has_vec", "key", "session", "author", "matrix", "row_codes", "length", "occurred",
+        for name in ("alive", "has_vec", "key", "session", "author", "length", "occurred",
                      "created", "helpful", "unhelpful", "outcome"):
             setattr(self, name, _grow(getattr(self, name), cap))
+        for name in ("matrix", "row_codes"):
+            # Rows in a mapped file (a snapshot's, or the matrix being read from the store) stay
+            # there: the rows added go to RAM after them. Copying would hold the whole matrix.
+            values = getattr(self, name)
+            if isinstance(values, SplitRows):
+                values = values.grown(cap)
+            elif is_mapped(values) or (self._spill is not None and values is self._spill.matrix):
+                values = SplitRows(values, cap)
+            else:
+                values = _grow(values, cap)
+            setattr(self, name, values)
+        self.matrix_file = None  # rows now live outside the file too
         self.filled = np.append(self.filled, np.ones(cap - len(self.filled), dtype=bool))
         self._lazy = None  # the matrix is a new array now; the old memory goes with it
         self.codes = np.ascontiguousarray(_grow(self.codes.T, cap).T)
@@ -572,7 +600,11 @@ class ProjectIndex:
         """Sign bits now, vectors later: the matrix is allocated but not touched (the OS maps
         its pages when they are first written), each row filled when first needed."""
         n = len(usable)
-        self.matrix = self._lazy = _lazy_zeros(n, self.dim)
+        if n * self.dim * 4 > RESIDENT_MAX and self.spill_path is not None:
+            self._spill = Spill(self.spill_path(), n, self.dim)
+            self.matrix = self._spill.matrix
+        else:
+            self.matrix = self._lazy = _lazy_zeros(n, self.dim)
         self.filled = ~usable
         self.deferred = deferred if usable.any() else None
         self.row_codes = packed.codes(usable, self.words)
@@ -584,10 +616,12 @@ class ProjectIndex:
         """Put the given vectors into their rows; a row the store no longer has a vector for
         (purged meanwhile) is searched without one until its removal is read."""
         size = 4 * self.dim
+        # Deferred rows are all rows loaded at once, before any added: in the spill file if any.
+        target = self.matrix if self._spill is None else self._spill.matrix
         for row in rows.tolist():
             blob = vectors.get(self.records.id_at(row))
             if blob is not None and len(blob) == size:
-                self.matrix[row] = np.frombuffer(blob, dtype="<f4")
+                target[row] = np.frombuffer(blob, dtype="<f4")
             else:
                 self.has_vec[row] = False
             self.filled[row] = True
@@ -624,6 +658,21 @@ class ProjectIndex:
                     self.vectors(missing)
                 self.filled[: self.n] = True
                 self.deferred = None
+                self._seal()
+
+    def _seal(self) -> None:
+        """The spill file is complete: map it read-only (its pages leave this process)."""
+        spill = self._spill
+        if spill is None:
+            return
+        sealed = spill.seal()
+        if isinstance(self.matrix, SplitRows):
+            self.matrix.base = sealed
+        else:
+            self.matrix = sealed
+            self.matrix_file = spill.path
+        self._spill = None
+        spill.close()
 
     def _append(self, records: Sequence[MemoryRecord]) -> None:
         if not records:
@@ -746,6 +795,8 @@ class ProjectIndex:
         self.codes = np.ascontiguousarray(self.codes[:, keep])
         self.row_codes = self.row_codes[keep]
         self._lazy = None
+        self.matrix_file = None
+        self._prefix, self._prefix_n = None, 0
         self.records = self.records.keep(keep)
         self.row_of = {memory_id: int(renumber[row]) for memory_id, row in self.row_of.items()}
         main_h, main_r, main_t = self._main
@@ -758,6 +809,30 @@ class ProjectIndex:
         self._shape = None
 
     # ---- reading -------------------------------------------------------------
+
+    def similarities(self, query: np.ndarray) -> np.ndarray:
+        """Exact float32 dot products of every row's vector with ``query`` (0 without one)."""
+        return blocked_dot(self.matrix, query, self.n)
+
+    def prefix_codes(self, words: int) -> np.ndarray:
+        """(n, words) uint64, C-contiguous: the leading sign-bit words of every row, for a
+        first pass that reads only those (capsule.hamming). Rows are only ever appended
+        between resets, so the rows added since the last call are the only ones computed."""
+        words = min(words, self.words)
+        prefix = self._prefix
+        if prefix is None or prefix.shape[1] != words or self._prefix_n > self.n:
+            prefix, self._prefix_n = np.zeros((0, words), dtype=np.uint64), 0
+        if len(prefix) < self.n:
+            grown = np.zeros((max(self.n, 2 * len(prefix)) if self._prefix_n else self.n, words), dtype=np.uint64)
+            grown[: self._prefix_n] = prefix[: self._prefix_n]
+            prefix = grown
+        if self._prefix_n < self.n:
+            for start in range(self._prefix_n, self.n, 65536):
+                stop = min(self.n, start + 65536)
+                prefix[start:stop] = self.row_codes[start:stop][:, :words]
+            self._prefix_n = self.n
+        self._prefix = prefix
+        return prefix[: self.n]
 
     def shape(self) -> "Shape":
         """What the memories look like (lengths, sessions, neighbours), computed once per version."""
