@@ -660,6 +660,20 @@ class ProjectIndex:
                 self.deferred = None
                 self._seal()
 
+    def adopt_files(self, matrix: np.ndarray, row_codes: np.ndarray, matrix_file) -> None:
+        """Read the matrix and the codes by row from the mapped files a snapshot just wrote of
+        them (their first ``n`` rows, unchanged since: the caller holds :attr:`lock`), instead
+        of RAM: every process that loads the snapshot then shares the same pages."""
+        if len(matrix) != self.n or len(row_codes) != self.n or self._spill is not None:
+            return
+        capacity = len(self.alive)
+        for name, mapped in (("matrix", matrix), ("row_codes", row_codes)):
+            if isinstance(getattr(self, name), SplitRows):
+                continue  # rows outside the files already; they stay as they are
+            setattr(self, name, mapped if capacity == self.n else SplitRows(mapped, capacity))
+        self._lazy = None
+        self.matrix_file = matrix_file if self.matrix is matrix else None
+
     def _seal(self) -> None:
         """The spill file is complete: map it read-only (its pages leave this process)."""
         spill = self._spill

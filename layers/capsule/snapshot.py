@@ -125,6 +125,11 @@ class Snapshots:
                 done.unlink(missing_ok=True)
             return False
         self._drop_old_files(path.stem, keep={*files["postings"], *(files[name] for name in MAPPED)})
+        try:
+            index.adopt_files(map_npy(self.folder / files["matrix"]), map_npy(self.folder / files["row_codes"]),
+                              self.folder / files["matrix"])
+        except (OSError, ValueError) as exc:  # the index keeps its arrays in RAM
+            logger.warning("could not map the snapshot just written %s: %s", path, exc)
         return True
 
     def _kept_matrix(self, index: ProjectIndex, stem: str) -> str | None:
