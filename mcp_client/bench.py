@@ -165,9 +165,12 @@ def ingest(db: Path, data: Dataset, projects: int = 1) -> dict[str, float]:
     tenth = max(1000, -(-n // 10000) * 1000)
     start = mark = time.perf_counter()
     rates = []
-    for first in range(0, n, 1000):
+    # A batch is of one project (the store's insert writes one project's rows).
+    order = np.concatenate([np.arange(p, n, projects) for p in range(projects)]).tolist()
+    bounds = sorted({*range(0, n, 1000), *(sum(len(range(q, n, projects)) for q in range(p)) for p in range(projects))})
+    for first, stop in zip(bounds, [*bounds[1:], n]):
         batch = []
-        for i in range(first, min(first + 1000, n)):
+        for i in order[first:stop]:
             at = base + timedelta(seconds=i)
             batch.append(MemoryRecord(
                 id=f"m{i:07d}", tenant=LOCAL_TENANT, project=PROJECT if projects == 1 else f"p{i % projects}",
@@ -175,7 +178,7 @@ def ingest(db: Path, data: Dataset, projects: int = 1) -> dict[str, float]:
                 updated_at=at, embedding=data.vectors[i], model=model))
         store.insert(batch, limit=10_000_000, dedupe_after=None, actor="bench")
         done = first + len(batch)
-        if done % tenth == 0 or done == n:
+        if done >= (len(rates) + 1) * tenth or done == n:
             now = time.perf_counter()
             rates.append(round((done - (len(rates) * tenth)) / (now - mark)))
             mark = now
@@ -371,8 +374,11 @@ def chroma(data: Dataset, truth: np.ndarray) -> dict[str, Any]:
 
 def run_one(n: int, dim: int, queries: int, cold_runs: int, workdir: Path, *, external: bool,
             hnsw_max: int = 200_000, hnsw_rate: float | None = None, workers: int = 2,
-            global_projects: int = 100) -> dict[str, Any]:
+            global_projects: int = 100, only_global: bool = False) -> dict[str, Any]:
     from . import bench_scale
+
+    if only_global:
+        return run_global(n, dim, queries, workdir, global_projects)
 
     started = time.perf_counter()
     data = make_dataset(n, dim, queries, seed=n + dim)
@@ -421,6 +427,27 @@ def run_one(n: int, dim: int, queries: int, cold_runs: int, workdir: Path, *, ex
         out["global"]["vs_one_project"] = round(out["global"]["p50_ms"] / out["warm"]["p50_ms"], 2)
     else:
         out["global"] = {"skipped": f"fewer than 10 memories per project over {global_projects}"}
+    for path in workdir.glob(f"bench-{n}-{dim}*"):
+        path.unlink(missing_ok=True)
+    out["seconds"] = round(time.perf_counter() - started, 1)
+    return out
+
+
+def run_global(n: int, dim: int, queries: int, workdir: Path, projects: int) -> dict[str, Any]:
+    """Only the global search over ``projects`` projects (``--only-global``: a run beside
+    another measuring one project, on a machine too busy to run both in turn)."""
+    from . import bench_scale
+
+    started = time.perf_counter()
+    data = make_dataset(n, dim, queries, seed=n + dim)
+    truth = exact_top(data.vectors, data.queries)
+    global_db = workdir / f"bench-{n}-{dim}-global.db"
+    out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries, "only_global": True,
+                           "global_ingest": ingest(global_db, data, projects=projects)}
+    data.vectors = np.zeros((0, dim), np.float32)
+    out["global"] = bench_scale.global_search(
+        global_db, lambda: service_for(global_db, data, snapshots=True), data.query_texts, truth,
+        lambda answer: [int(h.id[1:]) for h in answer.results], projects)
     for path in workdir.glob(f"bench-{n}-{dim}*"):
         path.unlink(missing_ok=True)
     out["seconds"] = round(time.perf_counter() - started, 1)
@@ -488,7 +515,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
                              if r["dim"] == dim and "build_rows_per_s" in r["hnswlib"]), None)
                 results.append(run_one(n, dim, queries, 1 if args.quick else args.cold_runs, Path(tmp),
                                        external=not args.no_external, hnsw_max=args.hnsw_max, hnsw_rate=rate,
-                                       workers=args.workers, global_projects=args.global_projects))
+                                       workers=args.workers, global_projects=args.global_projects,
+                                       only_global=args.only_global))
                 Path(args.out).write_text(json.dumps({"partial": True, "results": results}, indent=2))
     report = {
         "command": "capsule " + " ".join(sys.argv[1:]),
@@ -520,6 +548,7 @@ def register(subparsers) -> None:
                    help="projects the same memories are spread over for the global search")
     p.add_argument("--any-threads", action="store_true", help="do not pin BLAS to one thread")
     p.add_argument("--out", default="capsule-bench.json", help="where to write the JSON report")
+    p.add_argument("--only-global", action="store_true", help="measure only the global search")
     p.add_argument("--workdir", default=None, help="where the databases go (default: the temporary folder)")
     p.set_defaults(run=cmd_bench)
 
