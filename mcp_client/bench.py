@@ -374,11 +374,14 @@ def chroma(data: Dataset, truth: np.ndarray) -> dict[str, Any]:
 
 def run_one(n: int, dim: int, queries: int, cold_runs: int, workdir: Path, *, external: bool,
             hnsw_max: int = 200_000, hnsw_rate: float | None = None, workers: int = 2,
-            global_projects: int = 100, only_global: bool = False) -> dict[str, Any]:
+            global_projects: int = 100, only_global: bool = False,
+            vector_only: bool = False) -> dict[str, Any]:
     from . import bench_scale
 
     if only_global:
         return run_global(n, dim, queries, workdir, global_projects)
+    if vector_only:
+        return bench_scale.vector_only(n, dim, queries, workdir, workers)
 
     started = time.perf_counter()
     data = make_dataset(n, dim, queries, seed=n + dim)
@@ -516,7 +519,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
                 results.append(run_one(n, dim, queries, 1 if args.quick else args.cold_runs, Path(tmp),
                                        external=not args.no_external, hnsw_max=args.hnsw_max, hnsw_rate=rate,
                                        workers=args.workers, global_projects=args.global_projects,
-                                       only_global=args.only_global))
+                                       only_global=args.only_global, vector_only=args.vector_only))
                 Path(args.out).write_text(json.dumps({"partial": True, "results": results}, indent=2))
     report = {
         "command": "capsule " + " ".join(sys.argv[1:]),
@@ -527,7 +530,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     }
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(table(results))
-    skipped = {r["chromadb"]["skipped"] for r in results if "skipped" in r["chromadb"]}
+    skipped = {r["chromadb"]["skipped"] for r in results if "skipped" in r.get("chromadb", {})}
     for note in skipped:
         print(f"chromadb skipped: {note}")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; JSON written to {args.out}")
@@ -549,6 +552,8 @@ def register(subparsers) -> None:
     p.add_argument("--any-threads", action="store_true", help="do not pin BLAS to one thread")
     p.add_argument("--out", default="capsule-bench.json", help="where to write the JSON report")
     p.add_argument("--only-global", action="store_true", help="measure only the global search")
+    p.add_argument("--vector-only", action="store_true",
+                   help="only the vector stage, its index built from columns (no store, no ingest)")
     p.add_argument("--workdir", default=None, help="where the databases go (default: the temporary folder)")
     p.set_defaults(run=cmd_bench)
 

@@ -226,3 +226,116 @@ def global_search(db: Path, make_service: Callable[[], Any], texts: list[str], t
 
 if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "--worker":
     _worker(*sys.argv[2:5])
+
+
+# ---- the vector stage alone at a size the store cannot be filled to in the run ----------
+
+
+def vector_only(n: int, dim: int, queries: int, workdir: Path, workers_count: int = 2) -> dict[str, Any]:
+    """The vector stage of a project index at ``n`` rows, built from columns (as a store's full
+    load gives them, without keyword terms) and kept as a snapshot; then fresh processes load
+    the snapshot (mapped files) and search it: first search, p50/p95 and recall@10 against
+    exact float32, RSS and the PSS of ``workers_count`` of them together. Beside it in this
+    process: exact numpy and faiss flat over the same vectors. Ingest and hybrid search are
+    not measured this way (``capsule bench`` without ``--vector-only`` runs them)."""
+    from capsule.index import ProjectIndex, stable_key
+    from capsule.records import ChangeSet, IndexColumns
+    from capsule.snapshot import Snapshots
+    from capsule.search import SearchOptions
+
+    from .bench import exact_top, make_dataset, numpy_brute, Dataset
+
+    started = time.perf_counter()
+    data = make_dataset(n, dim, queries, seed=n + dim)
+    truth = exact_top(data.vectors, data.queries)
+    out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries, "vector_only": True,
+                           "data_s": round(time.perf_counter() - started, 1)}
+    print(f"    data and truth in {out['data_s']} s", file=sys.stderr, flush=True)
+    brute = min(queries, 50)
+    out["numpy"] = numpy_brute(Dataset(data.vectors, [], data.queries[:brute], []), truth[:brute])
+    out["faiss_flat"] = faiss_flat(data.vectors, data.queries[:brute], truth[:brute])
+    model = f"bench-{dim}"
+    ids = [f"m{i:07d}" for i in range(n)]
+    times = [1.7e9 + i for i in range(n)]
+    columns = IndexColumns(ids=ids, keys=[stable_key(i) for i in ids], vectors=data.vectors,
+                           vector_sizes=[4 * dim] * n, models=[model] * n, terms=[b""] * n, occurred=times,
+                           created=times, helpful=[0] * n, unhelpful=[0] * n, metas=[None] * n)
+    start = time.perf_counter()
+    index = ProjectIndex("bench", "bench", model)
+    index.apply(ChangeSet(version=1, columns=columns, reset=True))
+    out["build_s"] = round(time.perf_counter() - start, 2)
+    folder = workdir / "index"
+    start = time.perf_counter()
+    Snapshots(folder, "vector-only", min_rows=1).save(index)
+    out["snapshot_write_s"] = round(time.perf_counter() - start, 2)
+    del index, columns
+    query_file = workdir / "vector-queries.npz"
+    np.savez(query_file, vectors=data.queries, truth=truth)
+    data.vectors = None
+    out["floor"] = floor(n, dim, SearchOptions(), bandwidth_gb_s())
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs, reports = [], []
+    try:
+        for _ in range(workers_count):
+            proc = subprocess.Popen([sys.executable, "-m", "mcp_client.bench_scale", "--vector-worker", str(folder),
+                                     model, str(query_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    text=True, env=env)
+            procs.append(proc)
+            reports.append(json.loads(proc.stdout.readline()))
+        memory = [{**memory_status(p.pid), **proportional(p.pid)} for p in procs]
+    finally:
+        for proc in procs:
+            if proc.stdin:
+                proc.stdin.close()
+            proc.wait(timeout=120)
+    out["warm_vector"] = reports[0]
+    out["workers"] = {"workers": workers_count, "each": [{**r, **m} for r, m in zip(reports, memory)],
+                      "rss_mb_total": round(sum(m.get("VmRSS", 0) for m in memory), 1),
+                      "pss_mb_total": round(sum(m.get("Pss", 0) for m in memory), 1)}
+    for path in folder.glob("*"):
+        path.unlink(missing_ok=True)
+    out["seconds"] = round(time.perf_counter() - started, 1)
+    return out
+
+
+def _vector_worker(folder: str, model: str, query_file: str) -> None:
+    """A fresh process: load the snapshot, then the vector stage for each query (first stage,
+    exact float32 re-score of its candidates, top 10)."""
+    start = time.perf_counter()
+    from capsule.index import ProjectIndex
+    from capsule.records import Filters
+    from capsule.search import SearchOptions, _View, _vector_rows
+    from capsule.snapshot import Snapshots
+
+    imports_ms = (time.perf_counter() - start) * 1000
+    saved = np.load(query_file)
+    queries, truth = saved["vectors"], saved["truth"]
+    start = time.perf_counter()
+    index = ProjectIndex("bench", "bench", model)
+    assert Snapshots(Path(folder), "vector-only", min_rows=1).load(index)
+    options = SearchOptions()
+    ids = np.arange(index.n)  # rows are the dataset's order
+
+    def one(q: np.ndarray) -> np.ndarray:
+        rows = _vector_rows(_View(index, index.mask(Filters())), q, options)
+        scores = np.einsum("ij,j->i", index.vectors(rows), q)
+        best = np.argpartition(-scores, K)[:K]
+        return ids[rows[best[np.argsort(-scores[best])]]]
+
+    found = [one(queries[0])]
+    first_ms = (time.perf_counter() - start) * 1000
+    samples = []
+    for q in queries[1:]:
+        t = time.perf_counter()
+        found.append(one(q))
+        samples.append((time.perf_counter() - t) * 1000)
+    print(json.dumps({"first_search_ms": round(first_ms, 1), "imports_ms": round(imports_ms, 1),
+                      **_percentiles(samples), "recall@10": _recall(found, truth),
+                      "library_from": options.library_from, "prefix_words": options.prefix_words,
+                      "candidates": options.candidates, "prefilter": options.prefilter, **memory_status()}),
+          flush=True)
+    sys.stdin.read()
+
+
+if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "--vector-worker":
+    _vector_worker(*sys.argv[2:5])
