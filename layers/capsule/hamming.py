@@ -28,7 +28,8 @@ def available() -> bool:
 def nearest(codes: np.ndarray, query: np.ndarray, count: int, eligible: np.ndarray | None) -> np.ndarray | None:
     """Rows of ``codes`` ((rows, words) uint64, C-contiguous) nearest ``query`` ((words,)
     uint64): the ``count`` smallest distances among the ``eligible`` rows (None: all), in
-    ascending distance; ties at the cut go to the lower row. None without faiss."""
+    ascending distance; of rows tied at the cut, those faiss meets first (the same rows for
+    the same index). None without faiss."""
     if faiss is None:
         return None
     n, words = codes.shape

@@ -116,18 +116,6 @@ class SplitRows:
             raise ValueError("rows held in the mapped file are read-only")
         self.tail[rows - self.split] = values
 
-    def dot(self, query: np.ndarray, n: int, block: int = 65536) -> np.ndarray:
-        """``rows[:n] @ query`` a block at a time (never the whole matrix in RAM)."""
-        return blocked_dot(self, query, n, block)
-
-    def write_npy(self, path: Path, n: int, block: int = 65536) -> None:
-        out = np.lib.format.open_memmap(path, mode="w+", dtype=self.dtype, shape=(n, *self.base.shape[1:]))
-        for start in range(0, n, block):
-            stop = min(n, start + block)
-            out[start:stop] = self[start:stop]
-        out.flush()
-        del out
-
 
 def blocked_dot(matrix, query: np.ndarray, n: int, block: int = 65536) -> np.ndarray:
     """``matrix[:n] @ query`` a block of rows at a time: a mapped matrix is never copied whole."""
