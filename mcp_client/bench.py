@@ -515,7 +515,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
             for n in sizes:
                 print(f"... N={n} dim={dim}", file=sys.stderr, flush=True)
                 rate = next((r["hnswlib"].get("build_rows_per_s") for r in reversed(results)
-                             if r["dim"] == dim and "build_rows_per_s" in r["hnswlib"]), None)
+                             if r["dim"] == dim and "build_rows_per_s" in r.get("hnswlib", {})), None)
                 results.append(run_one(n, dim, queries, 1 if args.quick else args.cold_runs, Path(tmp),
                                        external=not args.no_external, hnsw_max=args.hnsw_max, hnsw_rate=rate,
                                        workers=args.workers, global_projects=args.global_projects,
