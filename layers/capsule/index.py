@@ -34,7 +34,7 @@ import numpy as np
 from .clock import to_epoch
 from . import terms
 from .indexrecords import Fetch, Records, pack, unpack  # noqa: F401  (re-exported)
-from .matrix import RESIDENT_MAX, SplitRows, Spill, blocked_dot, is_mapped, resident_bytes
+from .matrix import RESIDENT_MAX, SplitRows, Spill, blocked_dot, is_mapped, read_rows, resident_bytes
 from .postings import TermScores, _merged
 from .records import ChangeSet, DeferredVectors, Filters, IndexColumns, MemoryRecord
 # Sign bits and packed rows (re-exported: stores and tests import them from here).
@@ -416,7 +416,7 @@ class ProjectIndex:
             if missing.size:
                 ids = [self.records.id_at(row) for row in missing.tolist()]
                 self._fill(missing, self.deferred.some([i for i in ids if i is not None], self.model_id))
-        return self.matrix[rows]
+        return read_rows(self.matrix, rows)
 
     def complete(self) -> None:
         """Read every deferred vector, a chunk at a time; safe beside searches (each chunk is

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,37 @@ def map_npy(path: str | Path) -> np.ndarray:
     raw = getattr(array, "_mmap", None)
     if raw is not None:
         _random(raw)
+    # Rows are read from the file, not through the mapping (see read_rows): held open so a
+    # file unlinked meanwhile (a newer snapshot replaced it) still reads.
+    fd = os.open(path, os.O_RDONLY)
+    array._rows_fd = fd
+    weakref.finalize(array, os.close, fd)
     return array
+
+
+def read_rows(values, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]``, read with a system call per row where the rows sit in a mapped file.
+
+    Through the mapping, each row read makes the OS map the cached pages around it too (fault
+    around): after a few hundred searches a process maps most of a 4 GB matrix, shared and
+    reclaimable but counted as its own. Read, the bytes are copied and nothing stays mapped."""
+    if isinstance(values, SplitRows):
+        rows = np.asarray(rows, dtype=np.int64)
+        low = rows < values.split
+        out = np.empty((rows.size, *values.base.shape[1:]), dtype=values.dtype)
+        out[low] = read_rows(values.base, rows[low])
+        out[~low] = values.tail[rows[~low] - values.split]
+        return out
+    fd = getattr(values, "_rows_fd", None)
+    if fd is None or values.ndim != 2 or not values.flags.c_contiguous:
+        return values[rows]
+    width = values.shape[1] * values.itemsize
+    out = np.empty((len(rows), values.shape[1]), dtype=values.dtype)
+    view = memoryview(out).cast("B")
+    start = values.offset
+    for i, row in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
+        os.preadv(fd, [view[i * width:(i + 1) * width]], start + row * width)
+    return out
 
 
 class SplitRows:
