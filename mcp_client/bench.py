@@ -61,17 +61,27 @@ def _unit(rows: np.ndarray) -> np.ndarray:
 
 
 def make_dataset(n: int, dim: int, queries: int, seed: int = 0) -> Dataset:
-    """Clustered vectors (about 100 per cluster) and Zipf-distributed words for BM25."""
+    """Clustered vectors (about 100 per cluster) and Zipf-distributed words for BM25.
+
+    Made a block of rows at a time in float32 (a million 1024-d rows are 4 GB; float64
+    temporaries of them all would be 12 GB)."""
     rng = np.random.default_rng(seed)
     clusters = max(8, n // 100)
-    centres = rng.standard_normal((clusters, dim)).astype(np.float32)
+    centres = rng.standard_normal((clusters, dim), dtype=np.float32)
     labels = rng.integers(0, clusters, n)
-    vectors = _unit(centres[labels] + 0.6 * rng.standard_normal((n, dim)).astype(np.float32))
+    vectors = np.empty((n, dim), dtype=np.float32)
+    for start in range(0, n, 65536):
+        stop = min(n, start + 65536)
+        block = rng.standard_normal((stop - start, dim), dtype=np.float32)
+        block *= 0.6
+        block += centres[labels[start:stop]]
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        vectors[start:stop] = block
     vocab = [f"w{i}" for i in range(20000)]
     weights = 1.0 / np.arange(1, len(vocab) + 1)
     weights /= weights.sum()
     words = rng.choice(len(vocab), size=(n, 14), p=weights)
-    texts = [" ".join(vocab[w] for w in row) for row in words]
+    texts = [" ".join(row) for row in np.asarray(vocab, dtype=object)[words].tolist()]
     picks = rng.integers(0, n, queries)
     # A query is a perturbed memory: cosine about 0.9 to it, nearer still to its cluster.
     noise = rng.standard_normal((queries, dim)).astype(np.float32) * (0.5 / np.sqrt(dim))
@@ -122,19 +132,27 @@ def rss_mb() -> float:
 
 
 def exact_top(matrix: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    out = []
-    for q in queries:
-        scores = matrix @ q
-        part = np.argpartition(-scores, K)[:K]
-        out.append(part[np.argsort(-scores[part])])
-    return np.array(out)
+    """The exact top 10 of every query, one pass over the matrix (a block of rows at a time)."""
+    best_s = np.full((len(queries), 0), -np.inf, dtype=np.float32)
+    best_i = np.zeros((len(queries), 0), dtype=np.int64)
+    for start in range(0, len(matrix), 65536):
+        scores = queries @ matrix[start:start + 65536].T  # (q, block)
+        take = min(K, scores.shape[1])
+        part = np.argpartition(-scores, take - 1, axis=1)[:, :take]
+        best_s = np.concatenate((best_s, np.take_along_axis(scores, part, axis=1)), axis=1)
+        best_i = np.concatenate((best_i, part + start), axis=1)
+        keep = np.argsort(-best_s, axis=1, kind="stable")[:, :K]
+        best_s, best_i = np.take_along_axis(best_s, keep, axis=1), np.take_along_axis(best_i, keep, axis=1)
+    return best_i
 
 
 # ---- the store ------------------------------------------------------------------
 
 
-def ingest(db: Path, data: Dataset) -> dict[str, float]:
-    """Insert every memory through the store in batches of 1,000 (one transaction each)."""
+def ingest(db: Path, data: Dataset, projects: int = 1) -> dict[str, float]:
+    """Insert every memory through the store in batches of 1,000 (one transaction each);
+    with ``projects`` > 1, memory i goes to project ``p{i % projects}``. The rate is also
+    given for each tenth of the run (sustained: the slowest tenth, and the last)."""
     from capsule.records import MemoryRecord
     from capsule.store.sqlite import SQLiteStore
     from capsule.text import sha256
@@ -143,22 +161,38 @@ def ingest(db: Path, data: Dataset) -> dict[str, float]:
     store.migrate()
     base = datetime(2025, 1, 1, tzinfo=timezone.utc)
     model = f"bench-{data.vectors.shape[1]}"
-    start = time.perf_counter()
-    for first in range(0, len(data.texts), 1000):
+    n = len(data.texts)
+    tenth = max(1000, -(-n // 10000) * 1000)
+    start = mark = time.perf_counter()
+    rates = []
+    # A batch is of one project (the store's insert writes one project's rows).
+    order = np.concatenate([np.arange(p, n, projects) for p in range(projects)]).tolist()
+    bounds = sorted({*range(0, n, 1000), *(sum(len(range(q, n, projects)) for q in range(p)) for p in range(projects))})
+    for first, stop in zip(bounds, [*bounds[1:], n]):
         batch = []
-        for i in range(first, min(first + 1000, len(data.texts))):
+        for i in order[first:stop]:
             at = base + timedelta(seconds=i)
             batch.append(MemoryRecord(
-                id=f"m{i:07d}", tenant=LOCAL_TENANT, project=PROJECT, content=data.texts[i],
-                sha256=sha256(data.texts[i] + str(i)), occurred_at=at, created_at=at, updated_at=at,
-                embedding=data.vectors[i], model=model))
+                id=f"m{i:07d}", tenant=LOCAL_TENANT, project=PROJECT if projects == 1 else f"p{i % projects}",
+                content=data.texts[i], sha256=sha256(data.texts[i] + str(i)), occurred_at=at, created_at=at,
+                updated_at=at, embedding=data.vectors[i], model=model))
         store.insert(batch, limit=10_000_000, dedupe_after=None, actor="bench")
+        done = first + len(batch)
+        if done >= (len(rates) + 1) * tenth or done == n:
+            now = time.perf_counter()
+            rates.append(round((done - (len(rates) * tenth)) / (now - mark)))
+            mark = now
     seconds = time.perf_counter() - start
     store.close()
-    return {"memories_per_s": round(len(data.texts) / seconds), "seconds": round(seconds, 3)}
+    size = sum(os.path.getsize(f) for f in (db, Path(f"{db}-wal")) if f.exists())
+    return {"memories_per_s": round(n / seconds), "seconds": round(seconds, 3), "per_tenth": rates,
+            "slowest_tenth_per_s": min(rates), "last_tenth_per_s": rates[-1],
+            "db_bytes": size, "db_bytes_per_memory": round(size / n)}
 
 
 def service_for(db: Path, data: Dataset, *, exact: bool = False, snapshots: bool = False):
+    """A service over the bench's database; ``snapshots``: it loads (and keeps) the index
+    snapshot beside the database, as a long-lived server does."""
     from capsule.config import Settings
     from capsule.service import MemoryService
     from capsule.store.sqlite import SQLiteStore
@@ -181,13 +215,15 @@ def cold_probe(db: str, dim: int, query: str, vector_file: str, snapshots: str) 
     service = service_for(Path(db), data, snapshots=snapshots == "1")
     service.search(LOCAL_TENANT, {"project": PROJECT, "query": query, "k": K})
     ms = (time.perf_counter() - start) * 1000
-    rss = rss_mb()
+    from .bench_scale import memory_status
+
+    rss = memory_status()
     # The vectors of a large project are read after its first search, and then its snapshot
     # is written: not part of the first search, but the probes after this one need it.
     start = time.perf_counter()
     if snapshots == "1":
         service.settle()
-    return {"ms": ms, "rss_mb": rss, "settle_ms": (time.perf_counter() - start) * 1000}
+    return {"ms": ms, "rss_mb": rss["VmRSS"], "memory": rss, "settle_ms": (time.perf_counter() - start) * 1000}
 
 
 def _probe(db: Path, data: Dataset, run: int, snapshots: bool, tmp: str) -> dict[str, float]:
@@ -209,7 +245,8 @@ def cold_searches(db: Path, data: Dataset, runs: int) -> dict[str, Any]:
         writer = _probe(db, data, 0, True, tmp)  # writes the snapshot
         loaded = [_probe(db, data, run, True, tmp) for run in range(runs)]
     return {**percentiles([p["ms"] for p in built]), "runs": runs, "rss_mb": max(p["rss_mb"] for p in built),
-            "snapshot": percentiles([p["ms"] for p in loaded]),
+            "memory": built[-1]["memory"],
+            "snapshot": {**percentiles([p["ms"] for p in loaded]), "memory": loaded[-1]["memory"]},
             # after the snapshot writer's first search: reading the rest of the vectors, then the snapshot
             "settle_ms_after_first_search": round(writer["settle_ms"], 1)}
 
@@ -335,47 +372,127 @@ def chroma(data: Dataset, truth: np.ndarray) -> dict[str, Any]:
 # ---- one configuration, the table, the command -------------------------------------
 
 
-def run_one(n: int, dim: int, queries: int, cold_runs: int, workdir: Path, *, external: bool) -> dict[str, Any]:
+def run_one(n: int, dim: int, queries: int, cold_runs: int, workdir: Path, *, external: bool,
+            hnsw_max: int = 200_000, hnsw_rate: float | None = None, workers: int = 2,
+            global_projects: int = 100, only_global: bool = False,
+            vector_only: bool = False) -> dict[str, Any]:
+    from . import bench_scale
+
+    if only_global:
+        return run_global(n, dim, queries, workdir, global_projects)
+    if vector_only:
+        return bench_scale.vector_only(n, dim, queries, workdir, workers)
+
+    started = time.perf_counter()
     data = make_dataset(n, dim, queries, seed=n + dim)
     truth = exact_top(data.vectors, data.queries)
     db = workdir / f"bench-{n}-{dim}.db"
-    out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries}
+    out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries, "data_s": round(time.perf_counter() - started, 1)}
+    print(f"    data and truth in {out['data_s']} s; ingest ...", file=sys.stderr, flush=True)
     out["ingest"] = ingest(db, data)
+    # Every method that needs the vectors in this process, then they are dropped: what this
+    # process holds after is the service's (its RSS is reported).
+    # Brute force over 4 GB takes about half a second a query: fewer queries at a million.
+    brute = min(len(data.queries), 50 if n >= 500_000 else len(data.queries))
+    out["numpy"] = numpy_brute(Dataset(data.vectors, data.texts, data.queries[:brute], []), truth[:brute])
+    out["faiss_flat"] = bench_scale.faiss_flat(data.vectors, data.queries[:brute], truth[:brute])
+    out["hnswlib"] = bench_scale.hnsw(data.vectors, data.queries, truth, max_rows=hnsw_max, rate=hnsw_rate)
+    out["chromadb"] = chroma(data, truth) if external else {"skipped": "--no-external"}
+    global_db = workdir / f"bench-{n}-{dim}-global.db"
+    if global_projects > 1 and n >= 10 * global_projects:
+        out["global_ingest"] = ingest(global_db, data, projects=global_projects)
+    data.vectors = np.zeros((0, dim), np.float32)
+    print("    cold probes ...", file=sys.stderr, flush=True)
     out["cold"] = cold_searches(db, data, cold_runs)
-    service = service_for(db, data)
+    service = service_for(db, data, snapshots=True)
     out["warm"] = warm_hybrid(service, data)
     out["warm_vector"] = warm_vector(service, data, truth)
-    exact_service = service_for(db, data, exact=True)
+    out["memory_after_warm"] = bench_scale.memory_status()
+    exact_service = service_for(db, data, exact=True, snapshots=True)
+    few = min(len(data.queries), 20 if n >= 500_000 else len(data.queries))  # exact over 4 GB: ~0.5 s each
+    exact_data = Dataset(data.vectors, data.texts, data.queries[:few], data.query_texts[:few])
     exact_service.search(LOCAL_TENANT, {"project": PROJECT, "query": data.query_texts[0], "k": K})
-    out["warm_vector_exact"] = warm_vector(exact_service, data, truth)
-    out["warm_exact"] = warm_hybrid(exact_service, data)
+    out["warm_vector_exact"] = warm_vector(exact_service, exact_data, truth[:few])
+    out["warm_exact"] = warm_hybrid(exact_service, exact_data)
     exact_service.store.close()
-    out["numpy"] = numpy_brute(data, truth)
+    out["floor"] = bench_scale.floor(n, dim, service._options, bench_scale.bandwidth_gb_s())
+    print("    workers ...", file=sys.stderr, flush=True)
+    query_file = workdir / "queries.npz"
+    np.savez(query_file, texts=np.array(data.query_texts[:50]), vectors=data.queries[:50])
+    out["workers"] = bench_scale.workers(db, dim, query_file, workers)
     out["original"] = original(db, data, truth, service)
     service.store.close()
-    out["chromadb"] = chroma(data, truth) if external else {"skipped": "--no-external"}
-    db.unlink(missing_ok=True)
+    if "global_ingest" in out:
+        print("    global ...", file=sys.stderr, flush=True)
+        out["global"] = bench_scale.global_search(
+            global_db, lambda: service_for(global_db, data, snapshots=True), data.query_texts, truth,
+            lambda answer: [int(h.id[1:]) for h in answer.results], global_projects)
+        out["global"]["vs_one_project"] = round(out["global"]["p50_ms"] / out["warm"]["p50_ms"], 2)
+    else:
+        out["global"] = {"skipped": f"fewer than 10 memories per project over {global_projects}"}
+    for path in workdir.glob(f"bench-{n}-{dim}*"):
+        path.unlink(missing_ok=True)
+    out["seconds"] = round(time.perf_counter() - started, 1)
     return out
 
 
+def run_global(n: int, dim: int, queries: int, workdir: Path, projects: int) -> dict[str, Any]:
+    """Only the global search over ``projects`` projects (``--only-global``: a run beside
+    another measuring one project, on a machine too busy to run both in turn)."""
+    from . import bench_scale
+
+    started = time.perf_counter()
+    data = make_dataset(n, dim, queries, seed=n + dim)
+    truth = exact_top(data.vectors, data.queries)
+    global_db = workdir / f"bench-{n}-{dim}-global.db"
+    out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries, "only_global": True,
+                           "global_ingest": ingest(global_db, data, projects=projects)}
+    data.vectors = np.zeros((0, dim), np.float32)
+    out["global"] = bench_scale.global_search(
+        global_db, lambda: service_for(global_db, data, snapshots=True), data.query_texts, truth,
+        lambda answer: [int(h.id[1:]) for h in answer.results], projects)
+    for path in workdir.glob(f"bench-{n}-{dim}*"):
+        path.unlink(missing_ok=True)
+    out["seconds"] = round(time.perf_counter() - started, 1)
+    return out
+
+
+def _cell(result: dict[str, Any], *path: str, fmt: str = "{:.2f}") -> str:
+    value: Any = result
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return "-"
+        value = value[key]
+    return fmt.format(value) if isinstance(value, (int, float)) else str(value)
+
+
+COLUMNS = [  # header, path in a result, format
+    ("N", ("n",), "{}"), ("dim", ("dim",), "{}"),
+    ("ingest/s", ("ingest", "memories_per_s"), "{}"), ("slowest 10th/s", ("ingest", "slowest_tenth_per_s"), "{}"),
+    ("DB B/mem", ("ingest", "db_bytes_per_memory"), "{}"),
+    ("cold p50 ms", ("cold", "p50_ms"), "{:.0f}"), ("snap p50 ms", ("cold", "snapshot", "p50_ms"), "{:.0f}"),
+    ("hybrid p50", ("warm", "p50_ms"), "{:.2f}"), ("hybrid p95", ("warm", "p95_ms"), "{:.2f}"),
+    ("vec p50", ("warm_vector", "p50_ms"), "{:.2f}"), ("vec p95", ("warm_vector", "p95_ms"), "{:.2f}"),
+    ("vec R@10", ("warm_vector", "recall@10"), "{}"),
+    ("floor ms", ("floor", "floor_ms"), "{:.2f}"), ("GB/s", ("floor", "bandwidth_gb_s"), "{}"),
+    ("exact vec p50", ("warm_vector_exact", "p50_ms"), "{:.1f}"), ("numpy p50", ("numpy", "p50_ms"), "{:.1f}"),
+    ("faiss flat p50", ("faiss_flat", "p50_ms"), "{:.1f}"),
+    ("hnsw p50", ("hnswlib", "p50_ms"), "{:.2f}"), ("hnsw R@10", ("hnswlib", "recall@10"), "{}"),
+    ("hnsw build s", ("hnswlib", "build_s"), "{:.0f}"),
+    ("global p50", ("global", "p50_ms"), "{:.1f}"), ("global p95", ("global", "p95_ms"), "{:.1f}"),
+    ("global/one", ("global", "vs_one_project"), "{}"),
+    ("orig p50", ("original", "p50_ms"), "{:.1f}"), ("orig/warm", ("original", "speedup_hybrid"), "{:.1f}x"),
+    ("orig/vec-only", ("original", "speedup_vector"), "{:.1f}x"), ("orig R@10", ("original", "recall@10"), "{}"),
+    ("chroma p50", ("chromadb", "p50_ms"), "{:.2f}"), ("chroma R@10", ("chromadb", "recall@10"), "{}"),
+    ("RSS MB", ("memory_after_warm", "VmRSS"), "{:.0f}"), ("RSS anon", ("memory_after_warm", "RssAnon"), "{:.0f}"),
+    ("snap-load RSS", ("cold", "snapshot", "memory", "VmRSS"), "{:.0f}"),
+    ("workers RSS", ("workers", "rss_mb_total"), "{:.0f}"), ("workers PSS", ("workers", "pss_mb_total"), "{:.0f}"),
+]
+
+
 def table(results: list[dict[str, Any]]) -> str:
-    headers = ["N", "dim", "ingest/s", "cold p50", "snap p50", "warm p50", "warm p95", "vec p50", "vec R@10",
-               "exact vec p50", "numpy p50", "orig p50", "orig/warm", "orig/vec-only", "orig R@10", "chroma p50", "chroma R@10", "chroma build",
-               "RSS MB"]
-    rows = []
-    for r in results:
-        c = r["chromadb"]
-        rows.append([
-            r["n"], r["dim"], r["ingest"]["memories_per_s"], f"{r['cold']['p50_ms']:.0f} ms",
-            f"{r['cold']['snapshot']['p50_ms']:.0f} ms",
-            f"{r['warm']['p50_ms']:.2f}", f"{r['warm']['p95_ms']:.2f}", f"{r['warm_vector']['p50_ms']:.2f}",
-            r["warm_vector"]["recall@10"], f"{r['warm_vector_exact']['p50_ms']:.2f}",
-            f"{r['numpy']['p50_ms']:.2f}", f"{r['original']['p50_ms']:.1f}",
-            f"{r['original']['speedup_hybrid']:.1f}x", f"{r['original']['speedup_vector']:.1f}x",
-            r["original"]["recall@10"],
-            "-" if "skipped" in c else f"{c['p50_ms']:.2f}", "-" if "skipped" in c else c["recall@10"],
-            "-" if "skipped" in c else f"{c['build_s']:.1f} s", r["warm"]["rss_mb"],
-        ])
+    headers = [h for h, _, _ in COLUMNS]
+    rows = [[_cell(r, *path, fmt=fmt) for _, path, fmt in COLUMNS] for r in results]
     widths = [max(len(str(x)) for x in [h, *(row[i] for row in rows)]) for i, h in enumerate(headers)]
     lines = ["  ".join(str(h).rjust(w) for h, w in zip(headers, widths))]
     lines += ["  ".join(str(v).rjust(w) for v, w in zip(row, widths)) for row in rows]
@@ -393,12 +510,17 @@ def cmd_bench(args: argparse.Namespace) -> None:
     queries = 20 if args.quick else args.queries
     results = []
     started = time.time()
-    with tempfile.TemporaryDirectory(prefix="capsule-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="capsule-bench-", dir=args.workdir) as tmp:
         for dim in dims:
             for n in sizes:
                 print(f"... N={n} dim={dim}", file=sys.stderr, flush=True)
+                rate = next((r["hnswlib"].get("build_rows_per_s") for r in reversed(results)
+                             if r["dim"] == dim and "build_rows_per_s" in r.get("hnswlib", {})), None)
                 results.append(run_one(n, dim, queries, 1 if args.quick else args.cold_runs, Path(tmp),
-                                       external=not args.no_external))
+                                       external=not args.no_external, hnsw_max=args.hnsw_max, hnsw_rate=rate,
+                                       workers=args.workers, global_projects=args.global_projects,
+                                       only_global=args.only_global, vector_only=args.vector_only))
+                Path(args.out).write_text(json.dumps({"partial": True, "results": results}, indent=2))
     report = {
         "command": "capsule " + " ".join(sys.argv[1:]),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
@@ -408,7 +530,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     }
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(table(results))
-    skipped = {r["chromadb"]["skipped"] for r in results if "skipped" in r["chromadb"]}
+    skipped = {r["chromadb"]["skipped"] for r in results if "skipped" in r.get("chromadb", {})}
     for note in skipped:
         print(f"chromadb skipped: {note}")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; JSON written to {args.out}")
@@ -422,8 +544,17 @@ def register(subparsers) -> None:
     p.add_argument("--queries", type=int, default=200, help="queries per configuration")
     p.add_argument("--cold-runs", type=int, default=3, help="fresh processes per configuration")
     p.add_argument("--no-external", action="store_true", help="skip chromadb")
+    p.add_argument("--hnsw-max", type=int, default=200_000,
+                   help="largest N to build hnswlib for (above: its build time estimated)")
+    p.add_argument("--workers", type=int, default=2, help="service processes sharing one index (memory measured)")
+    p.add_argument("--global-projects", type=int, default=100,
+                   help="projects the same memories are spread over for the global search")
     p.add_argument("--any-threads", action="store_true", help="do not pin BLAS to one thread")
     p.add_argument("--out", default="capsule-bench.json", help="where to write the JSON report")
+    p.add_argument("--only-global", action="store_true", help="measure only the global search")
+    p.add_argument("--vector-only", action="store_true",
+                   help="only the vector stage, its index built from columns (no store, no ingest)")
+    p.add_argument("--workdir", default=None, help="where the databases go (default: the temporary folder)")
     p.set_defaults(run=cmd_bench)
 
 

@@ -22,23 +22,25 @@ results are the same before, during and after.
 
 from __future__ import annotations
 
-import hashlib
 import mmap
-import struct
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from .clock import from_epoch, to_epoch
+from .clock import to_epoch
 from . import terms
+from .indexrecords import Fetch, Records, pack, unpack  # noqa: F401  (re-exported)
+from .matrix import RESIDENT_MAX, SplitRows, Spill, blocked_dot, is_mapped, read_rows, resident_bytes
+from .postings import TermScores, _merged
 from .records import ChangeSet, DeferredVectors, Filters, IndexColumns, MemoryRecord
+# Sign bits and packed rows (re-exported: stores and tests import them from here).
+from .signbits import PACKED, Packed, pack_row, sign_codes, stable_key  # noqa: F401
 
 OUTCOME = {"success": 0.10, "failure": -0.05}
-# Fetch whole records by id (tenant, project, ids -> found); see :func:`store_fetcher`.
-Fetch = Callable[[list[str]], dict[str, MemoryRecord]]
 EAGER_RECORDS = 20_000  # a smaller project loaded as columns fetches its records at once
 
 
@@ -58,41 +60,6 @@ def _lazy_zeros(rows: int, dim: int) -> np.ndarray:
     memory = mmap.mmap(-1, size)
     memory.madvise(mmap.MADV_NOHUGEPAGE)
     return np.frombuffer(memory, dtype=np.float32).reshape(rows, dim)
-
-
-def sign_codes(vectors: np.ndarray, words: int) -> np.ndarray:
-    """Packed sign bits of each row, padded to ``words`` 64-bit words: (rows, words) uint64."""
-    vectors = np.asarray(vectors)
-    packed = (vectors.shape[-1] + 7) // 8
-    padded = np.zeros((*vectors.shape[:-1], words * 8), dtype=np.uint8)
-    if vectors.ndim == 2:
-        for start in range(0, vectors.shape[0], 2048):  # blocks: the temporary booleans stay in cache
-            padded[start:start + 2048, :packed] = np.packbits(vectors[start:start + 2048] > 0, axis=-1)
-    else:
-        padded[..., :packed] = np.packbits(vectors > 0, axis=-1)
-    return padded.view(np.uint64)
-
-
-# A packed row (format 1), little-endian: format, vector size in bytes (0: none), tie-break
-# key, occurred and created (epoch seconds), then the vector's sign bits ((dim + 63) // 64 words).
-PACKED = np.dtype([("format", "<u4"), ("size", "<u4"), ("key", "<i8"), ("occurred", "<f8"), ("created", "<f8")])
-_HEAD = struct.Struct("<IIqdd")
-
-
-def pack_row(key: int, occurred: float, created: float, vector: np.ndarray | None) -> bytes:
-    """What an index loads of a memory that never changes while it lives, kept by a store at
-    write time (see ``IndexColumns.packed``)."""
-    size = 0 if vector is None else 4 * vector.size
-    head = _HEAD.pack(1, size, key, occurred, created)
-    if not size:
-        return head
-    vector = np.asarray(vector, dtype=np.float32)
-    return head + sign_codes(vector[None, :], (vector.size + 63) // 64)[0].tobytes()
-
-
-def stable_key(memory_id: str) -> int:
-    """A tie-break key for a memory that is the same in every process (unlike ``hash``)."""
-    return int.from_bytes(hashlib.blake2b(memory_id.encode(), digest_size=8).digest(), "little") >> 1
 
 
 @dataclass(slots=True)
@@ -126,28 +93,6 @@ class Shape:
         nxt[order[:-1][same]] = order[1:][same]
         sizes = np.unique(index.session[grouped], return_counts=True)[1]
         return cls(prev, nxt, median_length, _median(sizes))
-
-
-def _merged(main: tuple[np.ndarray, np.ndarray, np.ndarray],
-            pending: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Main postings (sorted by term hash; one entry per (term, row) with its count) with the
-    pending ones (one entry per token) sorted in."""
-    flat = np.concatenate([h for h, _ in pending])
-    rows = np.concatenate([r for _, r in pending])
-    order = np.argsort(flat, kind="stable")  # rows stay ascending within a term
-    flat, rows = flat[order], rows[order]
-    first = np.ones(flat.size, dtype=bool)
-    first[1:] = (flat[1:] != flat[:-1]) | (rows[1:] != rows[:-1])
-    starts = np.flatnonzero(first)
-    counts = np.diff(np.append(starts, flat.size)).astype(np.float32)
-    main_h, main_r, main_t = main
-    flat = np.concatenate((main_h, flat[starts]))
-    rows = np.concatenate((main_r, rows[starts]))
-    tfs = np.concatenate((main_t, counts))
-    order = np.argsort(flat, kind="stable")
-    return flat[order], rows[order], tfs[order]
-
-
 def _median(values: np.ndarray) -> float:
     """``np.median`` of a non-empty array, the same value without the ``numpy.ma`` import it
     costs a fresh process on its first call."""
@@ -156,167 +101,6 @@ def _median(values: np.ndarray) -> float:
         return float(np.partition(values, half)[half])
     part = np.partition(values, (half - 1, half))
     return float((part[half - 1] + part[half]) / 2)
-
-
-# Every field but the embedding (the matrix holds it), so a field added later is kept too.
-_FIELDS = tuple(f.name for f in fields(MemoryRecord) if f.name != "embedding")
-_TIMES = frozenset(f.name for f in fields(MemoryRecord) if f.name.endswith("_at"))
-
-
-def pack(record: MemoryRecord) -> tuple:
-    """A record as plain values (times as epoch seconds): quick to pickle and to load."""
-    return tuple(None if (v := getattr(record, name)) is None else to_epoch(v) if name in _TIMES else v
-                 for name in _FIELDS)
-
-
-def unpack(values: tuple) -> MemoryRecord:
-    fields = {name: (from_epoch(v) if name in _TIMES else v) for name, v in zip(_FIELDS, values)}
-    return MemoryRecord(**fields)
-
-
-class Records:
-    """The index's records by row. A row loaded from a snapshot is built on first use; a row
-    loaded as columns is only its id until a search returns it (then fetched from the store)."""
-
-    # Rows read one at a time before the rest are fetched at once: a ranking aid that reads
-    # the content of every candidate should cost one read, not one per row.
-    SINGLE_FETCHES = 64
-
-    def __init__(self, items: list | None = None, fetch: Fetch | None = None) -> None:
-        self._items: list[MemoryRecord | tuple | str | None] = list(items or [])
-        self.fetch = fetch
-        self._singles = 0
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def append(self, record: MemoryRecord | str | None) -> None:
-        self._items.append(record)
-
-    def extend(self, items: Sequence[MemoryRecord | str | None]) -> None:
-        self._items.extend(items)
-
-    def __setitem__(self, row: int, record: MemoryRecord | None) -> None:
-        self._items[row] = record
-
-    def __getitem__(self, row: int) -> MemoryRecord | None:
-        item = self._items[row]
-        if type(item) is MemoryRecord:
-            return item
-        if isinstance(item, str):
-            self._singles += 1
-            if self._singles > self.SINGLE_FETCHES:
-                self.load_all()
-            else:
-                self.prefetch([row])
-            item = self._items[row]
-        if isinstance(item, tuple):
-            item = self._items[row] = unpack(item)
-        return item
-
-    def loaded(self, row: int) -> bool:
-        return not isinstance(self._items[row], str)
-
-    def prefetch(self, rows: Sequence[int] | np.ndarray) -> None:
-        """Fetch the given rows' records from the store in one read, where they are only ids."""
-        items = self._items
-        wanted = {items[row]: row for row in rows if type(items[row]) is str}
-        if not wanted:
-            return
-        if self.fetch is None:
-            raise RuntimeError("an index loaded as columns needs a way to fetch its records")
-        found = self.fetch(list(wanted))
-        for memory_id, row in wanted.items():
-            record = found.get(memory_id)
-            if record is not None:
-                record.embedding = None  # the matrix holds the vector
-            self._items[row] = record  # None: purged meanwhile, so no longer returned
-
-    def load_all(self) -> None:
-        self.prefetch([row for row, item in enumerate(self._items) if isinstance(item, str)])
-
-    def id_at(self, row: int) -> str | None:
-        """The id of the memory a row holds, whatever form it is held in (None: purged)."""
-        item = self._items[row]
-        return item if item is None or isinstance(item, str) else item[0] if isinstance(item, tuple) else item.id
-
-    def ids(self) -> list[str | None]:
-        return [self.id_at(row) for row in range(len(self._items))]
-
-    def packed(self) -> list[tuple | str | None]:
-        return [item if item is None or isinstance(item, (tuple, str)) else pack(item) for item in self._items]
-
-    def keep(self, rows: np.ndarray) -> "Records":
-        return Records([self._items[row] for row in rows.tolist()], self.fetch)
-
-
-class _Packed:
-    """Packed rows (:func:`pack_row`) read as arrays: the headers, and the sign bits on demand."""
-
-    def __init__(self, c: IndexColumns, n: int) -> None:
-        self.n = n
-        self.lengths = np.fromiter(c.packed_lengths, dtype=np.int64, count=n)
-        self.buffer = np.frombuffer(c.packed, dtype=np.uint8)
-        head = PACKED.itemsize
-        if (self.lengths < head).any() or self.buffer.size != int(self.lengths.sum()):
-            raise ValueError("packed rows are shorter than their header")
-        self.uniform = bool((self.lengths == self.lengths[0]).all())
-        if self.uniform:  # the common case: one vector size throughout, a table of rows
-            self.table = self.buffer.reshape(n, int(self.lengths[0]))
-            heads = np.ascontiguousarray(self.table[:, :head])
-        else:
-            self.offsets = np.cumsum(self.lengths) - self.lengths
-            heads = self.buffer[self.offsets[:, None] + np.arange(head)]
-        self.head = heads.view(PACKED)[:, 0]
-        if (self.head["format"] != 1).any():
-            raise ValueError("packed rows of an unknown format")
-
-    def codes(self, usable: np.ndarray, words: int) -> np.ndarray:
-        """(n, words) uint64: the sign bits of the usable rows (all of ``words`` words), 0 elsewhere."""
-        start, width = PACKED.itemsize, 8 * words
-        if not words:
-            return np.zeros((self.n, 0), dtype=np.uint64)
-        if self.uniform and self.table.shape[1] == start + width:
-            codes = np.ascontiguousarray(self.table[:, start:]).view(np.uint64)
-            if not usable.all():
-                codes[~usable] = 0
-            return codes
-        rows = np.flatnonzero(usable)
-        offsets = self.offsets if not self.uniform else np.arange(self.n, dtype=np.int64) * self.table.shape[1]
-        picked = self.buffer[(offsets[rows] + start)[:, None] + np.arange(width)]
-        codes = np.zeros((self.n, words), dtype=np.uint64)
-        codes[rows] = picked.view(np.uint64)
-        return codes
-
-
-class TermScores:
-    """Each query term's BM25 contribution (its active rows and their scores) for an unfiltered
-    search, kept until the index changes: frequent terms recur across queries, and their
-    contributions are most of what keyword scoring costs. The least recently used go first
-    beyond ``max_bytes``."""
-
-    def __init__(self, max_bytes: int = 32 << 20) -> None:
-        self.max_bytes = max_bytes
-        self.bytes = 0
-        self._items: OrderedDict[tuple, tuple[np.ndarray | None, np.ndarray]] = OrderedDict()
-
-    def get(self, key: tuple) -> tuple[np.ndarray | None, np.ndarray] | None:
-        found = self._items.get(key)
-        if found is not None:
-            self._items.move_to_end(key)
-        return found
-
-    def put(self, key: tuple, rows: np.ndarray | None, scores: np.ndarray) -> None:
-        """``rows`` None: ``scores`` holds one score per row of the index."""
-        size = (0 if rows is None else rows.nbytes) + scores.nbytes
-        if size > self.max_bytes // 4 or key in self._items:
-            return
-        self._items[key] = (rows, scores)
-        self.bytes += size
-        while self.bytes > self.max_bytes:
-            _, (old_rows, old_scores) = self._items.popitem(last=False)
-            self.bytes -= (0 if old_rows is None else old_rows.nbytes) + old_scores.nbytes
-
 
 class ProjectIndex:
     """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
@@ -330,6 +114,9 @@ class ProjectIndex:
         self.lock = threading.RLock()
         self.settling = False  # a task reading its deferred vectors is scheduled (see MemoryService)
         self.version = 0
+        # Where a large matrix read from the store is written instead of RAM (capsule.matrix);
+        # None: held in RAM. Set by the owner (MemoryService names files beside its snapshots).
+        self.spill_path: Callable[[], Path] | None = None
         self._clear()
 
     def _fetch(self, ids: list[str]) -> dict[str, MemoryRecord]:
@@ -354,6 +141,11 @@ class ProjectIndex:
         # The matrix while it sits in memory numpy did not allocate (the store's buffer, or pages
         # that come a row at a time): :meth:`settle` moves it.
         self._lazy: np.ndarray | None = None
+        self._spill: Spill | None = None  # the matrix being read into a file (see _load_codes)
+        # The file the matrix's rows live in (mapped), when every row does: a snapshot keeps it as is.
+        self.matrix_file: Path | None = None
+        self._prefix: np.ndarray | None = None  # see prefix_codes
+        self._prefix_n = 0
         self.codes = np.zeros((0, cap), dtype=np.uint64)  # (words, rows): one word is contiguous
         # The same by row (rows, words): the second pass reads a few thousand scattered rows'
         # codes, a cache line or two each instead of one per word.
@@ -395,7 +187,11 @@ class ProjectIndex:
         """Everything the index holds, trimmed to its rows (for :mod:`capsule.snapshot`)."""
         self.complete()
         self._merge()
-        arrays = {name: getattr(self, name)[: self.n] for name in self._ARRAYS}
+        # The matrix and the codes by row as they are (mapped, perhaps): the snapshot writes their
+        # first n rows a block at a time, or keeps the matrix's file (see matrix_file).
+        arrays = {name: getattr(self, name)[: self.n] for name in self._ARRAYS if name != "matrix"}
+        arrays["matrix"] = self.matrix
+        arrays["row_codes"] = self.row_codes
         arrays["codes"] = np.ascontiguousarray(self.codes[:, : self.n])
         return {
             "arrays": arrays, "n": self.n, "dead": self.dead, "dim": self.dim, "words": self.words,
@@ -414,7 +210,9 @@ class ProjectIndex:
         self.version, self._bytes = state["version"], state["bytes"]
         self.records = Records(state["records"], self.records.fetch)
         self.filled = np.ones(self.n, dtype=bool)
-        self.row_codes = np.ascontiguousarray(self.codes.T)
+        if "row_codes" not in state["arrays"]:
+            self.row_codes = np.ascontiguousarray(self.codes.T)
+        self.matrix_file = state.get("matrix_file")
         self._changed()
         self.row_of = state["row_of"]
         self.sessions, self.authors = state["sessions"], state["authors"]
@@ -427,10 +225,11 @@ class ProjectIndex:
         return self.n - self.dead
 
     def nbytes(self) -> int:
-        """About how much RAM the index holds (kept as rows are added, not recounted)."""
-        arrays = (self.matrix, self.codes, self.row_codes, self.length, self.occurred, self.created, self.helpful,
-                  self.unhelpful, self.outcome)
-        return sum(a.nbytes for a in arrays) + self._bytes + self.scores.bytes
+        """About how much RAM the index holds (kept as rows are added, not recounted); rows in
+        a mapped file are the OS's cache, not this process's."""
+        arrays = (self.matrix, self.codes, self.row_codes, self._prefix, self.length, self.occurred, self.created,
+                  self.helpful, self.unhelpful, self.outcome)
+        return sum(resident_bytes(a) for a in arrays if a is not None) + self._bytes + self.scores.bytes
 
     # ---- keeping current -----------------------------------------------------
 
@@ -496,9 +295,21 @@ class ProjectIndex:
         if need <= len(self.alive):
             return
         cap = max(need, 2 * len(self.alive))
-        for name in ("alive", "has_vec", "key", "session", "author", "matrix", "row_codes", "length", "occurred",
+        for name in ("alive", "has_vec", "key", "session", "author", "length", "occurred",
                      "created", "helpful", "unhelpful", "outcome"):
             setattr(self, name, _grow(getattr(self, name), cap))
+        for name in ("matrix", "row_codes"):
+            # Rows in a mapped file (a snapshot's, or the matrix being read from the store) stay
+            # there: the rows added go to RAM after them. Copying would hold the whole matrix.
+            values = getattr(self, name)
+            if isinstance(values, SplitRows):
+                values = values.grown(cap)
+            elif is_mapped(values) or (self._spill is not None and values is self._spill.matrix):
+                values = SplitRows(values, cap)
+            else:
+                values = _grow(values, cap)
+            setattr(self, name, values)
+        self.matrix_file = None  # rows now live outside the file too
         self.filled = np.append(self.filled, np.ones(cap - len(self.filled), dtype=bool))
         self._lazy = None  # the matrix is a new array now; the old memory goes with it
         self.codes = np.ascontiguousarray(_grow(self.codes.T, cap).T)
@@ -509,7 +320,7 @@ class ProjectIndex:
         if not n:
             return
         if c.deferred is not None:
-            packed = _Packed(c, n)
+            packed = Packed(c, n)
             sizes = packed.head["size"].astype(np.int64)
         else:
             sizes = np.fromiter(c.vector_sizes, dtype=np.int64, count=n)
@@ -568,11 +379,15 @@ class ProjectIndex:
         self.row_codes = sign_codes(self.matrix, self.words) if dim else np.zeros((n, 0), dtype=np.uint64)
         self.codes = np.ascontiguousarray(self.row_codes.T)
 
-    def _load_codes(self, deferred: DeferredVectors, packed: "_Packed", usable: np.ndarray) -> None:
+    def _load_codes(self, deferred: DeferredVectors, packed: Packed, usable: np.ndarray) -> None:
         """Sign bits now, vectors later: the matrix is allocated but not touched (the OS maps
         its pages when they are first written), each row filled when first needed."""
         n = len(usable)
-        self.matrix = self._lazy = _lazy_zeros(n, self.dim)
+        if n * self.dim * 4 > RESIDENT_MAX and self.spill_path is not None:
+            self._spill = Spill(self.spill_path(), n, self.dim)
+            self.matrix = self._spill.matrix
+        else:
+            self.matrix = self._lazy = _lazy_zeros(n, self.dim)
         self.filled = ~usable
         self.deferred = deferred if usable.any() else None
         self.row_codes = packed.codes(usable, self.words)
@@ -584,10 +399,12 @@ class ProjectIndex:
         """Put the given vectors into their rows; a row the store no longer has a vector for
         (purged meanwhile) is searched without one until its removal is read."""
         size = 4 * self.dim
+        # Deferred rows are all rows loaded at once, before any added: in the spill file if any.
+        target = self.matrix if self._spill is None else self._spill.matrix
         for row in rows.tolist():
             blob = vectors.get(self.records.id_at(row))
             if blob is not None and len(blob) == size:
-                self.matrix[row] = np.frombuffer(blob, dtype="<f4")
+                target[row] = np.frombuffer(blob, dtype="<f4")
             else:
                 self.has_vec[row] = False
             self.filled[row] = True
@@ -599,7 +416,7 @@ class ProjectIndex:
             if missing.size:
                 ids = [self.records.id_at(row) for row in missing.tolist()]
                 self._fill(missing, self.deferred.some([i for i in ids if i is not None], self.model_id))
-        return self.matrix[rows]
+        return read_rows(self.matrix, rows)
 
     def complete(self) -> None:
         """Read every deferred vector, a chunk at a time; safe beside searches (each chunk is
@@ -624,6 +441,35 @@ class ProjectIndex:
                     self.vectors(missing)
                 self.filled[: self.n] = True
                 self.deferred = None
+                self._seal()
+
+    def adopt_files(self, matrix: np.ndarray, row_codes: np.ndarray, matrix_file) -> None:
+        """Read the matrix and the codes by row from the mapped files a snapshot just wrote of
+        them (their first ``n`` rows, unchanged since: the caller holds :attr:`lock`), instead
+        of RAM: every process that loads the snapshot then shares the same pages."""
+        if len(matrix) != self.n or len(row_codes) != self.n or self._spill is not None:
+            return
+        capacity = len(self.alive)
+        for name, mapped in (("matrix", matrix), ("row_codes", row_codes)):
+            if isinstance(getattr(self, name), SplitRows):
+                continue  # rows outside the files already; they stay as they are
+            setattr(self, name, mapped if capacity == self.n else SplitRows(mapped, capacity))
+        self._lazy = None
+        self.matrix_file = matrix_file if self.matrix is matrix else None
+
+    def _seal(self) -> None:
+        """The spill file is complete: map it read-only (its pages leave this process)."""
+        spill = self._spill
+        if spill is None:
+            return
+        sealed = spill.seal()
+        if isinstance(self.matrix, SplitRows):
+            self.matrix.base = sealed
+        else:
+            self.matrix = sealed
+            self.matrix_file = spill.path
+        self._spill = None
+        spill.close()
 
     def _append(self, records: Sequence[MemoryRecord]) -> None:
         if not records:
@@ -746,6 +592,8 @@ class ProjectIndex:
         self.codes = np.ascontiguousarray(self.codes[:, keep])
         self.row_codes = self.row_codes[keep]
         self._lazy = None
+        self.matrix_file = None
+        self._prefix, self._prefix_n = None, 0
         self.records = self.records.keep(keep)
         self.row_of = {memory_id: int(renumber[row]) for memory_id, row in self.row_of.items()}
         main_h, main_r, main_t = self._main
@@ -758,6 +606,30 @@ class ProjectIndex:
         self._shape = None
 
     # ---- reading -------------------------------------------------------------
+
+    def similarities(self, query: np.ndarray) -> np.ndarray:
+        """Exact float32 dot products of every row's vector with ``query`` (0 without one)."""
+        return blocked_dot(self.matrix, query, self.n)
+
+    def prefix_codes(self, words: int) -> np.ndarray:
+        """(n, words) uint64, C-contiguous: the leading sign-bit words of every row, for a
+        first pass that reads only those (capsule.hamming). Rows are only ever appended
+        between resets, so the rows added since the last call are the only ones computed."""
+        words = min(words, self.words)
+        prefix = self._prefix
+        if prefix is None or prefix.shape[1] != words or self._prefix_n > self.n:
+            prefix, self._prefix_n = np.zeros((0, words), dtype=np.uint64), 0
+        if len(prefix) < self.n:
+            grown = np.zeros((max(self.n, 2 * len(prefix)) if self._prefix_n else self.n, words), dtype=np.uint64)
+            grown[: self._prefix_n] = prefix[: self._prefix_n]
+            prefix = grown
+        if self._prefix_n < self.n:
+            for start in range(self._prefix_n, self.n, 65536):
+                stop = min(self.n, start + 65536)
+                prefix[start:stop] = self.row_codes[start:stop][:, :words]
+            self._prefix_n = self.n
+        self._prefix = prefix
+        return prefix[: self.n]
 
     def shape(self) -> "Shape":
         """What the memories look like (lengths, sessions, neighbours), computed once per version."""

@@ -32,6 +32,7 @@ import numpy as np
 
 from . import dates, ranking
 from .clock import to_epoch
+from . import hamming
 from .index import ProjectIndex, Shape, sign_codes, stable_key
 from .query import asks_when, named_authors
 from .records import ChangeSet, Filters, MemoryRecord
@@ -57,6 +58,7 @@ class SearchOptions:
     exact: bool = False  # exact float32 first stage instead of binary codes
     prefix_words: int = 4  # 256 leading sign bits for the first pass over large indexes
     prefilter: int = 4  # the first pass keeps this many times ``candidates``
+    library_from: int = 100_000  # rows from which the first pass is faiss's (capsule.hamming)
     # Ranking aids that adapt to the memories (see :class:`capsule.index.Shape`):
     window: str = "auto"  # keyword score over the neighbouring memories of a session: auto|on|off
     window_max_length: float = 40.0  # auto: only where the median memory is this short (tokens)
@@ -262,12 +264,18 @@ def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.n
         eligible = None  # no filter, no dead row: skip the gathers
     if options.exact:
         index.complete()
-        sims = index.matrix[: index.n] @ query
+        sims = index.similarities(query)
         return _best_rows(sims, eligible, options.candidates, index.key, smaller_is_better=False)
     code = sign_codes(query[None, :], index.words)[0]
-    codes = index.codes[:, : index.n]
     wide = options.prefilter * options.candidates
     rows_in = index.n if everyone else int(eligible.sum())
+    if rows_in >= options.library_from and index.words > options.prefix_words and hamming.available():
+        # A large index: one pass of faiss over the leading bits, rows by row (capsule.hamming).
+        prefix = index.prefix_codes(options.prefix_words)
+        rows = hamming.nearest(prefix, code[: options.prefix_words], wide, eligible)
+        distance = np.bitwise_count(index.row_codes[rows] ^ code).sum(axis=1, dtype=np.uint16)
+        return rows[_best_rows(distance, None, options.candidates, index.key[rows], smaller_is_better=True)]
+    codes = index.codes[:, : index.n]
     # Two passes pay when the words the first pass skips outweigh gathering the survivors'
     # codes (about four times the cost of reading them in place): not at 10k x 384-d.
     if index.words > options.prefix_words and rows_in * (index.words - options.prefix_words) > 4 * wide * index.words:

@@ -11,6 +11,7 @@ import logging
 import re
 import uuid
 from dataclasses import replace
+from functools import partial
 from datetime import datetime, timedelta
 from typing import Any, Callable, Type, TypeVar
 
@@ -304,6 +305,8 @@ class MemoryService:
             index = self.indexes.get(tenant, project, model)
             with index.lock:
                 if index.version == 0 and self.snapshots is not None:
+                    # A large matrix read from the store goes to a file beside the snapshots.
+                    index.spill_path = index.spill_path or partial(self.snapshots.spill_path, index)
                     self.snapshots.load(index)
                 if index.version != markers[project] or index.version == 0:
                     changes = self.store.changes_since(tenant, project, index.version, columns=True)

@@ -8,6 +8,12 @@ embedding model, so one made for another database or model is never used. Files 
 to a temporary name and renamed, so readers never see half a file; one that cannot be read is
 ignored (the index is then built from the store). The folder is private to the user (0700):
 the files are pickles, trusted like the database beside them.
+
+The large arrays (the float32 matrix, the sign bits, the postings) are ``.npy`` files beside
+the pickle, mapped read-only by every process that loads the snapshot: the workers of one
+server share one copy in the OS's cache (:mod:`capsule.matrix`), and rows each adds later go
+to its own RAM. A matrix that was read from the store into a file of this folder is kept as
+that file, not written again.
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ import numpy as np
 
 from . import terms
 from .index import ProjectIndex
+from .matrix import SplitRows, map_npy
 
 logger = logging.getLogger("capsule.snapshot")
-FORMAT = 2  # 2: postings by term hash (capsule.terms); records may be ids only
+FORMAT = 3  # 3: matrix, codes by row and postings in mapped .npy files; 2: postings by term hash
+MAPPED = ("matrix", "row_codes", "codes")
 
 
 class Snapshots:
@@ -54,46 +62,99 @@ class Snapshots:
                 self.identity, index.tenant, index.project, index.model_id):
             return False
         try:
-            # The matrix is mapped, not read: a search touches only its candidates' rows, and
-            # the first row added copies it into memory (see ProjectIndex._reserve).
-            state["index"]["arrays"]["matrix"] = np.load(self.folder / state["matrix"], mmap_mode="r")
-        except (OSError, ValueError) as exc:
-            logger.warning("ignoring the index snapshot %s: its matrix is unreadable: %s", path, exc)
+            # Mapped, not read: a search touches only its candidates' rows, and rows added later
+            # go to RAM after them (see ProjectIndex._reserve).
+            arrays = state["index"]["arrays"]
+            for name in MAPPED:
+                arrays[name] = map_npy(self.folder / state["files"][name])
+            state["index"]["postings"] = tuple(map_npy(self.folder / name) for name in state["files"]["postings"])
+        except (OSError, ValueError, KeyError) as exc:
+            logger.warning("ignoring the index snapshot %s: its arrays are unreadable: %s", path, exc)
             return False
+        state["index"]["matrix_file"] = self.folder / state["files"]["matrix"]
         index.restore(state["index"])
         return True
+
+    def spill_path(self, index: ProjectIndex) -> Path:
+        """Where a large index reads its matrix into from the store (capsule.matrix.Spill):
+        named like a snapshot's matrix, so its snapshot keeps the file and a newer one drops it."""
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return self.folder / f"{self._path(index).stem}.{self._unique()}.matrix.npy"
+
+    @staticmethod
+    def _unique() -> str:
+        return f"{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}"
 
     def save(self, index: ProjectIndex) -> bool:
         """Write the index if it is large enough to be worth it; True when written."""
         if index.active < self.min_rows:
             return False
         exported = index.export()
-        matrix = exported["arrays"].pop("matrix")
+        arrays = exported["arrays"]
+        large = {name: arrays.pop(name) for name in MAPPED}
+        postings = exported.pop("postings")
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self._path(index)
-        unique = f"{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}"
-        matrix_name = f"{path.stem}.{unique}.npy"
+        unique = self._unique()
+        files = {name: f"{path.stem}.{unique}.{name}.npy" for name in MAPPED}
+        kept = self._kept_matrix(index, path.stem)
+        if kept is not None:
+            files["matrix"] = kept
+        files["postings"] = [f"{path.stem}.{unique}.postings{i}.npy" for i in range(len(postings))]
+        written = [self.folder / name for name in files["postings"]]
+        written += [self.folder / files[name] for name in MAPPED if name != "matrix" or kept is None]
         state = {"format": FORMAT, "tokenizer": terms.TOKENIZER,
                  "owner": (self.identity, index.tenant, index.project, index.model_id),
-                 "index": exported, "matrix": matrix_name}
+                 "index": exported, "files": files}
         temporary = path.with_name(f"{path.name}.{unique}.tmp")
         try:
-            np.save(self.folder / matrix_name, np.ascontiguousarray(matrix))
+            for name in MAPPED:
+                if name != "matrix" or kept is None:
+                    _write_rows(self.folder / files[name], large[name], index.n if name != "codes" else None)
+            for name, values in zip(files["postings"], postings):
+                np.save(self.folder / name, values)
             with temporary.open("wb") as handle:
                 pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            for written in (temporary, self.folder / matrix_name):
-                os.chmod(written, 0o600)
+            for done in (temporary, *written):
+                os.chmod(done, 0o600)
             os.replace(temporary, path)  # readers see the old snapshot or the new one, whole
         except OSError as exc:  # a full or read-only disk costs only the next cold start
             logger.warning("could not write the index snapshot %s: %s", path, exc)
             temporary.unlink(missing_ok=True)
-            (self.folder / matrix_name).unlink(missing_ok=True)
+            for done in written:
+                done.unlink(missing_ok=True)
             return False
-        self._drop_old_matrices(path.stem, keep=matrix_name)
+        self._drop_old_files(path.stem, keep={*files["postings"], *(files[name] for name in MAPPED)})
+        try:
+            index.adopt_files(map_npy(self.folder / files["matrix"]), map_npy(self.folder / files["row_codes"]),
+                              self.folder / files["matrix"])
+        except (OSError, ValueError) as exc:  # the index keeps its arrays in RAM
+            logger.warning("could not map the snapshot just written %s: %s", path, exc)
         return True
 
-    def _drop_old_matrices(self, stem: str, keep: str) -> None:
+    def _kept_matrix(self, index: ProjectIndex, stem: str) -> str | None:
+        """The name of the file in this folder that already holds exactly the index's matrix."""
+        held = index.matrix_file
+        if held is None or Path(held).parent != self.folder or not Path(held).name.startswith(stem + "."):
+            return None
+        if isinstance(index.matrix, SplitRows) or len(index.matrix) != index.n or not Path(held).exists():
+            return None
+        return Path(held).name
+
+    def _drop_old_files(self, stem: str, keep: set[str]) -> None:
         # A process still mapping an old file keeps reading it: unlinking frees it only after.
+        # A matrix another process is reading from the store into goes too: it holds it open.
         for old in self.folder.glob(f"{stem}.*.npy"):
-            if old.name != keep:
+            if old.name not in keep:
                 old.unlink(missing_ok=True)
+
+
+def _write_rows(path: Path, values, n: int | None, block: int = 65536) -> None:
+    """Save the first ``n`` rows (None: all) of an array, mapped or split, a block at a time."""
+    n = len(values) if n is None else n
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=values.dtype, shape=(n, *values.shape[1:]))
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        out[start:stop] = values[start:stop]
+    out.flush()
+    del out

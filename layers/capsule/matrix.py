@@ -1,0 +1,203 @@
+"""Row arrays that need not be resident: a memory-mapped file for the rows a snapshot holds,
+RAM for the rows added after it.
+
+At a million 1024-d memories the float32 vectors are 4 GB: more than a process should hold,
+and the same bytes in every worker. They are read only for the few hundred candidates of a
+search (the exact re-score), so they can stay in a file the OS caches once for every process
+that maps it. :class:`SplitRows` is such a file's rows followed by the rows added since, kept
+in RAM; a mapped row is never written (a row's vector never changes while the row lives).
+
+A large index built from the store (not from a snapshot) writes its vectors straight into a
+file (:func:`spill`), then maps it read-only (:func:`seal`): the process never holds them all.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import weakref
+from pathlib import Path
+
+import numpy as np
+
+# Above this size a matrix built from the store is written to a file rather than held in RAM.
+RESIDENT_MAX = 512 << 20
+
+
+def is_mapped(values: object) -> bool:
+    """True for a read-only array over a memory-mapped file (the OS's pages, shared)."""
+    if isinstance(values, SplitRows):
+        return True
+    if not isinstance(values, np.ndarray) or values.flags.writeable:
+        return False
+    base = values
+    while base is not None:
+        if isinstance(base, (mmap.mmap, np.memmap)):
+            return True
+        base = getattr(base, "base", None)
+    return False
+
+
+def resident_bytes(values: object) -> int:
+    """What an array costs this process's RAM: nothing for rows in a mapped file."""
+    if isinstance(values, SplitRows):
+        return values.tail.nbytes
+    return 0 if is_mapped(values) else int(getattr(values, "nbytes", 0))
+
+
+def map_npy(path: str | Path) -> np.ndarray:
+    """A ``.npy`` file mapped read-only, read ahead only as asked: a search reads scattered rows,
+    and reading ahead around each would make the process map (and count) many more."""
+    array = np.load(path, mmap_mode="r")
+    raw = getattr(array, "_mmap", None)
+    if raw is not None:
+        _random(raw)
+    # Rows are read from the file, not through the mapping (see read_rows): held open so a
+    # file unlinked meanwhile (a newer snapshot replaced it) still reads.
+    fd = os.open(path, os.O_RDONLY)
+    array._rows_fd = fd
+    weakref.finalize(array, os.close, fd)
+    return array
+
+
+def read_rows(values, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]``, read with a system call per row where the rows sit in a mapped file.
+
+    Through the mapping, each row read makes the OS map the cached pages around it too (fault
+    around): after a few hundred searches a process maps most of a 4 GB matrix, shared and
+    reclaimable but counted as its own. Read, the bytes are copied and nothing stays mapped."""
+    if isinstance(values, SplitRows):
+        rows = np.asarray(rows, dtype=np.int64)
+        low = rows < values.split
+        out = np.empty((rows.size, *values.base.shape[1:]), dtype=values.dtype)
+        out[low] = read_rows(values.base, rows[low])
+        out[~low] = values.tail[rows[~low] - values.split]
+        return out
+    fd = getattr(values, "_rows_fd", None)
+    if fd is None or values.ndim != 2 or not values.flags.c_contiguous:
+        return values[rows]
+    width = values.shape[1] * values.itemsize
+    out = np.empty((len(rows), values.shape[1]), dtype=values.dtype)
+    view = memoryview(out).cast("B")
+    start = values.offset
+    for i, row in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
+        os.preadv(fd, [view[i * width:(i + 1) * width]], start + row * width)
+    return out
+
+
+class SplitRows:
+    """Rows ``[0, split)`` from a read-only array (a mapped file), rows ``[split, ...)`` in RAM.
+
+    Supports what an index does with its matrix: read one row, a slice or a list of rows,
+    write rows after ``split``, grow. Reads return ordinary arrays.
+    """
+
+    def __init__(self, base: np.ndarray, capacity: int) -> None:
+        self.base = base
+        self.split = len(base)
+        self.tail = np.zeros((max(0, capacity - self.split), *base.shape[1:]), dtype=base.dtype)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.split + len(self.tail), *self.base.shape[1:])
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.base.dtype
+
+    ndim = 2
+
+    def __len__(self) -> int:
+        return self.split + len(self.tail)
+
+    @property
+    def nbytes(self) -> int:
+        return self.base.nbytes + self.tail.nbytes
+
+    def grown(self, capacity: int) -> "SplitRows":
+        grown = SplitRows(self.base, capacity)
+        grown.tail[: len(self.tail)] = self.tail
+        return grown
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            return self.base[key] if key < self.split else self.tail[key - self.split]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if step != 1:
+                raise IndexError("SplitRows slices have step 1")
+            return self.take(np.arange(start, stop))
+        return self.take(np.asarray(key))
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        rows = rows.astype(np.int64, copy=False)
+        low = rows < self.split
+        if low.all():
+            return self.base[rows]
+        out = np.empty((rows.size, *self.base.shape[1:]), dtype=self.base.dtype)
+        out[low] = self.base[rows[low]]
+        out[~low] = self.tail[rows[~low] - self.split]
+        return out
+
+    def __setitem__(self, key, values) -> None:
+        rows = np.atleast_1d(np.asarray(key) if not isinstance(key, slice) else np.arange(*key.indices(len(self))))
+        if rows.size and int(rows.min()) < self.split:
+            raise ValueError("rows held in the mapped file are read-only")
+        self.tail[rows - self.split] = values
+
+
+def blocked_dot(matrix, query: np.ndarray, n: int, block: int = 65536) -> np.ndarray:
+    """``matrix[:n] @ query`` a block of rows at a time: a mapped matrix is never copied whole."""
+    if not is_mapped(matrix):
+        return matrix[:n] @ query
+    out = np.empty(n, dtype=np.float32)
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        out[start:stop] = matrix[start:stop] @ query
+    return out
+
+
+class Spill:
+    """A matrix being filled straight into a ``.npy`` file (not RAM), then mapped read-only."""
+
+    def __init__(self, path: Path, rows: int, dim: int) -> None:
+        self.path = path
+        writable = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(rows, dim))
+        self.offset = writable.offset
+        del writable  # the header is written; rows go through a mapping of our own
+        # Held open: the file may be unlinked (a newer snapshot replaced it) while this maps it.
+        self.fd = os.open(path, os.O_RDWR)
+        self._map = mmap.mmap(self.fd, 0)
+        _random(self._map)
+        self.rows, self.dim = rows, dim
+        self.matrix = np.frombuffer(self._map, dtype=np.float32, count=rows * dim, offset=self.offset) \
+            .reshape(rows, dim)
+
+    def seal(self) -> np.ndarray:
+        """The filled matrix, mapped read-only. Once the writable one is dropped (:meth:`close`)
+        the pages written leave this process (they stay in the OS's cache, shared) and are
+        mapped again only as rows are read."""
+        sealed = mmap.mmap(self.fd, 0, prot=mmap.PROT_READ)
+        _random(sealed)
+        return np.frombuffer(sealed, dtype=np.float32, count=self.rows * self.dim, offset=self.offset) \
+            .reshape(self.rows, self.dim)
+
+    def close(self) -> None:
+        self.matrix = None
+        try:
+            self._map.close()
+        except BufferError:  # still referenced somewhere: freed with its last reference instead
+            pass
+        os.close(self.fd)
+
+
+def _random(mapping: mmap.mmap) -> None:
+    if hasattr(mmap, "MADV_RANDOM"):
+        mapping.madvise(mmap.MADV_RANDOM)
+
+
+def spill_path(folder: Path, stem: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder / f"{stem}.{os.getpid()}.{os.urandom(4).hex()}.spill.npy"
