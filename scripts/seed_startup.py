@@ -32,7 +32,7 @@ def notes(n: int, seed: int = 7) -> list[str]:
             f"(ticket {rng.randrange(100, 10_000)}, seen {i})" for i in range(n)]
 
 
-def seed(data_dir: Path, n: int, project: str) -> None:
+def seed(data_dir: Path, n: int, project: str, first_id: int = 0) -> None:
     from capsule.config import Settings
     from capsule.embedders.minilm import MiniLMEmbedder
     from capsule.records import MemoryRecord
@@ -47,7 +47,7 @@ def seed(data_dir: Path, n: int, project: str) -> None:
     texts = notes(n)
     base = datetime(2026, 1, 1, tzinfo=timezone.utc)
     start = time.perf_counter()
-    for first in range(0, n, 1000):
+    for first in range(first_id, n, 1000):
         batch = texts[first:first + 1000]
         vectors = embedder.embed(batch)
         records = [MemoryRecord(id=f"seed{first + i:07d}", tenant="local", project=project, content=text,
@@ -66,8 +66,9 @@ def main() -> None:
     parser.add_argument("data_dir", type=Path)
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--project", default="startup")
+    parser.add_argument("--first", type=int, default=0, help="continue an interrupted run from this memory")
     args = parser.parse_args()
-    seed(args.data_dir, args.memories, args.project)
+    seed(args.data_dir, args.memories, args.project, args.first)
 
 
 if __name__ == "__main__":
