@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlsplit
 
-from capsule.config import default_data_dir
+from capsule.paths import default_data_dir
 from capsule.errors import InvalidInput, Unauthorized
 
 from .auth import BearerAuth, region_from_url

@@ -8,9 +8,10 @@ cut is reported (``omitted``, ``truncated``), so the agent knows to page or narr
 from __future__ import annotations
 
 import json
-from typing import Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
-from pydantic import BaseModel
+if TYPE_CHECKING:  # the hooks use excerpt() and must start without pydantic
+    from pydantic import BaseModel
 
 T = TypeVar("T")
 
@@ -29,8 +30,8 @@ def excerpt(text: str, limit: int) -> tuple[str, bool]:
     return text[:keep] + f" … [+{len(text) - keep} chars]", True
 
 
-def size(item: BaseModel | dict | list) -> int:
-    if isinstance(item, BaseModel):
+def size(item: "BaseModel | dict | list | Any") -> int:
+    if hasattr(item, "model_dump_json"):  # a pydantic model
         return len(item.model_dump_json(by_alias=True))
     return len(json.dumps(item, default=str))
 

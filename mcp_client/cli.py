@@ -1,9 +1,13 @@
 """The ``capsule`` command: the composition root that wires settings, store, embedder and
 service, and that nothing else imports.
 
-Memory commands call the library directly on the embedded store. Other command groups
-(serve, keys, mcp, hook, install, jobs, solutions, bench, eval) live in their own modules
-and register themselves through :data:`COMMAND_MODULES`.
+Memory commands call the library directly on the embedded store; ``store`` and ``search``
+ask the running ``capsule serve`` of the same data folder first (:mod:`mcp_client.local_server`),
+which has the embedding model loaded. Other command groups (serve, keys, mcp, hook, install,
+jobs, solutions, bench, eval) live in their own modules and register themselves through
+:data:`COMMAND_MODULES`. Start-up time is the hooks' and the commands' main cost, so heavy
+modules load where they are used, and a command line names the one module it needs
+(:data:`COMMAND_HOMES`).
 """
 
 from __future__ import annotations
@@ -11,19 +15,20 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from capsule import CapsuleError, Settings
-from capsule import idprefix
-from capsule.runtime import build_service
-from capsule.service import MemoryService
+from capsule.errors import CapsuleError
 
-from . import project_name, render
+from . import local_server, project_name, render
 from .files import ingestible
 from .strict_cli import StrictParser
+
+if TYPE_CHECKING:
+    from capsule import MemoryService, Settings
 
 LOCAL_TENANT = "local"
 
@@ -34,19 +39,39 @@ COMMAND_MODULES: list[str] = [
     "mcp_client.mcp_server", "mcp_client.hooks", "mcp_client.install", "mcp_client.tenants_cmd",
     "mcp_client.transfer_cmd",
 ]
+# Commands whose start-up an agent waits on, and the one module that adds each: a command line
+# naming one imports that module alone (any other imports every module above).
+COMMAND_HOMES: dict[str, str] = {"hook": "mcp_client.hooks", "mcp": "mcp_client.mcp_server",
+                                 "serve": "mcp_client.serve"}
 
 
 def default_project() -> str:
     return project_name.default_project()
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
+def settings_from(args: argparse.Namespace) -> "Settings":
+    from capsule import Settings
+
     return Settings.from_env(data_dir=getattr(args, "data_dir", None), embedder=getattr(args, "embedder", None))
 
 
-def service_from(args: argparse.Namespace) -> MemoryService:
+def service_from(args: argparse.Namespace) -> "MemoryService":
+    from capsule.runtime import build_service
+
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     return build_service(settings_from(args))
+
+
+def served(args: argparse.Namespace, route: str, body: Any) -> Any:
+    """The running ``capsule serve``'s answer for this data folder, or None: run embedded."""
+    server = local_server.find(os.environ, data_dir=getattr(args, "data_dir", None),
+                               embedder=getattr(args, "embedder", None))
+    if server is None:
+        return None
+    try:
+        return server.call(route, body)
+    except local_server.NotAnswering:
+        return None
 
 
 def _meta(args: argparse.Namespace) -> dict[str, Any]:
@@ -74,10 +99,13 @@ def _out(args: argparse.Namespace, result: Any, text: Callable[[], str]) -> None
 
 def cmd_store(args: argparse.Namespace) -> None:
     content = sys.stdin.read() if args.content == "-" else args.content
-    result = service_from(args).store_memory(LOCAL_TENANT, {
+    request = {
         "project": args.project, "content": content, "pinned": args.pin, "path": args.path,
         "explanation": args.explanation, "meta": _meta(args), "occurred_at": args.occurred_at,
-    })
+    }
+    result = served(args, "store", request)
+    if result is None:
+        result = service_from(args).store_memory(LOCAL_TENANT, request)
     _out(args, result, lambda: f"{result.memory.id}\n{result.explanation}")
 
 
@@ -124,7 +152,9 @@ def cmd_search(args: argparse.Namespace) -> None:
         request["min_relevance"] = args.min_relevance
     if not args.all_projects:
         request["project"] = args.project
-    result = service_from(args).search(LOCAL_TENANT, request)
+    result = served(args, "search", request)
+    if result is None:
+        result = service_from(args).search(LOCAL_TENANT, request)
     _out(args, result, lambda: "\n".join([
         render.table(
             ["id", "score", "vec", "bm25", "time", "fb", "content"],
@@ -153,6 +183,8 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 def _memory_command(operation: str) -> Callable[[argparse.Namespace], None]:
     def run(args: argparse.Namespace) -> None:
+        from capsule import idprefix
+
         service = service_from(args)
         args.id = idprefix.resolve(service.store, LOCAL_TENANT, args.id)  # the 12 characters search prints
         if operation == "get":
@@ -217,7 +249,8 @@ def _iso(value: str) -> datetime:
         raise argparse.ArgumentTypeError(f"not an ISO date/time: {value!r}") from exc
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given the command a line names, only the modules it needs."""
     parser = StrictParser(prog="capsule", description="Long-term memory for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -284,13 +317,17 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.set_defaults(run=cmd_limit)
 
-    for module in COMMAND_MODULES:
+    if command in sub.choices:
+        return parser
+    for module in [COMMAND_HOMES[command]] if command in COMMAND_HOMES else COMMAND_MODULES:
         importlib.import_module(module).register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = argv[0] if argv and not argv[0].startswith("-") else None
+    args = build_parser(command).parse_args(argv)
     try:
         args.run(args)
     except CapsuleError as exc:

@@ -3,7 +3,11 @@
 Each reads the hook's JSON on stdin and fails open: whatever goes wrong, the command prints
 one line to stderr and exits 0, so a hook never blocks the agent. They talk to the same
 memory as ``capsule mcp`` (embedded, or ``CAPSULE_MEMORY_URL``), with short timeouts; while
-it is unreachable, writes wait in a spool (:mod:`mcp_client.spool`) for the next run.
+it is unreachable, writes wait in a spool (:mod:`mcp_client.spool`) for the next run. Each
+write is kept there before it is sent, so a run Claude Code ends at its timeout loses nothing.
+Embedded, a running ``capsule serve`` of the same data folder answers instead of the store
+(:mod:`mcp_client.local_server`): it has the embedding model loaded, and this module imports
+nothing heavy until a run needs the store itself.
 
 - ``stop`` stores each DIGEST block of the session transcript (format: :mod:`mcp_client.digest`),
   with agent, task id and outcome status in the metadata. Re-running it is harmless: the
@@ -21,16 +25,22 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO
 
-from capsule import Settings, limits
+from capsule import limits
+from capsule.errors import CapsuleError
+from capsule.paths import data_dir_from
 
-from .backends import Backend, Connection, open_backend
+from . import local_server
 from .bounded import excerpt
 from .digest import Digest, infer_outcome, last_compact_summary, transcript_digests
 from .options import connection_from, connection_options
 from .project_name import default_project
 from .spool import RETRYABLE, Spool, send
+
+if TYPE_CHECKING:
+    from .backends import Backend
 
 TASK_TOOLS = {"Task", "Agent"}  # the subagent tool; newer Claude Code versions call it Agent
 DEFAULT_MIN_SCORE = 0.25
@@ -51,19 +61,37 @@ class HookContext:
     spooled: int = 0
     down: bool = False                # after one failure, keep the rest at once: the hook stays fast
 
-    def write(self, kind: str, request: dict[str, Any]) -> Any:
-        """Store or ingest now; while the memory is unreachable, keep it in the spool (None)."""
-        if not self.down:
-            try:
-                return send(self.backend(), kind, request)
-            except RETRYABLE:
-                if self.spool is None:
-                    raise
-                self.down = True
-        assert self.spool is not None
-        self.spool.put(kind, request)
-        self.spooled += 1
-        return None
+    def keep(self, kind: str, request: dict[str, Any]) -> Path | None:
+        """Put a write in the spool before sending it (:meth:`write`): a run ended mid-send,
+        or before it reached this write, loses nothing."""
+        return None if self.spool is None else self.spool.put(kind, request, inflight=True)
+
+    def write(self, kind: str, request: dict[str, Any], kept: Path | None = None) -> Any:
+        """Store or ingest now; while the memory is unreachable, keep it in the spool (None).
+        The request is in the spool while it is sent (``kept``, else put there now)."""
+        if self.spool is None:
+            return send(self.backend(), kind, request)
+        kept = kept or self.keep(kind, request)
+        assert kept is not None
+        if self.down:
+            self.spool.release(kept)
+            self.spooled += 1
+            return None
+        try:
+            result = send(self.backend(), kind, request)
+        except RETRYABLE:
+            self.down = True
+            self.spool.release(kept)
+            self.spooled += 1
+            return None
+        except CapsuleError:  # refused (invalid, too large): retrying cannot help
+            self.spool.done(kept)
+            raise
+        except BaseException:
+            self.spool.release(kept)
+            raise
+        self.spool.done(kept)
+        return result
 
     def drain(self) -> int:
         """Deliver what earlier runs kept (bounded, so the hook stays fast)."""
@@ -109,17 +137,23 @@ def hook_stop(payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
     if not digests:
         return {"stored": 0, "deduplicated": 0, "digests": 0}
     stored = deduplicated = 0
-    for digest in digests:
-        request = digest_request(digest, payload, ctx)
-        if len(digest.text.encode("utf-8")) > limits.MAX_CONTENT_BYTES:
-            stored += ctx.write("ingest", {"project": request["project"], "text": request["content"],
-                                           "meta": request["meta"]}) is not None
-            continue
-        result = ctx.write("store", request)
-        if result is not None:
+    writes = [_digest_write(digest_request(digest, payload, ctx)) for digest in digests]
+    kept = [ctx.keep(kind, request) for kind, request in writes]  # all of them, before the first is sent
+    for (kind, request), path in zip(writes, kept):
+        result = ctx.write(kind, request, path)
+        if kind == "ingest":
+            stored += result is not None
+        elif result is not None:
             deduplicated += result.deduplicated
             stored += not result.deduplicated
     return {"stored": stored, "deduplicated": deduplicated, "digests": len(digests)}
+
+
+def _digest_write(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A digest too long for one memory is ingested (chunked) instead."""
+    if len(request["content"].encode("utf-8")) > limits.MAX_CONTENT_BYTES:
+        return "ingest", {"project": request["project"], "text": request["content"], "meta": request["meta"]}
+    return "store", request
 
 
 # ---- post-compact ---------------------------------------------------------------------------
@@ -186,17 +220,16 @@ def hook_pre_tool_use(payload: Mapping[str, Any], ctx: HookContext, *, min_score
 # ---- the command ----------------------------------------------------------------------------
 
 
-def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, conn: Connection,
+def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, open_backend: Callable[[], Backend],
              environ: Mapping[str, str], min_score: float = DEFAULT_MIN_SCORE,
-             max_chars: int = DEFAULT_MAX_CHARS, open_backend: Callable[[Connection], Backend] = open_backend,
-             spool: Spool | None = None) -> int:
+             max_chars: int = DEFAULT_MAX_CHARS, spool: Spool | None = None) -> int:
     """Run one hook; always returns 0 (fail open), reporting problems on ``stderr``."""
     backend: Backend | None = None
 
     def lazy_backend() -> Backend:
         nonlocal backend
         if backend is None:
-            backend = open_backend(conn)
+            backend = open_backend()
         return backend
 
     try:
@@ -240,19 +273,37 @@ def _finish(ctx: HookContext) -> str:
     return f"; delivered {delivered} write(s) kept by earlier runs" if delivered else ""
 
 
-def spool_for(conn: Connection, environ: Mapping[str, str]) -> Spool:
-    return Spool(Settings.from_env(environ, data_dir=conn.data_dir).data_dir / "hook-spool")
+def spool_for(data_dir: str | None, environ: Mapping[str, str]) -> Spool:
+    return Spool(data_dir_from(environ, data_dir) / "hook-spool")
+
+
+def backend_opener(args: argparse.Namespace) -> Callable[[], Backend]:
+    """The backend the options name (a URL, else the store itself), with the hooks' timeouts."""
+    from .backends import Connection, open_backend
+
+    conn = connection_from(args)
+    conn = Connection(**{**conn.__dict__, "timeout_s": HOOK_TIMEOUT_S, "attempts": 2})
+    return lambda: open_backend(conn)
+
+
+def _opener(args: argparse.Namespace, environ: Mapping[str, str]) -> Callable[[], Backend]:
+    """How this run reaches the memory: the URL given; else the running capsule serve of the
+    data folder, falling back to the store itself when it does not answer; else the store."""
+    remote = args.url or (None if args.embedded else environ.get("CAPSULE_MEMORY_URL"))
+    server = None if remote else local_server.find(environ, data_dir=args.data_dir, embedder=args.embedder)
+    if server is None:
+        return backend_opener(args)
+    return lambda: local_server.ServerBackend(server, fallback=lambda: backend_opener(args)())
 
 
 def cmd_hook(args: argparse.Namespace) -> None:
     try:
-        conn = connection_from(args)
-        conn = Connection(**{**conn.__dict__, "timeout_s": HOOK_TIMEOUT_S, "attempts": 2})
-        spool = spool_for(conn, os.environ)
+        opener = _opener(args, os.environ)
+        spool = spool_for(args.data_dir, os.environ)
     except Exception as exc:  # noqa: BLE001 - bad settings must not block the agent either
         print(f"capsule hook {args.hook}: error (ignored): {getattr(exc, 'message', exc)}", file=sys.stderr)
         return
-    run_hook(args.hook, sys.stdin, sys.stdout, sys.stderr, conn=conn, environ=os.environ,
+    run_hook(args.hook, sys.stdin, sys.stdout, sys.stderr, open_backend=opener, environ=os.environ,
              min_score=_min_score(args.min_score, os.environ), max_chars=args.max_chars, spool=spool)
 
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from typing import TYPE_CHECKING
+
 from .auth_choice import METHODS
-from .backends import Connection
+
+if TYPE_CHECKING:  # the hooks register these options without loading the backends
+    from .backends import Connection
 
 
 def connection_options(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +33,9 @@ def connection_options(parser: argparse.ArgumentParser) -> None:
                         help="embedded: which embedder (default: CAPSULE_EMBEDDER, else auto)")
 
 
-def connection_from(args: argparse.Namespace) -> Connection:
+def connection_from(args: argparse.Namespace) -> "Connection":
+    from .backends import Connection
+
     return Connection.from_env(embedded=args.embedded, url=args.url, auth=args.auth, region=args.region,
                                profile=args.profile, api_key_file=args.api_key_file, data_dir=args.data_dir,
                                embedder=args.embedder)

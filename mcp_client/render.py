@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from pydantic import BaseModel
+if TYPE_CHECKING:  # a command answered by the local server prints JSON without loading pydantic
+    from pydantic import BaseModel
 
 
-def as_json(result: BaseModel | dict | list) -> str:
-    if isinstance(result, BaseModel):
+def as_json(result: "BaseModel | dict | list") -> str:
+    if hasattr(result, "model_dump_json"):  # a pydantic model
         return result.model_dump_json(indent=2, by_alias=True)
-    return json.dumps(result, indent=2, default=str)
+    return json.dumps(result, indent=2, default=str, ensure_ascii=False)
 
 
 def _cell(value: Any, width: int) -> str:

@@ -25,8 +25,9 @@ from capsule.config import Settings
 from capsule.errors import InvalidInput, Unavailable
 from capsule.runtime import build_service
 from functions import supervisor, workers
-from functions.credentials import Credentials
+from functions.credentials import Credentials, write_private
 
+from . import local_server
 from .cli import settings_from
 
 # "module:function" entries; function(service) starts background work and returns its stop().
@@ -110,10 +111,14 @@ def cmd_serve(args: argparse.Namespace) -> None:
         pool.stop()
         raise
     stops = start_jobs(settings)
+    # From here the CLI and the hooks on this data folder ask this server (mcp_client.local_server).
+    withdraw = local_server.announce(settings.data_dir, url, embedder=settings.embedder, store=settings.store,
+                                     write=write_private)
     try:
         while not stopping.wait(0.2):
             pool.replace_dead()
     finally:
+        withdraw()
         print("capsule serve: stopping; finishing requests in flight", file=sys.stderr, flush=True)
         for stop in stops:
             stop()

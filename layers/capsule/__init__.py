@@ -1,9 +1,16 @@
 """Capsule Memory: long-term memory for AI agents (the shared library).
 
 The public surface is listed in ``__all__``; everything else is internal.
+
+``Settings`` and ``MemoryService`` load on first use (PEP 562): they bring pydantic and
+numpy, and a command that only needs :mod:`capsule.errors` or :mod:`capsule.limits` (a
+hook reaching the warm local server) must start without them.
 """
 
-from .config import Settings
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     CapsuleError,
     Conflict,
@@ -15,7 +22,12 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
-from .service import MemoryService
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .service import MemoryService
+
+_LAZY = {"Settings": "config", "MemoryService": "service"}
 
 __version__ = "0.1.0"
 
@@ -32,3 +44,17 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

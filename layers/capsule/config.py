@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from . import limits
 from .errors import InvalidInput, from_validation_error
+from .paths import default_data_dir
 from .ranking import Weights
 
 EmbedderName = Literal["auto", "minilm", "hashing", "voyage", "openai"]
@@ -56,9 +57,6 @@ ENVIRONMENT = {
 ALIASES = {"voyage_base_url": ("VOYAGE_API_BASE",)}
 
 
-def default_data_dir() -> Path:
-    """The data folder when neither CAPSULE_DATA_DIR nor --data-dir names one."""
-    return Path.home() / ".capsule"
 
 
 # Set by Lambda in every function: its memory size in MB.

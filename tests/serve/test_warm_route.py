@@ -1,0 +1,182 @@
+"""The warm route: ``capsule store``/``search`` and the hooks ask the running ``capsule serve`` of
+their data folder (a real server on loopback), load none of the heavy modules doing so, and run
+embedded when no server answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .server import ROOT, Server, environment
+
+HEAVY = ("numpy", "pydantic", "onnxruntime", "tokenizers", "aws_lambda_powertools", "boto3", "botocore",
+         "mcp", "uvicorn", "capsule.service", "capsule.models")
+FIXTURES = ROOT / "tests" / "mcp" / "fixtures"
+PROJECT = "/home/dev/shop"  # the cwd of the recorded hook inputs
+
+
+def run(*args: str, data_dir: Path, stdin: str | None = None, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess:
+    """``capsule ARGS`` as a user runs it, with -X importtime: stderr lists every module loaded."""
+    return subprocess.run([sys.executable, "-X", "importtime", "-m", "mcp_client", *args],
+                          input=stdin, capture_output=True, text=True, timeout=120,
+                          env={**environment(), "CAPSULE_DATA_DIR": str(data_dir), **(env or {})})
+
+
+def imported(done: subprocess.CompletedProcess) -> set[str]:
+    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+def heavy(done: subprocess.CompletedProcess) -> list[str]:
+    loaded = imported(done)
+    return [m for m in HEAVY if m in loaded]
+
+
+def messages(done: subprocess.CompletedProcess) -> str:
+    return "\n".join(line for line in done.stderr.splitlines() if not line.startswith("import time:"))
+
+
+def hook_input(name: str) -> str:
+    text = (FIXTURES / name).read_text("utf-8")
+    return text.replace("{transcript}", json.dumps(str(FIXTURES / "transcript.jsonl"))[1:-1])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("warm")
+    srv = Server(data_dir)
+    yield srv
+    assert srv.stop() == 0
+
+
+def contents(srv: Server, project: str) -> list[str]:
+    reply = srv.request("GET", f"/v1/memories?project={project}&limit=100")
+    assert reply.status == 200, reply
+    return [m["content"] for m in reply.json["memories"]]
+
+
+def test_serve_announces_itself_in_its_data_folder(served):
+    announced = json.loads((served.data_dir / "serve.json").read_text())
+    assert announced["url"] == served.url and announced["pid"] == served.process.pid
+    assert announced["embedder"] == "hashing" and announced["store"] == "sqlite"
+    assert (served.data_dir / "serve.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_store_and_search_go_to_the_running_server_without_loading_the_heavy_modules(served):
+    stored = run("store", "Use BEGIN IMMEDIATE for SQLite writes", "--project", "warm", "--tag", "sqlite",
+                 "--json", data_dir=served.data_dir)
+    assert stored.returncode == 0, messages(stored)
+    assert heavy(stored) == []  # an embedded run imports numpy and pydantic before anything else
+    memory = json.loads(stored.stdout)["memory"]
+    assert contents(served, "warm") == ["Use BEGIN IMMEDIATE for SQLite writes"]
+    assert memory["meta"]["tags"] == ["sqlite"]
+
+    found = run("search", "sqlite writes", "--project", "warm", data_dir=served.data_dir)
+    assert found.returncode == 0, messages(found)
+    assert heavy(found) == []
+    assert memory["id"][:12] in found.stdout and "BEGIN IMMEDIATE" in found.stdout
+
+    as_json = run("search", "sqlite writes", "--project", "warm", "--json", data_dir=served.data_dir)
+    assert json.loads(as_json.stdout)["results"][0]["id"] == memory["id"]
+
+
+def test_the_servers_refusal_is_the_commands_error(served):
+    refused = run("search", "anything", "--project", "warm", "-k", "500", data_dir=served.data_dir)
+    assert refused.returncode == 1 and heavy(refused) == []
+    assert "capsule: error:" in messages(refused) and "k" in messages(refused)
+
+
+def test_hooks_go_to_the_running_server_without_loading_the_heavy_modules(served):
+    done = run("hook", "stop", data_dir=served.data_dir, stdin=hook_input("stop.json"))
+    assert done.returncode == 0 and "2 digest(s), 2 stored" in messages(done), messages(done)
+    assert heavy(done) == []
+    assert len(contents(served, PROJECT)) == 2
+    assert list((served.data_dir / "hook-spool").glob("*")) == []  # delivered: nothing kept
+
+    answer = run("hook", "pre-tool-use", "--min-score", "0", data_dir=served.data_dir,
+                 stdin=hook_input("pre_tool_use_task.json"))
+    assert answer.returncode == 0, messages(answer)
+    assert heavy(answer) == []
+    context = json.loads(answer.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("Relevant memories")
+
+
+def test_only_a_server_of_the_same_settings_is_asked(served):
+    from mcp_client import local_server
+
+    env = {"CAPSULE_EMBEDDER": "hashing"}
+    assert local_server.find(env, data_dir=served.data_dir) == local_server.LocalServer(served.url, served.token)
+    assert local_server.find({}, data_dir=served.data_dir, embedder="hashing") is not None
+    assert local_server.find({"CAPSULE_EMBEDDER": "minilm"}, data_dir=served.data_dir) is None
+    assert local_server.find(env, data_dir=served.data_dir, embedder="minilm") is None
+    assert local_server.find({**env, "CAPSULE_STORE": "mongo"}, data_dir=served.data_dir) is None
+    assert local_server.find({**env, "CAPSULE_SERVER": "off"}, data_dir=served.data_dir) is None
+    assert local_server.find(env, data_dir=served.data_dir / "elsewhere") is None
+    other = run("projects", data_dir=served.data_dir)  # not a warm-route command: embedded as before
+    assert other.returncode == 0 and "numpy" in imported(other)
+
+
+def test_without_an_answering_server_the_commands_run_embedded(tmp_path):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "gateway-token").write_text("not-a-server-token")
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    # announced by a live process (this one) that does not answer: the connection is refused
+    (data_dir / "serve.json").write_text(json.dumps(
+        {"url": f"http://127.0.0.1:{port}", "pid": os.getpid(), "embedder": "hashing", "store": "sqlite"}))
+    stored = run("store", "kept by the embedded store", "--project", "p", data_dir=data_dir)
+    assert stored.returncode == 0, messages(stored)
+    assert "numpy" in imported(stored)  # ran embedded
+    found = run("search", "embedded store", "--project", "p", data_dir=data_dir)
+    assert found.returncode == 0 and "kept by the embedded store" in found.stdout
+    hooked = run("hook", "stop", data_dir=data_dir, stdin=hook_input("stop.json"))
+    assert "2 digest(s), 2 stored" in messages(hooked), messages(hooked)
+
+
+def test_a_server_that_stopped_is_no_longer_asked(tmp_path):
+    data_dir = tmp_path / "data"
+    srv = Server(data_dir)
+    try:
+        assert run("store", "through the server", "--project", "p", data_dir=data_dir).returncode == 0
+    finally:
+        assert srv.stop() == 0
+    assert not (data_dir / "serve.json").exists()  # withdrawn on the way out
+    after = run("search", "through the server", "--project", "p", data_dir=data_dir)
+    assert after.returncode == 0 and "through the server" in after.stdout
+    assert "numpy" in imported(after)
+
+
+def test_a_server_killed_without_withdrawing_is_not_asked(tmp_path):
+    data_dir = tmp_path / "data"
+    srv = Server(data_dir)
+    workers = _children_of(srv.process.pid)
+    srv.stop(signal.SIGKILL)
+    for pid in workers:  # orphaned by the SIGKILL
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert (data_dir / "serve.json").exists()
+    done = run("store", "after a crash", "--project", "p", data_dir=data_dir)
+    assert done.returncode == 0 and "numpy" in imported(done)
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            lines = status.read_text().splitlines()
+        except OSError:
+            continue
+        if f"PPid:\t{pid}" in lines:
+            found.append(int(status.parent.name))
+    return found
