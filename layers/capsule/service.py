@@ -254,7 +254,7 @@ class MemoryService:
                    tuple(sorted(markers.items())))
             cached = self.query_cache.get(key, self.clock())
             if cached is not None:
-                return cached.model_copy(deep=True)
+                return cached
         query_vector, embed_error = None, None
         if weights.vector > 0:
             vectors, embed_error = self._embed_query(req.query)
@@ -268,7 +268,7 @@ class MemoryService:
             explanation += f" Ranked by keyword only: the embedder is unavailable ({embed_error})."
         result = models.SearchResult(results=[self._hit(h) for h in hits], explanation=explanation)
         if key is not None and embed_error is None and self.query_cache.max_entries:
-            self.query_cache.put(key, result.model_copy(deep=True), self.clock())
+            self.query_cache.put(key, result, self.clock())
         return result
 
     def _search_locked(self, indexes: list[ProjectIndex], filters: Filters, req: models.SearchRequest,

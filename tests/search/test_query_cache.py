@@ -49,3 +49,39 @@ def test_the_cache_can_be_turned_off(make_service):
     service.search("t", {"project": "p", "query": "redis"})
     service.search("t", {"project": "p", "query": "redis"})
     assert service.query_cache.hits == 0
+
+
+def test_neither_the_first_caller_nor_a_later_one_can_change_what_is_cached(service):
+    service.store_memory("t", {"project": "p", "content": "redis timeout on deploy", "meta": {"k": [1]}})
+    first = service.search("t", {"project": "p", "query": "redis"})
+    expected = first.model_dump_json()
+    first.results[0].meta["k"].append(2)  # the caller that filled the cache changes its result
+    first.results[0].components.vector = -1.0
+    second = service.search("t", {"project": "p", "query": "redis"})
+    assert second.model_dump_json() == expected
+    second.results[0].meta["k"].clear()
+    second.results[0].meta["new"] = True
+    assert service.search("t", {"project": "p", "query": "redis"}).model_dump_json() == expected
+    assert service.query_cache.hits == 2
+
+
+def test_a_fresh_copy_equals_a_deep_copy_and_shares_nothing_mutable():
+    from datetime import datetime, timezone
+
+    from capsule import models
+    from capsule.querycache import fresh
+
+    at = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    hit = models.SearchHit(id="m", project="p", content="c", score=0.5, occurred_at=at, created_at=at,
+                           components=models.Components(vector=0.1, bm25=0.2, time=1.0, feedback=0.0,
+                                                        outcome=0.0, boost=0.0),
+                           meta={"tags": ["a"], "nested": {"x": [1, {"y": 2}]}})
+    result = models.SearchResult(results=[hit], explanation="e")
+    copied = fresh(result)
+    assert copied == result.model_copy(deep=True) == result
+    assert copied.model_fields_set == result.model_fields_set
+    assert copied.results[0].model_fields_set == hit.model_fields_set
+    for original, clone in ((result, copied), (result.results, copied.results), (hit, copied.results[0]),
+                            (hit.components, copied.results[0].components), (hit.meta, copied.results[0].meta),
+                            (hit.meta["nested"]["x"], copied.results[0].meta["nested"]["x"])):
+        assert original is not clone

@@ -238,3 +238,32 @@ def test_headers_without_end_are_refused_431_json(server):
     status, headers, body = split(answer)
     assert status == 431
     assert_json_error(status, headers, body, "headers_too_large")
+
+
+def _data_segments_in(sock: socket.socket) -> int:
+    """Linux's tcpi_data_segs_in (struct tcp_info, offset 152): data segments this socket received."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    return int.from_bytes(info[152:156], "little")
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_INFO"), reason="TCP_INFO is Linux's")
+def test_a_keep_alive_answer_arrives_in_one_segment(server):
+    """Head and body in one write: a second segment is a second wake-up of the client (and,
+    before TCP_NODELAY, the 40 ms wait for a delayed ACK)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"}
+    try:
+        connection.request("GET", "/healthz")
+        connection.getresponse().read()
+        counts = []
+        for i in range(5):
+            before = _data_segments_in(connection.sock)
+            connection.request("POST", "/v1/memories", body=json.dumps({"project": "seg", "content": f"one {i}"}),
+                               headers=headers)
+            response = connection.getresponse()
+            assert response.status == 201
+            response.read()
+            counts.append(_data_segments_in(connection.sock) - before)
+    finally:
+        connection.close()
+    assert counts == [1] * 5
