@@ -84,15 +84,6 @@ def length_prior(lengths: np.ndarray, median: float) -> np.ndarray:
     return np.clip(np.log(ratio), -1.0, 1.0)
 
 
-def rise_fall_prior(lengths: np.ndarray, short: float, rise: float, fall: float) -> np.ndarray:
-    """A prior over length read against ``short``, the length of a project's short memories
-    (its lower quartile): with x = log(length / short), ``rise`` x clip(x, -1, 1) up to e times
-    ``short`` (a turn that says more holds more), then ``fall`` x clip(x - 1, 0, 2) taken off
-    (far longer memories, an assistant's answers, repeat a topic more than they state facts)."""
-    x = np.log(np.maximum(np.asarray(lengths, dtype=np.float64), 1.0) / max(float(short), 1.0))
-    return rise * np.clip(x, -1.0, 1.0) - fall * np.clip(x - 1.0, 0.0, 2.0)
-
-
 def scale_to_unit(values: np.ndarray) -> np.ndarray:
     """Divide by the maximum, so the best match is 1 and no match stays 0."""
     top = float(values.max()) if values.size else 0.0

@@ -24,7 +24,6 @@ The pipeline, the same for a warm index and a cold one built for this search:
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Callable, Sequence
@@ -90,16 +89,6 @@ class SearchOptions:
     # 0.15: the largest floor that left R@5 and R@10 of both benchmarks as they were (MiniLM;
     # 0.2 cost LongMemEval one relevant turn in its top 10, 0.3 cost both).
     min_relevance: float = 0.15
-    # "quartile" (default): one length prior for every conversation (memories with sessions of more
-    # than one memory), short turns or long answers alike, read against the project's own
-    # lower-quartile length (ranking.rise_fall_prior): ``length_prior`` x log(length / quartile)
-    # up to e times it, then ``length_fall`` per e-fold taken off. Relevant turns are 20-50
-    # tokens in both benchmarks, 1.3-1.6 times their project's lower quartile, while the median
-    # moves with how many long answers a project holds. LongMemEval dev (first 120 questions)
-    # R@5 0.873 -> 0.901 (fall 0.1: 0.835, 0.15: 0.878, 0.25: 0.897), LoCoMo 0.769 -> 0.770.
-    # "median": the two priors above, switched by the median length (the ranking before).
-    length_model: str = "quartile"
-    length_fall: float = 0.2
 
 
 @dataclass(slots=True)
@@ -371,20 +360,12 @@ def _when(index: ProjectIndex, rows: np.ndarray, options: SearchOptions, spans: 
 
 
 def _priors(index: ProjectIndex, rows: np.ndarray, options: SearchOptions) -> np.ndarray:
-    """A longer turn holds more to remember, up to a point: far past the project's short memories
-    (an assistant's answers beside short user turns) the long ones repeat a topic and the short
-    ones state the facts (``length_model``). In a chat of short turns a turn that ends by asking
-    holds less (its answer comes next)."""
+    """In a chat of short turns, a longer turn holds more to remember and a turn that ends by
+    asking holds less (its answer comes next). Where memories are long (an assistant's answers
+    beside short user turns) it is the other way round: the long ones repeat a topic, the short
+    ones state the facts (``long_length_prior``)."""
     prior = np.zeros(rows.size, dtype=np.float64)
     shape = index.shape()
-    if options.length_model == "quartile":
-        if shape.median_session <= 1:  # memories not kept as turns of conversations: no prior
-            return prior
-        prior += ranking.rise_fall_prior(index.length[rows], _short_length(index), options.length_prior,
-                                         options.length_fall)
-        if options.question_prior and _windowed(shape, options):
-            prior -= options.question_prior * _asks(index, rows)
-        return prior
     if options.long_length_prior and shape.median_length > options.window_max_length:
         prior += options.long_length_prior * ranking.length_prior(index.length[rows], shape.median_length)
     if not (options.length_prior or options.question_prior) or not _windowed(shape, options):
@@ -394,20 +375,6 @@ def _priors(index: ProjectIndex, rows: np.ndarray, options: SearchOptions) -> np
     if options.question_prior:
         prior -= options.question_prior * _asks(index, rows)
     return prior
-
-
-_SHORT: "weakref.WeakKeyDictionary[ProjectIndex, tuple[Shape, float]]" = weakref.WeakKeyDictionary()
-
-
-def _short_length(index: ProjectIndex) -> float:
-    """The lower quartile of the index's memory lengths, computed once per version (its shape)."""
-    shape = index.shape()
-    cached = _SHORT.get(index)
-    if cached is None or cached[0] is not shape:
-        alive = index.length[: index.n][index.alive[: index.n]]
-        cached = (shape, float(np.percentile(alive, 25)) if alive.size else 1.0)
-        _SHORT[index] = cached
-    return cached[1]
 
 
 def _when_boost(index: ProjectIndex, rows: np.ndarray, options: SearchOptions, query: str) -> np.ndarray:

@@ -31,8 +31,7 @@ def test_a_short_fact_beats_a_long_answer_that_repeats_the_words(make_service):
                           ("user", "What gear should I buy?"), ("assistant", ANSWER + " Also lights."),
                           ("assistant", ANSWER + " And a lock.")])
     assert top_bm25(service, "how far do I commute by bike") == ids[0]
-    old = replace(service._options, long_b=service._options.b, long_length_prior=0.0,
-                  length_model="median")  # the ranking before
+    old = replace(service._options, long_b=service._options.b, long_length_prior=0.0)  # the ranking before
     service._options = replace(old, long_length_prior=-0.1)
     assert top_bm25(service, "how far do I commute by bike") == ids[0]  # the length prior alone lifts it too
     service._options = old
