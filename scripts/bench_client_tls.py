@@ -1,0 +1,120 @@
+"""Per-call latency of the signing client over TLS on loopback: new connection against kept-alive.
+
+    .venv/bin/python scripts/bench_client_tls.py [--calls N] [--op search|health]
+
+Starts a real ``capsule serve`` (one worker, hashing embedder, a fresh data folder) behind a
+self-signed certificate (Debian's stunnel, ``apt-get install stunnel4``), then times N calls
+of ``CapsuleClient`` (bearer token) in three ways:
+
+- ``new connection``: a new client per call, so a TCP connect and a full TLS handshake each
+  time (what every call cost when the client used ``urllib.request.urlopen``);
+- ``new, TLS resumed``: one client whose kept connections are closed after each call, so a
+  TCP connect and a resumed TLS session (what a reconnect after an idle drop costs);
+- ``reused``: one client, one kept-alive connection for all calls.
+
+Prints p50 and p95 in milliseconds per call, and what stunnel counted (connections, full and
+resumed handshakes) for each way. Loopback has no network latency: against API Gateway each
+saved round trip is worth the distance to the region as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "layers"), str(ROOT)]
+
+from mcp_client.auth import BearerAuth  # noqa: E402
+from mcp_client.client import CapsuleClient  # noqa: E402
+from scripts.tls_front import TlsFront  # noqa: E402
+
+
+def start_serve(data_dir: Path) -> tuple[subprocess.Popen, int]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CAPSULE_", "AWS_"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(ROOT / "layers"), str(ROOT)]), CAPSULE_EMBEDDER="hashing")
+    process = subprocess.Popen([sys.executable, "-m", "mcp_client", "serve", "--port", "0", "--workers", "1",
+                                "--data-dir", str(data_dir)], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if "listening on " in line:
+            return process, int(line.split("listening on ", 1)[1].split()[0].rstrip("/").rsplit(":", 1)[1])
+        if not line and process.poll() is not None:
+            break
+    process.kill()
+    raise SystemExit("capsule serve did not start")
+
+
+def percentiles(samples_ms: list[float]) -> tuple[float, float]:
+    cuts = statistics.quantiles(samples_ms, n=100, method="inclusive")
+    return statistics.median(samples_ms), cuts[94]
+
+
+def timed(calls: int, call: Callable[[], None]) -> list[float]:
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=200, help="calls per way (default 200)")
+    parser.add_argument("--op", choices=["search", "health"], default="search")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="capsule-bench-tls-"))
+    process, port = start_serve(folder / "data")
+    front = TlsFront(port, folder)
+    os.environ["SSL_CERT_FILE"] = str(front.cert)  # trust the self-signed front (read by each new client)
+    auth = BearerAuth((folder / "data" / "gateway-token").read_text(), source="the bench's token")
+    request = {"project": "bench", "query": "deploy switch rollback"}
+
+    def op(client: CapsuleClient) -> None:
+        client.search(request) if args.op == "search" else client.health()
+
+    try:
+        with CapsuleClient(front.url, auth=auth) as seed:
+            for n in range(20):
+                seed.store({"project": "bench", "content": f"Deploy {n} goes through the blue/green switch"})
+        kept = CapsuleClient(front.url, auth=auth)
+        resumed = CapsuleClient(front.url, auth=auth)
+
+        def new_client() -> None:
+            with CapsuleClient(front.url, auth=auth) as client:
+                op(client)
+
+        def resumed_session() -> None:
+            op(resumed)
+            resumed.close()
+
+        ways = [("new connection", new_client), ("new, TLS resumed", resumed_session), ("reused", lambda: op(kept))]
+        print(f"{args.calls} x {args.op} over TLS on loopback (stunnel, self-signed) to capsule serve")
+        for name, call in ways:
+            call()  # warm: imports, the server's caches, a first session to resume
+            before = front.counts()
+            samples = timed(args.calls, call)
+            after = front.wait_counts(connections=before["connections"] + (1 if name != "reused" else 0))
+            p50, p95 = percentiles(samples)
+            counted = ", ".join(f"{k} {after[k] - before[k]}" for k in after)
+            print(f"  {name:17} p50 {p50:6.2f} ms  p95 {p95:6.2f} ms   ({counted})")
+        kept.close()
+        resumed.close()
+    finally:
+        front.stop()
+        process.terminate()
+        process.wait(30)
+
+
+if __name__ == "__main__":
+    main()
