@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
+BLOCK = 10  # calls of one way before the next way's turn
 sys.path[:0] = [str(ROOT / "layers"), str(ROOT)]
 
 from mcp_client.auth import BearerAuth  # noqa: E402
@@ -59,13 +60,24 @@ def percentiles(samples_ms: list[float]) -> tuple[float, float]:
     return statistics.median(samples_ms), cuts[94]
 
 
-def timed(calls: int, call: Callable[[], None]) -> list[float]:
-    samples = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - start) * 1000)
-    return samples
+def measure(front: TlsFront, ways: list[tuple[str, Callable[[], None]]], calls: int) -> dict[str, dict]:
+    """Each way's call times (ms) and what stunnel counted during them. The ways take turns, a
+    block of calls each, so a change in the machine's load weighs on all of them alike."""
+    results = {name: {"ms": [], "counts": {"connections": 0, "full_handshakes": 0, "resumed": 0}}
+               for name, _ in ways}
+    for name, call in ways:
+        call()  # warm: imports, the server's caches, a first session to resume
+    for _ in range(0, calls, BLOCK):
+        for name, call in ways:
+            before = front.wait_counts()
+            for _ in range(BLOCK):
+                start = time.perf_counter()
+                call()
+                results[name]["ms"].append((time.perf_counter() - start) * 1000)
+            after = front.wait_counts(connections=before["connections"] + (BLOCK if name != "reused" else 0))
+            for key in after:
+                results[name]["counts"][key] += after[key] - before[key]
+    return results
 
 
 def main() -> None:
@@ -99,14 +111,11 @@ def main() -> None:
             resumed.close()
 
         ways = [("new connection", new_client), ("new, TLS resumed", resumed_session), ("reused", lambda: op(kept))]
-        print(f"{args.calls} x {args.op} over TLS on loopback (stunnel, self-signed) to capsule serve")
-        for name, call in ways:
-            call()  # warm: imports, the server's caches, a first session to resume
-            before = front.counts()
-            samples = timed(args.calls, call)
-            after = front.wait_counts(connections=before["connections"] + (1 if name != "reused" else 0))
-            p50, p95 = percentiles(samples)
-            counted = ", ".join(f"{k} {after[k] - before[k]}" for k in after)
+        print(f"{args.calls} x {args.op} per way over TLS on loopback (stunnel, self-signed) to capsule serve, "
+              f"the ways interleaved in blocks of {BLOCK} calls")
+        for name, result in measure(front, ways, args.calls).items():
+            p50, p95 = percentiles(result["ms"])
+            counted = ", ".join(f"{k} {v}" for k, v in result["counts"].items())
             print(f"  {name:17} p50 {p50:6.2f} ms  p95 {p95:6.2f} ms   ({counted})")
         kept.close()
         resumed.close()

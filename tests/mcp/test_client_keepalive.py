@@ -13,6 +13,8 @@ import anyio
 import pytest
 from mcp import Client
 
+from capsule import errors
+
 from mcp_support import capsule_command, capsule_env, mcp_params, new_data_dir
 from scripts.tls_front import TlsFront, stunnel_binary
 
@@ -137,3 +139,16 @@ def test_the_mcp_proxy_keeps_one_connection_for_its_tool_calls(front, tmp_path, 
     anyio.run(main)
     assert _delta(tls, before, connections=1, full_handshakes=1) == {"connections": 1, "full_handshakes": 1,
                                                                       "resumed": 0}
+
+
+def test_the_fronts_certificate_is_verified_by_name_and_by_issuer(front, monkeypatch):
+    from mcp_client.client import CapsuleClient, Retry
+
+    once = Retry(attempts=1)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    with pytest.raises(errors.Unavailable, match="cannot reach.*CERTIFICATE_VERIFY_FAILED.*self-signed"):
+        CapsuleClient(front["tls"].url, retry=once).health()
+    monkeypatch.setenv("SSL_CERT_FILE", str(front["tls"].cert))
+    by_name = front["tls"].url.replace("127.0.0.1", "localhost")  # the certificate names 127.0.0.1 only
+    with pytest.raises(errors.Unavailable, match="cannot reach.*Hostname mismatch"):
+        CapsuleClient(by_name, retry=once).health()

@@ -298,3 +298,19 @@ def test_threads_share_the_clients_pool(server, waits):
         thread.join(60)
     assert failures == [] and len(server.requests) == 10 * MAX_IDLE
     assert 1 <= server.connections <= MAX_IDLE
+
+
+def test_the_environments_proxy_and_no_proxy_are_honoured_as_urlopen_did(server, waits, monkeypatch):
+    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.url)  # the scripted server plays the proxy
+    server.then(200, {"status": "ok"})
+    assert CapsuleClient("http://capsule.internal:8787").health() == {"status": "ok"}
+    assert server.requests[-1]["path"] == "http://capsule.internal:8787/v1/health"  # absolute form: via the proxy
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    server.then(200, {"status": "direct"})
+    assert client_for(server, waits).health() == {"status": "direct"}
