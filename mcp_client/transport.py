@@ -28,11 +28,6 @@ from dataclasses import dataclass
 from typing import Mapping
 from urllib.parse import urlsplit
 
-import urllib3
-from urllib3.exceptions import (ConnectTimeoutError, HTTPError, NewConnectionError, ProxyError,
-                                ReadTimeoutError, SSLError)
-from urllib3.util.ssl_match_hostname import CertificateError
-
 MAX_IDLE = 4  # connections kept open for the next calls (more only while calls overlap)
 
 
@@ -135,16 +130,23 @@ class PooledTransport:
 
     def __init__(self, base_url: str, *, max_idle: int = MAX_IDLE, ssl_context: ssl.SSLContext | None = None,
                  proxy: str | None = None) -> None:
-        self.tls = ssl_context or tls_context()
+        import urllib3  # here, not above: importing the client (a hook, the CLI) stays cheap
+
+        self._urllib3 = urllib3
+        # Only an https:// API needs one (loading the system's CAs costs milliseconds).
+        self.tls = ssl_context or (tls_context() if base_url.startswith("https://") else None)
         proxy = proxy or _proxy_for(base_url)
         options = dict(num_pools=1, maxsize=max_idle, block=False, retries=False, ssl_context=self.tls)
         self._manager = urllib3.ProxyManager(proxy, **options) if proxy else urllib3.PoolManager(**options)
 
     def __call__(self, method: str, url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> Response:
+        from urllib3.exceptions import (ConnectTimeoutError, HTTPError, NewConnectionError, ProxyError,
+                                        ReadTimeoutError, SSLError)
+
         try:
             reply = self._manager.request(
                 method, url, body=body if method in ("POST", "PUT", "PATCH") else None, headers=dict(headers),
-                timeout=urllib3.Timeout(connect=timeout, read=timeout), redirect=False, preload_content=True)
+                timeout=self._urllib3.Timeout(connect=timeout, read=timeout), redirect=False, preload_content=True)
         except (NewConnectionError, ConnectTimeoutError, ProxyError) as exc:
             raise NotConnected(_reason(exc)) from exc
         except SSLError as exc:
@@ -162,7 +164,9 @@ class PooledTransport:
         self._manager.clear()
 
 
-def _certificate_refused(exc: SSLError) -> bool:
+def _certificate_refused(exc: Exception) -> bool:
+    from urllib3.util.ssl_match_hostname import CertificateError
+
     cause = exc.args[0] if exc.args else None
     return isinstance(cause, (ssl.SSLCertVerificationError, CertificateError)) or isinstance(
         exc.__cause__, ssl.SSLCertVerificationError)
@@ -170,6 +174,8 @@ def _certificate_refused(exc: SSLError) -> bool:
 
 def _reason(exc: BaseException) -> str:
     """What went wrong, without urllib3's wrappers (its messages name a connection object)."""
+    from urllib3.exceptions import NewConnectionError
+
     if isinstance(exc, NewConnectionError) and exc.__cause__ is not None:
         return str(exc.__cause__)  # "[Errno 111] Connection refused", as urlopen said
     if len(exc.args) > 1:  # ProtocolError("Connection aborted.", cause), ConnectTimeoutError(conn, message)
