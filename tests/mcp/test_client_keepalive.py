@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
+import threading
 import time
 
 import anyio
@@ -46,7 +48,7 @@ def front(tmp_path_factory):
     try:
         port = int(_wait_for_url(process).rsplit(":", 1)[1].strip("/"))
         tls = TlsFront(port, folder, idle_s=IDLE_S)
-        yield {"tls": tls, "api_key": json.loads(made.stdout)["key"]}
+        yield {"tls": tls, "port": port, "api_key": json.loads(made.stdout)["key"]}
     finally:
         if tls is not None:
             tls.stop()
@@ -70,18 +72,23 @@ def _wait_for_url(process: subprocess.Popen) -> str:
     raise RuntimeError("capsule serve did not start")
 
 
-@pytest.fixture
-def client(front, monkeypatch):
+def signed_client(url: str):
     from botocore.credentials import Credentials
 
     from mcp_client.auth import SigV4Auth
     from mcp_client.client import CapsuleClient, Retry
 
-    monkeypatch.setenv("SSL_CERT_FILE", str(front["tls"].cert))  # trusts the self-signed front, as a user would
     waits: list[float] = []
-    auth = SigV4Auth.for_url(front["tls"].url, region=REGION, credentials=Credentials(ACCESS_KEY, SECRET))
-    with CapsuleClient(front["tls"].url, auth=auth, retry=Retry(sleep=waits.append)) as made:
-        made.waits = waits
+    auth = SigV4Auth.for_url(url, region=REGION, credentials=Credentials(ACCESS_KEY, SECRET))
+    made = CapsuleClient(url, auth=auth, retry=Retry(sleep=waits.append))
+    made.waits = waits
+    return made
+
+
+@pytest.fixture
+def client(front, monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", str(front["tls"].cert))  # trusts the self-signed front, as a user would
+    with signed_client(front["tls"].url) as made:
         yield made
 
 
@@ -152,3 +159,67 @@ def test_the_fronts_certificate_is_verified_by_name_and_by_issuer(front, monkeyp
     by_name = front["tls"].url.replace("127.0.0.1", "localhost")  # the certificate names 127.0.0.1 only
     with pytest.raises(errors.Unavailable, match="cannot reach.*Hostname mismatch"):
         CapsuleClient(by_name, retry=once).health()
+
+
+class LosingRelay:
+    """A TCP relay to capsule serve that, when armed, lets the next request through and loses its
+    answer (closes the client's connection instead): the server acted, the client cannot know."""
+
+    def __init__(self, backend_port: int) -> None:
+        self.backend_port = backend_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.armed = threading.Event()
+        self.lost = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                downstream, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            upstream = socket.create_connection(("127.0.0.1", self.backend_port))
+            threading.Thread(target=self._pipe, args=(downstream, upstream, False), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, downstream, True), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, answers: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                if answers and self.armed.is_set():
+                    self.armed.clear()
+                    self.lost += 1
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            end.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_lost_answer_repeats_a_store_the_server_deduplicates_but_never_a_vote(front):
+    relay = LosingRelay(front["port"])
+    try:
+        with signed_client(relay.url) as client:
+            client.store({"project": "lost", "content": "A first store opens the kept connection"})
+            relay.armed.set()
+            stored = client.store({"project": "lost", "content": "The answer to this store is lost once"})
+            assert relay.lost == 1 and len(client.waits) == 1  # sent again, after a backoff
+            assert stored.deduplicated  # the first try was applied; the second found it
+            listed = client.list_memories({"project": "lost"}).memories
+            assert sorted(m.content for m in listed) == ["A first store opens the kept connection",
+                                                         "The answer to this store is lost once"]
+            relay.armed.set()
+            with pytest.raises(errors.Unavailable, match="closed before the answer.*may or may not have been applied"):
+                client.feedback(stored.memory.id, {"helpful": True})
+            assert relay.lost == 2 and len(client.waits) == 1  # not sent again
+            assert client.get(stored.memory.id).memory.helpful == 1  # counted once
+    finally:
+        relay.close()
