@@ -45,6 +45,7 @@ log = logging.getLogger("capsule.client")
 M = TypeVar("M", bound=BaseModel)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_WHY = {NotConnected: "not connected", Dropped: "connection closed", TimedOut: "timed out"}  # for the log
 # Statuses after which the server has certainly changed nothing.
 NOTHING_DONE_STATUSES = frozenset({429, 503})
 _ERRORS_BY_STATUS: dict[int, Type[errors.CapsuleError]] = {
@@ -142,22 +143,11 @@ class CapsuleClient:
             headers = self.auth.headers(method, url, base_headers, data)  # re-signed: the date moves
             try:
                 response = self._send(method, url, headers, data, self.timeout_s)
-            except NotConnected as exc:
-                if last:
-                    raise errors.Unavailable(f"cannot reach {self.base_url}: {exc}") from exc
-                self._wait(method, path, attempt, f"not connected ({exc})")
-                continue
-            except Dropped as exc:
-                if last or not idempotent:
-                    raise errors.Unavailable(f"{method} {path}: the connection closed before the answer ({exc});"
-                                             " it may or may not have been applied") from exc
-                self._wait(method, path, attempt, f"connection closed ({exc})")
-                continue
-            except TimedOut as exc:
-                if last or not idempotent:
-                    raise errors.Unavailable(f"{method} {path} got no answer in {self.timeout_s:g}s"
-                                             " (it may or may not have been applied)") from exc
-                self._wait(method, path, attempt, "timed out")
+            except (NotConnected, Dropped, TimedOut) as exc:
+                # Only a connection never made is safe to repeat for a request that counts.
+                if last or not (idempotent or isinstance(exc, NotConnected)):
+                    raise self._no_answer(method, path, exc) from exc
+                self._wait(method, path, attempt, f"{_WHY[type(exc)]} ({exc})")
                 continue
             if response.status < 300:
                 return json.loads(response.body) if response.body else None
@@ -166,6 +156,15 @@ class CapsuleClient:
                 raise self._refused(error_for(response.status, response.body))
             self._wait(method, path, attempt, f"HTTP {response.status}", _retry_after(response.headers))
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _no_answer(self, method: str, path: str, exc: Exception) -> errors.Unavailable:
+        if isinstance(exc, NotConnected):
+            return errors.Unavailable(f"cannot reach {self.base_url}: {exc}")
+        if isinstance(exc, Dropped):
+            return errors.Unavailable(f"{method} {path}: the connection closed before the answer ({exc});"
+                                      " it may or may not have been applied")
+        return errors.Unavailable(f"{method} {path} got no answer in {self.timeout_s:g}s"
+                                  " (it may or may not have been applied)")
 
     def _refused(self, error: errors.CapsuleError) -> errors.CapsuleError:
         """A 401/403 says what this client sent, so the user knows which credential to fix."""
