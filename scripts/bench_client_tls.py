@@ -1,19 +1,22 @@
 """Per-call latency of the signing client over TLS on loopback: new connection against kept-alive.
 
-    .venv/bin/python scripts/bench_client_tls.py [--calls N] [--op search|health]
+    .venv/bin/python scripts/bench_client_tls.py [--calls N] [--op search|health] [--plain]
 
 Starts a real ``capsule serve`` (one worker, hashing embedder, a fresh data folder) behind a
 self-signed certificate (Debian's stunnel, ``apt-get install stunnel4``), then times N calls
 of ``CapsuleClient`` (bearer token) in three ways:
 
-- ``new connection``: a new client per call, so a TCP connect and a full TLS handshake each
-  time (what every call cost when the client used ``urllib.request.urlopen``);
+- ``new connection``: a new client per call, so a new TLS context (the system's CAs loaded),
+  a TCP connect and a full TLS handshake each time: what every call cost when the client used
+  ``urllib.request.urlopen`` (which made a default context per connection);
 - ``new, TLS resumed``: one client whose kept connections are closed after each call, so a
   TCP connect and a resumed TLS session (what a reconnect after an idle drop costs);
 - ``reused``: one client, one kept-alive connection for all calls.
 
-Prints p50 and p95 in milliseconds per call, and what stunnel counted (connections, full and
-resumed handshakes) for each way. Loopback has no network latency: against API Gateway each
+``--plain`` adds plain HTTP straight to ``capsule serve`` (a new connection per call, and one
+kept), to tell what TLS adds from what any new connection costs. Prints p50 and p95 in
+milliseconds per call, and the TCP connections stunnel accepted during each way
+(tests/mcp/test_client_keepalive.py shows which handshakes were full and which resumed). Loopback has no network latency: against API Gateway each
 saved round trip is worth the distance to the region as well.
 """
 
@@ -63,8 +66,7 @@ def percentiles(samples_ms: list[float]) -> tuple[float, float]:
 def measure(front: TlsFront, ways: list[tuple[str, Callable[[], None]]], calls: int) -> dict[str, dict]:
     """Each way's call times (ms) and what stunnel counted during them. The ways take turns, a
     block of calls each, so a change in the machine's load weighs on all of them alike."""
-    results = {name: {"ms": [], "counts": {"connections": 0, "full_handshakes": 0, "resumed": 0}}
-               for name, _ in ways}
+    results = {name: {"ms": [], "connections": 0} for name, _ in ways}
     for name, call in ways:
         call()  # warm: imports, the server's caches, a first session to resume
     for _ in range(0, calls, BLOCK):
@@ -74,9 +76,9 @@ def measure(front: TlsFront, ways: list[tuple[str, Callable[[], None]]], calls: 
                 start = time.perf_counter()
                 call()
                 results[name]["ms"].append((time.perf_counter() - start) * 1000)
-            after = front.wait_counts(connections=before["connections"] + (BLOCK if name != "reused" else 0))
-            for key in after:
-                results[name]["counts"][key] += after[key] - before[key]
+            opens = name.startswith("new")  # the plain ways do not pass the front
+            after = front.wait_counts(connections=before["connections"] + (BLOCK if opens else 0))
+            results[name]["connections"] += after["connections"] - before["connections"]
     return results
 
 
@@ -84,10 +86,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200, help="calls per way (default 200)")
     parser.add_argument("--op", choices=["search", "health"], default="search")
+    parser.add_argument("--plain", action="store_true",
+                        help="also plain HTTP straight to capsule serve, new and reused (what TLS adds)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="capsule-bench-tls-"))
     process, port = start_serve(folder / "data")
-    front = TlsFront(port, folder)
+    front = TlsFront(port, folder, handshakes=False)
     os.environ["SSL_CERT_FILE"] = str(front.cert)  # trust the self-signed front (read by each new client)
     auth = BearerAuth((folder / "data" / "gateway-token").read_text(), source="the bench's token")
     request = {"project": "bench", "query": "deploy switch rollback"}
@@ -111,12 +115,21 @@ def main() -> None:
             resumed.close()
 
         ways = [("new connection", new_client), ("new, TLS resumed", resumed_session), ("reused", lambda: op(kept))]
+        if args.plain:
+            direct = f"http://127.0.0.1:{port}"
+            plain = CapsuleClient(direct, auth=auth)
+
+            def plain_new() -> None:
+                with CapsuleClient(direct, auth=auth) as client:
+                    op(client)
+
+            ways += [("plain HTTP, new", plain_new), ("plain HTTP, reused", lambda: op(plain))]
         print(f"{args.calls} x {args.op} per way over TLS on loopback (stunnel, self-signed) to capsule serve, "
               f"the ways interleaved in blocks of {BLOCK} calls")
         for name, result in measure(front, ways, args.calls).items():
             p50, p95 = percentiles(result["ms"])
-            counted = ", ".join(f"{k} {v}" for k, v in result["counts"].items())
-            print(f"  {name:17} p50 {p50:6.2f} ms  p95 {p95:6.2f} ms   ({counted})")
+            print(f"  {name:18} p50 {p50:6.2f} ms  p95 {p95:6.2f} ms   "
+                  f"({result['connections']} connections accepted by the front)")
         kept.close()
         resumed.close()
     finally:
