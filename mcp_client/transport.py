@@ -3,8 +3,8 @@
 Each call used to open its own connection (``urllib.request.urlopen``): against API Gateway a
 TCP and a TLS handshake, tens to hundreds of milliseconds, on every tool call an agent makes.
 A :class:`PooledTransport` keeps the connection open between calls (HTTP/1.1 keep-alive), and
-when one must be opened again (the server closed an idle one) it resumes the last TLS session,
-so the reconnect costs one round trip instead of a full handshake.
+when one must be opened again (the server closed an idle one) it resumes the last TLS session:
+the same round trips, but no certificate sent, checked or signed for.
 
 - One pool per transport, shared by every thread that calls (the MCP server calls from
   several): a call takes an idle connection, or opens its own while the others are busy; at
