@@ -194,7 +194,7 @@ class RemoteBackend:
         return self.client.detect_patterns(request)
 
     def close(self) -> None:
-        return None
+        self.client.close()  # its kept-alive connections
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,11 @@ model from :mod:`capsule.models`::
 
 Failures are :mod:`capsule.errors` exceptions chosen by the HTTP status (422 InvalidInput,
 401 Unauthorized, 403 Forbidden, 404 NotFound, ...), carrying the server's message. A 429,
-a 5xx or a timeout is retried with exponential backoff and full jitter; requests that are
-not safe to repeat (feedback, solution_apply) are retried only when the server says it did
-nothing (429, 503) or the connection was never made. Credentials are never logged.
+a 5xx, a timeout or a connection closed before the answer is retried with exponential backoff
+and full jitter; requests that are not safe to repeat (feedback, solution_apply, pattern_link)
+are retried only when the server says it did nothing (429, 503) or the connection was never
+made. Calls share kept-alive connections (:mod:`mcp_client.transport`). Credentials are never
+logged.
 """
 
 from __future__ import annotations
@@ -25,10 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import random
-import socket
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Type, TypeVar
 from urllib.parse import quote, urlencode
@@ -40,11 +39,13 @@ from capsule.learning import models as lm
 from capsule.service import validate
 
 from .auth import Auth, NoAuth
+from .transport import Dropped, NotConnected, PooledTransport, Response, TimedOut
 
 log = logging.getLogger("capsule.client")
 M = TypeVar("M", bound=BaseModel)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_WHY = {NotConnected: "not connected", Dropped: "connection closed", TimedOut: "timed out"}  # for the log
 # Statuses after which the server has certainly changed nothing.
 NOTHING_DONE_STATUSES = frozenset({429, 503})
 _ERRORS_BY_STATUS: dict[int, Type[errors.CapsuleError]] = {
@@ -71,40 +72,6 @@ class Retry:
         return wait
 
 
-@dataclass
-class Response:
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
-
-
-class _NotConnected(Exception):
-    """The connection was never made: safe to retry any request."""
-
-
-class _TimedOut(Exception):
-    """Sent, but no answer in time: the server may have acted."""
-
-
-def _send(method: str, url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> Response:
-    request = urllib.request.Request(url, data=body if method in ("POST", "PUT", "PATCH") else None,
-                                     headers=dict(headers), method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310 (the URL is the user's)
-            return Response(reply.status, dict(reply.headers.items()), reply.read())
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return Response(exc.code, dict(exc.headers.items()) if exc.headers else {}, exc.read())
-    except (socket.timeout, TimeoutError) as exc:
-        raise _TimedOut(str(exc)) from exc
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, (socket.timeout, TimeoutError)):
-            raise _TimedOut(str(exc.reason)) from exc
-        raise _NotConnected(str(exc.reason)) from exc
-    except (ConnectionError, OSError) as exc:
-        raise _TimedOut(str(exc)) from exc
-
-
 def error_for(status: int, body: bytes) -> errors.CapsuleError:
     """Our exception for an error response: ``{"error": {code, message, details}}`` or
     API Gateway's own ``{"message": ...}``."""
@@ -126,10 +93,11 @@ def error_for(status: int, body: bytes) -> errors.CapsuleError:
 
 class CapsuleClient:
     """The Capsule Memory API over HTTP. ``auth`` signs each request; ``send`` is the
-    transport (``urllib`` by default; tests and callers may pass their own)."""
+    transport (by default one :class:`~mcp_client.transport.PooledTransport` per client, whose
+    connections every thread of the caller shares; tests and callers may pass their own)."""
 
     def __init__(self, base_url: str, *, auth: Auth | None = None, timeout_s: float = 30.0,
-                 retry: Retry | None = None, send: Callable[..., Response] = _send,
+                 retry: Retry | None = None, send: Callable[..., Response] | None = None,
                  user_agent: str = "capsule-memory-client/0.1") -> None:
         if not base_url.startswith(("http://", "https://")):
             raise errors.InvalidInput(f"the API URL must start with http:// or https://, got {base_url!r}",
@@ -138,11 +106,23 @@ class CapsuleClient:
         self.auth = auth or NoAuth()
         self.timeout_s = timeout_s
         self.retry = retry or Retry()
-        self._send = send
+        self._send = send or PooledTransport(self.base_url)
         self._user_agent = user_agent
 
     def __repr__(self) -> str:
         return f"CapsuleClient({self.base_url!r}, auth={self.auth!r})"
+
+    def close(self) -> None:
+        """Close the kept connections; the client stays usable (the next call reconnects)."""
+        close = getattr(self._send, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> "CapsuleClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ---- the transport -----------------------------------------------------
 
@@ -163,16 +143,11 @@ class CapsuleClient:
             headers = self.auth.headers(method, url, base_headers, data)  # re-signed: the date moves
             try:
                 response = self._send(method, url, headers, data, self.timeout_s)
-            except _NotConnected as exc:
-                if last:
-                    raise errors.Unavailable(f"cannot reach {self.base_url}: {exc}") from exc
-                self._wait(method, path, attempt, f"not connected ({exc})")
-                continue
-            except _TimedOut as exc:
-                if last or not idempotent:
-                    raise errors.Unavailable(f"{method} {path} got no answer in {self.timeout_s:g}s"
-                                             " (it may or may not have been applied)") from exc
-                self._wait(method, path, attempt, "timed out")
+            except (NotConnected, Dropped, TimedOut) as exc:
+                # Only a connection never made is safe to repeat for a request that counts.
+                if last or not (idempotent or isinstance(exc, NotConnected)):
+                    raise self._no_answer(method, path, exc) from exc
+                self._wait(method, path, attempt, f"{_WHY[type(exc)]} ({exc})")
                 continue
             if response.status < 300:
                 return json.loads(response.body) if response.body else None
@@ -181,6 +156,15 @@ class CapsuleClient:
                 raise self._refused(error_for(response.status, response.body))
             self._wait(method, path, attempt, f"HTTP {response.status}", _retry_after(response.headers))
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _no_answer(self, method: str, path: str, exc: Exception) -> errors.Unavailable:
+        if isinstance(exc, NotConnected):
+            return errors.Unavailable(f"cannot reach {self.base_url}: {exc}")
+        if isinstance(exc, Dropped):
+            return errors.Unavailable(f"{method} {path}: the connection closed before the answer ({exc});"
+                                      " it may or may not have been applied")
+        return errors.Unavailable(f"{method} {path} got no answer in {self.timeout_s:g}s"
+                                  " (it may or may not have been applied)")
 
     def _refused(self, error: errors.CapsuleError) -> errors.CapsuleError:
         """A 401/403 says what this client sent, so the user knows which credential to fix."""
@@ -343,4 +327,4 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         return None
 
 
-__all__ = ["CapsuleClient", "Retry", "Response", "error_for"]
+__all__ = ["CapsuleClient", "Retry", "Response", "error_for"]  # Response: from .transport

@@ -1,5 +1,5 @@
 """The signing HTTP client against a real HTTP server on 127.0.0.1: retries with backoff and
-jitter, errors by status, and no credential ever in a log line or a message."""
+jitter, errors by status, kept-alive connections, and no credential ever in a log line or a message."""
 
 from __future__ import annotations
 
@@ -22,21 +22,37 @@ MEMORY = {"id": "m1", "project": "p", "content": "c", "occurred_at": "2026-11-29
 FEEDBACK_OK = {"memory": MEMORY, "explanation": "Recorded."}
 
 
+DROP = None  # a scripted status: read the request, then close the connection without an answer
+
+
 class Scripted:
-    """A real HTTP server answering from a script of (status, body, headers, delay_s)."""
+    """A real HTTP/1.1 server (keep-alive) answering from a script of (status, body, headers, delay_s);
+    ``connections`` counts the TCP connections it accepted."""
 
     def __init__(self) -> None:
-        self.script: list[tuple[int, object, dict, float]] = []
+        self.script: list[tuple[int | None, object, dict, float]] = []
         self.requests: list[dict] = []
+        self.connections = 0
+        counting = threading.Lock()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                with counting:
+                    outer.connections += 1
+                super().setup()
+
             def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 outer.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
                                        "body": self.rfile.read(length)})
                 status, body, headers, delay = outer.script.pop(0) if outer.script else (200, {}, {}, 0)
                 time.sleep(delay)
+                if status is DROP:
+                    self.close_connection = True
+                    return
                 data = json.dumps(body).encode()
                 try:
                     self.send_response(status)
@@ -60,7 +76,7 @@ class Scripted:
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
-    def then(self, status: int, body: object, headers: dict | None = None, delay_s: float = 0.0) -> "Scripted":
+    def then(self, status: int | None, body: object, headers: dict | None = None, delay_s: float = 0.0) -> "Scripted":
         self.script.append((status, body, headers or {}, delay_s))
         return self
 
@@ -219,3 +235,82 @@ def test_sigv4_signs_for_execute_api_in_the_urls_region():
     assert "X-Amz-Date" in headers and "wJalr" not in repr(auth)
     with pytest.raises(errors.InvalidInput, match="region"):
         SigV4Auth.for_url("http://127.0.0.1:1", credentials=Credentials("A", "B"), environ={})
+
+
+STORE_OK = {"memory": MEMORY, "explanation": "Stored."}
+
+
+def test_calls_share_one_kept_alive_connection(server, waits):
+    client = client_for(server, waits)
+    for _ in range(5):
+        server.then(200, SEARCH_OK)
+        client.search({"project": "p", "query": "q"})
+    server.then(200, FEEDBACK_OK)
+    client.feedback("m1", {"helpful": True})
+    assert len(server.requests) == 6 and server.connections == 1
+
+
+def test_a_connection_dropped_before_the_answer_is_reopened_and_the_search_sent_again(server, waits):
+    server.then(200, SEARCH_OK).then(DROP, None).then(200, SEARCH_OK)
+    client = client_for(server, waits)
+    client.search({"project": "p", "query": "first"})
+    assert client.search({"project": "p", "query": "second"}).results == []
+    assert [json.loads(r["body"])["query"] for r in server.requests] == ["first", "second", "second"]
+    assert server.connections == 2 and waits == [0.25]
+
+
+def test_a_vote_on_a_dropped_connection_is_not_sent_twice(server, waits):
+    server.then(200, SEARCH_OK).then(DROP, None)
+    client = client_for(server, waits)
+    client.search({"project": "p", "query": "q"})
+    with pytest.raises(errors.Unavailable, match="closed before the answer.*may or may not have been applied"):
+        client.feedback("m1", {"helpful": True})
+    assert [r["path"] for r in server.requests] == ["/v1/memories/search", "/v1/memories/m1/feedback"]
+    assert waits == []
+
+
+def test_a_store_on_a_dropped_connection_is_sent_again_as_the_server_deduplicates_it(server, waits):
+    # As before keep-alive: a store is retried (the server answers an identical store within
+    # 48 hours with the memory it already has), a vote is not (test above).
+    server.then(DROP, None).then(200, STORE_OK)
+    result = client_for(server, waits).store({"project": "p", "content": "c"})
+    assert result.memory.id == "m1" and len(server.requests) == 2
+    assert server.requests[0]["body"] == server.requests[1]["body"]
+
+
+def test_threads_share_the_clients_pool(server, waits):
+    from mcp_client.transport import MAX_IDLE
+
+    client = client_for(server, waits)
+    failures: list[BaseException] = []
+
+    def calls() -> None:
+        try:
+            for _ in range(10):
+                assert client.health() == {}
+        except BaseException as exc:  # noqa: BLE001 (reported by the assert below)
+            failures.append(exc)
+
+    threads = [threading.Thread(target=calls) for _ in range(MAX_IDLE)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert failures == [] and len(server.requests) == 10 * MAX_IDLE
+    assert 1 <= server.connections <= MAX_IDLE
+
+
+def test_the_environments_proxy_and_no_proxy_are_honoured_as_urlopen_did(server, waits, monkeypatch):
+    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.url)  # the scripted server plays the proxy
+    server.then(200, {"status": "ok"})
+    assert CapsuleClient("http://capsule.internal:8787").health() == {"status": "ok"}
+    assert server.requests[-1]["path"] == "http://capsule.internal:8787/v1/health"  # absolute form: via the proxy
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{dead}")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    server.then(200, {"status": "direct"})
+    assert client_for(server, waits).health() == {"status": "direct"}
