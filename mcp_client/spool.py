@@ -22,7 +22,7 @@ from .backends import Backend
 
 # Failures worth retrying later: the request itself was fine.
 RETRYABLE = (Unavailable, Unauthorized, Forbidden)
-KINDS = ("store", "ingest")
+KINDS = ("store", "ingest", "capture")
 
 
 class Spool:
@@ -66,6 +66,10 @@ def send(backend: Backend, kind: str, request: Mapping[str, Any]) -> Any:
         return backend.store(request)
     if kind == "ingest":
         return backend.ingest(request)
+    if kind == "capture":
+        from .capture_ops import capture_ops  # only hooks in capture mode pay for it
+
+        return capture_ops(backend).capture(request)
     raise InvalidInput(f"unknown spooled request kind {kind!r}", field="kind")
 
 

@@ -42,7 +42,7 @@ CUES: tuple[Cue, ...] = (
     _cue("fix", 0.8, "says what fixed a problem",
          r"\b(?:fixed|fixes|solved|resolved) (?:it|the|this|by)\b", r"\bthe fix (?:is|was)\b",
          r"\b(?:works|passes|passing|green) now\b", r"\bthat (?:worked|did it|fixed it)\b",
-         r"\bworkaround\b", r"\bfixed by\b"),
+         r"\bworkaround\b", r"\bfixed by\b", r"\b(?:is|are|was|were|got|now) (?:now )?fixed\b"),
     _cue("error", 0.75, "names the cause of an error",
          r"\broot cause\b", r"\bthe (?:problem|issue|bug|error|failure|crash) (?:is|was)\b",
          r"\b(?:caused by|because of|due to)\b", r"\bturn(?:s|ed) out\b",
@@ -184,11 +184,47 @@ _TAG_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     ))
 
 
+# A list under one of these headers (a DIGEST block, a summary) says what kind each item is.
+_HEADER = re.compile(r"^\s*(?:#+\s*)?([A-Za-z][A-Za-z _-]{2,30}):?\s*$")
+_SECTIONS = {"decisions": "decision", "decision": "decision", "contracts": "convention", "conventions": "convention",
+             "rules": "convention", "fixes": "fix", "fixed": "fix", "root cause": "error", "causes": "error",
+             "lessons": "fix", "learned": "fix", "pitfalls": "dead_end", "dead ends": "dead_end",
+             "preferences": "preference"}
+_SECTION_WEIGHT = 0.8
+
+
+def _sectioned(text: str) -> tuple[list[tuple[str, str]], str]:
+    """The list items under known headers, as (kind, item), and the text without them."""
+    items: list[tuple[str, str]] = []
+    rest: list[str] = []
+    kind: str | None = None
+    for line in text.splitlines():
+        header = _HEADER.match(line)
+        if header:
+            kind = _SECTIONS.get(header.group(1).strip().lower())
+            if kind is None:
+                rest.append(line)
+            continue
+        if kind is not None and _LIST_LINE.match(line):
+            items.append((kind, _LIST_LINE.sub("", line, count=1).strip()))
+            continue
+        if line.strip():
+            kind = None if not _LIST_LINE.match(line) else kind
+        rest.append(line)
+    return items, "\n".join(rest)
+
+
+def _item_score(kind: str, item: str, role: str) -> tuple[str, float, str, str]:
+    score, _, reason = score_sentence(item, role)
+    base = _SECTION_WEIGHT + (0.1 if _SPECIFIC.search(item) else 0.0)
+    return item, min(1.0, max(score, base)), kind, f"listed under '{kind}' in a summary"
+
+
 def score_event(event: Event) -> Scored | None:
     """The candidate an event yields, or None when nothing in it is worth proposing."""
     if event.role == "system":
         return None
-    text = event.text
+    items, text = _sectioned(event.text)
     if event.role == "assistant" and len(_LIST_LINE.findall(text)) >= 3:
         # A long answer of listed advice: keep only its sentences outside the lists.
         text = "\n".join(line for line in text.splitlines() if not _LIST_LINE.match(line))
@@ -196,9 +232,12 @@ def score_event(event: Event) -> Scored | None:
     if event.role == "assistant" and len(_WORD.findall(text)) > LONG_ANSWER_WORDS:
         # A long answer is mostly explanation: only what it says about the code is a memory.
         results = [r for r in results if _CODE.search(r[0]) and r[2] in ("fix", "error", "decision", "dead_end")]
-    for tool_text in event.tool_results:  # an error a tool printed is context, not a memory by itself
+    results += [_item_score(kind, item, event.role) for kind, item in items if len(_WORD.findall(item)) >= 3]
+    for tool_text in event.tool_results:  # what a tool printed counts for less than what was said
+        tool_items, tool_rest = _sectioned(tool_text)
         results += [(s, score * 0.8, kind, reason + "; from a tool result")
-                    for s in sentences(tool_text)[:20] for score, kind, reason in [score_sentence(s, "tool")]]
+                    for s in sentences(tool_rest)[:20] for score, kind, reason in [score_sentence(s, "tool")]]
+        results += [_item_score(kind, item, "tool") for kind, item in tool_items if len(_WORD.findall(item)) >= 3]
     kept = [r for r in results if r[1] >= PROPOSE_AT]
     if not kept:
         return None
