@@ -63,6 +63,9 @@ ROUTES: tuple[Route, ...] = (
     # data in and out: capsule.transfer
     Route("export", "GET", "/v1/export", _h("export"), timeout_s=30, memory_mb=1024),  # API Gateway: 30 s at most
     Route("import_data", "POST", "/v1/import", _h("import_data"), timeout_s=30, memory_mb=1024),
+    # one memory across peers: capsule.sync
+    Route("sync_changes", "GET", "/v1/sync/changes", _h("sync_changes"), timeout_s=30, memory_mb=1024),
+    Route("sync_apply", "POST", "/v1/sync/apply", _h("sync_apply"), timeout_s=30, memory_mb=1024),
 )
 
 

@@ -32,7 +32,7 @@ COMMAND_MODULES: list[str] = [
     "mcp_client.serve", "mcp_client.keys", "mcp_client.loadtest", "mcp_client.cloud", "mcp_client.bench",
     "mcp_client.evaluate", "mcp_client.jobs_cmd", "mcp_client.solutions_cmd", "mcp_client.patterns_cmd",
     "mcp_client.mcp_server", "mcp_client.hooks", "mcp_client.install", "mcp_client.tenants_cmd",
-    "mcp_client.transfer_cmd", "mcp_client.capture_cmd",
+    "mcp_client.transfer_cmd", "mcp_client.capture_cmd", "mcp_client.sync_cmd",
 ]
 
 
