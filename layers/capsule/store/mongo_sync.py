@@ -12,7 +12,7 @@ from ..records import MemoryRecord
 from . import mongo_counters as counters
 from .mongo import MongoStore
 from .mongo_client import guarded
-from .mongo_docs import RECORD_PROJECTION, doc_to_record
+from .mongo_docs import doc_to_record
 from .mongo_transfer import MongoTransferStore
 from .sync import Position
 
@@ -27,17 +27,14 @@ class MongoSyncStore:
         version, seq = after or (0, 0)
         query = {"tenant": tenant, "project": project, "pending": None,
                  "$or": [{"version": {"$gt": version}}, {"version": version, "seq": {"$gt": seq}}]}
-        projection = {**RECORD_PROJECTION, "version": 1, "seq": 1}
+        # Whole documents: the record's fields and the position (an exclusion projection cannot add them).
         with guarded("read the changed memories"):
-            docs = list(self._store.memories.find(query, projection=projection,
-                                                  sort=[("version", 1), ("seq", 1)], limit=limit))
+            docs = list(self._store.memories.find(query, sort=[("version", 1), ("seq", 1)], limit=limit))
         return [((int(d.pop("version")), int(d.pop("seq"))), doc_to_record(d)) for d in docs]
 
     def current(self, tenant: str, ids: Sequence[str]) -> dict[str, tuple[Position, MemoryRecord]]:
-        projection = {**RECORD_PROJECTION, "version": 1, "seq": 1}
         with guarded("read the memories"):
-            docs = list(self._store.memories.find({"tenant": tenant, "id": {"$in": list(ids)}, "pending": None},
-                                                  projection=projection))
+            docs = list(self._store.memories.find({"tenant": tenant, "id": {"$in": list(ids)}, "pending": None}))
         return {d["id"]: ((int(d.pop("version", 0)), int(d.pop("seq", 0))), doc_to_record(d)) for d in docs}
 
     def replace_memories(self, tenant: str, project: str, records: Sequence[MemoryRecord], *,
