@@ -393,12 +393,17 @@ def cmd_bench(args: argparse.Namespace) -> None:
     queries = 20 if args.quick else args.queries
     results = []
     started = time.time()
-    with tempfile.TemporaryDirectory(prefix="capsule-bench-") as tmp:
+    from .progress import Progress
+
+    with tempfile.TemporaryDirectory(prefix="capsule-bench-") as tmp, \
+            Progress("bench (configurations)", len(dims) * len(sizes)) as bar:
         for dim in dims:
             for n in sizes:
-                print(f"... N={n} dim={dim}", file=sys.stderr, flush=True)
+                if bar.mode == "off":
+                    print(f"... N={n} dim={dim}", file=sys.stderr, flush=True)
                 results.append(run_one(n, dim, queries, 1 if args.quick else args.cold_runs, Path(tmp),
                                        external=not args.no_external))
+                bar.advance()
     report = {
         "command": "capsule " + " ".join(sys.argv[1:]),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,

@@ -85,10 +85,11 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     service = service_from(args)
     candidates = list(ingestible([Path(p) for p in args.paths]))
     summary = {"files": 0, "chunks": 0, "stored": 0, "deduplicated": 0, "skipped": [], "evicted": 0}
-    total = len(candidates)
-    for number, (path, skip) in enumerate(candidates, start=1):
-        if not args.json and sys.stderr.isatty():
-            print(f"\r[{number}/{total}] {str(path)[-60:]:<60}", end="", file=sys.stderr, flush=True)
+    from .progress import Progress
+
+    bar = Progress("ingest (files)", len(candidates))
+    for path, skip in candidates:
+        bar.advance()
         if skip:
             summary["skipped"].append({"path": str(path), "reason": skip})
             continue
@@ -101,8 +102,7 @@ def cmd_ingest(args: argparse.Namespace) -> None:
         summary["deduplicated"] += len(result.deduplicated)
         summary["stored"] += result.chunks - len(result.deduplicated)
         summary["evicted"] += len(result.evicted)
-    if not args.json and sys.stderr.isatty():
-        print(file=sys.stderr)
+    bar.close()
     _out(args, summary, lambda: (
         f"ingested {summary['files']} files: {summary['chunks']} chunks, {summary['stored']} stored, "
         f"{summary['deduplicated']} already stored, {len(summary['skipped'])} skipped, "
