@@ -207,6 +207,91 @@ HELD_TOOL_NOISE = [
 ]
 
 
+# Harder, realistic events: several sentences, status mixed with what matters, cue words in
+# chatter ("did that fix it?") and memories without the usual words. Written in two halves
+# the same way; only DEV_HARD was looked at while tuning.
+DEV_HARD = [
+    ("assistant", "Let me check the logs first. OK, found it: the worker crashed because the queue URL was read "
+                  "before the env file loaded, so I moved load_dotenv() to the top of main.py.", True),
+    ("assistant", "I ran the suite again and everything is green. The change was small: the fixture now closes the "
+                  "connection in a finally block, which is why the 'database is locked' errors stopped.", True),
+    ("user", "did that fix it?", False),
+    ("assistant", "Let's see if this fixes it.", False),
+    ("assistant", "I'll fix the typo in the README next.", False),
+    ("user", "The problem is I don't know yet where it comes from.", False),
+    ("assistant", "Running the migration now. It may take a minute.", False),
+    ("user", "ok so we go with Postgres then, SQLite can't do the row locking we need for the job table", True),
+    ("assistant", "Summary so far: the flaky upload test depended on wall-clock time; it now uses the injected "
+                  "clock. The S3 mock also needed a region or boto3 refused to build the client.", True),
+    ("assistant", "Here is what I changed:\n- moved the retry into the client\n- added a test\n- updated the docs", False),
+    ("user", "remember that the staging box only has 2 GB of RAM, don't run the full benchmark there", True),
+    ("assistant", "Interesting, the numbers look better than yesterday.", False),
+    ("user", "can we try using a bigger batch size?", False),
+    ("assistant", "Tried a batch size of 512: memory went up to 3 GB and throughput did not change, so 64 stays.", True),
+    ("assistant", "I couldn't reproduce the timeout locally; I'll add more logging and we'll see in CI.", False),
+    ("user", "nah, leave the old endpoint, mobile clients still call it until the June release", True),
+    ("assistant", "Good question. I think the cache is the cause but I'm not sure yet.", False),
+    ("assistant", "I looked at three options for the search index and will compare them tomorrow.", False),
+    ("assistant", "Note for later: `make lint` needs ruff 0.6 or newer, older versions do not know the C90 rule.", True),
+    ("user", "I use vim, so please keep the files under 100 columns", True),
+    ("assistant", "Opening the config now to see what the default timeout is.", False),
+    ("assistant", "The error message is: ConnectionResetError: [Errno 104] Connection reset by peer.", False),
+    ("user", "This is taking forever.", False),
+    ("assistant", "The upgrade to Django 5 is done; the only breaking change for us was that the "
+                  "USE_L10N setting is gone, so I removed it from settings.py.", True),
+    ("user", "what did we decide about the logging format last week?", False),
+    ("assistant", "The deploy script now tags the image with the git SHA instead of 'latest', because rollbacks "
+                  "pulled the wrong image twice.", True),
+    ("tool", "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\nImportError: cannot import name 'x'", False),
+    ("assistant", "I'm going to refactor this module a bit to make it easier to test.", False),
+    ("user", "yes that's right, the API keys rotate every 90 days, the cron job handles it", True),
+    ("assistant", "Sure, I can do that. Which file should I start with?", False),
+]
+
+HELD_HARD = [
+    ("assistant", "Checked the dashboard. The latency spike lines up with the nightly backup, which saturates the "
+                  "disk; I moved the backup to 03:00 when traffic is lowest.", True),
+    ("assistant", "Let me try one more thing.", False),
+    ("user", "is it fixed now?", False),
+    ("assistant", "I'll look into why the test fails on Windows.", False),
+    ("user", "we're not using GraphQL for this, the team agreed REST is enough for the admin API", True),
+    ("assistant", "The build finished in 4 minutes.", False),
+    ("assistant", "Found the leak: every request created a new HTTP session and never closed it. Reusing one "
+                  "session per worker keeps memory flat now.", True),
+    ("user", "please stop adding type: ignore comments, fix the types instead", True),
+    ("assistant", "Here are the results of the benchmark:\n- p50 12 ms\n- p95 40 ms\n- p99 90 ms", False),
+    ("assistant", "Switching the JSON library to orjson gave nothing measurable, so I reverted it.", True),
+    ("user", "hmm not sure, what do you think?", False),
+    ("assistant", "I'm reading through the auth middleware to understand the flow.", False),
+    ("assistant", "For the record: the payment provider's sandbox rejects amounts under 50 cents, which is why "
+                  "the small-order tests failed.", True),
+    ("user", "the prod database is in eu-west-1, never point the scripts at us-east-1", True),
+    ("assistant", "That's a good idea, I will keep it in mind.", False),
+    ("assistant", "The linter shows 14 warnings, mostly unused imports.", False),
+    ("assistant", "I removed the retry loop: the service returns 409 on duplicates, and retrying only made "
+                  "the duplicate check slower.", True),
+    ("user", "I'm on a Mac with an M2 chip, so x86-only wheels won't install here", True),
+    ("assistant", "Let me know once you have pushed the branch.", False),
+    ("assistant", "The cron expression was wrong: it ran at minute 0 of every hour instead of once a day at 0:00. "
+                  "Changed it to '0 0 * * *'.", True),
+    ("user", "what's the status?", False),
+    ("assistant", "I'll write the migration after lunch.", False),
+    ("tool", "$ curl -s localhost:8080/health\n{\"status\": \"ok\"}", False),
+    ("assistant", "The docs say the limit is 100 requests per minute per key; I couldn't find anything about "
+                  "bursts yet.", False),
+    ("user", "let's keep the feature flag off in production until the load test passes", True),
+]
+
+
+def _hard(split: str, items: list, rng: random.Random) -> list[dict]:
+    events, start = [], datetime(2026, 4, 6, 9, 0, tzinfo=timezone.utc)
+    for number, (role, text, label) in enumerate(items):
+        events.append({"split": split, "session": f"{split}-hard-{number // 8}", "role": role, "text": text,
+                       "time": (start + timedelta(minutes=number)).isoformat(), "label": label,
+                       "kind": "hard"})
+    return events
+
+
 def _events(split: str, positive: dict, negative: list[str], noise: list[str], rng: random.Random) -> list[dict]:
     items = [(text, True, kind) for kind, texts in positive.items() for text in texts]
     items += [(text, False, "chatter") for text in negative]
@@ -230,6 +315,7 @@ def main() -> None:
     rng = random.Random(18)
     events = _events("dev", DEV_POSITIVE, DEV_NEGATIVE, DEV_TOOL_NOISE, rng)
     events += _events("held_out", HELD_POSITIVE, HELD_NEGATIVE, HELD_TOOL_NOISE, rng)
+    events += _hard("dev", DEV_HARD, rng) + _hard("held_out", HELD_HARD, rng)
     out = Path(__file__).with_name("coding_sessions.json")
     out.write_text(json.dumps({"format": "capsule-capture-eval", "version": 1, "events": events}, indent=1) + "\n")
     print(f"{len(events)} events -> {out}")

@@ -38,28 +38,38 @@ CUES: tuple[Cue, ...] = (
          r"\b(?:decision|decided):?\b", r"\blet'?s (?:go with|use|keep|switch|stick with|drop)\b",
          r"\b(?:we|i)(?:'ll| will| are going to|'re going to) (?:go with|use|keep|switch to|stick with|drop)\b",
          r"\bgoing (?:forward|with)\b", r"\bfrom now on\b", r"\b(?:instead of|rather than)\b.*\bbecause\b",
-         r"\bswitch(?:ed|ing)? (?:from \S+ )?to\b.*\b(?:because|since|so that)\b"),
+         r"\bswitch(?:ed|ing)? (?:from \S+ )?to\b.*\b(?:because|since|so that)\b",
+         r"\b(?:we|i)(?:'re| are| am|'m)? going to switch\b", r"\b(?:we|let's|then) go with\b",
+         r"\b(?:leave|keep) the \w+(?: \w+)? (?:alive |on |off |as it is )?.*\buntil\b", r"\bso \S+ stays\b"),
     _cue("fix", 0.8, "says what fixed a problem",
          r"\b(?:fixed|fixes|solved|resolved) (?:it|the|this|by)\b", r"\bthe fix (?:is|was)\b",
          r"\b(?:works|passes|passing|green) now\b", r"\bthat (?:worked|did it|fixed it)\b",
-         r"\bworkaround\b", r"\bfixed by\b", r"\b(?:is|are|was|were|got|now) (?:now )?fixed\b"),
+         r"\bworkaround\b", r"\bfixed by\b", r"\b(?:is|are|was|were|got|now) (?:now )?fixed\b",
+         r"\bthe (?:only )?(?:change|breaking change|difference|trick) (?:was|is)\b", r"\bwhich is why\b"),
     _cue("error", 0.75, "names the cause of an error",
          r"\broot cause\b", r"\bthe (?:problem|issue|bug|error|failure|crash) (?:is|was)\b",
          r"\b(?:caused by|because of|due to)\b", r"\bturn(?:s|ed) out\b",
-         r"\bfail(?:s|ed|ing)? (?:because|when|since)\b", r"\bthe reason (?:is|was)\b"),
+         r"\bfail(?:s|ed|ing)? (?:because|when|since)\b", r"\bthe reason (?:is|was)\b",
+         r"\b(?:happens|happened|occurs|broke|breaks|crashed|crashes|hangs|hung|stopped|returns|returned) because\b"),
     _cue("dead_end", 0.7, "records an approach that did not work",
          r"\b(?:didn't|doesn't|did not|does not|won't|will not) (?:work|help|fix)\b",
          r"\bdead end\b", r"\bno luck\b", r"\bruled out\b", r"\bdon't (?:bother|try)\b",
-         r"\b(?:tried|trying) .{3,80}\bbut\b"),
+         r"\b(?:tried|trying) .{3,80}\bbut\b", r"\b(?:did not|didn't|does not|doesn't) change\b",
+         r"\bmade no difference\b", r"\bgave nothing\b"),
     _cue("convention", 0.7, "states a convention or rule",
          r"\b(?:always|never) (?:use|run|call|put|commit|push|deploy|import|set|name|write)\b",
          r"\b(?:convention|rule of thumb|our policy|we require)\b", r"(?<!'ll )(?<!will )\bmake sure (?:to|you)\b",
-         r"\bmust (?:be|not|always|never|use|run)\b"),
+         r"\bmust (?:be|not|always|never|use|run)\b", r"\bneeds? .{1,40} (?:or newer|or later|at least)\b",
+         r"\b(?:don't|do not|never) (?:run|deploy|push|point|use|commit)\b.{0,60}\b(?:there|on|in|to)\b"),
     _cue("preference", 0.75, "states a preference",
          r"\b(?:i|we) (?:really |also |usually |generally |much |do )?(?:prefer|love|like|enjoy|hate|dislike|"
          r"can't stand|avoid|am allergic|'m allergic|am vegetarian|'m vegetarian|am vegan|'m vegan)\b",
          r"\bmy (?:favou?rite|preferred)\b", r"\bplease (?:don't|do not|always|never)\b",
-         r"\bi'?d rather\b", r"\bi (?:don't|do not) (?:like|want|eat|drink)\b"),
+         r"\bi'?d rather\b", r"\bi (?:don't|do not) (?:like|want|eat|drink)\b",
+         r"\bplease (?:keep|use|stop|avoid|don't|do not|always|never|prefer)\b"),
+    _cue("note", 0.8, "asks that it be remembered",
+         r"(?<!i )(?<!i've )(?<!i )\bremember that\b", r"\bnote for later\b", r"\bfor the record\b", r"\bkeep in mind that\b",
+         r"\bnote to self\b", r"\bfyi\b"),
     _cue("fact", 0.7, "a fact about the user",
          r"\bmy (?:\w+ ){0,3}(?:is|are|was|were|name|named|called)\b",
          rf"\b{_I} (?:just |recently |finally |also |actually |already )?"
@@ -81,9 +91,11 @@ _CHATTER = re.compile(r"^\s*(?:ok(?:ay)?|thanks?|thank you|great|cool|nice|sure|
 _STATUS = re.compile(r"^\s*(?:let me|let's (?:see|check|look|run|try)|i'll (?:now |first |just )?(?:check|look|run|try|"
                      r"start|open|read|search|take a look|see)|now (?:i'll|let me|running)|running|checking|looking|"
                      r"reading|searching|opening|next,? i'll)\b", re.IGNORECASE)
-_ADVICE = re.compile(r"\b(?:you (?:can|could|should|might|may|will|need to|want to)|here are|here's|consider|"
+_ADVICE = re.compile(r"\b(?:you (?:can|could|should|might|may|will|need to|want to)|here are|here's|here is|consider|"
                      r"i (?:recommend|suggest)|some (?:tips|ideas|options)|it's (?:a good idea|important)|"
-                     r"feel free|i hope|good luck|happy to help)\b", re.IGNORECASE)
+                     r"feel free|i hope|good luck|happy to help|keep me (?:updated|posted|informed))\b", re.IGNORECASE)
+_HEDGE = re.compile(r"\b(?:if this|whether|not sure|don't know|do not know|no idea|i think|maybe|might be|"
+                    r"could be|yet\b|we'll see|let's see)", re.IGNORECASE)
 _PLAN = re.compile(r"\b(?:i'm|i am|we're|we are) (?:thinking (?:of|about)|planning|considering|wondering|looking for|"
                    r"trying to decide|hoping|curious|interested in)\b|\bi (?:want|need|would like|'d like|'d love|would love) (?:to|some|a|more)\b", re.IGNORECASE)
 _CODE = re.compile(r"`[^`]+`|\b[\w/.-]+\.(?:py|js|ts|json|toml|yaml|yml|sql|md|go|rs|sh|cfg|ini)\b|\b\w+_\w+\b|"
@@ -129,6 +141,7 @@ def _penalties(sentence: str, role: str) -> tuple[float, list[str]]:
         (_STATUS.match(sentence) is not None, 0.35, "a status line"),
         (_ADVICE.search(sentence) is not None and role != "user", 0.3, "advice to the user"),
         (_PLAN.search(sentence) is not None, 0.2, "a plan or a wish, not a fact"),
+        (_HEDGE.search(sentence) is not None, 0.3, "hedged"),
         (words < 5, 0.3, "too short to stand alone"),
         (words > 80, 0.2, "too long to be one fact"),
     )
