@@ -38,6 +38,12 @@ ROUTES: tuple[Route, ...] = (
     Route("restore", "POST", "/v1/memories/{id}/restore", _h("restore")),
     Route("feedback", "POST", "/v1/memories/{id}/feedback", _h("feedback")),
     Route("projects", "GET", "/v1/projects", _h("projects")),
+    # capture: memories proposed from conversations (capsule.capture)
+    Route("capture", "POST", "/v1/memories/capture", _h("capture"), timeout_s=30),
+    Route("capture_settings", "PUT", "/v1/memories/capture/settings", _h("capture_settings")),
+    Route("candidates", "GET", "/v1/memories/candidates", _h("candidates")),
+    Route("candidate_approve", "POST", "/v1/memories/candidates/{id}/approve", _h("candidate_approve")),
+    Route("candidate_reject", "POST", "/v1/memories/candidates/{id}/reject", _h("candidate_reject")),
     Route("project_settings", "PUT", "/v1/projects/settings", _h("project_settings")),
     Route("openapi", "GET", "/openapi.json", _h("openapi"), timeout_s=5, memory_mb=256, auth=False),
     # solutions (fixpacks) and error patterns: capsule.learning
@@ -57,6 +63,9 @@ ROUTES: tuple[Route, ...] = (
     # data in and out: capsule.transfer
     Route("export", "GET", "/v1/export", _h("export"), timeout_s=30, memory_mb=1024),  # API Gateway: 30 s at most
     Route("import_data", "POST", "/v1/import", _h("import_data"), timeout_s=30, memory_mb=1024),
+    # one memory across peers: capsule.sync
+    Route("sync_changes", "GET", "/v1/sync/changes", _h("sync_changes"), timeout_s=30, memory_mb=1024),
+    Route("sync_apply", "POST", "/v1/sync/apply", _h("sync_apply"), timeout_s=30, memory_mb=1024),
 )
 
 

@@ -510,10 +510,14 @@ def cmd_bench(args: argparse.Namespace) -> None:
     queries = 20 if args.quick else args.queries
     results = []
     started = time.time()
-    with tempfile.TemporaryDirectory(prefix="capsule-bench-", dir=args.workdir) as tmp:
+    from .progress import Progress
+
+    with tempfile.TemporaryDirectory(prefix="capsule-bench-", dir=args.workdir) as tmp, \
+            Progress("bench (configurations)", len(dims) * len(sizes)) as bar:
         for dim in dims:
             for n in sizes:
-                print(f"... N={n} dim={dim}", file=sys.stderr, flush=True)
+                if bar.mode == "off":
+                    print(f"... N={n} dim={dim}", file=sys.stderr, flush=True)
                 rate = next((r["hnswlib"].get("build_rows_per_s") for r in reversed(results)
                              if r["dim"] == dim and "build_rows_per_s" in r.get("hnswlib", {})), None)
                 results.append(run_one(n, dim, queries, 1 if args.quick else args.cold_runs, Path(tmp),
@@ -521,6 +525,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
                                        workers=args.workers, global_projects=args.global_projects,
                                        only_global=args.only_global, vector_only=args.vector_only))
                 Path(args.out).write_text(json.dumps({"partial": True, "results": results}, indent=2))
+                bar.advance()
     report = {
         "command": "capsule " + " ".join(sys.argv[1:]),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,

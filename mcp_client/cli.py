@@ -37,7 +37,7 @@ COMMAND_MODULES: list[str] = [
     "mcp_client.serve", "mcp_client.keys", "mcp_client.loadtest", "mcp_client.cloud", "mcp_client.bench",
     "mcp_client.evaluate", "mcp_client.jobs_cmd", "mcp_client.solutions_cmd", "mcp_client.patterns_cmd",
     "mcp_client.mcp_server", "mcp_client.hooks", "mcp_client.install", "mcp_client.tenants_cmd",
-    "mcp_client.transfer_cmd",
+    "mcp_client.transfer_cmd", "mcp_client.capture_cmd", "mcp_client.sync_cmd",
 ]
 # Commands whose start-up an agent waits on, and the one module that adds each: a command line
 # naming one imports that module alone (any other imports every module above).
@@ -116,10 +116,11 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     service = service_from(args)
     candidates = list(ingestible([Path(p) for p in args.paths]))
     summary = {"files": 0, "chunks": 0, "stored": 0, "deduplicated": 0, "skipped": [], "evicted": 0}
-    total = len(candidates)
-    for number, (path, skip) in enumerate(candidates, start=1):
-        if not args.json and sys.stderr.isatty():
-            print(f"\r[{number}/{total}] {str(path)[-60:]:<60}", end="", file=sys.stderr, flush=True)
+    from .progress import Progress
+
+    bar = Progress("ingest (files)", len(candidates))
+    for path, skip in candidates:
+        bar.advance()
         if skip:
             summary["skipped"].append({"path": str(path), "reason": skip})
             continue
@@ -132,8 +133,7 @@ def cmd_ingest(args: argparse.Namespace) -> None:
         summary["deduplicated"] += len(result.deduplicated)
         summary["stored"] += result.chunks - len(result.deduplicated)
         summary["evicted"] += len(result.evicted)
-    if not args.json and sys.stderr.isatty():
-        print(file=sys.stderr)
+    bar.close()
     _out(args, summary, lambda: (
         f"ingested {summary['files']} files: {summary['chunks']} chunks, {summary['stored']} stored, "
         f"{summary['deduplicated']} already stored, {len(summary['skipped'])} skipped, "

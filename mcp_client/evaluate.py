@@ -291,6 +291,9 @@ def register(subparsers) -> None:
     from . import evaluate_longmemeval  # imports this module: registered here, not at the top
 
     evaluate_longmemeval.register(sub)
+    from . import evaluate_capture
+
+    evaluate_capture.register(sub)
 
 
 __all__ = ["normalise_evidence", "parse_session_date", "load_locomo", "scores", "run_eval", "register"]

@@ -35,6 +35,7 @@ from capsule.paths import data_dir_from
 from . import local_server
 from .bounded import excerpt
 from .digest import Digest, infer_outcome, last_compact_summary, transcript_digests
+from . import hook_capture
 from .options import connection_from, connection_options
 from .project_name import default_project
 from .spool import RETRYABLE, Spool, send
@@ -133,6 +134,9 @@ def hook_stop(payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
     path = payload.get("transcript_path")
     if not path:
         raise HookSkipped("no transcript_path in the hook input")
+    if hook_capture.capture_mode(ctx.environ) != "off":
+        session = str(payload["session_id"]) if payload.get("session_id") else None
+        return capture_events(hook_capture.transcript_events(path, session), ctx)
     digests = transcript_digests(path)
     if not digests:
         return {"stored": 0, "deduplicated": 0, "digests": 0}
@@ -159,12 +163,31 @@ def _digest_write(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 # ---- post-compact ---------------------------------------------------------------------------
 
 
+def capture_events(events: Any, ctx: HookContext) -> dict[str, Any]:
+    """Send events to capture (CAPSULE_HOOK_CAPTURE), in batches; kept in the spool while unreachable."""
+    mode = hook_capture.capture_mode(ctx.environ)
+    report = {"events": 0, "candidates": 0, "approved": 0, "skipped": 0}
+    for batch in hook_capture.batches(iter(events)):
+        report["events"] += len(batch)
+        result = ctx.write("capture", hook_capture.capture_request(ctx.project, batch, mode))
+        if result is not None:
+            report["candidates"] += len(result.candidates)
+            report["approved"] += len(result.approved)
+            report["skipped"] += len(result.skipped)
+    return report
+
+
 def hook_post_compact(payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
     summary = payload.get("compact_summary") or payload.get("summary")
     if not summary and payload.get("transcript_path"):
         summary = last_compact_summary(payload["transcript_path"])
     if not isinstance(summary, str) or not summary.strip():
         raise HookSkipped("no compaction summary in the hook input or the transcript")
+    if hook_capture.capture_mode(ctx.environ) != "off":
+        event = {"role": "assistant", "text": summary[: hook_capture.MAX_EVENT_CHARS]}
+        if payload.get("session_id"):
+            event["session"] = str(payload["session_id"])[:256]
+        return capture_events([event], ctx)
     outcome = infer_outcome(summary)
     meta: dict[str, Any] = {"type": "compaction-summary", "outcome_status": outcome,
                             "source": "claude-code:post-compact", "tags": ["compaction"],
@@ -240,10 +263,16 @@ def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, open_b
                           spool=spool)
         if name == "stop":
             report = hook_stop(payload, ctx)
+            if "candidates" in report:
+                print(hook_capture.report_line(name, report) + _finish(ctx), file=stderr)
+                return 0
             print(f"capsule hook stop: {report['digests']} digest(s), {report['stored']} stored,"
                   f" {report['deduplicated']} already stored" + _finish(ctx), file=stderr)
         elif name == "post-compact":
             report = hook_post_compact(payload, ctx)
+            if "candidates" in report:
+                print(hook_capture.report_line(name, report) + _finish(ctx), file=stderr)
+                return 0
             print(f"capsule hook post-compact: summary of outcome {report['outcome']}, {report['chunks']} chunk(s)"
                   " stored" + _finish(ctx), file=stderr)
         else:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the hooks start without the backends' imports
 
 # Failures worth retrying later: the request itself was fine.
 RETRYABLE = (Unavailable, Unauthorized, Forbidden)
-KINDS = ("store", "ingest")
+KINDS = ("store", "ingest", "capture")
 INFLIGHT = ".inflight"
 INFLIGHT_STALE_S = 120.0  # Claude Code's hook timeouts (capsule install) are 15-30 s
 
@@ -99,6 +99,10 @@ def send(backend: "Backend", kind: str, request: Mapping[str, Any]) -> Any:
         return backend.store(request)
     if kind == "ingest":
         return backend.ingest(request)
+    if kind == "capture":
+        from .capture_ops import capture_ops  # only hooks in capture mode pay for it
+
+        return capture_ops(backend).capture(request)
     raise InvalidInput(f"unknown spooled request kind {kind!r}", field="kind")
 
 

@@ -11,6 +11,7 @@ the input was cut short.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,7 @@ from capsule.transfer import DataImportResult, export_lines, import_lines, open_
 from capsule.transfer.format import read_lines
 
 from . import cli, render
+from .progress import Progress
 
 FOREIGN = ("vector-bridge", "capsule-mongo")
 
@@ -38,13 +40,21 @@ def _output(target: str | None) -> Iterator[IO[str]]:
         raise InvalidInput(f"cannot write {path}: {exc.strerror}", field="output") from exc
 
 
+def _memory_count(service, project: str | None) -> int:
+    """The memory rows an export will write (forgotten ones too): the progress bar's total."""
+    return sum(p.memories + p.forgotten for p in service.projects(cli.LOCAL_TENANT).projects
+               if project is None or p.project == project)
+
+
 def cmd_export(args: argparse.Namespace) -> None:
     service = cli.service_from(args)
     rows = 0
-    with _output(args.output) as out:
+    with _output(args.output) as out, Progress("export (memories)", _memory_count(service, args.project)) as bar:
         for line in export_lines(open_sources(service), cli.LOCAL_TENANT, args.project):
             out.write(line)
             rows += 1
+            if line.startswith('{"kind":"memory"'):
+                bar.advance()
     if args.output not in (None, "-"):
         print(f"exported {rows - 2} row(s) to {args.output}", file=sys.stderr)
 
@@ -80,6 +90,21 @@ def _foreign(args: argparse.Namespace, service) -> DataImportResult:
                                 source_model=args.source_model)
 
 
+def _size(handle: IO[bytes]) -> int | None:
+    """The file's size, for the progress bar (None for a pipe)."""
+    try:
+        size = os.fstat(handle.fileno()).st_size
+    except (OSError, ValueError, AttributeError):
+        return None
+    return size or None
+
+
+def _counted(lines: Iterator[bytes], bar: Progress) -> Iterator[bytes]:
+    for line in lines:
+        bar.advance(len(line))
+        yield line
+
+
 def _learning(service):
     from capsule.learning.runtime import build_learning
 
@@ -93,9 +118,10 @@ def cmd_import(args: argparse.Namespace) -> None:
     else:
         if args.uri:
             raise InvalidInput(f"unexpected argument {args.uri!r}: an export file takes none", field="uri")
-        with _input(args.source) as handle:
+        with _input(args.source) as handle, Progress("import (bytes)", _size(handle)) as bar:
             name = "standard input" if args.source == "-" else args.source
-            result = import_lines(open_sources(service), cli.LOCAL_TENANT, read_lines(handle), source=name)
+            result = import_lines(open_sources(service), cli.LOCAL_TENANT, _counted(read_lines(handle), bar),
+                                  source=name)
     print(render.as_json(result) if args.json else _report(result, "row" if args.source in FOREIGN else "line"))
     if result.refused_total or not result.complete:
         raise CapsuleError(f"{result.refused_total} row(s) refused" + ("" if result.complete else "; input cut short"))

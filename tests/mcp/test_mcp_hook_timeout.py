@@ -15,7 +15,7 @@ from mcp_client.backends import EmbeddedBackend
 from mcp_client.spool import INFLIGHT_STALE_S, Spool
 from mcp_support import capsule_command, capsule_env, hook_input, new_data_dir
 
-PROJECT = "/home/dev/shop"
+PROJECT = "shop"  # the recorded cwd /home/dev/shop, by its folder name
 
 
 def stored(data_dir: Path) -> list:

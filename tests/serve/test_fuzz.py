@@ -69,6 +69,10 @@ SCHEMA_CANNOT_STATE = {
     ("ST202", "POST /v1/import"): "a JSON Lines body must open with an export's header line",
     ("ST202", "POST /v1/solutions/import"): "a fixpack file is any object with a fixpack's fields, in either "
                                             "project's names, and keys of its own",
+    ("ST202", "POST /v1/sync/apply"): "each item's memory is a row of the export format, validated (strict) by "
+                                      "capsule.transfer.format as an import's lines are",
+    ("ST201", "POST /v1/sync/apply"): "a body over the API's size limit is refused with 413 before it is parsed, "
+                                      "whatever else is wrong with it",
 }
 
 

@@ -1,0 +1,78 @@
+"""Precision and recall of capture's candidates against labelled events (pure functions).
+
+An event counts as proposed when :func:`~capsule.capture.scoring.score_event` yields a
+candidate for it. Two dataset shapes are read: Capsule's own labelled set
+(``{"format": "capsule-capture-eval", "events": [{split, session, role, text, label, ...}]}``)
+and LongMemEval (a list of questions whose ``haystack_sessions`` turns carry
+``has_answer``: those turns are labelled facts about the user, the others are not;
+questions alternate between the ``even`` and ``odd`` splits so a tuning half stays apart).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from ..errors import InvalidInput
+from .scoring import Event, score_event
+
+
+@dataclass(frozen=True)
+class Labelled:
+    split: str
+    event: Event
+    label: bool
+
+
+def _own(data: dict[str, Any]) -> Iterator[Labelled]:
+    for number, item in enumerate(data.get("events") or []):
+        try:
+            yield Labelled(str(item["split"]), Event(item["role"], item["text"], tuple(item.get("tool_results") or ())),
+                           bool(item["label"]))
+        except (KeyError, TypeError) as exc:
+            raise InvalidInput(f"events[{number}] lacks {exc}", field=f"events[{number}]") from None
+
+
+def _longmemeval(data: list[Any]) -> Iterator[Labelled]:
+    for number, question in enumerate(data):
+        split = "even" if number % 2 == 0 else "odd"
+        for session in question.get("haystack_sessions") or []:
+            for turn in session:
+                yield Labelled(split, Event(turn["role"], turn["content"]), bool(turn.get("has_answer")))
+
+
+def labelled_events(data: Any) -> tuple[str, list[Labelled]]:
+    """The dataset's name and its events with their labels."""
+    if isinstance(data, dict) and data.get("format") == "capsule-capture-eval":
+        return "capsule-capture-eval", list(_own(data))
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "haystack_sessions" in data[0]:
+        return "longmemeval", list(_longmemeval(data))
+    raise InvalidInput("not a capture dataset: expected Capsule's labelled events or a LongMemEval file",
+                       field="dataset")
+
+
+def metrics(pairs: Iterable[tuple[bool, bool]]) -> dict[str, float]:
+    """Precision, recall and F1 of (proposed, label) pairs, with the counts."""
+    tp = fp = fn = n = 0
+    for proposed, label in pairs:
+        n += 1
+        tp += proposed and label
+        fp += proposed and not label
+        fn += label and not proposed
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"events": n, "positives": tp + fn, "proposed": tp + fp, "precision": round(precision, 3),
+            "recall": round(recall, 3), "f1": round(f1, 3)}
+
+
+def evaluate(events: list[Labelled], *, threshold: float | None = None) -> dict[str, dict[str, float]]:
+    """Metrics per split and overall; ``threshold``: count only candidates scoring at least this."""
+    def proposed(item: Labelled) -> bool:
+        found = score_event(item.event)
+        return found is not None and (threshold is None or found.score >= threshold)
+
+    results = [(item.split, proposed(item), item.label) for item in events]
+    report = {split: metrics((p, l) for s, p, l in results if s == split) for split in sorted({r[0] for r in results})}
+    report["all"] = metrics((p, l) for _, p, l in results)
+    return report

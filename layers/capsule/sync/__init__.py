@@ -1,0 +1,8 @@
+"""Sync: one memory across the embedded store and a remote (``capsule serve`` or hosted)
+tenant, incremental per peer and project, merged by a documented rule
+(:mod:`capsule.sync.merge`)."""
+
+from .engine import LocalPeer, Peer, SyncReport, run_sync
+from .state import Watermarks, state_path
+
+__all__ = ["LocalPeer", "Peer", "SyncReport", "Watermarks", "run_sync", "state_path"]

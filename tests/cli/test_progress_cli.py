@@ -1,0 +1,54 @@
+"""Progress on long commands: a bar on a terminal (a real pseudo-terminal), nothing when piped,
+JSON lines when CAPSULE_PROGRESS=json."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+
+from tests.cli.test_cli import CLI, REPO, cli_env, run
+
+
+def _seed(data_dir) -> None:
+    for n in range(3):
+        run(data_dir, "store", f"decision {n}: use WAL mode", "--project", "api")
+
+
+def test_export_draws_a_bar_on_a_terminal(tmp_path):
+    _seed(tmp_path)
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([*CLI, "export", "-o", str(tmp_path / "out.jsonl")], cwd=REPO, env=cli_env(tmp_path),
+                              stderr=follower, stdout=subprocess.PIPE, timeout=120)
+        os.close(follower)
+        follower = -1
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        if follower != -1:
+            os.close(follower)
+        os.close(leader)
+    assert done.returncode == 0
+    assert b"export (memories) [" in drawn and b"3/3 100%" in drawn and b"/s" in drawn
+
+
+def test_piped_it_is_quiet_and_json_lines_when_asked(tmp_path):
+    _seed(tmp_path)
+    quiet = run(tmp_path, "export", "-o", str(tmp_path / "a.jsonl"))
+    assert quiet.stderr.startswith("exported ")  # the summary only, no bar
+    env = {**cli_env(tmp_path), "CAPSULE_PROGRESS": "json"}
+    asked = subprocess.run([*CLI, "import", str(tmp_path / "a.jsonl")], cwd=REPO, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert asked.returncode == 0, asked.stderr
+    lines = [json.loads(line) for line in asked.stderr.splitlines()]
+    assert lines[-1]["progress"] == "import (bytes)" and lines[-1]["final"] is True
+    assert lines[-1]["done"] == lines[-1]["total"] == (tmp_path / "a.jsonl").stat().st_size
