@@ -28,6 +28,8 @@ from pydantic import (
 from . import limits
 
 Outcome = Literal["success", "failure", "unknown"]
+RetentionClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral", "auto"]
+EffectiveClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral"]
 
 # A page's position: the last item's creation time (epoch seconds) and its id as hex; any
 # string of this shape is a position, so a client can never send one that is refused.
@@ -185,7 +187,24 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
-class StoreRequest(_Request):
+# Governance fields (capsule.governance.retention says what each class means).
+RETENTION_DESCRIPTION = (
+    "Retention class: irreplaceable (never evicted; forget needs force), permanent (never evicted), replaceable "
+    "(evicted oldest first by the rolling limit), ephemeral (also expires after its ttl or at expires_at), "
+    "auto (default: pinned means irreplaceable, else replaceable; a ttl or expires_at alone means ephemeral).")
+Ttl = Annotated[JsonInt, Field(ge=1, le=limits.MAX_TTL_SECONDS, description=(
+    "Seconds until an ephemeral memory expires (1 to 10 years); the retention job then purges it."))]
+MemoryRef = Annotated[str, Field(min_length=1, max_length=128, description="A memory's id.")]
+
+
+class _Governed(_Request):
+    retention: RetentionClass | None = Field(None, description=RETENTION_DESCRIPTION)
+    ttl: Ttl | None = None
+    expires_at: AwareDatetime | None = Field(None, description=(
+        "When an ephemeral memory expires (ahead of now, at most 10 years); instead of ttl."))
+
+
+class StoreRequest(_Governed):
     """Store one memory."""
 
     project: ProjectName
@@ -196,9 +215,12 @@ class StoreRequest(_Request):
                                     description="Why this is worth remembering.")
     meta: MemoryMeta = Field(default_factory=MemoryMeta)
     occurred_at: AwareDatetime | None = Field(None, description="When it happened, for imported history.")
+    supersedes: MemoryRef | None = Field(None, description=(
+        "The id of an older memory this one replaces (the fact changed): it is kept, but search returns "
+        "this one unless include_superseded."))
 
 
-class IngestRequest(_Request):
+class IngestRequest(_Governed):
     """Chunk a text (a file, a transcript) and store every chunk, all or none."""
 
     project: ProjectName
@@ -217,6 +239,7 @@ class SearchFilters(_Request):
     path_prefix: PathText | None = None
     since: AwareDatetime | None = Field(None, description="Happened (occurred_at; stored time where there is none) at or after.")
     until: AwareDatetime | None = Field(None, description="Happened before (an until at or before since matches nothing).")
+    retention: EffectiveClass | None = Field(None, description="Only memories of this (effective) retention class.")
 
 
 class Weights(_Request):
@@ -246,6 +269,8 @@ class SearchRequest(_Request):
     min_relevance: float | None = Field(None, ge=0, le=1, description=(
         "A hit needs its meaning (cosine) or keyword score (BM25 over the best match) at least this, or to have "
         "happened when the query says; default: the deployment's (see the README)."))
+    include_superseded: bool = Field(False, description=(
+        "Also return, on each hit, the older memories it superseded (the chain, newest first)."))
 
     @model_validator(mode="after")
     def _scope(self) -> "SearchRequest":
@@ -257,12 +282,14 @@ class SearchRequest(_Request):
 class ListRequest(_Request):
     project: ProjectName
     pinned_only: bool = False
+    retention: EffectiveClass | None = Field(None, description="Only memories of this (effective) retention class.")
     cursor: str | None = Field(None, max_length=limits.MAX_CURSOR_CHARS, pattern=CURSOR_PATTERN)
     limit: JsonInt = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
 
 
 class ForgetRequest(_Request):
     reason: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS)
+    force: bool = Field(False, description="Needed to forget an irreplaceable memory.")
 
 
 class FeedbackRequest(_Request):
@@ -299,6 +326,12 @@ class Memory(BaseModel):
     created_at: datetime
     updated_at: datetime
     forgotten_at: datetime | None = None
+    retention: RetentionClass = "auto"
+    effective_retention: EffectiveClass = "replaceable"
+    expires_at: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    sha256: str | None = Field(None, description="sha256 of the content: send it as If-Match to update safely.")
 
 
 class Eviction(BaseModel):
@@ -333,6 +366,14 @@ class Components(BaseModel):
         "length and when-priors."))
 
 
+class SupersededMemory(BaseModel):
+    id: str
+    content: str
+    superseded_by: str | None = None
+    occurred_at: datetime
+    created_at: datetime
+
+
 class SearchHit(BaseModel):
     id: str
     project: str
@@ -345,6 +386,10 @@ class SearchHit(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
     occurred_at: datetime
     created_at: datetime
+    retention: EffectiveClass = "replaceable"
+    supersedes: str | None = None
+    superseded: list[SupersededMemory] = Field(default_factory=list, description=(
+        "With include_superseded: the memories this one superseded, newest first."))
 
 
 class SearchResult(BaseModel):
