@@ -34,6 +34,7 @@ import numpy as np
 
 from .clock import from_epoch, to_epoch
 from . import terms
+from .governance.retention import effective_class
 from .records import ChangeSet, DeferredVectors, Filters, IndexColumns, MemoryRecord
 
 OUTCOME = {"success": 0.10, "failure": -0.05}
@@ -804,7 +805,7 @@ class ProjectIndex:
             mask &= self.occurred[: self.n] >= to_epoch(filters.since)
         if filters.until:
             mask &= self.occurred[: self.n] < to_epoch(filters.until)
-        if filters.component or filters.category or filters.tags or filters.path_prefix:
+        if filters.component or filters.category or filters.tags or filters.path_prefix or filters.retention:
             rows = np.flatnonzero(mask)
             self.records.prefetch(rows)
             for row in rows:
@@ -824,6 +825,8 @@ def _passes(record: MemoryRecord, filters: Filters) -> bool:
     if any(tag not in tags for tag in filters.tags):
         return False
     if filters.path_prefix and not (record.path or "").startswith(filters.path_prefix):
+        return False
+    if filters.retention and effective_class(record.retention, record.pinned) != filters.retention:
         return False
     return True
 

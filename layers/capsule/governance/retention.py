@@ -3,12 +3,14 @@
 =============== ========================= ======================= =========================
 class           evicted by the limit      forget                  expires
 =============== ========================= ======================= =========================
-irreplaceable   never                     only with ``force``     never
+irreplaceable   never                     only with ``force`` (*) never
 permanent       never                     yes                     never
 replaceable     yes (oldest first)        yes                     never
 ephemeral       yes (oldest first)        yes                     at ``expires_at`` (TTL)
 auto (default)  as irreplaceable when pinned, else as replaceable
 =============== ========================= ======================= =========================
+
+(*) declared ``irreplaceable``; a pinned ``auto`` memory forgets without it (see :func:`needs_force`).
 
 Pure functions: the stores and the service read the rules from here.
 """
@@ -40,8 +42,10 @@ def evictable(retention: str | None, pinned: bool) -> bool:
 
 
 def needs_force(retention: str | None, pinned: bool) -> bool:
-    """Forgetting an irreplaceable memory must be asked for with ``force``."""
-    return effective_class(retention, pinned) == "irreplaceable"
+    """Forgetting a memory declared irreplaceable must be asked for with ``force``. A pinned
+    ``auto`` memory is irreplaceable to the limit but forgets as before: clients of the first
+    Capsule forget pinned memories, and must switch unchanged."""
+    return retention == "irreplaceable"
 
 
 def expiry(now: datetime, *, ttl: int | None, expires_at: datetime | None,
@@ -64,5 +68,5 @@ def check_expires_at(now: datetime, expires_at: datetime) -> str | None:
 
 def eviction_reason(limit: int, klass: str) -> str:
     """The explanation of one eviction by the rolling limit, naming the memory's class."""
-    return (f"the project holds its rolling limit of {limit} memories; this was the oldest evictable one"
-            f" (class {klass}: irreplaceable and permanent memories are never evicted)")
+    return (f"the project holds its rolling limit of {limit} memories; this was the oldest unpinned one of an"
+            f" evictable class (class {klass}; irreplaceable and permanent memories are never evicted)")
