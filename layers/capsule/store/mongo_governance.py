@@ -76,16 +76,20 @@ class MongoGovernanceStore:
             if doc is None:
                 self.versions_.delete_one({"tenant": before.tenant, "memory_id": before.id, "number": number},
                                           session=w.session)
-                raise self._why_not(before)
+                raise self._why_not(before, w.session)
             store._audit(w.session, before.tenant, before.id, before.project, action, actor, reason,
                          to_epoch(after.updated_at))
             return doc
 
+        with guarded("find the memory"):  # the project's write needs its project: a foreign id has none
+            if store.memories.find_one({"tenant": before.tenant, "id": before.id, "active": True},
+                                       projection={"project": 1}) is None:
+                raise NotFound(f"no memory {before.id}")
         return doc_to_record(store._in_project(before.tenant, before.project, "update the memory", body))
 
-    def _why_not(self, before: MemoryRecord) -> NotFound | PreconditionFailed:
+    def _why_not(self, before: MemoryRecord, session: Any) -> NotFound | PreconditionFailed:
         live = self._store.memories.find_one({"tenant": before.tenant, "id": before.id, "active": True},
-                                             projection={"_id": 1})
+                                             projection={"_id": 1}, session=session)
         if live:
             return PreconditionFailed(f"memory {before.id} changed since it was read; read it again and retry")
         return NotFound(f"no memory {before.id}")
