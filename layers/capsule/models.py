@@ -192,8 +192,9 @@ RETENTION_DESCRIPTION = (
     "Retention class: irreplaceable (never evicted; forget needs force), permanent (never evicted), replaceable "
     "(evicted oldest first by the rolling limit), ephemeral (also expires after its ttl or at expires_at), "
     "auto (default: pinned means irreplaceable, else replaceable; a ttl or expires_at alone means ephemeral).")
-Ttl = Annotated[JsonInt, Field(ge=1, le=limits.MAX_TTL_SECONDS, description=(
-    "Seconds until an ephemeral memory expires (1 to 10 years); the retention job then purges it."))]
+Ttl = Annotated[int, Field(ge=1, le=limits.MAX_TTL_SECONDS, description=(
+    "Seconds until an ephemeral memory expires (1 to 10 years); the retention job then purges it.")),
+    BeforeValidator(json_int)]
 MemoryRef = Annotated[str, Field(min_length=1, max_length=128, description="A memory's id.")]
 
 
