@@ -12,7 +12,8 @@ from mcp_support import ERROR, FIXPACK, ToolSession, mcp_params, new_data_dir
 ALL_TOOLS = {"memory_store", "memory_ingest", "memory_search", "memory_list", "memory_pin", "memory_forget",
              "memory_feedback", "memory_projects", "memory_get", "memory_restore", "solution_search",
              "solution_apply", "pattern_detect",
-             "pattern_solutions", "pattern_link", "golden_paths", "detect_patterns"}
+             "pattern_solutions", "pattern_link", "golden_paths", "detect_patterns",
+             "memory_update", "memory_history", "memory_revert"}
 
 
 def seed(data_dir) -> str:
