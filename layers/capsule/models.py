@@ -299,7 +299,15 @@ class FeedbackRequest(_Request):
 
 
 class ProjectSettingsRequest(_Request):
-    retention_limit: JsonInt = Field(ge=1, le=limits.MAX_RETENTION_LIMIT)
+    retention_limit: JsonInt | None = Field(None, ge=1, le=limits.MAX_RETENTION_LIMIT)
+    ephemeral_ttl: Ttl | None = Field(None, description=(
+        "Seconds an ephemeral memory of this project lives when stored without ttl or expires_at (1 to 10 years)."))
+
+    @model_validator(mode="after")
+    def _something(self) -> "ProjectSettingsRequest":
+        if self.retention_limit is None and self.ephemeral_ttl is None:
+            raise ValueError("give retention_limit, ephemeral_ttl or both")
+        return self
 
 
 # ---- results -------------------------------------------------------------

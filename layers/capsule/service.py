@@ -191,13 +191,16 @@ class MemoryService:
             return ""
         return f" Embedder: {describe_embedder(self.embedder).sentence()}."
 
-    def _retention(self, req: models.StoreRequest | models.IngestRequest) -> tuple[str, datetime | None]:
+    def _retention(self, tenant: str, req: models.StoreRequest | models.IngestRequest) -> tuple[str, datetime | None]:
+        default = self.settings.ephemeral_ttl
+        if req.retention == "ephemeral" and req.ttl is None and req.expires_at is None:
+            default = self.governance_store.project_ttl(tenant, req.project) or default
         return for_new(self.clock(), retention=req.retention, ttl=req.ttl, expires_at=req.expires_at,
-                       default_ttl=self.settings.ephemeral_ttl)
+                       default_ttl=default)
 
     def store_memory(self, tenant: str, request: models.StoreRequest | dict) -> models.StoreResult:
         req = validate(models.StoreRequest, request)
-        retention = self._retention(req)
+        retention = self._retention(tenant, req)
         if req.supersedes is not None:
             self._supersedable(tenant, req.supersedes)
         records, embed_error = self._records(
@@ -275,7 +278,7 @@ class MemoryService:
 
     def ingest(self, tenant: str, request: models.IngestRequest | dict) -> models.IngestResult:
         req = validate(models.IngestRequest, request)
-        retention = self._retention(req)
+        retention = self._retention(tenant, req)
         chunks = chunk_text(req.text, path=req.path)
         if not chunks:
             raise InvalidInput("text has no content to store", field="text")
@@ -582,8 +585,15 @@ class MemoryService:
                             ) -> models.ProjectsResult:
         req = validate(models.ProjectSettingsRequest, request)
         validate(models.ListRequest, {"project": project})  # the same name rules as everywhere
-        self.store.set_retention_limit(tenant, project, req.retention_limit, at=self.clock())
+        said = []
+        if req.retention_limit is not None:
+            self.store.set_retention_limit(tenant, project, req.retention_limit, at=self.clock())
+            said.append(f"Project '{project}' now keeps at most {req.retention_limit} memories;"
+                        " the next store evicts the oldest unpinned ones beyond it.")
+        if req.ephemeral_ttl is not None:
+            self.governance_store.set_project_ttl(tenant, project, req.ephemeral_ttl, at=self.clock())
+            said.append(f"Ephemeral memories of project '{project}' stored without a ttl now live"
+                        f" {req.ephemeral_ttl} seconds.")
         result = self.projects(tenant)
-        result.explanation = (f"Project '{project}' now keeps at most {req.retention_limit} memories;"
-                              " the next store evicts the oldest unpinned ones beyond it.")
+        result.explanation = " ".join(said)
         return result

@@ -191,3 +191,13 @@ def test_add_audit_and_version_pages_round_trip(store, gov):
     assert [v for page in gov.version_pages("t1", "other", page=5) for v in page] == []
     assert gov.put_versions("t1", pages) == 0  # already kept
     assert gov.put_versions("t1", [replace(pages[0], number=7)]) == 1
+
+
+def test_project_ttl_is_kept_per_project_and_tenant(store, gov):
+    assert gov.project_ttl("t1", "p") is None
+    put(store, rec("x"))
+    gov.set_project_ttl("t1", "p", 3600, at=T0)
+    gov.set_project_ttl("t1", "new-project", 60, at=T0)
+    assert (gov.project_ttl("t1", "p"), gov.project_ttl("t1", "new-project"), gov.project_ttl("t2", "p")) == (
+        3600, 60, None)
+    assert store.retention_limit("t1", "p") is None  # the limit is its own setting

@@ -126,3 +126,17 @@ def test_a_database_from_before_governance_migrates_in_place(tmp_path):
     assert (record.retention, record.expires_at, record.supersedes) == ("auto", None, None)
     assert upgraded._read("PRAGMA user_version")[0][0] == len(MIGRATIONS)
     upgraded.close()
+
+
+def test_a_project_default_ttl_applies_to_its_ephemeral_memories(service, clock):
+    result = service.set_retention_limit(T, "p", {"ephemeral_ttl": 120})
+    assert "120 seconds" in result.explanation
+    temp = store(service, "short lived", retention="ephemeral").memory
+    assert temp.expires_at == clock.now + timedelta(seconds=120)
+    other = store(service, "elsewhere", project="q", retention="ephemeral").memory
+    assert other.expires_at == clock.now + timedelta(seconds=service.settings.ephemeral_ttl)
+    with pytest.raises(InvalidInput) as bad:
+        service.set_retention_limit(T, "p", {"ephemeral_ttl": 0})
+    assert bad.value.field == "ephemeral_ttl"
+    with pytest.raises(InvalidInput):
+        service.set_retention_limit(T, "p", {})

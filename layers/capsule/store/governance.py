@@ -75,6 +75,12 @@ class GovernanceStore(Protocol):
         """Purge for good (with their versions) up to ``limit`` active memories whose
         ``expires_at`` is at or before ``at``, each audited as 'expire' by 'retention'."""
 
+    def set_project_ttl(self, tenant: str, project: str, ttl: int, *, at: datetime) -> None:
+        """Set the seconds an ephemeral memory of the project lives when stored without a ttl."""
+
+    def project_ttl(self, tenant: str, project: str) -> int | None:
+        """The project's own ephemeral TTL, or None to use the deployment's."""
+
     def add_audit(self, record: AuditRecord) -> None:
         """Keep one audit record (a refusal, a class change the memory write did not audit)."""
 

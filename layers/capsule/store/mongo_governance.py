@@ -144,6 +144,17 @@ class MongoGovernanceStore:
         drop_versions(store.db, w.session, tenant, [a.memory_id for a in done])
         return done
 
+    def set_project_ttl(self, tenant: str, project: str, ttl: int, *, at: datetime) -> None:
+        self._store._ensure_project(tenant, project, to_epoch(at))
+        with guarded("set the project's ephemeral TTL"):
+            self._store.projects_.update_one({"tenant": tenant, "name": project},
+                                             {"$set": {"ephemeral_ttl": ttl, "updated_at": to_epoch(at)}})
+
+    def project_ttl(self, tenant: str, project: str) -> int | None:
+        with guarded("read the project's ephemeral TTL"):
+            doc = self._store.projects_.find_one({"tenant": tenant, "name": project}, projection={"ephemeral_ttl": 1})
+        return (doc or {}).get("ephemeral_ttl")
+
     def add_audit(self, record: AuditRecord) -> None:
         with guarded("keep the audit record"):
             self._store._audit(None, record.tenant, record.memory_id, record.project, record.action, record.actor,

@@ -132,6 +132,17 @@ class SQLiteGovernanceStore:
             drop_versions(conn, [(row["tenant"], row["id"]) for row in rows])
         return done
 
+    def set_project_ttl(self, tenant: str, project: str, ttl: int, *, at: datetime) -> None:
+        with self._db._write() as conn:
+            conn.execute(
+                "INSERT INTO projects (tenant, name, ephemeral_ttl, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (tenant, name) DO UPDATE SET ephemeral_ttl = excluded.ephemeral_ttl, "
+                "updated_at = excluded.updated_at", (tenant, project, ttl, to_epoch(at), to_epoch(at)))
+
+    def project_ttl(self, tenant: str, project: str) -> int | None:
+        rows = self._db._read("SELECT ephemeral_ttl FROM projects WHERE tenant = ? AND name = ?", (tenant, project))
+        return rows[0]["ephemeral_ttl"] if rows else None
+
     def add_audit(self, record: AuditRecord) -> None:
         with self._db._write() as conn:
             self._db._audit(conn, record.tenant, record.memory_id, record.project, record.action, record.actor,

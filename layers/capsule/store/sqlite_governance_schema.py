@@ -19,6 +19,7 @@ MIGRATION = """
     ALTER TABLE memories ADD COLUMN supersedes TEXT;
     ALTER TABLE memories ADD COLUMN superseded_by TEXT;
     CREATE INDEX memories_expiry ON memories (expires_at) WHERE expires_at IS NOT NULL AND deleted_at IS NULL;
+    ALTER TABLE projects ADD COLUMN ephemeral_ttl INTEGER;
     CREATE INDEX memories_class ON memories (tenant, project, retention, pinned, deleted_at, created_at, id);
     CREATE TABLE memory_versions (
         tenant TEXT NOT NULL,
