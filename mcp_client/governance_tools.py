@@ -51,7 +51,8 @@ def register(tools: ToolRegistry) -> None:
 
     @tools.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     def memory_history(id: MemoryId, ctx: Context) -> Annotated[CallToolResult, gm.HistoryResult]:
-        """Every version of a memory, oldest first, with who changed it, when and why."""
+        """Every version of a memory, oldest first, with who changed it, when and why. Use it before
+        memory_revert to find the version number to bring back. Returns the versions and the memory."""
         s = state(ctx)
         found = run(lambda: s.backend.history(id))
         lines = [f"{v.version}{' (current)' if v.current else ''}: {v.content[:200]}" for v in found.versions]
@@ -65,7 +66,8 @@ def register(tools: ToolRegistry) -> None:
         reason: Reason = None,
         if_match: IfMatchArg = None,
     ) -> Annotated[CallToolResult, gm.UpdateResult]:
-        """Bring back an earlier version of a memory (the current one is kept in its history too)."""
+        """Bring back an earlier version of a memory after a wrong update (the current one is kept in its
+        history too, so a revert can be reverted). Returns the memory and its new version number."""
         s = state(ctx)
         reverted = run(lambda: s.backend.revert(id, drop_none(version=version, reason=reason), if_match))
         return result(reverted, reverted.explanation)
