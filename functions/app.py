@@ -94,6 +94,7 @@ _ERROR_DESCRIPTIONS = {
     403: "Credentials not accepted (e.g. a SigV4 signature mismatch)",
     404: "No such memory for this caller (another tenant's id is also not found)",
     409: "The memory's state does not allow it",
+    412: "If-Match does not match: the memory changed since it was read (nothing was changed)",
     413: "Body over the limit",
     415: "The body is declared as something other than JSON (Content-Type)",
     422: "Invalid input; details name each field",

@@ -37,6 +37,10 @@ ROUTES: tuple[Route, ...] = (
     Route("unpin", "POST", "/v1/memories/{id}/unpin", _h("unpin")),
     Route("restore", "POST", "/v1/memories/{id}/restore", _h("restore")),
     Route("feedback", "POST", "/v1/memories/{id}/feedback", _h("feedback")),
+    # governance: update with history (capsule.governance)
+    Route("update", "PATCH", "/v1/memories/{id}", _h("update"), timeout_s=15),
+    Route("history", "GET", "/v1/memories/{id}/history", _h("history")),
+    Route("revert", "POST", "/v1/memories/{id}/revert", _h("revert"), timeout_s=15),
     Route("projects", "GET", "/v1/projects", _h("projects")),
     # capture: memories proposed from conversations (capsule.capture)
     Route("capture", "POST", "/v1/memories/capture", _h("capture"), timeout_s=30),

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from capsule import Settings, models
 from capsule.errors import CapsuleError, InvalidInput
 from capsule.learning import LearningService
+from capsule.governance import models as gm
 from capsule.learning import models as lm
 from capsule.learning.runtime import build_learning
 from capsule.runtime import build_service
@@ -40,11 +41,14 @@ class Backend(Protocol):
     def search(self, request: Mapping[str, Any]) -> models.SearchResult: ...
     def list_memories(self, request: Mapping[str, Any]) -> models.ListResult: ...
     def pin(self, memory_id: str, pinned: bool) -> models.MemoryResult: ...
-    def forget(self, memory_id: str, reason: str | None) -> models.MemoryResult: ...
+    def forget(self, memory_id: str, reason: str | None, force: bool = False) -> models.MemoryResult: ...
     def get(self, memory_id: str) -> models.MemoryResult: ...
     def restore(self, memory_id: str) -> models.RestoreResult: ...
     def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult: ...
     def projects(self) -> models.ProjectsResult: ...
+    def update(self, memory_id: str, request: Mapping[str, Any], if_match: str | None) -> gm.UpdateResult: ...
+    def history(self, memory_id: str) -> gm.HistoryResult: ...
+    def revert(self, memory_id: str, request: Mapping[str, Any], if_match: str | None) -> gm.UpdateResult: ...
     def solution_search(self, request: Mapping[str, Any]) -> lm.SolutionSearchResult: ...
     def solution_apply(self, solution_id: str, request: Mapping[str, Any]) -> lm.ApplyResult: ...
     def pattern_detect(self, request: Mapping[str, Any]) -> lm.PatternDetectResult: ...
@@ -92,8 +96,17 @@ class EmbeddedBackend:
     def pin(self, memory_id: str, pinned: bool) -> models.MemoryResult:
         return self.service.pin(self.tenant, memory_id, pinned)
 
-    def forget(self, memory_id: str, reason: str | None) -> models.MemoryResult:
-        return self.service.forget(self.tenant, memory_id, {"reason": reason})
+    def forget(self, memory_id: str, reason: str | None, force: bool = False) -> models.MemoryResult:
+        return self.service.forget(self.tenant, memory_id, {"reason": reason, "force": force})
+
+    def update(self, memory_id: str, request: Mapping[str, Any], if_match: str | None) -> gm.UpdateResult:
+        return self.service.history.update(self.tenant, memory_id, dict(request), if_match=if_match)
+
+    def history(self, memory_id: str) -> gm.HistoryResult:
+        return self.service.history.history(self.tenant, memory_id)
+
+    def revert(self, memory_id: str, request: Mapping[str, Any], if_match: str | None) -> gm.UpdateResult:
+        return self.service.history.revert(self.tenant, memory_id, dict(request), if_match=if_match)
 
     def get(self, memory_id: str) -> models.MemoryResult:
         return self.service.get(self.tenant, memory_id)
@@ -157,8 +170,17 @@ class RemoteBackend:
     def pin(self, memory_id: str, pinned: bool) -> models.MemoryResult:
         return self.client.pin(memory_id) if pinned else self.client.unpin(memory_id)
 
-    def forget(self, memory_id: str, reason: str | None) -> models.MemoryResult:
-        return self.client.forget(memory_id, reason)
+    def forget(self, memory_id: str, reason: str | None, force: bool = False) -> models.MemoryResult:
+        return self.client.forget(memory_id, reason, force=force)
+
+    def update(self, memory_id: str, request: Mapping[str, Any], if_match: str | None) -> gm.UpdateResult:
+        return self.client.update(memory_id, request, if_match=if_match)
+
+    def history(self, memory_id: str) -> gm.HistoryResult:
+        return self.client.history(memory_id)
+
+    def revert(self, memory_id: str, request: Mapping[str, Any], if_match: str | None) -> gm.UpdateResult:
+        return self.client.revert(memory_id, request, if_match=if_match)
 
     def get(self, memory_id: str) -> models.MemoryResult:
         return self.client.get(memory_id)

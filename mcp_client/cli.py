@@ -37,7 +37,7 @@ COMMAND_MODULES: list[str] = [
     "mcp_client.serve", "mcp_client.keys", "mcp_client.loadtest", "mcp_client.cloud", "mcp_client.bench",
     "mcp_client.evaluate", "mcp_client.jobs_cmd", "mcp_client.solutions_cmd", "mcp_client.patterns_cmd",
     "mcp_client.mcp_server", "mcp_client.hooks", "mcp_client.install", "mcp_client.tenants_cmd",
-    "mcp_client.transfer_cmd", "mcp_client.capture_cmd", "mcp_client.sync_cmd",
+    "mcp_client.transfer_cmd", "mcp_client.capture_cmd", "mcp_client.sync_cmd", "mcp_client.governance_cmd",
 ]
 # Commands whose start-up an agent waits on, and the one module that adds each: a command line
 # naming one imports that module alone (any other imports every module above).
@@ -102,11 +102,22 @@ def cmd_store(args: argparse.Namespace) -> None:
     request = {
         "project": args.project, "content": content, "pinned": args.pin, "path": args.path,
         "explanation": args.explanation, "meta": _meta(args), "occurred_at": args.occurred_at,
+        **_governed(args),
     }
     result = served(args, "store", request)
     if result is None:
         result = service_from(args).store_memory(LOCAL_TENANT, request)
     _out(args, result, lambda: f"{result.memory.id}\n{result.explanation}")
+
+
+def _governed(args: argparse.Namespace) -> dict[str, Any]:
+    """The governance options a command was given (capsule.governance), left out when not."""
+    from .governance_cmd import retention_fields
+
+    fields = retention_fields(args)
+    if getattr(args, "supersedes", None):
+        fields["supersedes"] = args.supersedes
+    return fields
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
@@ -143,13 +154,16 @@ def cmd_ingest(args: argparse.Namespace) -> None:
 
 def cmd_search(args: argparse.Namespace) -> None:
     filters = {"component": args.component, "category": args.category, "tags": args.tag or [],
-               "path_prefix": args.path_prefix, "since": args.since, "until": args.until}
+               "path_prefix": args.path_prefix, "since": args.since, "until": args.until,
+               "retention": args.retention}
     request = {"query": args.query, "k": args.k, "mode": args.mode, "global": args.all_projects,
                "filters": {k: v for k, v in filters.items() if v}}
     if args.as_of:
         request["as_of"] = args.as_of
     if args.min_relevance is not None:
         request["min_relevance"] = args.min_relevance
+    if args.include_superseded:
+        request["include_superseded"] = True
     if not args.all_projects:
         request["project"] = args.project
     result = served(args, "search", request)
@@ -174,6 +188,7 @@ def _memory_rows(memories) -> list[tuple]:
 def cmd_list(args: argparse.Namespace) -> None:
     result = service_from(args).list_memories(LOCAL_TENANT, {
         "project": args.project, "pinned_only": args.pinned, "limit": args.limit, "cursor": args.cursor,
+        **({"retention": args.retention} if args.retention else {}),
     })
     _out(args, result, lambda: "\n".join(
         [render.table(["id", "pinned", "created", "content"], _memory_rows(result.memories), wide="content"),
@@ -192,7 +207,7 @@ def _memory_command(operation: str) -> Callable[[argparse.Namespace], None]:
         elif operation in ("pin", "unpin"):
             result = service.pin(LOCAL_TENANT, args.id, operation == "pin")
         elif operation == "forget":
-            result = service.forget(LOCAL_TENANT, args.id, {"reason": args.reason})
+            result = service.forget(LOCAL_TENANT, args.id, {"reason": args.reason, "force": args.force})
         elif operation == "restore":
             result = service.restore(LOCAL_TENANT, args.id)
         else:
@@ -242,6 +257,15 @@ def _meta_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--meta", action="append", metavar="KEY=VALUE", help="any other metadata (repeatable)")
 
 
+EFFECTIVE_CLASSES = ("irreplaceable", "permanent", "replaceable", "ephemeral")
+
+
+def _governance_options(parser: argparse.ArgumentParser) -> None:
+    from .governance_cmd import retention_options
+
+    retention_options(parser)
+
+
 def _iso(value: str) -> datetime:
     try:
         return datetime.fromisoformat(value)
@@ -260,6 +284,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--path")
     p.add_argument("--explanation", help="why it is worth remembering")
     p.add_argument("--occurred-at", type=_iso, help="when it happened (ISO 8601), for imports")
+    p.add_argument("--supersedes", metavar="ID", help="the older memory this one replaces (the fact changed)")
+    _governance_options(p)
     _meta_options(p)
     _common(p)
     p.set_defaults(run=cmd_store)
@@ -283,6 +309,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--until", type=_iso)
     p.add_argument("--as-of", type=_iso, help="search as of this time: recency and 'last month' count from it")
     p.add_argument("--min-relevance", type=float, help="least meaning or keyword score a hit needs (0-1)")
+    p.add_argument("--retention", choices=EFFECTIVE_CLASSES, help="only memories of this retention class")
+    p.add_argument("--include-superseded", action="store_true", help="show what each hit superseded")
     _common(p)
     p.set_defaults(run=cmd_search)
 
@@ -290,6 +318,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--pinned", action="store_true", help="pinned only")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--cursor")
+    p.add_argument("--retention", choices=EFFECTIVE_CLASSES, help="only memories of this retention class")
     _common(p)
     p.set_defaults(run=cmd_list)
 
@@ -300,6 +329,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         p.add_argument("id")
         if name == "forget":
             p.add_argument("--reason")
+            p.add_argument("--force", action="store_true", help="needed to forget an irreplaceable memory")
         if name == "feedback":
             group = p.add_mutually_exclusive_group(required=True)
             group.add_argument("--helpful", dest="helpful", action="store_true")

@@ -35,6 +35,7 @@ from urllib.parse import quote, urlencode
 from pydantic import BaseModel, ValidationError
 
 from capsule import errors, models
+from capsule.governance import models as gm
 from capsule.learning import models as lm
 from capsule.service import validate
 
@@ -51,6 +52,7 @@ NOTHING_DONE_STATUSES = frozenset({429, 503})
 _ERRORS_BY_STATUS: dict[int, Type[errors.CapsuleError]] = {
     400: errors.InvalidInput, 413: errors.PayloadTooLarge, 422: errors.InvalidInput,
     401: errors.Unauthorized, 403: errors.Forbidden, 404: errors.NotFound, 409: errors.Conflict,
+    412: errors.PreconditionFailed,
     429: errors.Unavailable, 503: errors.Unavailable,
 }
 
@@ -127,7 +129,7 @@ class CapsuleClient:
     # ---- the transport -----------------------------------------------------
 
     def request(self, method: str, path: str, *, body: Any = None, query: Mapping[str, Any] | None = None,
-                idempotent: bool = True) -> Any:
+                idempotent: bool = True, headers: Mapping[str, str] | None = None) -> Any:
         """Send one request (retrying as the class docstring says) and return the decoded JSON."""
         url = self.base_url + path
         params = {k: ("true" if v is True else "false" if v is False else v)
@@ -138,6 +140,7 @@ class CapsuleClient:
         base_headers = {"Accept": "application/json", "User-Agent": self._user_agent}
         if body is not None:
             base_headers["Content-Type"] = "application/json"
+        base_headers.update(headers or {})  # signed with the rest
         for attempt in range(self.retry.attempts):
             last = attempt == self.retry.attempts - 1
             headers = self.auth.headers(method, url, base_headers, data)  # re-signed: the date moves
@@ -230,11 +233,25 @@ class CapsuleClient:
     def unpin(self, memory_id: str) -> models.MemoryResult:
         return self._call(models.MemoryResult, "POST", f"/v1/memories/{self._id(memory_id)}/unpin")
 
-    def forget(self, memory_id: str, reason: str | None = None) -> models.MemoryResult:
+    def forget(self, memory_id: str, reason: str | None = None, *, force: bool = False) -> models.MemoryResult:
         """Forget (recoverable for 30 days). The reason travels as a query parameter of the DELETE."""
-        validate(models.ForgetRequest, {"reason": reason})
+        validate(models.ForgetRequest, {"reason": reason, "force": force})
         return self._call(models.MemoryResult, "DELETE", f"/v1/memories/{self._id(memory_id)}",
-                          query={"reason": reason})
+                          query={"reason": reason, **({"force": True} if force else {})})
+
+    def update(self, memory_id: str, request: gm.UpdateRequest | Mapping[str, Any], *,
+               if_match: str | None = None) -> gm.UpdateResult:
+        """Change a memory in place; with ``if_match`` (its sha256) refused (412) if it changed since."""
+        return self._call(gm.UpdateResult, "PATCH", f"/v1/memories/{self._id(memory_id)}",
+                          body=self._body(gm.UpdateRequest, request), headers=_if_match(if_match))
+
+    def history(self, memory_id: str) -> gm.HistoryResult:
+        return self._call(gm.HistoryResult, "GET", f"/v1/memories/{self._id(memory_id)}/history")
+
+    def revert(self, memory_id: str, request: gm.RevertRequest | Mapping[str, Any], *,
+               if_match: str | None = None) -> gm.UpdateResult:
+        return self._call(gm.UpdateResult, "POST", f"/v1/memories/{self._id(memory_id)}/revert",
+                          body=self._body(gm.RevertRequest, request), headers=_if_match(if_match))
 
     def restore(self, memory_id: str) -> models.RestoreResult:
         return self._call(models.RestoreResult, "POST", f"/v1/memories/{self._id(memory_id)}/restore")
@@ -317,6 +334,12 @@ class CapsuleClient:
         """Mine the memories for recurring failures now (idempotent)."""
         return self._call(lm.DetectPatternsResult, "POST", "/v1/patterns/mine",
                           body=self._body(lm.DetectPatternsRequest, request or {}))
+
+
+def _if_match(sha: str | None) -> dict[str, str]:
+    from capsule.governance.history import check_if_match
+
+    return {} if check_if_match(sha) is None else {"If-Match": f'"{check_if_match(sha)}"'}
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

@@ -35,7 +35,8 @@ Capsule Memory: long-term memory shared across sessions and agents.
 Results are bounded (max_chars); page with cursor or narrow the query when items are omitted;
 memory_get reads one memory whole, a page at a time."""
 
-TOOL_MODULES = ["mcp_client.memory_tools", "mcp_client.learning_tools", "mcp_client.capture_tools"]
+TOOL_MODULES = ["mcp_client.memory_tools", "mcp_client.learning_tools", "mcp_client.capture_tools",
+                "mcp_client.governance_tools"]
 
 
 def build_server(open_state: Callable[[], ServerState]) -> MCPServer:

@@ -13,6 +13,7 @@ from capsule import limits, models
 from . import tool_results as out
 from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS, size
 from .strict_tools import ToolRegistry
+from .governance_tools import RetentionArg, TtlArg
 from .tool_kit import MaxChars, MemoryId, Meta, Project, Tags, drop_none, merged_meta, result, run, state
 
 Outcome = Literal["success", "failure", "unknown"]
@@ -22,6 +23,7 @@ Component = Annotated[str | None, Field(max_length=128, description="The part of
 Category = Annotated[str | None, Field(max_length=128, description="A category, e.g. 'code', 'decision', 'deploy'.")]
 OutcomeArg = Annotated[Outcome | None, Field(description="Did the approach work? 'success' memories rank higher, "
                                                          "'failure' ones lower (default unknown).")]
+ClassFilter = Annotated[models.EffectiveClass | None, Field(description="Only memories of this retention class.")]
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -44,6 +46,11 @@ def register(tools: ToolRegistry) -> None:
         category: Category = None,
         pinned: Annotated[bool, Field(description="Pin it so the rolling limit never evicts it.")] = False,
         meta: Meta = None,
+        retention: RetentionArg = None,
+        ttl: TtlArg = None,
+        supersedes: Annotated[str | None, Field(min_length=1, max_length=128, description=(
+            "The id of an older memory this one replaces because the fact changed; search then returns this "
+            "one."))] = None,
     ) -> Annotated[CallToolResult, models.StoreResult]:
         """Remember one thing for later sessions: a decision and its reason, a fix that worked, a convention,
         a pitfall. Use it when you learn something another session would need. The same content stored
@@ -53,7 +60,7 @@ def register(tools: ToolRegistry) -> None:
         fields = merged_meta(meta, type=type, outcome_status=outcome, component=component, category=category)
         stored = run(lambda: s.backend.store(drop_none(
             project=s.project(project), content=content, explanation=explanation, path=path, pinned=pinned,
-            meta={"source": "mcp", **fields}, tags=tags)))
+            meta={"source": "mcp", **fields}, tags=tags, retention=retention, ttl=ttl, supersedes=supersedes)))
         return result(*out.store_output(stored))
 
     @tools.tool(annotations=WRITE)
@@ -103,6 +110,9 @@ def register(tools: ToolRegistry) -> None:
             "in the query are read from it."))] = None,
         min_relevance: Annotated[float | None, Field(ge=0, le=1, description=(
             "Least meaning or keyword score a hit needs (0-1; default: the service's)."))] = None,
+        retention: ClassFilter = None,
+        include_superseded: Annotated[bool, Field(description=(
+            "Also list, on each hit, the older memories it superseded."))] = False,
     ) -> Annotated[CallToolResult, out.SearchOutput]:
         """Recall what earlier sessions stored, by meaning and keyword, ranked by relevance, recency and
         feedback. Use it before starting a task, or when you hit an error, to find past decisions and fixes.
@@ -111,8 +121,8 @@ def register(tools: ToolRegistry) -> None:
         s = state(ctx)
         request = {"query": query, "k": k, "mode": mode, "global": all_projects,
                    "filters": drop_none(tags=tags, component=component, category=category,
-                                       path_prefix=path_prefix),
-                   **drop_none(as_of=as_of, min_relevance=min_relevance)}
+                                       path_prefix=path_prefix, retention=retention),
+                   **drop_none(as_of=as_of, min_relevance=min_relevance, include_superseded=include_superseded)}
         if not all_projects:
             request["project"] = s.project(project)
         found = run(lambda: s.backend.search(request))
@@ -127,11 +137,13 @@ def register(tools: ToolRegistry) -> None:
         cursor: Annotated[str | None, Field(max_length=512, description="next_cursor from the previous page.")]
         = None,
         max_chars: MaxChars = None,
+        retention: ClassFilter = None,
     ) -> Annotated[CallToolResult, out.ListOutput]:
         """Browse a project's memories, newest first, one page at a time (not ranked: use memory_search to
         find something). Returns memories with excerpts and next_cursor when more follow."""
         s = state(ctx)
-        request = drop_none(project=s.project(project), pinned_only=pinned_only, limit=limit, cursor=cursor)
+        request = drop_none(project=s.project(project), pinned_only=pinned_only, limit=limit, cursor=cursor,
+                            retention=retention)
         listed = run(lambda: s.backend.list_memories(request))
         output, text = out.list_output(listed, s.budget(max_chars))
         if output.omitted:
@@ -157,11 +169,12 @@ def register(tools: ToolRegistry) -> None:
         ctx: Context,
         reason: Annotated[str | None, Field(max_length=limits.MAX_EXPLANATION_CHARS,
                                             description="Why: wrong, outdated, superseded by ...")] = None,
+        force: Annotated[bool, Field(description="Needed to forget an irreplaceable memory.")] = False,
     ) -> Annotated[CallToolResult, models.MemoryResult]:
         """Forget a memory that is wrong or outdated, so search stops returning it. Recoverable for 30 days.
         Returns the forgotten memory."""
         s = state(ctx)
-        return result(*out.memory_output(run(lambda: s.backend.forget(id, reason))))
+        return result(*out.memory_output(run(lambda: s.backend.forget(id, reason, force))))
 
     @tools.tool(annotations=READ)
     def memory_get(

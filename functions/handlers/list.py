@@ -15,8 +15,11 @@ def list_memories(
     pinned_only: Annotated[bool, Query(), BeforeValidator(query_bool)] = False,
     cursor: Annotated[str | None, Query(max_length=limits.MAX_CURSOR_CHARS, pattern=models.CURSOR_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = limits.DEFAULT_PAGE,
+    retention: Annotated[models.EffectiveClass | None, Query(
+        description="Only memories of this (effective) retention class.")] = None,
 ) -> models.ListResult:
-    request = {"project": project, "pinned_only": pinned_only, "cursor": cursor, "limit": limit}
+    request = {"project": project, "pinned_only": pinned_only, "cursor": cursor, "limit": limit,
+               **({"retention": retention} if retention is not None else {})}
     return app.service().list_memories(app.tenant(), request)
 
 

@@ -1,4 +1,4 @@
-"""PUT /v1/projects/settings: set a project's rolling retention limit."""
+"""PUT /v1/projects/settings: set a project's rolling retention limit and its ephemeral TTL."""
 
 from typing import Annotated
 
@@ -15,7 +15,8 @@ class ProjectSettingsBody(models.ProjectSettingsRequest):
 
 
 def project_settings(request: Annotated[ProjectSettingsBody, Body()]) -> models.ProjectsResult:
-    settings = models.ProjectSettingsRequest(retention_limit=request.retention_limit)
+    settings = models.ProjectSettingsRequest(retention_limit=request.retention_limit,
+                                             ephemeral_ttl=request.ephemeral_ttl)
     return app.service().set_retention_limit(app.tenant(), request.project, settings)
 
 

@@ -38,6 +38,7 @@ ENVIRONMENT = {
     "voyage_base_url": "VOYAGE_BASE_URL",
     "openai_base_url": "OPENAI_BASE_URL",
     "retention_limit": "CAPSULE_RETENTION_LIMIT",
+    "ephemeral_ttl": "CAPSULE_EPHEMERAL_TTL",
     "weight_vector": "CAPSULE_WEIGHT_VECTOR",
     "weight_bm25": "CAPSULE_WEIGHT_BM25",
     "weight_time": "CAPSULE_WEIGHT_TIME",
@@ -90,6 +91,8 @@ class Settings(BaseModel):
     voyage_base_url: str | None = None
     openai_base_url: str | None = None
     retention_limit: int = Field(limits.DEFAULT_RETENTION_LIMIT, ge=1, le=limits.MAX_RETENTION_LIMIT)
+    # Seconds an ephemeral memory given no ttl or expires_at lives (capsule.governance).
+    ephemeral_ttl: int = Field(limits.DEFAULT_EPHEMERAL_TTL_SECONDS, ge=1, le=limits.MAX_TTL_SECONDS)
     weight_vector: float = Field(0.60, ge=0, le=1)
     weight_bm25: float = Field(0.30, ge=0, le=1)
     weight_time: float = Field(0.10, ge=0, le=1)

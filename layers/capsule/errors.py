@@ -13,6 +13,7 @@ HTTP statuses are assigned only at the edge (``functions/``), from ``status``.
     ├── Forbidden           authenticated but not allowed (403)
     ├── NotFound            no such thing for this tenant (404)
     ├── Conflict            state does not allow it (409)
+    │   └── PreconditionFailed  changed since the caller read it: If-Match does not match (412)
     └── Unavailable         a dependency is down or full; nothing was changed (503, Retry-After)
 """
 
@@ -78,6 +79,11 @@ class NotFound(CapsuleError):
 class Conflict(CapsuleError):
     code = "conflict"
     status = 409
+
+
+class PreconditionFailed(Conflict):
+    code = "precondition_failed"
+    status = 412
 
 
 class Unavailable(CapsuleError):

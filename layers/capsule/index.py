@@ -36,6 +36,7 @@ from . import terms
 from .indexrecords import Fetch, Records, pack, unpack  # noqa: F401  (re-exported)
 from .matrix import RESIDENT_MAX, SplitRows, Spill, blocked_dot, is_mapped, read_rows, resident_bytes
 from .postings import TermScores, _merged
+from .governance.retention import effective_class
 from .records import ChangeSet, DeferredVectors, Filters, IndexColumns, MemoryRecord
 # Sign bits and packed rows (re-exported: stores and tests import them from here).
 from .signbits import PACKED, Packed, pack_row, sign_codes, stable_key  # noqa: F401
@@ -676,7 +677,7 @@ class ProjectIndex:
             mask &= self.occurred[: self.n] >= to_epoch(filters.since)
         if filters.until:
             mask &= self.occurred[: self.n] < to_epoch(filters.until)
-        if filters.component or filters.category or filters.tags or filters.path_prefix:
+        if filters.component or filters.category or filters.tags or filters.path_prefix or filters.retention:
             rows = np.flatnonzero(mask)
             self.records.prefetch(rows)
             for row in rows:
@@ -696,6 +697,8 @@ def _passes(record: MemoryRecord, filters: Filters) -> bool:
     if any(tag not in tags for tag in filters.tags):
         return False
     if filters.path_prefix and not (record.path or "").startswith(filters.path_prefix):
+        return False
+    if filters.retention and effective_class(record.retention, record.pinned) != filters.retention:
         return False
     return True
 

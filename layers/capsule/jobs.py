@@ -28,6 +28,7 @@ from .embedders.base import Embedder
 from .errors import InvalidInput, Unavailable
 from .learning.service import LearningService
 from .store.base import MemoryStore
+from .store.governance import governance_store
 from .store.learning import LearningStore
 
 JOB_NAMES = ("retention", "mining", "backfill")
@@ -86,8 +87,10 @@ class Jobs:
 
     # ---- retention -----------------------------------------------------------
 
-    def _retention(self, max_evictions: int = 1000) -> tuple[bool, dict[str, int], str]:
+    def _retention(self, max_evictions: int = 1000, max_expiries: int = 1000) -> tuple[bool, dict[str, int], str]:
         now = self.clock()
+        # Ephemeral memories past their expiry go first, for good and audited (capsule.governance).
+        lapsed = len(governance_store(self.memories).expire(at=now, limit=max_expiries))
         purged = self.memories.purge_forgotten(before=now - timedelta(days=limits.FORGET_RECOVERABLE_DAYS), at=now)
         expired = self.memories.cache_purge(before=now - timedelta(days=limits.EMBEDDING_CACHE_DAYS))
         evicted, over_projects, complete = 0, 0, True
@@ -104,8 +107,10 @@ class Jobs:
                     break
             if not complete:
                 break
-        counts = {"purged": purged, "cache_expired": expired, "evicted": evicted, "projects_over_limit": over_projects}
-        text = (f"Purged {purged} memories forgotten more than {limits.FORGET_RECOVERABLE_DAYS} days ago, expired "
+        counts = {"purged": purged, "cache_expired": expired, "evicted": evicted, "projects_over_limit": over_projects,
+                  "ephemeral_expired": lapsed}
+        complete = complete and lapsed < max_expiries
+        text = (f"Purged {lapsed} ephemeral memories past their expiry, purged {purged} memories forgotten more than {limits.FORGET_RECOVERABLE_DAYS} days ago, expired "
                 f"{expired} embedding-cache entries older than {limits.EMBEDDING_CACHE_DAYS} days, and evicted "
                 f"{evicted} memories from {over_projects} project(s) over their rolling limit.")
         if not complete:

@@ -24,3 +24,8 @@ DEDUPE_HOURS = 48
 FORGET_RECOVERABLE_DAYS = 30
 EMBEDDING_CACHE_DAYS = 60
 QUERY_CACHE_SECONDS = 300
+# Governance (capsule.governance)
+MAX_TTL_SECONDS = 10 * 366 * 86_400    # an ephemeral memory's time to live: 1 s to 10 years
+DEFAULT_EPHEMERAL_TTL_SECONDS = 7 * 86_400  # an ephemeral memory given no ttl or expires_at
+MAX_VERSIONS_LISTED = 100              # a history page
+MAX_SHA256_CHARS = 64

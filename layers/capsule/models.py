@@ -30,6 +30,8 @@ from pydantic import (
 from . import limits
 
 Outcome = Literal["success", "failure", "unknown"]
+RetentionClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral", "auto"]
+EffectiveClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral"]
 
 # A page's position: the last item's creation time (epoch seconds) and its id as hex; any
 # string of this shape is a position, so a client can never send one that is refused.
@@ -208,7 +210,25 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
-class StoreRequest(_Request):
+# Governance fields (capsule.governance.retention says what each class means).
+RETENTION_DESCRIPTION = (
+    "Retention class: irreplaceable (never evicted; forget needs force), permanent (never evicted), replaceable "
+    "(evicted oldest first by the rolling limit), ephemeral (also expires after its ttl or at expires_at), "
+    "auto (default: pinned means irreplaceable, else replaceable; a ttl or expires_at alone means ephemeral).")
+Ttl = Annotated[int, Field(ge=1, le=limits.MAX_TTL_SECONDS, description=(
+    "Seconds until an ephemeral memory expires (1 to 10 years); the retention job then purges it.")),
+    BeforeValidator(json_int)]
+MemoryRef = Annotated[str, Field(min_length=1, max_length=128, description="A memory's id.")]
+
+
+class _Governed(_Request):
+    retention: RetentionClass | None = Field(None, description=RETENTION_DESCRIPTION)
+    ttl: Ttl | None = None
+    expires_at: AwareDatetime | None = Field(None, description=(
+        "When an ephemeral memory expires (ahead of now, at most 10 years); instead of ttl."))
+
+
+class StoreRequest(_Governed):
     """Store one memory."""
 
     project: ProjectName
@@ -220,11 +240,14 @@ class StoreRequest(_Request):
     meta: MemoryMeta = Field(default_factory=MemoryMeta)
     tags: TopTags = None
     occurred_at: AwareDatetime | None = Field(None, description="When it happened, for imported history.")
+    supersedes: MemoryRef | None = Field(None, description=(
+        "The id of an older memory this one replaces (the fact changed): it is kept, but search returns "
+        "this one unless include_superseded."))
 
     _tags = field_validator("tags")(_into_meta)
 
 
-class IngestRequest(_Request):
+class IngestRequest(_Governed):
     """Chunk a text (a file, a transcript) and store every chunk, all or none."""
 
     project: ProjectName
@@ -246,6 +269,7 @@ class SearchFilters(_Request):
     path_prefix: PathText | None = None
     since: AwareDatetime | None = Field(None, description="Happened (occurred_at; stored time where there is none) at or after.")
     until: AwareDatetime | None = Field(None, description="Happened before (an until at or before since matches nothing).")
+    retention: EffectiveClass | None = Field(None, description="Only memories of this (effective) retention class.")
 
 
 class Weights(_Request):
@@ -275,6 +299,8 @@ class SearchRequest(_Request):
     min_relevance: float | None = Field(None, ge=0, le=1, description=(
         "A hit needs its meaning (cosine) or keyword score (BM25 over the best match) at least this, or to have "
         "happened when the query says; default: the deployment's (see the README)."))
+    include_superseded: bool = Field(False, description=(
+        "Also return, on each hit, the older memories it superseded (the chain, newest first)."))
 
     @model_validator(mode="after")
     def _scope(self) -> "SearchRequest":
@@ -286,12 +312,14 @@ class SearchRequest(_Request):
 class ListRequest(_Request):
     project: ProjectName
     pinned_only: bool = False
+    retention: EffectiveClass | None = Field(None, description="Only memories of this (effective) retention class.")
     cursor: str | None = Field(None, max_length=limits.MAX_CURSOR_CHARS, pattern=CURSOR_PATTERN)
     limit: JsonInt = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
 
 
 class ForgetRequest(_Request):
     reason: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS)
+    force: bool = Field(False, description="Needed to forget an irreplaceable memory.")
 
 
 class FeedbackRequest(_Request):
@@ -300,7 +328,15 @@ class FeedbackRequest(_Request):
 
 
 class ProjectSettingsRequest(_Request):
-    retention_limit: JsonInt = Field(ge=1, le=limits.MAX_RETENTION_LIMIT)
+    retention_limit: JsonInt | None = Field(None, ge=1, le=limits.MAX_RETENTION_LIMIT)
+    ephemeral_ttl: Ttl | None = Field(None, description=(
+        "Seconds an ephemeral memory of this project lives when stored without ttl or expires_at (1 to 10 years)."))
+
+    @model_validator(mode="after")
+    def _something(self) -> "ProjectSettingsRequest":
+        if self.retention_limit is None and self.ephemeral_ttl is None:
+            raise ValueError("give retention_limit, ephemeral_ttl or both")
+        return self
 
 
 # ---- results -------------------------------------------------------------
@@ -328,6 +364,12 @@ class Memory(BaseModel):
     created_at: datetime
     updated_at: datetime
     forgotten_at: datetime | None = None
+    retention: RetentionClass = "auto"
+    effective_retention: EffectiveClass = "replaceable"
+    expires_at: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    sha256: str | None = Field(None, description="sha256 of the content: send it as If-Match to update safely.")
 
 
 class Eviction(BaseModel):
@@ -362,6 +404,14 @@ class Components(BaseModel):
         "length and when-priors."))
 
 
+class SupersededMemory(BaseModel):
+    id: str
+    content: str
+    superseded_by: str | None = None
+    occurred_at: datetime
+    created_at: datetime
+
+
 class SearchHit(BaseModel):
     id: str
     project: str
@@ -374,6 +424,10 @@ class SearchHit(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
     occurred_at: datetime
     created_at: datetime
+    retention: EffectiveClass = "replaceable"
+    supersedes: str | None = None
+    superseded: list[SupersededMemory] = Field(default_factory=list, description=(
+        "With include_superseded: the memories this one superseded, newest first."))
 
 
 class SearchResult(BaseModel):

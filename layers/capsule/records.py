@@ -33,6 +33,13 @@ class MemoryRecord:
     deleted_at: datetime | None = None
     deleted_reason: str | None = None
     status: str = "ready"  # ready | pending_embedding
+    # Governance (capsule.governance): the declared retention class (auto: pinned means
+    # irreplaceable, else replaceable), when an ephemeral memory expires, and the chain of
+    # supersession (a superseded memory is kept, not active, with deleted_reason 'superseded').
+    retention: str = "auto"
+    expires_at: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
 
 
 @dataclass(slots=True)
@@ -45,6 +52,7 @@ class Filters:
     path_prefix: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    retention: str | None = None  # an effective class (capsule.governance.retention.effective_class)
 
 
 @dataclass(slots=True)
@@ -56,6 +64,7 @@ class WriteOutcome:
     evicted: list[str] = field(default_factory=list)
     active_after: int = 0
     limit: int = 0
+    evicted_classes: dict[str, str] = field(default_factory=dict)  # evicted id -> its effective class
 
 
 @dataclass(slots=True)
@@ -73,7 +82,7 @@ class AuditRecord:
     tenant: str
     memory_id: str
     project: str
-    action: str  # forget | restore | evict | pin | unpin | purge
+    action: str  # forget | restore | evict | pin | unpin | purge | capsule.governance.audit.ACTIONS
     actor: str
     reason: str
     at: datetime

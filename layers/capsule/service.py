@@ -26,13 +26,18 @@ from .config import Settings
 from .context import text_to_embed
 from .embedders.base import Embedder
 from .embedders.base import describe as describe_embedder
-from .errors import InvalidInput, Unavailable, from_validation_error
+from .errors import Conflict, InvalidInput, NotFound, Unavailable, from_validation_error
+from .governance import audit as gov_actions
+from .governance.intake import admit
+from .governance.policy import for_new
+from .governance.retention import effective_class, needs_force
 from .index import IndexCache, ProjectIndex, store_fetcher
 from .querycache import QueryCache
-from .records import ChangeSet, Filters, MemoryRecord, WriteOutcome
+from .records import AuditRecord, ChangeSet, Filters, MemoryRecord, WriteOutcome
 from .search import SearchOptions, describe, search_indexes
 from .snapshot import Snapshots
 from .store.base import Cursor, MemoryStore, NearestCandidates
+from .governance.retention import eviction_reason
 from .text import sha256
 
 M = TypeVar("M", bound=BaseModel)
@@ -71,7 +76,9 @@ def to_memory(record: MemoryRecord) -> models.Memory:
         pinned=record.pinned, explanation=record.explanation, meta=record.meta, model=record.model,
         status=record.status, helpful=record.helpful, unhelpful=record.unhelpful,
         occurred_at=record.occurred_at, created_at=record.created_at, updated_at=record.updated_at,
-        forgotten_at=record.deleted_at,
+        forgotten_at=record.deleted_at, retention=record.retention or "auto",
+        effective_retention=effective_class(record.retention, record.pinned), expires_at=record.expires_at,
+        supersedes=record.supersedes, superseded_by=record.superseded_by, sha256=sha256(record.content),
     )
 
 
@@ -84,12 +91,15 @@ class MemoryService:
         clock: Clock = system_clock,
         settings: Settings | None = None,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        governance: Any = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.clock = clock
         self.settings = settings or Settings()
         self._new_id = new_id
+        self._governance_store = governance  # capsule.store.governance.GovernanceStore; None: from the store
+        self._history: Any = None
         # Kept for the life of this object: warm project indexes and recent results.
         self.indexes = IndexCache(self.settings.index_memory_mb << 20, fetch=store_fetcher(store))
         self.query_cache: QueryCache[models.SearchResult] = QueryCache(
@@ -123,8 +133,10 @@ class MemoryService:
     def _records(
         self, tenant: str, project: str, contents: list[str], *, path: str | None, pinned: bool,
         explanation: str | None, meta: dict[str, Any], occurred_at: datetime | None,
+        retention: tuple[str, datetime | None] = ("auto", None), supersedes: str | None = None,
     ) -> tuple[list[MemoryRecord], str | None]:
         now = self.clock()
+        contents = [admit(tenant, project, content).content for content in contents]
         records = []
         for index, content in enumerate(contents):
             # An import names when each piece happened: two equal turns at different times stay two.
@@ -135,6 +147,7 @@ class MemoryService:
                 chunk_index=index if len(contents) > 1 else None,
                 chunk_count=len(contents) if len(contents) > 1 else None,
                 pinned=pinned, explanation=explanation, meta=meta, status="pending_embedding",
+                retention=retention[0], expires_at=retention[1], supersedes=supersedes,
             ))
         words = self.settings.session_context_words
         vectors, embed_error = self._embed([text_to_embed(self.store, r, max_words=words) for r in records])
@@ -151,15 +164,17 @@ class MemoryService:
 
     @staticmethod
     def _retention_note(outcome: WriteOutcome) -> tuple[list[models.Eviction], str]:
-        reason = f"the project holds its rolling limit of {outcome.limit} memories; this was the oldest unpinned one"
-        evicted = [models.Eviction(id=i, reason=reason) for i in outcome.evicted]
+        def reason(memory_id: str) -> str:
+            return eviction_reason(outcome.limit, outcome.evicted_classes.get(memory_id, "replaceable"))
+
+        evicted = [models.Eviction(id=i, reason=reason(i)) for i in outcome.evicted]
         note = ""
         if evicted:
-            note = f" Evicted {len(evicted)} ({', '.join(outcome.evicted)}): {reason}."
+            note = f" Evicted {len(evicted)} ({', '.join(outcome.evicted)}): {reason(outcome.evicted[0])}."
         if outcome.active_after > outcome.limit:
             note += (
                 f" The project is over its limit ({outcome.active_after} of {outcome.limit}): every older"
-                " memory is pinned or part of this write, so nothing more could be evicted."
+                " memory is pinned, irreplaceable, permanent or part of this write, so nothing more could be evicted."
             )
         return evicted, note
 
@@ -177,14 +192,27 @@ class MemoryService:
             return ""
         return f" Embedder: {describe_embedder(self.embedder).sentence()}."
 
+    def _retention(self, tenant: str, req: models.StoreRequest | models.IngestRequest) -> tuple[str, datetime | None]:
+        default = self.settings.ephemeral_ttl
+        if req.retention == "ephemeral" and req.ttl is None and req.expires_at is None:
+            default = self.governance_store.project_ttl(tenant, req.project) or default
+        return for_new(self.clock(), retention=req.retention, ttl=req.ttl, expires_at=req.expires_at,
+                       default_ttl=default)
+
     def store_memory(self, tenant: str, request: models.StoreRequest | dict) -> models.StoreResult:
         req = validate(models.StoreRequest, request)
+        retention = self._retention(tenant, req)
+        if req.supersedes is not None:
+            self._supersedable(tenant, req.supersedes)
         records, embed_error = self._records(
             tenant, req.project, [req.content], path=req.path, pinned=req.pinned,
             explanation=req.explanation, meta=req.meta.plain(), occurred_at=req.occurred_at,
+            retention=retention, supersedes=req.supersedes,
         )
         outcome = self._write(tenant, records)
         evicted, note = self._retention_note(outcome)
+        if req.supersedes is not None:
+            note += self._supersede(tenant, req.supersedes, outcome.duplicates.get(records[0].id, records[0].id))
         if outcome.duplicates:
             existing = self.store.get(tenant, outcome.duplicates[records[0].id])
             if req.pinned and not existing.pinned:  # the caller asked that it never be evicted
@@ -200,20 +228,64 @@ class MemoryService:
             )
         memory = self.store.get(tenant, records[0].id)
         pin = " and pinned it (pinned memories are never evicted)" if req.pinned else ""
+        pin += self._class_note(memory)
         return models.StoreResult(
             memory=to_memory(memory), evicted=evicted,
             explanation=f"Stored memory {memory.id} in project '{req.project}'{pin}."
             + note + self._pending_note(embed_error) + self._embedder_note(outcome),
         )
 
+    def _supersedable(self, tenant: str, old_id: str) -> None:
+        try:
+            self.store.get(tenant, old_id)
+        except NotFound:
+            raise InvalidInput(f"supersedes: no active memory {old_id} to supersede", field="supersedes") from None
+
+    def _supersede(self, tenant: str, old_id: str, new_id: str) -> str:
+        if old_id == new_id:
+            return f" It is memory {old_id} itself (the same content), so nothing was superseded."
+        try:
+            self.governance_store.supersede(tenant, old_id, new_id, at=self.clock(), actor=tenant,
+                                            reason=f"superseded by {new_id}")
+        except NotFound:
+            return f" Memory {old_id} was forgotten meanwhile, so nothing was superseded."
+        return (f" It supersedes memory {old_id}, which is kept (history) but no longer returned by search or list"
+                " unless include_superseded.")
+
+    @staticmethod
+    def _class_note(record: MemoryRecord) -> str:
+        klass = effective_class(record.retention, record.pinned)
+        if klass == "ephemeral" and record.expires_at is not None:
+            return f"; class ephemeral: it expires at {record.expires_at.isoformat()}"
+        return f"; class {klass}" if klass != "replaceable" else ""
+
+    @property
+    def governance_store(self):
+        """The governance side of the store (capsule.store.governance), in the same database."""
+        if self._governance_store is None:
+            from .store.governance import governance_store
+
+            self._governance_store = governance_store(self.store)
+        return self._governance_store
+
+    @property
+    def history(self):
+        """Update with history, revert, supersession chains (capsule.governance.history)."""
+        if self._history is None:
+            from .governance.history import History
+
+            self._history = History(self)
+        return self._history
+
     def ingest(self, tenant: str, request: models.IngestRequest | dict) -> models.IngestResult:
         req = validate(models.IngestRequest, request)
+        retention = self._retention(tenant, req)
         chunks = chunk_text(req.text, path=req.path)
         if not chunks:
             raise InvalidInput("text has no content to store", field="text")
         records, embed_error = self._records(
             tenant, req.project, chunks, path=req.path, pinned=req.pinned, explanation=None,
-            meta=req.meta.plain(), occurred_at=req.occurred_at,
+            meta=req.meta.plain(), occurred_at=req.occurred_at, retention=retention,
         )
         outcome = self._write(tenant, records)
         evicted, note = self._retention_note(outcome)
@@ -244,7 +316,7 @@ class MemoryService:
         f = req.filters
         filters = Filters(
             component=f.component, category=f.category, tags=tuple(f.tags), path_prefix=f.path_prefix,
-            since=f.since, until=f.until,
+            since=f.since, until=f.until, retention=f.retention,
         )
         projects = None if req.global_ else [req.project]
         markers = self._change_markers(tenant, projects)
@@ -267,6 +339,7 @@ class MemoryService:
         if embed_error:
             explanation += f" Ranked by keyword only: the embedder is unavailable ({embed_error})."
         result = models.SearchResult(results=[self._hit(h) for h in hits], explanation=explanation)
+        self._superseded_note(tenant, result, req.include_superseded)
         if key is not None and embed_error is None and self.query_cache.max_entries:
             self.query_cache.put(key, result, self.clock())
         return result
@@ -390,19 +463,43 @@ class MemoryService:
         return models.SearchHit.model_construct(
             id=r.id, project=r.project, path=r.path, chunk=chunk, content=r.content,
             score=round(hit.score, 6), pinned=r.pinned, meta=r.meta, occurred_at=r.occurred_at,
-            created_at=r.created_at,
+            created_at=r.created_at, retention=effective_class(r.retention, r.pinned), supersedes=r.supersedes,
+            superseded=[],
             components=models.Components.model_construct(
                 vector=round(hit.vector, 6), bm25=round(hit.bm25, 6), time=round(hit.time, 6),
                 feedback=round(hit.feedback, 6), outcome=round(hit.outcome, 6), boost=round(hit.boost, 6),
             ),
         )
 
+    def _superseded_note(self, tenant: str, result: models.SearchResult, walk: bool) -> None:
+        """Say which hit superseded which; with ``walk``, put each hit's chain on it."""
+        notes = []
+        for hit in result.results:
+            if hit.supersedes is None:
+                continue
+            notes.append(f"{hit.id} superseded {hit.supersedes}")
+            if walk:
+                record = MemoryRecord(id=hit.id, tenant=tenant, project=hit.project, content="", sha256="",
+                                      occurred_at=hit.occurred_at, created_at=hit.created_at,
+                                      updated_at=hit.created_at, supersedes=hit.supersedes)
+                hit.superseded = [models.SupersededMemory(
+                    id=r.id, content=r.content, superseded_by=r.superseded_by, occurred_at=r.occurred_at,
+                    created_at=r.created_at) for r in self.history.chain(tenant, record)]
+        if notes:
+            result.explanation += (" Newer memories replace older ones: " + "; ".join(notes)
+                                   + (" (each hit lists what it superseded)." if walk else
+                                      " (include_superseded shows the older ones)."))
+
     def list_memories(self, tenant: str, request: models.ListRequest | dict) -> models.ListResult:
         req = validate(models.ListRequest, request)
         after = decode_cursor(req.cursor) if req.cursor else None
-        rows = self.store.list(tenant, req.project, pinned_only=req.pinned_only, after=after, limit=req.limit + 1)
+        by_class = {} if req.retention is None else {"retention": req.retention}
+        rows = self.store.list(tenant, req.project, pinned_only=req.pinned_only, after=after, limit=req.limit + 1,
+                               **by_class)
         page, more = rows[: req.limit], len(rows) > req.limit
         kind = "pinned" if req.pinned_only else "recent"
+        if req.retention is not None:
+            kind += f" {req.retention}"
         return models.ListResult(
             memories=[to_memory(r) for r in page],
             next_cursor=encode_cursor(page[-1]) if more else None,
@@ -410,9 +507,20 @@ class MemoryService:
             + ("; more follow the cursor." if more else "."),
         )
 
+    def get_record(self, tenant: str, memory_id: str) -> MemoryRecord:
+        """An active memory, or a superseded one (kept as history); NotFound otherwise."""
+        try:
+            return self.store.get(tenant, memory_id)
+        except NotFound:
+            record = self.store.get(tenant, memory_id, include_forgotten=True)
+            if record.deleted_reason != "superseded":
+                raise
+            return record
+
     def get(self, tenant: str, memory_id: str) -> models.MemoryResult:
-        record = self.store.get(tenant, memory_id)
-        return models.MemoryResult(memory=to_memory(record), explanation=f"Memory {memory_id}.")
+        record = self.get_record(tenant, memory_id)
+        note = f" It was superseded by {record.superseded_by}." if record.deleted_reason == "superseded" else ""
+        return models.MemoryResult(memory=to_memory(record), explanation=f"Memory {memory_id}.{note}")
 
     # ---- changing --------------------------------------------------------
 
@@ -426,6 +534,8 @@ class MemoryService:
                ) -> models.MemoryResult:
         req = validate(models.ForgetRequest, request or {})
         reason = req.reason or "forgotten by request"
+        if not req.force:
+            self._refuse_unforced(tenant, self.store.get(tenant, memory_id), reason)
         record = self.store.forget(tenant, memory_id, at=self.clock(), actor=tenant, reason=reason)
         until = record.deleted_at + timedelta(days=limits.FORGET_RECOVERABLE_DAYS)
         return models.MemoryResult(
@@ -433,6 +543,16 @@ class MemoryService:
             explanation=(f"Forgot {memory_id} ({reason}). Search and list no longer show it;"
                          f" restore brings it back until {until.date().isoformat()}, then it is purged."),
         )
+
+    def _refuse_unforced(self, tenant: str, record: MemoryRecord, reason: str) -> None:
+        if not needs_force(record.retention, record.pinned):
+            return
+        why = "irreplaceable"
+        self.governance_store.add_audit(AuditRecord(
+            tenant=tenant, memory_id=record.id, project=record.project, action=gov_actions.REFUSE, actor=tenant,
+            reason=f"forget refused: the memory is {why} and force was not given ({reason})", at=self.clock()))
+        raise Conflict(f"memory {record.id} is {why}: forget it with force true, or change its retention first",
+                       details=[{"field": "force", "message": "required to forget an irreplaceable memory"}])
 
     def restore(self, tenant: str, memory_id: str) -> models.RestoreResult:
         record = self.store.restore(tenant, memory_id, at=self.clock(), actor=tenant)
@@ -477,8 +597,15 @@ class MemoryService:
                             ) -> models.ProjectsResult:
         req = validate(models.ProjectSettingsRequest, request)
         validate(models.ListRequest, {"project": project})  # the same name rules as everywhere
-        self.store.set_retention_limit(tenant, project, req.retention_limit, at=self.clock())
+        said = []
+        if req.retention_limit is not None:
+            self.store.set_retention_limit(tenant, project, req.retention_limit, at=self.clock())
+            said.append(f"Project '{project}' now keeps at most {req.retention_limit} memories;"
+                        " the next store evicts the oldest unpinned ones beyond it.")
+        if req.ephemeral_ttl is not None:
+            self.governance_store.set_project_ttl(tenant, project, req.ephemeral_ttl, at=self.clock())
+            said.append(f"Ephemeral memories of project '{project}' stored without a ttl now live"
+                        f" {req.ephemeral_ttl} seconds.")
         result = self.projects(tenant)
-        result.explanation = (f"Project '{project}' now keeps at most {req.retention_limit} memories;"
-                              " the next store evicts the oldest unpinned ones beyond it.")
+        result.explanation = " ".join(said)
         return result

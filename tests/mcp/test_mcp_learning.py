@@ -13,7 +13,8 @@ ALL_TOOLS = {"memory_store", "memory_ingest", "memory_search", "memory_list", "m
              "memory_feedback", "memory_projects", "memory_get", "memory_restore", "solution_search",
              "solution_apply", "pattern_detect",
              "pattern_solutions", "pattern_link", "golden_paths", "detect_patterns",
-             "memory_capture", "memory_candidates", "memory_approve", "memory_reject"}
+             "memory_capture", "memory_candidates", "memory_approve", "memory_reject",
+             "memory_update", "memory_history", "memory_revert"}
 
 
 def seed(data_dir) -> str:

@@ -36,6 +36,9 @@ CASES = {
                      ("success", 1)),
     "golden_paths": ({}, ("min_application", 1), "min_applications", ("min_applications", "1")),
     "detect_patterns": ({}, ("min_occurrence", 2), "min_occurrences", ("min_occurrences", 2.5)),
+    "memory_update": ({"id": MEMORY, "tags": ["x"]}, ("retension", "permanent"), "retention", ("ttl", "60")),
+    "memory_history": ({"id": MEMORY}, ("ids", MEMORY), "id", ("id", 1.5)),
+    "memory_revert": ({"id": MEMORY, "version": 1}, ("versions", 1), "version", ("version", "1")),
 }
 BOILERPLATE = ("pydantic", "For further information", "validation error", "Arguments", "input_value", "type=")
 

@@ -73,6 +73,15 @@ SCHEMA_CANNOT_STATE = {
                                       "capsule.transfer.format as an import's lines are",
     ("ST201", "POST /v1/sync/apply"): "a body over the API's size limit is refused with 413 before it is parsed, "
                                       "whatever else is wrong with it",
+    # Governance (capsule.governance): rules relative to now or to the stored memory. The first and the
+    # last two could be stated in the schema (anyOf/not); that is left to do, see issue 17's notes.
+    ("ST202", "POST /v1/memories"): "expires_at ahead of now (at most 10 years); ttl or expires_at only for an "
+                                    "ephemeral class, not both; supersedes names an active memory",
+    ("ST202", "POST /v1/memories/ingest"): "expires_at ahead of now; ttl or expires_at only for an ephemeral class",
+    ("ST202", "PATCH /v1/memories/{id}"): "at least one change; a ttl only for a memory that is or becomes "
+                                          "ephemeral; expires_at ahead of now",
+    ("ST202", "POST /v1/memories/{id}/revert"): "the version is an earlier version of this memory",
+    ("ST202", "PUT /v1/projects/settings"): "retention_limit or ephemeral_ttl, at least one",
 }
 
 

@@ -147,7 +147,7 @@ def test_a_file_without_the_header_is_refused_whole(make):
     with pytest.raises(InvalidInput, match="line 1"):
         import_lines(second.sources, "t", ['{"kind": "project", "name": "x", "retention_limit": null}\n'])
     with pytest.raises(InvalidInput, match="version"):
-        import_lines(second.sources, "t", ['{"kind":"header","format":"capsule-memory-export","version":2,'
+        import_lines(second.sources, "t", ['{"kind":"header","format":"capsule-memory-export","version":3,'
                                            '"tenant":"t","project":null,"exported_at":"2026-01-01T00:00:00Z"}\n'])
     assert second.store.projects("t") == []
 

@@ -42,7 +42,9 @@ from . import mongo_vector as vs
 from .base import Cursor
 from .mongo_client import guarded, shared_client, supports_transactions
 from .mongo_docs import RECORD_PROJECTION, decode_vector, doc_to_record, encode_vector, record_to_doc
+from .mongo_governance_schema import class_query, drop_versions
 from .mongo_indexes import INDEXES, PENDING_TTL_S, SCHEMA_VERSION
+from ..governance.retention import NEVER_EVICTED, effective_class, eviction_reason
 
 CHANGE_PROJECTION = {name: 0 for name in RECORD_PROJECTION if name != "_id"}
 WITH_ACTIVE = {name: 0 for name in RECORD_PROJECTION if name != "active"}
@@ -293,7 +295,8 @@ class MongoStore:
         # The memories this write returns, new or existing, are never its own victims.
         protected = [*outcome.inserted, *outcome.duplicates.values()]
         active += len(docs)
-        outcome.evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, protected, active)
+        outcome.evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, protected, active,
+                                                 outcome.evicted_classes)
         outcome.active_after = active - len(outcome.evicted)
         counters.add(self.projects_, w.session, tenant, project, now, memories=len(docs) - len(outcome.evicted),
                      pinned=sum(1 for d in docs if d["pinned"]), forgotten=len(outcome.evicted))
@@ -320,7 +323,7 @@ class MongoStore:
 
     def _evict_over_limit(
         self, w: "_Write", tenant: str, project: str, limit: int, now: float, actor: str,
-        protected: Sequence[str], active: int,
+        protected: Sequence[str], active: int, classes: dict[str, str] | None = None,
     ) -> list[str]:
         """Evict the oldest unpinned beyond ``limit``, given the project's ``active`` count."""
         session = w.session
@@ -328,11 +331,12 @@ class MongoStore:
         evicted: list[str] = []
         if excess <= 0:
             return evicted
-        reason = f"evicted: the project holds its rolling limit of {limit} memories; this was the oldest unpinned"
         query = {"tenant": tenant, "project": project, "active": True, "pinned": False,
-                 "id": {"$nin": list(protected)}}
-        for doc in self.memories.find(query, projection={"id": 1}, sort=[("created_at", 1), ("seq", 1)],
-                                      limit=excess + 8, session=session):
+                 "retention": {"$nin": list(NEVER_EVICTED)}, "id": {"$nin": list(protected)}}
+        for doc in self.memories.find(query, projection={"id": 1, "retention": 1},
+                                      sort=[("created_at", 1), ("seq", 1)], limit=excess + 8, session=session):
+            klass = effective_class(doc.get("retention"), False)
+            reason = "evicted: " + eviction_reason(limit, klass)
             # Conditional: one pinned (or forgotten) since the find is skipped, never evicted.
             changed = self.memories.update_one(
                 {**query, "id": doc["id"]},
@@ -340,6 +344,8 @@ class MongoStore:
             )
             if changed.modified_count:
                 evicted.append(doc["id"])
+                if classes is not None:
+                    classes[doc["id"]] = klass
                 self._audit(session, tenant, doc["id"], project, "evict", actor, reason, now)
             if len(evicted) == excess:
                 break
@@ -377,13 +383,16 @@ class MongoStore:
         return [doc_to_record(doc) for doc in docs]
 
     def list(
-        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int
+        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int,
+        retention: str | None = None,
     ) -> list[MemoryRecord]:
         query: dict[str, Any] = {"tenant": tenant, "project": project, "active": True}
         if pinned_only:
             query["pinned"] = True
         if after is not None:
             query["$or"] = [{"created_at": {"$lt": after[0]}}, {"created_at": after[0], "id": {"$lt": after[1]}}]
+        if retention is not None:
+            query = class_query(query, retention)
         with guarded("list the memories"):
             docs = list(self.memories.find(query, projection=RECORD_PROJECTION,
                                            sort=[("created_at", -1), ("id", -1)], limit=limit))
@@ -579,7 +588,8 @@ class MongoStore:
 
     def purge_forgotten(self, *, before: datetime, at: datetime | None = None) -> int:
         cutoff, when = to_epoch(before), to_epoch(at or before)
-        query = {"deleted_at": {"$type": "double", "$lt": cutoff}}
+        # Superseded memories are kept (history), not purged as forgotten ones.
+        query = {"deleted_at": {"$type": "double", "$lt": cutoff}, "deleted_reason": {"$ne": "superseded"}}
         with guarded("find forgotten memories"):
             docs = list(self.memories.find(query, projection={"tenant": 1, "id": 1, "project": 1}))
         by_project: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -600,6 +610,7 @@ class MongoStore:
                         "forgotten longer than the recovery window", when)
         gone = self.memories.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]},
                                           "deleted_at": {"$lt": cutoff}}, session=w.session).deleted_count
+        drop_versions(self.db, w.session, docs[0]["tenant"], [doc["id"] for doc in docs])
         counters.add(self.projects_, w.session, docs[0]["tenant"], docs[0]["project"], when, forgotten=-gone)
 
     def pending_embeddings(self, *, limit: int, model: str | None = None) -> list[MemoryRecord]:

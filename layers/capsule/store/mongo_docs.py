@@ -58,8 +58,15 @@ def record_to_doc(record: MemoryRecord, *, seq: int) -> dict[str, Any]:
         "accessed_at": None, "pinned": bool(record.pinned), "explanation": record.explanation,
         "meta": dict(record.meta), "helpful": record.helpful, "unhelpful": record.unhelpful,
         "deleted_at": None, "deleted_reason": None, "status": record.status,
-        "seq": seq, "active": True,
+        "seq": seq, "active": True, **governance_fields(record),
     }
+
+
+def governance_fields(record: MemoryRecord) -> dict[str, Any]:
+    """The governance part of a memory document (capsule.governance)."""
+    return {"retention": record.retention or "auto",
+            "expires_at": None if record.expires_at is None else to_epoch(record.expires_at),
+            "supersedes": record.supersedes, "superseded_by": record.superseded_by}
 
 
 def _time(value: float | None) -> datetime | None:
@@ -76,7 +83,9 @@ def doc_to_record(doc: Mapping[str, Any]) -> MemoryRecord:
         pinned=bool(doc.get("pinned")), explanation=doc.get("explanation"), meta=dict(doc.get("meta") or {}),
         helpful=int(doc.get("helpful", 0)), unhelpful=int(doc.get("unhelpful", 0)),
         deleted_at=_time(doc.get("deleted_at")), deleted_reason=doc.get("deleted_reason"),
-        status=doc.get("status", "ready"),
+        status=doc.get("status", "ready"), retention=doc.get("retention") or "auto",
+        expires_at=_time(doc.get("expires_at")), supersedes=doc.get("supersedes"),
+        superseded_by=doc.get("superseded_by"),
     )
 
 

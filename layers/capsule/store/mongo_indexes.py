@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_VERSION = 5  # bump when INDEXES change: the next cold start creates the new ones
+SCHEMA_VERSION = 6  # bump when INDEXES change: the next cold start creates the new ones
 DAY = 86_400
 # A day past limits.FORGET_RECOVERABLE_DAYS: the hourly retention job purges (and audits) first;
 # the server's TTL is only the backstop when the job has not run.
@@ -44,6 +44,18 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
         # The transfer's keyset export pages (tenant (, project), _id > last, sorted by _id): read
         # in _id order within the tenant, never a blocking sort of all its memories per page.
         ([("tenant", 1), ("_id", 1)], {"name": "tenant_export"}),
+        # Governance: list by retention class; the retention job's expiry sweep.
+        ([("tenant", 1), ("project", 1), ("active", 1), ("retention", 1), ("created_at", -1), ("id", -1)],
+         {"name": "recent_class"}),
+        ([("tenant", 1), ("project", 1), ("active", 1), ("retention", 1), ("pinned", 1), ("created_at", -1),
+          ("id", -1)], {"name": "recent_class_pinned"}),
+        ([("expires_at", 1)], {"name": "expiry", "partialFilterExpression": {"expires_at": {"$type": "double"}}}),
+    ],
+    # Earlier versions of updated memories (capsule.store.mongo_governance).
+    "memory_versions": [
+        ([("tenant", 1), ("memory_id", 1), ("number", 1)], {"name": "version_number", "unique": True}),
+        ([("tenant", 1), ("_id", 1)], {"name": "versions_export"}),
+        ([("tenant", 1), ("project", 1), ("_id", 1)], {"name": "versions_project"}),
     ],
     "projects": [([("tenant", 1), ("name", 1)], {"name": "project", "unique": True})],
     "feedback": [([("tenant", 1), ("memory_id", 1)], {"name": "feedback_memory"})],

@@ -31,7 +31,7 @@ from .mongo_learning import _link_id
 
 BATCH = 500
 MOVED_FIELDS = {"_id": 1, "seq": 1, "active": 1, "pinned": 1, "deleted_at": 1, "pending": 1, "updated_at": 1}
-RETAGGED = ("feedback", "audit", "solutions", "solution_applications")
+RETAGGED = ("feedback", "audit", "solutions", "solution_applications", "memory_versions")
 REKEYED = ("patterns", "pattern_links", "pattern_evidence")
 KNOWN = ("memories", "projects", *RETAGGED, *REKEYED)
 UNTENANTED = ("embedding_cache", "query_cache", "job_leases", "job_state", "meta")

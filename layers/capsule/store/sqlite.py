@@ -28,6 +28,8 @@ from .. import terms
 from ..index import pack_row, stable_key
 from ..records import AuditRecord, ChangeSet, Filters, IndexColumns, MemoryRecord, ProjectStats, WriteOutcome
 from .base import Cursor
+from . import sqlite_governance_schema
+from ..governance.retention import effective_class, eviction_reason
 
 MIGRATIONS: list[str] = [
     # 1: memories, projects, feedback, audit, embedding cache
@@ -215,6 +217,9 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memories_packed ON memories (tenant, project, deleted_at, seq, id, packed, model, terms_version,
                                               terms, helpful, unhelpful, facets);
     """,
+    # 8: governance (capsule.governance): retention class, expiry, supersession, earlier versions
+    #    (capsule.store.sqlite_governance)
+    sqlite_governance_schema.MIGRATION,
 ]
 
 # Projects at least this large load their index with sign bits only; the vectors follow.
@@ -223,8 +228,11 @@ DEFER_VECTORS_FROM = 20_000
 _COLUMNS = (
     "id, tenant, project, content, path, chunk_index, chunk_count, embedding, model, sha256, "
     "occurred_at, created_at, updated_at, accessed_at, pinned, explanation, meta, helpful, "
-    "unhelpful, deleted_at, deleted_reason, status"
+    "unhelpful, deleted_at, deleted_reason, status, " + sqlite_governance_schema.COLUMNS
 )
+# The INSERT of a whole row (sqlite_transfer uses it too): _record_params's values, then the version.
+INSERT_MEMORY = (f"INSERT INTO memories ({_COLUMNS}, component, category, terms, terms_version, sort_key, packed, "
+                 f"facets, version) VALUES ({', '.join('?' * (len(_COLUMNS.split(',')) + 8))})")
 
 
 # One probe of the memories_session index (a test checks the plan).
@@ -279,6 +287,7 @@ def _row_to_record(row: sqlite3.Row) -> MemoryRecord:
         deleted_at=from_epoch(row["deleted_at"]),
         deleted_reason=row["deleted_reason"],
         status=row["status"],
+        **sqlite_governance_schema.fields(row),
     )
 
 
@@ -289,7 +298,7 @@ def _record_params(r: MemoryRecord) -> tuple[Any, ...]:
         encode_vector(r.embedding), r.model, r.sha256, occurred,
         created, to_epoch(r.updated_at), None, int(r.pinned), r.explanation,
         json.dumps(r.meta), r.helpful, r.unhelpful, None, None, r.status,
-        r.meta.get("component"), r.meta.get("category"), terms.encode(r.content), terms.TOKENIZER, key,
+        *sqlite_governance_schema.params(r), r.meta.get("component"), r.meta.get("category"), terms.encode(r.content), terms.TOKENIZER, key,
         pack_row(key, occurred, created, r.embedding), facets(r.meta),
     )
 
@@ -441,17 +450,13 @@ class SQLiteStore:
                 if existing:
                     outcome.duplicates[record.id] = existing
                     continue
-                conn.execute(
-                    f"INSERT INTO memories ({_COLUMNS}, component, category, terms, terms_version, sort_key, packed, "
-                    f"facets, version) VALUES ({', '.join('?' * 30)})",
-                    (*_record_params(record), version),
-                )
+                conn.execute(INSERT_MEMORY, (*_record_params(record), version))
                 outcome.inserted.append(record.id)
             # The memories this write returns, new or existing, are never its own victims.
             protected = [*outcome.inserted, *outcome.duplicates.values()]
             active = self._active_count(conn, tenant, project)
             outcome.evicted = self._evict_over_limit(conn, tenant, project, limit, now, actor, protected, version,
-                                                     active=active)
+                                                     active=active, classes=outcome.evicted_classes)
             outcome.active_after = active - len(outcome.evicted)
         return outcome
 
@@ -497,6 +502,7 @@ class SQLiteStore:
     def _evict_over_limit(
         self, conn: sqlite3.Connection, tenant: str, project: str, limit: int, now: float,
         actor: str, protected: Sequence[str], version: int, *, active: int | None = None,
+        classes: dict[str, str] | None = None,
     ) -> list[str]:
         if active is None:
             active = self._active_count(conn, tenant, project)
@@ -505,13 +511,17 @@ class SQLiteStore:
             return []
         marks = ", ".join("?" * len(protected))
         rows = conn.execute(
-            "SELECT id FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL "
-            f"AND pinned = 0 AND id NOT IN ({marks}) ORDER BY created_at, seq LIMIT ?",
+            "SELECT id, retention FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL "
+            f"AND pinned = 0 AND {sqlite_governance_schema.EVICTABLE} AND id NOT IN ({marks}) "
+            "ORDER BY created_at, seq LIMIT ?",
             (tenant, project, *protected, excess),
         ).fetchall()
         evicted = [row["id"] for row in rows]
-        reason = f"evicted: the project holds its rolling limit of {limit} memories; this was the oldest unpinned"
-        for memory_id in evicted:
+        for row in rows:
+            memory_id, klass = row["id"], effective_class(row["retention"], False)
+            if classes is not None:
+                classes[memory_id] = klass
+            reason = "evicted: " + eviction_reason(limit, klass)
             conn.execute(
                 "UPDATE memories SET deleted_at = ?, deleted_reason = 'evicted', updated_at = ?, version = ? "
                 "WHERE id = ?",
@@ -552,12 +562,16 @@ class SQLiteStore:
         return found
 
     def list(
-        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int
+        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int,
+        retention: str | None = None,
     ) -> list[MemoryRecord]:
         sql = f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL"
         params: list[Any] = [tenant, project]
         if pinned_only:
             sql += " AND pinned = 1"
+        by_class, class_params = sqlite_governance_schema.class_filter(retention)
+        sql += by_class
+        params += class_params
         if after is not None:
             sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
             params += [after[0], after[0], after[1]]
@@ -919,8 +933,10 @@ class SQLiteStore:
     def purge_forgotten(self, *, before: datetime, at: datetime | None = None) -> int:
         when = to_epoch(at or before)
         with self._write() as conn:
+            # Superseded memories are kept (history), not purged as forgotten ones.
+            kept = "AND deleted_reason IS NOT 'superseded'"
             rows = conn.execute(
-                "SELECT tenant, id, project FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ?",
+                f"SELECT tenant, id, project FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ? {kept}",
                 (to_epoch(before),),
             ).fetchall()
             for row in rows:
@@ -931,7 +947,9 @@ class SQLiteStore:
                 version = self._bump(conn, tenant, project)
                 conn.execute("UPDATE projects SET purged_version = ? WHERE tenant = ? AND name = ?",
                              (version, tenant, project))
-            conn.execute("DELETE FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ?", (to_epoch(before),))
+            conn.execute(f"DELETE FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ? {kept}",
+                         (to_epoch(before),))
+            sqlite_governance_schema.drop_versions(conn, [(row["tenant"], row["id"]) for row in rows])
         return len(rows)
 
     def pending_embeddings(self, *, limit: int, model: str | None = None) -> list[MemoryRecord]:

@@ -15,7 +15,7 @@ from ..errors import Unavailable
 from .sqlite import SQLiteStore
 
 # Tables whose rows simply change tenant (their keys do not include the tenant).
-RETAGGED = ("feedback", "audit", "solutions", "solution_applications")
+RETAGGED = ("feedback", "audit", "solutions", "solution_applications", "memory_versions")
 # Tables keyed by tenant, combined with what the target already holds.
 COMBINED = ("projects", "memories", "patterns", "pattern_links", "pattern_evidence")
 # A pattern both hold keeps the one seen more often (the mining job re-derives it from the

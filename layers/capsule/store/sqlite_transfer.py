@@ -14,11 +14,10 @@ from ..clock import from_epoch, to_epoch
 from ..errors import InvalidInput
 from ..learning.records import ApplicationRecord, LinkRecord
 from ..records import AuditRecord, MemoryRecord
-from .sqlite import _COLUMNS, SQLiteStore, _record_params, _row_to_record
+from .sqlite import _COLUMNS, INSERT_MEMORY, SQLiteStore, _record_params, _row_to_record
 from .transfer import EvidenceRow, FeedbackRow, Written
 
-_INSERT = (f"INSERT INTO memories ({_COLUMNS}, component, category, terms, terms_version, sort_key, packed, "
-           f"facets, version) VALUES ({', '.join('?' * 30)})")
+_INSERT = INSERT_MEMORY
 _ACCESSED, _DELETED, _REASON = 13, 19, 20  # positions in sqlite._record_params
 
 

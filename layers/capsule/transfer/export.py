@@ -23,6 +23,7 @@ from ..errors import InvalidInput, NotFound
 from ..records import AuditRecord, MemoryRecord
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
+from ..store.governance import VersionRecord
 from ..store.transfer import EvidenceRow, FeedbackRow, TransferStore
 from . import format as fmt
 
@@ -37,6 +38,15 @@ class Sources:
     memories: MemoryStore
     learning: LearningStore
     transfer: TransferStore
+    governance: Any = None  # capsule.store.governance.GovernanceStore; None: the memory store's own
+
+    @property
+    def versions(self) -> Any:
+        if self.governance is None:
+            from ..store.governance import governance_store
+
+            object.__setattr__(self, "governance", governance_store(self.memories))
+        return self.governance
 
 
 def memory_row(r: MemoryRecord) -> dict[str, Any]:
@@ -50,7 +60,17 @@ def memory_row(r: MemoryRecord) -> dict[str, Any]:
         "occurred_at": fmt.when(r.occurred_at), "created_at": fmt.when(r.created_at),
         "updated_at": fmt.when(r.updated_at), "accessed_at": fmt.when(r.accessed_at),
         "deleted_at": fmt.when(r.deleted_at), "deleted_reason": r.deleted_reason, "purge_after": fmt.when(purge),
+        "retention": r.retention or "auto", "expires_at": fmt.when(r.expires_at), "supersedes": r.supersedes,
+        "superseded_by": r.superseded_by,
     }
+
+
+def version_row(v: VersionRecord) -> dict[str, Any]:
+    return {"kind": "version", "memory_id": v.memory_id, "number": v.number, "project": v.project,
+            "content": v.content, "sha256": v.sha256, "path": v.path, "explanation": v.explanation,
+            "meta": v.meta, "retention": v.retention, "expires_at": fmt.when(v.expires_at), "pinned": v.pinned,
+            "created_at": fmt.when(v.created_at), "replaced_at": fmt.when(v.replaced_at), "actor": v.actor,
+            "reason": v.reason}
 
 
 def feedback_row(f: FeedbackRow) -> dict[str, Any]:
@@ -161,7 +181,16 @@ def _evidence(src: Sources, tenant: str, project: str | None, after: str | None,
         yield pairs[-1][0], [evidence_row(e) for _, e in pairs]
 
 
-SECTIONS = (_projects, _memories, _audit, _solutions, _applications, _patterns, _links, _evidence)
+def _versions(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
+    # Last, so a position an earlier export gave still names the same section.
+    pages = src.versions.version_pages(tenant, project, page=page)
+    skip = int(after or 0)
+    for number, versions in enumerate(pages, start=1):
+        if number > skip:
+            yield str(number), [version_row(v) for v in versions]
+
+
+SECTIONS = (_projects, _memories, _audit, _solutions, _applications, _patterns, _links, _evidence, _versions)
 
 
 # ---- positions: where an export stopped, so the next request goes on from there ------

@@ -10,6 +10,11 @@ refused with its name, a wrong type is never coerced.
 Vectors are base64 of little-endian float32 with their ``dims`` and ``model`` beside them.
 Times are ISO 8601 with their UTC offset. ``purge_after`` on a forgotten memory is derived
 (when the retention job deletes it for good) and ignored on import.
+
+Version 2 (governance, additive: every version 1 file is a valid version 2 file): a memory may
+carry ``retention``, ``expires_at``, ``supersedes`` and ``superseded_by``; ``version`` rows (after
+the evidence) hold the earlier versions of updated memories; audit rows carry governance
+actions too (update, revert, supersede, retention, expire, refuse).
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ from typing import Annotated, Any, Iterator, Literal, Union
 import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from ..models import Content, PathText, ProjectName, check_meta_keys
+from ..models import Content, PathText, ProjectName, RetentionClass, check_meta_keys
 
 FORMAT = "capsule-memory-export"
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
-VERSION = 1
+VERSION = 2
+VERSIONS_READ = (1, 2)
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a memory is at most 64 KB of text plus a vector and its meta
 
 Id = Annotated[str, Field(min_length=1, max_length=256)]
@@ -68,7 +74,7 @@ def _check_vector(encoded: str | None, dims: int | None, rows: int = 1) -> None:
 class Header(_Row):
     kind: Literal["header"]
     format: Literal["capsule-memory-export"]
-    version: Literal[1]
+    version: Literal[1, 2]
     tenant: str
     project: str | None
     exported_at: datetime
@@ -105,6 +111,11 @@ class Memory(_Row):
     deleted_at: datetime | None
     deleted_reason: str | None
     purge_after: datetime | None = None  # derived from deleted_at; ignored on import
+    # version 2: governance (capsule.governance)
+    retention: RetentionClass = "auto"
+    expires_at: datetime | None = None
+    supersedes: Id | None = None
+    superseded_by: Id | None = None
 
     @model_validator(mode="after")
     def _vector(self) -> "Memory":
@@ -207,18 +218,41 @@ class Evidence(_Row):
     evidence: Annotated[str, Field(min_length=1)]
 
 
+class MemoryVersion(_Row):
+    """Version 2: an earlier version of an updated memory (its current state is the memory row)."""
+
+    kind: Literal["version"]
+    memory_id: Id
+    number: Annotated[int, Field(ge=1)]
+    project: ProjectName
+    content: Content
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    path: PathText | None
+    explanation: str | None
+    meta: Meta
+    retention: RetentionClass
+    expires_at: datetime | None
+    pinned: bool
+    created_at: datetime | None
+    replaced_at: datetime | None
+    actor: str
+    reason: str
+
+
 class End(_Row):
     kind: Literal["end"]
     counts: dict[str, Count]
 
 
 Row = Annotated[
-    Union[Header, Project, Memory, Feedback, Audit, Solution, Application, Pattern, Link, Evidence, End],
+    Union[Header, Project, Memory, Feedback, Audit, Solution, Application, Pattern, Link, Evidence, MemoryVersion,
+          End],
     Field(discriminator="kind"),
 ]
 ROWS: dict[str, type[_Row]] = {
     m.model_fields["kind"].annotation.__args__[0]: m  # type: ignore[union-attr]
-    for m in (Header, Project, Memory, Feedback, Audit, Solution, Application, Pattern, Link, Evidence, End)
+    for m in (Header, Project, Memory, Feedback, Audit, Solution, Application, Pattern, Link, Evidence,
+              MemoryVersion, End)
 }
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Row)
 

@@ -23,13 +23,14 @@ from ..clock import Clock, system_clock
 from ..errors import Conflict, InvalidInput, NotFound
 from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from ..records import AuditRecord, MemoryRecord
+from ..store.governance import VersionRecord
 from ..store.transfer import EvidenceRow, FeedbackRow, Written
 from . import format as fmt
 from .export import Sources
 from .report import DataImportResult, Tally
 
 BATCH = 500
-_BATCHED = ("memory", "feedback", "audit", "application", "evidence")
+_BATCHED = ("memory", "feedback", "audit", "application", "evidence", "version")
 
 
 def derived_id(tenant: str, memory_id: str) -> str:
@@ -44,7 +45,8 @@ def memory_record(tenant: str, row: fmt.Memory) -> MemoryRecord:
         chunk_index=row.chunk_index, chunk_count=row.chunk_count, embedding=fmt.decode_vector(row.embedding),
         model=row.model, pinned=row.pinned, explanation=row.explanation, meta=dict(row.meta),
         helpful=row.helpful, unhelpful=row.unhelpful, accessed_at=row.accessed_at, deleted_at=row.deleted_at,
-        deleted_reason=row.deleted_reason, status=row.status,
+        deleted_reason=row.deleted_reason, status=row.status, retention=row.retention, expires_at=row.expires_at,
+        supersedes=row.supersedes, superseded_by=row.superseded_by,
     )
 
 
@@ -61,7 +63,7 @@ class Importer:
         self._solution_ids: dict[str, str] = {}  # solutions are few: their local ids are kept
         self._writers: dict[str, Callable[[list[tuple[int, Any]]], None]] = {
             "memory": self._memories, "feedback": self._feedback, "audit": self._audit,
-            "application": self._applications, "evidence": self._evidence,
+            "application": self._applications, "evidence": self._evidence, "version": self._versions,
         }
 
     def run(self, lines: Iterable[str | bytes]) -> DataImportResult:
@@ -151,6 +153,16 @@ class Importer:
         for project, records in by_project.items():
             self.src.transfer.put_memories(self.tenant, project, records)
             self.tally.imported["memory"] += len(records)
+
+    def _versions(self, rows: list[tuple[int, fmt.MemoryVersion]]) -> None:
+        local = self._local_ids(list({row.memory_id for _, row in rows}))
+        versions = [VersionRecord(
+            tenant=self.tenant, memory_id=local[r.memory_id], number=r.number, project=r.project, content=r.content,
+            sha256=r.sha256, path=r.path, explanation=r.explanation, meta=dict(r.meta), retention=r.retention,
+            expires_at=r.expires_at, pinned=r.pinned, created_at=r.created_at, replaced_at=r.replaced_at,
+            actor=r.actor, reason=r.reason) for _, r in rows]
+        written = self.src.versions.put_versions(self.tenant, versions)
+        self._count("version", [n for n, _ in rows], Written(written=written, present=len(rows) - written))
 
     def _feedback(self, rows: list[tuple[int, fmt.Feedback]]) -> None:
         local = self._local_ids([r.memory_id for _, r in rows])

@@ -1,0 +1,23 @@
+"""PATCH /v1/memories/{id}: change a memory in place (the earlier version is kept)."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header
+
+from capsule.governance import models as gm
+from functions import app
+from functions.handlers.get import MemoryId
+
+IfMatch = Annotated[str | None, Header(
+    pattern=gm.IF_MATCH_PATTERN, max_length=66,
+    description="The content's sha256 as last read (the memory's sha256): the update is refused with 412 "
+                "if the memory changed since.")]
+
+
+def update(id: MemoryId, request: Annotated[gm.UpdateRequest, Body()], if_match: IfMatch = None) -> gm.UpdateResult:
+    return app.service().history.update(app.tenant(), id, request, if_match=if_match)
+
+
+ENDPOINT = app.Endpoint("update", update, summary="Update a memory in place (content, tags, meta, class, expiry)",
+                        errors=(401, 404, 412, 413, 422, 500, 503))
+handler = app.make_handler(ENDPOINT)

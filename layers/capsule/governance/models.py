@@ -1,0 +1,77 @@
+"""The shapes users see for updates, history and revert (pydantic v2, strict like capsule.models)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field, model_validator
+from pydantic import BaseModel
+
+from .. import limits
+from ..models import (
+    RETENTION_DESCRIPTION, AwareDatetime, Content, EffectiveClass, JsonInt, Memory, MemoryMeta, RetentionClass,
+    Tag, Ttl, _Request,
+)
+
+# The If-Match header: the content's sha256 as a memory result gives it (an ETag's quotes allowed).
+IF_MATCH_PATTERN = r'^"?[0-9a-f]{64}"?$'
+UPDATABLE = ("content", "tags", "meta", "explanation", "retention", "ttl", "expires_at")
+
+
+class UpdateRequest(_Request):
+    """Change a memory in place; every field left out stays as it is. The earlier version is kept."""
+
+    content: Content | None = None
+    tags: list[Tag] | None = Field(None, max_length=limits.MAX_TAGS, description="Replaces meta.tags.")
+    meta: MemoryMeta | None = Field(None, description="Replaces the whole meta (tags, when given, win).")
+    explanation: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS)
+    retention: RetentionClass | None = Field(None, description=RETENTION_DESCRIPTION)
+    ttl: Ttl | None = None
+    expires_at: AwareDatetime | None = Field(None, description="When an ephemeral memory expires; instead of ttl.")
+    reason: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS,
+                               description="Why it changed (kept in the audit record and the version).")
+
+    @model_validator(mode="after")
+    def _something(self) -> "UpdateRequest":
+        if not any(getattr(self, name) is not None for name in UPDATABLE):
+            raise ValueError(f"give at least one of {', '.join(UPDATABLE)} to change")
+        return self
+
+
+class RevertRequest(_Request):
+    """Bring back an earlier version (the current one is kept as a version too)."""
+
+    version: JsonInt = Field(ge=1, le=10**9, description="The version number, as history lists it.")
+    reason: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS)
+
+
+class Version(BaseModel):
+    version: int
+    current: bool = False
+    content: str
+    sha256: str
+    path: str | None = None
+    explanation: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+    retention: RetentionClass = "auto"
+    effective_retention: EffectiveClass = "replaceable"
+    expires_at: datetime | None = None
+    pinned: bool = False
+    created_at: datetime | None = None
+    replaced_at: datetime | None = None
+    actor: str | None = None
+    reason: str | None = None
+
+
+class HistoryResult(BaseModel):
+    memory: Memory
+    versions: list[Version] = Field(description="Every version, oldest first; the last is the current one.")
+    explanation: str
+
+
+class UpdateResult(BaseModel):
+    memory: Memory
+    version: int = Field(description="The number of the version now current.")
+    reembedded: bool = False
+    explanation: str
