@@ -17,7 +17,8 @@ from capsule.config import Settings
 from capsule.errors import CapsuleError
 from capsule.runtime import build_service
 from capsule.sync import LocalPeer, Watermarks, run_sync
-from mcp_client.client import CapsuleClient, Response, Retry, _send
+from mcp_client.client import CapsuleClient, Response, Retry
+from mcp_client.transport import PooledTransport
 from mcp_client.auth import BearerAuth
 from mcp_client.sync_cmd import HttpPeer
 
@@ -140,13 +141,14 @@ def test_a_remote_answering_5xx_mid_sync_stops_clearly_and_the_next_run_resumes(
         local.store_memory("local", {"project": "delta", "content": f"fact {n} about the build"})
     here = next(p for p in local.projects("local").projects if p.project == "delta")
     calls = {"apply": 0}
+    real = PooledTransport(remote.url)
 
     def flaky(method, url, headers, body, timeout):
         if "/v1/sync/apply" in url:
             calls["apply"] += 1
             if calls["apply"] >= 2:
                 return Response(500, {}, b'{"error": {"code": "internal", "message": "boom", "details": null}}')
-        return _send(method, url, headers, body, timeout)
+        return real(method, url, headers, body, timeout)
 
     token = (remote.data_dir / "gateway-token").read_text().strip()
     retry = Retry(attempts=2, sleep=lambda s: None)
