@@ -400,9 +400,10 @@ class MemoryService:
     def list_memories(self, tenant: str, request: models.ListRequest | dict) -> models.ListResult:
         req = validate(models.ListRequest, request)
         after = decode_cursor(req.cursor) if req.cursor else None
-        rows = self.store.list(tenant, req.project, pinned_only=req.pinned_only, after=after, limit=req.limit + 1)
+        rows = self.store.list(tenant, req.project, pinned_only=req.pinned_only, after=after, limit=req.limit + 1,
+                               forgotten=req.forgotten)
         page, more = rows[: req.limit], len(rows) > req.limit
-        kind = "pinned" if req.pinned_only else "recent"
+        kind = " ".join(w for w in ("pinned" if req.pinned_only else "", "forgotten" if req.forgotten else "") if w) or "recent"
         return models.ListResult(
             memories=[to_memory(r) for r in page],
             next_cursor=encode_cursor(page[-1]) if more else None,

@@ -377,9 +377,12 @@ class MongoStore:
         return [doc_to_record(doc) for doc in docs]
 
     def list(
-        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int
+        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int,
+        forgotten: bool = False,
     ) -> list[MemoryRecord]:
-        query: dict[str, Any] = {"tenant": tenant, "project": project, "active": True}
+        # A forgotten memory is inactive and not a pending write; `recent` serves both states.
+        query: dict[str, Any] = ({"tenant": tenant, "project": project, "active": False, "pending": None}
+                                 if forgotten else {"tenant": tenant, "project": project, "active": True})
         if pinned_only:
             query["pinned"] = True
         if after is not None:
