@@ -859,7 +859,9 @@
 
   function stepText(step) {
     const payload = step.payload || {};
-    return payload.cmd || payload.script || payload.path || JSON.stringify(payload);
+    // The payload shapes of capsule.learning.models.SHAPES: the command when there is one, else all of it.
+    const command = payload.command || payload.run || payload.script;
+    return typeof command === 'string' ? command : JSON.stringify(payload);
   }
 
   async function openSolution(id, button) {
