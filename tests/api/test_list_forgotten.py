@@ -62,3 +62,23 @@ def test_forgotten_is_documented_as_a_boolean_query_parameter():
     forgotten = next(p for p in parameters if p["name"] == "forgotten")
     assert forgotten["in"] == "query" and forgotten["schema"]["type"] == "boolean"
     assert forgotten["schema"]["default"] is False and "restor" in forgotten.get("description", "") + str(forgotten["schema"])
+
+
+def test_an_unknown_query_parameter_is_refused_with_its_name_and_the_nearest(service, call):
+    # Before: Powertools ignored it, and a typo listed the active memories as if asked for them.
+    mid = stored(call, "still listed")
+    answer = call(event("list", query={"project": "api", "forgoten": "true"}))
+    assert answer.status == 422, answer
+    detail = answer.json["error"]["details"][0]
+    assert detail["field"] == "forgoten" and "did you mean 'forgotten'" in detail["message"]
+    answer = call(event("get", path_params={"id": mid}, query={"verbose": "true"}))
+    assert answer.status == 422 and answer.json["error"]["details"][0]["field"] == "verbose"
+    answer = call(event("forget", path_params={"id": mid}, query={"reasons": "x"}))
+    assert answer.status == 422 and "did you mean 'reason'" in answer.json["error"]["message"]
+    assert call(event("get", path_params={"id": mid})).status == 200  # nothing changed
+
+
+def test_an_unknown_query_parameter_after_a_missing_identity_is_still_401(service, call):
+    e = event("list", query={"project": "api", "nope": "1"})
+    e["requestContext"].pop("authorizer", None)
+    assert call(e).status == 401
