@@ -45,7 +45,7 @@ from pydantic import BaseModel
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
-from . import routes
+from . import query_names, routes
 from .body import body_text, parse as parse_body
 from .secrets import load_settings
 from .shortcut import Shortcut, replaying
@@ -297,11 +297,15 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
     app = new_resolver(model)
     register(app, endpoint, replaying(endpoint.function))
     shortcut = Shortcut.of(app, route, endpoint.function)
+    known_query = query_names.declared(endpoint.function)
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         admitted, body = _admit(route, event, model is not None)
         if isinstance(admitted, CapsuleError):
             return _refusal(admitted)
+        unknown = query_names.unknown_parameter(event, known_query)
+        if unknown is not None:
+            return _refusal(unknown)
         token = _tenant.set(admitted or "")
         try:
             # Every embedder and database call takes what is left of the invocation, so a slow

@@ -222,6 +222,8 @@ class CapsuleClient:
     def list_memories(self, request: models.ListRequest | Mapping[str, Any]) -> models.ListResult:
         """Recent (or pinned) memories of a project, newest first, a page at a time."""
         query = validate(models.ListRequest, request).model_dump(mode="json", exclude_none=True)
+        if not query.get("forgotten"):
+            query.pop("forgotten", None)  # the default: a server from before the parameter takes the request too
         return self._call(models.ListResult, "GET", "/v1/memories", query=query)
 
     def get(self, memory_id: str) -> models.MemoryResult:

@@ -368,6 +368,8 @@
         el('span', { class: 'project-item-name' }, info.project),
         el('span', { class: 'project-item-counts' }, counts))));
     }
+    renderSettings();
+    renderDashboard();
   }
 
   async function openProject(name) {
@@ -378,6 +380,7 @@
       $('hit-list').replaceChildren();
       $('search-explanation').textContent = '';
       $('search-results').hidden = true;
+      closeDetail();
     }
     state.project = name;
     sessionStorage.setItem(PROJECT_KEY, name);
@@ -455,7 +458,13 @@
       el('button', { type: 'button', class: 'btn btn-small ' + cls, 'aria-label': aria + ': ' + label,
         'aria-pressed': pressed === undefined ? null : String(pressed),
         'data-action': text, onclick: (event) => handler(item, event.currentTarget, source) }, text);
+    if (source === 'forgotten') {
+      return el('div', { class: 'actions' },
+        act('Details', 'Show details', '', showDetail),
+        act('Restore', 'Restore', 'btn-good', (m, b) => restoreMemory(m.id, b)));
+    }
     return el('div', { class: 'actions' },
+      act('Details', 'Show details', '', showDetail),
       item.pinned ? act('Unpin', 'Unpin', '', unpinMemory) : act('Pin', 'Pin', '', pinMemory),
       act('Helpful', 'Mark helpful', 'btn-good', (m, b) => sendFeedback(m, b, true), vote === true),
       act('Not helpful', 'Mark not helpful', 'btn-bad', (m, b) => sendFeedback(m, b, false), vote === false),
@@ -520,7 +529,7 @@
   /** Re-draw every card of this memory with fields from the API's answer. */
   function updateCards(memory) {
     for (const node of cardsFor(memory.id)) {
-      const source = node.closest('#hit-list') ? 'search' : 'list';
+      const source = node.closest('#hit-list') ? 'search' : (state.view === 'forgotten' ? 'forgotten' : 'list');
       const old = node._item || {};
       const merged = Object.assign({}, old, {
         pinned: memory.pinned, helpful: memory.helpful, unhelpful: memory.unhelpful, meta: memory.meta,
@@ -543,6 +552,7 @@
     if (!state.project) return;
     const params = new URLSearchParams({ project: state.project, limit: String(PAGE_SIZE) });
     if (state.view === 'pinned') params.set('pinned_only', 'true');
+    if (state.view === 'forgotten') params.set('forgotten', 'true');
     if (more && state.cursor) params.set('cursor', state.cursor);
     const button = more ? $('load-more') : null;
     const ticket = ++latest.list;
@@ -551,7 +561,8 @@
       if (ticket !== latest.list) return;  // a newer listing (another project, view or store) wins
       const list = $('memory-list');
       if (!more) list.replaceChildren();
-      for (const memory of inChunkOrder(result.memories || [])) appendCard(list, memory, 'list');
+      const source = state.view === 'forgotten' ? 'forgotten' : 'list';
+      for (const memory of inChunkOrder(result.memories || [])) appendCard(list, memory, source);
       state.cursor = result.next_cursor || null;
       $('load-more').hidden = !state.cursor;
       $('memory-empty').hidden = list.children.length > 0;
@@ -576,6 +587,7 @@
     state.view = view;
     $('view-recent').setAttribute('aria-pressed', String(view === 'recent'));
     $('view-pinned').setAttribute('aria-pressed', String(view === 'pinned'));
+    $('view-forgotten').setAttribute('aria-pressed', String(view === 'forgotten'));
     state.cursor = null;
     loadMemories(false);
   }
@@ -741,6 +753,181 @@
     });
   }
 
+  // ---- memory detail ----------------------------------------------------------
+
+  const DETAIL_FIELDS = [
+    ['id', (m) => m.id], ['project', (m) => m.project],
+    ['author', (m) => (m.meta || {}).author], ['session', (m) => (m.meta || {}).session],
+    ['task', (m) => (m.meta || {}).task], ['source', (m) => (m.meta || {}).source],
+    ['type', (m) => (m.meta || {}).type], ['path', (m) => m.path],
+    ['chunk', (m) => (m.chunk ? (m.chunk.index + 1) + ' of ' + m.chunk.of : null)],
+    ['pinned', (m) => (m.pinned ? 'yes' : 'no')], ['status', (m) => m.status], ['model', (m) => m.model],
+    ['created', (m) => m.created_at], ['occurred', (m) => m.occurred_at], ['updated', (m) => m.updated_at],
+    ['forgotten', (m) => m.forgotten_at],
+    ['tags', (m) => ((m.meta || {}).tags || []).map((t) => '#' + t).join(' ')],
+    ['feedback', (m) => '▲ ' + (m.helpful || 0) + ' helpful · ▼ ' + (m.unhelpful || 0) + ' not helpful'],
+  ];
+  const SHOWN_META = new Set(['author', 'session', 'task', 'source', 'type', 'tags']);
+
+  function renderDetail(memory, explanation) {
+    $('detail-content').textContent = memory.content;
+    $('detail-explanation').textContent = explanation || '';
+    const rows = [];
+    const add = (name, value) => {
+      if (value === null || value === undefined || value === '') return;
+      rows.push(el('div', { class: 'detail-row', 'data-field': name }, el('dt', {}, name), el('dd', {}, String(value))));
+    };
+    for (const [name, pick] of DETAIL_FIELDS) add(name, pick(memory));
+    for (const [key, value] of Object.entries(memory.meta || {})) {
+      if (!SHOWN_META.has(key)) add('meta.' + key, typeof value === 'object' ? JSON.stringify(value) : value);
+    }
+    $('detail-meta').replaceChildren(...rows);
+    $('detail').hidden = false;
+    $('detail-title').focus();
+  }
+
+  /** The API's copy of an active memory; a forgotten one (which GET no longer shows) as listed. */
+  async function showDetail(item, button, source) {
+    clearMessages();
+    if (source === 'forgotten') {
+      renderDetail(item, 'Forgotten ' + (item.forgotten_at || '') + '; restore brings it back.');
+      return;
+    }
+    await run('Details', button, async () => {
+      const result = await api('GET', memoryPath(item.id));
+      renderDetail(result.memory, result.explanation);
+    });
+  }
+
+  function closeDetail() {
+    $('detail').hidden = true;
+    $('detail-meta').replaceChildren();
+    $('detail-content').textContent = '';
+  }
+
+  // ---- project settings -------------------------------------------------------
+
+  function currentInfo() {
+    return state.projects.find((p) => p.project === state.project) || null;
+  }
+
+  function renderSettings() {
+    const info = currentInfo();
+    const input = $('settings-limit');
+    if (document.activeElement !== input) input.value = info ? String(info.retention_limit) : '';
+  }
+
+  async function saveSettings(event) {
+    event.preventDefault();
+    clearMessages();
+    if (!requireProject('Settings')) return;
+    const raw = $('settings-limit').value.trim();
+    const limit = /^\d+$/.test(raw) ? Number(raw) : NaN;
+    if (!(limit >= 1 && limit <= 1000000)) {  // ProjectSettingsRequest.retention_limit
+      fail('Settings', new ApiError(0, 'invalid', 'The retention limit is a whole number from 1 to 1,000,000.', null));
+      $('settings-limit').focus();
+      return;
+    }
+    await run('Settings', $('settings-save'), async () => {
+      const result = await api('PUT', '/v1/projects/settings', { project: state.project, retention_limit: limit });
+      say('Settings', result.explanation);
+      applyProjects(result);
+    });
+  }
+
+  // ---- solutions (read-only) -----------------------------------------------------
+
+  async function loadSolutions(button) {
+    clearMessages();
+    await run('Solutions', button, async () => {
+      const result = await api('GET', '/v1/solutions?limit=50');
+      $('solutions-explanation').textContent = result.explanation || '';
+      const list = $('solution-list');
+      list.replaceChildren();
+      for (const s of result.solutions || []) {
+        list.append(el('li', { 'data-id': s.id },
+          el('button', { type: 'button', class: 'solution-item', 'aria-label': 'Open solution: ' + s.title,
+            onclick: (e) => openSolution(s.id, e.currentTarget) },
+          el('span', { class: 'solution-item-title' }, s.title),
+          el('span', { class: 'project-item-counts' },
+            s.category + ' · ' + plural((s.steps || []).length, 'step', 'steps')
+            + ' · success ' + Math.round(100 * (s.success_rate || 0)) + '%'))));
+      }
+      if (!list.children.length) list.append(el('li', { class: 'empty' }, 'No solutions yet.'));
+    });
+  }
+
+  function stepText(step) {
+    const payload = step.payload || {};
+    // The payload shapes of capsule.learning.models.SHAPES: the command when there is one, else all of it.
+    const command = payload.command || payload.run || payload.script;
+    return typeof command === 'string' ? command : JSON.stringify(payload);
+  }
+
+  async function openSolution(id, button) {
+    clearMessages();
+    await run('Solution', button, async () => {
+      const result = await api('GET', '/v1/solutions/' + encodeURIComponent(id));
+      const s = result.solution;
+      $('solution-title').textContent = s.title;
+      $('solution-summary').textContent = s.category + (s.component ? ' · ' + s.component : '')
+        + ' · ' + s.success_count + ' succeeded, ' + s.failure_count + ' failed';
+      $('solution-description').textContent = s.description || '';
+      $('solution-steps').replaceChildren(...(s.steps || []).map((step) =>
+        el('li', { class: 'step', 'data-kind': step.kind },
+          el('span', { class: 'badge' }, step.kind), ' ',
+          step.description ? el('span', {}, step.description + ' ') : null,
+          el('code', {}, stepText(step)))));
+      $('solution-checks').replaceChildren(...(s.checks || []).map((check) =>
+        el('li', { class: 'step' }, el('code', {}, check.cmd),
+          check.expect_substring ? ' expects "' + check.expect_substring + '"' : '',
+          typeof check.expect_exit_code === 'number' ? ' expects exit ' + check.expect_exit_code : '')));
+      $('solution-detail').hidden = false;
+      $('solution-title').focus();
+    });
+  }
+
+  // ---- dashboard ------------------------------------------------------------------
+
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+    for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    return node;
+  }
+
+  /** One horizontal bar per project (held memories, the pinned share darker); text for screen readers. */
+  function renderDashboard() {
+    const projects = state.projects.slice(0, 12);
+    const box = $('dashboard-chart');
+    if (!projects.length) {
+      box.replaceChildren(el('p', { class: 'empty' }, 'No projects yet.'));
+      return;
+    }
+    const most = Math.max(1, ...projects.map((p) => p.memories));
+    const rowH = 26;
+    const width = 320;
+    const labelW = 120;
+    // The picture is for eyes; the same numbers as a list are for screen readers (and tests).
+    const text = el('ul', { class: 'sr-only', id: 'dashboard-text' }, projects.map((p) =>
+      el('li', {}, p.project + ': ' + plural(p.memories, 'memory', 'memories') + ', ' + p.pinned + ' pinned')));
+    const chart = svg('svg', { viewBox: '0 0 ' + width + ' ' + (rowH * projects.length), 'aria-hidden': 'true',
+      class: 'bars' });
+    projects.forEach((p, i) => {
+      const y = i * rowH;
+      const full = ((width - labelW - 40) * p.memories) / most;
+      const pinned = ((width - labelW - 40) * Math.min(p.pinned, p.memories)) / most;
+      chart.append(
+        svg('text', { x: 0, y: y + 17, class: 'bar-label' }, snippet(p.project, 18)),
+        svg('rect', { x: labelW, y: y + 5, width: full.toFixed(1), height: 16, class: 'bar-all', 'data-project': p.project }),
+        svg('rect', { x: labelW, y: y + 5, width: pinned.toFixed(1), height: 16, class: 'bar-pinned' }),
+        svg('text', { x: labelW + full + 4, y: y + 17, class: 'bar-value' }, String(p.memories)));
+    });
+    box.replaceChildren(chart, text);
+  }
+
   // ---- wiring ---------------------------------------------------------------
 
   function wire() {
@@ -790,6 +977,10 @@
     });
     $('view-recent').addEventListener('click', () => setView('recent'));
     $('view-pinned').addEventListener('click', () => setView('pinned'));
+    $('view-forgotten').addEventListener('click', () => setView('forgotten'));
+    $('detail-close').addEventListener('click', closeDetail);
+    $('settings-form').addEventListener('submit', saveSettings);
+    $('solutions-refresh').addEventListener('click', (event) => loadSolutions(event.currentTarget));
     $('load-more').addEventListener('click', () => loadMemories(true));
     $('notice-close').addEventListener('click', () => hideBox('notice'));
     $('alert-close').addEventListener('click', () => hideBox('alert'));

@@ -1,4 +1,4 @@
-"""GET /v1/memories?project=...: recent (or pinned) memories of a project, newest first."""
+"""GET /v1/memories?project=...: recent (or pinned, or forgotten) memories of a project, newest first."""
 
 from typing import Annotated
 
@@ -13,15 +13,18 @@ from functions.params import query_bool
 def list_memories(
     project: Annotated[str, Query(min_length=1, max_length=limits.MAX_PROJECT_CHARS, pattern=models.NO_CONTROL)],
     pinned_only: Annotated[bool, Query(), BeforeValidator(query_bool)] = False,
+    forgotten: Annotated[bool, Query(description="true: the forgotten memories still restorable"
+                                     " (restore brings one back), instead of the active ones"),
+                         BeforeValidator(query_bool)] = False,
     cursor: Annotated[str | None, Query(max_length=limits.MAX_CURSOR_CHARS, pattern=models.CURSOR_PATTERN)] = None,
     limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = limits.DEFAULT_PAGE,
     retention: Annotated[models.EffectiveClass | None, Query(
         description="Only memories of this (effective) retention class.")] = None,
 ) -> models.ListResult:
-    request = {"project": project, "pinned_only": pinned_only, "cursor": cursor, "limit": limit,
+    request = {"project": project, "pinned_only": pinned_only, "forgotten": forgotten, "cursor": cursor, "limit": limit,
                **({"retention": retention} if retention is not None else {})}
     return app.service().list_memories(app.tenant(), request)
 
 
-ENDPOINT = app.Endpoint("list", list_memories, summary="List recent or pinned memories of a project")
+ENDPOINT = app.Endpoint("list", list_memories, summary="List recent, pinned or forgotten memories of a project")
 handler = app.make_handler(ENDPOINT)

@@ -313,6 +313,7 @@ class ListRequest(_Request):
     project: ProjectName
     pinned_only: bool = False
     retention: EffectiveClass | None = Field(None, description="Only memories of this (effective) retention class.")
+    forgotten: bool = False  # the forgotten memories still restorable, instead of the active ones
     cursor: str | None = Field(None, max_length=limits.MAX_CURSOR_CHARS, pattern=CURSOR_PATTERN)
     limit: JsonInt = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
 

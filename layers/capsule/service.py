@@ -495,9 +495,9 @@ class MemoryService:
         after = decode_cursor(req.cursor) if req.cursor else None
         by_class = {} if req.retention is None else {"retention": req.retention}
         rows = self.store.list(tenant, req.project, pinned_only=req.pinned_only, after=after, limit=req.limit + 1,
-                               **by_class)
+                               forgotten=req.forgotten, **by_class)
         page, more = rows[: req.limit], len(rows) > req.limit
-        kind = "pinned" if req.pinned_only else "recent"
+        kind = " ".join(w for w in ("pinned" if req.pinned_only else "", "forgotten" if req.forgotten else "") if w) or "recent"
         if req.retention is not None:
             kind += f" {req.retention}"
         return models.ListResult(

@@ -336,3 +336,22 @@ def test_previous_in_session_is_the_active_turn_just_before(store):
     assert store.previous_in_session("t2", "p", "s1", before=later) == "other tenant"
     store.forget("t1", second.id, at=later, actor="tester", reason="r")
     assert store.previous_in_session("t1", "p", "s1", before=later) == "first"  # forgotten turns are skipped
+
+
+def test_list_forgotten_holds_only_the_forgotten_newest_first_with_cursor(store):
+    records = [rec(f"f{i}", at=T0 + timedelta(minutes=i), pinned=i == 1) for i in range(5)]
+    put(store, rec("other project", project="q"))
+    for r in records:
+        put(store, r)
+    for r in records[:4]:
+        store.forget("t1", r.id, at=T0 + timedelta(days=1), actor="x", reason="r")
+    store.restore("t1", records[2].id, at=T0 + timedelta(days=2), actor="x")
+    page = store.list("t1", "p", pinned_only=False, after=None, limit=2, forgotten=True)
+    assert [r.content for r in page] == ["f3", "f1"]
+    assert all(r.deleted_at is not None for r in page)
+    after = (page[-1].created_at.timestamp(), page[-1].id)
+    assert [r.content for r in store.list("t1", "p", pinned_only=False, after=after, limit=10, forgotten=True)] == ["f0"]
+    assert [r.content for r in store.list("t1", "p", pinned_only=True, after=None, limit=10, forgotten=True)] == ["f1"]
+    assert store.list("t2", "p", pinned_only=False, after=None, limit=10, forgotten=True) == []
+    # The active listing is unchanged by the new state.
+    assert [r.content for r in store.list("t1", "p", pinned_only=False, after=None, limit=10)] == ["f4", "f2"]

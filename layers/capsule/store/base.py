@@ -68,9 +68,11 @@ class MemoryStore(Protocol):
         left out. The embedding may be omitted (a search index fetches the records of its hits)."""
 
     def list(
-        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int
+        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int,
+        retention: str | None = None, forgotten: bool = False,
     ) -> list[MemoryRecord]:
-        """Active memories, newest first by (created_at, id), strictly after ``after``."""
+        """Active memories (or, with ``forgotten``, the forgotten ones still restorable), newest
+        first by (created_at, id), strictly after ``after``."""
 
     def previous_in_session(self, tenant: str, project: str, session: str | int, *, before: datetime) -> str | None:
         """The content of the active memory whose ``meta.session`` is ``session`` that happened

@@ -385,8 +385,11 @@ class MongoStore:
     def list(
         self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int,
         retention: str | None = None,
+        forgotten: bool = False,
     ) -> list[MemoryRecord]:
-        query: dict[str, Any] = {"tenant": tenant, "project": project, "active": True}
+        # A forgotten memory is inactive and not a pending write; `recent` serves both states.
+        query: dict[str, Any] = ({"tenant": tenant, "project": project, "active": False, "pending": None}
+                                 if forgotten else {"tenant": tenant, "project": project, "active": True})
         if pinned_only:
             query["pinned"] = True
         if after is not None:

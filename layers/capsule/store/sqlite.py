@@ -564,8 +564,10 @@ class SQLiteStore:
     def list(
         self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int,
         retention: str | None = None,
+        forgotten: bool = False,
     ) -> list[MemoryRecord]:
-        sql = f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL"
+        state = "IS NOT NULL" if forgotten else "IS NULL"  # memories_recent serves both
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND deleted_at {state}"
         params: list[Any] = [tenant, project]
         if pinned_only:
             sql += " AND pinned = 1"

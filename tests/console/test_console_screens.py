@@ -1,0 +1,237 @@
+"""The console's further screens (issue 19 item 10), in Debian's headless Chromium against a real
+``capsule serve``: memory detail, the API's forgotten list with restore, project settings,
+solutions with their steps, the dashboard chart; at desktop width and at 390 px.
+
+Same server and browser fixtures as test_console.py; this module's page also records every
+request, and fails a test whose page asked any host but the gateway.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+from tests.console.test_console import (  # noqa: F401  (fixtures)
+    CHROMIUM, UNNAMED_CONTROLS, WAIT_MS, Api, browser, card, connect, notice, open_project, server, settle,
+)
+from tests.conftest import REPO
+
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.slow
+
+ARTIFACTS = REPO / "test-artifacts"
+
+
+@pytest.fixture
+def page(browser, server: Api):  # noqa: F811
+    yield from _page(browser, server, {"width": 1360, "height": 1000})
+
+
+@pytest.fixture
+def narrow(browser, server: Api):  # noqa: F811
+    yield from _page(browser, server, {"width": 390, "height": 844})
+
+
+def _page(browser, server: Api, viewport: dict):  # noqa: F811
+    context = browser.new_context(viewport=viewport)
+    context.set_default_timeout(WAIT_MS)
+    opened = context.new_page()
+    errors: list[str] = []
+    hosts: set[str] = set()
+    opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    opened.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    opened.on("request", lambda r: hosts.add(urlsplit(r.url).netloc) if not r.url.startswith("data:") else None)
+    opened.goto(server.base + "/ui")
+    yield opened
+    context.close()
+    assert errors == [], f"the page logged errors: {errors}"
+    assert hosts == {urlsplit(server.base).netloc}, f"the page asked other hosts: {hosts}"
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"console-{name}.png"
+    path.unlink(missing_ok=True)
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 5_000
+
+
+def detail_value(page, field: str):
+    return page.locator(f"#detail-meta [data-field='{field}'] dd")
+
+
+def test_memory_detail_shows_the_full_content_and_every_field(page, server):
+    project = "/srv/console-detail"
+    long_text = "Deploy notes. " + " ".join(f"line{n}" for n in range(300))  # well over the card's 700
+    memory = server.store(project, long_text, pinned=True, tags=["deploy", "notes"], meta={
+        "author": "ana", "session": "s-42", "task": "release 1.2", "source": "chat", "ticket": "OPS-7"})
+    server.ok("POST", f"/v1/memories/{quote(memory['id'])}/feedback", {"helpful": True})
+    connect(page, server.token)
+    open_project(page, project)
+    card(page, "memory-list", memory["id"]).locator("[data-action='Details']").click()
+    settle(page)
+    expect(page.locator("#detail")).to_be_visible()
+    expect(page.locator("#detail-title")).to_be_focused()
+    expect(page.locator("#detail-content")).to_have_text(long_text)  # all of it, not the card's excerpt
+    got = server.get(memory["id"])[1]
+    expect(page.locator("#detail-explanation")).to_have_text(got["explanation"])
+    for field, value in [("id", memory["id"]), ("project", project), ("author", "ana"), ("session", "s-42"),
+                         ("task", "release 1.2"), ("source", "chat"), ("pinned", "yes"),
+                         ("created", got["memory"]["created_at"]), ("occurred", got["memory"]["occurred_at"]),
+                         ("tags", "#deploy #notes"), ("meta.ticket", "OPS-7")]:
+        expect(detail_value(page, field)).to_have_text(value)
+    expect(detail_value(page, "feedback")).to_have_text("▲ 1 helpful · ▼ 0 not helpful")
+    assert page.evaluate(UNNAMED_CONTROLS) == []
+    shot(page, "detail")
+    page.get_by_role("button", name="Close detail").click()
+    expect(page.locator("#detail")).to_be_hidden()
+
+
+def test_memory_detail_of_an_ingested_chunk_names_its_place(page, server):
+    project = "/srv/console-detail-chunk"
+    text = "\n\n".join(f"Part {n}. " + " ".join(f"w{n}x{i}" for i in range(150)) for n in range(12))
+    ingested = server.ok("POST", "/v1/memories/ingest", {"project": project, "text": text, "path": "docs/a.md"})
+    connect(page, server.token)
+    open_project(page, project)
+    card(page, "memory-list", ingested["ids"][1]).locator("[data-action='Details']").click()
+    expect(detail_value(page, "chunk")).to_have_text(f"2 of {ingested['chunks']}")
+    expect(detail_value(page, "path")).to_have_text("docs/a.md")
+
+
+def test_the_forgotten_list_comes_from_the_api_and_restores(page, server):
+    project = "/srv/console-forgotten-api"
+    keep = server.store(project, "a memory that stays")
+    gone = server.store(project, "forgotten before this visit, by another client")
+    server.ok("DELETE", f"/v1/memories/{quote(gone['id'])}")
+    connect(page, server.token)
+    open_project(page, project)
+    expect(page.locator("#forgotten-list li")).to_have_count(0)  # this tab forgot nothing itself
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "forgotten=" in r.url else None)
+    page.get_by_role("button", name="Forgotten", exact=True).click()
+    settle(page)
+    assert any("forgotten=true" in url for url in asked)
+    rows = page.locator("#memory-list li.card-item")
+    expect(rows).to_have_count(1)
+    shown = card(page, "memory-list", gone["id"])
+    expect(shown).to_contain_text("forgotten before this visit")
+    expect(page.locator("#list-explanation")).to_have_text(
+        server.ok("GET", f"/v1/memories?project={quote(project)}&forgotten=true")["explanation"])
+    expect(shown.locator("[data-action='Pin']")).to_have_count(0)  # only details and restore
+    shown.locator("[data-action='Details']").click()
+    expect(detail_value(page, "forgotten")).not_to_have_text("")
+    shot(page, "forgotten")
+
+    shown.locator("[data-action='Restore']").click()
+    expect(notice(page)).to_contain_text(f"Restored {gone['id']}")
+    expect(rows).to_have_count(0)
+    assert server.get(gone["id"])[0] == 200
+    page.get_by_role("button", name="Recent", exact=True).click()
+    expect(rows).to_have_count(2)
+    assert {keep["id"], gone["id"]} == set(rows.evaluate_all("rs => rs.map(r => r.dataset.id)"))
+
+
+def _limit_of(server, project: str) -> int:
+    return next(p for p in server.ok("GET", "/v1/projects")["projects"] if p["project"] == project)["retention_limit"]
+
+
+def test_project_settings_read_and_set_the_retention_limit(page, server):
+    project = "/srv/console-settings"
+    server.store(project, "a memory so the project exists")
+    connect(page, server.token)
+    open_project(page, project)
+    limit = page.get_by_label("Retention limit")
+    expect(limit).to_have_value(str(_limit_of(server, project)))
+    assert limit.get_attribute("min") == "1" and limit.get_attribute("max") == "1000000"
+
+    sent = []
+    page.on("request", lambda r: sent.append(r.url) if r.url.endswith("/settings") else None)
+    for bad in ("0", "1000001", "2.5"):
+        limit.fill(bad)
+        page.get_by_role("button", name="Save", exact=True).click()
+        expect(page.locator("#alert")).to_contain_text("Settings failed")
+        expect(limit).to_be_focused()
+    assert sent == [] and _limit_of(server, project) != 7  # refused on the page, nothing sent
+
+    limit.fill("7")
+    page.get_by_role("button", name="Save", exact=True).click()
+    settle(page)
+    expect(page.locator("#alert")).to_have_class(re.compile(r"\bis-idle\b"))
+    assert _limit_of(server, project) == 7
+    expect(limit).to_have_value("7")
+    shot(page, "settings")
+
+
+FIXPACK = {
+    "title": "Point REDIS_URL at the private host",
+    "category": "network",
+    "description": "The app connects to a local Redis that is not there.",
+    "signatures": [{"text": "connect ECONNREFUSED 127.0.0.1:6379"}],
+    "steps": [
+        {"step_order": 1, "kind": "cmd", "payload": {"command": "railway variables set REDIS_URL=redis://private:6379"},
+         "description": "Set the variable"},
+        {"step_order": 2, "kind": "cmd", "payload": {"command": "railway redeploy"}},
+    ],
+    "checks": [{"check_order": 1, "cmd": "redis-cli -u $REDIS_URL ping", "expect_substring": "PONG"}],
+}
+
+
+def test_solutions_list_and_detail_with_steps_in_order(page, server):
+    created = server.ok("POST", "/v1/solutions", FIXPACK)["solution"]
+    connect(page, server.token)
+    page.get_by_role("button", name="Load solutions").click()
+    settle(page)
+    item = page.locator(f"#solution-list li[data-id='{created['id']}']")
+    expect(item).to_contain_text(FIXPACK["title"])
+    expect(item).to_contain_text("network · 2 steps")
+    item.get_by_role("button").click()
+    settle(page)
+    expect(page.locator("#solution-title")).to_have_text(FIXPACK["title"])
+    expect(page.locator("#solution-title")).to_be_focused()
+    expect(page.locator("#solution-description")).to_have_text(FIXPACK["description"])
+    steps = page.locator("#solution-steps li")
+    expect(steps).to_have_count(2)
+    expect(steps.nth(0)).to_contain_text("Set the variable")
+    expect(steps.nth(0).locator("code")).to_have_text(FIXPACK["steps"][0]["payload"]["command"])
+    expect(steps.nth(1).locator("code")).to_have_text("railway redeploy")
+    expect(page.locator("#solution-checks li")).to_contain_text('expects "PONG"')
+    shot(page, "solutions")
+
+
+def test_dashboard_draws_one_bar_per_project_with_a_text_equivalent(page, server):
+    big, small = "/srv/console-dash-big", "/srv/console-dash-small"
+    for n in range(4):
+        server.store(big, f"dashboard memory {n}", pinned=n == 0)
+    server.store(small, "dashboard memory alone")
+    connect(page, server.token)
+    expect(page.locator("#dashboard-chart svg")).to_have_count(1)
+    said = page.locator("#dashboard-text li")  # what a screen reader reads instead of the picture
+    expect(said.filter(has_text=big)).to_have_text(f"{big}: 4 memories, 1 pinned")
+    expect(said.filter(has_text=small)).to_have_text(f"{small}: 1 memory, 0 pinned")
+    widths = {p: float(page.locator(f"#dashboard-chart rect[data-project='{p}']").get_attribute("width"))
+              for p in (big, small)}
+    assert widths[big] == pytest.approx(4 * widths[small], rel=0.01)
+    assert page.locator("#dashboard-chart image, #dashboard-chart use").count() == 0  # nothing fetched
+    shot(page, "dashboard")
+
+
+def test_the_new_screens_work_at_390_px(narrow, server):
+    project = "/srv/console-narrow"
+    memory = server.store(project, "narrow screen memory " + "x" * 200, tags=["narrow"], meta={"author": "ana"})
+    server.ok("POST", "/v1/solutions", {**FIXPACK, "title": "Narrow screen fix"})
+    page = narrow
+    connect(page, server.token)
+    open_project(page, project)
+    card(page, "memory-list", memory["id"]).locator("[data-action='Details']").click()
+    expect(detail_value(page, "author")).to_have_text("ana")
+    page.get_by_role("button", name="Load solutions").click()
+    page.locator("#solution-list li", has_text="Narrow screen fix").first.get_by_role("button").click()
+    expect(page.locator("#solution-steps li")).to_have_count(2)
+    settle(page)
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"the page is {overflow}px wider than a 390px screen"
+    assert page.evaluate(UNNAMED_CONTROLS) == []
+    shot(page, "narrow")
