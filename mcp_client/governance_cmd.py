@@ -7,12 +7,9 @@ import argparse
 import sys
 from typing import Any
 
-from capsule.models import RetentionClass
-from typing import get_args
+from capsule.governance.retention import CLASSES  # pydantic-free: `capsule store` starts without it
 
 from . import cli, render
-
-CLASSES = get_args(RetentionClass)
 
 
 def retention_options(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterator, Mapping
 
-from capsule.capture.models import MAX_EVENT_CHARS
+from capsule import limits
+
+# capsule.capture.models.MAX_EVENT_CHARS, read without importing pydantic (the hooks start fast).
+MAX_EVENT_CHARS = limits.MAX_CONTENT_BYTES
 
 from .digest import _texts, read_transcript
 

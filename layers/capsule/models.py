@@ -30,8 +30,7 @@ from pydantic import (
 from . import limits
 
 Outcome = Literal["success", "failure", "unknown"]
-RetentionClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral", "auto"]
-EffectiveClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral"]
+from .governance.retention import EffectiveClass, RetentionClass  # noqa: E402  (one place for the classes)
 
 # A page's position: the last item's creation time (epoch seconds) and its id as hex; any
 # string of this shape is a position, so a client can never send one that is refused.

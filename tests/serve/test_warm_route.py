@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from .server import ROOT, Server, environment
 HEAVY = ("numpy", "pydantic", "onnxruntime", "tokenizers", "aws_lambda_powertools", "boto3", "botocore",
          "mcp", "uvicorn", "capsule.service", "capsule.models")
 FIXTURES = ROOT / "tests" / "mcp" / "fixtures"
-PROJECT = "/home/dev/shop"  # the cwd of the recorded hook inputs
+PROJECT = "shop"  # the recorded hook inputs ran in /home/dev/shop: its folder name
 
 
 def run(*args: str, data_dir: Path, stdin: str | None = None, env: dict[str, str] | None = None
@@ -48,10 +49,19 @@ def hook_input(name: str) -> str:
     return text.replace("{transcript}", json.dumps(str(FIXTURES / "transcript.jsonl"))[1:-1])
 
 
+def announced(srv: Server) -> Server:
+    """The server once it has written serve.json: the banner comes when the socket listens, the
+    announcement when the workers answer (a command run before that runs embedded)."""
+    deadline = time.monotonic() + 120
+    while not (srv.data_dir / "serve.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return srv
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("warm")
-    srv = Server(data_dir)
+    srv = announced(Server(data_dir))
     yield srv
     assert srv.stop() == 0
 
@@ -157,7 +167,7 @@ def test_a_server_that_stopped_is_no_longer_asked(tmp_path):
 
 def test_a_server_killed_without_withdrawing_is_not_asked(tmp_path):
     data_dir = tmp_path / "data"
-    srv = Server(data_dir)
+    srv = announced(Server(data_dir))
     workers = _children_of(srv.process.pid)
     srv.stop(signal.SIGKILL)
     for pid in workers:  # orphaned by the SIGKILL
