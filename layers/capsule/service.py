@@ -26,6 +26,8 @@ from .config import Settings
 from .context import text_to_embed
 from .embedders.base import Embedder
 from .embedders.base import describe as describe_embedder
+from .guard.apply import guard_chunks, guard_write
+from .guard.policy import Policies
 from .errors import InvalidInput, Unavailable, from_validation_error
 from .index import IndexCache, ProjectIndex, store_fetcher
 from .querycache import QueryCache
@@ -177,11 +179,19 @@ class MemoryService:
             return ""
         return f" Embedder: {describe_embedder(self.embedder).sentence()}."
 
+    def guard_policies(self, tenant: str, project: str) -> Policies:
+        return Policies(secrets=self.settings.secrets_policy, pii=self.settings.pii_policy)
+
     def store_memory(self, tenant: str, request: models.StoreRequest | dict) -> models.StoreResult:
         req = validate(models.StoreRequest, request)
+        # Secrets and personal data, handled by the project's policies before anything is
+        # embedded or stored (capsule.guard).
+        guarded = guard_write([req.content], req.explanation, req.meta.plain(),
+                              self.guard_policies(tenant, req.project))
         records, embed_error = self._records(
-            tenant, req.project, [req.content], path=req.path, pinned=req.pinned,
-            explanation=req.explanation, meta=req.meta.plain(), occurred_at=req.occurred_at,
+            tenant, req.project, guarded.texts, path=req.path, pinned=req.pinned,
+            explanation=guarded.explanation, meta=guarded.meta_for(0, req.meta.plain()),
+            occurred_at=req.occurred_at,
         )
         outcome = self._write(tenant, records)
         evicted, note = self._retention_note(outcome)
@@ -203,18 +213,22 @@ class MemoryService:
         return models.StoreResult(
             memory=to_memory(memory), evicted=evicted,
             explanation=f"Stored memory {memory.id} in project '{req.project}'{pin}."
-            + note + self._pending_note(embed_error) + self._embedder_note(outcome),
+            + guarded.note() + note + self._pending_note(embed_error) + self._embedder_note(outcome),
         )
 
     def ingest(self, tenant: str, request: models.IngestRequest | dict) -> models.IngestResult:
         req = validate(models.IngestRequest, request)
-        chunks = chunk_text(req.text, path=req.path)
+        guarded = guard_chunks(req.text, partial(chunk_text, path=req.path), req.meta.plain(),
+                               self.guard_policies(tenant, req.project))
+        chunks = guarded.texts
         if not chunks:
             raise InvalidInput("text has no content to store", field="text")
         records, embed_error = self._records(
-            tenant, req.project, chunks, path=req.path, pinned=req.pinned, explanation=None,
+            tenant, req.project, guarded.texts, path=req.path, pinned=req.pinned, explanation=None,
             meta=req.meta.plain(), occurred_at=req.occurred_at,
         )
+        for index, record in enumerate(records):  # each chunk carries its own findings
+            record.meta = guarded.meta_for(index, record.meta)
         outcome = self._write(tenant, records)
         evicted, note = self._retention_note(outcome)
         ids = [outcome.duplicates.get(r.id, r.id) for r in records]
@@ -226,7 +240,7 @@ class MemoryService:
                      " their existing ids are returned.")
         return models.IngestResult(
             ids=ids, chunks=len(chunks), deduplicated=duplicated, evicted=evicted,
-            explanation=text + note + (self._pending_note(embed_error) if outcome.inserted else "")
+            explanation=text + guarded.note() + note + (self._pending_note(embed_error) if outcome.inserted else "")
             + self._embedder_note(outcome),
         )
 

@@ -7,6 +7,7 @@ kinds) before anything is written. Secrets and personal data have a policy each.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from .detect import Finding, detect
 
 Policy = Literal["flag", "redact", "refuse"]
 POLICIES: tuple[str, ...] = ("flag", "redact", "refuse")
+PLACEHOLDER = re.compile(r"\[REDACTED:([a-z-]+)\]")
 GUARD_KEY = "_guard"  # the reserved meta key that holds the findings of a stored text
 
 
@@ -72,3 +74,18 @@ def check_reserved(meta: dict[str, Any]) -> None:
     if GUARD_KEY in meta:
         raise InvalidInput(f"meta.{GUARD_KEY} is reserved for the findings of the secrets and personal-data"
                            " detector", field=f"meta.{GUARD_KEY}")
+
+
+def rescan(text: str, policies: Policies) -> Guarded:
+    """:func:`guard_text` of a piece of an already guarded text (an ingest chunk): its own flags,
+    and the placeholders the whole text's redaction left in it, as redacted findings."""
+    guarded = guard_text(text, policies)
+    report = {"secrets": [f for f in guarded.report["secrets"] if f["action"] == "flagged"],
+              "pii": [f for f in guarded.report["pii"] if f["action"] == "flagged"]}
+    for match in PLACEHOLDER.finditer(guarded.text):
+        category = "secrets" if Finding(match.group(1), 0, 0).category == "secrets" else "pii"
+        report[category].append({"kind": match.group(1), "start": match.start(), "end": match.end(),
+                                 "action": "redacted"})
+    for findings in report.values():
+        findings.sort(key=lambda f: f["start"])
+    return Guarded(guarded.text, report)
