@@ -299,8 +299,25 @@ class FeedbackRequest(_Request):
     context: str | None = Field(None, max_length=limits.MAX_CONTEXT_CHARS)
 
 
+GuardPolicy = Literal["flag", "redact", "refuse"]
+
+
 class ProjectSettingsRequest(_Request):
-    retention_limit: JsonInt = Field(ge=1, le=limits.MAX_RETENTION_LIMIT)
+    """A project's settings; those not given keep their values (at least one must be given)."""
+
+    retention_limit: JsonInt | None = Field(None, ge=1, le=limits.MAX_RETENTION_LIMIT)
+    secrets_policy: GuardPolicy | None = Field(None, description=(
+        "Secrets found in a stored text (keys, tokens, private keys, card numbers): flag, redact"
+        " (the default: [REDACTED:<kind>] is stored and embedded), or refuse (422 naming the kinds)."))
+    pii_policy: GuardPolicy | None = Field(None, description=(
+        "Personal data found in a stored text (e-mail addresses, phone numbers, IBANs): flag (the"
+        " default: kinds and spans in meta._guard), redact, or refuse."))
+
+    @model_validator(mode="after")
+    def _something(self) -> "ProjectSettingsRequest":
+        if self.retention_limit is None and self.secrets_policy is None and self.pii_policy is None:
+            raise ValueError("give at least one of retention_limit, secrets_policy, pii_policy")
+        return self
 
 
 # ---- results -------------------------------------------------------------
@@ -407,6 +424,8 @@ class ProjectInfo(BaseModel):
     forgotten: int
     retention_limit: int
     last_activity: datetime | None = None
+    secrets_policy: str | None = Field(None, description="What a store does with secrets found (capsule.guard).")
+    pii_policy: str | None = Field(None, description="What a store does with personal data found.")
 
 
 class ProjectsResult(BaseModel):

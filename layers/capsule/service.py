@@ -180,7 +180,10 @@ class MemoryService:
         return f" Embedder: {describe_embedder(self.embedder).sentence()}."
 
     def guard_policies(self, tenant: str, project: str) -> Policies:
-        return Policies(secrets=self.settings.secrets_policy, pii=self.settings.pii_policy)
+        """The project's own policies, the deployment's where it has not set one."""
+        own = self.store.guard_policies(tenant, project)
+        return Policies(secrets=own["secrets_policy"] or self.settings.secrets_policy,
+                        pii=own["pii_policy"] or self.settings.pii_policy)
 
     def store_memory(self, tenant: str, request: models.StoreRequest | dict) -> models.StoreResult:
         req = validate(models.StoreRequest, request)
@@ -481,18 +484,30 @@ class MemoryService:
                     project=s.project, memories=s.memories, pinned=s.pinned, forgotten=s.forgotten,
                     retention_limit=s.retention_limit or self.settings.retention_limit,
                     last_activity=s.last_activity,
+                    secrets_policy=p.secrets, pii_policy=p.pii,
                 )
-                for s in stats
+                for s, p in zip(stats, [self.guard_policies(tenant, s.project) for s in stats])
             ],
             explanation=f"{len(stats)} project{'s' if len(stats) != 1 else ''}, most recently active first.",
         )
 
-    def set_retention_limit(self, tenant: str, project: str, request: models.ProjectSettingsRequest | dict
-                            ) -> models.ProjectsResult:
+    def set_project_settings(self, tenant: str, project: str, request: models.ProjectSettingsRequest | dict
+                             ) -> models.ProjectsResult:
+        """Set the settings given (retention limit, secrets and personal-data policies)."""
         req = validate(models.ProjectSettingsRequest, request)
         validate(models.ListRequest, {"project": project})  # the same name rules as everywhere
-        self.store.set_retention_limit(tenant, project, req.retention_limit, at=self.clock())
+        said = []
+        if req.retention_limit is not None:
+            self.store.set_retention_limit(tenant, project, req.retention_limit, at=self.clock())
+            said.append(f"now keeps at most {req.retention_limit} memories;"
+                        " the next store evicts the oldest unpinned ones beyond it")
+        policies = {k: v for k, v in (("secrets_policy", req.secrets_policy), ("pii_policy", req.pii_policy)) if v}
+        if policies:
+            self.store.set_guard_policies(tenant, project, policies, at=self.clock())
+            said.append("will " + " and ".join(f"{v} {'secrets' if k == 'secrets_policy' else 'personal data'}"
+                                               for k, v in policies.items()) + " found in what is stored next")
         result = self.projects(tenant)
-        result.explanation = (f"Project '{project}' now keeps at most {req.retention_limit} memories;"
-                              " the next store evicts the oldest unpinned ones beyond it.")
+        result.explanation = f"Project '{project}' " + "; it ".join(said) + "."
         return result
+
+    set_retention_limit = set_project_settings  # the name its first callers know
