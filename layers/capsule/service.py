@@ -193,7 +193,7 @@ class MemoryService:
                               self.guard_policies(tenant, req.project))
         records, embed_error = self._records(
             tenant, req.project, guarded.texts, path=req.path, pinned=req.pinned,
-            explanation=guarded.explanation, meta=guarded.meta_for(0, req.meta.plain()),
+            explanation=guarded.explanation, meta=guarded.meta_for(0),
             occurred_at=req.occurred_at,
         )
         outcome = self._write(tenant, records)
@@ -231,7 +231,7 @@ class MemoryService:
             meta=req.meta.plain(), occurred_at=req.occurred_at,
         )
         for index, record in enumerate(records):  # each chunk carries its own findings
-            record.meta = guarded.meta_for(index, record.meta)
+            record.meta = guarded.meta_for(index)
         outcome = self._write(tenant, records)
         evicted, note = self._retention_note(outcome)
         ids = [outcome.duplicates.get(r.id, r.id) for r in records]

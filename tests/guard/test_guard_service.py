@@ -127,3 +127,15 @@ def test_the_reserved_meta_key_is_refused(service):
 def test_an_unknown_policy_is_refused_by_name(tmp_path):
     with pytest.raises(ValueError, match="secrets_policy"):
         Settings(data_dir=tmp_path, secrets_policy="mask")
+
+
+def test_meta_values_are_guarded_too(sqlite_store, clock, tmp_path, embedder):
+    service = make(sqlite_store, clock, tmp_path, embedder)
+    memory = service.store_memory("t1", {"project": "p", "content": "rotated the deploy credentials",
+                                         "meta": {"source": f"ci log {AKIA}", "aws_secret_access_key": AWS_SECRET,
+                                                  "tags": ["ops"]}}).memory
+    assert memory.meta["source"] == "ci log [REDACTED:aws-access-key]"
+    assert memory.meta["aws_secret_access_key"] == "[REDACTED:aws-secret-key]"
+    assert memory.meta["_guard"]["meta"] == {"redacted": ["aws-access-key", "aws-secret-key"], "flagged": []}
+    raw = db_bytes(Path(sqlite_store.path))
+    assert AKIA.encode() not in raw and AWS_SECRET.encode() not in raw
