@@ -305,6 +305,9 @@ GuardPolicy = Literal["flag", "redact", "refuse"]
 class ProjectSettingsRequest(_Request):
     """A project's settings; those not given keep their values (at least one must be given)."""
 
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": ["retention_limit"]}, {"required": ["secrets_policy"]}, {"required": ["pii_policy"]}]})
+
     retention_limit: JsonInt | None = Field(None, ge=1, le=limits.MAX_RETENTION_LIMIT)
     secrets_policy: GuardPolicy | None = Field(None, description=(
         "Secrets found in a stored text (keys, tokens, private keys, card numbers): flag, redact"

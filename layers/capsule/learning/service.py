@@ -79,8 +79,12 @@ class LearningService:
         except Unavailable:
             return None  # signatures are embedded later, on the first search that can
 
-    def _record(self, tenant: str, fixpack: models.Fixpack, solution_id: str | None = None
-                ) -> tuple[SolutionRecord, str]:
+    def _record(self, tenant: str, fixpack: models.Fixpack, solution_id: str | None = None) -> SolutionRecord:
+        return self._guarded_record(tenant, fixpack, solution_id)[0]
+
+    def _guarded_record(self, tenant: str, fixpack: models.Fixpack, solution_id: str | None = None
+                        ) -> tuple[SolutionRecord, str]:
+        """The record and a note for the explanation of what the guard found."""
         now = self.clock()
         # Secrets and personal data in any of its texts, by the deployment's policies, before it
         # is embedded or stored (capsule.guard); the note for the explanation says what was found.
@@ -99,7 +103,7 @@ class LearningService:
 
     def create_solution(self, tenant: str, body: models.Fixpack | dict) -> models.SolutionResult:
         fixpack = validate(models.Fixpack, body)
-        record, guard_note = self._record(tenant, fixpack)
+        record, guard_note = self._guarded_record(tenant, fixpack)
         self.store.insert_solution(record)
         return models.SolutionResult(
             solution=to_solution(record),
@@ -136,7 +140,7 @@ class LearningService:
     def update_solution(self, tenant: str, solution_id: str, body: models.Fixpack | dict) -> models.SolutionResult:
         fixpack = validate(models.Fixpack, body)
         current = self.store.get_solution(tenant, solution_id)
-        record, guard_note = self._record(tenant, fixpack, solution_id)
+        record, guard_note = self._guarded_record(tenant, fixpack, solution_id)
         record.created_at, record.success, record.failure = current.created_at, current.success, current.failure
         self.store.replace_solution(record)
         return models.SolutionResult(
@@ -162,14 +166,14 @@ class LearningService:
         origin = f" from {source}" if source else ""
         notes = _import_notes(fixpack)
         if existing is None:
-            record, guard_note = self._record(tenant, fixpack)
+            record, guard_note = self._guarded_record(tenant, fixpack)
             self.store.insert_solution(record)
             return models.ImportResult(
                 solution=to_solution(record), created=True, kept_fields=fixpack.kept,
                 explanation=f"Imported '{record.title}'{origin} as new solution {record.id}.{notes}"
                 + self._embedding_note(record) + guard_note,
             )
-        record, guard_note = self._record(tenant, fixpack, existing.id)
+        record, guard_note = self._guarded_record(tenant, fixpack, existing.id)
         record.created_at, record.success, record.failure = existing.created_at, existing.success, existing.failure
         self.store.replace_solution(record)
         return models.ImportResult(
