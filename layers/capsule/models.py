@@ -308,11 +308,12 @@ class ProjectSettingsRequest(_Request):
     model_config = ConfigDict(json_schema_extra={"anyOf": [
         {"required": ["retention_limit"]}, {"required": ["secrets_policy"]}, {"required": ["pii_policy"]}]})
 
-    retention_limit: JsonInt | None = Field(None, ge=1, le=limits.MAX_RETENTION_LIMIT)
-    secrets_policy: GuardPolicy | None = Field(None, description=(
+    # Not nullable: a setting not given is left out, and null is refused (the schema says so too).
+    retention_limit: JsonInt = Field(None, ge=1, le=limits.MAX_RETENTION_LIMIT)  # type: ignore[assignment]
+    secrets_policy: GuardPolicy = Field(None, description=(  # type: ignore[assignment]
         "Secrets found in a stored text (keys, tokens, private keys, card numbers): flag, redact"
         " (the default: [REDACTED:<kind>] is stored and embedded), or refuse (422 naming the kinds)."))
-    pii_policy: GuardPolicy | None = Field(None, description=(
+    pii_policy: GuardPolicy = Field(None, description=(  # type: ignore[assignment]
         "Personal data found in a stored text (e-mail addresses, phone numbers, IBANs): flag (the"
         " default: kinds and spans in meta._guard), redact, or refuse."))
 
