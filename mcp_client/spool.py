@@ -44,7 +44,7 @@ class Spool:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}{INFLIGHT if inflight else '.json'}"
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"kind": kind, "request": dict(request)}, default=str), "utf-8")
+        tmp.write_text(json.dumps({"kind": kind, "request": redacted(request)}, default=str), "utf-8")
         os.replace(tmp, path)
         return path
 
@@ -107,3 +107,20 @@ def send(backend: "Backend", kind: str, request: Mapping[str, Any]) -> Any:
 
 
 __all__ = ["Spool", "send", "RETRYABLE"]
+
+
+def redacted(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request as the spool keeps it on disk: secrets replaced by ``[REDACTED:<kind>]``
+    (capsule.guard, the service's default), since a spooled write waits in a plain file. A
+    project whose policy flags or refuses secrets gets the redacted text from a spooled write."""
+    from capsule.guard.policy import Policies
+    from capsule.guard.tree import TreeReport, guard_tree
+
+    policies, found = Policies(secrets="redact", pii="flag"), TreeReport()
+    # The texts a store or ingest keeps; the project and path name where it goes.
+    return {key: guard_tree(value, policies, found, key=key) if key in GUARDED else value
+            for key, value in request.items()}
+
+
+GUARDED = ("content", "text", "explanation", "meta")
+

@@ -1,4 +1,5 @@
-"""PUT /v1/projects/settings: set a project's rolling retention limit and its ephemeral TTL."""
+"""PUT /v1/projects/settings: set a project's rolling retention limit, its ephemeral TTL and its
+secrets and personal-data policies."""
 
 from typing import Annotated
 
@@ -15,10 +16,9 @@ class ProjectSettingsBody(models.ProjectSettingsRequest):
 
 
 def project_settings(request: Annotated[ProjectSettingsBody, Body()]) -> models.ProjectsResult:
-    settings = models.ProjectSettingsRequest(retention_limit=request.retention_limit,
-                                             ephemeral_ttl=request.ephemeral_ttl)
-    return app.service().set_retention_limit(app.tenant(), request.project, settings)
+    settings = models.ProjectSettingsRequest.model_validate(request.model_dump(exclude={"project"}, exclude_none=True))
+    return app.service().set_project_settings(app.tenant(), request.project, settings)
 
 
-ENDPOINT = app.Endpoint("project_settings", project_settings, summary="Set a project's retention limit")
+ENDPOINT = app.Endpoint("project_settings", project_settings, summary="Set a project's retention limit and secrets/personal-data policies")
 handler = app.make_handler(ENDPOINT)

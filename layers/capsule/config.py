@@ -39,6 +39,8 @@ ENVIRONMENT = {
     "openai_base_url": "OPENAI_BASE_URL",
     "retention_limit": "CAPSULE_RETENTION_LIMIT",
     "ephemeral_ttl": "CAPSULE_EPHEMERAL_TTL",
+    "secrets_policy": "CAPSULE_SECRETS_POLICY",
+    "pii_policy": "CAPSULE_PII_POLICY",
     "weight_vector": "CAPSULE_WEIGHT_VECTOR",
     "weight_bm25": "CAPSULE_WEIGHT_BM25",
     "weight_time": "CAPSULE_WEIGHT_TIME",
@@ -93,6 +95,10 @@ class Settings(BaseModel):
     retention_limit: int = Field(limits.DEFAULT_RETENTION_LIMIT, ge=1, le=limits.MAX_RETENTION_LIMIT)
     # Seconds an ephemeral memory given no ttl or expires_at lives (capsule.governance).
     ephemeral_ttl: int = Field(limits.DEFAULT_EPHEMERAL_TTL_SECONDS, ge=1, le=limits.MAX_TTL_SECONDS)
+    # What a store does with secrets and personal data found in a text (capsule.guard): the
+    # default of every project that has not set its own.
+    secrets_policy: Literal["flag", "redact", "refuse"] = "redact"
+    pii_policy: Literal["flag", "redact", "refuse"] = "flag"
     weight_vector: float = Field(0.60, ge=0, le=1)
     weight_bm25: float = Field(0.30, ge=0, le=1)
     weight_time: float = Field(0.10, ge=0, le=1)

@@ -327,15 +327,31 @@ class FeedbackRequest(_Request):
     context: str | None = Field(None, max_length=limits.MAX_CONTEXT_CHARS)
 
 
+GuardPolicy = Literal["flag", "redact", "refuse"]
+
+
 class ProjectSettingsRequest(_Request):
-    retention_limit: JsonInt | None = Field(None, ge=1, le=limits.MAX_RETENTION_LIMIT)
-    ephemeral_ttl: Ttl | None = Field(None, description=(
+    """A project's settings; those not given keep their values (at least one must be given)."""
+
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": ["retention_limit"]}, {"required": ["ephemeral_ttl"]}, {"required": ["secrets_policy"]},
+        {"required": ["pii_policy"]}]})
+
+    # Not nullable: a setting not given is left out, and null is refused (the schema says so too).
+    retention_limit: JsonInt = Field(None, ge=1, le=limits.MAX_RETENTION_LIMIT)  # type: ignore[assignment]
+    ephemeral_ttl: Ttl = Field(None, description=(  # type: ignore[assignment]
         "Seconds an ephemeral memory of this project lives when stored without ttl or expires_at (1 to 10 years)."))
+    secrets_policy: GuardPolicy = Field(None, description=(  # type: ignore[assignment]
+        "Secrets found in a stored text (keys, tokens, private keys, card numbers): flag, redact"
+        " (the default: [REDACTED:<kind>] is stored and embedded), or refuse (422 naming the kinds)."))
+    pii_policy: GuardPolicy = Field(None, description=(  # type: ignore[assignment]
+        "Personal data found in a stored text (e-mail addresses, phone numbers, IBANs): flag (the"
+        " default: kinds and spans in meta._guard), redact, or refuse."))
 
     @model_validator(mode="after")
     def _something(self) -> "ProjectSettingsRequest":
-        if self.retention_limit is None and self.ephemeral_ttl is None:
-            raise ValueError("give retention_limit, ephemeral_ttl or both")
+        if all(v is None for v in (self.retention_limit, self.ephemeral_ttl, self.secrets_policy, self.pii_policy)):
+            raise ValueError("give at least one of retention_limit, ephemeral_ttl, secrets_policy, pii_policy")
         return self
 
 
@@ -461,6 +477,8 @@ class ProjectInfo(BaseModel):
     forgotten: int
     retention_limit: int
     last_activity: datetime | None = None
+    secrets_policy: str | None = Field(None, description="What a store does with secrets found (capsule.guard).")
+    pii_policy: str | None = Field(None, description="What a store does with personal data found.")
 
 
 class ProjectsResult(BaseModel):

@@ -31,6 +31,8 @@ from .governance import audit as gov_actions
 from .governance.intake import admit
 from .governance.policy import for_new
 from .governance.retention import effective_class, needs_force
+from .guard.apply import guard_chunks, guard_write
+from .guard.policy import Policies
 from .index import IndexCache, ProjectIndex, store_fetcher
 from .querycache import QueryCache
 from .records import AuditRecord, ChangeSet, Filters, MemoryRecord, WriteOutcome
@@ -199,14 +201,24 @@ class MemoryService:
         return for_new(self.clock(), retention=req.retention, ttl=req.ttl, expires_at=req.expires_at,
                        default_ttl=default)
 
+    def guard_policies(self, tenant: str, project: str) -> Policies:
+        """The project's own policies, the deployment's where it has not set one."""
+        own = self.store.guard_policies(tenant, project)
+        return Policies(secrets=own["secrets_policy"] or self.settings.secrets_policy,
+                        pii=own["pii_policy"] or self.settings.pii_policy)
+
     def store_memory(self, tenant: str, request: models.StoreRequest | dict) -> models.StoreResult:
         req = validate(models.StoreRequest, request)
         retention = self._retention(tenant, req)
         if req.supersedes is not None:
             self._supersedable(tenant, req.supersedes)
+        # Secrets and personal data, handled by the project's policies before anything is
+        # embedded or stored (capsule.guard).
+        guarded = guard_write([req.content], req.explanation, req.meta.plain(),
+                              self.guard_policies(tenant, req.project))
         records, embed_error = self._records(
-            tenant, req.project, [req.content], path=req.path, pinned=req.pinned,
-            explanation=req.explanation, meta=req.meta.plain(), occurred_at=req.occurred_at,
+            tenant, req.project, guarded.texts, path=req.path, pinned=req.pinned,
+            explanation=guarded.explanation, meta=guarded.meta_for(0), occurred_at=req.occurred_at,
             retention=retention, supersedes=req.supersedes,
         )
         outcome = self._write(tenant, records)
@@ -232,7 +244,7 @@ class MemoryService:
         return models.StoreResult(
             memory=to_memory(memory), evicted=evicted,
             explanation=f"Stored memory {memory.id} in project '{req.project}'{pin}."
-            + note + self._pending_note(embed_error) + self._embedder_note(outcome),
+            + guarded.note() + note + self._pending_note(embed_error) + self._embedder_note(outcome),
         )
 
     def _supersedable(self, tenant: str, old_id: str) -> None:
@@ -280,13 +292,17 @@ class MemoryService:
     def ingest(self, tenant: str, request: models.IngestRequest | dict) -> models.IngestResult:
         req = validate(models.IngestRequest, request)
         retention = self._retention(tenant, req)
-        chunks = chunk_text(req.text, path=req.path)
+        guarded = guard_chunks(req.text, partial(chunk_text, path=req.path), req.meta.plain(),
+                               self.guard_policies(tenant, req.project))
+        chunks = guarded.texts
         if not chunks:
             raise InvalidInput("text has no content to store", field="text")
         records, embed_error = self._records(
-            tenant, req.project, chunks, path=req.path, pinned=req.pinned, explanation=None,
+            tenant, req.project, guarded.texts, path=req.path, pinned=req.pinned, explanation=None,
             meta=req.meta.plain(), occurred_at=req.occurred_at, retention=retention,
         )
+        for index, record in enumerate(records):  # each chunk carries its own findings
+            record.meta = guarded.meta_for(index)
         outcome = self._write(tenant, records)
         evicted, note = self._retention_note(outcome)
         ids = [outcome.duplicates.get(r.id, r.id) for r in records]
@@ -298,7 +314,7 @@ class MemoryService:
                      " their existing ids are returned.")
         return models.IngestResult(
             ids=ids, chunks=len(chunks), deduplicated=duplicated, evicted=evicted,
-            explanation=text + note + (self._pending_note(embed_error) if outcome.inserted else "")
+            explanation=text + guarded.note() + note + (self._pending_note(embed_error) if outcome.inserted else "")
             + self._embedder_note(outcome),
         )
 
@@ -587,25 +603,33 @@ class MemoryService:
                     project=s.project, memories=s.memories, pinned=s.pinned, forgotten=s.forgotten,
                     retention_limit=s.retention_limit or self.settings.retention_limit,
                     last_activity=s.last_activity,
+                    secrets_policy=p.secrets, pii_policy=p.pii,
                 )
-                for s in stats
+                for s, p in zip(stats, [self.guard_policies(tenant, s.project) for s in stats])
             ],
             explanation=f"{len(stats)} project{'s' if len(stats) != 1 else ''}, most recently active first.",
         )
 
-    def set_retention_limit(self, tenant: str, project: str, request: models.ProjectSettingsRequest | dict
-                            ) -> models.ProjectsResult:
+    def set_project_settings(self, tenant: str, project: str, request: models.ProjectSettingsRequest | dict
+                             ) -> models.ProjectsResult:
+        """Set the settings given (retention limit, secrets and personal-data policies)."""
         req = validate(models.ProjectSettingsRequest, request)
         validate(models.ListRequest, {"project": project})  # the same name rules as everywhere
         said = []
         if req.retention_limit is not None:
             self.store.set_retention_limit(tenant, project, req.retention_limit, at=self.clock())
-            said.append(f"Project '{project}' now keeps at most {req.retention_limit} memories;"
-                        " the next store evicts the oldest unpinned ones beyond it.")
+            said.append(f"now keeps at most {req.retention_limit} memories;"
+                        " the next store evicts the oldest unpinned ones beyond it")
         if req.ephemeral_ttl is not None:
             self.governance_store.set_project_ttl(tenant, project, req.ephemeral_ttl, at=self.clock())
-            said.append(f"Ephemeral memories of project '{project}' stored without a ttl now live"
-                        f" {req.ephemeral_ttl} seconds.")
+            said.append(f"keeps an ephemeral memory stored without a ttl {req.ephemeral_ttl} seconds")
+        policies = {k: v for k, v in (("secrets_policy", req.secrets_policy), ("pii_policy", req.pii_policy)) if v}
+        if policies:
+            self.store.set_guard_policies(tenant, project, policies, at=self.clock())
+            said.append("will " + " and ".join(f"{v} {'secrets' if k == 'secrets_policy' else 'personal data'}"
+                                               for k, v in policies.items()) + " found in what is stored next")
         result = self.projects(tenant)
-        result.explanation = " ".join(said)
+        result.explanation = f"Project '{project}' " + "; it ".join(said) + "."
         return result
+
+    set_retention_limit = set_project_settings  # the name its first callers know

@@ -75,10 +75,23 @@ class History:
         if req.tags is not None:
             meta = {**meta, "tags": list(req.tags)}
         content = before.content if req.content is None else admit(tenant, before.project, req.content).content
+        explanation = before.explanation if req.explanation is None else req.explanation
+        if req.content is not None or req.explanation is not None or req.meta is not None:
+            content, explanation, meta = self._guarded(tenant, before.project, content, explanation, meta)
         after = replace(before, content=content, meta=meta, retention=retention, expires_at=expires_at,
-                        explanation=before.explanation if req.explanation is None else req.explanation,
-                        updated_at=now)
+                        explanation=explanation, updated_at=now)
         return self._write(before, after, actor or tenant, req.reason, revert_of=None)
+
+    def _guarded(self, tenant: str, project: str, content: str, explanation: str | None, meta: dict
+                 ) -> tuple[str, str | None, dict]:
+        """An update passes the project's secrets and personal-data policies as a store does
+        (capsule.guard): redacted, flagged or refused before it is embedded or written."""
+        from ..guard.apply import guard_write
+        from ..guard.policy import GUARD_KEY
+
+        own = {k: v for k, v in meta.items() if k != GUARD_KEY}  # the findings are made anew
+        guarded = guard_write([content], explanation, own, self.service.guard_policies(tenant, project))
+        return guarded.texts[0], guarded.explanation, guarded.meta_for(0)
 
     @staticmethod
     def _precondition(before: MemoryRecord, expected: str | None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..config import Settings
 from ..errors import InvalidInput
+from ..guard.policy import Policies
 from ..service import MemoryService
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
@@ -38,7 +39,8 @@ def open_learning_store(memories: MemoryStore, settings: Settings) -> LearningSt
 def build_learning(service: MemoryService) -> LearningService:
     """A LearningService sharing the memory service's store, embedder and clock."""
     store = open_learning_store(service.store, service.settings)
-    return LearningService(store, service.store, service.embedder, clock=service.clock)
+    guard = Policies(secrets=service.settings.secrets_policy, pii=service.settings.pii_policy)
+    return LearningService(store, service.store, service.embedder, clock=service.clock, guard=guard)
 
 
 def build_jobs(service: MemoryService, learning: LearningService | None = None):

@@ -18,6 +18,8 @@ import numpy as np
 from ..clock import Clock, system_clock
 from ..embedders.base import Embedder
 from ..errors import NotFound, Unavailable
+from ..guard.policy import Policies
+from ..guard.tree import TreeReport, guard_tree
 from ..records import Filters, MemoryRecord
 from ..service import decode_cursor, encode_cursor, validate
 from ..store.base import MemoryStore
@@ -54,7 +56,9 @@ class LearningService:
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         mining_options: mining.MiningOptions = mining.MiningOptions(),
         search_embed_budget: int = SEARCH_EMBED_BUDGET,
+        guard: Policies = Policies(),
     ) -> None:
+        self.guard = guard
         self.store = store
         self.memories = memories
         self.embedder = embedder
@@ -76,27 +80,36 @@ class LearningService:
             return None  # signatures are embedded later, on the first search that can
 
     def _record(self, tenant: str, fixpack: models.Fixpack, solution_id: str | None = None) -> SolutionRecord:
+        return self._guarded_record(tenant, fixpack, solution_id)[0]
+
+    def _guarded_record(self, tenant: str, fixpack: models.Fixpack, solution_id: str | None = None
+                        ) -> tuple[SolutionRecord, str]:
+        """The record and a note for the explanation of what the guard found."""
         now = self.clock()
-        body = fixpack.model_dump(mode="json", exclude={"success_count", "failure_count"})
-        vectors = self._embed([s.text for s in fixpack.signatures])
+        # Secrets and personal data in any of its texts, by the deployment's policies, before it
+        # is embedded or stored (capsule.guard); the note for the explanation says what was found.
+        found = TreeReport()
+        body = guard_tree(fixpack.model_dump(mode="json", exclude={"success_count", "failure_count"}),
+                          self.guard, found)
+        vectors = self._embed([s["text"] for s in body["signatures"]])
         return SolutionRecord(
-            id=solution_id or self._new_id(), tenant=tenant, title=fixpack.title, category=fixpack.category,
+            id=solution_id or self._new_id(), tenant=tenant, title=body["title"], category=body["category"],
             body=body, created_at=now, updated_at=now, success=fixpack.success_count,
             failure=fixpack.failure_count, embeddings=vectors,
             model=None if vectors is None else self.embedder.model_id,
-        )
+        ), found.note()
 
     # ---- solutions: create, read, update, delete, import ---------------------
 
     def create_solution(self, tenant: str, body: models.Fixpack | dict) -> models.SolutionResult:
         fixpack = validate(models.Fixpack, body)
-        record = self._record(tenant, fixpack)
+        record, guard_note = self._guarded_record(tenant, fixpack)
         self.store.insert_solution(record)
         return models.SolutionResult(
             solution=to_solution(record),
             explanation=(f"Created solution {record.id} '{record.title}' ({record.category}) with "
                          f"{len(fixpack.signatures)} signature(s), {len(fixpack.steps)} step(s) and "
-                         f"{len(fixpack.checks)} check(s).") + self._embedding_note(record),
+                         f"{len(fixpack.checks)} check(s).") + self._embedding_note(record) + guard_note,
         )
 
     def _embedding_note(self, record: SolutionRecord) -> str:
@@ -127,14 +140,14 @@ class LearningService:
     def update_solution(self, tenant: str, solution_id: str, body: models.Fixpack | dict) -> models.SolutionResult:
         fixpack = validate(models.Fixpack, body)
         current = self.store.get_solution(tenant, solution_id)
-        record = self._record(tenant, fixpack, solution_id)
+        record, guard_note = self._guarded_record(tenant, fixpack, solution_id)
         record.created_at, record.success, record.failure = current.created_at, current.success, current.failure
         self.store.replace_solution(record)
         return models.SolutionResult(
             solution=to_solution(record),
             explanation=(f"Replaced solution {solution_id}. Its success and failure counts "
                          f"({current.success}/{current.failure}) are kept: only solution_apply changes them.")
-            + self._embedding_note(record),
+            + self._embedding_note(record) + guard_note,
         )
 
     def delete_solution(self, tenant: str, solution_id: str) -> models.DeleteResult:
@@ -153,20 +166,21 @@ class LearningService:
         origin = f" from {source}" if source else ""
         notes = _import_notes(fixpack)
         if existing is None:
-            record = self._record(tenant, fixpack)
+            record, guard_note = self._guarded_record(tenant, fixpack)
             self.store.insert_solution(record)
             return models.ImportResult(
                 solution=to_solution(record), created=True, kept_fields=fixpack.kept,
                 explanation=f"Imported '{record.title}'{origin} as new solution {record.id}.{notes}"
-                + self._embedding_note(record),
+                + self._embedding_note(record) + guard_note,
             )
-        record = self._record(tenant, fixpack, existing.id)
+        record, guard_note = self._guarded_record(tenant, fixpack, existing.id)
         record.created_at, record.success, record.failure = existing.created_at, existing.success, existing.failure
         self.store.replace_solution(record)
         return models.ImportResult(
             solution=to_solution(record), created=False, kept_fields=fixpack.kept,
             explanation=(f"Solution {existing.id} already had the title '{record.title}' in category "
-                         f"'{record.category}': replaced its content{origin}, kept its counts.{notes}"),
+                         f"'{record.category}': replaced its content{origin}, kept its counts.{notes}")
+            + guard_note,
         )
 
     # ---- solution_search and solution_apply ---------------------------------

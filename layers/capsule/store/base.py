@@ -148,6 +148,13 @@ class MemoryStore(Protocol):
     def retention_limit(self, tenant: str, project: str) -> int | None:
         """The project's own limit, or None to use the deployment's."""
 
+    def set_guard_policies(self, tenant: str, project: str, values: dict[str, str], *, at: datetime) -> None:
+        """Set the project's own ``secrets_policy`` and/or ``pii_policy`` (the keys given; the
+        other keeps its value)."""
+
+    def guard_policies(self, tenant: str, project: str) -> dict[str, str | None]:
+        """``{"secrets_policy": ..., "pii_policy": ...}``, None where the project has not set one."""
+
     def audit_log(self, tenant: str, *, memory_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
         """Audit records, newest first."""
 

@@ -35,6 +35,7 @@ from .. import deadline as request_deadline
 from ..clock import from_epoch, to_epoch
 from ..config import Settings
 from ..errors import Conflict, NotFound, Unavailable
+from . import guard_policies
 from ..records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
 from . import mongo_candidates as mc
 from . import mongo_counters as counters
@@ -574,6 +575,20 @@ class MongoStore:
         with guarded("read the retention limit"):
             doc = self.projects_.find_one({"tenant": tenant, "name": project}, projection={"retention_limit": 1})
         return doc.get("retention_limit") if doc else None
+
+    def set_guard_policies(self, tenant: str, project: str, values: dict[str, str], *, at: datetime) -> None:
+        now = to_epoch(at)
+        with guarded("set the project's guard policies"):
+            self.projects_.update_one({"tenant": tenant, "name": project},
+                                      {"$set": guard_policies.mongo_update(values, now),
+                                       "$setOnInsert": {"created_at": now, "retention_limit": None, **NEW_PROJECT}},
+                                      upsert=True)
+
+    def guard_policies(self, tenant: str, project: str) -> dict[str, str | None]:
+        with guarded("read the project's guard policies"):
+            doc = self.projects_.find_one({"tenant": tenant, "name": project},
+                                          projection={name: 1 for name in guard_policies.FIELDS})
+        return guard_policies.from_doc(doc)
 
     def audit_log(self, tenant: str, *, memory_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
         query: dict[str, Any] = {"tenant": tenant}

@@ -27,6 +27,7 @@ from ..errors import Conflict, NotFound, Unavailable
 from .. import terms
 from ..index import pack_row, stable_key
 from ..records import AuditRecord, ChangeSet, Filters, IndexColumns, MemoryRecord, ProjectStats, WriteOutcome
+from . import guard_policies
 from .base import Cursor
 from . import sqlite_governance_schema
 from ..governance.retention import effective_class, eviction_reason
@@ -414,6 +415,7 @@ class SQLiteStore:
             # Outside the numbered migrations (nothing depends on its order): a random id for
             # this database, so files derived from it (index snapshots) are never mixed up.
             conn.execute("CREATE TABLE IF NOT EXISTS store_info (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            conn.execute(guard_policies.SQLITE_TABLE)
             conn.execute("INSERT OR IGNORE INTO store_info (name, value) VALUES ('identity', ?)",
                          (uuid.uuid4().hex,))
 
@@ -915,6 +917,14 @@ class SQLiteStore:
     def retention_limit(self, tenant: str, project: str) -> int | None:
         rows = self._read("SELECT retention_limit FROM projects WHERE tenant = ? AND name = ?", (tenant, project))
         return rows[0]["retention_limit"] if rows else None
+
+    def set_guard_policies(self, tenant: str, project: str, values: dict[str, str], *, at: datetime) -> None:
+        with self._write() as conn:
+            guard_policies.sqlite_set(conn, tenant, project, values, to_epoch(at))
+
+    def guard_policies(self, tenant: str, project: str) -> dict[str, str | None]:
+        rows = self._read(guard_policies.SQLITE_GET, (tenant, project))
+        return guard_policies.from_row(rows[0] if rows else None)
 
     def audit_log(self, tenant: str, *, memory_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
         sql, params = "SELECT * FROM audit WHERE tenant = ?", [tenant]

@@ -17,7 +17,7 @@ from .sqlite import SQLiteStore
 # Tables whose rows simply change tenant (their keys do not include the tenant).
 RETAGGED = ("feedback", "audit", "solutions", "solution_applications", "memory_versions")
 # Tables keyed by tenant, combined with what the target already holds.
-COMBINED = ("projects", "memories", "patterns", "pattern_links", "pattern_evidence")
+COMBINED = ("projects", "memories", "patterns", "pattern_links", "pattern_evidence", "project_policies")
 # A pattern both hold keeps the one seen more often (the mining job re-derives it from the
 # memories, now all in the target); a link's counters add up; evidence is a set.
 _PATTERNS = """
@@ -44,6 +44,14 @@ _LINKS = """
 _EVIDENCE = """
     INSERT OR IGNORE INTO pattern_evidence (tenant, tag, category, kind, target_id, evidence)
     SELECT ?, tag, category, kind, target_id, evidence FROM pattern_evidence WHERE tenant = ?
+"""
+# A project's secrets/personal-data policies (capsule.guard): the target's own, where it has one, win.
+_POLICIES = """
+    INSERT INTO project_policies (tenant, name, secrets_policy, pii_policy, updated_at)
+    SELECT ?, name, secrets_policy, pii_policy, updated_at FROM project_policies WHERE tenant = ?
+    ON CONFLICT (tenant, name) DO UPDATE SET
+        secrets_policy = coalesce(secrets_policy, excluded.secrets_policy),
+        pii_policy = coalesce(pii_policy, excluded.pii_policy), updated_at = max(updated_at, excluded.updated_at)
 """
 _PROJECT = """
     INSERT INTO projects (tenant, name, retention_limit, created_at, updated_at)
@@ -96,7 +104,8 @@ class SQLiteTenantMover:
             self._move_projects(conn, source, target)
             for table in RETAGGED:
                 conn.execute(f"UPDATE {table} SET tenant = ? WHERE tenant = ?", (target, source))
-            for sql, table in ((_PATTERNS, "patterns"), (_LINKS, "pattern_links"), (_EVIDENCE, "pattern_evidence")):
+            for sql, table in ((_PATTERNS, "patterns"), (_LINKS, "pattern_links"), (_EVIDENCE, "pattern_evidence"),
+                               (_POLICIES, "project_policies")):
                 conn.execute(sql, (target, source))
                 conn.execute(f"DELETE FROM {table} WHERE tenant = ?", (source,))
         return {t: n for t, n in moved.items() if n}
