@@ -81,7 +81,8 @@ def register(tools: ToolRegistry) -> None:
         ctx: Context,
         reason: Annotated[str | None, Field(max_length=limits.MAX_EXPLANATION_CHARS, description="Why not.")] = None,
     ) -> Annotated[CallToolResult, cm.DecisionResult]:
-        """Reject a capture candidate: it is not stored and never proposed again."""
+        """Reject a capture candidate: it is not stored, and the same text is never proposed again
+        for this project (use it for chatter, dead ends and facts that are wrong)."""
         s = state(ctx)
         done = run(lambda: capture_ops(s.backend).reject(id, drop_none(reason=reason)))
         return result(done, done.explanation)

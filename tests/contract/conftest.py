@@ -70,6 +70,13 @@ BACKENDS: dict[str, Callable] = {"sqlite": _sqlite, "mongomock": _mongomock, "mo
                                  "mongodb": _mongodb}
 
 
+@pytest.fixture
+def backends() -> dict[str, Callable]:
+    """BACKENDS, for a test module choosing its own (a fixture: ``from conftest import`` names
+    whichever conftest was imported first when several test folders are run together)."""
+    return BACKENDS
+
+
 @pytest.fixture(params=sorted(BACKENDS))
 def store(request, tmp_path):
     yield from BACKENDS[request.param](tmp_path)

@@ -8,14 +8,13 @@ import pytest
 
 from capsule.errors import Conflict, NotFound
 from capsule.store.capture import CandidateRecord, candidate_store
-from conftest import BACKENDS
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
 
 
 @pytest.fixture(params=["sqlite", "mongomock"])
-def queue(request, tmp_path):
-    for store in BACKENDS[request.param](tmp_path):
+def queue(request, tmp_path, backends):
+    for store in backends[request.param](tmp_path):
         yield candidate_store(store)
 
 

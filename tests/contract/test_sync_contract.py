@@ -11,14 +11,13 @@ import pytest
 from capsule.records import MemoryRecord
 from capsule.store.sync import sync_store
 from capsule.store.transfer import transfer_store
-from conftest import BACKENDS
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 
 
 @pytest.fixture(params=["sqlite", "mongomock"])
-def store(request, tmp_path):
-    yield from BACKENDS[request.param](tmp_path)
+def store(request, tmp_path, backends):
+    yield from backends[request.param](tmp_path)
 
 
 def rec(n: int, **changes) -> MemoryRecord:

@@ -39,6 +39,11 @@ CASES = {
     "memory_update": ({"id": MEMORY, "tags": ["x"]}, ("retension", "permanent"), "retention", ("ttl", "60")),
     "memory_history": ({"id": MEMORY}, ("ids", MEMORY), "id", ("id", 1.5)),
     "memory_revert": ({"id": MEMORY, "version": 1}, ("versions", 1), "version", ("version", "1")),
+    "memory_capture": ({"events": [{"role": "user", "text": "we chose SQLite"}]}, ("event", []), "events",
+                       ("auto_approve", "yes")),
+    "memory_candidates": ({}, ("state", "pending"), "status", ("limit", "5")),
+    "memory_approve": ({"id": "ab12"}, ("texts", "x"), "text", ("tags", "x")),
+    "memory_reject": ({"id": "ab12"}, ("reasons", "x"), "reason", ("reason", 7)),
 }
 BOILERPLATE = ("pydantic", "For further information", "validation error", "Arguments", "input_value", "type=")
 

@@ -70,7 +70,7 @@ def test_one_keep_alive_connection_carries_many_requests(server):
 @pytest.mark.parametrize("method,path,allowed", [
     ("PATCH", "/v1/memories", "GET, HEAD, POST"),
     ("TRACE", "/v1/memories", "GET, HEAD, POST"),
-    ("PUT", "/v1/memories/abc", "DELETE, GET, HEAD"),
+    ("PUT", "/v1/memories/abc", "DELETE, GET, HEAD, PATCH"),
     ("GET", "/v1/memories/search", "POST"),  # its own resource, as the document says, not an {id}
     ("OPTIONS", "/v1/solutions/import", "POST"),
     ("DELETE", "/v1/projects", "GET, HEAD"),
