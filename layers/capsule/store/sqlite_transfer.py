@@ -158,14 +158,18 @@ class SQLiteTransferStore:
                                      error=r["error"], context=r["context"])) for r in rows]
 
     def put_applications(self, tenant: str, rows: Sequence[ApplicationRecord]) -> Written:
+        return self._insert_each(
+            "INSERT INTO solution_applications (id, tenant, solution_id, success, project, error, context, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            [(a.id, tenant, a.solution_id, int(a.success), a.project, a.error, a.context, to_epoch(a.at))
+             for a in rows])
+
+    def _insert_each(self, sql: str, params: Sequence[tuple]) -> Written:
+        """Insert each row in one transaction (the statement ignores a conflict): written or already there."""
         out = Written()
         with self._db._write() as conn:
-            for a in rows:
-                written = conn.execute(
-                    "INSERT INTO solution_applications (id, tenant, solution_id, success, project, error, context, at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                    (a.id, tenant, a.solution_id, int(a.success), a.project, a.error, a.context, to_epoch(a.at)),
-                ).rowcount
+            for values in params:
+                written = conn.execute(sql, values).rowcount
                 out.written += written
                 out.present += 1 - written
         return out
@@ -187,13 +191,7 @@ class SQLiteTransferStore:
                    for r in rows]
 
     def put_evidence(self, tenant: str, rows: Sequence[EvidenceRow]) -> Written:
-        out = Written()
-        with self._db._write() as conn:
-            for e in rows:
-                written = conn.execute(
-                    "INSERT INTO pattern_evidence (tenant, tag, category, kind, target_id, evidence) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    (tenant, e.tag, e.category, e.kind, e.target_id, e.evidence)).rowcount
-                out.written += written
-                out.present += 1 - written
-        return out
+        return self._insert_each(
+            "INSERT INTO pattern_evidence (tenant, tag, category, kind, target_id, evidence) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [(tenant, e.tag, e.category, e.kind, e.target_id, e.evidence) for e in rows])
