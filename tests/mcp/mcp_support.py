@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,3 +90,40 @@ def mcp_params(data_dir: Path, *args: str, **env: str):
 
     return StdioServerParameters(command=sys.executable, args=["-m", "mcp_client", "mcp", *args],
                                  env=capsule_env(data_dir, **env), cwd=str(ROOT))
+
+
+@contextmanager
+def signing_serve(folder: Path, access_key: str, secret: str, tenant: str, region: str):
+    """A live ``capsule serve`` (one worker) that verifies SigV4 for one key, plus one API key:
+    yields ``{"url", "port", "api_key", "data_dir"}`` and stops the server after."""
+    data_dir = new_data_dir(folder)
+    env = capsule_env(data_dir)
+    subprocess.run(capsule_command("keys", "add-sigv4", access_key, "--secret", secret, "--tenant", tenant),
+                   env=env, check=True, capture_output=True, timeout=60)
+    made = subprocess.run(capsule_command("keys", "create", "agent", "--json"), env=env, check=True,
+                          capture_output=True, text=True, timeout=60)
+    process = subprocess.Popen(capsule_command("serve", "--port", "0", "--workers", "1", "--region", region),
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = _wait_for_url(process)
+        yield {"url": url, "port": int(url.rsplit(":", 1)[1].strip("/")),
+               "api_key": json.loads(made.stdout)["key"], "data_dir": data_dir}
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+
+def _wait_for_url(process: subprocess.Popen) -> str:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line and process.poll() is not None:
+            raise RuntimeError(f"capsule serve exited with {process.returncode}")
+        if "listening on " in line:
+            return line.split("listening on ", 1)[1].split()[0]
+    raise RuntimeError("capsule serve did not start")

@@ -4,10 +4,8 @@ full or resumed), called with SigV4 through ``CapsuleClient`` and through ``caps
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-import subprocess
 import threading
 import time
 
@@ -17,7 +15,7 @@ from mcp import Client
 
 from capsule import errors
 
-from mcp_support import capsule_command, capsule_env, mcp_params, new_data_dir
+from mcp_support import mcp_params, new_data_dir, signing_serve
 from scripts.tls_front import TlsFront, stunnel_binary
 
 ACCESS_KEY = "AKIACAPSULETEST0002"
@@ -36,40 +34,12 @@ pytestmark = [pytest.mark.slow,
 def front(tmp_path_factory):
     """``capsule serve`` (one worker, SigV4 key) with stunnel in front of it on https://127.0.0.1."""
     folder = tmp_path_factory.mktemp("keepalive")
-    data_dir = new_data_dir(folder)
-    env = capsule_env(data_dir)
-    subprocess.run(capsule_command("keys", "add-sigv4", ACCESS_KEY, "--secret", SECRET, "--tenant", TENANT),
-                   env=env, check=True, capture_output=True, timeout=60)
-    made = subprocess.run(capsule_command("keys", "create", "agent", "--json"), env=env, check=True,
-                          capture_output=True, text=True, timeout=60)
-    process = subprocess.Popen(capsule_command("serve", "--port", "0", "--workers", "1", "--region", REGION),
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    tls = None
-    try:
-        port = int(_wait_for_url(process).rsplit(":", 1)[1].strip("/"))
-        tls = TlsFront(port, folder, idle_s=IDLE_S)
-        yield {"tls": tls, "port": port, "api_key": json.loads(made.stdout)["key"]}
-    finally:
-        if tls is not None:
-            tls.stop()
-        process.terminate()
+    with signing_serve(folder, ACCESS_KEY, SECRET, TENANT, REGION) as served:
+        tls = TlsFront(served["port"], folder, idle_s=IDLE_S)
         try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
-
-
-def _wait_for_url(process: subprocess.Popen) -> str:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line and process.poll() is not None:
-            raise RuntimeError(f"capsule serve exited with {process.returncode}")
-        if "listening on " in line:
-            return line.split("listening on ", 1)[1].split()[0]
-    raise RuntimeError("capsule serve did not start")
+            yield {"tls": tls, "port": served["port"], "api_key": served["api_key"]}
+        finally:
+            tls.stop()
 
 
 def signed_client(url: str):

@@ -3,16 +3,13 @@ exactly as API Gateway does, driven by the MCP SDK's stdio client."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import time
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
-from mcp_support import ERROR, FIXPACK, ToolSession, capsule_command, capsule_env, mcp_params, new_data_dir
+from mcp_support import ERROR, FIXPACK, ToolSession, mcp_params, new_data_dir, signing_serve
 
 ACCESS_KEY = "AKIACAPSULETEST0001"
 SECRET = "capsule-test-secret/0001+abcdefghij"
@@ -23,38 +20,8 @@ REGION = "eu-west-1"
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory):
     """A live ``capsule serve`` (one worker, hashing embedder) with one SigV4 key and one API key."""
-    data_dir = new_data_dir(tmp_path_factory.mktemp("remote"))
-    env = capsule_env(data_dir)
-    subprocess.run(capsule_command("keys", "add-sigv4", ACCESS_KEY, "--secret", SECRET, "--tenant", TENANT),
-                   env=env, check=True, capture_output=True, timeout=60)
-    made = subprocess.run(capsule_command("keys", "create", "agent", "--json"), env=env, check=True,
-                          capture_output=True, text=True, timeout=60)
-    api_key = json.loads(made.stdout)["key"]
-    process = subprocess.Popen(
-        capsule_command("serve", "--port", "0", "--workers", "1", "--region", REGION),
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        url = _wait_for_url(process)
-        yield {"url": url, "api_key": api_key, "data_dir": data_dir}
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
-
-
-def _wait_for_url(process: subprocess.Popen) -> str:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line and process.poll() is not None:
-            raise RuntimeError(f"capsule serve exited with {process.returncode}")
-        if "listening on " in line:
-            return line.split("listening on ", 1)[1].split()[0]
-    raise RuntimeError("capsule serve did not start")
+    with signing_serve(tmp_path_factory.mktemp("remote"), ACCESS_KEY, SECRET, TENANT, REGION) as served:
+        yield served
 
 
 def run_remote(tmp_path: Path, body, *args: str, **env: str) -> None:
