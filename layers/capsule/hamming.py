@@ -10,7 +10,13 @@ and the caller ranks with numpy: the same candidates but for ties at the cut.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
+
+# faiss's loader reports at INFO which CPU build it tried ("Could not load library with AVX2
+# support due to: ModuleNotFoundError"): under serve's INFO logging that reads as an error at every start.
+logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
 try:  # pinned in pyproject.toml; optional here so a bare numpy install still searches
     import faiss
