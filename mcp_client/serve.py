@@ -55,7 +55,7 @@ def start_jobs(settings: Settings) -> list[Callable[[], None]]:
 
 def _banner(url: str, credentials: Credentials, token: str, created: bool, workers: int) -> str:
     lines = [
-        f"capsule serve: listening on {url} ({workers} handler worker{"" if workers == 1 else "s"})",
+        f"capsule serve: listening on {url} ({workers} handler worker{'' if workers == 1 else 's'})",
         f"  web console:  {url}/ui",
         f"  OpenAPI:      {url}/openapi.json",
     ]
