@@ -13,6 +13,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
+from capsule.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders.hashing import HashingEmbedder
 from capsule.index import ProjectIndex, store_fetcher
@@ -130,7 +131,9 @@ def service_on(path, defer: int, **settings) -> MemoryService:
     store = SQLiteStore(path, defer_vectors_from=defer)
     store.migrate()
     options = {"data_dir": path.parent, "retention_limit": 10_000, "query_cache_entries": 0, **settings}
-    return MemoryService(store, HashingEmbedder(), settings=Settings(**options))
+    # One frozen "now" for every service on the file: with the wall clock, two services asked a
+    # moment apart score recency 1.0 and 0.999999, and answers compared across them differ by that.
+    return MemoryService(store, HashingEmbedder(), clock=FrozenClock(NOW), settings=Settings(**options))
 
 
 WORDS = "deploy redis worker timeout mongo gateway cache retry queue schema lambda build".split()
@@ -241,7 +244,7 @@ def test_a_failed_background_read_is_tried_again_by_the_next_search(tmp_path, ca
     rng = random.Random(6)
     for _ in range(60):
         writer.store_memory("t", {"project": "p", "content": sentence(rng)})
-    lazy = MemoryService(FlakyStore(path, defer_vectors_from=1), HashingEmbedder(),
+    lazy = MemoryService(FlakyStore(path, defer_vectors_from=1), HashingEmbedder(), clock=FrozenClock(NOW),
                          settings=Settings(data_dir=tmp_path, query_cache_entries=0))
     reference = service_on(path, 10**9)
 
