@@ -66,13 +66,31 @@ def metrics(pairs: Iterable[tuple[bool, bool]]) -> dict[str, float]:
             "recall": round(recall, 3), "f1": round(f1, 3)}
 
 
-def evaluate(events: list[Labelled], *, threshold: float | None = None) -> dict[str, dict[str, float]]:
-    """Metrics per split and overall; ``threshold``: count only candidates scoring at least this."""
-    def proposed(item: Labelled) -> bool:
-        found = score_event(item.event)
-        return found is not None and (threshold is None or found.score >= threshold)
+def scores(events: list[Labelled]) -> list[float | None]:
+    """Each event's candidate score, None where it yields no candidate."""
+    found = [score_event(item.event) for item in events]
+    return [None if f is None else f.score for f in found]
 
-    results = [(item.split, proposed(item), item.label) for item in events]
+
+def _report(events: list[Labelled], scored: list[float | None], threshold: float | None) -> dict[str, dict[str, float]]:
+    results = [(item.split, s is not None and (threshold is None or s >= threshold), item.label)
+               for item, s in zip(events, scored)]
     report = {split: metrics((p, l) for s, p, l in results if s == split) for split in sorted({r[0] for r in results})}
     report["all"] = metrics((p, l) for _, p, l in results)
     return report
+
+
+def evaluate(events: list[Labelled], *, threshold: float | None = None,
+             scored: list[float | None] | None = None) -> dict[str, dict[str, float]]:
+    """Metrics per split and overall; ``threshold``: count only candidates scoring at least this."""
+    return _report(events, scores(events) if scored is None else scored, threshold)
+
+
+CURVE = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+
+
+def curve(events: list[Labelled], thresholds: Iterable[float] = CURVE,
+          scored: list[float | None] | None = None) -> list[dict[str, Any]]:
+    """The precision/recall curve: the metrics per split at each threshold (events scored once)."""
+    scored = scores(events) if scored is None else scored
+    return [{"threshold": t, "splits": _report(events, scored, t)} for t in thresholds]

@@ -111,7 +111,7 @@ _CODE = re.compile(r"`[^`]+`|\b[\w/.-]+\.(?:py|js|ts|json|toml|yaml|yml|sql|md|g
                    re.IGNORECASE)
 LONG_ANSWER_WORDS = 150
 _SPECIFIC = re.compile(r"\d|`[^`]+`|\b[\w.-]+\.(?:py|js|ts|json|toml|yaml|yml|sql|md|go|rs|sh)\b|"
-                       r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*\b|\b\w+_\w+\b|\b\w+\(\)")
+                       r"(?<!^)(?<![.!?:*\"']\s)(?<![.!?:*\"'])\b[A-Z][a-z]+(?: [A-Z][a-z]+)*\b|\b\w+_\w+\b|\b\w+\(\)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])|\n+")
 _LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z0-9_']+")
@@ -170,7 +170,7 @@ def score_sentence(sentence: str, role: str) -> tuple[float, str, str]:
         return 0.0, "note", "no cue for a decision, fix, cause, preference or fact"
     score, notes = best.weight, [best.why]
     if best.kind == "preference" and _REACTION.search(sentence):
-        score -= 0.35  # "I like the idea of ..." answers a suggestion; it is no lasting preference
+        score -= 0.4  # "I like the idea of ..." answers a suggestion; it is no lasting preference
         notes.append("a reaction to a suggestion")
     if best.kind in ("fact", "preference") and role == "assistant":
         score -= 0.3  # what the assistant says about "my" or "I" is rarely about the user
@@ -253,7 +253,9 @@ def _user_fact(text: str) -> list[tuple[str, float, str, str]]:
     from .features import split, states_fact
     from .user_facts import fact_score
 
-    facts = [s for s in sentences(text) if states_fact(split(s.lower())[0])]
+    every = sentences(text)
+    facts = [s for s in every if states_fact(split(s.lower())[0])] \
+        or [s for s in every if not _QUESTION.search(s) and not _REQUEST.match(s) and not _PLAN.search(s)]
     if not facts:
         return []
     kind = "preference" if any(_PREFERS.search(s) for s in facts) else "fact"
@@ -286,7 +288,7 @@ def score_event(event: Event) -> Scored | None:
         return None
     best = max(kept, key=lambda r: r[1])
     chosen = [r[0] for r in results if r[1] >= PROPOSE_AT]
-    body = " ".join(chosen)
+    body = " ".join(dict.fromkeys(s for text in chosen for s in sentences(text)))  # each sentence once
     if len(body) > MAX_CANDIDATE_CHARS:
         body = best[0][:MAX_CANDIDATE_CHARS]
     return Scored(text=body, score=round(best[1], 3), reason=best[3], kind=best[2], tags=_tags(body, best[2]))
