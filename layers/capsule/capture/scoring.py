@@ -271,10 +271,14 @@ def score_event(event: Event) -> Scored | None:
     if event.role == "assistant" and len(_LIST_LINE.findall(text)) >= 3:
         # A long answer of listed advice: keep only its sentences outside the lists.
         text = "\n".join(line for line in text.splitlines() if not _LIST_LINE.match(line))
-    results = [(s, *score_sentence(s, event.role)) for s in sentences(text)]
-    if event.role == "assistant" and len(_WORD.findall(text)) > LONG_ANSWER_WORDS:
+    parts = sentences(text)
+    long_answer = event.role == "assistant" and len(_WORD.findall(text)) > LONG_ANSWER_WORDS
+    if long_answer:  # filtered before scoring: scoring every sentence of a long answer is most of the cost
+        parts = [s for s in parts if _CODE.search(s)]
+    results = [(s, *score_sentence(s, event.role)) for s in parts]
+    if long_answer:
         # A long answer is mostly explanation: only what it says about the code is a memory.
-        results = [r for r in results if _CODE.search(r[0]) and r[2] in ("fix", "error", "decision", "dead_end")]
+        results = [r for r in results if r[2] in ("fix", "error", "decision", "dead_end")]
     results += [_item_score(kind, item, event.role) for kind, item in items if len(_WORD.findall(item)) >= 3]
     for tool_text in event.tool_results:  # what a tool printed counts for less than what was said
         tool_items, tool_rest = _sectioned(tool_text)
