@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "layers"))
 
-from capsule.capture.evaluation import labelled_events  # noqa: E402
-from capsule.capture.scoring import score_event  # noqa: E402
+from capsule.capture.evaluation import labelled_events
+from capsule.capture.scoring import score_event
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 from capsule.capture.evaluation import CURVE, curve, evaluate, labelled_events
+
 from mcp_client import evaluate_capture
 
 SET = Path(__file__).with_name("coding_sessions.json")
@@ -23,6 +24,6 @@ def test_the_report_has_the_curve_and_the_cost_per_event():
     report = evaluate_capture.run(SET, with_curve=True)
     assert report["microseconds_per_event"] > 0 and len(report["curve"]) == len(CURVE)
     text = evaluate_capture.text(report)
-    assert "precision/recall by threshold" in text and "microseconds per event" in text
+    assert "precision/recall by threshold" in text and "microseconds of CPU per event" in text
     held = report["splits"]["held_out"]
     assert held["precision"] >= 0.8 and held["recall"] >= 0.7

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from capsule.capture import user_facts
 from capsule.capture.features import NAMES, user_turn_features
 

@@ -21,7 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "layers"))
 
-from capsule.capture.features import NAMES, user_turn_features  # noqa: E402
+from capsule.capture.features import NAMES, user_turn_features
 
 DATA = Path("/work/shared/data/longmemeval-dev.json")
 OUT = ROOT / "layers" / "capsule" / "capture" / "user_facts.json"
