@@ -7,6 +7,11 @@ fact about the user), and marked down for what is not (questions, requests, chat
 advice to the user, status lines). The best sentences of an event, with their neighbours
 that carry the same subject, make its candidate text; the candidate's score is the best
 sentence's. Every score says why (``reason``), so a person reviewing the queue can judge it.
+
+What a user says about their own life (events, people, dates, preferences) is weighed as a
+whole turn by a small learned model instead of the ``fact`` cue (:mod:`.user_facts`): such
+turns mix a fact with requests and questions, which the per-sentence cues mark down, and
+many first-person sentences state nothing worth keeping.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ def _cue(kind: str, weight: float, why: str, *patterns: str) -> Cue:
 CUES: tuple[Cue, ...] = (
     _cue("decision", 0.75, "states a decision",
          r"\b(?:we|i) (?:decided|agreed|chose|opted|settled on|went with)\b",
-         r"^\W*decision:", r"\bdecided\b", r"\b(?:the|our|my) decision (?:is|was) to\b", r"\blet'?s (?:go with|use|keep|switch|stick with|drop)\b",
+         r"^\W*decision:", r"\bdecided\b", r"\b(?:the|our|my) decision (?:is|was) to\b",
+         r"\blet'?s (?:go with|use|keep|switch|stick with|drop)\b",
          r"\b(?:we|i)(?:'ll| will| are going to|'re going to) (?:go with|use|keep|switch to|stick with|drop)\b",
          r"\bgoing (?:forward|with)\b", r"\bfrom now on\b", r"\b(?:instead of|rather than)\b.*\bbecause\b",
          r"\bswitch(?:ed|ing)? (?:from \S+ )?to\b.*\b(?:because|since|so that)\b",
@@ -250,11 +256,13 @@ def _item_score(kind: str, item: str, role: str) -> tuple[str, float, str, str]:
 def _user_fact(text: str) -> list[tuple[str, float, str, str]]:
     """What a user says about themselves, scored by the learned model (:mod:`.user_facts`) over
     the whole turn; its text is the turn's fact-bearing sentences (not its questions)."""
-    from .features import split, states_fact
+    # Imported on the first user turn: compiling the model's patterns costs tens of milliseconds,
+    # which a cold start that scores no user turn (a Lambda, a hook) should not pay.
+    from .features import states_fact
     from .user_facts import fact_score
 
     every = sentences(text)
-    facts = [s for s in every if states_fact(split(s.lower())[0])] \
+    facts = [s for s in every if states_fact(s.lower())] \
         or [s for s in every if not _QUESTION.search(s) and not _REQUEST.match(s) and not _PLAN.search(s)]
     if not facts:
         return []
