@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from capsule import InvalidInput
-from capsule.capture.evaluation import curve, evaluate, labelled_events, scores
+from capsule.capture.evaluation import CURVE, curve, evaluate, labelled_events, scores
 
 from . import render
 
@@ -22,9 +22,10 @@ def run(path: Path, threshold: float | None = None, with_curve: bool = False) ->
     except (OSError, ValueError) as exc:
         raise InvalidInput(f"cannot read {path} as JSON: {exc}", field="dataset") from exc
     name, events = labelled_events(data)
+    floor = min(CURVE) if threshold is None else min(min(CURVE), threshold)
     scores(events[:1])  # loads the model's weights and compiles the patterns outside the timing
     started = time.process_time()  # CPU time: other processes on the machine count less
-    scored = scores(events)
+    scored = scores(events, floor)
     per_event = (time.process_time() - started) / max(1, len(events)) * 1e6
     report = {"dataset": name, "path": str(path), "threshold": threshold,
               "splits": evaluate(events, threshold=threshold, scored=scored),

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 from capsule.capture.evaluation import CURVE, curve, evaluate, labelled_events
+from capsule.capture.scoring import score_event
 
 from mcp_client import evaluate_capture
 
@@ -27,3 +28,15 @@ def test_the_report_has_the_curve_and_the_cost_per_event():
     assert "precision/recall by threshold" in text and "microseconds of CPU per event" in text
     held = report["splits"]["held_out"]
     assert held["precision"] >= 0.8 and held["recall"] >= 0.7
+
+
+def test_the_default_counts_exactly_what_the_scorer_proposes_though_scored_below_it():
+    _, events = labelled_events(json.loads(SET.read_text("utf-8")))
+    proposed = sum(score_event(item.event) is not None for item in events)
+    assert evaluate(events)["all"]["proposed"] == proposed
+    assert evaluate(events, threshold=min(CURVE))["all"]["proposed"] >= proposed
+
+
+def test_a_threshold_below_the_curve_is_scored_from_that_low():
+    low = evaluate_capture.run(SET, threshold=0.2)["splits"]["all"]["proposed"]
+    assert low >= evaluate_capture.run(SET, threshold=min(CURVE))["splits"]["all"]["proposed"]

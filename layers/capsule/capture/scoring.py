@@ -271,8 +271,9 @@ def _user_fact(text: str) -> list[tuple[str, float, str, str]]:
     return [(" ".join(facts), score, kind, f"states the user's own facts (model score {score:.2f})")]
 
 
-def score_event(event: Event) -> Scored | None:
-    """The candidate an event yields, or None when nothing in it is worth proposing."""
+def score_event(event: Event, *, propose_at: float = PROPOSE_AT) -> Scored | None:
+    """The candidate an event yields, or None when nothing in it scores ``propose_at`` or more
+    (lower than :data:`PROPOSE_AT` only to draw a precision/recall curve below it)."""
     if event.role == "system":
         return None
     items, text = _sectioned(event.text)
@@ -295,12 +296,13 @@ def score_event(event: Event) -> Scored | None:
         results += [_item_score(kind, item, "tool") for kind, item in tool_items if len(_WORD.findall(item)) >= 3]
     if event.role == "user":
         results = [r for r in results if r[2] != "fact"] + _user_fact(event.text)
-    kept = [r for r in results if r[1] >= PROPOSE_AT]
+    results = [(said, round(score, 3), kind, why) for said, score, kind, why in results]  # 0.75 - 0.05 - 0.2 is 0.5
+    kept = [r for r in results if r[1] >= propose_at]
     if not kept:
         return None
     best = max(kept, key=lambda r: r[1])
-    chosen = [r[0] for r in results if r[1] >= PROPOSE_AT]
+    chosen = [r[0] for r in kept]
     body = " ".join(dict.fromkeys(s for text in chosen for s in sentences(text)))  # each sentence once
     if len(body) > MAX_CANDIDATE_CHARS:
         body = best[0][:MAX_CANDIDATE_CHARS]
-    return Scored(text=body, score=round(best[1], 3), reason=best[3], kind=best[2], tags=_tags(body, best[2]))
+    return Scored(text=body, score=best[1], reason=best[3], kind=best[2], tags=_tags(body, best[2]))
