@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from ..errors import InvalidInput
-from .scoring import Event, score_event
+from .scoring import PROPOSE_AT, Event, score_event
 
 
 @dataclass(frozen=True)
@@ -66,13 +66,33 @@ def metrics(pairs: Iterable[tuple[bool, bool]]) -> dict[str, float]:
             "recall": round(recall, 3), "f1": round(f1, 3)}
 
 
-def evaluate(events: list[Labelled], *, threshold: float | None = None) -> dict[str, dict[str, float]]:
-    """Metrics per split and overall; ``threshold``: count only candidates scoring at least this."""
-    def proposed(item: Labelled) -> bool:
-        found = score_event(item.event)
-        return found is not None and (threshold is None or found.score >= threshold)
+CURVE = (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 
-    results = [(item.split, proposed(item), item.label) for item in events]
+
+def scores(events: list[Labelled], floor: float = min(CURVE)) -> list[float | None]:
+    """Each event's candidate score, None where it yields none scoring ``floor`` or more (a floor
+    below the scorer's PROPOSE_AT, so that the curve can show what a lower threshold would give)."""
+    found = [score_event(item.event, propose_at=floor) for item in events]
+    return [None if f is None else f.score for f in found]
+
+
+def _report(events: list[Labelled], scored: list[float | None], threshold: float | None) -> dict[str, dict[str, float]]:
+    at = PROPOSE_AT if threshold is None else threshold
+    results = [(item.split, s is not None and s >= at, item.label) for item, s in zip(events, scored)]
     report = {split: metrics((p, l) for s, p, l in results if s == split) for split in sorted({r[0] for r in results})}
     report["all"] = metrics((p, l) for _, p, l in results)
     return report
+
+
+def evaluate(events: list[Labelled], *, threshold: float | None = None,
+             scored: list[float | None] | None = None) -> dict[str, dict[str, float]]:
+    """Metrics per split and overall; ``threshold``: count only candidates scoring at least this
+    (default: every candidate the scorer proposes, those at PROPOSE_AT or more)."""
+    return _report(events, scores(events) if scored is None else scored, threshold)
+
+
+def curve(events: list[Labelled], thresholds: Iterable[float] = CURVE,
+          scored: list[float | None] | None = None) -> list[dict[str, Any]]:
+    """The precision/recall curve: the metrics per split at each threshold (events scored once)."""
+    scored = scores(events) if scored is None else scored
+    return [{"threshold": t, "splits": _report(events, scored, t)} for t in thresholds]

@@ -7,6 +7,11 @@ fact about the user), and marked down for what is not (questions, requests, chat
 advice to the user, status lines). The best sentences of an event, with their neighbours
 that carry the same subject, make its candidate text; the candidate's score is the best
 sentence's. Every score says why (``reason``), so a person reviewing the queue can judge it.
+
+What a user says about their own life (events, people, dates, preferences) is weighed as a
+whole turn by a small learned model instead of the ``fact`` cue (:mod:`.user_facts`): such
+turns mix a fact with requests and questions, which the per-sentence cues mark down, and
+many first-person sentences state nothing worth keeping.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ def _cue(kind: str, weight: float, why: str, *patterns: str) -> Cue:
 CUES: tuple[Cue, ...] = (
     _cue("decision", 0.75, "states a decision",
          r"\b(?:we|i) (?:decided|agreed|chose|opted|settled on|went with)\b",
-         r"\b(?:decision|decided):?\b", r"\blet'?s (?:go with|use|keep|switch|stick with|drop)\b",
+         r"^\W*decision:", r"\bdecided\b", r"\b(?:the|our|my) decision (?:is|was) to\b",
+         r"\blet'?s (?:go with|use|keep|switch|stick with|drop)\b",
          r"\b(?:we|i)(?:'ll| will| are going to|'re going to) (?:go with|use|keep|switch to|stick with|drop)\b",
          r"\bgoing (?:forward|with)\b", r"\bfrom now on\b", r"\b(?:instead of|rather than)\b.*\bbecause\b",
          r"\bswitch(?:ed|ing)? (?:from \S+ )?to\b.*\b(?:because|since|so that)\b",
@@ -48,7 +54,8 @@ CUES: tuple[Cue, ...] = (
          r"\bthe (?:only )?(?:change|breaking change|difference|trick) (?:was|is)\b", r"\bwhich is why\b"),
     _cue("error", 0.75, "names the cause of an error",
          r"\broot cause\b", r"\bthe (?:problem|issue|bug|error|failure|crash) (?:is|was)\b",
-         r"\b(?:caused by|because of|due to)\b", r"\bturn(?:s|ed) out\b",
+         r"\b(?:caused by|because of|due to)\b", r"\bturn(?:s|ed) out (?:that|to be|the|it|we|our|there)\b",
+         r"^\W*turns out\b",
          r"\bfail(?:s|ed|ing)? (?:because|when|since)\b", r"\bthe reason (?:is|was)\b",
          r"\b(?:happens|happened|occurs|broke|breaks|crashed|crashes|hangs|hung|stopped|returns|returned) because\b"),
     _cue("dead_end", 0.7, "records an approach that did not work",
@@ -58,7 +65,8 @@ CUES: tuple[Cue, ...] = (
          r"\bmade no difference\b", r"\bgave nothing\b"),
     _cue("convention", 0.7, "states a convention or rule",
          r"\b(?:always|never) (?:use|run|call|put|commit|push|deploy|import|set|name|write)\b",
-         r"\b(?:convention|rule of thumb|our policy|we require)\b", r"(?<!'ll )(?<!will )\bmake sure (?:to|you)\b",
+         r"\b(?:our convention|the convention is|convention:|rule of thumb|our policy|we require)\b",
+         r"(?<!'ll )(?<!will )(?<!also )(?<!definitely )(?<!i )\bmake sure (?:to|you)\b",
          r"\bmust (?:be|not|always|never|use|run)\b", r"\bneeds? .{1,40} (?:or newer|or later|at least)\b",
          r"\b(?:don't|do not|never) (?:run|deploy|push|point|use|commit)\b.{0,60}\b(?:there|on|in|to)\b"),
     _cue("preference", 0.75, "states a preference",
@@ -81,6 +89,11 @@ CUES: tuple[Cue, ...] = (
          r"\bi(?:'m| am) (?:currently|now|still) \w+ing\b"),
 )
 
+_REACTION = re.compile(r"\b(?:like|love|enjoy) (?:the (?:idea|sound|suggestions?|look|list|tips|options)|your (?:idea|"
+                       r"suggestions?|tips)|these|those|this (?:idea|list|suggestion))\b|\bi'm loving\b", re.IGNORECASE)
+_REMINDER = re.compile(r"\b(?:keep in mind|remember)\b", re.IGNORECASE)
+_PREFERS = next(c.pattern for c in CUES if c.kind == "preference")
+
 # What marks a sentence down, and by how much.
 _QUESTION = re.compile(r"\?\s*$")
 _REQUEST = re.compile(r"^\s*(?:can|could|would|will|do|does|did|is|are|should|what|how|why|where|when|which|who|"
@@ -92,6 +105,7 @@ _STATUS = re.compile(r"^\s*(?:let me|let's (?:see|check|look|run|try)|i'll (?:no
                      r"start|open|read|search|take a look|see)|now (?:i'll|let me|running)|running|checking|looking|"
                      r"reading|searching|opening|next,? i'll)\b", re.IGNORECASE)
 _ADVICE = re.compile(r"\b(?:you (?:can|could|should|might|may|will|need to|want to)|here are|here's|here is|consider|"
+                     r"make sure|remember to|keep in mind|don't forget|be sure to|your|you're|you've|you'll|"
                      r"i (?:recommend|suggest)|some (?:tips|ideas|options)|it's (?:a good idea|important)|"
                      r"feel free|i hope|good luck|happy to help|keep me (?:updated|posted|informed))\b", re.IGNORECASE)
 _HEDGE = re.compile(r"\b(?:if this|whether|not sure|don't know|do not know|no idea|i think|maybe|might be|"
@@ -103,7 +117,7 @@ _CODE = re.compile(r"`[^`]+`|\b[\w/.-]+\.(?:py|js|ts|json|toml|yaml|yml|sql|md|g
                    re.IGNORECASE)
 LONG_ANSWER_WORDS = 150
 _SPECIFIC = re.compile(r"\d|`[^`]+`|\b[\w.-]+\.(?:py|js|ts|json|toml|yaml|yml|sql|md|go|rs|sh)\b|"
-                       r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*\b|\b\w+_\w+\b|\b\w+\(\)")
+                       r"(?<!^)(?<![.!?:*\"']\s)(?<![.!?:*\"'])\b[A-Z][a-z]+(?: [A-Z][a-z]+)*\b|\b\w+_\w+\b|\b\w+\(\)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])|\n+")
 _LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z0-9_']+")
@@ -161,9 +175,15 @@ def score_sentence(sentence: str, role: str) -> tuple[float, str, str]:
     if best is None:
         return 0.0, "note", "no cue for a decision, fix, cause, preference or fact"
     score, notes = best.weight, [best.why]
+    if best.kind == "preference" and _REACTION.search(sentence):
+        score -= 0.4  # "I like the idea of ..." answers a suggestion; it is no lasting preference
+        notes.append("a reaction to a suggestion")
     if best.kind in ("fact", "preference") and role == "assistant":
         score -= 0.3  # what the assistant says about "my" or "I" is rarely about the user
         notes.append("said by the assistant")
+    if best.kind == "note" and role == "assistant" and _REMINDER.search(sentence):
+        score -= 0.3  # "keep in mind that ..." from the assistant reminds the user; it is no request to remember
+        notes.append("a reminder to the user")
     if best.kind in ("fix", "error", "decision", "dead_end") and role == "user":
         score -= 0.05
     if _SPECIFIC.search(sentence):
@@ -233,30 +253,56 @@ def _item_score(kind: str, item: str, role: str) -> tuple[str, float, str, str]:
     return item, min(1.0, max(score, base)), kind, f"listed under '{kind}' in a summary"
 
 
-def score_event(event: Event) -> Scored | None:
-    """The candidate an event yields, or None when nothing in it is worth proposing."""
+def _user_fact(text: str) -> list[tuple[str, float, str, str]]:
+    """What a user says about themselves, scored by the learned model (:mod:`.user_facts`) over
+    the whole turn; its text is the turn's fact-bearing sentences (not its questions)."""
+    # Imported on the first user turn: compiling the model's patterns costs tens of milliseconds,
+    # which a cold start that scores no user turn (a Lambda, a hook) should not pay.
+    from .features import states_fact
+    from .user_facts import fact_score
+
+    every = sentences(text)
+    facts = [s for s in every if states_fact(s.lower())] \
+        or [s for s in every if not _QUESTION.search(s) and not _REQUEST.match(s) and not _PLAN.search(s)]
+    if not facts:
+        return []
+    kind = "preference" if any(_PREFERS.search(s) for s in facts) else "fact"
+    score = fact_score(text)
+    return [(" ".join(facts), score, kind, f"states the user's own facts (model score {score:.2f})")]
+
+
+def score_event(event: Event, *, propose_at: float = PROPOSE_AT) -> Scored | None:
+    """The candidate an event yields, or None when nothing in it scores ``propose_at`` or more
+    (lower than :data:`PROPOSE_AT` only to draw a precision/recall curve below it)."""
     if event.role == "system":
         return None
     items, text = _sectioned(event.text)
     if event.role == "assistant" and len(_LIST_LINE.findall(text)) >= 3:
         # A long answer of listed advice: keep only its sentences outside the lists.
         text = "\n".join(line for line in text.splitlines() if not _LIST_LINE.match(line))
-    results = [(s, *score_sentence(s, event.role)) for s in sentences(text)]
-    if event.role == "assistant" and len(_WORD.findall(text)) > LONG_ANSWER_WORDS:
+    parts = sentences(text)
+    long_answer = event.role == "assistant" and len(_WORD.findall(text)) > LONG_ANSWER_WORDS
+    if long_answer:  # filtered before scoring: scoring every sentence of a long answer is most of the cost
+        parts = [s for s in parts if _CODE.search(s)]
+    results = [(s, *score_sentence(s, event.role)) for s in parts]
+    if long_answer:
         # A long answer is mostly explanation: only what it says about the code is a memory.
-        results = [r for r in results if _CODE.search(r[0]) and r[2] in ("fix", "error", "decision", "dead_end")]
+        results = [r for r in results if r[2] in ("fix", "error", "decision", "dead_end")]
     results += [_item_score(kind, item, event.role) for kind, item in items if len(_WORD.findall(item)) >= 3]
     for tool_text in event.tool_results:  # what a tool printed counts for less than what was said
         tool_items, tool_rest = _sectioned(tool_text)
         results += [(s, score * 0.8, kind, reason + "; from a tool result")
                     for s in sentences(tool_rest)[:20] for score, kind, reason in [score_sentence(s, "tool")]]
         results += [_item_score(kind, item, "tool") for kind, item in tool_items if len(_WORD.findall(item)) >= 3]
-    kept = [r for r in results if r[1] >= PROPOSE_AT]
+    if event.role == "user":
+        results = [r for r in results if r[2] != "fact"] + _user_fact(event.text)
+    results = [(said, round(score, 3), kind, why) for said, score, kind, why in results]  # 0.75 - 0.05 - 0.2 is 0.5
+    kept = [r for r in results if r[1] >= propose_at]
     if not kept:
         return None
     best = max(kept, key=lambda r: r[1])
-    chosen = [r[0] for r in results if r[1] >= PROPOSE_AT]
-    body = " ".join(chosen)
+    chosen = [r[0] for r in kept]
+    body = " ".join(dict.fromkeys(s for text in chosen for s in sentences(text)))  # each sentence once
     if len(body) > MAX_CANDIDATE_CHARS:
         body = best[0][:MAX_CANDIDATE_CHARS]
-    return Scored(text=body, score=round(best[1], 3), reason=best[3], kind=best[2], tags=_tags(body, best[2]))
+    return Scored(text=body, score=best[1], reason=best[3], kind=best[2], tags=_tags(body, best[2]))
