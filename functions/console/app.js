@@ -34,6 +34,7 @@
     forgotten: readList(FORGOTTEN_KEY),
     activity: readList(ACTIVITY_KEY),
     votes: readVotes(),
+    detail: null,  // the memory in the detail view as last read: its sha256 is the edit's If-Match
   };
 
   // Answers that arrive after a newer request of the same kind was sent are dropped.
@@ -118,6 +119,24 @@
     return String(text || '').split(',').map((t) => t.trim()).filter(Boolean);
   }
 
+  const utf8Bytes = (text) => new TextEncoder().encode(text).length;
+
+  // The API's limits (capsule.limits and the request models), checked before anything is sent.
+  const LIMITS = { content: 65536, tags: 32, tag: 64, reason: 4096, ttl: 316224000, ingest: 1048576 };
+
+  /** What is wrong with these tags for the API, or ''. */
+  function tagsProblem(tags) {
+    if (tags.length > LIMITS.tags) return 'At most ' + LIMITS.tags + ' tags.';
+    const long = tags.find((t) => t.length > LIMITS.tag);
+    return long ? 'The tag "' + snippet(long, 30) + '" is over ' + LIMITS.tag + ' characters.' : '';
+  }
+
+  /** Refuse on the page (nothing is sent): the error names the field, and focus goes to it. */
+  function refuse(operation, inputId, message) {
+    fail(operation, new ApiError(0, 'invalid', message, null));
+    $(inputId).focus();
+  }
+
   // ---- the API ------------------------------------------------------------
 
   class ApiError extends Error {
@@ -138,17 +157,17 @@
     $('working').hidden = pending === 0;
   }
 
-  async function api(method, path, body) {
+  async function api(method, path, body, extraHeaders) {
     setPending(1);
     try {
-      return await request(method, path, body);
+      return await request(method, path, body, extraHeaders);
     } finally {
       setPending(-1);
     }
   }
 
-  async function request(method, path, body) {
-    const headers = { Accept: 'application/json' };
+  async function request(method, path, body, extraHeaders) {
+    const headers = Object.assign({ Accept: 'application/json' }, extraHeaders || {});
     if (state.token) headers.Authorization = 'Bearer ' + state.token;
     const init = { method, headers, cache: 'no-store' };
     if (body !== undefined) {
@@ -764,12 +783,19 @@
     ['pinned', (m) => (m.pinned ? 'yes' : 'no')], ['status', (m) => m.status], ['model', (m) => m.model],
     ['created', (m) => m.created_at], ['occurred', (m) => m.occurred_at], ['updated', (m) => m.updated_at],
     ['forgotten', (m) => m.forgotten_at],
+    ['retention', (m) => (m.retention && m.retention !== m.effective_retention
+      ? m.retention + ' (' + m.effective_retention + ')' : m.effective_retention || m.retention)],
+    ['expires', (m) => m.expires_at], ['sha256', (m) => m.sha256],
+    ['supersedes', (m) => m.supersedes], ['superseded by', (m) => m.superseded_by],
     ['tags', (m) => ((m.meta || {}).tags || []).map((t) => '#' + t).join(' ')],
     ['feedback', (m) => '▲ ' + (m.helpful || 0) + ' helpful · ▼ ' + (m.unhelpful || 0) + ' not helpful'],
   ];
   const SHOWN_META = new Set(['author', 'session', 'task', 'source', 'type', 'tags']);
 
   function renderDetail(memory, explanation) {
+    state.detail = memory;
+    fillEditForm(memory);
+    $('detail-actions').hidden = Boolean(memory.forgotten_at);  // a forgotten memory is restored first
     $('detail-content').textContent = memory.content;
     $('detail-explanation').textContent = explanation || '';
     const rows = [];
@@ -803,6 +829,158 @@
     $('detail').hidden = true;
     $('detail-meta').replaceChildren();
     $('detail-content').textContent = '';
+    state.detail = null;
+    showEdit(false);
+    $('history').hidden = true;
+    $('detail-history').setAttribute('aria-expanded', 'false');
+  }
+
+  // ---- edit, history, revert ------------------------------------------------------
+
+  function fillEditForm(memory) {
+    $('edit-content').value = memory.content;
+    $('edit-tags').value = ((memory.meta || {}).tags || []).join(', ');
+    $('edit-retention').value = memory.retention || 'auto';
+    $('edit-ttl').value = '';
+    $('edit-reason').value = '';
+  }
+
+  function showEdit(open) {
+    $('edit-form').hidden = !open;
+    $('detail-edit').setAttribute('aria-expanded', String(open));
+    if (open) $('edit-content').focus();
+  }
+
+  async function reloadDetail(button) {
+    if (!state.detail) return;
+    clearMessages();
+    const id = state.detail.id;
+    await run('Reload', button, async () => {
+      const result = await api('GET', memoryPath(id));
+      renderDetail(result.memory, result.explanation);
+      if (!$('history').hidden) await loadHistory(null);
+      await loadMemories(false);  // the card shows the same text as the detail
+      say('Reload', 'Read ' + id + ' again: ' + (result.explanation || ''));
+    });
+  }
+
+  /** The fields of the form that differ from the memory as read, checked against the API's limits. */
+  function editBody(memory) {
+    const body = {};
+    const content = $('edit-content').value;
+    if (content !== memory.content) {
+      if (!content.trim()) return refuse('Edit', 'edit-content', 'The content cannot be empty.');
+      if (utf8Bytes(content) > LIMITS.content) {
+        return refuse('Edit', 'edit-content', 'The content is ' + utf8Bytes(content) + ' bytes; the limit is 64 KiB.');
+      }
+      body.content = content;
+    }
+    const tags = parseTags($('edit-tags').value);
+    const problem = tagsProblem(tags);
+    if (problem) return refuse('Edit', 'edit-tags', problem);
+    if (tags.join('\u0000') !== ((memory.meta || {}).tags || []).join('\u0000')) body.tags = tags;
+    const retention = $('edit-retention').value;
+    if (retention !== (memory.retention || 'auto')) body.retention = retention;
+    const ttl = $('edit-ttl').value.trim();
+    if (ttl) {
+      if (!/^\d+$/.test(ttl) || Number(ttl) < 1 || Number(ttl) > LIMITS.ttl) {
+        return refuse('Edit', 'edit-ttl', 'Expires after is a whole number of seconds from 1 to 316224000 (10 years).');
+      }
+      body.ttl = Number(ttl);
+    }
+    const reason = $('edit-reason').value.trim();
+    if (reason) body.reason = reason;
+    return body;
+  }
+
+  /** 412: someone changed the memory after this page read it; nothing was changed. */
+  function changedElsewhere(error) {
+    if (error.status !== 412) return error;
+    return new ApiError(412, error.code, 'This memory was changed elsewhere since it was read: reload it, then edit again.',
+      error.message);
+  }
+
+  async function saveEdit(event) {
+    event.preventDefault();
+    clearMessages();
+    const memory = state.detail;
+    if (!memory) return;
+    const body = editBody(memory);
+    if (!body) return;
+    if (!Object.keys(body).some((key) => key !== 'reason')) {
+      say('Edit', 'Nothing to save: the form says what the memory already says.');
+      return;
+    }
+    await run('Edit', $('edit-save'), async () => {
+      const ifMatch = memory.sha256 ? { 'If-Match': '"' + memory.sha256 + '"' } : {};
+      let result;
+      try {
+        result = await api('PATCH', memoryPath(memory.id), body, ifMatch);
+      } catch (error) {
+        if (error.status === 412) $('detail-reload').focus();
+        throw changedElsewhere(error);
+      }
+      say('Edit', 'Version ' + result.version + ' saved. ' + (result.explanation || ''));
+      renderDetail(result.memory, result.explanation);
+      showEdit(false);
+      if (!$('history').hidden) await loadHistory(null);
+      await Promise.all([loadMemories(false), loadProjects()]);
+    });
+  }
+
+  async function toggleHistory(button) {
+    const open = $('history').hidden;
+    button.setAttribute('aria-expanded', String(open));
+    if (!open) {
+      $('history').hidden = true;
+      return;
+    }
+    clearMessages();
+    await run('History', button, () => loadHistory(null));
+  }
+
+  async function loadHistory() {
+    const memory = state.detail;
+    if (!memory) return;
+    const result = await api('GET', memoryPath(memory.id, 'history'));
+    $('history-explanation').textContent = result.explanation || '';
+    $('history-list').replaceChildren(...(result.versions || []).map((v) => versionItem(memory, v)));
+    $('history').hidden = false;
+  }
+
+  function versionItem(memory, v) {
+    const when = v.replaced_at ? (v.created_at || '?') + ' to ' + v.replaced_at : (v.created_at || '') + ' (current)';
+    // A version's actor and reason are those of the change that replaced it (the audit record).
+    const who = v.current ? '' : 'replaced by ' + (v.actor || 'unknown') + (v.reason ? ': ' + v.reason : '');
+    return el('li', { class: 'version' + (v.current ? ' is-current' : ''), 'data-version': v.version },
+      el('div', { class: 'version-head' },
+        el('strong', {}, 'Version ' + v.version + (v.current ? ' (current)' : '')), ' ',
+        el('span', { class: 'badge' }, v.effective_retention || v.retention || ''), ' ',
+        ((v.meta || {}).tags || []).map((t) => el('span', { class: 'tag' }, '#' + t))),
+      el('p', { class: 'version-when hint' }, when),
+      who ? el('p', { class: 'version-who' }, who) : null,
+      el('p', { class: 'content' }, snippet(v.content, 300)),
+      v.current ? null : el('button', { type: 'button', class: 'btn btn-small', 'data-action': 'Revert',
+        'aria-label': 'Revert to version ' + v.version, onclick: (e) => revertTo(memory, v, e.currentTarget) },
+      'Revert to this version'));
+  }
+
+  async function revertTo(memory, version, button) {
+    clearMessages();
+    await run('Revert', button, async () => {
+      const ifMatch = state.detail && state.detail.sha256 ? { 'If-Match': '"' + state.detail.sha256 + '"' } : {};
+      let result;
+      try {
+        result = await api('POST', memoryPath(memory.id, 'revert'), { version: version.version, reason: 'reverted from the console' }, ifMatch);
+      } catch (error) {
+        throw changedElsewhere(error);
+      }
+      say('Revert', 'Version ' + version.version + ' is back as version ' + result.version + '. ' + (result.explanation || ''));
+      renderDetail(result.memory, result.explanation);
+      await loadHistory();
+      $('history-title').focus();
+      await loadMemories(false);
+    });
   }
 
   // ---- project settings -------------------------------------------------------
@@ -979,6 +1157,15 @@
     $('view-pinned').addEventListener('click', () => setView('pinned'));
     $('view-forgotten').addEventListener('click', () => setView('forgotten'));
     $('detail-close').addEventListener('click', closeDetail);
+    $('detail-reload').addEventListener('click', (e) => reloadDetail(e.currentTarget));
+    $('detail-edit').addEventListener('click', () => showEdit($('edit-form').hidden));
+    $('edit-cancel').addEventListener('click', () => {
+      if (state.detail) fillEditForm(state.detail);
+      showEdit(false);
+      $('detail-edit').focus();
+    });
+    $('edit-form').addEventListener('submit', saveEdit);
+    $('detail-history').addEventListener('click', (e) => toggleHistory(e.currentTarget));
     $('settings-form').addEventListener('submit', saveSettings);
     $('solutions-refresh').addEventListener('click', (event) => loadSolutions(event.currentTarget));
     $('load-more').addEventListener('click', () => loadMemories(true));
