@@ -22,7 +22,11 @@
     ['time', 'time', 'recency: halves every 30 days'],
     ['feedback', 'feedback', 'feedback: Wilson lower bound of helpful votes'],
     ['outcome', 'outcome', 'outcome: +0.10 success, -0.05 failure'],
+    ['boost', 'boost', 'query aids: the author or date the query names, neighbouring turns, priors'],
   ];
+  const TEXT_FILTERS = [['search-category', 'category'], ['search-component', 'component'], ['search-path', 'path_prefix']];
+  const WEIGHTS = [['search-w-vector', 'vector'], ['search-w-bm25', 'bm25'], ['search-w-time', 'time'],
+    ['search-w-feedback', 'feedback']];
 
   const state = {
     token: sessionStorage.getItem(TOKEN_KEY) || '',
@@ -445,6 +449,8 @@
       parts.push(el('span', { class: 'badge badge-warn', title: 'Found by keyword until the embedding is made' }, 'pending embedding'));
     }
     if (meta.type) parts.push(el('span', { class: 'badge' }, meta.type));
+    const kept = item.effective_retention || item.retention;
+    if (kept && kept !== 'replaceable') parts.push(el('span', { class: 'badge badge-retention' }, kept));
     if (meta.outcome_status && meta.outcome_status !== 'unknown') {
       parts.push(el('span', { class: 'badge badge-' + meta.outcome_status }, meta.outcome_status));
     }
@@ -531,9 +537,14 @@
 
   function card(item, source) {
     const isHit = source === 'search';
+    const older = isHit && (item.superseded || []).length
+      ? el('ol', { class: 'superseded', 'aria-label': 'Superseded by this memory' },
+        item.superseded.map((s) => el('li', { 'data-id': s.id }, 'superseded: ' + snippet(s.content, 160))))
+      : null;
     const body = el('div', { class: 'card-body' },
       metaLine(item, isHit && item.project !== state.project),
       contentBlock(source + '-' + item.id, item.content),
+      older,
       footLine(item),
       actionBar(item, source));
     const article = el('article', { class: 'card' + (item.pinned ? ' is-pinned' : '') + (isHit ? ' card-hit' : '') },
@@ -658,8 +669,7 @@
     const body = { query, mode: $('search-mode').value, k: clampK() };
     if (global) body.global = true;
     else body.project = state.project;
-    const tags = parseTags($('search-tags').value);
-    if (tags.length) body.filters = { tags };
+    if (!searchOptions(body)) return;
     const ticket = ++latest.search;
     await run('Search', $('search-button'), async () => {
       const result = await api('POST', '/v1/memories/search', body);
@@ -673,6 +683,65 @@
       $('search-results').hidden = false;
       logActivity('Search', result.explanation || '', false);
     });
+  }
+
+  /** A datetime-local value (read as UTC) as the API's ISO time, or '' when empty. */
+  function isoOf(id) {
+    const raw = $(id).value;
+    if (!raw) return '';
+    const at = new Date(raw + (raw.length === 16 ? ':00' : '') + 'Z');
+    return Number.isNaN(at.getTime()) ? null : at.toISOString();
+  }
+
+  /** A number in [0, 1] from an input, '' when empty, null when out of range. */
+  function unitOf(id) {
+    const raw = $(id).value.trim();
+    if (!raw) return '';
+    const n = Number(raw);
+    return Number.isFinite(n) && n >= 0 && n <= 1 ? n : null;
+  }
+
+  /** Filters, time travel, relevance floor, weights: each only when set; false when one is refused. */
+  function searchOptions(body) {
+    const filters = {};
+    const tags = parseTags($('search-tags').value);
+    const problem = tagsProblem(tags);
+    if (problem) return refuse('Search', 'search-tags', problem);
+    if (tags.length) filters.tags = tags;
+    for (const [id, key] of TEXT_FILTERS) {
+      const value = $(id).value.trim();
+      if (value) filters[key] = value;
+    }
+    if ($('search-retention').value) filters.retention = $('search-retention').value;
+    for (const [id, key] of [['search-since', 'since'], ['search-until', 'until']]) {
+      const at = isoOf(id);
+      if (at === null) return refuse('Search', id, 'Not a date and time.');
+      if (at) filters[key] = at;
+    }
+    if (Object.keys(filters).length) body.filters = filters;
+    const asOf = isoOf('search-as-of');
+    if (asOf === null) return refuse('Search', 'search-as-of', 'Not a date and time.');
+    if (asOf) body.as_of = asOf;
+    const floor = unitOf('search-min-relevance');
+    if (floor === null) return refuse('Search', 'search-min-relevance', 'Minimum relevance is a number from 0 to 1.');
+    if (floor !== '') body.min_relevance = floor;
+    const weights = {};
+    for (const [id, key] of WEIGHTS) {
+      const w = unitOf(id);
+      if (w === null) return refuse('Search', id, 'A weight is a number from 0 to 1.');
+      if (w !== '') weights[key] = w;
+    }
+    if (Object.keys(weights).length) body.weights = weights;
+    if ($('search-superseded').checked) body.include_superseded = true;
+    return true;
+  }
+
+  function clearFilters() {
+    for (const input of $('search-filters').querySelectorAll('input, select')) {
+      if (input.type === 'checkbox') input.checked = false;
+      else input.value = '';
+    }
+    $('search-tags').value = '';
   }
 
   async function pinMemory(item, button) {
@@ -1148,6 +1217,7 @@
     });
     $('search-form').addEventListener('submit', search);
     $('search-k').addEventListener('change', clampK);
+    $('search-filters-clear').addEventListener('click', clearFilters);
     $('results-clear').addEventListener('click', () => {
       $('hit-list').replaceChildren();
       $('search-results').hidden = true;

@@ -311,3 +311,63 @@ def test_edit_content_tags_and_class_with_if_match_then_history_and_revert(page,
     assert server.get(memory["id"])[1]["memory"]["content"] == "the first words"
     expect(page.locator("#detail-content")).to_have_text("the first words")
     expect(versions).to_have_count(4)
+
+
+def test_search_sends_every_filter_and_mode_and_shows_each_hits_score_breakdown(page, server):
+    project = "/srv/console-search-filters"
+    old = server.store(project, "the cache key was the user id", occurred_at="2026-03-01T10:00:00Z",
+                       meta={"category": "cache", "component": "api"}, path="docs/cache.md")
+    new = server.store(project, "the cache key is the user id and the locale", supersedes=old["id"],
+                       meta={"category": "cache", "component": "api"}, path="docs/cache.md",
+                       occurred_at="2026-03-05T10:00:00Z", retention="permanent")
+    server.store(project, "the cache of images lives on the CDN", meta={"category": "cdn"}, path="ops/cdn.md")
+    connect(page, server.token)
+    open_project(page, project)
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/v1/memories/search") else None)
+    page.get_by_label("Query").fill("cache key")
+    page.locator("#search-filters summary").click()
+    page.get_by_label("Minimum relevance (0 to 1)").fill("2")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(page.locator("#alert")).to_contain_text("Minimum relevance is a number from 0 to 1")
+    expect(page.get_by_label("Minimum relevance (0 to 1)")).to_be_focused()
+    assert sent == []  # refused on the page
+
+    page.get_by_label("Mode").select_option("bm25")
+    page.get_by_label("With tags").fill("")
+    page.get_by_label("Category").fill("cache")
+    page.get_by_label("Component").fill("api")
+    page.get_by_label("Path starts with").fill("docs/")
+    page.locator("#search-retention").select_option("permanent")
+    page.get_by_label("Happened since (UTC)").fill("2026-03-02T00:00:00")
+    page.get_by_label("Happened before (UTC)").fill("2026-04-01T00:00:00")
+    page.get_by_label("As of (UTC; default now)").fill("2026-06-01T12:00:00")
+    page.get_by_label("Minimum relevance (0 to 1)").fill("0.05")
+    page.get_by_label("Weight: keyword (0 to 1)").fill("0.5")
+    page.get_by_label("Weight: recency (0 to 1)").fill("0")
+    page.get_by_label("Show what each hit superseded").check()
+    page.get_by_role("button", name="Search", exact=True).click()
+    settle(page)
+    want = {"query": "cache key", "mode": "bm25", "k": 8, "project": project,
+            "filters": {"category": "cache", "component": "api", "path_prefix": "docs/", "retention": "permanent",
+                        "since": "2026-03-02T00:00:00.000Z", "until": "2026-04-01T00:00:00.000Z"},
+            "as_of": "2026-06-01T12:00:00.000Z", "min_relevance": 0.05, "weights": {"bm25": 0.5, "time": 0},
+            "include_superseded": True}
+    assert sent == [want]
+    answer = server.ok("POST", "/v1/memories/search", want)
+    assert [h["id"] for h in answer["results"]] == [new["id"]]  # the filters did their work on the server
+    hits = page.locator("#hit-list li.card-item")
+    expect(hits).to_have_count(1)
+    hit, shown = answer["results"][0], card(page, "hit-list", new["id"])
+    expect(shown.locator(".score-value")).to_have_text(f"{hit['score']:.3f}")
+    for key in ("vector", "bm25", "time", "feedback", "outcome", "boost"):
+        expect(shown.locator(f"[data-component='{key}'] .comp-value")).to_have_text(f"{hit['components'][key]:.3f}")
+    expect(shown.locator(".superseded li")).to_have_text("superseded: " + old["content"])
+    expect(shown.locator(".badge-retention")).to_have_text("permanent")
+    expect(page.locator("#search-explanation")).to_have_text(answer["explanation"])
+    shot(page, "search-filters")
+
+    page.get_by_role("button", name="Clear filters").click()
+    page.get_by_role("button", name="Search", exact=True).click()
+    settle(page)
+    assert sent[-1] == {"query": "cache key", "mode": "bm25", "k": 8, "project": project}
