@@ -371,3 +371,54 @@ def test_search_sends_every_filter_and_mode_and_shows_each_hits_score_breakdown(
     page.get_by_role("button", name="Search", exact=True).click()
     settle(page)
     assert sent[-1] == {"query": "cache key", "mode": "bm25", "k": 8, "project": project}
+
+
+def _drop(page, selector: str, files: list[tuple[str, str]]) -> None:
+    """A drag-and-drop of files, as the browser delivers it (a DataTransfer on a drop event)."""
+    transfer = page.evaluate_handle("""(files) => {
+        const dt = new DataTransfer();
+        for (const [name, text] of files) dt.items.add(new File([text], name, { type: 'text/plain' }));
+        return dt;
+    }""", files)
+    page.dispatch_event(selector, "drop", {"dataTransfer": transfer})
+
+
+def test_ingest_by_file_upload_and_drag_and_drop_with_chunk_numbers(page, server):
+    project = "/srv/console-ingest"
+    server.store(project, "a memory so the project exists")
+    connect(page, server.token)
+    open_project(page, project)
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/v1/memories/ingest") else None)
+    long_text = "\n\n".join(f"Section {n}. " + " ".join(f"s{n}w{i}" for i in range(160)) for n in range(8))
+    page.get_by_label("Files to ingest").set_input_files([
+        {"name": "guide.md", "mimeType": "text/markdown", "buffer": long_text.encode()},
+        {"name": "big.log", "mimeType": "text/plain", "buffer": b"x" * (1024 * 1024 + 1)},   # over 1 MiB
+        {"name": "image.png", "mimeType": "image/png", "buffer": b"\x89PNG\r\n\x1a\n\xff\xfe\x00"},  # not text
+    ])
+    page.locator("#ingest-tags").fill("guide")
+    page.get_by_role("button", name="Ingest", exact=True).click()
+    expect(page.locator("#ingest-progress")).to_have_text("Ingested 1 of 3 files.")
+    settle(page)
+    assert [b["path"] for b in sent] == ["guide.md"]  # the refused two were never sent
+    assert sent[0]["text"] == long_text and sent[0]["tags"] == ["guide"] and sent[0]["project"] == project
+    rows = page.locator("#ingest-results > li")
+    expect(rows.nth(1)).to_contain_text("1048577 bytes; the limit is 1 MiB")
+    expect(rows.nth(2)).to_contain_text("not UTF-8 text")
+    chunks = rows.nth(0).locator(".chunk-ids li")
+    listed = server.ok("GET", f"/v1/memories?project={quote(project)}&limit=100")["memories"]
+    stored = sorted((m for m in listed if m["path"] == "guide.md"), key=lambda m: m["chunk"]["index"])
+    assert len(stored) > 1
+    expect(chunks).to_have_count(len(stored))
+    for n, memory in enumerate(stored):
+        expect(chunks.nth(n)).to_contain_text(f"chunk {n + 1} of {len(stored)}")
+        assert chunks.nth(n).get_attribute("data-id") == memory["id"]
+    assert stored[0]["meta"]["tags"] == ["guide"]
+    chunks.nth(1).get_by_role("button").click()
+    expect(detail_value(page, "chunk")).to_have_text(f"2 of {len(stored)}")
+    shot(page, "ingest")
+
+    _drop(page, "#dropzone", [("dropped.txt", "dropped by drag and drop")])
+    expect(page.locator("#ingest-progress")).to_have_text("Ingested 1 of 1 file.")
+    assert sent[-1]["path"] == "dropped.txt" and sent[-1]["text"] == "dropped by drag and drop"
+    expect(page.locator("#memory-list")).to_contain_text("dropped by drag and drop")
