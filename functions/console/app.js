@@ -38,7 +38,8 @@
     forgotten: readList(FORGOTTEN_KEY),
     activity: readList(ACTIVITY_KEY),
     votes: readVotes(),
-    detail: null,  // the memory in the detail view as last read: its sha256 is the edit's If-Match
+    detail: null,
+    solution: null,  // the solution open in its detail  // the memory in the detail view as last read: its sha256 is the edit's If-Match
   };
 
   // Answers that arrive after a newer request of the same kind was sent are dropped.
@@ -1179,8 +1180,8 @@
 
   // ---- solutions (read-only) -----------------------------------------------------
 
-  async function loadSolutions(button) {
-    clearMessages();
+  async function loadSolutions(button, keepMessages) {
+    if (!keepMessages) clearMessages();
     await run('Solutions', button, async () => {
       const result = await api('GET', '/v1/solutions?limit=50');
       $('solutions-explanation').textContent = result.explanation || '';
@@ -1206,14 +1207,21 @@
     return typeof command === 'string' ? command : JSON.stringify(payload);
   }
 
+  function solutionSummary(s) {
+    return s.category + (s.component ? ' · ' + s.component : '')
+      + ' · ' + s.success_count + ' succeeded, ' + s.failure_count + ' failed'
+      + ' · success rate ' + Math.round(100 * (s.success_rate || 0)) + '% (lower bound)';
+  }
+
   async function openSolution(id, button) {
     clearMessages();
     await run('Solution', button, async () => {
       const result = await api('GET', '/v1/solutions/' + encodeURIComponent(id));
       const s = result.solution;
+      state.solution = s;
+      $('solution-detail').dataset.id = s.id;
       $('solution-title').textContent = s.title;
-      $('solution-summary').textContent = s.category + (s.component ? ' · ' + s.component : '')
-        + ' · ' + s.success_count + ' succeeded, ' + s.failure_count + ' failed';
+      $('solution-summary').textContent = solutionSummary(s);
       $('solution-description').textContent = s.description || '';
       $('solution-steps').replaceChildren(...(s.steps || []).map((step) =>
         el('li', { class: 'step', 'data-kind': step.kind },
@@ -1226,6 +1234,131 @@
           typeof check.expect_exit_code === 'number' ? ' expects exit ' + check.expect_exit_code : '')));
       $('solution-detail').hidden = false;
       $('solution-title').focus();
+    });
+  }
+
+  // ---- fixpack import, outcomes ------------------------------------------------------
+
+  async function importFixpack(event) {
+    event.preventDefault();
+    clearMessages();
+    const file = $('import-file').files[0];
+    if (!file) return refuse('Import', 'import-file', 'Choose a fixpack file.');
+    if (file.size > LIMITS.body) return refuse('Import', 'import-file', 'The file is ' + file.size + ' bytes; the limit is 1 MiB.');
+    const read = await readTextFile(file);
+    if (read.problem) return refuse('Import', 'import-file', 'The file is ' + read.problem + '.');
+    let fixpack;
+    try {
+      fixpack = JSON.parse(read.text);
+    } catch (exc) {
+      return refuse('Import', 'import-file', 'The file is not JSON: ' + exc.message);
+    }
+    if (!fixpack || typeof fixpack !== 'object' || Array.isArray(fixpack)) {
+      return refuse('Import', 'import-file', 'A fixpack file holds one JSON object (one solution).');
+    }
+    await run('Import', $('import-button'), async () => {
+      const result = await api('POST', '/v1/solutions/import', fixpack);
+      const kept = (result.kept_fields || []).length ? ' Kept as written: ' + result.kept_fields.join(', ') + '.' : '';
+      $('import-file').value = '';
+      await loadSolutions(null, true);
+      await openSolution(result.solution.id, null);
+      say('Import', (result.explanation || '') + kept);  // after the opening, which clears the last message
+    });
+  }
+
+  async function applySolution(event) {
+    event.preventDefault();
+    clearMessages();
+    const s = state.solution;
+    if (!s) return;
+    const picked = $('apply-worked').checked ? true : $('apply-failed').checked ? false : null;
+    if (picked === null) return refuse('Outcome', 'apply-worked', 'Say whether applying it worked or failed.');
+    const body = { success: picked };
+    const error = $('apply-error').value.trim();
+    if (error) body.error = error;
+    const context = $('apply-context').value.trim();
+    if (context) body.context = context;
+    const tag = $('apply-pattern').value.trim();
+    if (tag) body.pattern = { tag, category: s.category };
+    if ($('apply-project').checked && state.project) body.project = state.project;
+    await run('Outcome', $('apply-button'), async () => {
+      const result = await api('POST', '/v1/solutions/' + encodeURIComponent(s.id) + '/apply', body);
+      state.solution = result.solution;
+      $('solution-summary').textContent = solutionSummary(result.solution);
+      await loadSolutions(null, true);  // the list's success rate too
+      say('Outcome', result.explanation);
+      for (const id of ['apply-worked', 'apply-failed']) $(id).checked = false;
+      for (const id of ['apply-error', 'apply-context']) $(id).value = '';
+    });
+  }
+
+  // ---- patterns and golden paths -------------------------------------------------------
+
+  function linkedText(link) {
+    return link.title + ' (' + link.success + ' worked, ' + link.failure + ' failed, '
+      + Math.round(100 * (link.success_rate || 0)) + '%)';
+  }
+
+  function patternItem(p, extra) {
+    return el('li', { 'data-tag': p.tag },
+      el('strong', {}, p.tag), ' ', el('span', { class: 'badge' }, p.category), ' ',
+      el('span', { class: 'hint' }, plural(p.occurrences, 'occurrence', 'occurrences')
+        + (p.projects && p.projects.length ? ' in ' + p.projects.join(', ') : '')),
+      p.description ? el('p', { class: 'content' }, p.description) : null,
+      extra || null);
+  }
+
+  async function detectPatterns(event) {
+    event.preventDefault();
+    clearMessages();
+    const error = $('detect-error').value.trim();
+    if (!error) return refuse('Patterns', 'detect-error', 'Paste the error to match.');
+    const body = { error };
+    const category = $('detect-category').value.trim();
+    if (category) body.category = category;
+    await run('Patterns', $('detect-button'), async () => {
+      const result = await api('POST', '/v1/patterns/detect', body);
+      $('patterns-explanation').textContent = result.explanation || '';
+      $('golden-list').replaceChildren();
+      $('pattern-list').replaceChildren(...(result.results || []).map((m) => patternItem(m.pattern,
+        el('p', { class: 'hint' }, 'score ' + fixed(m.score) + ' (meaning ' + fixed(m.components.vector)
+          + ', terms ' + fixed(m.components.terms) + ')'
+          + ((m.matched_terms || []).length ? ' · matched: ' + m.matched_terms.join(', ') : '')
+          + ((m.solutions || []).length ? ' · fixes: ' + m.solutions.map(linkedText).join('; ') : '')))));
+      if (!$('pattern-list').children.length) $('pattern-list').append(el('li', { class: 'empty' }, 'No pattern matched.'));
+    });
+  }
+
+  async function minePatterns(button) {
+    clearMessages();
+    await run('Mine', button, async () => {
+      const result = await api('POST', '/v1/patterns/mine', { min_occurrences: 2, k: 20 });
+      say('Mine', result.explanation);
+      $('patterns-explanation').textContent = result.explanation || '';
+      $('golden-list').replaceChildren();
+      $('pattern-list').replaceChildren(...(result.patterns || []).map((p) => patternItem(p)));
+      if (!$('pattern-list').children.length) $('pattern-list').append(el('li', { class: 'empty' }, 'No patterns found.'));
+    });
+  }
+
+  async function goldenPaths(event) {
+    event.preventDefault();
+    clearMessages();
+    const raw = $('golden-min').value.trim();
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000000) {
+      return refuse('Golden paths', 'golden-min', 'Applied at least is a whole number from 1 to 1,000,000.');
+    }
+    const params = new URLSearchParams({ min_applications: raw, k: '20' });
+    const category = $('golden-category').value.trim();
+    if (category) params.set('category', category);
+    await run('Golden paths', $('golden-button'), async () => {
+      const result = await api('GET', '/v1/patterns/golden-paths?' + params.toString());
+      $('patterns-explanation').textContent = result.explanation || '';
+      $('pattern-list').replaceChildren();
+      $('golden-list').replaceChildren(...(result.paths || []).map((g) => patternItem(g.pattern,
+        el('p', { class: 'golden' }, '→ ' + (g.solution ? g.solution.title : g.fix ? 'the fix in ' + snippet(g.fix.content, 60) : 'no fix') + ': '
+          + g.success + ' worked, ' + g.failure + ' failed (' + Math.round(100 * (g.success_rate || 0)) + '%)'))));
+      if (!$('golden-list').children.length) $('golden-list').append(el('li', { class: 'empty' }, 'No golden paths yet.'));
     });
   }
 
@@ -1334,6 +1467,11 @@
     $('detail-history').addEventListener('click', (e) => toggleHistory(e.currentTarget));
     $('settings-form').addEventListener('submit', saveSettings);
     $('solutions-refresh').addEventListener('click', (event) => loadSolutions(event.currentTarget));
+    $('import-form').addEventListener('submit', importFixpack);
+    $('apply-form').addEventListener('submit', applySolution);
+    $('detect-form').addEventListener('submit', detectPatterns);
+    $('golden-form').addEventListener('submit', goldenPaths);
+    $('mine-button').addEventListener('click', (e) => minePatterns(e.currentTarget));
     $('load-more').addEventListener('click', () => loadMemories(true));
     $('notice-close').addEventListener('click', () => hideBox('notice'));
     $('alert-close').addEventListener('click', () => hideBox('alert'));

@@ -8,6 +8,7 @@ request, and fails a test whose page asked any host but the gateway.
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import quote, urlsplit
 
@@ -422,3 +423,60 @@ def test_ingest_by_file_upload_and_drag_and_drop_with_chunk_numbers(page, server
     expect(page.locator("#ingest-progress")).to_have_text("Ingested 1 of 1 file.")
     assert sent[-1]["path"] == "dropped.txt" and sent[-1]["text"] == "dropped by drag and drop"
     expect(page.locator("#memory-list")).to_contain_text("dropped by drag and drop")
+
+
+def test_import_a_fixpack_file_record_outcomes_then_golden_paths_and_patterns(page, server):
+    project = "/srv/console-fixpacks"
+    server.store(project, "a memory so the project exists")
+    fixpack = {**FIXPACK, "title": "Start the local Redis", "_comment": "kept as written"}
+    connect(page, server.token)
+    open_project(page, project)
+    page.get_by_label("Import a fixpack file (JSON)").set_input_files(
+        {"name": "bad.json", "mimeType": "application/json", "buffer": b"[1, 2]"})
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.locator("#alert")).to_contain_text("one JSON object")
+    page.get_by_label("Import a fixpack file (JSON)").set_input_files(
+        {"name": "redis.json", "mimeType": "application/json", "buffer": json.dumps(fixpack).encode()})
+    page.get_by_role("button", name="Import", exact=True).click()
+    settle(page)
+    expect(notice(page)).to_contain_text("Kept as written: _comment")
+    expect(page.locator("#solution-title")).to_have_text("Start the local Redis")
+    solution_id = page.locator("#solution-detail").get_attribute("data-id")
+    expect(page.locator(f"#solution-list li[data-id='{solution_id}']")).to_have_count(1)
+
+    page.get_by_role("button", name="Record outcome").click()
+    expect(page.locator("#alert")).to_contain_text("worked or failed")
+    for worked in (True, True, True, False):
+        page.get_by_label("It worked" if worked else "It failed").check()
+        page.get_by_label("Pattern tag (optional)").fill("redis-refused")
+        page.get_by_label("The error it was applied to (optional)").fill("connect ECONNREFUSED 127.0.0.1:6379")
+        page.get_by_role("button", name="Record outcome").click()
+        settle(page)
+        expect(page.locator("#notice")).not_to_have_class(re.compile(r"\bis-idle\b"))
+    got = server.ok("GET", f"/v1/solutions/{solution_id}")["solution"]
+    assert (got["success_count"], got["failure_count"]) == (3, 1)
+    expect(page.locator("#solution-summary")).to_contain_text("3 succeeded, 1 failed")
+
+    page.get_by_label("Golden paths: fixes applied at least (times)").fill("0")
+    page.get_by_role("button", name="Show golden paths").click()
+    expect(page.locator("#alert")).to_contain_text("whole number from 1")
+    page.get_by_label("Golden paths: fixes applied at least (times)").fill("3")
+    page.get_by_role("button", name="Show golden paths").click()
+    settle(page)
+    golden = server.ok("GET", "/v1/patterns/golden-paths?min_applications=3")
+    assert [p["pattern"]["tag"] for p in golden["paths"]] == ["redis-refused"]
+    expect(page.locator("#golden-list li[data-tag='redis-refused']")).to_contain_text(
+        "→ Start the local Redis: 3 worked, 1 failed")
+    expect(page.locator("#patterns-explanation")).to_have_text(golden["explanation"])
+    shot(page, "fixpacks-golden")
+
+    page.get_by_label("Which known patterns does this error match?").fill("connect ECONNREFUSED 127.0.0.1:6379")
+    page.get_by_role("button", name="Match patterns").click()
+    settle(page)
+    matched = server.ok("POST", "/v1/patterns/detect", {"error": "connect ECONNREFUSED 127.0.0.1:6379"})
+    expect(page.locator("#patterns-explanation")).to_have_text(matched["explanation"])
+    for m in matched["results"]:
+        expect(page.locator(f"#pattern-list li[data-tag='{m['pattern']['tag']}']")).to_contain_text(f"score {m['score']:.3f}")
+    page.get_by_role("button", name="Mine patterns from the memories").click()
+    settle(page)
+    expect(notice(page)).to_contain_text("Mine")
