@@ -1362,6 +1362,84 @@
     });
   }
 
+  // ---- API keys of the local gateway (functions.keys_api) -----------------------------
+
+  const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+  const KEY_SHOWN = new Set(['name', 'tenant', 'created_at']);
+
+  function keyItem(key) {
+    // Fields the gateway may add (scopes, ...) are shown as they come.
+    const extra = Object.entries(key).filter(([k]) => !KEY_SHOWN.has(k))
+      .map(([k, v]) => k + ': ' + (Array.isArray(v) ? v.join(', ') : typeof v === 'object' ? JSON.stringify(v) : v));
+    const revoke = el('button', { type: 'button', class: 'btn btn-small btn-danger', 'data-action': 'Revoke',
+      'aria-label': 'Revoke key ' + key.name }, 'Revoke');
+    const row = el('li', { 'data-name': key.name },
+      el('strong', {}, key.name), ' ', el('span', { class: 'badge' }, 'tenant ' + key.tenant), ' ',
+      el('span', { class: 'hint' }, 'made ' + (key.created_at || '?')),
+      extra.length ? el('p', { class: 'hint key-extra' }, extra.join(' · ')) : null,
+      el('div', { class: 'actions' }, revoke));
+    revoke.addEventListener('click', () => askRevoke(key, row));
+    return row;
+  }
+
+  function askRevoke(key, row) {
+    clearMessages();
+    const bar = row.querySelector('.actions');
+    const keep = [...bar.childNodes];
+    const confirm = el('button', { type: 'button', class: 'btn btn-small btn-danger', 'data-action': 'Confirm revoke',
+      'aria-label': 'Confirm revoking key ' + key.name }, 'Confirm revoke');
+    const cancel = el('button', { type: 'button', class: 'btn btn-small', 'aria-label': 'Keep key ' + key.name }, 'Cancel');
+    cancel.addEventListener('click', () => { bar.replaceChildren(...keep); keep[0].focus(); });
+    confirm.addEventListener('click', () => revokeKey(key, confirm));
+    bar.replaceChildren(el('span', { class: 'confirm-text', role: 'status' },
+      'Revoke ' + key.name + '? Requests with it get 401 at once; this cannot be undone.'), confirm, cancel);
+    confirm.focus();
+  }
+
+  async function loadKeys(button, keepMessages) {
+    if (!keepMessages) clearMessages();
+    await run('Keys', button, async () => {
+      const result = await api('GET', '/v1/keys');
+      $('keys-explanation').textContent = result.explanation || '';
+      const list = $('key-list');
+      list.replaceChildren(...(result.keys || []).map(keyItem));
+      if (!list.children.length) list.append(el('li', { class: 'empty' }, 'No API keys yet.'));
+    });
+  }
+
+  async function createKey(event) {
+    event.preventDefault();
+    clearMessages();
+    $('new-key-box').hidden = true;
+    $('new-key').value = '';
+    const name = $('key-name').value.trim();
+    if (!KEY_NAME.test(name)) {
+      return refuse('Create key', 'key-name', 'A key name is 1 to 64 letters, digits, _ . or -, starting with a letter or digit.');
+    }
+    const body = { name };
+    const tenant = $('key-tenant').value.trim();
+    if (tenant) body.tenant = tenant;
+    await run('Create key', $('key-create'), async () => {
+      const result = await api('POST', '/v1/keys', body);
+      $('new-key').value = result.key;
+      $('new-key-box').hidden = false;
+      $('key-name').value = '';
+      say('Create key', result.explanation);
+      await loadKeys(null, true);
+      $('new-key').focus();
+      $('new-key').select();
+    });
+  }
+
+  async function revokeKey(key, button) {
+    await run('Revoke key', button, async () => {
+      const result = await api('DELETE', '/v1/keys/' + encodeURIComponent(key.name));
+      say('Revoke key', result.explanation);
+      await loadKeys(null, true);
+      $('keys-title').focus();
+    });
+  }
+
   // ---- dashboard ------------------------------------------------------------------
 
   const SVG_NS = 'http://www.w3.org/2000/svg';
@@ -1468,6 +1546,8 @@
     $('settings-form').addEventListener('submit', saveSettings);
     $('solutions-refresh').addEventListener('click', (event) => loadSolutions(event.currentTarget));
     $('import-form').addEventListener('submit', importFixpack);
+    $('keys-refresh').addEventListener('click', (e) => loadKeys(e.currentTarget));
+    $('key-form').addEventListener('submit', createKey);
     $('apply-form').addEventListener('submit', applySolution);
     $('detect-form').addEventListener('submit', detectPatterns);
     $('golden-form').addEventListener('submit', goldenPaths);

@@ -480,3 +480,40 @@ def test_import_a_fixpack_file_record_outcomes_then_golden_paths_and_patterns(pa
     page.get_by_role("button", name="Mine patterns from the memories").click()
     settle(page)
     expect(notice(page)).to_contain_text("Mine")
+
+
+def test_api_keys_list_create_shown_once_and_revoke_with_confirmation(page, server):
+    connect(page, server.token)
+    page.get_by_role("button", name="Load keys").click()
+    settle(page)
+    page.get_by_label("Name", exact=True).fill("bad name!")
+    page.get_by_role("button", name="Create key").click()
+    expect(page.locator("#alert")).to_contain_text("A key name is 1 to 64 letters")
+    expect(page.get_by_label("Name", exact=True)).to_be_focused()
+    page.get_by_label("Name", exact=True).fill("console-bot")
+    page.get_by_label("Tenant").fill("team-a")
+    page.get_by_role("button", name="Create key").click()
+    settle(page)
+    key = page.locator("#new-key").input_value()
+    assert key.startswith("cmk_")
+    expect(page.locator("#new-key")).to_be_focused()
+    listed = server.ok("GET", "/v1/keys")["keys"]
+    assert [(k["name"], k["tenant"]) for k in listed] == [("console-bot", "team-a")]
+    row = page.locator("#key-list li[data-name='console-bot']")
+    expect(row).to_contain_text("tenant team-a")
+    expect(page.locator("#key-list")).not_to_contain_text(key)  # the key itself only in the box, once
+    with_key = Api(server.base, key)
+    assert with_key.call("GET", "/v1/projects")[0] == 200
+    assert with_key.call("GET", "/v1/keys")[0] == 403  # a named key cannot manage keys
+    assert page.evaluate(UNNAMED_CONTROLS) == []
+    shot(page, "keys")
+
+    row.get_by_role("button", name="Revoke key console-bot").click()
+    row.get_by_role("button", name="Keep key console-bot").click()
+    assert with_key.call("GET", "/v1/projects")[0] == 200  # cancelled: nothing revoked
+    row.get_by_role("button", name="Revoke key console-bot").click()
+    row.get_by_role("button", name="Confirm revoking key console-bot").click()
+    settle(page)
+    expect(notice(page)).to_contain_text("Revoked API key 'console-bot'")
+    expect(page.locator("#key-list li[data-name='console-bot']")).to_have_count(0)
+    assert with_key.call("GET", "/v1/projects")[0] == 401
