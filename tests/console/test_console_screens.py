@@ -517,3 +517,46 @@ def test_api_keys_list_create_shown_once_and_revoke_with_confirmation(page, serv
     expect(notice(page)).to_contain_text("Revoked API key 'console-bot'")
     expect(page.locator("#key-list li[data-name='console-bot']")).to_have_count(0)
     assert with_key.call("GET", "/v1/projects")[0] == 401
+
+
+def test_trend_charts_memories_over_time_latency_feedback_and_solution_success(page, server):
+    grow, other = "/srv/console-trend-a", "/srv/console-trend-b"
+    a = [server.store(grow, f"trend memory {n}") for n in range(3)]
+    server.store(other, "trend memory elsewhere")
+    for memory, helpful in ((a[0], True), (a[1], True), (a[2], False)):
+        server.ok("POST", f"/v1/memories/{quote(memory['id'])}/feedback", {"helpful": helpful})
+    fix = server.ok("POST", "/v1/solutions", {**FIXPACK, "title": "Trend fix"})["solution"]
+    for worked in (True, True, False):
+        server.ok("POST", f"/v1/solutions/{fix['id']}/apply", {"success": worked})
+    connect(page, server.token)
+    open_project(page, grow)
+    for query in ("trend memory", "elsewhere"):
+        page.get_by_label("Query").fill(query)
+        page.get_by_role("button", name="Search", exact=True).click()
+        settle(page)
+    asked = []
+    page.on("request", lambda r: asked.append(r.url))
+    page.get_by_role("button", name="Refresh charts").click()
+    settle(page)
+    assert all(urlsplit(u).netloc == urlsplit(server.base).netloc for u in asked)
+    assert sum("/v1/memories?" in u for u in asked) <= 5 * 3  # bounded reads
+    day = a[0]["created_at"][:10]
+    growth = page.locator("#chart-growth-text li")
+    expect(growth.filter(has_text=grow)).to_have_text(f"{grow}: 3 memories by {day}")
+    expect(growth.filter(has_text=other)).to_have_text(f"{other}: 1 memory by {day}")
+    expect(page.locator(f"#chart-growth path[data-series='{grow}']")).to_have_count(1)
+    latency = page.locator("#chart-latency-text li")
+    expect(latency).to_have_count(2)
+    expect(latency.nth(0)).to_have_text(re.compile(r"^search 1: \d+ ms$"))
+    expect(page.locator("#chart-feedback-text li").filter(has_text=grow)).to_have_text(
+        f"{grow}: 2 helpful, 1 not helpful (67% helpful)")
+    expect(page.locator("#chart-solutions-text li").filter(has_text="Trend fix")).to_have_text(
+        "Trend fix: 2 of 3 worked (67%)")
+    width = float(page.locator("#chart-solutions rect.bar-all[data-label='Trend fix']").get_attribute("width"))
+    track = float(page.locator("#chart-solutions rect.bar-track").first.get_attribute("width"))
+    assert width == pytest.approx(track * 2 / 3, rel=0.01)
+    assert page.locator("#charts image, #charts use, #charts foreignObject").count() == 0
+    page.get_by_label("Query").fill("one more")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(latency).to_have_count(3)  # a new search is drawn at once
+    shot(page, "trends")
