@@ -640,9 +640,11 @@
       $('store-content').focus();
       return;
     }
+    const tags = parseTags($('store-tags').value);
+    const problem = tagsProblem(tags);
+    if (problem) return refuse('Store', 'store-tags', problem);
     const body = {
-      project: state.project, content, pinned: $('store-pinned').checked,
-      tags: parseTags($('store-tags').value), meta: { author: 'console' },
+      project: state.project, content, pinned: $('store-pinned').checked, tags, meta: { author: 'console' },
     };
     await run('Store', $('store-button'), async () => {
       const result = await api('POST', '/v1/memories', body);
@@ -1630,7 +1632,10 @@
   }
 
   async function renderCharts(button) {
-    const biggest = [...state.projects].sort((a, b) => b.memories - a.memories).slice(0, CHART_PROJECTS);
+    // The open project, then the largest others.
+    const biggest = [...state.projects].filter((p) => p.memories > 0)
+      .sort((a, b) => (b.project === state.project) - (a.project === state.project) || b.memories - a.memories)
+      .slice(0, CHART_PROJECTS);
     await run('Charts', button, async () => {
       const perProject = [];
       for (const p of biggest) perProject.push({ project: p.project, ...(await projectMemories(p.project)) });

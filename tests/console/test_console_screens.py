@@ -234,12 +234,27 @@ def test_the_new_screens_work_at_390_px(narrow, server):
     open_project(page, project)
     card(page, "memory-list", memory["id"]).locator("[data-action='Details']").click()
     expect(detail_value(page, "author")).to_have_text("ana")
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.get_by_role("button", name="History and audit trail").click()
+    expect(page.locator("#history-list li.version")).to_have_count(1)
     page.get_by_role("button", name="Load solutions").click()
     page.locator("#solution-list li", has_text="Narrow screen fix").first.get_by_role("button").click()
     expect(page.locator("#solution-steps li")).to_have_count(2)
+    page.locator("#search-filters summary").click()
+    page.get_by_label("Query").fill("narrow")
+    page.get_by_role("button", name="Search", exact=True).click()
     settle(page)
+    page.get_by_role("button", name="Load keys").click()
+    page.get_by_role("button", name="Refresh charts").click()
+    page.get_by_role("button", name="Show golden paths").click()
+    settle(page)
+    expect(page.locator("#chart-growth svg")).to_have_count(1)
     overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-    assert overflow <= 0, f"the page is {overflow}px wider than a 390px screen"
+    wide = page.evaluate("""() => [...document.querySelectorAll('body *')]
+        .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+        .map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))
+        .slice(0, 8)""")
+    assert overflow <= 0, f"the page is {overflow}px wider than a 390px screen: {wide}"
     assert page.evaluate(UNNAMED_CONTROLS) == []
     shot(page, "narrow")
 
@@ -259,7 +274,7 @@ def test_edit_content_tags_and_class_with_if_match_then_history_and_revert(page,
     sent = []
     page.on("request", lambda r: sent.append((r.method, r.headers.get("if-match"))) if r.method == "PATCH" else None)
     page.get_by_role("button", name="Edit", exact=True).click()
-    expect(page.get_by_label("Content", exact=True).last).to_be_focused()
+    expect(page.get_by_label("Memory text", exact=True)).to_be_focused()
     page.locator("#edit-tags").fill("x" * 65)  # over the API's 64 characters: refused here, nothing sent
     page.get_by_role("button", name="Save changes").click()
     expect(page.locator("#alert")).to_contain_text("over 64 characters")
@@ -268,7 +283,7 @@ def test_edit_content_tags_and_class_with_if_match_then_history_and_revert(page,
 
     page.locator("#edit-content").fill("the second words")
     page.locator("#edit-tags").fill("two, three")
-    page.get_by_label("Retention class").select_option("permanent")
+    page.locator("#edit-retention").select_option("permanent")
     page.locator("#edit-reason").fill("clearer wording")
     page.get_by_role("button", name="Save changes").click()
     settle(page)
@@ -336,7 +351,7 @@ def test_search_sends_every_filter_and_mode_and_shows_each_hits_score_breakdown(
 
     page.get_by_label("Mode").select_option("bm25")
     page.get_by_label("With tags").fill("")
-    page.get_by_label("Category").fill("cache")
+    page.get_by_label("Category", exact=True).fill("cache")
     page.get_by_label("Component").fill("api")
     page.get_by_label("Path starts with").fill("docs/")
     page.locator("#search-retention").select_option("permanent")
@@ -543,7 +558,10 @@ def test_trend_charts_memories_over_time_latency_feedback_and_solution_success(p
     day = a[0]["created_at"][:10]
     growth = page.locator("#chart-growth-text li")
     expect(growth.filter(has_text=grow)).to_have_text(f"{grow}: 3 memories by {day}")
-    expect(growth.filter(has_text=other)).to_have_text(f"{other}: 1 memory by {day}")
+    # The open project and the largest others, five at most; every project here was stored today.
+    held = [p for p in server.ok("GET", "/v1/projects")["projects"] if p["memories"]]
+    expect(growth).to_have_count(min(5, len(held)))
+    assert other  # a second project, so the chart has more than one line to tell apart
     expect(page.locator(f"#chart-growth path[data-series='{grow}']")).to_have_count(1)
     latency = page.locator("#chart-latency-text li")
     expect(latency).to_have_count(2)
