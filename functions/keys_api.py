@@ -8,7 +8,8 @@
 The gateway answers these itself, beside the route table: the keys live in its data folder
 (:class:`functions.credentials.Credentials`), and a hosted deployment keeps its keys in Secrets
 Manager, so there is no Lambda for infra/ to deploy. Only the gateway's own token may manage
-keys: a named key can neither mint more keys nor revoke others (403).
+keys: a named key can neither mint more keys nor revoke others (403). They are not in the OpenAPI
+document, which describes the route table's API (hosted and local alike).
 """
 
 from __future__ import annotations
@@ -81,44 +82,3 @@ def _create_body(body: bytes) -> tuple[str, str]:
     return name, tenant
 
 
-
-def _errors(*statuses: int) -> dict[str, Any]:
-    said = {401: "Missing or bad credentials", 403: "Not the gateway's own token", 404: "No API key of that name",
-            409: "An API key of that name exists", 413: "Body over the limit", 422: "Invalid input; details name each field"}
-    error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}
-    return {str(s): {"description": said[s], "content": error} for s in statuses}
-
-
-_KEY = {"type": "object", "properties": {"name": {"type": "string"}, "tenant": {"type": "string"},
-                                         "created_at": {"type": "string", "format": "date-time"}},
-        "required": ["name", "tenant"], "additionalProperties": True}
-_LOCAL = "Local gateway only (`capsule serve`), with its own token: "
-
-# The document's entries for these routes (functions.openapi adds them beside the route table's).
-OPENAPI_PATHS: dict[str, Any] = {
-    PATH: {
-        "get": {"operationId": "keys_list", "summary": _LOCAL + "list the named API keys", "responses": {
-            "200": {"description": "Success", "content": {"application/json": {"schema": {
-                "type": "object", "properties": {"keys": {"type": "array", "items": _KEY},
-                                                 "explanation": {"type": "string"}}}}}},
-            **_errors(401, 403)}},
-        "post": {"operationId": "keys_create", "summary": _LOCAL + "make a named API key (shown once)",
-                 "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                     "type": "object", "additionalProperties": False, "required": ["name"], "properties": {
-                         "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"},
-                         "tenant": {"type": "string", "minLength": 1, "maxLength": 512,
-                                    "default": LOCAL_TENANT}}}}}},
-                 "responses": {"201": {"description": "Made; the key is in this answer only", "content": {
-                     "application/json": {"schema": {**_KEY, "properties": {
-                         **_KEY["properties"], "key": {"type": "string"}, "explanation": {"type": "string"}}}}}},
-                     **_errors(401, 403, 409, 413, 422)}},
-    },
-    PATH + "/{name}": {
-        "delete": {"operationId": "keys_revoke", "summary": _LOCAL + "revoke a named API key",
-                   "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
-                   "responses": {"200": {"description": "Revoked", "content": {"application/json": {"schema": {
-                       "type": "object", "properties": {"revoked": {"type": "string"},
-                                                        "explanation": {"type": "string"}}}}}},
-                       **_errors(401, 403, 404)}},
-    },
-}

@@ -14,7 +14,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer
 
-from . import keys_api, routes
+from . import routes
 from .app import Endpoint, new_resolver, register
 
 TITLE = "Capsule Memory"
@@ -67,6 +67,4 @@ def document() -> dict[str, Any]:
                             **{"x-amazon-apigateway-authtype": "awsSigv4"}),
         },
     )
-    doc = _media_types(json.loads(text))
-    doc["paths"].update(keys_api.OPENAPI_PATHS)  # answered by the local gateway itself, beside the table
-    return doc
+    return _media_types(json.loads(text))

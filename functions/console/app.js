@@ -318,9 +318,18 @@
     state.token = '';
     sessionStorage.removeItem(TOKEN_KEY);
     if (wipe) {
-      Object.assign(state, { project: '', projects: [], cursor: null, activity: [], forgotten: [], votes: {} });
+      Object.assign(state, { project: '', projects: [], cursor: null, activity: [], forgotten: [], votes: {},
+        latencies: [], solution: null });
       sessionStorage.clear();
-      for (const id of ['memory-list', 'hit-list', 'project-list', 'project-options']) $(id).replaceChildren();
+      for (const id of ['memory-list', 'hit-list', 'project-list', 'project-options', 'ingest-results', 'solution-list',
+        'key-list', 'charts', 'pattern-list', 'golden-list']) $(id).replaceChildren();
+      for (const id of ['ingest-progress', 'keys-explanation', 'patterns-explanation', 'solutions-explanation']) {
+        $(id).textContent = '';
+      }
+      $('new-key').value = '';  // a new key is shown once, and not to whoever uses the tab next
+      $('new-key-box').hidden = true;
+      $('solution-detail').hidden = true;
+      closeDetail();
       for (const id of ['list-explanation', 'search-explanation']) $(id).textContent = '';
       $('project-name').textContent = 'none chosen';
       $('search-results').hidden = true;
@@ -411,6 +420,8 @@
       $('search-explanation').textContent = '';
       $('search-results').hidden = true;
       closeDetail();
+      $('ingest-results').replaceChildren();  // they were the last project's
+      $('ingest-progress').textContent = '';
     }
     state.project = name;
     sessionStorage.setItem(PROJECT_KEY, name);

@@ -532,6 +532,9 @@ def test_api_keys_list_create_shown_once_and_revoke_with_confirmation(page, serv
     expect(notice(page)).to_contain_text("Revoked API key 'console-bot'")
     expect(page.locator("#key-list li[data-name='console-bot']")).to_have_count(0)
     assert with_key.call("GET", "/v1/projects")[0] == 401
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.locator("#new-key")).to_have_value("")  # shown once, not to whoever has the tab next
+    expect(page.locator("#key-list li")).to_have_count(0)
 
 
 def test_trend_charts_memories_over_time_latency_feedback_and_solution_success(page, server):

@@ -5,7 +5,6 @@ import json
 
 import pytest
 
-from functions import keys_api
 from functions.auth import HttpRequest
 from functions.credentials import Credentials
 from functions.gateway import Gateway
@@ -85,10 +84,3 @@ def test_refusals_not_json_twice_wrong_method_no_token_unknown_key(gateway):
     assert call(gateway, "GET", "/v1/keys", secret="wrong")[0] == 401
     assert [k["name"] for k in gateway.credentials.list_keys()] == ["twice"]
 
-
-def test_the_openapi_document_lists_the_key_routes():
-    from functions.openapi import document
-    paths = document()["paths"]
-    assert set(paths["/v1/keys"]) == {"get", "post"} and set(paths["/v1/keys/{name}"]) == {"delete"}
-    body = paths["/v1/keys"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    assert body["additionalProperties"] is False and set(body["properties"]) == set(keys_api.CREATE_FIELDS)
