@@ -494,7 +494,9 @@ def test_import_a_fixpack_file_record_outcomes_then_golden_paths_and_patterns(pa
         expect(page.locator(f"#pattern-list li[data-tag='{m['pattern']['tag']}']")).to_contain_text(f"score {m['score']:.3f}")
     page.get_by_role("button", name="Mine patterns from the memories").click()
     settle(page)
-    expect(notice(page)).to_contain_text("Mine")
+    mined = server.ok("POST", "/v1/patterns/mine", {"min_occurrences": 2, "k": 20})  # idempotent: the same again
+    expect(page.locator("#pattern-list li[data-tag]")).to_have_count(len(mined["patterns"]))
+    expect(notice(page)).to_contain_text(f"Scanned {mined['scanned']} failure/error memories")
 
 
 def test_api_keys_list_create_shown_once_and_revoke_with_confirmation(page, server):
