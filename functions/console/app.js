@@ -207,6 +207,29 @@
     return data || {};
   }
 
+  /** A JSON Lines answer (the export): its text and the next page's cursor. */
+  async function apiLines(path) {
+    setPending(1);
+    try {
+      const headers = { Accept: 'application/x-ndjson, application/json', Authorization: 'Bearer ' + state.token };
+      let response;
+      try {
+        response = await fetch(path, { headers, cache: 'no-store' });
+      } catch (exc) {
+        throw new ApiError(0, 'unreachable', 'The server did not answer: ' + exc.message, null);
+      }
+      const text = await response.text();
+      if (!response.ok) {
+        let err = {};
+        try { err = JSON.parse(text).error || {}; } catch (_) { err = {}; }
+        throw new ApiError(response.status, err.code || 'http_' + response.status, err.message || text, err.details);
+      }
+      return { text, next: response.headers.get('X-Capsule-Next-Cursor') };
+    } finally {
+      setPending(-1);
+    }
+  }
+
   const memoryPath = (id, action) =>
     '/v1/memories/' + encodeURIComponent(id) + (action ? '/' + action : '');
 
@@ -884,6 +907,11 @@
   const SHOWN_META = new Set(['author', 'session', 'task', 'source', 'type', 'tags']);
 
   function renderDetail(memory, explanation) {
+    if (state.detail && state.detail.id !== memory.id) {  // another memory's history and audit no longer apply
+      $('history').hidden = true;
+      $('detail-history').setAttribute('aria-expanded', 'false');
+      $('audit').hidden = true;
+    }
     state.detail = memory;
     fillEditForm(memory);
     $('detail-actions').hidden = Boolean(memory.forgotten_at);  // a forgotten memory is restored first
@@ -924,6 +952,44 @@
     showEdit(false);
     $('history').hidden = true;
     $('detail-history').setAttribute('aria-expanded', 'false');
+    $('audit').hidden = true;
+    $('audit-list').replaceChildren();
+  }
+
+  // ---- audit records: the API has them in the project's export only ---------------
+
+  const AUDIT_PAGES = 5;  // the export's pages read at most for one memory's records
+
+  async function loadAudit(button) {
+    const memory = state.detail;
+    if (!memory) return;
+    clearMessages();
+    await run('Audit', button, async () => {
+      const found = [];
+      let cursor = null;
+      let pages = 0;
+      do {
+        const params = new URLSearchParams({ project: memory.project });
+        if (cursor) params.set('cursor', cursor);
+        const page = await apiLines('/v1/export?' + params.toString());
+        for (const line of page.text.split('\n')) {
+          if (!line.includes('"audit"')) continue;
+          try {
+            const row = JSON.parse(line);
+            if (row.kind === 'audit' && row.memory_id === memory.id) found.push(row);
+          } catch (_) { /* not a row of ours */ }
+        }
+        cursor = page.next;
+        pages += 1;
+      } while (cursor && pages < AUDIT_PAGES);
+      $('audit-explanation').textContent = plural(found.length, 'audit record', 'audit records') + ' of ' + memory.id
+        + ', read from the export of ' + memory.project + (cursor ? ' (its first ' + AUDIT_PAGES + ' pages only).' : '.');
+      $('audit-list').replaceChildren(...found.map((row) => el('li', { class: 'version', 'data-action': row.action },
+        el('strong', {}, row.action), ' ', el('span', { class: 'hint' }, row.at), ' ',
+        el('span', {}, 'by ' + (row.actor || 'unknown') + (row.reason ? ': ' + row.reason : '')))));
+      $('audit').hidden = false;
+      $('audit-title').focus();
+    });
   }
 
   // ---- edit, history, revert ------------------------------------------------------
@@ -1718,6 +1784,7 @@
     });
     $('edit-form').addEventListener('submit', saveEdit);
     $('detail-history').addEventListener('click', (e) => toggleHistory(e.currentTarget));
+    $('detail-audit').addEventListener('click', (e) => loadAudit(e.currentTarget));
     $('settings-form').addEventListener('submit', saveSettings);
     $('solutions-refresh').addEventListener('click', (event) => loadSolutions(event.currentTarget));
     $('import-form').addEventListener('submit', importFixpack);

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.request
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -327,6 +328,23 @@ def test_edit_content_tags_and_class_with_if_match_then_history_and_revert(page,
     assert server.get(memory["id"])[1]["memory"]["content"] == "the first words"
     expect(page.locator("#detail-content")).to_have_text("the first words")
     expect(versions).to_have_count(4)
+
+    # The audit records the API keeps (in the project's export), each change with who and why.
+    page.get_by_role("button", name="Audit records").click()
+    settle(page)
+    request = urllib.request.Request(f"{server.base}/v1/export?project={quote(project)}",
+                                     headers={"Authorization": f"Bearer {server.token}"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        rows = [json.loads(line) for line in answer.read().decode().splitlines() if line.strip()]
+    audit = [r for r in rows if r.get("kind") == "audit" and r["memory_id"] == memory["id"]]
+    assert len(audit) >= 3  # the console's edit, the other client's, the revert
+    shown = page.locator("#audit-list li")
+    expect(shown).to_have_count(len(audit))
+    for n, row in enumerate(audit):
+        expect(shown.nth(n)).to_contain_text(row["action"])
+        expect(shown.nth(n)).to_contain_text(row["at"])
+    expect(page.locator("#audit-list")).to_contain_text("clearer wording")
+    expect(page.locator("#audit-title")).to_be_focused()
 
 
 def test_search_sends_every_filter_and_mode_and_shows_each_hits_score_breakdown(page, server):
