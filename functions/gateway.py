@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl, unquote
 
 from capsule.errors import CapsuleError, NotFound
 
-from . import routes
+from . import keys_api, routes
 from .auth import HttpRequest, authorize
 from .credentials import Credentials
 from .workers import Invoker
@@ -195,6 +195,8 @@ class Gateway:
         local = self._local(method, path)
         if local is not None:
             return local
+        if keys_api.owns(path):
+            return self._keys(request)
         # HEAD is GET without the body (the HTTP server drops it), as every HTTP server answers it.
         match = self.router.match("GET" if method == "HEAD" else method, path)
         if match is None:
@@ -231,6 +233,19 @@ class Gateway:
                 return method_not_allowed(method, path, CONSOLE_METHODS)
             return self.console(path)
         return None
+
+    def _keys(self, request: HttpRequest) -> Reply:
+        """The API keys (functions.keys_api): the gateway's own, so answered here, not by a handler."""
+        allowed = keys_api.methods(request.raw_path)
+        if request.method not in allowed:
+            return method_not_allowed(request.method, request.raw_path, allowed)
+        try:
+            status, payload = keys_api.handle(request, self.credentials, lambda: authorize(
+                request, bearers=self.credentials.bearers, sigv4_keys=self.credentials.sigv4_key,
+                now=self.clock(), region=self.region))
+        except CapsuleError as exc:
+            return error_reply(exc)
+        return json_reply(status, payload, **{"Cache-Control": "no-store"})
 
     @staticmethod
     def _reply(response: dict[str, Any]) -> Reply:

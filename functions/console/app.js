@@ -11,6 +11,10 @@
   const FORGOTTEN_KEY = 'capsule.console.forgotten';
   const ACTIVITY_KEY = 'capsule.console.activity';
   const VOTES_KEY = 'capsule.console.votes';
+  const LATENCY_KEY = 'capsule.console.latency';
+  const MAX_LATENCIES = 40;
+  const CHART_PROJECTS = 5;
+  const CHART_PAGES = 3;  // of 100 memories: the charts' reads stay bounded
   const MAX_K = 20;  // the API's limit for k (SearchRequest.k)
   const PAGE_SIZE = 20;
   const MAX_FORGOTTEN = 25;
@@ -22,7 +26,11 @@
     ['time', 'time', 'recency: halves every 30 days'],
     ['feedback', 'feedback', 'feedback: Wilson lower bound of helpful votes'],
     ['outcome', 'outcome', 'outcome: +0.10 success, -0.05 failure'],
+    ['boost', 'boost', 'query aids: the author or date the query names, neighbouring turns, priors'],
   ];
+  const TEXT_FILTERS = [['search-category', 'category'], ['search-component', 'component'], ['search-path', 'path_prefix']];
+  const WEIGHTS = [['search-w-vector', 'vector'], ['search-w-bm25', 'bm25'], ['search-w-time', 'time'],
+    ['search-w-feedback', 'feedback']];
 
   const state = {
     token: sessionStorage.getItem(TOKEN_KEY) || '',
@@ -34,6 +42,9 @@
     forgotten: readList(FORGOTTEN_KEY),
     activity: readList(ACTIVITY_KEY),
     votes: readVotes(),
+    latencies: readList(LATENCY_KEY),  // this tab's search round trips, [{at, ms}]
+    detail: null,
+    solution: null,  // the solution open in its detail  // the memory in the detail view as last read: its sha256 is the edit's If-Match
   };
 
   // Answers that arrive after a newer request of the same kind was sent are dropped.
@@ -118,6 +129,25 @@
     return String(text || '').split(',').map((t) => t.trim()).filter(Boolean);
   }
 
+  const utf8Bytes = (text) => new TextEncoder().encode(text).length;
+
+  // The API's limits (capsule.limits and the request models), checked before anything is sent.
+  const LIMITS = { content: 65536, tags: 32, tag: 64, reason: 4096, ttl: 316224000, ingest: 1048576,
+    body: 1048576 + 65536 };
+
+  /** What is wrong with these tags for the API, or ''. */
+  function tagsProblem(tags) {
+    if (tags.length > LIMITS.tags) return 'At most ' + LIMITS.tags + ' tags.';
+    const long = tags.find((t) => t.length > LIMITS.tag);
+    return long ? 'The tag "' + snippet(long, 30) + '" is over ' + LIMITS.tag + ' characters.' : '';
+  }
+
+  /** Refuse on the page (nothing is sent): the error names the field, and focus goes to it. */
+  function refuse(operation, inputId, message) {
+    fail(operation, new ApiError(0, 'invalid', message, null));
+    $(inputId).focus();
+  }
+
   // ---- the API ------------------------------------------------------------
 
   class ApiError extends Error {
@@ -138,17 +168,17 @@
     $('working').hidden = pending === 0;
   }
 
-  async function api(method, path, body) {
+  async function api(method, path, body, extraHeaders) {
     setPending(1);
     try {
-      return await request(method, path, body);
+      return await request(method, path, body, extraHeaders);
     } finally {
       setPending(-1);
     }
   }
 
-  async function request(method, path, body) {
-    const headers = { Accept: 'application/json' };
+  async function request(method, path, body, extraHeaders) {
+    const headers = Object.assign({ Accept: 'application/json' }, extraHeaders || {});
     if (state.token) headers.Authorization = 'Bearer ' + state.token;
     const init = { method, headers, cache: 'no-store' };
     if (body !== undefined) {
@@ -175,6 +205,29 @@
         err.details === undefined ? null : err.details);
     }
     return data || {};
+  }
+
+  /** A JSON Lines answer (the export): its text and the next page's cursor. */
+  async function apiLines(path) {
+    setPending(1);
+    try {
+      const headers = { Accept: 'application/x-ndjson, application/json', Authorization: 'Bearer ' + state.token };
+      let response;
+      try {
+        response = await fetch(path, { headers, cache: 'no-store' });
+      } catch (exc) {
+        throw new ApiError(0, 'unreachable', 'The server did not answer: ' + exc.message, null);
+      }
+      const text = await response.text();
+      if (!response.ok) {
+        let err = {};
+        try { err = JSON.parse(text).error || {}; } catch (_) { err = {}; }
+        throw new ApiError(response.status, err.code || 'http_' + response.status, err.message || text, err.details);
+      }
+      return { text, next: response.headers.get('X-Capsule-Next-Cursor') };
+    } finally {
+      setPending(-1);
+    }
   }
 
   const memoryPath = (id, action) =>
@@ -288,9 +341,18 @@
     state.token = '';
     sessionStorage.removeItem(TOKEN_KEY);
     if (wipe) {
-      Object.assign(state, { project: '', projects: [], cursor: null, activity: [], forgotten: [], votes: {} });
+      Object.assign(state, { project: '', projects: [], cursor: null, activity: [], forgotten: [], votes: {},
+        latencies: [], solution: null });
       sessionStorage.clear();
-      for (const id of ['memory-list', 'hit-list', 'project-list', 'project-options']) $(id).replaceChildren();
+      for (const id of ['memory-list', 'hit-list', 'project-list', 'project-options', 'ingest-results', 'solution-list',
+        'key-list', 'charts', 'pattern-list', 'golden-list']) $(id).replaceChildren();
+      for (const id of ['ingest-progress', 'keys-explanation', 'patterns-explanation', 'solutions-explanation']) {
+        $(id).textContent = '';
+      }
+      $('new-key').value = '';  // a new key is shown once, and not to whoever uses the tab next
+      $('new-key-box').hidden = true;
+      $('solution-detail').hidden = true;
+      closeDetail();
       for (const id of ['list-explanation', 'search-explanation']) $(id).textContent = '';
       $('project-name').textContent = 'none chosen';
       $('search-results').hidden = true;
@@ -381,6 +443,8 @@
       $('search-explanation').textContent = '';
       $('search-results').hidden = true;
       closeDetail();
+      $('ingest-results').replaceChildren();  // they were the last project's
+      $('ingest-progress').textContent = '';
     }
     state.project = name;
     sessionStorage.setItem(PROJECT_KEY, name);
@@ -426,6 +490,8 @@
       parts.push(el('span', { class: 'badge badge-warn', title: 'Found by keyword until the embedding is made' }, 'pending embedding'));
     }
     if (meta.type) parts.push(el('span', { class: 'badge' }, meta.type));
+    const kept = item.effective_retention || item.retention;
+    if (kept && kept !== 'replaceable') parts.push(el('span', { class: 'badge badge-retention' }, kept));
     if (meta.outcome_status && meta.outcome_status !== 'unknown') {
       parts.push(el('span', { class: 'badge badge-' + meta.outcome_status }, meta.outcome_status));
     }
@@ -512,9 +578,14 @@
 
   function card(item, source) {
     const isHit = source === 'search';
+    const older = isHit && (item.superseded || []).length
+      ? el('ol', { class: 'superseded', 'aria-label': 'Superseded by this memory' },
+        item.superseded.map((s) => el('li', { 'data-id': s.id }, 'superseded: ' + snippet(s.content, 160))))
+      : null;
     const body = el('div', { class: 'card-body' },
       metaLine(item, isHit && item.project !== state.project),
       contentBlock(source + '-' + item.id, item.content),
+      older,
       footLine(item),
       actionBar(item, source));
     const article = el('article', { class: 'card' + (item.pinned ? ' is-pinned' : '') + (isHit ? ' card-hit' : '') },
@@ -603,9 +674,11 @@
       $('store-content').focus();
       return;
     }
+    const tags = parseTags($('store-tags').value);
+    const problem = tagsProblem(tags);
+    if (problem) return refuse('Store', 'store-tags', problem);
     const body = {
-      project: state.project, content, pinned: $('store-pinned').checked,
-      tags: parseTags($('store-tags').value), meta: { author: 'console' },
+      project: state.project, content, pinned: $('store-pinned').checked, tags, meta: { author: 'console' },
     };
     await run('Store', $('store-button'), async () => {
       const result = await api('POST', '/v1/memories', body);
@@ -639,11 +712,12 @@
     const body = { query, mode: $('search-mode').value, k: clampK() };
     if (global) body.global = true;
     else body.project = state.project;
-    const tags = parseTags($('search-tags').value);
-    if (tags.length) body.filters = { tags };
+    if (!searchOptions(body)) return;
     const ticket = ++latest.search;
     await run('Search', $('search-button'), async () => {
+      const started = performance.now();
       const result = await api('POST', '/v1/memories/search', body);
+      recordLatency(performance.now() - started);
       if (ticket !== latest.search) return;  // an answer to an older query arrived late
       state.lastQuery = query;
       const list = $('hit-list');
@@ -654,6 +728,65 @@
       $('search-results').hidden = false;
       logActivity('Search', result.explanation || '', false);
     });
+  }
+
+  /** A datetime-local value (read as UTC) as the API's ISO time, or '' when empty. */
+  function isoOf(id) {
+    const raw = $(id).value;
+    if (!raw) return '';
+    const at = new Date(raw + (raw.length === 16 ? ':00' : '') + 'Z');
+    return Number.isNaN(at.getTime()) ? null : at.toISOString();
+  }
+
+  /** A number in [0, 1] from an input, '' when empty, null when out of range. */
+  function unitOf(id) {
+    const raw = $(id).value.trim();
+    if (!raw) return '';
+    const n = Number(raw);
+    return Number.isFinite(n) && n >= 0 && n <= 1 ? n : null;
+  }
+
+  /** Filters, time travel, relevance floor, weights: each only when set; false when one is refused. */
+  function searchOptions(body) {
+    const filters = {};
+    const tags = parseTags($('search-tags').value);
+    const problem = tagsProblem(tags);
+    if (problem) return refuse('Search', 'search-tags', problem);
+    if (tags.length) filters.tags = tags;
+    for (const [id, key] of TEXT_FILTERS) {
+      const value = $(id).value.trim();
+      if (value) filters[key] = value;
+    }
+    if ($('search-retention').value) filters.retention = $('search-retention').value;
+    for (const [id, key] of [['search-since', 'since'], ['search-until', 'until']]) {
+      const at = isoOf(id);
+      if (at === null) return refuse('Search', id, 'Not a date and time.');
+      if (at) filters[key] = at;
+    }
+    if (Object.keys(filters).length) body.filters = filters;
+    const asOf = isoOf('search-as-of');
+    if (asOf === null) return refuse('Search', 'search-as-of', 'Not a date and time.');
+    if (asOf) body.as_of = asOf;
+    const floor = unitOf('search-min-relevance');
+    if (floor === null) return refuse('Search', 'search-min-relevance', 'Minimum relevance is a number from 0 to 1.');
+    if (floor !== '') body.min_relevance = floor;
+    const weights = {};
+    for (const [id, key] of WEIGHTS) {
+      const w = unitOf(id);
+      if (w === null) return refuse('Search', id, 'A weight is a number from 0 to 1.');
+      if (w !== '') weights[key] = w;
+    }
+    if (Object.keys(weights).length) body.weights = weights;
+    if ($('search-superseded').checked) body.include_superseded = true;
+    return true;
+  }
+
+  function clearFilters() {
+    for (const input of $('search-filters').querySelectorAll('input, select')) {
+      if (input.type === 'checkbox') input.checked = false;
+      else input.value = '';
+    }
+    $('search-tags').value = '';
   }
 
   async function pinMemory(item, button) {
@@ -764,12 +897,24 @@
     ['pinned', (m) => (m.pinned ? 'yes' : 'no')], ['status', (m) => m.status], ['model', (m) => m.model],
     ['created', (m) => m.created_at], ['occurred', (m) => m.occurred_at], ['updated', (m) => m.updated_at],
     ['forgotten', (m) => m.forgotten_at],
+    ['retention', (m) => (m.retention && m.retention !== m.effective_retention
+      ? m.retention + ' (' + m.effective_retention + ')' : m.effective_retention || m.retention)],
+    ['expires', (m) => m.expires_at], ['sha256', (m) => m.sha256],
+    ['supersedes', (m) => m.supersedes], ['superseded by', (m) => m.superseded_by],
     ['tags', (m) => ((m.meta || {}).tags || []).map((t) => '#' + t).join(' ')],
     ['feedback', (m) => '▲ ' + (m.helpful || 0) + ' helpful · ▼ ' + (m.unhelpful || 0) + ' not helpful'],
   ];
   const SHOWN_META = new Set(['author', 'session', 'task', 'source', 'type', 'tags']);
 
   function renderDetail(memory, explanation) {
+    if (state.detail && state.detail.id !== memory.id) {  // another memory's history and audit no longer apply
+      $('history').hidden = true;
+      $('detail-history').setAttribute('aria-expanded', 'false');
+      $('audit').hidden = true;
+    }
+    state.detail = memory;
+    fillEditForm(memory);
+    $('detail-actions').hidden = Boolean(memory.forgotten_at);  // a forgotten memory is restored first
     $('detail-content').textContent = memory.content;
     $('detail-explanation').textContent = explanation || '';
     const rows = [];
@@ -803,6 +948,290 @@
     $('detail').hidden = true;
     $('detail-meta').replaceChildren();
     $('detail-content').textContent = '';
+    state.detail = null;
+    showEdit(false);
+    $('history').hidden = true;
+    $('detail-history').setAttribute('aria-expanded', 'false');
+    $('audit').hidden = true;
+    $('audit-list').replaceChildren();
+  }
+
+  // ---- audit records: the API has them in the project's export only ---------------
+
+  const AUDIT_PAGES = 5;  // the export's pages read at most for one memory's records
+
+  async function loadAudit(button) {
+    const memory = state.detail;
+    if (!memory) return;
+    clearMessages();
+    await run('Audit', button, async () => {
+      const found = [];
+      let cursor = null;
+      let pages = 0;
+      do {
+        const params = new URLSearchParams({ project: memory.project });
+        if (cursor) params.set('cursor', cursor);
+        const page = await apiLines('/v1/export?' + params.toString());
+        for (const line of page.text.split('\n')) {
+          if (!line.includes('"audit"')) continue;
+          try {
+            const row = JSON.parse(line);
+            if (row.kind === 'audit' && row.memory_id === memory.id) found.push(row);
+          } catch (_) { /* not a row of ours */ }
+        }
+        cursor = page.next;
+        pages += 1;
+      } while (cursor && pages < AUDIT_PAGES);
+      $('audit-explanation').textContent = plural(found.length, 'audit record', 'audit records') + ' of ' + memory.id
+        + ', read from the export of ' + memory.project + (cursor ? ' (its first ' + AUDIT_PAGES + ' pages only).' : '.');
+      $('audit-list').replaceChildren(...found.map((row) => el('li', { class: 'version', 'data-action': row.action },
+        el('strong', {}, row.action), ' ', el('span', { class: 'hint' }, row.at), ' ',
+        el('span', {}, 'by ' + (row.actor || 'unknown') + (row.reason ? ': ' + row.reason : '')))));
+      $('audit').hidden = false;
+      $('audit-title').focus();
+    });
+  }
+
+  // ---- edit, history, revert ------------------------------------------------------
+
+  function fillEditForm(memory) {
+    $('edit-content').value = memory.content;
+    $('edit-tags').value = ((memory.meta || {}).tags || []).join(', ');
+    $('edit-retention').value = memory.retention || 'auto';
+    $('edit-ttl').value = '';
+    $('edit-reason').value = '';
+  }
+
+  function showEdit(open) {
+    $('edit-form').hidden = !open;
+    $('detail-edit').setAttribute('aria-expanded', String(open));
+    if (open) $('edit-content').focus();
+  }
+
+  async function reloadDetail(button) {
+    if (!state.detail) return;
+    clearMessages();
+    const id = state.detail.id;
+    await run('Reload', button, async () => {
+      const result = await api('GET', memoryPath(id));
+      renderDetail(result.memory, result.explanation);
+      if (!$('history').hidden) await loadHistory(null);
+      await loadMemories(false);  // the card shows the same text as the detail
+      say('Reload', 'Read ' + id + ' again: ' + (result.explanation || ''));
+    });
+  }
+
+  /** The fields of the form that differ from the memory as read, checked against the API's limits. */
+  function editBody(memory) {
+    const body = {};
+    const content = $('edit-content').value;
+    if (content !== memory.content) {
+      if (!content.trim()) return refuse('Edit', 'edit-content', 'The content cannot be empty.');
+      if (utf8Bytes(content) > LIMITS.content) {
+        return refuse('Edit', 'edit-content', 'The content is ' + utf8Bytes(content) + ' bytes; the limit is 64 KiB.');
+      }
+      body.content = content;
+    }
+    const tags = parseTags($('edit-tags').value);
+    const problem = tagsProblem(tags);
+    if (problem) return refuse('Edit', 'edit-tags', problem);
+    if (tags.join('\u0000') !== ((memory.meta || {}).tags || []).join('\u0000')) body.tags = tags;
+    const retention = $('edit-retention').value;
+    if (retention !== (memory.retention || 'auto')) body.retention = retention;
+    const ttl = $('edit-ttl').value.trim();
+    if (ttl) {
+      if (!/^\d+$/.test(ttl) || Number(ttl) < 1 || Number(ttl) > LIMITS.ttl) {
+        return refuse('Edit', 'edit-ttl', 'Expires after is a whole number of seconds from 1 to 316224000 (10 years).');
+      }
+      body.ttl = Number(ttl);
+    }
+    const reason = $('edit-reason').value.trim();
+    if (reason) body.reason = reason;
+    return body;
+  }
+
+  /** 412: someone changed the memory after this page read it; nothing was changed. */
+  function changedElsewhere(error) {
+    if (error.status !== 412) return error;
+    return new ApiError(412, error.code, 'This memory was changed elsewhere since it was read: reload it, then edit again.',
+      error.message);
+  }
+
+  async function saveEdit(event) {
+    event.preventDefault();
+    clearMessages();
+    const memory = state.detail;
+    if (!memory) return;
+    const body = editBody(memory);
+    if (!body) return;
+    if (!Object.keys(body).some((key) => key !== 'reason')) {
+      say('Edit', 'Nothing to save: the form says what the memory already says.');
+      return;
+    }
+    await run('Edit', $('edit-save'), async () => {
+      const ifMatch = memory.sha256 ? { 'If-Match': '"' + memory.sha256 + '"' } : {};
+      let result;
+      try {
+        result = await api('PATCH', memoryPath(memory.id), body, ifMatch);
+      } catch (error) {
+        if (error.status === 412) $('detail-reload').focus();
+        throw changedElsewhere(error);
+      }
+      say('Edit', 'Version ' + result.version + ' saved. ' + (result.explanation || ''));
+      renderDetail(result.memory, result.explanation);
+      showEdit(false);
+      if (!$('history').hidden) await loadHistory(null);
+      await Promise.all([loadMemories(false), loadProjects()]);
+    });
+  }
+
+  async function toggleHistory(button) {
+    const open = $('history').hidden;
+    button.setAttribute('aria-expanded', String(open));
+    if (!open) {
+      $('history').hidden = true;
+      return;
+    }
+    clearMessages();
+    await run('History', button, () => loadHistory(null));
+  }
+
+  async function loadHistory() {
+    const memory = state.detail;
+    if (!memory) return;
+    const result = await api('GET', memoryPath(memory.id, 'history'));
+    $('history-explanation').textContent = result.explanation || '';
+    $('history-list').replaceChildren(...(result.versions || []).map((v) => versionItem(memory, v)));
+    $('history').hidden = false;
+  }
+
+  function versionItem(memory, v) {
+    const when = v.replaced_at ? (v.created_at || '?') + ' to ' + v.replaced_at : (v.created_at || '') + ' (current)';
+    // A version's actor and reason are those of the change that replaced it (the audit record).
+    const who = v.current ? '' : 'replaced by ' + (v.actor || 'unknown') + (v.reason ? ': ' + v.reason : '');
+    return el('li', { class: 'version' + (v.current ? ' is-current' : ''), 'data-version': v.version },
+      el('div', { class: 'version-head' },
+        el('strong', {}, 'Version ' + v.version + (v.current ? ' (current)' : '')), ' ',
+        el('span', { class: 'badge' }, v.effective_retention || v.retention || ''), ' ',
+        ((v.meta || {}).tags || []).map((t) => el('span', { class: 'tag' }, '#' + t))),
+      el('p', { class: 'version-when hint' }, when),
+      who ? el('p', { class: 'version-who' }, who) : null,
+      el('p', { class: 'content' }, snippet(v.content, 300)),
+      v.current ? null : el('button', { type: 'button', class: 'btn btn-small', 'data-action': 'Revert',
+        'aria-label': 'Revert to version ' + v.version, onclick: (e) => revertTo(memory, v, e.currentTarget) },
+      'Revert to this version'));
+  }
+
+  async function revertTo(memory, version, button) {
+    clearMessages();
+    await run('Revert', button, async () => {
+      const ifMatch = state.detail && state.detail.sha256 ? { 'If-Match': '"' + state.detail.sha256 + '"' } : {};
+      let result;
+      try {
+        result = await api('POST', memoryPath(memory.id, 'revert'), { version: version.version, reason: 'reverted from the console' }, ifMatch);
+      } catch (error) {
+        throw changedElsewhere(error);
+      }
+      say('Revert', 'Version ' + version.version + ' is back as version ' + result.version + '. ' + (result.explanation || ''));
+      renderDetail(result.memory, result.explanation);
+      await loadHistory();
+      $('history-title').focus();
+      await loadMemories(false);
+    });
+  }
+
+  // ---- ingest files -----------------------------------------------------------------
+
+  /** A file's text, or why it cannot be ingested (checked here: nothing over the limit is sent). */
+  async function readTextFile(file) {
+    if (file.size === 0) return { problem: 'empty' };
+    if (file.size > LIMITS.ingest) return { problem: file.size + ' bytes; the limit is 1 MiB (1048576 bytes)' };
+    try {
+      const text = new TextDecoder('utf-8', { fatal: true }).decode(await file.arrayBuffer());
+      if (text.includes('\u0000')) return { problem: 'not text (it holds NUL bytes)' };
+      return { text };
+    } catch (_) {
+      return { problem: 'not UTF-8 text' };
+    }
+  }
+
+  function chunkList(result) {
+    const total = result.chunks || result.ids.length;
+    return el('ol', { class: 'chunk-ids', 'aria-label': 'Chunks' }, result.ids.map((id, i) =>
+      el('li', { 'data-id': id },
+        el('button', { type: 'button', class: 'btn btn-link', 'aria-label': 'Show chunk ' + (i + 1) + ' of ' + total,
+          onclick: (e) => showDetail({ id }, e.currentTarget) }, 'chunk ' + (i + 1) + ' of ' + total),
+        ' ', el('code', { class: 'mem-id', title: id }, shortId(id)),
+        result.deduplicated && result.deduplicated.includes(id) ? ' (already stored)' : '')));
+  }
+
+  async function ingestFiles(files) {
+    clearMessages();
+    if (!requireProject('Ingest')) return;
+    if (!files.length) return refuse('Ingest', 'ingest-files', 'Choose or drop at least one file.');
+    const tags = parseTags($('ingest-tags').value);
+    const problem = tagsProblem(tags);
+    if (problem) return refuse('Ingest', 'ingest-tags', problem);
+    const out = $('ingest-results');
+    out.replaceChildren();
+    let stored = 0;
+    for (const [n, file] of files.entries()) {
+      $('ingest-progress').textContent = 'Ingesting file ' + (n + 1) + ' of ' + files.length + ': ' + file.name;
+      const row = el('li', { 'data-file': file.name }, el('strong', {}, file.name), ' ');
+      out.append(row);
+      const read = await readTextFile(file);
+      if (read.problem) {
+        row.append(el('span', { class: 'badge badge-failure' }, 'refused'), ' ' + read.problem + '; not sent.');
+        continue;
+      }
+      const body = { project: state.project, text: read.text, path: file.name.slice(0, 1024),
+        pinned: $('ingest-pinned').checked, meta: { author: 'console', source: 'console upload' } };
+      if (tags.length) body.tags = tags;
+      const envelope = utf8Bytes(JSON.stringify(body));
+      if (envelope > LIMITS.body) {  // the text's JSON escapes can make the body longer than the text
+        row.append(el('span', { class: 'badge badge-failure' }, 'refused'),
+          ' as JSON it is ' + envelope + ' bytes; one request holds at most ' + LIMITS.body + '; not sent.');
+        continue;
+      }
+      await run('Ingest', $('ingest-button'), async () => {
+        const result = await api('POST', '/v1/memories/ingest', body);
+        stored += 1;
+        row.append(el('span', {}, plural(result.chunks, 'chunk', 'chunks') + '. ' + (result.explanation || '')),
+          chunkList(result));
+      });
+      if (!row.querySelector('.chunk-ids') && !row.querySelector('.badge')) {
+        row.append(el('span', { class: 'badge badge-failure' }, 'failed'), ' see the error above.');
+      }
+    }
+    $('ingest-progress').textContent = 'Ingested ' + stored + ' of ' + plural(files.length, 'file', 'files') + '.';
+    $('ingest-files').value = '';
+    if (stored) {
+      logActivity('Ingest', $('ingest-progress').textContent, false);
+      await Promise.all([loadMemories(false), loadProjects()]);
+    }
+  }
+
+  function wireDropzone() {
+    const zone = $('dropzone');
+    const over = (on) => (event) => {
+      event.preventDefault();
+      zone.classList.toggle('is-over', on);
+    };
+    zone.addEventListener('dragenter', over(true));
+    zone.addEventListener('dragover', over(true));
+    zone.addEventListener('dragleave', over(false));
+    // A file dropped beside the zone is not opened by the browser in place of the console.
+    for (const type of ['dragover', 'drop']) {
+      document.addEventListener(type, (event) => { if (!zone.contains(event.target)) event.preventDefault(); });
+    }
+    zone.addEventListener('drop', (event) => {
+      over(false)(event);
+      ingestFiles([...((event.dataTransfer && event.dataTransfer.files) || [])]);
+    });
+    $('ingest-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      ingestFiles([...$('ingest-files').files]);
+    });
   }
 
   // ---- project settings -------------------------------------------------------
@@ -837,8 +1266,8 @@
 
   // ---- solutions (read-only) -----------------------------------------------------
 
-  async function loadSolutions(button) {
-    clearMessages();
+  async function loadSolutions(button, keepMessages) {
+    if (!keepMessages) clearMessages();
     await run('Solutions', button, async () => {
       const result = await api('GET', '/v1/solutions?limit=50');
       $('solutions-explanation').textContent = result.explanation || '';
@@ -864,14 +1293,21 @@
     return typeof command === 'string' ? command : JSON.stringify(payload);
   }
 
+  function solutionSummary(s) {
+    return s.category + (s.component ? ' · ' + s.component : '')
+      + ' · ' + s.success_count + ' succeeded, ' + s.failure_count + ' failed'
+      + ' · success rate ' + Math.round(100 * (s.success_rate || 0)) + '% (lower bound)';
+  }
+
   async function openSolution(id, button) {
     clearMessages();
     await run('Solution', button, async () => {
       const result = await api('GET', '/v1/solutions/' + encodeURIComponent(id));
       const s = result.solution;
+      state.solution = s;
+      $('solution-detail').dataset.id = s.id;
       $('solution-title').textContent = s.title;
-      $('solution-summary').textContent = s.category + (s.component ? ' · ' + s.component : '')
-        + ' · ' + s.success_count + ' succeeded, ' + s.failure_count + ' failed';
+      $('solution-summary').textContent = solutionSummary(s);
       $('solution-description').textContent = s.description || '';
       $('solution-steps').replaceChildren(...(s.steps || []).map((step) =>
         el('li', { class: 'step', 'data-kind': step.kind },
@@ -884,6 +1320,209 @@
           typeof check.expect_exit_code === 'number' ? ' expects exit ' + check.expect_exit_code : '')));
       $('solution-detail').hidden = false;
       $('solution-title').focus();
+    });
+  }
+
+  // ---- fixpack import, outcomes ------------------------------------------------------
+
+  async function importFixpack(event) {
+    event.preventDefault();
+    clearMessages();
+    const file = $('import-file').files[0];
+    if (!file) return refuse('Import', 'import-file', 'Choose a fixpack file.');
+    if (file.size > LIMITS.body) return refuse('Import', 'import-file', 'The file is ' + file.size + ' bytes; the limit is 1 MiB.');
+    const read = await readTextFile(file);
+    if (read.problem) return refuse('Import', 'import-file', 'The file is ' + read.problem + '.');
+    let fixpack;
+    try {
+      fixpack = JSON.parse(read.text);
+    } catch (exc) {
+      return refuse('Import', 'import-file', 'The file is not JSON: ' + exc.message);
+    }
+    if (!fixpack || typeof fixpack !== 'object' || Array.isArray(fixpack)) {
+      return refuse('Import', 'import-file', 'A fixpack file holds one JSON object (one solution).');
+    }
+    await run('Import', $('import-button'), async () => {
+      const result = await api('POST', '/v1/solutions/import', fixpack);
+      const kept = (result.kept_fields || []).length ? ' Kept as written: ' + result.kept_fields.join(', ') + '.' : '';
+      $('import-file').value = '';
+      await loadSolutions(null, true);
+      await openSolution(result.solution.id, null);
+      say('Import', (result.explanation || '') + kept);  // after the opening, which clears the last message
+    });
+  }
+
+  async function applySolution(event) {
+    event.preventDefault();
+    clearMessages();
+    const s = state.solution;
+    if (!s) return;
+    const picked = $('apply-worked').checked ? true : $('apply-failed').checked ? false : null;
+    if (picked === null) return refuse('Outcome', 'apply-worked', 'Say whether applying it worked or failed.');
+    const body = { success: picked };
+    const error = $('apply-error').value.trim();
+    if (error) body.error = error;
+    const context = $('apply-context').value.trim();
+    if (context) body.context = context;
+    const tag = $('apply-pattern').value.trim();
+    if (tag) body.pattern = { tag, category: s.category };
+    if ($('apply-project').checked && state.project) body.project = state.project;
+    await run('Outcome', $('apply-button'), async () => {
+      const result = await api('POST', '/v1/solutions/' + encodeURIComponent(s.id) + '/apply', body);
+      state.solution = result.solution;
+      $('solution-summary').textContent = solutionSummary(result.solution);
+      await loadSolutions(null, true);  // the list's success rate too
+      say('Outcome', result.explanation);
+      for (const id of ['apply-worked', 'apply-failed']) $(id).checked = false;
+      for (const id of ['apply-error', 'apply-context']) $(id).value = '';
+    });
+  }
+
+  // ---- patterns and golden paths -------------------------------------------------------
+
+  function linkedText(link) {
+    return link.title + ' (' + link.success + ' worked, ' + link.failure + ' failed, '
+      + Math.round(100 * (link.success_rate || 0)) + '%)';
+  }
+
+  function patternItem(p, extra) {
+    return el('li', { 'data-tag': p.tag },
+      el('strong', {}, p.tag), ' ', el('span', { class: 'badge' }, p.category), ' ',
+      el('span', { class: 'hint' }, plural(p.occurrences, 'occurrence', 'occurrences')
+        + (p.projects && p.projects.length ? ' in ' + p.projects.join(', ') : '')),
+      p.description ? el('p', { class: 'content' }, p.description) : null,
+      extra || null);
+  }
+
+  async function detectPatterns(event) {
+    event.preventDefault();
+    clearMessages();
+    const error = $('detect-error').value.trim();
+    if (!error) return refuse('Patterns', 'detect-error', 'Paste the error to match.');
+    const body = { error };
+    const category = $('detect-category').value.trim();
+    if (category) body.category = category;
+    await run('Patterns', $('detect-button'), async () => {
+      const result = await api('POST', '/v1/patterns/detect', body);
+      $('patterns-explanation').textContent = result.explanation || '';
+      $('golden-list').replaceChildren();
+      $('pattern-list').replaceChildren(...(result.results || []).map((m) => patternItem(m.pattern,
+        el('p', { class: 'hint' }, 'score ' + fixed(m.score) + ' (meaning ' + fixed(m.components.vector)
+          + ', terms ' + fixed(m.components.terms) + ')'
+          + ((m.matched_terms || []).length ? ' · matched: ' + m.matched_terms.join(', ') : '')
+          + ((m.solutions || []).length ? ' · fixes: ' + m.solutions.map(linkedText).join('; ') : '')))));
+      if (!$('pattern-list').children.length) $('pattern-list').append(el('li', { class: 'empty' }, 'No pattern matched.'));
+    });
+  }
+
+  async function minePatterns(button) {
+    clearMessages();
+    await run('Mine', button, async () => {
+      const result = await api('POST', '/v1/patterns/mine', { min_occurrences: 2, k: 20 });
+      say('Mine', result.explanation);
+      $('patterns-explanation').textContent = result.explanation || '';
+      $('golden-list').replaceChildren();
+      $('pattern-list').replaceChildren(...(result.patterns || []).map((p) => patternItem(p)));
+      if (!$('pattern-list').children.length) $('pattern-list').append(el('li', { class: 'empty' }, 'No patterns found.'));
+    });
+  }
+
+  async function goldenPaths(event) {
+    event.preventDefault();
+    clearMessages();
+    const raw = $('golden-min').value.trim();
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000000) {
+      return refuse('Golden paths', 'golden-min', 'Applied at least is a whole number from 1 to 1,000,000.');
+    }
+    const params = new URLSearchParams({ min_applications: raw, k: '20' });
+    const category = $('golden-category').value.trim();
+    if (category) params.set('category', category);
+    await run('Golden paths', $('golden-button'), async () => {
+      const result = await api('GET', '/v1/patterns/golden-paths?' + params.toString());
+      $('patterns-explanation').textContent = result.explanation || '';
+      $('pattern-list').replaceChildren();
+      $('golden-list').replaceChildren(...(result.paths || []).map((g) => patternItem(g.pattern,
+        el('p', { class: 'golden' }, '→ ' + (g.solution ? g.solution.title : g.fix ? 'the fix in ' + snippet(g.fix.content, 60) : 'no fix') + ': '
+          + g.success + ' worked, ' + g.failure + ' failed (' + Math.round(100 * (g.success_rate || 0)) + '%)'))));
+      if (!$('golden-list').children.length) $('golden-list').append(el('li', { class: 'empty' }, 'No golden paths yet.'));
+    });
+  }
+
+  // ---- API keys of the local gateway (functions.keys_api) -----------------------------
+
+  const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+  const KEY_SHOWN = new Set(['name', 'tenant', 'created_at']);
+
+  function keyItem(key) {
+    // Fields the gateway may add (scopes, ...) are shown as they come.
+    const extra = Object.entries(key).filter(([k]) => !KEY_SHOWN.has(k))
+      .map(([k, v]) => k + ': ' + (Array.isArray(v) ? v.join(', ') : typeof v === 'object' ? JSON.stringify(v) : v));
+    const revoke = el('button', { type: 'button', class: 'btn btn-small btn-danger', 'data-action': 'Revoke',
+      'aria-label': 'Revoke key ' + key.name }, 'Revoke');
+    const row = el('li', { 'data-name': key.name },
+      el('strong', {}, key.name), ' ', el('span', { class: 'badge' }, 'tenant ' + key.tenant), ' ',
+      el('span', { class: 'hint' }, 'made ' + (key.created_at || '?')),
+      extra.length ? el('p', { class: 'hint key-extra' }, extra.join(' · ')) : null,
+      el('div', { class: 'actions' }, revoke));
+    revoke.addEventListener('click', () => askRevoke(key, row));
+    return row;
+  }
+
+  function askRevoke(key, row) {
+    clearMessages();
+    const bar = row.querySelector('.actions');
+    const keep = [...bar.childNodes];
+    const confirm = el('button', { type: 'button', class: 'btn btn-small btn-danger', 'data-action': 'Confirm revoke',
+      'aria-label': 'Confirm revoking key ' + key.name }, 'Confirm revoke');
+    const cancel = el('button', { type: 'button', class: 'btn btn-small', 'aria-label': 'Keep key ' + key.name }, 'Cancel');
+    cancel.addEventListener('click', () => { bar.replaceChildren(...keep); keep[0].focus(); });
+    confirm.addEventListener('click', () => revokeKey(key, confirm));
+    bar.replaceChildren(el('span', { class: 'confirm-text', role: 'status' },
+      'Revoke ' + key.name + '? Requests with it get 401 at once; this cannot be undone.'), confirm, cancel);
+    confirm.focus();
+  }
+
+  async function loadKeys(button, keepMessages) {
+    if (!keepMessages) clearMessages();
+    await run('Keys', button, async () => {
+      const result = await api('GET', '/v1/keys');
+      $('keys-explanation').textContent = result.explanation || '';
+      const list = $('key-list');
+      list.replaceChildren(...(result.keys || []).map(keyItem));
+      if (!list.children.length) list.append(el('li', { class: 'empty' }, 'No API keys yet.'));
+    });
+  }
+
+  async function createKey(event) {
+    event.preventDefault();
+    clearMessages();
+    $('new-key-box').hidden = true;
+    $('new-key').value = '';
+    const name = $('key-name').value.trim();
+    if (!KEY_NAME.test(name)) {
+      return refuse('Create key', 'key-name', 'A key name is 1 to 64 letters, digits, _ . or -, starting with a letter or digit.');
+    }
+    const body = { name };
+    const tenant = $('key-tenant').value.trim();
+    if (tenant) body.tenant = tenant;
+    await run('Create key', $('key-create'), async () => {
+      const result = await api('POST', '/v1/keys', body);
+      $('new-key').value = result.key;
+      $('new-key-box').hidden = false;
+      $('key-name').value = '';
+      say('Create key', result.explanation);
+      await loadKeys(null, true);
+      $('new-key').focus();
+      $('new-key').select();
+    });
+  }
+
+  async function revokeKey(key, button) {
+    await run('Revoke key', button, async () => {
+      const result = await api('DELETE', '/v1/keys/' + encodeURIComponent(key.name));
+      say('Revoke key', result.explanation);
+      await loadKeys(null, true);
+      $('keys-title').focus();
     });
   }
 
@@ -928,6 +1567,161 @@
     box.replaceChildren(chart, text);
   }
 
+  // ---- trends: small charts over time ------------------------------------------------
+
+  function recordLatency(ms) {
+    state.latencies = [...state.latencies, { at: new Date().toISOString(), ms: Math.round(ms) }].slice(-MAX_LATENCIES);
+    sessionStorage.setItem(LATENCY_KEY, JSON.stringify(state.latencies));
+    if ($('charts').childElementCount) drawLatency();
+  }
+
+  const dayOf = (iso) => String(iso).slice(0, 10);
+
+  /** Cumulative memories held per day they were stored: [[day, count], ...] (pure). */
+  function growth(memories) {
+    const perDay = new Map();
+    for (const m of memories) perDay.set(dayOf(m.created_at), (perDay.get(dayOf(m.created_at)) || 0) + 1);
+    let total = 0;
+    return [...perDay.keys()].sort().map((day) => [day, (total += perDay.get(day))]);
+  }
+
+  /** A line chart of series [{name, points: [[x number, y number]]}], axes from 0; aria-hidden. */
+  function lineChart(series, opts) {
+    const W = 300;
+    const H = 140;
+    const pad = { l: 34, r: 8, t: 8, b: 20 };
+    const xs = series.flatMap((s) => s.points.map((p) => p[0]));
+    const ys = series.flatMap((s) => s.points.map((p) => p[1]));
+    const x0 = Math.min(...xs);
+    const x1 = Math.max(...xs);
+    const top = Math.max(1, ...ys);
+    const sx = (x) => pad.l + (x1 === x0 ? (W - pad.l - pad.r) / 2 : ((x - x0) * (W - pad.l - pad.r)) / (x1 - x0));
+    const sy = (y) => H - pad.b - (y * (H - pad.t - pad.b)) / top;
+    const chart = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, 'aria-hidden': 'true', class: 'line-chart' },
+      svg('line', { x1: pad.l, y1: H - pad.b, x2: W - pad.r, y2: H - pad.b, class: 'axis' }),
+      svg('line', { x1: pad.l, y1: pad.t, x2: pad.l, y2: H - pad.b, class: 'axis' }),
+      svg('text', { x: 2, y: pad.t + 8, class: 'chart-note' }, String(Math.round(top))),
+      svg('text', { x: 2, y: H - pad.b, class: 'chart-note' }, '0'),
+      svg('text', { x: pad.l, y: H - 4, class: 'chart-note' }, opts.from),
+      svg('text', { x: W - pad.r, y: H - 4, class: 'chart-note', 'text-anchor': 'end' }, opts.to));
+    series.forEach((s, i) => {
+      const d = s.points.map((p, j) => (j ? 'L' : 'M') + sx(p[0]).toFixed(1) + ' ' + sy(p[1]).toFixed(1)).join(' ');
+      chart.append(svg('path', { d, class: 'line series-' + (i % 5), 'data-series': s.name }));
+      for (const p of s.points) {
+        chart.append(svg('circle', { cx: sx(p[0]).toFixed(1), cy: sy(p[1]).toFixed(1), r: 2.5, class: 'series-' + (i % 5) }));
+      }
+    });
+    return chart;
+  }
+
+  /** Horizontal bars of [{label, value in [0,1], text}] (a share each); aria-hidden. */
+  function shareBars(rows) {
+    const W = 300;
+    const rowH = 22;
+    const labelW = 120;
+    const chart = svg('svg', { viewBox: '0 0 ' + W + ' ' + Math.max(rowH, rowH * rows.length), 'aria-hidden': 'true',
+      class: 'bars' });
+    rows.forEach((r, i) => {
+      const y = i * rowH;
+      const width = ((W - labelW - 44) * Math.max(0, Math.min(1, r.value)));
+      chart.append(
+        svg('text', { x: 0, y: y + 15, class: 'bar-label' }, snippet(r.label, 18)),
+        svg('rect', { x: labelW, y: y + 4, width: (W - labelW - 44).toFixed(1), height: 14, class: 'bar-track' }),
+        svg('rect', { x: labelW, y: y + 4, width: width.toFixed(1), height: 14, class: 'bar-all', 'data-label': r.label }),
+        svg('text', { x: W - 40, y: y + 15, class: 'bar-value' }, Math.round(100 * r.value) + '%'));
+    });
+    return chart;
+  }
+
+  /** One chart with its caption, a legend, and the same numbers as a list for screen readers. */
+  function figure(id, caption, picture, lines, legend) {
+    return el('figure', { id, 'aria-labelledby': id + '-caption' },
+      el('figcaption', { id: id + '-caption' }, caption),
+      picture,
+      legend ? el('ul', { class: 'legend', 'aria-hidden': 'true' }, legend.map((name, i) =>
+        el('li', {}, el('span', { class: 'swatch series-' + (i % 5) }), snippet(name, 28)))) : null,
+      el('ul', { class: 'sr-only chart-text', id: id + '-text' }, lines.map((line) => el('li', {}, line))));
+  }
+
+  const emptyFigure = (id, caption, text) => el('figure', { id }, el('figcaption', {}, caption), el('p', { class: 'empty' }, text));
+
+  async function projectMemories(project) {
+    const out = [];
+    let cursor = null;
+    for (let page = 0; page < CHART_PAGES; page += 1) {
+      const params = new URLSearchParams({ project, limit: '100' });
+      if (cursor) params.set('cursor', cursor);
+      const result = await api('GET', '/v1/memories?' + params.toString());
+      out.push(...(result.memories || []));
+      cursor = result.next_cursor;
+      if (!cursor) return { memories: out, complete: true };
+    }
+    return { memories: out, complete: false };
+  }
+
+  function growthFigure(perProject) {
+    const series = perProject.filter((p) => p.memories.length).map((p) => ({
+      name: p.project, complete: p.complete,
+      points: growth(p.memories).map(([day, n]) => [Date.parse(day + 'T00:00:00Z'), n]), days: growth(p.memories),
+    }));
+    if (!series.length) return emptyFigure('chart-growth', 'Memories over time', 'No memories yet.');
+    const days = series.flatMap((s) => s.days.map((d) => d[0])).sort();
+    const lines = series.map((s) => s.name + ': ' + s.days.map(([day, n]) => plural(n, 'memory', 'memories') + ' by ' + day)
+      .join(', ') + (s.complete ? '' : ' (the newest ' + (CHART_PAGES * 100) + ' only)'));
+    return figure('chart-growth', 'Memories over time (held now, by the day stored)',
+      lineChart(series, { from: days[0], to: days[days.length - 1] }), lines, series.map((s) => s.name));
+  }
+
+  function feedbackFigure(perProject) {
+    const rows = perProject.map((p) => {
+      const up = p.memories.reduce((n, m) => n + (m.helpful || 0), 0);
+      const down = p.memories.reduce((n, m) => n + (m.unhelpful || 0), 0);
+      return { label: p.project, up, down, value: up + down ? up / (up + down) : 0 };
+    }).filter((r) => r.up + r.down > 0);
+    if (!rows.length) return emptyFigure('chart-feedback', 'Feedback', 'No votes yet.');
+    return figure('chart-feedback', 'Feedback: share of votes that said helpful', shareBars(rows),
+      rows.map((r) => r.label + ': ' + r.up + ' helpful, ' + r.down + ' not helpful (' + Math.round(100 * r.value) + '% helpful)'));
+  }
+
+  function solutionsFigure(solutions) {
+    const rows = solutions.filter((s) => s.success_count + s.failure_count > 0).slice(0, 10).map((s) => ({
+      label: s.title, worked: s.success_count, tried: s.success_count + s.failure_count,
+      value: s.success_count / (s.success_count + s.failure_count),
+    }));
+    if (!rows.length) return emptyFigure('chart-solutions', 'Solution success', 'No outcomes recorded yet.');
+    return figure('chart-solutions', 'Solution success: share of applications that worked', shareBars(rows),
+      rows.map((r) => r.label + ': ' + r.worked + ' of ' + r.tried + ' worked (' + Math.round(100 * r.value) + '%)'));
+  }
+
+  function latencyFigure() {
+    const seen = state.latencies;
+    if (!seen.length) return emptyFigure('chart-latency', 'Search latency', 'No searches from this tab yet.');
+    const sorted = seen.map((l) => l.ms).sort((a, b) => a - b);
+    const median = sorted[Math.floor((sorted.length - 1) / 2)];
+    return figure('chart-latency', 'Search latency seen by this tab (ms, round trip; median ' + median + ')',
+      lineChart([{ name: 'search', points: seen.map((l, i) => [i + 1, l.ms]) }], { from: 'search 1', to: 'search ' + seen.length }),
+      seen.map((l, i) => 'search ' + (i + 1) + ': ' + l.ms + ' ms'));
+  }
+
+  function drawLatency() {
+    const old = $('chart-latency');
+    if (old) old.replaceWith(latencyFigure());
+  }
+
+  async function renderCharts(button) {
+    // The open project, then the largest others.
+    const biggest = [...state.projects].filter((p) => p.memories > 0)
+      .sort((a, b) => (b.project === state.project) - (a.project === state.project) || b.memories - a.memories)
+      .slice(0, CHART_PROJECTS);
+    await run('Charts', button, async () => {
+      const perProject = [];
+      for (const p of biggest) perProject.push({ project: p.project, ...(await projectMemories(p.project)) });
+      const solutions = (await api('GET', '/v1/solutions?limit=100')).solutions || [];
+      $('charts').replaceChildren(growthFigure(perProject), latencyFigure(), feedbackFigure(perProject),
+        solutionsFigure(solutions));
+    });
+  }
+
   // ---- wiring ---------------------------------------------------------------
 
   function wire() {
@@ -970,6 +1764,8 @@
     });
     $('search-form').addEventListener('submit', search);
     $('search-k').addEventListener('change', clampK);
+    $('search-filters-clear').addEventListener('click', clearFilters);
+    wireDropzone();
     $('results-clear').addEventListener('click', () => {
       $('hit-list').replaceChildren();
       $('search-results').hidden = true;
@@ -979,8 +1775,26 @@
     $('view-pinned').addEventListener('click', () => setView('pinned'));
     $('view-forgotten').addEventListener('click', () => setView('forgotten'));
     $('detail-close').addEventListener('click', closeDetail);
+    $('detail-reload').addEventListener('click', (e) => reloadDetail(e.currentTarget));
+    $('detail-edit').addEventListener('click', () => showEdit($('edit-form').hidden));
+    $('edit-cancel').addEventListener('click', () => {
+      if (state.detail) fillEditForm(state.detail);
+      showEdit(false);
+      $('detail-edit').focus();
+    });
+    $('edit-form').addEventListener('submit', saveEdit);
+    $('detail-history').addEventListener('click', (e) => toggleHistory(e.currentTarget));
+    $('detail-audit').addEventListener('click', (e) => loadAudit(e.currentTarget));
     $('settings-form').addEventListener('submit', saveSettings);
     $('solutions-refresh').addEventListener('click', (event) => loadSolutions(event.currentTarget));
+    $('import-form').addEventListener('submit', importFixpack);
+    $('keys-refresh').addEventListener('click', (e) => loadKeys(e.currentTarget));
+    $('charts-refresh').addEventListener('click', (e) => { clearMessages(); renderCharts(e.currentTarget); });
+    $('key-form').addEventListener('submit', createKey);
+    $('apply-form').addEventListener('submit', applySolution);
+    $('detect-form').addEventListener('submit', detectPatterns);
+    $('golden-form').addEventListener('submit', goldenPaths);
+    $('mine-button').addEventListener('click', (e) => minePatterns(e.currentTarget));
     $('load-more').addEventListener('click', () => loadMemories(true));
     $('notice-close').addEventListener('click', () => hideBox('notice'));
     $('alert-close').addEventListener('click', () => hideBox('alert'));

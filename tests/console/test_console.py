@@ -335,14 +335,25 @@ def test_api_errors_are_shown_with_their_code_and_field(page, server):
     connect(page, server.token)
     open_project(page, project)
 
-    # A search the API refuses shows its code and the field it named.
+    # A search the API would refuse is refused on the page, naming the input; nothing is sent.
+    searched = []
+    page.on("request", lambda r: searched.append(r.url) if r.url.endswith("/search") else None)
     page.get_by_label("Query").fill("anything")
     page.get_by_label("With tags").fill("t" * 65)  # a tag is at most 64 characters
     page.get_by_role("button", name="Search", exact=True).click()
     alert = page.get_by_role("alert").filter(has_text="Search failed")
-    expect(alert).to_contain_text("422")
-    expect(alert).to_contain_text("filters.tags")  # the field the API named
+    expect(alert).to_contain_text("over 64 characters")
+    expect(page.get_by_label("With tags")).to_be_focused()
     expect(page.locator("#search-results")).to_be_hidden()
+    assert searched == []
+
+    # What only the API knows (64 KiB of UTF-8, not 64 Ki characters) shows its code and the field it named.
+    page.get_by_label("Content").fill("é" * 40_000)
+    page.get_by_role("button", name="Store", exact=True).click()
+    alert = page.get_by_role("alert").filter(has_text="Store failed")
+    expect(alert).to_contain_text("422")
+    expect(alert).to_contain_text("content")
+    page.get_by_label("Content").fill("")
 
     # Restoring an id that does not exist is a 404, said plainly; nothing changes.
     page.get_by_label("Restore by id").fill("no-such-memory")

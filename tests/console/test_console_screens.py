@@ -8,7 +8,9 @@ request, and fails a test whose page asked any host but the gateway.
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -45,8 +47,14 @@ def _page(browser, server: Api, viewport: dict):  # noqa: F811
     opened.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     opened.on("request", lambda r: hosts.add(urlsplit(r.url).netloc) if not r.url.startswith("data:") else None)
     opened.goto(server.base + "/ui")
+    # A test that provokes an API refusal on purpose names its status here; Chromium logs every
+    # 4xx answer as a console error, and any other error still fails the test.
+    opened.expected_statuses = set()
     yield opened
     context.close()
+    allowed = {f"Failed to load resource: the server responded with a status of {status}"
+               for status in opened.expected_statuses}
+    errors = [e for e in errors if not any(e.startswith(a) for a in allowed)]
     assert errors == [], f"the page logged errors: {errors}"
     assert hosts == {urlsplit(server.base).netloc}, f"the page asked other hosts: {hosts}"
 
@@ -227,11 +235,369 @@ def test_the_new_screens_work_at_390_px(narrow, server):
     open_project(page, project)
     card(page, "memory-list", memory["id"]).locator("[data-action='Details']").click()
     expect(detail_value(page, "author")).to_have_text("ana")
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.get_by_role("button", name="History and audit trail").click()
+    expect(page.locator("#history-list li.version")).to_have_count(1)
     page.get_by_role("button", name="Load solutions").click()
     page.locator("#solution-list li", has_text="Narrow screen fix").first.get_by_role("button").click()
     expect(page.locator("#solution-steps li")).to_have_count(2)
+    page.locator("#search-filters summary").click()
+    page.get_by_label("Query").fill("narrow")
+    page.get_by_role("button", name="Search", exact=True).click()
     settle(page)
+    page.get_by_role("button", name="Load keys").click()
+    page.get_by_role("button", name="Refresh charts").click()
+    page.get_by_role("button", name="Show golden paths").click()
+    settle(page)
+    expect(page.locator("#chart-growth svg")).to_have_count(1)
     overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-    assert overflow <= 0, f"the page is {overflow}px wider than a 390px screen"
+    wide = page.evaluate("""() => [...document.querySelectorAll('body *')]
+        .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+        .map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))
+        .slice(0, 8)""")
+    assert overflow <= 0, f"the page is {overflow}px wider than a 390px screen: {wide}"
     assert page.evaluate(UNNAMED_CONTROLS) == []
     shot(page, "narrow")
+
+
+def _open_detail(page, memory_id: str) -> None:
+    card(page, "memory-list", memory_id).locator("[data-action='Details']").click()
+    settle(page)
+    expect(page.locator("#detail")).to_be_visible()
+
+
+def test_edit_content_tags_and_class_with_if_match_then_history_and_revert(page, server):
+    project = "/srv/console-edit"
+    memory = server.store(project, "the first words", tags=["one"])
+    connect(page, server.token)
+    open_project(page, project)
+    _open_detail(page, memory["id"])
+    sent = []
+    page.on("request", lambda r: sent.append((r.method, r.headers.get("if-match"))) if r.method == "PATCH" else None)
+    page.get_by_role("button", name="Edit", exact=True).click()
+    expect(page.get_by_label("Memory text", exact=True)).to_be_focused()
+    page.locator("#edit-tags").fill("x" * 65)  # over the API's 64 characters: refused here, nothing sent
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.locator("#alert")).to_contain_text("over 64 characters")
+    expect(page.locator("#edit-tags")).to_be_focused()
+    assert sent == []
+
+    page.locator("#edit-content").fill("the second words")
+    page.locator("#edit-tags").fill("two, three")
+    page.locator("#edit-retention").select_option("permanent")
+    page.locator("#edit-reason").fill("clearer wording")
+    page.get_by_role("button", name="Save changes").click()
+    settle(page)
+    expect(notice(page)).to_contain_text("Version 2 saved")
+    assert sent == [("PATCH", f'"{memory["sha256"]}"')]  # the sha256 as read, as If-Match
+    now = server.get(memory["id"])[1]["memory"]
+    assert (now["content"], now["meta"]["tags"], now["retention"]) == ("the second words", ["two", "three"], "permanent")
+    expect(page.locator("#detail-content")).to_have_text("the second words")
+    expect(detail_value(page, "retention")).to_have_text("permanent")
+    expect(card(page, "memory-list", memory["id"])).to_contain_text("the second words")
+
+    # Another client changes it: this page's copy is stale, so its save is refused (412), nothing changed.
+    status, _ = server.call("PATCH", f"/v1/memories/{quote(memory['id'])}", {"content": "changed by another client"})
+    assert status == 200
+    page.expected_statuses.add(412)
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.locator("#edit-content").fill("a stale edit")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.locator("#alert")).to_contain_text("changed elsewhere")
+    expect(page.locator("#alert")).to_contain_text("412")
+    assert server.get(memory["id"])[1]["memory"]["content"] == "changed by another client"
+    expect(page.locator("#detail-reload")).to_be_focused()
+    page.locator("#detail-reload").click()
+    settle(page)
+    expect(page.locator("#detail-content")).to_have_text("changed by another client")
+    expect(page.locator("#edit-content")).to_have_value("changed by another client")
+
+    page.get_by_role("button", name="History and audit trail").click()
+    settle(page)
+    versions = page.locator("#history-list li.version")
+    expect(versions).to_have_count(3)
+    expect(versions.nth(0)).to_contain_text("replaced by local: clearer wording")  # the audit of each change
+    expect(versions.nth(1)).to_contain_text("replaced by local: changed content")
+    expect(versions.nth(2)).to_contain_text("(current)")
+    expect(versions.nth(2).locator("[data-action='Revert']")).to_have_count(0)
+    assert page.evaluate(UNNAMED_CONTROLS) == []
+    shot(page, "edit-history")
+    versions.nth(0).get_by_role("button", name="Revert to version 1").click()
+    settle(page)
+    expect(notice(page)).to_contain_text("Version 1 is back")
+    assert server.get(memory["id"])[1]["memory"]["content"] == "the first words"
+    expect(page.locator("#detail-content")).to_have_text("the first words")
+    expect(versions).to_have_count(4)
+
+    # The audit records the API keeps (in the project's export), each change with who and why.
+    page.get_by_role("button", name="Audit records").click()
+    settle(page)
+    request = urllib.request.Request(f"{server.base}/v1/export?project={quote(project)}",
+                                     headers={"Authorization": f"Bearer {server.token}"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        rows = [json.loads(line) for line in answer.read().decode().splitlines() if line.strip()]
+    audit = [r for r in rows if r.get("kind") == "audit" and r["memory_id"] == memory["id"]]
+    assert len(audit) >= 3  # the console's edit, the other client's, the revert
+    shown = page.locator("#audit-list li")
+    expect(shown).to_have_count(len(audit))
+    for n, row in enumerate(audit):
+        expect(shown.nth(n)).to_contain_text(row["action"])
+        expect(shown.nth(n)).to_contain_text(row["at"])
+    expect(page.locator("#audit-list")).to_contain_text("clearer wording")
+    expect(page.locator("#audit-title")).to_be_focused()
+
+
+def test_search_sends_every_filter_and_mode_and_shows_each_hits_score_breakdown(page, server):
+    project = "/srv/console-search-filters"
+    old = server.store(project, "the cache key was the user id", occurred_at="2026-03-01T10:00:00Z",
+                       meta={"category": "cache", "component": "api"}, path="docs/cache.md")
+    new = server.store(project, "the cache key is the user id and the locale", supersedes=old["id"],
+                       meta={"category": "cache", "component": "api"}, path="docs/cache.md",
+                       occurred_at="2026-03-05T10:00:00Z", retention="permanent")
+    server.store(project, "the cache of images lives on the CDN", meta={"category": "cdn"}, path="ops/cdn.md")
+    connect(page, server.token)
+    open_project(page, project)
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/v1/memories/search") else None)
+    page.get_by_label("Query").fill("cache key")
+    page.locator("#search-filters summary").click()
+    page.get_by_label("Minimum relevance (0 to 1)").fill("2")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(page.locator("#alert")).to_contain_text("Minimum relevance is a number from 0 to 1")
+    expect(page.get_by_label("Minimum relevance (0 to 1)")).to_be_focused()
+    assert sent == []  # refused on the page
+
+    page.get_by_label("Mode").select_option("bm25")
+    page.get_by_label("With tags").fill("")
+    page.get_by_label("Category", exact=True).fill("cache")
+    page.get_by_label("Component").fill("api")
+    page.get_by_label("Path starts with").fill("docs/")
+    page.locator("#search-retention").select_option("permanent")
+    page.get_by_label("Happened since (UTC)").fill("2026-03-02T00:00:00")
+    page.get_by_label("Happened before (UTC)").fill("2026-04-01T00:00:00")
+    page.get_by_label("As of (UTC; default now)").fill("2026-06-01T12:00:00")
+    page.get_by_label("Minimum relevance (0 to 1)").fill("0.05")
+    page.get_by_label("Weight: keyword (0 to 1)").fill("0.5")
+    page.get_by_label("Weight: recency (0 to 1)").fill("0")
+    page.get_by_label("Show what each hit superseded").check()
+    page.get_by_role("button", name="Search", exact=True).click()
+    settle(page)
+    want = {"query": "cache key", "mode": "bm25", "k": 8, "project": project,
+            "filters": {"category": "cache", "component": "api", "path_prefix": "docs/", "retention": "permanent",
+                        "since": "2026-03-02T00:00:00.000Z", "until": "2026-04-01T00:00:00.000Z"},
+            "as_of": "2026-06-01T12:00:00.000Z", "min_relevance": 0.05, "weights": {"bm25": 0.5, "time": 0},
+            "include_superseded": True}
+    assert sent == [want]
+    answer = server.ok("POST", "/v1/memories/search", want)
+    assert [h["id"] for h in answer["results"]] == [new["id"]]  # the filters did their work on the server
+    hits = page.locator("#hit-list li.card-item")
+    expect(hits).to_have_count(1)
+    hit, shown = answer["results"][0], card(page, "hit-list", new["id"])
+    expect(shown.locator(".score-value")).to_have_text(f"{hit['score']:.3f}")
+    for key in ("vector", "bm25", "time", "feedback", "outcome", "boost"):
+        expect(shown.locator(f"[data-component='{key}'] .comp-value")).to_have_text(f"{hit['components'][key]:.3f}")
+    expect(shown.locator(".superseded li")).to_have_text("superseded: " + old["content"])
+    expect(shown.locator(".badge-retention")).to_have_text("permanent")
+    expect(page.locator("#search-explanation")).to_have_text(answer["explanation"])
+    shot(page, "search-filters")
+
+    page.get_by_role("button", name="Clear filters").click()
+    page.get_by_role("button", name="Search", exact=True).click()
+    settle(page)
+    assert sent[-1] == {"query": "cache key", "mode": "bm25", "k": 8, "project": project}
+
+
+def _drop(page, selector: str, files: list[tuple[str, str]]) -> None:
+    """A drag-and-drop of files, as the browser delivers it (a DataTransfer on a drop event)."""
+    transfer = page.evaluate_handle("""(files) => {
+        const dt = new DataTransfer();
+        for (const [name, text] of files) dt.items.add(new File([text], name, { type: 'text/plain' }));
+        return dt;
+    }""", files)
+    page.dispatch_event(selector, "drop", {"dataTransfer": transfer})
+
+
+def test_ingest_by_file_upload_and_drag_and_drop_with_chunk_numbers(page, server):
+    project = "/srv/console-ingest"
+    server.store(project, "a memory so the project exists")
+    connect(page, server.token)
+    open_project(page, project)
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/v1/memories/ingest") else None)
+    long_text = "\n\n".join(f"Section {n}. " + " ".join(f"s{n}w{i}" for i in range(160)) for n in range(8))
+    page.get_by_label("Files to ingest").set_input_files([
+        {"name": "guide.md", "mimeType": "text/markdown", "buffer": long_text.encode()},
+        {"name": "big.log", "mimeType": "text/plain", "buffer": b"x" * (1024 * 1024 + 1)},   # over 1 MiB
+        {"name": "image.png", "mimeType": "image/png", "buffer": b"\x89PNG\r\n\x1a\n\xff\xfe\x00"},  # not text
+    ])
+    page.locator("#ingest-tags").fill("guide")
+    page.get_by_role("button", name="Ingest", exact=True).click()
+    expect(page.locator("#ingest-progress")).to_have_text("Ingested 1 of 3 files.")
+    settle(page)
+    assert [b["path"] for b in sent] == ["guide.md"]  # the refused two were never sent
+    assert sent[0]["text"] == long_text and sent[0]["tags"] == ["guide"] and sent[0]["project"] == project
+    rows = page.locator("#ingest-results > li")
+    expect(rows.nth(1)).to_contain_text("1048577 bytes; the limit is 1 MiB")
+    expect(rows.nth(2)).to_contain_text("not UTF-8 text")
+    chunks = rows.nth(0).locator(".chunk-ids li")
+    listed = server.ok("GET", f"/v1/memories?project={quote(project)}&limit=100")["memories"]
+    stored = sorted((m for m in listed if m["path"] == "guide.md"), key=lambda m: m["chunk"]["index"])
+    assert len(stored) > 1
+    expect(chunks).to_have_count(len(stored))
+    for n, memory in enumerate(stored):
+        expect(chunks.nth(n)).to_contain_text(f"chunk {n + 1} of {len(stored)}")
+        assert chunks.nth(n).get_attribute("data-id") == memory["id"]
+    assert stored[0]["meta"]["tags"] == ["guide"]
+    chunks.nth(1).get_by_role("button").click()
+    expect(detail_value(page, "chunk")).to_have_text(f"2 of {len(stored)}")
+    shot(page, "ingest")
+
+    _drop(page, "#dropzone", [("dropped.txt", "dropped by drag and drop")])
+    expect(page.locator("#ingest-progress")).to_have_text("Ingested 1 of 1 file.")
+    assert sent[-1]["path"] == "dropped.txt" and sent[-1]["text"] == "dropped by drag and drop"
+    expect(page.locator("#memory-list")).to_contain_text("dropped by drag and drop")
+
+
+def test_import_a_fixpack_file_record_outcomes_then_golden_paths_and_patterns(page, server):
+    project = "/srv/console-fixpacks"
+    server.store(project, "a memory so the project exists")
+    fixpack = {**FIXPACK, "title": "Start the local Redis", "_comment": "kept as written"}
+    connect(page, server.token)
+    open_project(page, project)
+    page.get_by_label("Import a fixpack file (JSON)").set_input_files(
+        {"name": "bad.json", "mimeType": "application/json", "buffer": b"[1, 2]"})
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.locator("#alert")).to_contain_text("one JSON object")
+    page.get_by_label("Import a fixpack file (JSON)").set_input_files(
+        {"name": "redis.json", "mimeType": "application/json", "buffer": json.dumps(fixpack).encode()})
+    page.get_by_role("button", name="Import", exact=True).click()
+    settle(page)
+    expect(notice(page)).to_contain_text("Kept as written: _comment")
+    expect(page.locator("#solution-title")).to_have_text("Start the local Redis")
+    solution_id = page.locator("#solution-detail").get_attribute("data-id")
+    expect(page.locator(f"#solution-list li[data-id='{solution_id}']")).to_have_count(1)
+
+    page.get_by_role("button", name="Record outcome").click()
+    expect(page.locator("#alert")).to_contain_text("worked or failed")
+    for worked in (True, True, True, False):
+        page.get_by_label("It worked" if worked else "It failed").check()
+        page.get_by_label("Pattern tag (optional)").fill("redis-refused")
+        page.get_by_label("The error it was applied to (optional)").fill("connect ECONNREFUSED 127.0.0.1:6379")
+        page.get_by_role("button", name="Record outcome").click()
+        settle(page)
+        expect(page.locator("#notice")).not_to_have_class(re.compile(r"\bis-idle\b"))
+    got = server.ok("GET", f"/v1/solutions/{solution_id}")["solution"]
+    assert (got["success_count"], got["failure_count"]) == (3, 1)
+    expect(page.locator("#solution-summary")).to_contain_text("3 succeeded, 1 failed")
+
+    page.get_by_label("Golden paths: fixes applied at least (times)").fill("0")
+    page.get_by_role("button", name="Show golden paths").click()
+    expect(page.locator("#alert")).to_contain_text("whole number from 1")
+    page.get_by_label("Golden paths: fixes applied at least (times)").fill("3")
+    page.get_by_role("button", name="Show golden paths").click()
+    settle(page)
+    golden = server.ok("GET", "/v1/patterns/golden-paths?min_applications=3")
+    assert [p["pattern"]["tag"] for p in golden["paths"]] == ["redis-refused"]
+    expect(page.locator("#golden-list li[data-tag='redis-refused']")).to_contain_text(
+        "→ Start the local Redis: 3 worked, 1 failed")
+    expect(page.locator("#patterns-explanation")).to_have_text(golden["explanation"])
+    shot(page, "fixpacks-golden")
+
+    page.get_by_label("Which known patterns does this error match?").fill("connect ECONNREFUSED 127.0.0.1:6379")
+    page.get_by_role("button", name="Match patterns").click()
+    settle(page)
+    matched = server.ok("POST", "/v1/patterns/detect", {"error": "connect ECONNREFUSED 127.0.0.1:6379"})
+    expect(page.locator("#patterns-explanation")).to_have_text(matched["explanation"])
+    for m in matched["results"]:
+        expect(page.locator(f"#pattern-list li[data-tag='{m['pattern']['tag']}']")).to_contain_text(f"score {m['score']:.3f}")
+    page.get_by_role("button", name="Mine patterns from the memories").click()
+    settle(page)
+    mined = server.ok("POST", "/v1/patterns/mine", {"min_occurrences": 2, "k": 20})  # idempotent: the same again
+    expect(page.locator("#pattern-list li[data-tag]")).to_have_count(len(mined["patterns"]))
+    expect(notice(page)).to_contain_text(f"Scanned {mined['scanned']} failure/error memories")
+
+
+def test_api_keys_list_create_shown_once_and_revoke_with_confirmation(page, server):
+    connect(page, server.token)
+    page.get_by_role("button", name="Load keys").click()
+    settle(page)
+    page.get_by_label("Name", exact=True).fill("bad name!")
+    page.get_by_role("button", name="Create key").click()
+    expect(page.locator("#alert")).to_contain_text("A key name is 1 to 64 letters")
+    expect(page.get_by_label("Name", exact=True)).to_be_focused()
+    page.get_by_label("Name", exact=True).fill("console-bot")
+    page.get_by_label("Tenant").fill("team-a")
+    page.get_by_role("button", name="Create key").click()
+    settle(page)
+    key = page.locator("#new-key").input_value()
+    assert key.startswith("cmk_")
+    expect(page.locator("#new-key")).to_be_focused()
+    listed = server.ok("GET", "/v1/keys")["keys"]
+    assert [(k["name"], k["tenant"]) for k in listed] == [("console-bot", "team-a")]
+    row = page.locator("#key-list li[data-name='console-bot']")
+    expect(row).to_contain_text("tenant team-a")
+    expect(page.locator("#key-list")).not_to_contain_text(key)  # the key itself only in the box, once
+    with_key = Api(server.base, key)
+    assert with_key.call("GET", "/v1/projects")[0] == 200
+    assert with_key.call("GET", "/v1/keys")[0] == 403  # a named key cannot manage keys
+    assert page.evaluate(UNNAMED_CONTROLS) == []
+    shot(page, "keys")
+
+    row.get_by_role("button", name="Revoke key console-bot").click()
+    row.get_by_role("button", name="Keep key console-bot").click()
+    assert with_key.call("GET", "/v1/projects")[0] == 200  # cancelled: nothing revoked
+    row.get_by_role("button", name="Revoke key console-bot").click()
+    row.get_by_role("button", name="Confirm revoking key console-bot").click()
+    settle(page)
+    expect(notice(page)).to_contain_text("Revoked API key 'console-bot'")
+    expect(page.locator("#key-list li[data-name='console-bot']")).to_have_count(0)
+    assert with_key.call("GET", "/v1/projects")[0] == 401
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.locator("#new-key")).to_have_value("")  # shown once, not to whoever has the tab next
+    expect(page.locator("#key-list li")).to_have_count(0)
+
+
+def test_trend_charts_memories_over_time_latency_feedback_and_solution_success(page, server):
+    grow, other = "/srv/console-trend-a", "/srv/console-trend-b"
+    a = [server.store(grow, f"trend memory {n}") for n in range(3)]
+    server.store(other, "trend memory elsewhere")
+    for memory, helpful in ((a[0], True), (a[1], True), (a[2], False)):
+        server.ok("POST", f"/v1/memories/{quote(memory['id'])}/feedback", {"helpful": helpful})
+    fix = server.ok("POST", "/v1/solutions", {**FIXPACK, "title": "Trend fix"})["solution"]
+    for worked in (True, True, False):
+        server.ok("POST", f"/v1/solutions/{fix['id']}/apply", {"success": worked})
+    connect(page, server.token)
+    open_project(page, grow)
+    for query in ("trend memory", "elsewhere"):
+        page.get_by_label("Query").fill(query)
+        page.get_by_role("button", name="Search", exact=True).click()
+        settle(page)
+    asked = []
+    page.on("request", lambda r: asked.append(r.url))
+    page.get_by_role("button", name="Refresh charts").click()
+    settle(page)
+    assert all(urlsplit(u).netloc == urlsplit(server.base).netloc for u in asked)
+    assert sum("/v1/memories?" in u for u in asked) <= 5 * 3  # bounded reads
+    day = a[0]["created_at"][:10]
+    growth = page.locator("#chart-growth-text li")
+    expect(growth.filter(has_text=grow)).to_have_text(f"{grow}: 3 memories by {day}")
+    # The open project and the largest others, five at most; every project here was stored today.
+    held = [p for p in server.ok("GET", "/v1/projects")["projects"] if p["memories"]]
+    expect(growth).to_have_count(min(5, len(held)))
+    assert other  # a second project, so the chart has more than one line to tell apart
+    expect(page.locator(f"#chart-growth path[data-series='{grow}']")).to_have_count(1)
+    latency = page.locator("#chart-latency-text li")
+    expect(latency).to_have_count(2)
+    expect(latency.nth(0)).to_have_text(re.compile(r"^search 1: \d+ ms$"))
+    expect(page.locator("#chart-feedback-text li").filter(has_text=grow)).to_have_text(
+        f"{grow}: 2 helpful, 1 not helpful (67% helpful)")
+    expect(page.locator("#chart-solutions-text li").filter(has_text="Trend fix")).to_have_text(
+        "Trend fix: 2 of 3 worked (67%)")
+    width = float(page.locator("#chart-solutions rect.bar-all[data-label='Trend fix']").get_attribute("width"))
+    track = float(page.locator("#chart-solutions rect.bar-track").first.get_attribute("width"))
+    assert width == pytest.approx(track * 2 / 3, rel=0.01)
+    assert page.locator("#charts image, #charts use, #charts foreignObject").count() == 0
+    page.get_by_label("Query").fill("one more")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(latency).to_have_count(3)  # a new search is drawn at once
+    shot(page, "trends")
