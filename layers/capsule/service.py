@@ -45,6 +45,9 @@ from .text import sha256
 
 M = TypeVar("M", bound=BaseModel)
 logger = logging.getLogger("capsule.service")
+# A write of at least this many records (a large document's chunks) goes through
+# ``MemoryStore.insert_bulk``: the same rows, its per-batch work done once.
+BULK_FROM = 256
 
 
 def validate(model: Type[M], data: Any) -> M:
@@ -164,7 +167,9 @@ class MemoryService:
         project = records[0].project
         limit = self.store.retention_limit(tenant, project) or self.settings.retention_limit
         dedupe_after = self.clock() - timedelta(hours=limits.DEDUPE_HOURS)
-        return self.store.insert(records, limit=limit, dedupe_after=dedupe_after, actor=tenant)
+        # Many chunks at once (a large document): the store's bulk insert, the same rows.
+        bulk = getattr(self.store, "insert_bulk", None) if len(records) >= BULK_FROM else None
+        return (bulk or self.store.insert)(records, limit=limit, dedupe_after=dedupe_after, actor=tenant)
 
     @staticmethod
     def _retention_note(outcome: WriteOutcome) -> tuple[list[models.Eviction], str]:
