@@ -33,7 +33,7 @@ import numpy as np
 from . import dates, hamming, ranking
 from .index import ProjectIndex, sign_codes, stable_key
 from .records import Filters
-from .search import (Scored, SearchOptions, _View, _best_rows, _keyword_stage, _query_vector, _score_rows,
+from .search import (Scored, SearchOptions, _Ranked, _View, _best_rows, _keyword_stage, _query_vector, _rank_rows,
                      _vector_ok, _views)
 
 
@@ -96,13 +96,26 @@ def search_global(
     spans = dates.windows(query, now) if options.date_boost else []
     capable = [_vector_ok(v.index, q, model_id) for v in views]
     chosen = candidate_rows(views, capable, q, options, top_keyword, spans, codes or TenantCodes())
+    ranked = [_rank_rows(v, rows, q if ok else None, now, weights, options, top_keyword, k, query, spans)
+              for v, rows, ok in zip(views, chosen, capable) if rows.size]
     scored: list[Scored] = []
-    for v, rows, ok in zip(views, chosen, capable):
-        if rows.size:
-            scored.extend(_score_rows(v, rows, q if ok else None, now, weights, options, top_keyword, k, query,
-                                      spans))
+    for one, keep in zip(ranked, _best_of_all(ranked, k)):
+        if keep.size:  # records are read only for the rows returned
+            scored.extend(one.hits(keep))
     scored.sort(key=lambda s: (-s.score, stable_key(s.record.id)))
     return scored[:k], searched
+
+
+def _best_of_all(ranked: list[_Ranked], k: int) -> list[np.ndarray]:
+    """Of every view's k best, the k best of all (ties to the smaller key, the memory's own:
+    the order the results are sorted in), as positions for each view's :meth:`_Ranked.hits`."""
+    if not ranked:
+        return []
+    score = np.concatenate([r.score[r.keep] for r in ranked])
+    keys = np.concatenate([r.index.key[r.rows[r.keep]] for r in ranked])
+    starts = np.concatenate(([0], np.cumsum([r.keep.size for r in ranked]))).astype(np.int64)
+    best = np.sort(_best_rows(score, None, k, keys, smaller_is_better=False))
+    return [r.keep[part] for r, part in zip(ranked, _split(best, starts, len(ranked)))]
 
 
 def candidate_rows(views: list[_View], capable: list[bool], q: np.ndarray | None, options: SearchOptions,

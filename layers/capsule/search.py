@@ -507,6 +507,13 @@ def _score_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime,
                 spans: list[dates.Window] | None = None) -> list[Scored]:
     """The k best of the candidate ``rows`` (ascending) of one view, scored in full; ``q``
     None: no vector score (no query vector, or another model's index)."""
+    return _rank_rows(v, rows, q, now, weights, options, top_keyword, k, query, spans).hits()
+
+
+def _rank_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime, weights: ranking.Weights,
+               options: SearchOptions, top_keyword: float, k: int, query: str = "",
+               spans: list[dates.Window] | None = None) -> "_Ranked":
+    """:func:`_score_rows` without building the results (records are read only for hits)."""
     index = v.index
     vector_ok = q is not None
     vector = np.zeros(rows.size, dtype=np.float64)
@@ -537,13 +544,35 @@ def _score_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime,
     # Only the k best (and every tie with the k-th) can be returned: build just those.
     keep = matched[_best_rows(score[matched], None, k, index.key[rows[matched]],
                               smaller_is_better=False)]
-    index.records.prefetch(rows[keep])  # one read for the hits of an index loaded as columns
-    return [
-        Scored(record=index.records[rows[i]], score=float(score[i]), vector=float(vector[i]),
-               bm25=float(keyword[i]), time=float(time[i]), feedback=float(feedback[i]),
-               outcome=float(outcome[i]), boost=float(boost[i]), when=float(when[i]))
-        for i in keep
-    ]
+    return _Ranked(index, rows, keep, score, vector, keyword, time, feedback, outcome, boost, when)
+
+
+@dataclass(slots=True)
+class _Ranked:
+    """One view's scored candidates: ``keep`` (positions in ``rows``) are its k best."""
+    index: ProjectIndex
+    rows: np.ndarray
+    keep: np.ndarray
+    score: np.ndarray
+    vector: np.ndarray
+    keyword: np.ndarray
+    time: np.ndarray
+    feedback: np.ndarray
+    outcome: np.ndarray
+    boost: np.ndarray
+    when: np.ndarray
+
+    def hits(self, keep: np.ndarray | None = None) -> list[Scored]:
+        """The results for ``keep`` (default: the k best), their records read in one go."""
+        keep = self.keep if keep is None else keep
+        index, rows = self.index, self.rows
+        index.records.prefetch(rows[keep])  # one read for the hits of an index loaded as columns
+        return [
+            Scored(record=index.records[rows[i]], score=float(self.score[i]), vector=float(self.vector[i]),
+                   bm25=float(self.keyword[i]), time=float(self.time[i]), feedback=float(self.feedback[i]),
+                   outcome=float(self.outcome[i]), boost=float(self.boost[i]), when=float(self.when[i]))
+            for i in keep
+        ]
 
 
 def rank(
