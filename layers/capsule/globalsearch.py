@@ -23,6 +23,7 @@ to the smaller key fixed per memory, as in one project.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,10 +32,14 @@ from typing import Sequence
 import numpy as np
 
 from . import dates, hamming, ranking
+from .clock import to_epoch
 from .index import ProjectIndex, sign_codes, stable_key
+from .query import named_authors
 from .records import Filters
-from .search import (Scored, SearchOptions, _Ranked, _View, _best_rows, _keyword_stage, _query_vector, _rank_rows,
-                     _vector_ok, _views)
+from .search import (Scored, SearchOptions, _Ranked, _View, _best_rows, _length_b, _query_vector, _rank_rows,
+                     _vector_ok, _views, _widen, _windowed, wilson)
+from .terms import term_hash
+from .text import tokens
 
 
 @dataclass(slots=True)
@@ -54,9 +59,22 @@ class TenantCodes:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._kept: dict[tuple, _Concat] = {}
+        self._columns: _Columns | None = None
+
+    def columns(self, indexes: Sequence[ProjectIndex]) -> _Columns:
+        """The indexes' :class:`_Columns`, kept until one of them changes."""
+        stamp = _stamp(indexes)
+        with self._lock:
+            kept = self._columns
+        if kept is not None and kept.stamp == stamp:
+            return kept
+        made = _Columns.of(indexes, stamp)
+        with self._lock:
+            self._columns = made
+        return made
 
     def of(self, indexes: Sequence[ProjectIndex], words: int) -> _Concat:
-        stamp = tuple((id(i), i.version, i.n, i.words) for i in indexes)
+        stamp = _stamp(indexes)
         scope = (tuple(id(i) for i in indexes), words)
         with self._lock:
             kept = self._kept.get(scope)
@@ -75,6 +93,41 @@ class TenantCodes:
         return made
 
 
+@dataclass(slots=True)
+class _Columns:
+    """What ranking reads of every row of some indexes, one index after another, and their
+    keyword postings as one table sorted by term (rows numbered tenant-wide)."""
+
+    stamp: tuple
+    starts: np.ndarray  # first row of each index (len = indexes + 1)
+    key: np.ndarray
+    length: np.ndarray
+    occurred: np.ndarray
+    helpful: np.ndarray
+    unhelpful: np.ndarray
+    outcome: np.ndarray
+    hashes: np.ndarray  # postings: term hash (sorted), row, count
+    rows: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, indexes: Sequence[ProjectIndex], stamp: tuple) -> "_Columns":
+        starts = np.concatenate(([0], np.cumsum([i.n for i in indexes]))).astype(np.int64)
+        joined = {name: np.concatenate([getattr(i, name)[: i.n] for i in indexes])
+                  for name in ("key", "length", "occurred", "helpful", "unhelpful", "outcome")}
+        for index in indexes:
+            index._merge()  # pending postings sorted in (what the index's next term look-up does)
+        hashes = np.concatenate([i._main[0] for i in indexes])
+        order = np.argsort(hashes, kind="stable")
+        rows = np.concatenate([i._main[1].astype(np.int64) + start for i, start in zip(indexes, starts[:-1].tolist())])
+        counts = np.concatenate([i._main[2] for i in indexes])
+        return cls(stamp, starts, hashes=hashes[order], rows=rows[order], counts=counts[order], **joined)
+
+
+def _stamp(indexes: Sequence[ProjectIndex]) -> tuple:
+    return tuple((id(i), i.version, i.n, i.words) for i in indexes)
+
+
 def search_global(
     indexes: Sequence[ProjectIndex],
     *,
@@ -90,14 +143,20 @@ def search_global(
 ) -> tuple[list[Scored], int]:
     """The k best rows of ``indexes`` for the query, and how many rows were searched: what
     :func:`capsule.search.search_indexes` answers, with candidates chosen across indexes."""
+    codes = codes or TenantCodes()
     views, searched = _views(indexes, filters)
+    columns = codes.columns(indexes)
     q = _query_vector(query_vector, weights)
-    top_keyword = _keyword_stage(views, query, weights, options)
+    top_keyword = _tenant_keyword(views, columns, query, weights, options)
     spans = dates.windows(query, now) if options.date_boost else []
     capable = [_vector_ok(v.index, q, model_id) for v in views]
-    chosen = candidate_rows(views, capable, q, options, top_keyword, spans, codes or TenantCodes())
+    chosen = candidate_rows(views, capable, q, options, top_keyword, spans, codes)
+    plain = [_plain_scoring(v.index, options, query) for v in views]
     ranked = [_rank_rows(v, rows, q if ok else None, now, weights, options, top_keyword, k, query, spans)
-              for v, rows, ok in zip(views, chosen, capable) if rows.size]
+              for v, rows, ok, simple in zip(views, chosen, capable, plain) if rows.size and not simple]
+    together = _rank_plain(views, chosen, capable, plain, columns, q, now, weights, options, top_keyword, k, spans)
+    if together is not None:
+        ranked.append(together)
     scored: list[Scored] = []
     for one, keep in zip(ranked, _best_of_all(ranked, k)):
         if keep.size:  # records are read only for the rows returned
@@ -106,13 +165,153 @@ def search_global(
     return scored[:k], searched
 
 
+def _plain_scoring(index: ProjectIndex, options: SearchOptions, query: str) -> bool:
+    """Whether no ranking aid of the index's own applies (no session window, no length prior,
+    no author named): its rows are then scored by the signals alone, with every such index's
+    rows together (:func:`_rank_plain`)."""
+    shape = index.shape()
+    if _windowed(shape, options):
+        return False
+    if options.long_length_prior and shape.median_length > options.window_max_length:
+        return False
+    if options.author_boost and index.authors:
+        named = named_authors(query, index.authors)
+        if named and len(named) < len(index.authors):
+            return False
+    return True
+
+
+def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: ranking.Weights,
+                    options: SearchOptions) -> float:
+    """:func:`capsule.search._keyword_stage` for many views, each term looked up once in the
+    tenant's postings: the same statistics (n, average length and df over every row
+    searched), the same arithmetic and the same order of sums, so the same scores."""
+    if weights.bm25 <= 0:
+        return 0.0
+    terms = _keyword_terms(views, query, options)
+    if all(v.plain for v in views):
+        stats = [v.index.alive_stats() for v in views]
+        n, total = sum(s[0] for s in stats), sum(s[1] for s in stats)
+    else:
+        n = sum(int(v.mask.sum()) for v in views)
+        total = sum(float(v.index.length[: v.index.n][v.mask].sum()) for v in views)
+    avg = total / n if n and total else 1.0
+    keyword = np.zeros(int(columns.starts[-1]), dtype=np.float64)
+    starts = columns.starts
+    for v, start, stop in zip(views, starts[:-1].tolist(), starts[1:].tolist()):
+        v.keyword = keyword[start:stop]  # each view's part of the tenant's scores
+    if n:
+        mask = np.concatenate([v.mask for v in views]) if views else np.zeros(0, dtype=bool)
+        b_of = np.array([_length_b(v.index, options) for v in views], dtype=np.float64)
+        for term in terms:  # sorted, so sums run in one order in every process
+            h = term_hash(term)
+            lo, hi = np.searchsorted(columns.hashes, h, "left"), np.searchsorted(columns.hashes, h, "right")
+            rows = columns.rows[lo:hi]
+            keep = mask[rows]
+            rows, tf = rows[keep], columns.counts[lo:hi][keep].astype(np.float64)
+            if not rows.size:
+                continue
+            idf = math.log(1 + (n - rows.size + 0.5) / (rows.size + 0.5))
+            b = b_of[np.searchsorted(starts, rows, side="right") - 1]
+            norm = options.k1 * (1 - b + b * columns.length[rows] / avg)
+            keyword[rows] += idf * tf * (options.k1 + 1) / (tf + norm)
+    for v in views:
+        _widen(v, options)
+    return max((float(v.keyword.max()) for v in views if v.keyword.size), default=0.0)
+
+
+def _keyword_terms(views: list[_View], query: str, options: SearchOptions) -> list[str]:
+    """The query's keyword terms (an author named is left to the author boost): as
+    :func:`capsule.search._keyword_stage` takes them."""
+    terms = set(tokens(query))
+    if not options.names_in_keywords and options.author_boost:
+        for v in views:
+            for name in v.index.authors:
+                if set(tokens(name)) & terms and len(v.index.authors) > 1:
+                    terms -= set(tokens(name))
+        terms = terms or set(tokens(query))
+    return sorted(terms)
+
+
+def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool], plain: list[bool],
+                columns: _Columns, q: np.ndarray | None, now: datetime, weights: ranking.Weights,
+                options: SearchOptions, top_keyword: float, k: int, spans: list[dates.Window]) -> "_Tenant | None":
+    """The candidates of every plain-scored view (:func:`_plain_scoring`), scored together:
+    what :func:`capsule.search._rank_rows` computes for them (their boosts are all 0 but the
+    time the query names), tenant-wide."""
+    parts = [(i, rows) for i, (rows, simple) in enumerate(zip(chosen, plain)) if simple and rows.size]
+    if not parts:
+        return None
+    owner = np.concatenate([np.full(rows.size, i, dtype=np.int64) for i, rows in parts])
+    local = np.concatenate([rows for _, rows in parts])
+    rows = local + columns.starts[owner]
+    vector = np.zeros(rows.size, dtype=np.float64)
+    at = 0
+    for i, part in parts:
+        index = views[i].index
+        if capable[i] and q is not None:
+            with_vec = index.has_vec[part]
+            if with_vec.any():
+                block = index.vectors(part[with_vec])
+                # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
+                vector[at:at + part.size][with_vec] = np.clip(np.einsum("ij,j->i", block, q), 0.0, 1.0)
+        at += part.size
+    keyword = np.zeros(rows.size) if top_keyword <= 0 else np.concatenate(
+        [views[i].keyword[part] for i, part in parts]) / top_keyword
+    ages = (to_epoch(now) - columns.occurred[rows]) / 86400.0
+    time = ranking.time_decay(ages, weights.half_life_days)
+    helpful = columns.helpful[rows]
+    feedback = wilson(helpful, helpful + columns.unhelpful[rows])
+    outcome = columns.outcome[rows]
+    score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
+    when = options.date_boost * dates.closeness(columns.occurred[rows], spans) if options.date_boost and spans \
+        else np.zeros(rows.size)
+    boost = np.zeros(rows.size, dtype=np.float64) + when
+    score = score + boost
+    relevance = np.maximum(vector, keyword)
+    matched = np.flatnonzero(((relevance > 0) & (relevance >= options.min_relevance)) | (when > 0))
+    keep = matched[_best_rows(score[matched], None, k, columns.key[rows[matched]], smaller_is_better=False)]
+    return _Tenant(None, rows, keep, score, vector, keyword, time, feedback, outcome, boost, when,
+                   views=views, owner=owner, local=local)
+
+
+class _Tenant(_Ranked):
+    """:class:`capsule.search._Ranked` over rows of several indexes (``owner``, ``local``)."""
+
+    __slots__ = ("views", "owner", "local")
+
+    def __init__(self, *fields, views, owner, local) -> None:
+        super().__init__(*fields)
+        self.views, self.owner, self.local = views, owner, local
+
+    def keys(self, keep: np.ndarray) -> np.ndarray:
+        return np.array([self.views[o].index.key[r] for o, r in zip(self.owner[keep].tolist(),
+                                                                    self.local[keep].tolist())], dtype=np.int64)
+
+    def hits(self, keep: np.ndarray | None = None) -> list[Scored]:
+        keep = self.keep if keep is None else keep
+        out = []
+        for o in np.unique(self.owner[keep]).tolist():
+            mine = keep[self.owner[keep] == o]
+            index = self.views[o].index
+            index.records.prefetch(self.local[mine])  # one read per index, for its hits only
+            out.extend(
+                Scored(record=index.records[int(self.local[i])], score=float(self.score[i]),
+                       vector=float(self.vector[i]), bm25=float(self.keyword[i]), time=float(self.time[i]),
+                       feedback=float(self.feedback[i]), outcome=float(self.outcome[i]), boost=float(self.boost[i]),
+                       when=float(self.when[i]))
+                for i in mine)
+        return out
+
+
 def _best_of_all(ranked: list[_Ranked], k: int) -> list[np.ndarray]:
     """Of every view's k best, the k best of all (ties to the smaller key, the memory's own:
     the order the results are sorted in), as positions for each view's :meth:`_Ranked.hits`."""
     if not ranked:
         return []
     score = np.concatenate([r.score[r.keep] for r in ranked])
-    keys = np.concatenate([r.index.key[r.rows[r.keep]] for r in ranked])
+    keys = np.concatenate([r.keys(r.keep) if isinstance(r, _Tenant) else r.index.key[r.rows[r.keep]]
+                           for r in ranked])
     starts = np.concatenate(([0], np.cumsum([r.keep.size for r in ranked]))).astype(np.int64)
     best = np.sort(_best_rows(score, None, k, keys, smaller_is_better=False))
     return [r.keep[part] for r, part in zip(ranked, _split(best, starts, len(ranked)))]
@@ -122,12 +321,13 @@ def candidate_rows(views: list[_View], capable: list[bool], q: np.ndarray | None
                    top_keyword: float, spans: list[dates.Window], codes: TenantCodes) -> list[np.ndarray]:
     """The rows of each view a global search scores (ascending): the union of the stages'."""
     chosen = [np.zeros(0, dtype=np.int64) for _ in views]
+    columns = codes.columns([v.index for v in views])
     if q is not None and any(capable):
         _mark(chosen, _vector_candidates(views, capable, q, options, codes))
     if top_keyword > 0:
-        _mark(chosen, _keyword_candidates(views, options))
+        _mark(chosen, _keyword_candidates(views, columns, options))
     if spans:
-        _mark(chosen, _timed_candidates(views, spans, options))
+        _mark(chosen, _timed_candidates(views, columns, spans, options))
     return chosen
 
 
@@ -203,34 +403,27 @@ def _exact_candidates(views: list[_View], capable: list[bool], q: np.ndarray, op
     return _split(rows, starts, len(views))
 
 
-def _positive_best(values: list[np.ndarray], views: list[_View], count: int) -> list[np.ndarray]:
-    """Of the positive values of all views (one array per view), the ``count`` best; ties at
-    the cut to the smaller key."""
-    rows = [np.flatnonzero(v > 0) for v in values]
-    found = [r.size for r in rows]
-    if not sum(found):
-        return [np.zeros(0, dtype=np.int64) for _ in views]
-    starts = np.concatenate(([0], np.cumsum(found))).astype(np.int64)
-    picked = np.concatenate([v[r] for v, r in zip(values, rows)])
-    keys = np.concatenate([view.index.key[r] for view, r in zip(views, rows)])
-    best = _best_rows(picked, None, count, keys, smaller_is_better=False)
-    return [rows[i][part] for i, part in enumerate(_split(np.sort(best), starts, len(views)))]
+def _positive_best(values: np.ndarray, keys: np.ndarray, starts: np.ndarray, count: int) -> list[np.ndarray]:
+    """Of the positive ``values`` (tenant-wide), the ``count`` best, as each view's rows; ties
+    at the cut to the smaller key."""
+    rows = np.flatnonzero(values > 0)
+    best = rows[_best_rows(values[rows], None, count, keys[rows], smaller_is_better=False)]
+    return _split(np.sort(best), starts, len(starts) - 1)
 
 
-def _keyword_candidates(views: list[_View], options: SearchOptions) -> list[np.ndarray]:
-    values = [v.keyword if v.keyword is not None else np.zeros(v.index.n) for v in views]
-    return _positive_best(values, views, options.candidates)
+def _keyword_candidates(views: list[_View], columns: _Columns, options: SearchOptions) -> list[np.ndarray]:
+    values = np.concatenate([v.keyword if v.keyword is not None else np.zeros(v.index.n) for v in views])
+    return _positive_best(values, columns.key, columns.starts, options.candidates)
 
 
-def _timed_candidates(views: list[_View], spans: list[dates.Window], options: SearchOptions) -> list[np.ndarray]:
+def _timed_candidates(views: list[_View], columns: _Columns, spans: list[dates.Window],
+                      options: SearchOptions) -> list[np.ndarray]:
     """The rows nearest the times the query names, of all views; of many equally near, the
     most recent (a rise far below any score step, over the times of every view)."""
-    when = [v.index.occurred[: v.index.n] for v in views]
-    near = [dates.closeness(w, spans) * v.mask for w, v in zip(when, views)]
-    if not any(n.any() for n in near):
+    when = columns.occurred
+    mask = np.concatenate([v.mask for v in views])
+    near = dates.closeness(when, spans) * mask
+    if not near.any():
         return [np.zeros(0, dtype=np.int64) for _ in views]
-    present = [w for w in when if w.size]
-    low, high = min(float(w.min()) for w in present), max(float(w.max()) for w in present)
-    span = high - low
-    order = [np.where(n > 0, n + 1e-6 * ((w - low) / span if span > 0 else 0.0), 0.0) for n, w in zip(near, when)]
-    return _positive_best(order, views, options.candidates)
+    order = near + 1e-6 * ranking.scale_to_unit(when - when.min())
+    return _positive_best(np.where(near > 0, order, 0.0), columns.key, columns.starts, options.candidates)

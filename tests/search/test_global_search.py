@@ -190,3 +190,52 @@ def test_the_service_answers_global_searches_from_one_pass(tmp_path, data):
             assert len(service._tenant_codes._kept) == 1  # the tenant's codes kept between searches
     finally:
         store.close()
+
+
+@pytest.fixture(scope="module")
+def mixed(data, indexes):
+    """Besides the plain projects, two of chat turns (sessions of 8, two authors: the session
+    window, the chat priors and the author boost apply there) and one of long memories."""
+    out = list(indexes[:6])
+    for p in range(2):
+        index = ProjectIndex("t", f"chat{p}", MODEL)
+        rows = []
+        for j, i in enumerate(range(p, 1600, 2)):
+            r = record(data, i, f"chat{p}")
+            r.id = f"c{p}{i:06d}"
+            r.meta = {"session": f"s{j // 8}", "author": "ann" if j % 2 else "bob"}
+            r.content = r.content + ("?" if j % 5 == 0 else "")
+            rows.append(r)
+        index.apply(ChangeSet(version=1, changed=rows, reset=True))
+        out.append(index)
+    long = ProjectIndex("t", "long", MODEL)
+    rows = []
+    for i in range(300):
+        r = record(data, i, "long")
+        r.id = f"l{i:06d}"
+        r.content = " ".join(data.texts[i:i + 5])  # about 70 tokens: the long-memory prior applies
+        rows.append(r)
+    long.apply(ChangeSet(version=1, changed=rows, reset=True))
+    out.append(long)
+    return out
+
+
+@pytest.mark.parametrize("suffix", ["", " ann", " on March 3, 2025"])
+def test_the_same_over_projects_with_their_own_ranking_aids(mixed, data, suffix):
+    """Every row a candidate (the per-project path re-scores 500 of each project's 800, the
+    global one 500 of all): the scores, aids included, are then compared row for row."""
+    options = SearchOptions(candidates=8000)
+    for q in range(0, QUERIES, 2):
+        args = dict(filters=Filters(), query=data.query_texts[q] + suffix, query_vector=data.queries[q],
+                    model_id=MODEL, now=NOW, weights=WEIGHTS, k=10, options=options)
+        same(search_indexes(mixed, **args), search_global(mixed, **args))
+
+
+def test_a_time_named_query_finds_what_happened_then_in_every_project(indexes, data):
+    args = dict(filters=Filters(), query="what happened on March 3, 2025", query_vector=None, model_id=MODEL,
+                now=NOW, weights=WEIGHTS, k=30)
+    old, new = search_indexes(indexes, **args), search_global(indexes, **args)
+    same(old, new)
+    assert len({h.record.project for h in new[0]}) == PROJECTS  # 24 hours: two rows of each project
+    # "2025" is also a keyword of some memories (w2025): most hits, not all, are of that day.
+    assert sum(h.record.occurred_at.date().isoformat() == "2025-03-03" for h in new[0]) >= 20
