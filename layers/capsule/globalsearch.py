@@ -36,8 +36,21 @@ from .clock import to_epoch
 from .index import ProjectIndex, sign_codes, stable_key
 from .query import named_authors
 from .records import Filters
-from .search import (Scored, SearchOptions, _Ranked, _View, _best_rows, _length_b, _query_vector, _rank_rows,
-                     _vector_ok, _views, _widen, _windowed, wilson)
+from .search import (
+    Scored,
+    SearchOptions,
+    _best_rows,
+    _length_b,
+    _query_vector,
+    _rank_rows,
+    _Ranked,
+    _vector_ok,
+    _View,
+    _views,
+    _widen,
+    _windowed,
+    wilson,
+)
 from .terms import term_hash
 from .text import tokens
 
@@ -320,22 +333,16 @@ def _best_of_all(ranked: list[_Ranked], k: int) -> list[np.ndarray]:
 def candidate_rows(views: list[_View], capable: list[bool], q: np.ndarray | None, options: SearchOptions,
                    top_keyword: float, spans: list[dates.Window], codes: TenantCodes) -> list[np.ndarray]:
     """The rows of each view a global search scores (ascending): the union of the stages'."""
-    chosen = [np.zeros(0, dtype=np.int64) for _ in views]
     columns = codes.columns([v.index for v in views])
+    parts = []  # tenant-wide row numbers
     if q is not None and any(capable):
-        _mark(chosen, _vector_candidates(views, capable, q, options, codes))
+        parts.append(_vector_candidates(views, capable, q, options, codes))
     if top_keyword > 0:
-        _mark(chosen, _keyword_candidates(views, columns, options))
+        parts.append(_keyword_candidates(views, columns, options))
     if spans:
-        _mark(chosen, _timed_candidates(views, columns, spans, options))
-    return chosen
-
-
-def _mark(chosen: list[np.ndarray], picked: list[np.ndarray]) -> None:
-    """Add each view's newly picked rows to its chosen ones (ascending, no repeats)."""
-    for i, rows in enumerate(picked):
-        if rows.size:
-            chosen[i] = np.union1d(chosen[i], rows)
+        parts.append(_timed_candidates(views, columns, spans, options))
+    rows = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+    return _split(rows, columns.starts, len(views))
 
 
 def _split(rows: np.ndarray, starts: np.ndarray, count: int) -> list[np.ndarray]:
@@ -356,13 +363,13 @@ def _eligible(views: list[_View], capable: list[bool]) -> np.ndarray | None:
 
 
 def _vector_candidates(views: list[_View], capable: list[bool], q: np.ndarray, options: SearchOptions,
-                       codes: TenantCodes) -> list[np.ndarray]:
-    """The ``candidates`` rows of all views nearest the query: by sign bits (a first pass over
+                       codes: TenantCodes) -> np.ndarray:
+    """The ``candidates`` rows (tenant-wide) of all views nearest the query: by sign bits (a first pass over
     the leading words of every row, then every bit of the survivors), or exactly."""
     indexes = [v.index for v in views]
     eligible = _eligible(views, capable)
     if eligible is not None and not eligible.any():
-        return [np.zeros(0, dtype=np.int64) for _ in views]
+        return np.zeros(0, dtype=np.int64)
     if options.exact:
         return _exact_candidates(views, capable, q, options, eligible)
     words = max(v.index.words for v, ok in zip(views, capable) if ok)
@@ -377,18 +384,17 @@ def _vector_candidates(views: list[_View], capable: list[bool], q: np.ndarray, o
         distance = np.bitwise_count(concat.prefix ^ code[:first]).sum(axis=1, dtype=np.uint16)
         rows = _best_rows(distance, eligible, wide, concat.keys, smaller_is_better=True)
     if first == words:
-        return _split(np.sort(rows), concat.starts, len(views))
+        return rows
     # The survivors ranked on every bit: their codes gathered from each index.
     local = _split(np.sort(rows), concat.starts, len(views))
     distance = np.concatenate([np.bitwise_count(v.index.row_codes[r] ^ code).sum(axis=1, dtype=np.uint16)
                                for v, r in zip(views, local)])
     rows = np.concatenate([r + concat.starts[i] for i, r in enumerate(local)])
-    best = rows[_best_rows(distance, None, options.candidates, concat.keys[rows], smaller_is_better=True)]
-    return _split(best, concat.starts, len(views))
+    return rows[_best_rows(distance, None, options.candidates, concat.keys[rows], smaller_is_better=True)]
 
 
 def _exact_candidates(views: list[_View], capable: list[bool], q: np.ndarray, options: SearchOptions,
-                      eligible: np.ndarray | None) -> list[np.ndarray]:
+                      eligible: np.ndarray | None) -> np.ndarray:
     sims, keys = [], []
     for v, ok in zip(views, capable):
         if ok:
@@ -397,33 +403,30 @@ def _exact_candidates(views: list[_View], capable: list[bool], q: np.ndarray, op
         else:
             sims.append(np.zeros(v.index.n, dtype=np.float32))
         keys.append(v.index.key[: v.index.n])
-    starts = np.concatenate(([0], np.cumsum([v.index.n for v in views]))).astype(np.int64)
-    rows = _best_rows(np.concatenate(sims), eligible, options.candidates, np.concatenate(keys),
+    return _best_rows(np.concatenate(sims), eligible, options.candidates, np.concatenate(keys),
                       smaller_is_better=False)
-    return _split(rows, starts, len(views))
 
 
-def _positive_best(values: np.ndarray, keys: np.ndarray, starts: np.ndarray, count: int) -> list[np.ndarray]:
-    """Of the positive ``values`` (tenant-wide), the ``count`` best, as each view's rows; ties
-    at the cut to the smaller key."""
+def _positive_best(values: np.ndarray, keys: np.ndarray, count: int) -> np.ndarray:
+    """Of the positive ``values`` (tenant-wide), the rows of the ``count`` best; ties at the
+    cut to the smaller key."""
     rows = np.flatnonzero(values > 0)
-    best = rows[_best_rows(values[rows], None, count, keys[rows], smaller_is_better=False)]
-    return _split(np.sort(best), starts, len(starts) - 1)
+    return rows[_best_rows(values[rows], None, count, keys[rows], smaller_is_better=False)]
 
 
-def _keyword_candidates(views: list[_View], columns: _Columns, options: SearchOptions) -> list[np.ndarray]:
+def _keyword_candidates(views: list[_View], columns: _Columns, options: SearchOptions) -> np.ndarray:
     values = np.concatenate([v.keyword if v.keyword is not None else np.zeros(v.index.n) for v in views])
-    return _positive_best(values, columns.key, columns.starts, options.candidates)
+    return _positive_best(values, columns.key, options.candidates)
 
 
 def _timed_candidates(views: list[_View], columns: _Columns, spans: list[dates.Window],
-                      options: SearchOptions) -> list[np.ndarray]:
+                      options: SearchOptions) -> np.ndarray:
     """The rows nearest the times the query names, of all views; of many equally near, the
     most recent (a rise far below any score step, over the times of every view)."""
     when = columns.occurred
     mask = np.concatenate([v.mask for v in views])
     near = dates.closeness(when, spans) * mask
     if not near.any():
-        return [np.zeros(0, dtype=np.int64) for _ in views]
+        return np.zeros(0, dtype=np.int64)
     order = near + 1e-6 * ranking.scale_to_unit(when - when.min())
-    return _positive_best(np.where(near > 0, order, 0.0), columns.key, columns.starts, options.candidates)
+    return _positive_best(np.where(near > 0, order, 0.0), columns.key, options.candidates)

@@ -235,7 +235,9 @@ class ProjectIndex:
                   self.helpful, self.unhelpful, self.outcome)
         # Counted again only when an array was replaced: the cache asks every index on every
         # search, and a global search reads a hundred of them.
-        stamp = tuple((id(a), getattr(a, "shape", None), id(getattr(a, "tail", None))) for a in arrays)
+        matrix = self.matrix
+        stamp = (self.version, self.n, len(self.alive), id(matrix), id(getattr(matrix, "tail", None)),
+                 id(self.codes), id(self.row_codes), id(self._prefix))
         if self._nbytes is None or self._nbytes[0] != stamp:
             self._nbytes = (stamp, sum(resident_bytes(a) for a in arrays if a is not None))
         return self._nbytes[1] + self._bytes + self.scores.bytes

@@ -7,20 +7,26 @@ small; no timing is asserted."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
-
-from capsule import hamming, ranking
+from capsule import hamming
 from capsule.config import Settings
 from capsule.globalsearch import TenantCodes, candidate_rows, search_global
 from capsule.index import ProjectIndex
 from capsule.records import ChangeSet, Filters, MemoryRecord
-from capsule.search import SearchOptions, _keyword_stage, _query_vector, _vector_ok, _views, search_indexes
+from capsule.search import (
+    SearchOptions,
+    _keyword_stage,
+    _query_vector,
+    _vector_ok,
+    _views,
+    search_indexes,
+)
 from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
+
 from mcp_client.bench import TableEmbedder, exact_top, make_dataset
 
 PROJECTS, PER, DIM, QUERIES = 12, 800, 256, 40

@@ -9,7 +9,6 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
-
 from capsule import terms
 from capsule.records import MemoryRecord
 from capsule.store import sqlite_bulk
