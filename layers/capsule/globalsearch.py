@@ -119,6 +119,7 @@ class _Columns:
     helpful: np.ndarray
     unhelpful: np.ndarray
     outcome: np.ndarray
+    has_vec: np.ndarray
     hashes: np.ndarray  # postings: term hash (sorted), row, count
     rows: np.ndarray
     counts: np.ndarray
@@ -127,7 +128,7 @@ class _Columns:
     def of(cls, indexes: Sequence[ProjectIndex], stamp: tuple) -> "_Columns":
         starts = np.concatenate(([0], np.cumsum([i.n for i in indexes]))).astype(np.int64)
         joined = {name: np.concatenate([getattr(i, name)[: i.n] for i in indexes])
-                  for name in ("key", "length", "occurred", "helpful", "unhelpful", "outcome")}
+                  for name in ("key", "length", "occurred", "helpful", "unhelpful", "outcome", "has_vec")}
         for index in indexes:
             index._merge()  # pending postings sorted in (what the index's next term look-up does)
         hashes = np.concatenate([i._main[0] for i in indexes])
@@ -259,16 +260,17 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
     local = np.concatenate([rows for _, rows in parts])
     rows = local + columns.starts[owner]
     vector = np.zeros(rows.size, dtype=np.float64)
-    at = 0
-    for i, part in parts:
-        index = views[i].index
-        if capable[i] and q is not None:
-            with_vec = index.has_vec[part]
-            if with_vec.any():
-                block = index.vectors(part[with_vec])
-                # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
-                vector[at:at + part.size][with_vec] = np.clip(np.einsum("ij,j->i", block, q), 0.0, 1.0)
-        at += part.size
+    if q is not None:
+        with_vec = columns.has_vec[rows] & np.asarray(capable, dtype=bool)[owner]
+        blocks, at = [], 0
+        for i, part in parts:  # each index's vectors read at once, then one einsum for all
+            mine = with_vec[at:at + part.size]
+            if mine.any():
+                blocks.append(views[i].index.vectors(part[mine]))
+            at += part.size
+        if blocks:
+            # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
+            vector[with_vec] = np.clip(np.einsum("ij,j->i", np.concatenate(blocks), q), 0.0, 1.0)
     keyword = np.zeros(rows.size) if top_keyword <= 0 else np.concatenate(
         [views[i].keyword[part] for i, part in parts]) / top_keyword
     ages = (to_epoch(now) - columns.occurred[rows]) / 86400.0
