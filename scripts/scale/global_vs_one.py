@@ -3,10 +3,15 @@ made: one project of 100k, and 100k spread over 100 projects searched with ``glo
 
     python scripts/scale/global_vs_one.py both|one|global DIR [N, default 100000]
 """
-import sys, time, json
+import sys
+import time
 from pathlib import Path
+
 import numpy as np
-from mcp_client.bench import make_dataset, service_for, LOCAL_TENANT, PROJECT
+
+from mcp_client.bench import LOCAL_TENANT, PROJECT, make_dataset, service_for
+
+
 def measure(db, data, req, count):
     svc=service_for(db,data,snapshots=True)
     t=time.perf_counter(); svc.search(LOCAL_TENANT, {**req, "query": data.query_texts[0], "k": 10}); first=time.perf_counter()-t

@@ -2,9 +2,14 @@
 """Measure search on an existing bench database with this tree's code: a fresh process's first
 search (snapshot or SQLite), then warm p50/p95 wall and CPU, RSS. Queries: stored rows' vectors
 plus noise (cosine ~0.9), texts from their first words."""
-import sys, time, json, sqlite3
+import json
+import sqlite3
+import sys
+import time
 from pathlib import Path
+
 import numpy as np
+
 db, scope, data_dir, count = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 conn = sqlite3.connect(db)
 total = conn.execute("select max(seq) from memories").fetchone()[0]
@@ -19,8 +24,10 @@ vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
 from capsule.config import Settings
 from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
-from mcp_client.bench import TableEmbedder, LOCAL_TENANT, PROJECT
+
+from mcp_client.bench import LOCAL_TENANT, PROJECT, TableEmbedder
 from mcp_client.bench_scale import memory_status
+
 req = {"global": True} if scope == "global" else {"project": PROJECT}
 t0, c0 = time.perf_counter(), time.process_time()
 store = SQLiteStore(db)
@@ -39,6 +46,6 @@ for q in texts:
 pct = lambda a, p: round(float(np.percentile(a, p)), 2)
 out.update({"queries": count, "p50_ms": pct(wall, 50), "p95_ms": pct(wall, 95), "cpu_p50_ms": pct(cpu, 50), "cpu_p95_ms": pct(cpu, 95),
             "memory_after_warm": memory_status()})
-import os; out["load_average"] = os.getloadavg()
+out["load_average"] = os.getloadavg()
 print(json.dumps(out), flush=True)
 store.close()

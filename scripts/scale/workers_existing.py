@@ -1,7 +1,12 @@
 # python scripts/scale/workers_existing.py DB QUERY_FILE.npz: two service processes over one database and its index snapshot (beside it, in index/), their RSS and PSS
-import sys, json, sqlite3, os
+import json
+import os
+import sqlite3
+import sys
 from pathlib import Path
+
 import numpy as np
+
 db = Path(sys.argv[1]); qf = Path(sys.argv[2])
 conn = sqlite3.connect(db)
 total = conn.execute("select max(seq) from memories").fetchone()[0]
@@ -14,6 +19,7 @@ vecs = vecs + rng.standard_normal(vecs.shape).astype(np.float32) * (0.5 / np.sqr
 vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
 np.savez(qf, texts=np.array(texts), vectors=vecs)
 from mcp_client.bench_scale import workers
+
 out = workers(db, 1024, qf, 2)
 out["load_average"] = os.getloadavg()
 print(json.dumps(out))

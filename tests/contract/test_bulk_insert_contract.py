@@ -7,7 +7,6 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
-
 from capsule.errors import Conflict
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
