@@ -146,6 +146,7 @@ class ProjectIndex:
         # The file the matrix's rows live in (mapped), when every row does: a snapshot keeps it as is.
         self.matrix_file: Path | None = None
         self._prefix: np.ndarray | None = None  # see prefix_codes
+        self._nbytes: tuple | None = None  # (ids of the arrays counted, their bytes): see nbytes
         self._prefix_n = 0
         self.codes = np.zeros((0, cap), dtype=np.uint64)  # (words, rows): one word is contiguous
         # The same by row (rows, words): the second pass reads a few thousand scattered rows'
@@ -217,7 +218,9 @@ class ProjectIndex:
         self._changed()
         self.row_of = state["row_of"]
         self.sessions, self.authors = state["sessions"], state["authors"]
-        self._main = state["postings"]
+        # Plain arrays over the mapped postings: a memmap's every slice is a memmap object
+        # (tens of µs each), and a search slices them once per term.
+        self._main = tuple(np.asarray(a) for a in state["postings"])
 
     # ---- size ------------------------------------------------------------
 
@@ -230,7 +233,14 @@ class ProjectIndex:
         a mapped file are the OS's cache, not this process's."""
         arrays = (self.matrix, self.codes, self.row_codes, self._prefix, self.length, self.occurred, self.created,
                   self.helpful, self.unhelpful, self.outcome)
-        return sum(resident_bytes(a) for a in arrays if a is not None) + self._bytes + self.scores.bytes
+        # Counted again only when an array was replaced: the cache asks every index on every
+        # search, and a global search reads a hundred of them.
+        matrix = self.matrix
+        stamp = (self.version, self.n, len(self.alive), id(matrix), id(getattr(matrix, "tail", None)),
+                 id(self.codes), id(self.row_codes), id(self._prefix))
+        if self._nbytes is None or self._nbytes[0] != stamp:
+            self._nbytes = (stamp, sum(resident_bytes(a) for a in arrays if a is not None))
+        return self._nbytes[1] + self._bytes + self.scores.bytes
 
     # ---- keeping current -----------------------------------------------------
 

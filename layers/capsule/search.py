@@ -302,30 +302,45 @@ def search_indexes(
     options: SearchOptions = SearchOptions(),
 ) -> tuple[list[Scored], int]:
     """The k best rows of ``indexes`` for the query, and how many rows were searched."""
-    plain = filters == Filters()
-    views = [_View(index, index.mask(filters), plain=plain) for index in indexes]
-    searched = sum(int(v.mask.sum()) for v in views)
-    use_vector = query_vector is not None and weights.vector > 0
-    q = None if not use_vector else np.ascontiguousarray(query_vector, dtype=np.float32)
-    if weights.bm25 > 0:
-        terms = set(tokens(query))
-        if not options.names_in_keywords and options.author_boost:
-            for index in indexes:
-                for name in index.authors:
-                    if set(tokens(name)) & terms and len(index.authors) > 1:
-                        terms -= set(tokens(name))
-            terms = terms or set(tokens(query))
-        _keyword(views, sorted(terms), options)
-        for v in views:
-            _widen(v, options)
+    views, searched = _views(indexes, filters)
+    q = _query_vector(query_vector, weights)
+    top_keyword = _keyword_stage(views, query, weights, options)
     spans = dates.windows(query, now) if options.date_boost else []
-    top_keyword = max((float(v.keyword.max()) for v in views if v.keyword is not None and v.keyword.size),
-                      default=0.0)
     scored: list[Scored] = []
     for v in views:
         scored.extend(_score_view(v, q, model_id, now, weights, options, top_keyword, k, query, spans))
     scored.sort(key=lambda s: (-s.score, stable_key(s.record.id)))
     return scored[:k], searched
+
+
+def _views(indexes: Sequence[ProjectIndex], filters: Filters) -> tuple[list[_View], int]:
+    """A view of each index (its rows passing the filters), and how many rows they hold."""
+    plain = filters == Filters()
+    views = [_View(index, index.mask(filters), plain=plain) for index in indexes]
+    return views, sum(int(v.mask.sum()) for v in views)
+
+
+def _query_vector(query_vector: np.ndarray | None, weights: ranking.Weights) -> np.ndarray | None:
+    use_vector = query_vector is not None and weights.vector > 0
+    return None if not use_vector else np.ascontiguousarray(query_vector, dtype=np.float32)
+
+
+def _keyword_stage(views: list[_View], query: str, weights: ranking.Weights, options: SearchOptions) -> float:
+    """Each view's BM25 (statistics over every view searched), widened where memories are
+    short turns; answers the best keyword score of all (0 without keywords)."""
+    if weights.bm25 > 0:
+        terms = set(tokens(query))
+        if not options.names_in_keywords and options.author_boost:
+            for v in views:
+                for name in v.index.authors:
+                    if set(tokens(name)) & terms and len(v.index.authors) > 1:
+                        terms -= set(tokens(name))
+            terms = terms or set(tokens(query))
+        _keyword(views, sorted(terms), options)
+        for v in views:
+            _widen(v, options)
+    return max((float(v.keyword.max()) for v in views if v.keyword is not None and v.keyword.size),
+               default=0.0)
 
 
 def _windowed(shape: Shape, options: SearchOptions) -> bool:
@@ -466,7 +481,7 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
                 query: str = "", spans: list[dates.Window] | None = None) -> list[Scored]:
     index = v.index
     parts = []
-    vector_ok = q is not None and index.model_id == model_id and index.dim == q.size
+    vector_ok = _vector_ok(index, q, model_id)
     if vector_ok:
         parts.append(_vector_rows(v, q, options))
     if v.keyword is not None and top_keyword > 0:
@@ -478,7 +493,29 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     chosen = np.zeros(index.n, dtype=bool)  # a mark per row: cheaper than sorting the union
     for part in parts:
         chosen[part] = True
-    rows = np.flatnonzero(chosen)
+    return _score_rows(v, np.flatnonzero(chosen), q if vector_ok else None, now, weights, options, top_keyword,
+                       k, query, spans)
+
+
+def _vector_ok(index: ProjectIndex, q: np.ndarray | None, model_id: str | None) -> bool:
+    """Whether the index's vectors are comparable with the query's (same model and size)."""
+    return q is not None and index.model_id == model_id and index.dim == q.size
+
+
+def _score_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime, weights: ranking.Weights,
+                options: SearchOptions, top_keyword: float, k: int, query: str = "",
+                spans: list[dates.Window] | None = None) -> list[Scored]:
+    """The k best of the candidate ``rows`` (ascending) of one view, scored in full; ``q``
+    None: no vector score (no query vector, or another model's index)."""
+    return _rank_rows(v, rows, q, now, weights, options, top_keyword, k, query, spans).hits()
+
+
+def _rank_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime, weights: ranking.Weights,
+               options: SearchOptions, top_keyword: float, k: int, query: str = "",
+               spans: list[dates.Window] | None = None) -> "_Ranked":
+    """:func:`_score_rows` without building the results (records are read only for hits)."""
+    index = v.index
+    vector_ok = q is not None
     vector = np.zeros(rows.size, dtype=np.float64)
     if vector_ok:
         with_vec = index.has_vec[rows]
@@ -507,13 +544,35 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     # Only the k best (and every tie with the k-th) can be returned: build just those.
     keep = matched[_best_rows(score[matched], None, k, index.key[rows[matched]],
                               smaller_is_better=False)]
-    index.records.prefetch(rows[keep])  # one read for the hits of an index loaded as columns
-    return [
-        Scored(record=index.records[rows[i]], score=float(score[i]), vector=float(vector[i]),
-               bm25=float(keyword[i]), time=float(time[i]), feedback=float(feedback[i]),
-               outcome=float(outcome[i]), boost=float(boost[i]), when=float(when[i]))
-        for i in keep
-    ]
+    return _Ranked(index, rows, keep, score, vector, keyword, time, feedback, outcome, boost, when)
+
+
+@dataclass(slots=True)
+class _Ranked:
+    """One view's scored candidates: ``keep`` (positions in ``rows``) are its k best."""
+    index: ProjectIndex
+    rows: np.ndarray
+    keep: np.ndarray
+    score: np.ndarray
+    vector: np.ndarray
+    keyword: np.ndarray
+    time: np.ndarray
+    feedback: np.ndarray
+    outcome: np.ndarray
+    boost: np.ndarray
+    when: np.ndarray
+
+    def hits(self, keep: np.ndarray | None = None) -> list[Scored]:
+        """The results for ``keep`` (default: the k best), their records read in one go."""
+        keep = self.keep if keep is None else keep
+        index, rows = self.index, self.rows
+        index.records.prefetch(rows[keep])  # one read for the hits of an index loaded as columns
+        return [
+            Scored(record=index.records[rows[i]], score=float(self.score[i]), vector=float(self.vector[i]),
+                   bm25=float(self.keyword[i]), time=float(self.time[i]), feedback=float(self.feedback[i]),
+                   outcome=float(self.outcome[i]), boost=float(self.boost[i]), when=float(self.when[i]))
+            for i in keep
+        ]
 
 
 def rank(

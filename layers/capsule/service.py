@@ -36,6 +36,7 @@ from .guard.policy import Policies
 from .index import IndexCache, ProjectIndex, store_fetcher
 from .querycache import QueryCache
 from .records import AuditRecord, ChangeSet, Filters, MemoryRecord, WriteOutcome
+from .globalsearch import TenantCodes, search_global
 from .search import SearchOptions, describe, search_indexes
 from .snapshot import Snapshots
 from .store.base import Cursor, MemoryStore, NearestCandidates
@@ -44,6 +45,9 @@ from .text import sha256
 
 M = TypeVar("M", bound=BaseModel)
 logger = logging.getLogger("capsule.service")
+# A write of at least this many records (a large document's chunks) goes through
+# ``MemoryStore.insert_bulk``: the same rows, its per-batch work done once.
+BULK_FROM = 256
 
 
 def validate(model: Type[M], data: Any) -> M:
@@ -110,6 +114,7 @@ class MemoryService:
         self._has_shortlist = isinstance(store, NearestCandidates)
         self._tracks_changes = hasattr(store, "changes_since")
         self._snapshots: Snapshots | None | bool = False  # False: not looked up yet (it reads the store)
+        self._tenant_codes = TenantCodes()  # a global search's first-pass codes, until an index changes
         self._options = SearchOptions(candidates=self.settings.search_candidates,
                                       exact=self.settings.search_exact)
         # Reads a large index's deferred vectors (and then writes its snapshot) after the search
@@ -162,7 +167,9 @@ class MemoryService:
         project = records[0].project
         limit = self.store.retention_limit(tenant, project) or self.settings.retention_limit
         dedupe_after = self.clock() - timedelta(hours=limits.DEDUPE_HOURS)
-        return self.store.insert(records, limit=limit, dedupe_after=dedupe_after, actor=tenant)
+        # Many chunks at once (a large document): the store's bulk insert, the same rows.
+        bulk = getattr(self.store, "insert_bulk", None) if len(records) >= BULK_FROM else None
+        return (bulk or self.store.insert)(records, limit=limit, dedupe_after=dedupe_after, actor=tenant)
 
     @staticmethod
     def _retention_note(outcome: WriteOutcome) -> tuple[list[models.Eviction], str]:
@@ -368,11 +375,12 @@ class MemoryService:
         for index in indexes:
             index.lock.acquire()
         try:
-            return search_indexes(
-                indexes, filters=filters, query=req.query, query_vector=query_vector,
-                model_id=self.embedder.model_id, now=req.as_of or self.clock(), weights=weights, k=req.k,
-                options=options,
-            )
+            args = dict(filters=filters, query=req.query, query_vector=query_vector,
+                        model_id=self.embedder.model_id, now=req.as_of or self.clock(), weights=weights, k=req.k,
+                        options=options)
+            if len(indexes) > 1:  # candidates chosen across the projects, not per project
+                return search_global(indexes, codes=self._tenant_codes, **args)
+            return search_indexes(indexes, **args)
         finally:
             for index in reversed(indexes):
                 index.lock.release()

@@ -11,6 +11,7 @@ the content on the next full load.
 from __future__ import annotations
 
 import hashlib
+import struct
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -48,4 +49,19 @@ def hashes(content: str) -> np.ndarray:
 
 
 def encode(content: str) -> bytes:
-    return hashes(content).astype("<i8", copy=False).tobytes()
+    """``hashes(content)`` as little-endian int64 bytes, made a word at a time: a word's hashes
+    are kept (words repeat far more than they vary), so a bulk write hashes each word once.
+    The same tokens in the same order as :func:`capsule.text.tokens` (tests/search/test_tokenizer
+    pins it): its words' tokens, then the joined statuses."""
+    parts = [_word_bytes(word) for word in text._WORD.findall(content)]
+    parts.extend(_HASH.pack(term_hash(f"{m.group(1).lower()}_{m.group(2)}")) for m in text._STATUS.finditer(content))
+    return b"".join(parts)
+
+
+_HASH = struct.Struct("<q")
+
+
+@lru_cache(maxsize=262144)
+def _word_bytes(word: str) -> bytes:
+    found = text._word_tokens(word, True)
+    return struct.pack(f"<{len(found)}q", *map(term_hash, found))

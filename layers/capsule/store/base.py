@@ -55,6 +55,18 @@ class MemoryStore(Protocol):
         Concurrent inserts never evict more than needed and never evict a pinned memory.
         """
 
+    def insert_bulk(
+        self,
+        records: Sequence[MemoryRecord],
+        *,
+        limit: int,
+        dedupe_after: datetime | None,
+        actor: str,
+    ) -> WriteOutcome:
+        """:meth:`insert` for a large batch (thousands of records of one project: an import,
+        ``capsule bench``, a folder ingested): the same rows, dedupe, eviction and atomicity,
+        with the per-batch work (counts, eviction, the store's caches) done once per call."""
+
     def enforce_limit(self, tenant: str, project: str, *, limit: int, at: datetime, actor: str) -> list[str]:
         """Evict, in one atomic write, the oldest unpinned memories beyond ``limit`` (for a
         limit lowered since they were stored); returns their ids. The same rule and audit

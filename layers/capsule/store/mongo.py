@@ -173,6 +173,12 @@ class MongoStore:
         return self._in_project(tenant, project, "store the memories",
                                 lambda w: self._insert_body(w, records, limit, dedupe_after, actor, now))
 
+    def insert_bulk(
+        self, records: Sequence[MemoryRecord], *, limit: int, dedupe_after: datetime | None, actor: str
+    ) -> WriteOutcome:
+        # insert already writes a batch with one insert_many in one write to the project.
+        return self.insert(records, limit=limit, dedupe_after=dedupe_after, actor=actor)
+
     def enforce_limit(self, tenant: str, project: str, *, limit: int, at: datetime, actor: str) -> list[str]:
         with guarded("read the project's counters"):
             doc = self.projects_.find_one({"tenant": tenant, "name": project}, projection=counters.PROJECTION)

@@ -29,7 +29,7 @@ from ..index import pack_row, stable_key
 from ..records import AuditRecord, ChangeSet, Filters, IndexColumns, MemoryRecord, ProjectStats, WriteOutcome
 from . import guard_policies
 from .base import Cursor
-from . import sqlite_governance_schema
+from . import sqlite_bulk, sqlite_governance_schema
 from ..governance.retention import effective_class, eviction_reason
 
 MIGRATIONS: list[str] = [
@@ -461,6 +461,11 @@ class SQLiteStore:
                                                      active=active, classes=outcome.evicted_classes)
             outcome.active_after = active - len(outcome.evicted)
         return outcome
+
+    def insert_bulk(
+        self, records: Sequence[MemoryRecord], *, limit: int, dedupe_after: datetime | None, actor: str
+    ) -> WriteOutcome:
+        return sqlite_bulk.insert_bulk(self, records, limit=limit, dedupe_after=dedupe_after, actor=actor)
 
     @staticmethod
     def _bump(conn: sqlite3.Connection, tenant: str, project: str) -> int:

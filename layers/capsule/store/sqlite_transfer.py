@@ -15,6 +15,7 @@ from ..errors import InvalidInput
 from ..learning.records import ApplicationRecord, LinkRecord
 from ..records import AuditRecord, MemoryRecord
 from .sqlite import _COLUMNS, INSERT_MEMORY, SQLiteStore, _record_params, _row_to_record
+from .sqlite_bulk import bulk_params
 from .transfer import EvidenceRow, FeedbackRow, Written
 
 _INSERT = INSERT_MEMORY
@@ -25,8 +26,10 @@ def _epoch(value: Any) -> float | None:
     return None if value is None else to_epoch(value)
 
 
-def _params(record: MemoryRecord, version: int) -> tuple[Any, ...]:
-    params = list(_record_params(record))
+def _params(record: MemoryRecord, version: int, made: tuple[Any, ...] | None = None) -> tuple[Any, ...]:
+    """INSERT_MEMORY's values for an imported row; ``made``: its ``_record_params`` already
+    made (for a whole batch at once by ``sqlite_bulk.bulk_params``)."""
+    params = list(_record_params(record) if made is None else made)
     params[_ACCESSED], params[_DELETED] = _epoch(record.accessed_at), _epoch(record.deleted_at)
     params[_REASON] = record.deleted_reason
     return (*params, version)
@@ -107,13 +110,14 @@ class SQLiteTransferStore:
     def put_memories(self, tenant: str, project: str, records: Sequence[MemoryRecord]) -> None:
         if not records:
             return
+        made = bulk_params(records)  # the batch's values at once, before the write lock is taken
         with self._db._write() as conn:
             now = max(to_epoch(r.updated_at) for r in records)
             conn.execute(
                 "INSERT INTO projects (tenant, name, created_at, updated_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (tenant, name) DO NOTHING", (tenant, project, now, now))
             version = self._db._bump(conn, tenant, project)
-            conn.executemany(_INSERT, [_params(r, version) for r in records])
+            conn.executemany(_INSERT, [_params(r, version, m) for r, m in zip(records, made)])
 
     def put_feedback(self, tenant: str, rows: Sequence[FeedbackRow]) -> Written:
         out = Written(refused={})

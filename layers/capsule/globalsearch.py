@@ -1,0 +1,434 @@
+"""Searching many project indexes at once (``"global": true``): candidates chosen in one pass
+over the tenant's rows, not per project.
+
+:func:`capsule.search.search_indexes` picks each project's own candidates (``candidates``
+rows per stage and project), so a search over 100 projects re-scores 100 times as many rows
+as one over a single project of the same total size. Here every stage picks its candidates
+across all the indexes together:
+
+- vector: the Hamming first pass runs over the leading sign-bit words of every row of every
+  index, concatenated (:class:`TenantCodes`, kept until an index changes), then the
+  survivors are ranked on every bit and the best ``candidates`` kept (or, with ``exact``,
+  the best by exact float32 cosine over all rows);
+- keyword: BM25 with statistics over every row searched (as before), and the best
+  ``candidates`` positive scores of all indexes;
+- time: the rows nearest the times the query names, of all indexes.
+
+Only the rows chosen are then scored, per index (each index's own shape, authors and
+sessions), by the same code as a single project (:func:`capsule.search._score_rows`): exact
+float32 cosine and every signal, so the final scores are the ones a project search gives.
+The cost grows with the candidates, not with the number of projects. Ties at every cut go
+to the smaller key fixed per memory, as in one project.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Sequence
+
+import numpy as np
+
+from . import dates, hamming, ranking
+from .clock import to_epoch
+from .index import ProjectIndex, sign_codes, stable_key
+from .query import named_authors
+from .records import Filters
+from .search import (
+    Scored,
+    SearchOptions,
+    _best_rows,
+    _length_b,
+    _query_vector,
+    _rank_rows,
+    _Ranked,
+    _vector_ok,
+    _View,
+    _views,
+    _widen,
+    _windowed,
+    wilson,
+)
+from .terms import term_hash
+from .text import tokens
+
+
+@dataclass(slots=True)
+class _Concat:
+    """The leading sign-bit words and keys of every row of some indexes, one after another."""
+
+    stamp: tuple
+    starts: np.ndarray  # first row of each index in the concatenation (len = indexes + 1)
+    prefix: np.ndarray  # (rows, words) uint64, C-contiguous
+    keys: np.ndarray  # (rows,) int64: each row's tie-break key
+
+
+class TenantCodes:
+    """The concatenated first-pass codes of the indexes a global search reads, rebuilt only
+    when one of them changed (another version or row count) or the set of indexes did."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: dict[tuple, _Concat] = {}
+        self._columns: _Columns | None = None
+
+    def columns(self, indexes: Sequence[ProjectIndex]) -> _Columns:
+        """The indexes' :class:`_Columns`, kept until one of them changes."""
+        stamp = _stamp(indexes)
+        with self._lock:
+            kept = self._columns
+        if kept is not None and kept.stamp == stamp:
+            return kept
+        made = _Columns.of(indexes, stamp)
+        with self._lock:
+            self._columns = made
+        return made
+
+    def of(self, indexes: Sequence[ProjectIndex], words: int) -> _Concat:
+        stamp = _stamp(indexes)
+        scope = (tuple(id(i) for i in indexes), words)
+        with self._lock:
+            kept = self._kept.get(scope)
+        if kept is not None and kept.stamp == stamp:
+            return kept
+        sizes = [i.n for i in indexes]
+        starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        prefix = np.zeros((int(starts[-1]), words), dtype=np.uint64)
+        for index, start in zip(indexes, starts[:-1].tolist()):
+            if index.n and index.words >= words:
+                prefix[start:start + index.n] = index.prefix_codes(words)
+        keys = np.concatenate([i.key[: i.n] for i in indexes]) if indexes else np.zeros(0, np.int64)
+        made = _Concat(stamp, starts, prefix, keys)
+        with self._lock:
+            self._kept = {scope: made}  # one scope kept: a tenant's global search repeats it
+        return made
+
+
+@dataclass(slots=True)
+class _Columns:
+    """What ranking reads of every row of some indexes, one index after another, and their
+    keyword postings as one table sorted by term (rows numbered tenant-wide)."""
+
+    stamp: tuple
+    starts: np.ndarray  # first row of each index (len = indexes + 1)
+    key: np.ndarray
+    length: np.ndarray
+    occurred: np.ndarray
+    helpful: np.ndarray
+    unhelpful: np.ndarray
+    outcome: np.ndarray
+    has_vec: np.ndarray
+    hashes: np.ndarray  # postings: term hash (sorted), row, count
+    rows: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, indexes: Sequence[ProjectIndex], stamp: tuple) -> "_Columns":
+        starts = np.concatenate(([0], np.cumsum([i.n for i in indexes]))).astype(np.int64)
+        joined = {name: np.concatenate([getattr(i, name)[: i.n] for i in indexes])
+                  for name in ("key", "length", "occurred", "helpful", "unhelpful", "outcome", "has_vec")}
+        for index in indexes:
+            index._merge()  # pending postings sorted in (what the index's next term look-up does)
+        hashes = np.concatenate([i._main[0] for i in indexes])
+        order = np.argsort(hashes, kind="stable")
+        rows = np.concatenate([i._main[1].astype(np.int64) + start for i, start in zip(indexes, starts[:-1].tolist())])
+        counts = np.concatenate([i._main[2] for i in indexes])
+        return cls(stamp, starts, hashes=hashes[order], rows=rows[order], counts=counts[order], **joined)
+
+
+def _stamp(indexes: Sequence[ProjectIndex]) -> tuple:
+    return tuple((id(i), i.version, i.n, i.words) for i in indexes)
+
+
+def search_global(
+    indexes: Sequence[ProjectIndex],
+    *,
+    filters: Filters,
+    query: str,
+    query_vector: np.ndarray | None,
+    model_id: str | None,
+    now: datetime,
+    weights: ranking.Weights,
+    k: int,
+    options: SearchOptions = SearchOptions(),
+    codes: TenantCodes | None = None,
+) -> tuple[list[Scored], int]:
+    """The k best rows of ``indexes`` for the query, and how many rows were searched: what
+    :func:`capsule.search.search_indexes` answers, with candidates chosen across indexes."""
+    codes = codes or TenantCodes()
+    views, searched = _views(indexes, filters)
+    columns = codes.columns(indexes)
+    q = _query_vector(query_vector, weights)
+    top_keyword = _tenant_keyword(views, columns, query, weights, options)
+    spans = dates.windows(query, now) if options.date_boost else []
+    capable = [_vector_ok(v.index, q, model_id) for v in views]
+    chosen = candidate_rows(views, capable, q, options, top_keyword, spans, codes)
+    plain = [_plain_scoring(v.index, options, query) for v in views]
+    ranked = [_rank_rows(v, rows, q if ok else None, now, weights, options, top_keyword, k, query, spans)
+              for v, rows, ok, simple in zip(views, chosen, capable, plain) if rows.size and not simple]
+    together = _rank_plain(views, chosen, capable, plain, columns, q, now, weights, options, top_keyword, k, spans)
+    if together is not None:
+        ranked.append(together)
+    scored: list[Scored] = []
+    for one, keep in zip(ranked, _best_of_all(ranked, k)):
+        if keep.size:  # records are read only for the rows returned
+            scored.extend(one.hits(keep))
+    scored.sort(key=lambda s: (-s.score, stable_key(s.record.id)))
+    return scored[:k], searched
+
+
+def _plain_scoring(index: ProjectIndex, options: SearchOptions, query: str) -> bool:
+    """Whether no ranking aid of the index's own applies (no session window, no length prior,
+    no author named): its rows are then scored by the signals alone, with every such index's
+    rows together (:func:`_rank_plain`)."""
+    shape = index.shape()
+    if _windowed(shape, options):
+        return False
+    if options.long_length_prior and shape.median_length > options.window_max_length:
+        return False
+    if options.author_boost and index.authors:
+        named = named_authors(query, index.authors)
+        if named and len(named) < len(index.authors):
+            return False
+    return True
+
+
+def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: ranking.Weights,
+                    options: SearchOptions) -> float:
+    """:func:`capsule.search._keyword_stage` for many views, each term looked up once in the
+    tenant's postings: the same statistics (n, average length and df over every row
+    searched), the same arithmetic and the same order of sums, so the same scores."""
+    if weights.bm25 <= 0:
+        return 0.0
+    terms = _keyword_terms(views, query, options)
+    if all(v.plain for v in views):
+        stats = [v.index.alive_stats() for v in views]
+        n, total = sum(s[0] for s in stats), sum(s[1] for s in stats)
+    else:
+        n = sum(int(v.mask.sum()) for v in views)
+        total = sum(float(v.index.length[: v.index.n][v.mask].sum()) for v in views)
+    avg = total / n if n and total else 1.0
+    keyword = np.zeros(int(columns.starts[-1]), dtype=np.float64)
+    starts = columns.starts
+    for v, start, stop in zip(views, starts[:-1].tolist(), starts[1:].tolist()):
+        v.keyword = keyword[start:stop]  # each view's part of the tenant's scores
+    if n:
+        mask = np.concatenate([v.mask for v in views]) if views else np.zeros(0, dtype=bool)
+        b_of = np.array([_length_b(v.index, options) for v in views], dtype=np.float64)
+        for term in terms:  # sorted, so sums run in one order in every process
+            h = term_hash(term)
+            lo, hi = np.searchsorted(columns.hashes, h, "left"), np.searchsorted(columns.hashes, h, "right")
+            rows = columns.rows[lo:hi]
+            keep = mask[rows]
+            rows, tf = rows[keep], columns.counts[lo:hi][keep].astype(np.float64)
+            if not rows.size:
+                continue
+            idf = math.log(1 + (n - rows.size + 0.5) / (rows.size + 0.5))
+            b = b_of[np.searchsorted(starts, rows, side="right") - 1]
+            norm = options.k1 * (1 - b + b * columns.length[rows] / avg)
+            keyword[rows] += idf * tf * (options.k1 + 1) / (tf + norm)
+    for v in views:
+        _widen(v, options)
+    return max((float(v.keyword.max()) for v in views if v.keyword.size), default=0.0)
+
+
+def _keyword_terms(views: list[_View], query: str, options: SearchOptions) -> list[str]:
+    """The query's keyword terms (an author named is left to the author boost): as
+    :func:`capsule.search._keyword_stage` takes them."""
+    terms = set(tokens(query))
+    if not options.names_in_keywords and options.author_boost:
+        for v in views:
+            for name in v.index.authors:
+                if set(tokens(name)) & terms and len(v.index.authors) > 1:
+                    terms -= set(tokens(name))
+        terms = terms or set(tokens(query))
+    return sorted(terms)
+
+
+def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool], plain: list[bool],
+                columns: _Columns, q: np.ndarray | None, now: datetime, weights: ranking.Weights,
+                options: SearchOptions, top_keyword: float, k: int, spans: list[dates.Window]) -> "_Tenant | None":
+    """The candidates of every plain-scored view (:func:`_plain_scoring`), scored together:
+    what :func:`capsule.search._rank_rows` computes for them (their boosts are all 0 but the
+    time the query names), tenant-wide."""
+    parts = [(i, rows) for i, (rows, simple) in enumerate(zip(chosen, plain)) if simple and rows.size]
+    if not parts:
+        return None
+    owner = np.concatenate([np.full(rows.size, i, dtype=np.int64) for i, rows in parts])
+    local = np.concatenate([rows for _, rows in parts])
+    rows = local + columns.starts[owner]
+    vector = np.zeros(rows.size, dtype=np.float64)
+    if q is not None:
+        with_vec = columns.has_vec[rows] & np.asarray(capable, dtype=bool)[owner]
+        blocks, at = [], 0
+        for i, part in parts:  # each index's vectors read at once, then one einsum for all
+            mine = with_vec[at:at + part.size]
+            if mine.any():
+                blocks.append(views[i].index.vectors(part[mine]))
+            at += part.size
+        if blocks:
+            # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
+            vector[with_vec] = np.clip(np.einsum("ij,j->i", np.concatenate(blocks), q), 0.0, 1.0)
+    keyword = np.zeros(rows.size) if top_keyword <= 0 else np.concatenate(
+        [views[i].keyword[part] for i, part in parts]) / top_keyword
+    ages = (to_epoch(now) - columns.occurred[rows]) / 86400.0
+    time = ranking.time_decay(ages, weights.half_life_days)
+    helpful = columns.helpful[rows]
+    feedback = wilson(helpful, helpful + columns.unhelpful[rows])
+    outcome = columns.outcome[rows]
+    score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
+    when = options.date_boost * dates.closeness(columns.occurred[rows], spans) if options.date_boost and spans \
+        else np.zeros(rows.size)
+    boost = np.zeros(rows.size, dtype=np.float64) + when
+    score = score + boost
+    relevance = np.maximum(vector, keyword)
+    matched = np.flatnonzero(((relevance > 0) & (relevance >= options.min_relevance)) | (when > 0))
+    keep = matched[_best_rows(score[matched], None, k, columns.key[rows[matched]], smaller_is_better=False)]
+    return _Tenant(None, rows, keep, score, vector, keyword, time, feedback, outcome, boost, when,
+                   views=views, owner=owner, local=local)
+
+
+class _Tenant(_Ranked):
+    """:class:`capsule.search._Ranked` over rows of several indexes (``owner``, ``local``)."""
+
+    __slots__ = ("views", "owner", "local")
+
+    def __init__(self, *fields, views, owner, local) -> None:
+        super().__init__(*fields)
+        self.views, self.owner, self.local = views, owner, local
+
+    def keys(self, keep: np.ndarray) -> np.ndarray:
+        return np.array([self.views[o].index.key[r] for o, r in zip(self.owner[keep].tolist(),
+                                                                    self.local[keep].tolist())], dtype=np.int64)
+
+    def hits(self, keep: np.ndarray | None = None) -> list[Scored]:
+        keep = self.keep if keep is None else keep
+        out = []
+        for o in np.unique(self.owner[keep]).tolist():
+            mine = keep[self.owner[keep] == o]
+            index = self.views[o].index
+            index.records.prefetch(self.local[mine])  # one read per index, for its hits only
+            out.extend(
+                Scored(record=index.records[int(self.local[i])], score=float(self.score[i]),
+                       vector=float(self.vector[i]), bm25=float(self.keyword[i]), time=float(self.time[i]),
+                       feedback=float(self.feedback[i]), outcome=float(self.outcome[i]), boost=float(self.boost[i]),
+                       when=float(self.when[i]))
+                for i in mine)
+        return out
+
+
+def _best_of_all(ranked: list[_Ranked], k: int) -> list[np.ndarray]:
+    """Of every view's k best, the k best of all (ties to the smaller key, the memory's own:
+    the order the results are sorted in), as positions for each view's :meth:`_Ranked.hits`."""
+    if not ranked:
+        return []
+    score = np.concatenate([r.score[r.keep] for r in ranked])
+    keys = np.concatenate([r.keys(r.keep) if isinstance(r, _Tenant) else r.index.key[r.rows[r.keep]]
+                           for r in ranked])
+    starts = np.concatenate(([0], np.cumsum([r.keep.size for r in ranked]))).astype(np.int64)
+    best = np.sort(_best_rows(score, None, k, keys, smaller_is_better=False))
+    return [r.keep[part] for r, part in zip(ranked, _split(best, starts, len(ranked)))]
+
+
+def candidate_rows(views: list[_View], capable: list[bool], q: np.ndarray | None, options: SearchOptions,
+                   top_keyword: float, spans: list[dates.Window], codes: TenantCodes) -> list[np.ndarray]:
+    """The rows of each view a global search scores (ascending): the union of the stages'."""
+    columns = codes.columns([v.index for v in views])
+    parts = []  # tenant-wide row numbers
+    if q is not None and any(capable):
+        parts.append(_vector_candidates(views, capable, q, options, codes))
+    if top_keyword > 0:
+        parts.append(_keyword_candidates(views, columns, options))
+    if spans:
+        parts.append(_timed_candidates(views, columns, spans, options))
+    rows = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+    return _split(rows, columns.starts, len(views))
+
+
+def _split(rows: np.ndarray, starts: np.ndarray, count: int) -> list[np.ndarray]:
+    """Tenant-wide row numbers as each view's own rows."""
+    owner = np.searchsorted(starts, rows, side="right") - 1
+    order = np.argsort(owner, kind="stable")
+    rows, owner = rows[order], owner[order]
+    bounds = np.searchsorted(owner, np.arange(count + 1))
+    return [rows[bounds[i]:bounds[i + 1]] - starts[i] for i in range(count)]
+
+
+def _eligible(views: list[_View], capable: list[bool]) -> np.ndarray | None:
+    """Rows a vector may be scored for, tenant-wide; None: every row."""
+    parts = [(v.mask & v.index.has_vec[: v.index.n]) if ok else np.zeros(v.index.n, dtype=bool)
+             for v, ok in zip(views, capable)]
+    eligible = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+    return None if eligible.all() else eligible
+
+
+def _vector_candidates(views: list[_View], capable: list[bool], q: np.ndarray, options: SearchOptions,
+                       codes: TenantCodes) -> np.ndarray:
+    """The ``candidates`` rows (tenant-wide) of all views nearest the query: by sign bits (a first pass over
+    the leading words of every row, then every bit of the survivors), or exactly."""
+    indexes = [v.index for v in views]
+    eligible = _eligible(views, capable)
+    if eligible is not None and not eligible.any():
+        return np.zeros(0, dtype=np.int64)
+    if options.exact:
+        return _exact_candidates(views, capable, q, options, eligible)
+    words = max(v.index.words for v, ok in zip(views, capable) if ok)
+    first = min(words, options.prefix_words)
+    concat = codes.of(indexes, first)
+    code = sign_codes(q[None, :], words)[0]
+    wide = options.prefilter * options.candidates if first < words else options.candidates
+    rows = None
+    if concat.prefix.shape[0] >= options.library_from and hamming.available():
+        rows = hamming.nearest(concat.prefix, code[:first], wide, eligible)
+    if rows is None:
+        distance = np.bitwise_count(concat.prefix ^ code[:first]).sum(axis=1, dtype=np.uint16)
+        rows = _best_rows(distance, eligible, wide, concat.keys, smaller_is_better=True)
+    if first == words:
+        return rows
+    # The survivors ranked on every bit: their codes gathered from each index.
+    local = _split(np.sort(rows), concat.starts, len(views))
+    distance = np.concatenate([np.bitwise_count(v.index.row_codes[r] ^ code).sum(axis=1, dtype=np.uint16)
+                               for v, r in zip(views, local)])
+    rows = np.concatenate([r + concat.starts[i] for i, r in enumerate(local)])
+    return rows[_best_rows(distance, None, options.candidates, concat.keys[rows], smaller_is_better=True)]
+
+
+def _exact_candidates(views: list[_View], capable: list[bool], q: np.ndarray, options: SearchOptions,
+                      eligible: np.ndarray | None) -> np.ndarray:
+    sims, keys = [], []
+    for v, ok in zip(views, capable):
+        if ok:
+            v.index.complete()
+            sims.append(v.index.similarities(q)[: v.index.n])
+        else:
+            sims.append(np.zeros(v.index.n, dtype=np.float32))
+        keys.append(v.index.key[: v.index.n])
+    return _best_rows(np.concatenate(sims), eligible, options.candidates, np.concatenate(keys),
+                      smaller_is_better=False)
+
+
+def _positive_best(values: np.ndarray, keys: np.ndarray, count: int) -> np.ndarray:
+    """Of the positive ``values`` (tenant-wide), the rows of the ``count`` best; ties at the
+    cut to the smaller key."""
+    rows = np.flatnonzero(values > 0)
+    return rows[_best_rows(values[rows], None, count, keys[rows], smaller_is_better=False)]
+
+
+def _keyword_candidates(views: list[_View], columns: _Columns, options: SearchOptions) -> np.ndarray:
+    values = np.concatenate([v.keyword if v.keyword is not None else np.zeros(v.index.n) for v in views])
+    return _positive_best(values, columns.key, options.candidates)
+
+
+def _timed_candidates(views: list[_View], columns: _Columns, spans: list[dates.Window],
+                      options: SearchOptions) -> np.ndarray:
+    """The rows nearest the times the query names, of all views; of many equally near, the
+    most recent (a rise far below any score step, over the times of every view)."""
+    when = columns.occurred
+    mask = np.concatenate([v.mask for v in views])
+    near = dates.closeness(when, spans) * mask
+    if not near.any():
+        return np.zeros(0, dtype=np.int64)
+    order = near + 1e-6 * ranking.scale_to_unit(when - when.min())
+    return _positive_best(np.where(near > 0, order, 0.0), columns.key, options.candidates)

@@ -1,0 +1,33 @@
+"""Warm search CPU (thread time) and wall, p50/p95, over databases ``ingest_rate.py --keep``
+made: one project of 100k, and 100k spread over 100 projects searched with ``global``.
+
+    python scripts/scale/global_vs_one.py both|one|global DIR [N, default 100000]
+"""
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from mcp_client.bench import LOCAL_TENANT, PROJECT, make_dataset, service_for
+
+
+def measure(db, data, req, count):
+    svc=service_for(db,data,snapshots=True)
+    t=time.perf_counter(); svc.search(LOCAL_TENANT, {**req, "query": data.query_texts[0], "k": 10}); first=time.perf_counter()-t
+    svc.settle()
+    for q in data.query_texts[:3]: svc.search(LOCAL_TENANT, {**req, "query": q, "k": 10})
+    cpu=[];wall=[]
+    for q in data.query_texts[:count]:
+        c,t=time.thread_time(),time.perf_counter()
+        svc.search(LOCAL_TENANT, {**req, "query": q, "k": 10})
+        cpu.append((time.thread_time()-c)*1000); wall.append((time.perf_counter()-t)*1000)
+    svc.store.close()
+    return {"first_s": round(first,2), "p50_wall": round(float(np.median(wall)),2), "p50_cpu": round(float(np.median(cpu)),2), "p95_cpu": round(float(np.percentile(cpu,95)),2)}
+which=sys.argv[1]; folder=Path(sys.argv[2]); N=int(sys.argv[3]) if len(sys.argv) > 3 else 100000
+if which in ("one","both"):
+    d=make_dataset(N,1024,40,seed=1)
+    print(f"one project {N}", measure(folder / f"ing-{N}-1.db", d, {"project": PROJECT}, 40), flush=True)
+if which in ("global","both"):
+    d=make_dataset(N,1024,40,seed=N+1024)
+    print(f"global 100x{N//100}", measure(folder / f"glob-{N}-100-1024.db", d, {"global": True}, 40), flush=True)

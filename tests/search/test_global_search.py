@@ -1,0 +1,247 @@
+"""Global search (``"global": true``) chooses its candidates across every project in one pass
+(capsule.globalsearch), and answers what the per-project path answers: the same hits with the
+same scores on a seeded multi-project corpus, with filters, with a project of a few rows
+beside large ones, recall@10 >= 0.99 against exact float32 at each first stage, and a number
+of rows scored that follows the candidates asked for, not the number of projects. Sizes are
+small; no timing is asserted."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from capsule import hamming
+from capsule.config import Settings
+from capsule.globalsearch import TenantCodes, candidate_rows, search_global
+from capsule.index import ProjectIndex
+from capsule.records import ChangeSet, Filters, MemoryRecord
+from capsule.search import (
+    SearchOptions,
+    _keyword_stage,
+    _query_vector,
+    _vector_ok,
+    _views,
+    search_indexes,
+)
+from capsule.service import MemoryService
+from capsule.store.sqlite import SQLiteStore
+
+from mcp_client.bench import TableEmbedder, exact_top, make_dataset
+
+PROJECTS, PER, DIM, QUERIES = 12, 800, 256, 40
+MODEL = f"bench-{DIM}"
+BASE = datetime(2025, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2025, 6, 1, tzinfo=timezone.utc)
+WEIGHTS = Settings().weights
+needs_faiss = pytest.mark.skipif(not hamming.available(), reason="faiss-cpu is not installed")
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_dataset(PROJECTS * PER, DIM, QUERIES, seed=5)
+
+
+def record(data, i: int, project: str) -> MemoryRecord:
+    at = BASE + timedelta(hours=i)
+    meta = {"component": "api" if i % 3 == 0 else "web"}
+    return MemoryRecord(id=f"m{i:07d}", tenant="t", project=project, content=data.texts[i], sha256=f"{i:064x}",
+                        occurred_at=at, created_at=at, updated_at=at, embedding=data.vectors[i].copy(), model=MODEL,
+                        meta=meta)
+
+
+def project_of(i: int) -> str:
+    return f"p{i % PROJECTS:02d}"
+
+
+@pytest.fixture(scope="module")
+def indexes(data):
+    by_project: dict[str, list[MemoryRecord]] = {}
+    for i in range(len(data.texts)):
+        by_project.setdefault(project_of(i), []).append(record(data, i, project_of(i)))
+    out = []
+    for project in sorted(by_project):
+        index = ProjectIndex("t", project, MODEL)
+        index.apply(ChangeSet(version=1, changed=by_project[project], reset=True))
+        out.append(index)
+    return out
+
+
+def both(indexes, data, q: int, *, filters=Filters(), weights=WEIGHTS, options=SearchOptions(), k=10):
+    args = dict(filters=filters, query=data.query_texts[q], query_vector=data.queries[q], model_id=MODEL, now=NOW,
+                weights=weights, k=k, options=options)
+    return search_indexes(indexes, **args), search_global(indexes, **args)
+
+
+def same(per_project, global_) -> None:
+    (old, old_n), (new, new_n) = per_project, global_
+    assert new_n == old_n
+    assert [h.record.id for h in new] == [h.record.id for h in old]
+    assert [h.score for h in new] == pytest.approx([h.score for h in old], abs=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "bm25"])
+def test_the_same_hits_and_scores_as_the_per_project_path(indexes, data, mode):
+    weights = {"hybrid": WEIGHTS, "vector": WEIGHTS.replace(bm25=0.0), "bm25": WEIGHTS.replace(vector=0.0)}[mode]
+    for q in range(QUERIES):
+        same(*both(indexes, data, q, weights=weights))
+
+
+def test_the_same_with_filters_and_every_hit_passes_them(indexes, data):
+    filters = Filters(component="api", since=BASE + timedelta(hours=2000), until=BASE + timedelta(hours=8000))
+    for q in range(0, QUERIES, 4):
+        old, new = both(indexes, data, q, filters=filters)
+        same(old, new)
+        assert new[1] < PROJECTS * PER
+        for hit in new[0]:
+            assert hit.record.meta["component"] == "api"
+            assert filters.since <= hit.record.occurred_at < filters.until
+
+
+def test_a_project_of_a_few_rows_beside_large_ones(indexes, data):
+    tiny = ProjectIndex("t", "tiny", MODEL)
+    rng = np.random.default_rng(3)
+    rows, vectors = [], []
+    for j in range(3):
+        vector = rng.standard_normal(DIM).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        vectors.append(vector.copy())  # an index keeps a record's vector in its matrix, not the record
+        at = BASE + timedelta(days=j)
+        rows.append(MemoryRecord(id=f"tiny{j}", tenant="t", project="tiny", content=f"zephyr{j} note",
+                                 sha256=f"{j:064x}", occurred_at=at, created_at=at, updated_at=at, embedding=vector,
+                                 model=MODEL))
+    tiny.apply(ChangeSet(version=1, changed=rows, reset=True))
+    everything = [*indexes, tiny]
+    for j in range(len(rows)):
+        args = dict(filters=Filters(), query=f"zephyr{j}", query_vector=vectors[j], model_id=MODEL, now=NOW,
+                    weights=WEIGHTS, k=10)
+        hits, _ = search_global(everything, **args)
+        assert hits[0].record.id == f"tiny{j}"
+        assert hits[0].vector == pytest.approx(1.0, abs=1e-6)  # its exact float32 cosine
+        old, _ = search_indexes(everything, **args)
+        assert (old[0].record.id, old[0].score) == (hits[0].record.id, pytest.approx(hits[0].score, abs=1e-12))
+
+
+STAGES = {
+    "numpy, one pass": SearchOptions(library_from=10**9, prefix_words=8),
+    "numpy, leading bits then all": SearchOptions(library_from=10**9, prefix_words=2),
+    "faiss, leading bits then all": SearchOptions(library_from=1, prefix_words=2),
+    "exact": SearchOptions(exact=True),
+}
+
+
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_recall_at_10_against_exact_float32_at_every_stage(indexes, data, stage):
+    options = STAGES[stage]
+    if "faiss" in stage and not hamming.available():
+        pytest.skip("faiss-cpu is not installed")
+    truth = exact_top(data.vectors, data.queries)
+    weights = WEIGHTS.replace(bm25=0.0, time=0.0, feedback=0.0)
+    hits = 0
+    for q in range(QUERIES):
+        found, _ = search_global(indexes, filters=Filters(), query=data.query_texts[q], query_vector=data.queries[q],
+                                 model_id=MODEL, now=NOW, weights=weights, k=10, options=options)
+        got = {int(h.record.id[1:]) for h in found}
+        hits += len(got & set(truth[q].tolist()))
+        # Returned scores are exact float32 cosines.
+        for h in found:
+            assert h.vector == pytest.approx(float(np.clip(data.vectors[int(h.record.id[1:])] @ data.queries[q], 0, 1)),
+                                             abs=1e-5)
+    assert hits / (10 * QUERIES) >= 0.99
+
+
+def test_rows_scored_follow_the_candidates_not_the_projects(indexes, data):
+    """Per project, each of 12 projects would re-score its own 100 vector and 100 keyword
+    candidates (up to 2,400 rows); across projects, at most 100 of each stage in all."""
+    options = SearchOptions(candidates=100)
+    views, _ = _views(indexes, Filters())
+    q = _query_vector(data.queries[0], WEIGHTS)
+    top = _keyword_stage(views, data.query_texts[0], WEIGHTS, options)
+    capable = [_vector_ok(v.index, q, MODEL) for v in views]
+    chosen = candidate_rows(views, capable, q, options, top, [], TenantCodes())
+    total = sum(rows.size for rows in chosen)
+    assert 100 <= total <= 200
+    assert sum(1 for rows in chosen if rows.size) > 1  # candidates come from several projects
+
+
+def test_tenant_codes_are_rebuilt_when_an_index_changes(indexes, data):
+    codes = TenantCodes()
+    first = codes.of(indexes, 2)
+    assert codes.of(indexes, 2) is first
+    extra = ProjectIndex("t", "extra", MODEL)
+    extra.apply(ChangeSet(version=1, changed=[record(data, 0, "extra")], reset=True))
+    grown = codes.of([*indexes, extra], 2)
+    assert grown is not first and grown.prefix.shape[0] == first.prefix.shape[0] + 1
+    extra.apply(ChangeSet(version=2, changed=[record(data, 1, "extra")]))
+    assert codes.of([*indexes, extra], 2).prefix.shape[0] == first.prefix.shape[0] + 2
+
+
+def test_the_service_answers_global_searches_from_one_pass(tmp_path, data):
+    store = SQLiteStore(tmp_path / "g.db")
+    store.migrate()
+    for p in range(4):
+        rows = [record(data, i, f"p{p}") for i in range(p, 2000, 4)]
+        store.insert(rows, limit=10_000, dedupe_after=None, actor="test")
+    table = dict(zip(data.query_texts, data.queries))
+    service = MemoryService(store, TableEmbedder(table, DIM), settings=Settings(data_dir=tmp_path,
+                                                                                query_cache_entries=0))
+    try:
+        for q in range(5):
+            answer = service.search("t", {"global": True, "query": data.query_texts[q], "k": 10})
+            indexes = [service.indexes.get("t", f"p{p}", MODEL) for p in range(4)]
+            expected, _ = search_indexes(indexes, filters=Filters(), query=data.query_texts[q],
+                                         query_vector=data.queries[q], model_id=MODEL, now=service.clock(),
+                                         weights=WEIGHTS, k=10)
+            assert [h.id for h in answer.results] == [h.record.id for h in expected]
+            assert len(service._tenant_codes._kept) == 1  # the tenant's codes kept between searches
+    finally:
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def mixed(data, indexes):
+    """Besides the plain projects, two of chat turns (sessions of 8, two authors: the session
+    window, the chat priors and the author boost apply there) and one of long memories."""
+    out = list(indexes[:6])
+    for p in range(2):
+        index = ProjectIndex("t", f"chat{p}", MODEL)
+        rows = []
+        for j, i in enumerate(range(p, 1600, 2)):
+            r = record(data, i, f"chat{p}")
+            r.id = f"c{p}{i:06d}"
+            r.meta = {"session": f"s{j // 8}", "author": "ann" if j % 2 else "bob"}
+            r.content = r.content + ("?" if j % 5 == 0 else "")
+            rows.append(r)
+        index.apply(ChangeSet(version=1, changed=rows, reset=True))
+        out.append(index)
+    long = ProjectIndex("t", "long", MODEL)
+    rows = []
+    for i in range(300):
+        r = record(data, i, "long")
+        r.id = f"l{i:06d}"
+        r.content = " ".join(data.texts[i:i + 5])  # about 70 tokens: the long-memory prior applies
+        rows.append(r)
+    long.apply(ChangeSet(version=1, changed=rows, reset=True))
+    out.append(long)
+    return out
+
+
+@pytest.mark.parametrize("suffix", ["", " ann", " on March 3, 2025"])
+def test_the_same_over_projects_with_their_own_ranking_aids(mixed, data, suffix):
+    """Every row a candidate (the per-project path re-scores 500 of each project's 800, the
+    global one 500 of all): the scores, aids included, are then compared row for row."""
+    options = SearchOptions(candidates=8000)
+    for q in range(0, QUERIES, 2):
+        args = dict(filters=Filters(), query=data.query_texts[q] + suffix, query_vector=data.queries[q],
+                    model_id=MODEL, now=NOW, weights=WEIGHTS, k=10, options=options)
+        same(search_indexes(mixed, **args), search_global(mixed, **args))
+
+
+def test_a_time_named_query_finds_what_happened_then_in_every_project(indexes, data):
+    args = dict(filters=Filters(), query="what happened on March 3, 2025", query_vector=None, model_id=MODEL,
+                now=NOW, weights=WEIGHTS, k=30)
+    old, new = search_indexes(indexes, **args), search_global(indexes, **args)
+    same(old, new)
+    assert len({h.record.project for h in new[0]}) == PROJECTS  # 24 hours: two rows of each project
+    # "2025" is also a keyword of some memories (w2025): most hits, not all, are of that day.
+    assert sum(h.record.occurred_at.date().isoformat() == "2025-03-03" for h in new[0]) >= 20
