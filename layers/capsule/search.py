@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import dates, feedback_terms, fusion, ranking
+from . import dates, ranking
 from .clock import to_epoch
 from . import hamming
 from .index import ProjectIndex, Shape, sign_codes, stable_key
@@ -91,15 +91,6 @@ class SearchOptions:
     # 0.15: the largest floor that left R@5 and R@10 of both benchmarks as they were (MiniLM;
     # 0.2 cost LongMemEval one relevant turn in its top 10, 0.3 cost both).
     min_relevance: float = 0.15
-    # How the cosine and the keyword score are put on one scale before the weighted sum
-    # (capsule.fusion): plain, meanmax or z, over the candidates of the query.
-    fusion: str = "plain"
-    fusion_z: float = 3.0
-    # Pseudo relevance feedback (capsule.feedback_terms): terms of the best prf_docs keyword
-    # matches added at prf_weight times the query's own words. 0 terms: off.
-    prf_docs: int = 3
-    prf_terms: int = 0
-    prf_weight: float = 0.3
 
 
 @dataclass(slots=True)
@@ -325,8 +316,6 @@ def search_indexes(
                         terms -= set(tokens(name))
             terms = terms or set(tokens(query))
         _keyword(views, sorted(terms), options)
-        if options.prf_terms and len(views) == 1:
-            _expand(views[0], terms, options)
         for v in views:
             _widen(v, options)
     spans = dates.windows(query, now) if options.date_boost else []
@@ -337,25 +326,6 @@ def search_indexes(
         scored.extend(_score_view(v, q, model_id, now, weights, options, top_keyword, k, query, spans))
     scored.sort(key=lambda s: (-s.score, stable_key(s.record.id)))
     return scored[:k], searched
-
-
-def _expand(v: _View, terms: set[str], options: SearchOptions) -> None:
-    """Add the keyword score of the feedback terms of the best matches (one index searched)."""
-    if v.keyword is None or not v.keyword.any():
-        return
-    index = v.index
-    rows = _top_positive(v.keyword, options.prf_docs, index.key)
-    index.records.prefetch(rows)
-    feedback = [(tokens(r.content), float(v.keyword[row])) for row in rows.tolist()
-                if (r := index.records[row]) is not None]
-    n = int(v.mask.sum())
-    extra = feedback_terms.expansion_terms(feedback, terms, lambda t: index.postings_of(t)[0].size,
-                                           n, options.prf_terms)
-    if not extra:
-        return
-    original = v.keyword
-    _keyword([v], sorted(extra), options)
-    v.keyword = original + options.prf_weight * v.keyword
 
 
 def _windowed(shape: Shape, options: SearchOptions) -> bool:
@@ -524,8 +494,7 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     helpful = index.helpful[rows]
     feedback = wilson(helpful, helpful + index.unhelpful[rows])
     outcome = index.outcome[rows]
-    score = ranking.combine(weights, fusion.calibrate(vector, options.fusion, options.fusion_z),
-                            fusion.calibrate(keyword, options.fusion, options.fusion_z), time, feedback, outcome)
+    score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
     when = _when(index, rows, options, spans or [])
     boost = _boosts(index, rows, options, query) + when
     boost += _priors(index, rows, options)
