@@ -91,6 +91,13 @@ def reach():
     return scopes.current()
 
 
+def narrowed() -> dict[str, Any]:
+    """``reach=`` for a service call that narrows what it returns, only when the caller is limited
+    (a full-access call stays the call it always was)."""
+    current = scopes.current()
+    return {} if current is scopes.FULL else {"reach": current}
+
+
 # ---- errors -------------------------------------------------------------------
 
 _ERROR_DESCRIPTIONS = {
@@ -315,15 +322,15 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
         unknown = query_names.unknown_parameter(event, known_query)
         if unknown is not None:
             return _refusal(unknown)
-        try:  # the key's or principal's scope (functions.scopes): 403 naming what is missing
-            reach = scopes.admit(route, event, body, admitted, service) if route.auth else scopes.FULL
-        except CapsuleError as exc:
-            return _refusal(exc)
-        token, reach_token = _tenant.set(admitted or ""), scopes.within(reach)
+        token, reach_token = _tenant.set(admitted or ""), scopes.within(scopes.FULL)
         try:
             # Every embedder and database call takes what is left of the invocation, so a slow
             # dependency gives the fallback or a 503 before Lambda's own timeout ends the function.
             with deadline.within(deadline.from_lambda_context(context)):
+                try:  # the key's or principal's scope (functions.scopes): 403 naming what is missing
+                    scopes.within(scopes.admit(route, event, body, admitted, service) if route.auth else scopes.FULL)
+                except CapsuleError as exc:
+                    return _refusal(exc)
                 if shortcut is not None and body is not None:
                     return shortcut.answer(event, body, context)
                 return app.resolve(event, context)
@@ -364,5 +371,5 @@ class LocalContext:
 
 __all__ = [
     "Endpoint", "LocalContext", "error_response", "error_responses", "logger", "make_handler", "metrics",
-    "new_resolver", "reach", "register", "service", "set_service", "tenant",
+    "narrowed", "new_resolver", "reach", "register", "service", "set_service", "tenant",
 ]

@@ -27,7 +27,7 @@ def list_memories(
     optional = {"retention": retention, "visibility": visibility, "subject": subject}
     request = {"project": project, "pinned_only": pinned_only, "forgotten": forgotten, "cursor": cursor, "limit": limit,
                **{k: v for k, v in optional.items() if v is not None}}
-    return app.service().list_memories(app.tenant(), request, reach=app.reach())
+    return app.service().list_memories(app.tenant(), request, **app.narrowed())
 
 
 ENDPOINT = app.Endpoint("list", list_memories, summary="List recent, pinned or forgotten memories of a project")

@@ -65,4 +65,19 @@ def scope_settings(memories: object) -> ScopeSettings:
 
     if isinstance(memories, SQLiteStore):
         return SQLiteScopeSettings(memories)
-    return MongoScopeSettings(memories)
+    if hasattr(getattr(memories, "db", None), "list_collection_names"):
+        return MongoScopeSettings(memories)
+    return NoScopeSettings()
+
+
+class NoScopeSettings:
+    """A store that keeps no principal scopes (a test double, a wrapper): every principal has
+    the tenant's full access, and setting rules is refused."""
+
+    def principal_rules(self, tenant: str) -> list[dict[str, Any]]:
+        return []
+
+    def set_principal_rules(self, tenant: str, rules: list[dict[str, Any]], *, at: datetime) -> None:
+        from ..errors import Unavailable
+
+        raise Unavailable("this store keeps no principal scopes")
