@@ -288,7 +288,7 @@ def openapi_scope(name: str) -> dict[str, Any]:
     return {"access": access, "reach": kind, "levels": list(ACCESS_LEVELS[ACCESS_LEVELS.index(access):])}
 
 
-RULES_TTL_S = 10.0  # how long a container keeps a tenant's principal scopes before reading them again
+RULES_TTL_S = 10.0  # at most this long a container keeps a tenant's principal scopes (the store's cache_s)
 _rules_cache: dict[tuple[int, str], tuple[float, list[Mapping[str, Any]]]] = {}
 
 
@@ -298,11 +298,15 @@ def principal_rules(tenant: str, store: Any, *, now: Callable[[], float] = time.
 
     if store is None:  # a service without a store of its own (a test double)
         return []
+    settings = scope_settings(store)
+    keep = min(RULES_TTL_S, getattr(settings, "cache_s", 0.0))
+    if not keep:
+        return settings.principal_rules(tenant)
     key = (id(store), tenant)
     cached = _rules_cache.get(key)
-    if cached is not None and now() - cached[0] < RULES_TTL_S:
+    if cached is not None and now() - cached[0] < keep:
         return cached[1]
-    rules = scope_settings(store).principal_rules(tenant)
+    rules = settings.principal_rules(tenant)
     _rules_cache[key] = (now(), rules)
     return rules
 

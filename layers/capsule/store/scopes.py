@@ -24,6 +24,8 @@ class ScopeSettings(Protocol):
 
 
 class SQLiteScopeSettings:
+    cache_s = 0.0  # a read of the local file costs microseconds: every request sees the latest
+
     def __init__(self, db: Any) -> None:
         self._db = db
 
@@ -39,6 +41,8 @@ class SQLiteScopeSettings:
 
 
 class MongoScopeSettings:
+    cache_s = 10.0  # a round trip per request is worth saving; a change reaches every container within this
+
     def __init__(self, store: Any) -> None:
         from .mongo_visibility import PRINCIPAL_SCOPES
 
@@ -73,6 +77,8 @@ def scope_settings(memories: object) -> ScopeSettings:
 class NoScopeSettings:
     """A store that keeps no principal scopes (a test double, a wrapper): every principal has
     the tenant's full access, and setting rules is refused."""
+
+    cache_s = 0.0
 
     def principal_rules(self, tenant: str) -> list[dict[str, Any]]:
         return []
