@@ -17,6 +17,9 @@ Each route declares (in :data:`ROUTE_SCOPES`) the access it needs and what it re
 - ``project``: the ``project`` of the body or query must be in the caller's projects (a
   write's ``subject`` and ``visibility`` within its reach); without a project the route spans
   the tenant, refused to a key limited to projects or subjects;
+- ``project_all``: as ``project``, and it hands over every memory of the project whatever its
+  subject or visibility (export, sync changes): refused to a key limited to subjects or to
+  what it sees;
 - ``filtered``: the operation narrows what it returns to the caller's reach (list, search,
   projects);
 - ``tenant``: spans every project (sync, import, candidates by id): keys limited to projects
@@ -44,7 +47,7 @@ from capsule.models import Subject, Visibility
 from . import routes
 
 Access = Literal["read", "write", "admin"]
-ReachKind = Literal["memory", "project", "filtered", "tenant", "any"]
+ReachKind = Literal["memory", "project", "project_all", "filtered", "tenant", "any"]
 MAX_PATTERNS = 64
 
 ROUTE_SCOPES: dict[str, tuple[Access, ReachKind]] = {
@@ -83,9 +86,9 @@ ROUTE_SCOPES: dict[str, tuple[Access, ReachKind]] = {
     "pattern_link": ("write", "any"),
     "golden_paths": ("read", "any"),
     "detect_patterns": ("write", "tenant"),
-    "export": ("admin", "project"),
+    "export": ("admin", "project_all"),
     "import_data": ("admin", "tenant"),
-    "sync_changes": ("admin", "project"),
+    "sync_changes": ("admin", "project_all"),
     "sync_apply": ("admin", "tenant"),
     "principal_scopes": ("admin", "tenant"),
     "principal_scopes_set": ("admin", "tenant"),
@@ -252,8 +255,10 @@ def check(route: routes.Route, event: dict[str, Any], body: Mapping[str, Any] | 
         return
     if kind == "tenant":
         reach.require_whole_tenant(f"{route.method} {route.path}")
-    elif kind == "project":
+    elif kind in ("project", "project_all"):
         project = _project_of(event, body)
+        if kind == "project_all":
+            reach.require_every_memory(f"{route.method} {route.path}")
         if project is None:
             reach.require_whole_tenant(f"{route.method} {route.path} without a project")
         elif route.method in ("POST", "PUT", "PATCH") and route.name in ("store", "ingest", "capture"):

@@ -55,7 +55,8 @@ def test_every_route_declares_the_scope_it_needs():
     assert names - declared == set(), "a route without a scope in functions.scopes.ROUTE_SCOPES"
     assert declared - names == set(), "a scope declared for a route that does not exist"
     for name, (access, reach) in scopes.ROUTE_SCOPES.items():
-        assert access in ("read", "write", "admin") and reach in ("memory", "project", "filtered", "tenant", "any")
+        assert access in ("read", "write", "admin")
+        assert reach in ("memory", "project", "project_all", "filtered", "tenant", "any")
 
 
 def test_an_undeclared_route_needs_admin_of_the_whole_tenant():
@@ -148,6 +149,18 @@ def test_routes_spanning_the_tenant_refuse_a_project_key(service, call):
     assert call(event("candidates", authorizer=bot, query={"project": "acme/x"})).status == 200
     r = call(event("sync_apply", authorizer=key({"projects": ["acme/*"], "access": "admin"}), body={}))
     assert r.status == 403 and r.json["error"]["details"][0]["missing"] == "tenant"
+
+
+def test_export_needs_a_key_that_sees_every_memory_of_the_project(service, call):
+    memory(call, project="acme/x", content="private note")
+    r = call(event("export", authorizer=key({"projects": ["acme/*"], "sees": "shared"}), query={"project": "acme/x"}))
+    assert r.status == 403 and r.json["error"]["details"][0]["missing"] == "sees:private"
+    r = call(event("export", authorizer=key({"subjects": ["alice"]}), query={"project": "acme/x"}))
+    assert r.status == 403
+    assert call(event("export", authorizer=key({"projects": ["acme/*"]}), query={"project": "other"})).status == 403
+    # the export itself is JSON Lines (not what `call` reads): the check alone lets it through
+    route, ok = routes.by_name("export"), event("export", query={"project": "acme/x"})
+    scopes.check(route, ok, None, scopes.reach_of({"projects": ["acme/*"]}, "key"), lambda _: None)
 
 
 # ---- subjects and visibility ------------------------------------------------------------------

@@ -137,6 +137,16 @@ class Reach:
                             details=[{"field": "scope", "message": "needs a key not limited to " + " or ".join(limits),
                                       "missing": "tenant"}])
 
+    def require_every_memory(self, operation: str) -> None:
+        """A route that hands over every memory of a project, whatever its subject or visibility."""
+        limits = [name for name, on in (("subjects", self.subjects is not None),
+                                        (f"seeing {self.sees} memories", self.sees != "private")) if on]
+        if limits:
+            raise Forbidden(f"{operation} hands over every memory of the project; {self.who} is limited to "
+                            f"{' and '.join(limits)}",
+                            details=[{"field": "scope", "message": "needs a key not limited to subjects or visibility",
+                                      "missing": "sees:private" if self.sees != "private" else "subjects"}])
+
     def allows_subject(self, subject: str | None) -> bool:
         return self.subjects is None or (subject is not None and subject in self.subjects)
 
