@@ -26,7 +26,6 @@ from typing import Any, Mapping
 from capsule.errors import Conflict, InvalidInput, NotFound
 
 from .auth import Bearer, SigV4Key, key_hash
-from .scopes import parse_scope
 
 LOCAL_TENANT = "local"
 TOKEN_FILE = "gateway-token"
@@ -120,6 +119,8 @@ class Credentials:
         keys = self._keys.read()
         if _check_name(name) in keys:
             raise Conflict(f"an API key named {name!r} exists; revoke it first")
+        from .scopes import parse_scope  # pydantic: loaded only to make a key, never on a warm route
+
         limits = parse_scope(scope or {}).plain()
         key = KEY_PREFIX + secrets.token_urlsafe(32)
         keys[name] = {"sha256": key_hash(key), "tenant": _check_tenant(tenant),
