@@ -310,3 +310,9 @@ def test_a_stored_scope_that_no_longer_parses_reaches_nothing():
     e = event("store", authorizer={"lambda": {"tenant": ALICE, "key": "old", "scope": "{not json"}})
     reach = scopes.caller_reach(e, lambda: [])
     assert reach is not FULL and not reach.has_access("write") and reach.projects == ()
+
+
+def test_whoami_of_a_key_whose_scope_no_longer_parses_says_it_reaches_nothing(service, call):
+    r = call(event("whoami", authorizer={"lambda": {"tenant": ALICE, "key": "old", "scope": "{not json"}}))
+    assert r.status == 200, r
+    assert r.json["scope"] == {"access": "read", "projects": [], "subjects": [], "sees": "public"}
