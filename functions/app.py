@@ -45,7 +45,7 @@ from pydantic import BaseModel
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
-from . import query_names, routes
+from . import query_names, routes, scopes
 from .body import body_text, parse as parse_body
 from .secrets import load_settings
 from .shortcut import Shortcut, replaying
@@ -86,12 +86,25 @@ def tenant() -> str:
     return _tenant.get()
 
 
+def reach():
+    """What the caller of the request being handled may see and do (functions.scopes)."""
+    return scopes.current()
+
+
+def narrowed() -> dict[str, Any]:
+    """``reach=`` for a service call that narrows what it returns, only when the caller is limited
+    (a full-access call stays the call it always was)."""
+    current = scopes.current()
+    return {} if current is scopes.FULL else {"reach": current}
+
+
 # ---- errors -------------------------------------------------------------------
 
 _ERROR_DESCRIPTIONS = {
     400: "The body is not UTF-8 text",
     401: "Missing or bad credentials",
-    403: "Credentials not accepted (e.g. a SigV4 signature mismatch)",
+    403: "Credentials not accepted (e.g. a SigV4 signature mismatch), or the key's scope does not reach what the "
+         "request needs (details name what is missing; x-capsule-scope says what each route needs)",
     404: "No such memory for this caller (another tenant's id is also not found)",
     409: "The memory's state does not allow it",
     412: "If-Match does not match: the memory changed since it was read (nothing was changed)",
@@ -195,7 +208,8 @@ def _responses(endpoint: Endpoint) -> dict[int, dict[str, Any]]:
     returns = typing.get_type_hints(endpoint.function)["return"]
     success = {endpoint.status_code: {"description": "Success",
                                       "content": {"application/json": {"model": returns}}}}
-    errors = sorted({*endpoint.errors, *((400, 415) if body_model(endpoint) else ())})
+    auth = routes.by_name(endpoint.route).auth
+    errors = sorted({*endpoint.errors, *((400, 415) if body_model(endpoint) else ()), *((403,) if auth else ())})
     return {**success, **error_responses(*errors)}
 
 
@@ -209,11 +223,13 @@ def _tag(path: str) -> str:
 def register(app: APIGatewayHttpResolver, endpoint: Endpoint, function: Callable[..., Any] | None = None) -> None:
     """Add the endpoint's route to ``app``, served by ``function`` (default: the endpoint's own)."""
     route = routes.by_name(endpoint.route)
+    needed = scopes.route_scope(route.name)[0]
     app.route(
         powertools_path(route.path), route.method, summary=endpoint.summary, operation_id=route.name,
         status_code=endpoint.status_code, responses=_responses(endpoint),
         tags=[_tag(route.path)],
-        security=[{"bearer": []}, {"sigv4": []}] if route.auth else [],
+        security=[{"bearer": [needed]}, {"sigv4": [needed]}] if route.auth else [],
+        openapi_extensions={"x-capsule-scope": scopes.openapi_scope(route.name)} if route.auth else None,
         **endpoint.extra,
     )(function or endpoint.function)
 
@@ -306,16 +322,21 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
         unknown = query_names.unknown_parameter(event, known_query)
         if unknown is not None:
             return _refusal(unknown)
-        token = _tenant.set(admitted or "")
+        token, reach_token = _tenant.set(admitted or ""), scopes.within(scopes.FULL)
         try:
             # Every embedder and database call takes what is left of the invocation, so a slow
             # dependency gives the fallback or a 503 before Lambda's own timeout ends the function.
             with deadline.within(deadline.from_lambda_context(context)):
+                try:  # the key's or principal's scope (functions.scopes): 403 naming what is missing
+                    scopes.within(scopes.admit(route, event, body, admitted, service) if route.auth else scopes.FULL)
+                except CapsuleError as exc:
+                    return _refusal(exc)
                 if shortcut is not None and body is not None:
                     return shortcut.answer(event, body, context)
                 return app.resolve(event, context)
         finally:
             _tenant.reset(token)
+            scopes.reset(reach_token)
 
     @metrics.log_metrics
     def metered(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -350,5 +371,5 @@ class LocalContext:
 
 __all__ = [
     "Endpoint", "LocalContext", "error_response", "error_responses", "logger", "make_handler", "metrics",
-    "new_resolver", "register", "service", "set_service", "tenant",
+    "narrowed", "new_resolver", "reach", "register", "service", "set_service", "tenant",
 ]

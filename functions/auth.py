@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -63,10 +64,11 @@ class SigV4Key:
 
 @dataclass(frozen=True)
 class Bearer:
-    """A verified token or API key: its name and tenant."""
+    """A verified token or API key: its name, tenant and scope (None: the tenant's full access)."""
 
     name: str
     tenant: str
+    scope: Mapping[str, Any] | None = None
 
 
 # ---- SigV4 ------------------------------------------------------------------------------
@@ -270,7 +272,10 @@ def verify_bearer(secret: str, known: Mapping[str, Bearer]) -> dict[str, Any]:
             found = who
     if found is None:
         raise Unauthorized("the token or API key is not valid (revoked, or never issued)")
-    return {"lambda": {"tenant": found.tenant, "key": found.name}}
+    context: dict[str, Any] = {"tenant": found.tenant, "key": found.name}
+    if found.scope:  # JSON text: an authorizer's context carries plain values (functions.scopes reads it)
+        context["scope"] = json.dumps(dict(found.scope), sort_keys=True)
+    return {"lambda": context}
 
 
 def authorize(

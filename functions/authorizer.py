@@ -4,7 +4,8 @@ An API Gateway HTTP API Lambda authorizer with simple responses: it hashes the p
 key (``Authorization: Bearer <key>``) and compares it, in constant time, with the hashes in
 the deployment's secret under ``api_keys`` — ``{"name": {"sha256": ..., "tenant": ...}}``,
 the shape ``capsule keys`` keeps locally — so keys are never stored in the clear. The
-tenant it returns reaches the handlers as ``requestContext.authorizer.lambda.tenant``.
+tenant it returns reaches the handlers as ``requestContext.authorizer.lambda.tenant``; a key
+with a ``scope`` (functions.scopes) passes it on as ``lambda.scope`` (JSON text).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from .secrets import SECRET_ARN_VARIABLE, fetch_secret
 
 def known_keys(secret: Mapping[str, Any]) -> dict[str, Bearer]:
     keys = secret.get("api_keys") or {}
-    return {entry["sha256"]: Bearer(name, entry["tenant"]) for name, entry in keys.items()
+    return {entry["sha256"]: Bearer(name, entry["tenant"], entry.get("scope")) for name, entry in keys.items()
             if isinstance(entry, Mapping) and entry.get("sha256") and entry.get("tenant")}
 
 

@@ -2,8 +2,9 @@
 
 - ``gateway-token``: the bearer token made on first run (tenant ``local``, the same tenant
   the ``capsule`` command uses on this machine).
-- ``api-keys.json``: named API keys, each ``{"sha256", "tenant", "created_at"}``; the keys
-  themselves are shown once when made and never stored.
+- ``api-keys.json``: named API keys, each ``{"sha256", "tenant", "created_at"}`` and, for a
+  scoped key, ``"scope"`` (functions.scopes); the keys themselves are shown once when made
+  and never stored.
 - ``sigv4-keys.json``: access keys the gateway verifies SigV4 signatures for, each
   ``{"secret", "tenant"}``. A SigV4 verifier needs the secret itself, so this file is the
   one secret store; keep it as private as ``~/.aws/credentials``.
@@ -20,7 +21,7 @@ import secrets
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from capsule.errors import Conflict, InvalidInput, NotFound
 
@@ -112,19 +113,25 @@ class Credentials:
 
     # ---- named API keys ----
 
-    def create_key(self, name: str, tenant: str = LOCAL_TENANT) -> str:
-        """Make a key; the key itself is returned once and only its hash is kept."""
+    def create_key(self, name: str, tenant: str = LOCAL_TENANT, scope: Mapping[str, Any] | None = None) -> str:
+        """Make a key; the key itself is returned once and only its hash is kept. ``scope``
+        (functions.scopes; None: the tenant's full access) is checked strictly first."""
         keys = self._keys.read()
         if _check_name(name) in keys:
             raise Conflict(f"an API key named {name!r} exists; revoke it first")
+        from .scopes import parse_scope  # pydantic: loaded only to make a key, never on a warm route
+
+        limits = parse_scope(scope or {}).plain()
         key = KEY_PREFIX + secrets.token_urlsafe(32)
         keys[name] = {"sha256": key_hash(key), "tenant": _check_tenant(tenant),
-                      "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                      "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                      **({"scope": limits} if limits else {})}
         self._keys.write(keys)
         return key
 
-    def list_keys(self) -> list[dict[str, str]]:
-        return [{"name": n, "tenant": k["tenant"], "created_at": k["created_at"]}
+    def list_keys(self) -> list[dict[str, Any]]:
+        return [{"name": n, "tenant": k["tenant"], "created_at": k["created_at"],
+                 **({"scope": k["scope"]} if k.get("scope") else {})}
                 for n, k in sorted(self._keys.read().items())]
 
     def revoke_key(self, name: str) -> None:
@@ -136,7 +143,7 @@ class Credentials:
 
     def bearers(self) -> dict[str, Bearer]:
         """sha256 -> who, for the token and every API key."""
-        known = {h["sha256"]: Bearer(name, h["tenant"]) for name, h in self._keys.read().items()}
+        known = {h["sha256"]: Bearer(name, h["tenant"], h.get("scope")) for name, h in self._keys.read().items()}
         token = self._token_hash()
         if token is not None:
             known[token] = Bearer("token", LOCAL_TENANT)

@@ -70,6 +70,10 @@ ROUTES: tuple[Route, ...] = (
     # one memory across peers: capsule.sync
     Route("sync_changes", "GET", "/v1/sync/changes", _h("sync_changes"), timeout_s=30, memory_mb=1024),
     Route("sync_apply", "POST", "/v1/sync/apply", _h("sync_apply"), timeout_s=30, memory_mb=1024),
+    # scoped access: the caller's scope, the tenant's principal scopes (functions.scopes)
+    Route("whoami", "GET", "/v1/scopes/me", _h("whoami"), timeout_s=5, memory_mb=256),
+    Route("principal_scopes", "GET", "/v1/scopes/principals", _h("principal_scopes")),
+    Route("principal_scopes_set", "PUT", "/v1/scopes/principals", _h("principal_scopes_set")),
 )
 
 

@@ -155,7 +155,7 @@ def cmd_ingest(args: argparse.Namespace) -> None:
 def cmd_search(args: argparse.Namespace) -> None:
     filters = {"component": args.component, "category": args.category, "tags": args.tag or [],
                "path_prefix": args.path_prefix, "since": args.since, "until": args.until,
-               "retention": args.retention}
+               "retention": args.retention, "visibility": args.visibility, "subject": args.subject}
     request = {"query": args.query, "k": args.k, "mode": args.mode, "global": args.all_projects,
                "filters": {k: v for k, v in filters.items() if v}}
     if args.as_of:
@@ -188,7 +188,8 @@ def _memory_rows(memories) -> list[tuple]:
 def cmd_list(args: argparse.Namespace) -> None:
     result = service_from(args).list_memories(LOCAL_TENANT, {
         "project": args.project, "pinned_only": args.pinned, "limit": args.limit, "cursor": args.cursor,
-        **({"retention": args.retention} if args.retention else {}),
+        **{k: v for k, v in (("retention", args.retention), ("visibility", args.visibility),
+                             ("subject", args.subject)) if v},
     })
     _out(args, result, lambda: "\n".join(
         [render.table(["id", "pinned", "created", "content"], _memory_rows(result.memories), wide="content"),
@@ -310,6 +311,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--as-of", type=_iso, help="search as of this time: recency and 'last month' count from it")
     p.add_argument("--min-relevance", type=float, help="least meaning or keyword score a hit needs (0-1)")
     p.add_argument("--retention", choices=EFFECTIVE_CLASSES, help="only memories of this retention class")
+    p.add_argument("--visibility", choices=("private", "shared", "public"), help="only memories of this visibility")
+    p.add_argument("--subject", help="only memories about this subject")
     p.add_argument("--include-superseded", action="store_true", help="show what each hit superseded")
     _common(p)
     p.set_defaults(run=cmd_search)
@@ -319,6 +322,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--cursor")
     p.add_argument("--retention", choices=EFFECTIVE_CLASSES, help="only memories of this retention class")
+    p.add_argument("--visibility", choices=("private", "shared", "public"), help="only memories of this visibility")
+    p.add_argument("--subject", help="only memories about this subject")
     _common(p)
     p.set_defaults(run=cmd_list)
 

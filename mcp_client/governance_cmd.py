@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from capsule.governance.retention import CLASSES  # pydantic-free: `capsule store` starts without it
+from capsule.governance.visibility import VISIBILITIES
 
 from . import cli, render
 
@@ -17,11 +18,15 @@ def retention_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retention", choices=CLASSES, help="retention class (default auto)")
     parser.add_argument("--ttl", type=int, help="seconds until an ephemeral memory expires (1 to 10 years)")
     parser.add_argument("--expires-at", type=cli._iso, help="when an ephemeral memory expires (ISO 8601)")
+    parser.add_argument("--visibility", choices=VISIBILITIES,
+                        help="who in the tenant may read it: private (default), shared or public")
+    parser.add_argument("--subject", help="the person or end-user it is about")
 
 
 def retention_fields(args: argparse.Namespace) -> dict[str, Any]:
     fields = {"retention": getattr(args, "retention", None), "ttl": getattr(args, "ttl", None),
-              "expires_at": getattr(args, "expires_at", None)}
+              "expires_at": getattr(args, "expires_at", None), "visibility": getattr(args, "visibility", None),
+              "subject": getattr(args, "subject", None)}
     return {k: v for k, v in fields.items() if v is not None}
 
 

@@ -3,7 +3,7 @@ memory_history and memory_revert."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
@@ -40,12 +40,17 @@ def register(tools: ToolRegistry) -> None:
         ttl: TtlArg = None,
         reason: Reason = None,
         if_match: IfMatchArg = None,
+        visibility: Annotated[Literal["private", "shared", "public"] | None, Field(description=(
+            "Who in the tenant may read it (a memory with flagged personal data cannot be public)."))] = None,
+        subject: Annotated[str | None, Field(min_length=1, max_length=256, description=(
+            "The person or end-user it is about."))] = None,
     ) -> Annotated[CallToolResult, gm.UpdateResult]:
         """Correct a memory in place (its text, tags, retention class or expiry) instead of storing a
         contradicting one; every earlier version is kept (memory_history). For a fact that changed
         ("moved to Berlin"), memory_store with supersedes keeps both as a chain. Returns the memory."""
         s = state(ctx)
-        request = drop_none(content=content, tags=tags, retention=retention, ttl=ttl, reason=reason)
+        request = drop_none(content=content, tags=tags, retention=retention, ttl=ttl, reason=reason,
+                            visibility=visibility, subject=subject)
         updated = run(lambda: s.backend.update(id, request, if_match))
         return result(updated, updated.explanation)
 

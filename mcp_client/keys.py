@@ -7,6 +7,7 @@ import getpass
 import sys
 
 from functions.credentials import LOCAL_TENANT, Credentials
+from functions.scopes import describe, parse_scope
 
 from . import render
 from .cli import settings_from
@@ -22,18 +23,37 @@ def _print(args: argparse.Namespace, value, text: str) -> None:
     print(render.as_json(value) if args.json else text)
 
 
+def scope_from(args: argparse.Namespace) -> dict:
+    """The scope the options ask for (functions.scopes checks it): nothing given, full access."""
+    scope: dict = {}
+    if args.read_only:
+        scope["access"] = "read"
+    if args.access is not None:
+        scope["access"] = args.access
+    if args.project:
+        scope["projects"] = list(args.project)
+    if args.subject:
+        scope["subjects"] = list(args.subject)
+    if args.sees is not None:
+        scope["sees"] = args.sees
+    return scope
+
+
 def cmd_create(args: argparse.Namespace) -> None:
-    key = _credentials(args).create_key(args.name, args.tenant)
-    _print(args, {"name": args.name, "tenant": args.tenant, "key": key},
-           f"{key}\nAPI key {args.name!r} for tenant {args.tenant!r}: shown once, only its hash is kept. "
-           "Send it as 'Authorization: Bearer <key>'.")
+    scope = scope_from(args)
+    key = _credentials(args).create_key(args.name, args.tenant, scope)
+    limits = parse_scope(scope).plain()
+    _print(args, {"name": args.name, "tenant": args.tenant, "key": key, **({"scope": limits} if limits else {})},
+           f"{key}\nAPI key {args.name!r} for tenant {args.tenant!r} ({describe(limits)} access): shown once, only "
+           "its hash is kept. Send it as 'Authorization: Bearer <key>'.")
 
 
 def cmd_list(args: argparse.Namespace) -> None:
     creds = _credentials(args)
     keys, sigv4 = creds.list_keys(), creds.list_sigv4()
     _print(args, {"api_keys": keys, "sigv4": sigv4}, "\n".join([
-        render.table(["api key", "tenant", "created"], [(k["name"], k["tenant"], k["created_at"]) for k in keys]),
+        render.table(["api key", "tenant", "scope", "created"],
+                     [(k["name"], k["tenant"], describe(k.get("scope")), k["created_at"]) for k in keys]),
         render.table(["sigv4 access key", "tenant"], [(k["access_key_id"], k["tenant"]) for k in sigv4]),
     ]))
 
@@ -75,6 +95,13 @@ def register(subparsers) -> None:
     p = sub.add_parser("create", help="make a named API key (shown once)")
     p.add_argument("name")
     p.add_argument("--tenant", default=LOCAL_TENANT, help=f"whose memories it reaches (default {LOCAL_TENANT!r})")
+    p.add_argument("--read-only", action="store_true", help="the key reads only (the same as --access read)")
+    p.add_argument("--access", help="read, write or admin (default admin: everything)")
+    p.add_argument("--project", action="append", metavar="PATTERN",
+                   help="limit the key to projects matching this fnmatch pattern (repeat for more)")
+    p.add_argument("--subject", action="append", metavar="NAME",
+                   help="limit the key to memories about this subject (repeat for more)")
+    p.add_argument("--sees", help="the most private visibility it reads: private (default, all), shared or public")
     _options(p)
     p.set_defaults(run=cmd_create)
 

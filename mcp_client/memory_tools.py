@@ -24,6 +24,12 @@ Category = Annotated[str | None, Field(max_length=128, description="A category, 
 OutcomeArg = Annotated[Outcome | None, Field(description="Did the approach work? 'success' memories rank higher, "
                                                          "'failure' ones lower (default unknown).")]
 ClassFilter = Annotated[models.EffectiveClass | None, Field(description="Only memories of this retention class.")]
+VisibilityArg = Annotated[models.Visibility | None, Field(description=models.VISIBILITY_DESCRIPTION)]
+VisibilityFilter = Annotated[models.Visibility | None, Field(description="Only memories of this visibility.")]
+SubjectArg = Annotated[str | None, Field(min_length=1, max_length=256, pattern=models.NO_CONTROL, description=(
+    "The person or end-user the memory is about."))]
+SubjectFilter = Annotated[str | None, Field(min_length=1, max_length=256, pattern=models.NO_CONTROL, description=(
+    "Only memories about this person or end-user."))]
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -51,6 +57,8 @@ def register(tools: ToolRegistry) -> None:
         supersedes: Annotated[str | None, Field(min_length=1, max_length=128, description=(
             "The id of an older memory this one replaces because the fact changed; search then returns this "
             "one."))] = None,
+        visibility: VisibilityArg = None,
+        subject: SubjectArg = None,
     ) -> Annotated[CallToolResult, models.StoreResult]:
         """Remember one thing for later sessions: a decision and its reason, a fix that worked, a convention,
         a pitfall. Use it when you learn something another session would need. The same content stored
@@ -60,7 +68,8 @@ def register(tools: ToolRegistry) -> None:
         fields = merged_meta(meta, type=type, outcome_status=outcome, component=component, category=category)
         stored = run(lambda: s.backend.store(drop_none(
             project=s.project(project), content=content, explanation=explanation, path=path, pinned=pinned,
-            meta={"source": "mcp", **fields}, tags=tags, retention=retention, ttl=ttl, supersedes=supersedes)))
+            meta={"source": "mcp", **fields}, tags=tags, retention=retention, ttl=ttl, supersedes=supersedes,
+            visibility=visibility, subject=subject)))
         return result(*out.store_output(stored))
 
     @tools.tool(annotations=WRITE)
@@ -113,6 +122,8 @@ def register(tools: ToolRegistry) -> None:
         retention: ClassFilter = None,
         include_superseded: Annotated[bool, Field(description=(
             "Also list, on each hit, the older memories it superseded."))] = False,
+        visibility: VisibilityFilter = None,
+        subject: SubjectFilter = None,
     ) -> Annotated[CallToolResult, out.SearchOutput]:
         """Recall what earlier sessions stored, by meaning and keyword, ranked by relevance, recency and
         feedback. Use it before starting a task, or when you hit an error, to find past decisions and fixes.
@@ -121,7 +132,8 @@ def register(tools: ToolRegistry) -> None:
         s = state(ctx)
         request = {"query": query, "k": k, "mode": mode, "global": all_projects,
                    "filters": drop_none(tags=tags, component=component, category=category,
-                                       path_prefix=path_prefix, retention=retention),
+                                       path_prefix=path_prefix, retention=retention, visibility=visibility,
+                                       subject=subject),
                    **drop_none(as_of=as_of, min_relevance=min_relevance, include_superseded=include_superseded)}
         if not all_projects:
             request["project"] = s.project(project)
@@ -138,12 +150,14 @@ def register(tools: ToolRegistry) -> None:
         = None,
         max_chars: MaxChars = None,
         retention: ClassFilter = None,
+        visibility: VisibilityFilter = None,
+        subject: SubjectFilter = None,
     ) -> Annotated[CallToolResult, out.ListOutput]:
         """Browse a project's memories, newest first, one page at a time (not ranked: use memory_search to
         find something). Returns memories with excerpts and next_cursor when more follow."""
         s = state(ctx)
         request = drop_none(project=s.project(project), pinned_only=pinned_only, limit=limit, cursor=cursor,
-                            retention=retention)
+                            retention=retention, visibility=visibility, subject=subject)
         listed = run(lambda: s.backend.list_memories(request))
         output, text = out.list_output(listed, s.budget(max_chars))
         if output.omitted:

@@ -20,10 +20,14 @@ def list_memories(
     limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE)] = limits.DEFAULT_PAGE,
     retention: Annotated[models.EffectiveClass | None, Query(
         description="Only memories of this (effective) retention class.")] = None,
+    visibility: Annotated[models.Visibility | None, Query(description="Only memories of this visibility.")] = None,
+    subject: Annotated[str | None, Query(min_length=1, max_length=256, pattern=models.NO_CONTROL,
+                                         description="Only memories about this subject.")] = None,
 ) -> models.ListResult:
+    optional = {"retention": retention, "visibility": visibility, "subject": subject}
     request = {"project": project, "pinned_only": pinned_only, "forgotten": forgotten, "cursor": cursor, "limit": limit,
-               **({"retention": retention} if retention is not None else {})}
-    return app.service().list_memories(app.tenant(), request)
+               **{k: v for k, v in optional.items() if v is not None}}
+    return app.service().list_memories(app.tenant(), request, **app.narrowed())
 
 
 ENDPOINT = app.Endpoint("list", list_memories, summary="List recent, pinned or forgotten memories of a project")

@@ -5,7 +5,13 @@ from functions import app
 
 
 def projects() -> models.ProjectsResult:
-    return app.service().projects(app.tenant())
+    result = app.service().projects(app.tenant())
+    reach = app.reach()
+    if reach.projects is not None:  # a key scoped to projects lists those only
+        result.projects = [p for p in result.projects if reach.allows_project(p.project)]
+        result.explanation = (f"{len(result.projects)} of the tenant's projects {reach.who} is scoped to, "
+                              "most recently active first.")
+    return result
 
 
 ENDPOINT = app.Endpoint("projects", projects, summary="The caller's projects", errors=(401, 500, 503))

@@ -9,7 +9,7 @@ from functions import app
 
 
 def search(request: Annotated[models.SearchRequest, Body()]) -> models.SearchResult:
-    return app.service().search(app.tenant(), request)
+    return app.service().search(app.tenant(), request, **app.narrowed())
 
 
 ENDPOINT = app.Endpoint("search", search, summary="Search memories by meaning and keyword")

@@ -687,7 +687,8 @@ class ProjectIndex:
             mask &= self.occurred[: self.n] >= to_epoch(filters.since)
         if filters.until:
             mask &= self.occurred[: self.n] < to_epoch(filters.until)
-        if filters.component or filters.category or filters.tags or filters.path_prefix or filters.retention:
+        if (filters.component or filters.category or filters.tags or filters.path_prefix or filters.retention
+                or filters.visibility or filters.subjects):
             rows = np.flatnonzero(mask)
             self.records.prefetch(rows)
             for row in rows:
@@ -709,6 +710,10 @@ def _passes(record: MemoryRecord, filters: Filters) -> bool:
     if filters.path_prefix and not (record.path or "").startswith(filters.path_prefix):
         return False
     if filters.retention and effective_class(record.retention, record.pinned) != filters.retention:
+        return False
+    if filters.visibility and (record.visibility or "private") not in filters.visibility:
+        return False
+    if filters.subjects and record.subject not in filters.subjects:
         return False
     return True
 

@@ -220,7 +220,18 @@ Ttl = Annotated[int, Field(ge=1, le=limits.MAX_TTL_SECONDS, description=(
 MemoryRef = Annotated[str, Field(min_length=1, max_length=128, description="A memory's id.")]
 
 
+Visibility = Literal["private", "shared", "public"]
+VISIBILITY_DESCRIPTION = (
+    "Who in the tenant may read it: private (default; callers that see private memories: the tenant's own "
+    "token, unscoped keys), shared (also keys scoped to see shared ones), public (also keys that see only "
+    "public ones). A memory with flagged personal data cannot be public.")
+Subject = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_CONTROL, description=(
+    "The person or end-user the memory is about (keys scoped to subjects reach only theirs)."))]
+
+
 class _Governed(_Request):
+    visibility: Visibility | None = Field(None, description=VISIBILITY_DESCRIPTION)
+    subject: Subject | None = None
     retention: RetentionClass | None = Field(None, description=RETENTION_DESCRIPTION)
     ttl: Ttl | None = None
     expires_at: AwareDatetime | None = Field(None, description=(
@@ -269,6 +280,8 @@ class SearchFilters(_Request):
     since: AwareDatetime | None = Field(None, description="Happened (occurred_at; stored time where there is none) at or after.")
     until: AwareDatetime | None = Field(None, description="Happened before (an until at or before since matches nothing).")
     retention: EffectiveClass | None = Field(None, description="Only memories of this (effective) retention class.")
+    visibility: Visibility | None = Field(None, description="Only memories of this visibility.")
+    subject: Subject | None = Field(None, description="Only memories about this subject.")
 
 
 class Weights(_Request):
@@ -313,6 +326,8 @@ class ListRequest(_Request):
     pinned_only: bool = False
     retention: EffectiveClass | None = Field(None, description="Only memories of this (effective) retention class.")
     forgotten: bool = False  # the forgotten memories still restorable, instead of the active ones
+    visibility: Visibility | None = Field(None, description="Only memories of this visibility.")
+    subject: Subject | None = Field(None, description="Only memories about this subject.")
     cursor: str | None = Field(None, max_length=limits.MAX_CURSOR_CHARS, pattern=CURSOR_PATTERN)
     limit: JsonInt = Field(limits.DEFAULT_PAGE, ge=1, le=limits.MAX_PAGE)
 
@@ -386,6 +401,8 @@ class Memory(BaseModel):
     supersedes: str | None = None
     superseded_by: str | None = None
     sha256: str | None = Field(None, description="sha256 of the content: send it as If-Match to update safely.")
+    visibility: Visibility = "private"
+    subject: str | None = None
 
 
 class Eviction(BaseModel):
@@ -441,6 +458,8 @@ class SearchHit(BaseModel):
     occurred_at: datetime
     created_at: datetime
     retention: EffectiveClass = "replaceable"
+    visibility: Visibility = "private"
+    subject: str | None = None
     supersedes: str | None = None
     superseded: list[SupersededMemory] = Field(default_factory=list, description=(
         "With include_superseded: the memories this one superseded, newest first."))

@@ -40,6 +40,10 @@ class MemoryRecord:
     expires_at: datetime | None = None
     supersedes: str | None = None
     superseded_by: str | None = None
+    # Visibility and subject (capsule.governance.visibility): how far it may be read in its
+    # tenant, and the person or end-user it is about.
+    visibility: str = "private"
+    subject: str | None = None
 
 
 @dataclass(slots=True)
@@ -53,6 +57,8 @@ class Filters:
     since: datetime | None = None
     until: datetime | None = None
     retention: str | None = None  # an effective class (capsule.governance.retention.effective_class)
+    visibility: tuple[str, ...] = ()  # only these visibilities (empty: any)
+    subjects: tuple[str, ...] = ()    # only memories about one of these subjects (empty: any)
 
 
 @dataclass(slots=True)

@@ -31,6 +31,7 @@ from .governance import audit as gov_actions
 from .governance.intake import admit
 from .governance.policy import for_new
 from .governance.retention import effective_class, needs_force
+from .governance.visibility import FULL, Reach, public_refusal
 from .guard.apply import guard_chunks, guard_write
 from .guard.policy import Policies
 from .index import IndexCache, ProjectIndex, store_fetcher
@@ -85,7 +86,20 @@ def to_memory(record: MemoryRecord) -> models.Memory:
         forgotten_at=record.deleted_at, retention=record.retention or "auto",
         effective_retention=effective_class(record.retention, record.pinned), expires_at=record.expires_at,
         supersedes=record.supersedes, superseded_by=record.superseded_by, sha256=sha256(record.content),
+        visibility=record.visibility or "private", subject=record.subject,
     )
+
+
+def visibility_of(req: models.StoreRequest | models.IngestRequest, metas: list[dict[str, Any]]
+                  ) -> tuple[str, str | None]:
+    """The visibility and subject a write stores; a public one whose text the guard flagged is
+    refused (409 naming the kinds) before anything is written."""
+    visibility = req.visibility or "private"
+    for meta in metas:
+        refused = public_refusal(visibility, meta, "the text")
+        if refused is not None:
+            raise refused
+    return visibility, req.subject
 
 
 class MemoryService:
@@ -141,6 +155,7 @@ class MemoryService:
         self, tenant: str, project: str, contents: list[str], *, path: str | None, pinned: bool,
         explanation: str | None, meta: dict[str, Any], occurred_at: datetime | None,
         retention: tuple[str, datetime | None] = ("auto", None), supersedes: str | None = None,
+        visible: tuple[str, str | None] = ("private", None),
     ) -> tuple[list[MemoryRecord], str | None]:
         now = self.clock()
         contents = [admit(tenant, project, content).content for content in contents]
@@ -155,6 +170,7 @@ class MemoryService:
                 chunk_count=len(contents) if len(contents) > 1 else None,
                 pinned=pinned, explanation=explanation, meta=meta, status="pending_embedding",
                 retention=retention[0], expires_at=retention[1], supersedes=supersedes,
+                visibility=visible[0], subject=visible[1],
             ))
         words = self.settings.session_context_words
         vectors, embed_error = self._embed([text_to_embed(self.store, r, max_words=words) for r in records])
@@ -223,10 +239,11 @@ class MemoryService:
         # embedded or stored (capsule.guard).
         guarded = guard_write([req.content], req.explanation, req.meta.plain(),
                               self.guard_policies(tenant, req.project))
+        visible = visibility_of(req, [guarded.meta_for(0)])
         records, embed_error = self._records(
             tenant, req.project, guarded.texts, path=req.path, pinned=req.pinned,
             explanation=guarded.explanation, meta=guarded.meta_for(0), occurred_at=req.occurred_at,
-            retention=retention, supersedes=req.supersedes,
+            retention=retention, supersedes=req.supersedes, visible=visible,
         )
         outcome = self._write(tenant, records)
         evicted, note = self._retention_note(outcome)
@@ -304,9 +321,10 @@ class MemoryService:
         chunks = guarded.texts
         if not chunks:
             raise InvalidInput("text has no content to store", field="text")
+        visible = visibility_of(req, [guarded.meta_for(i) for i in range(len(chunks))])
         records, embed_error = self._records(
             tenant, req.project, guarded.texts, path=req.path, pinned=req.pinned, explanation=None,
-            meta=req.meta.plain(), occurred_at=req.occurred_at, retention=retention,
+            meta=req.meta.plain(), occurred_at=req.occurred_at, retention=retention, visible=visible,
         )
         for index, record in enumerate(records):  # each chunk carries its own findings
             record.meta = guarded.meta_for(index)
@@ -327,7 +345,10 @@ class MemoryService:
 
     # ---- reading ---------------------------------------------------------
 
-    def search(self, tenant: str, request: models.SearchRequest | dict) -> models.SearchResult:
+    def search(self, tenant: str, request: models.SearchRequest | dict, *, reach: Reach = FULL
+               ) -> models.SearchResult:
+        """``reach``: what the caller may see (capsule.governance.visibility); a global search
+        covers its projects only, and every hit is of its subjects and visible to it."""
         req = validate(models.SearchRequest, request)
         weights = self.settings.weights
         if req.weights is not None:
@@ -340,13 +361,17 @@ class MemoryService:
         filters = Filters(
             component=f.component, category=f.category, tags=tuple(f.tags), path_prefix=f.path_prefix,
             since=f.since, until=f.until, retention=f.retention,
+            visibility=reach.visibilities(f.visibility), subjects=reach.subjects_for(f.subject),
         )
-        projects = None if req.global_ else [req.project]
+        projects = self._reached_projects(tenant, req, reach)
+        if projects == []:
+            return models.SearchResult(results=[], explanation=(
+                f"Searched 0 memories: none of the projects {reach.who} is scoped to holds any."))
         markers = self._change_markers(tenant, projects)
         key = None
         if markers is not None and self.query_cache.max_entries:
             key = (tenant, self.embedder.model_id, req.model_dump_json(by_alias=True),
-                   tuple(sorted(markers.items())))
+                   tuple(sorted(markers.items())), filters.visibility, filters.subjects)
             cached = self.query_cache.get(key, self.clock())
             if cached is not None:
                 return cached
@@ -366,6 +391,15 @@ class MemoryService:
         if key is not None and embed_error is None and self.query_cache.max_entries:
             self.query_cache.put(key, result, self.clock())
         return result
+
+    def _reached_projects(self, tenant: str, req: models.SearchRequest, reach: Reach) -> list[str] | None:
+        """The projects a search covers (None: every project of the tenant)."""
+        if not req.global_:
+            reach.require_project(req.project)
+            return [req.project]
+        if reach.projects is None:
+            return None
+        return reach.projects_among(s.project for s in self.store.projects(tenant))
 
     def _search_locked(self, indexes: list[ProjectIndex], filters: Filters, req: models.SearchRequest,
                        query_vector: np.ndarray | None, weights) -> tuple[list, int]:
@@ -488,7 +522,7 @@ class MemoryService:
             id=r.id, project=r.project, path=r.path, chunk=chunk, content=r.content,
             score=round(hit.score, 6), pinned=r.pinned, meta=r.meta, occurred_at=r.occurred_at,
             created_at=r.created_at, retention=effective_class(r.retention, r.pinned), supersedes=r.supersedes,
-            superseded=[],
+            superseded=[], visibility=r.visibility or "private", subject=r.subject,
             components=models.Components.model_construct(
                 vector=round(hit.vector, 6), bm25=round(hit.bm25, 6), time=round(hit.time, 6),
                 feedback=round(hit.feedback, 6), outcome=round(hit.outcome, 6), boost=round(hit.boost, 6),
@@ -514,16 +548,22 @@ class MemoryService:
                                    + (" (each hit lists what it superseded)." if walk else
                                       " (include_superseded shows the older ones)."))
 
-    def list_memories(self, tenant: str, request: models.ListRequest | dict) -> models.ListResult:
+    def list_memories(self, tenant: str, request: models.ListRequest | dict, *, reach: Reach = FULL
+                      ) -> models.ListResult:
         req = validate(models.ListRequest, request)
+        reach.require_project(req.project)
         after = decode_cursor(req.cursor) if req.cursor else None
         by_class = {} if req.retention is None else {"retention": req.retention}
+        seen = {k: v for k, v in (("visibility", reach.visibilities(req.visibility)),
+                                  ("subjects", reach.subjects_for(req.subject))) if v}
         rows = self.store.list(tenant, req.project, pinned_only=req.pinned_only, after=after, limit=req.limit + 1,
-                               forgotten=req.forgotten, **by_class)
+                               forgotten=req.forgotten, **by_class, **seen)
         page, more = rows[: req.limit], len(rows) > req.limit
         kind = " ".join(w for w in ("pinned" if req.pinned_only else "", "forgotten" if req.forgotten else "") if w) or "recent"
         if req.retention is not None:
             kind += f" {req.retention}"
+        if req.visibility is not None:
+            kind += f" {req.visibility}"
         return models.ListResult(
             memories=[to_memory(r) for r in page],
             next_cursor=encode_cursor(page[-1]) if more else None,

@@ -64,3 +64,18 @@ def test_sigv4_keys(tmp_path):
         creds.add_sigv4("AKIDEXAMPLE7654321", "short", "t")
     creds.remove_sigv4("AKIDEXAMPLE1234567")
     assert creds.list_sigv4() == []
+
+
+def test_a_scoped_key_keeps_its_scope_and_a_bad_scope_makes_no_key(tmp_path):
+    creds = Credentials(tmp_path)
+    key = creds.create_key("bot", "team-a", {"access": "read", "projects": ["acme/*"]})
+    assert creds.bearers()[key_hash(key)].scope == {"access": "read", "projects": ["acme/*"]}
+    assert creds.list_keys()[0]["scope"] == {"access": "read", "projects": ["acme/*"]}
+    plain = creds.create_key("plain", "team-a", {})
+    assert creds.bearers()[key_hash(plain)].scope is None and "scope" not in creds.list_keys()[1]
+    for scope, field in (({"access": "owner"}, "scope.access"), ({"projects": ["a["]}, "scope.projects"),
+                         ({"subject": ["x"]}, "scope.subject")):
+        with pytest.raises(InvalidInput) as refused:
+            creds.create_key("bad", "team-a", scope)
+        assert refused.value.field == field
+    assert [k["name"] for k in creds.list_keys()] == ["bot", "plain"]

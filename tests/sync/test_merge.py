@@ -76,3 +76,11 @@ def test_vectors_of_another_model_are_left_to_the_receivers_backfill():
 
 def test_fields_added_to_the_record_later_are_merged_by_the_same_rule():
     assert {"pinned", "meta", "explanation", "content", "path"} <= set(generic_fields())
+
+
+def test_visibility_and_subject_are_merged_fields_the_latest_change_wins():
+    assert {"visibility", "subject"} <= set(generic_fields())
+    kept = rec(visibility="private", updated_at=at(1))
+    came = rec(visibility="shared", subject="alice", updated_at=at(2))
+    merged = merge(kept, came, kept_changed=False, own_model="hashing-v1-384").record
+    assert (merged.visibility, merged.subject) == ("shared", "alice")

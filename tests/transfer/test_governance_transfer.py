@@ -76,3 +76,26 @@ def test_a_bad_version_row_is_refused_naming_its_field(make):
     lines[at] = fmt.dumps(row)
     result = import_lines(second.sources, "t", lines)
     assert [(r.field, r.line) for r in result.refused] == [("retention", at + 1)]
+
+
+def test_visibility_and_subject_round_trip_through_export_and_import(make):
+    first, second = make(), make()
+    shared = first.memories.store_memory("t", {"project": "p", "content": "team fact", "visibility": "shared",
+                                               "subject": "alice"})
+    plain = first.memories.store_memory("t", {"project": "p", "content": "plain fact"})
+    lines = export_text(first)
+    rows = {r["id"]: r for r in map(json.loads, lines) if r["kind"] == "memory"}
+    assert (rows[shared.memory.id]["visibility"], rows[shared.memory.id]["subject"]) == ("shared", "alice")
+    assert (rows[plain.memory.id]["visibility"], rows[plain.memory.id]["subject"]) == ("private", None)
+    assert not import_lines(second.sources, "t", lines).refused
+    got = second.memories.get("t", shared.memory.id).memory
+    assert (got.visibility, got.subject) == ("shared", "alice")
+
+
+def test_an_export_row_with_an_unknown_visibility_is_refused(make):
+    first, second = make(), make()
+    first.memories.store_memory("t", {"project": "p", "content": "fact"})
+    lines = [line.replace('"visibility":"private"', '"visibility":"everyone"') for line in export_text(first)]
+    result = import_lines(second.sources, "t", lines)
+    assert [r.field for r in result.refused] == ["visibility"]
+    assert second.memories.list_memories("t", {"project": "p"}).memories == []

@@ -9,5 +9,6 @@ SUPERSEDE = "supersede"      # replaced by a newer memory (kept, no longer searc
 RETENTION = "retention"      # the retention class or expiry changed
 EXPIRE = "expire"            # an ephemeral memory past its expiry, purged by the retention job
 REFUSE = "refuse"            # a request refused by a governance rule (e.g. forget irreplaceable)
+VISIBILITY = "visibility"    # the visibility or subject changed (capsule.governance.visibility)
 
-ACTIONS = (UPDATE, REVERT, SUPERSEDE, RETENTION, EXPIRE, REFUSE)
+ACTIONS = (UPDATE, REVERT, SUPERSEDE, RETENTION, EXPIRE, REFUSE, VISIBILITY)

@@ -79,8 +79,23 @@ class History:
         if req.content is not None or req.explanation is not None or req.meta is not None:
             content, explanation, meta = self._guarded(tenant, before.project, content, explanation, meta)
         after = replace(before, content=content, meta=meta, retention=retention, expires_at=expires_at,
-                        explanation=explanation, updated_at=now)
+                        explanation=explanation, updated_at=now, visibility=req.visibility or before.visibility,
+                        subject=req.subject or before.subject)
+        self._refuse_public(after, actor or tenant)
         return self._write(before, after, actor or tenant, req.reason, revert_of=None)
+
+    def _refuse_public(self, after: MemoryRecord, actor: str) -> None:
+        """A memory with flagged data is not made (or kept, by a content change) public: 409, audited."""
+        from ..records import AuditRecord
+        from .visibility import public_refusal
+
+        refused = public_refusal(after.visibility, after.meta, f"memory {after.id}")
+        if refused is None:
+            return
+        self.service.governance_store.add_audit(AuditRecord(
+            tenant=after.tenant, memory_id=after.id, project=after.project, action=actions.REFUSE, actor=actor,
+            reason=f"made public refused: {refused.message}", at=after.updated_at))
+        raise refused
 
     def _guarded(self, tenant: str, project: str, content: str, explanation: str | None, meta: dict
                  ) -> tuple[str, str | None, dict]:
@@ -113,13 +128,18 @@ class History:
                                                                  limit=limits.MAX_VERSIONS_LISTED)) + 1
             return gm.UpdateResult(memory=to_memory(before), version=current,
                                    explanation=f"Nothing changed: memory {before.id} already holds these values.")
-        action = actions.REVERT if revert_of else (actions.UPDATE if set(changed) - {"retention", "expires_at"}
-                                                   else actions.RETENTION)
+        action = actions.REVERT if revert_of else (
+            actions.UPDATE if set(changed) - {"retention", "expires_at", "visibility", "subject"}
+            else actions.RETENTION if set(changed) - {"visibility", "subject"} else actions.VISIBILITY)
         why = reason or (f"reverted to version {revert_of}" if revert_of else f"changed {', '.join(changed)}")
+        if action == actions.VISIBILITY:
+            why = f"{visibility_change(before, after)}{f' ({reason})' if reason else ''}"
         gov = self.service.governance_store
         record = gov.replace(before, after, action=action, actor=actor, reason=why)
         if action == actions.UPDATE and {"retention", "expires_at"} & set(changed):
             self._audit_class(before, record, actor)
+        if action != actions.VISIBILITY and {"visibility", "subject"} & set(changed):
+            self._audit_visibility(before, record, actor)
         number = len(gov.versions(before.tenant, before.id, limit=10**9)) + 1
         text = (f"Reverted memory {before.id} to version {revert_of}" if revert_of
                 else f"Updated memory {before.id} ({', '.join(changed)})")
@@ -138,6 +158,13 @@ class History:
         self.service.governance_store.add_audit(AuditRecord(
             tenant=before.tenant, memory_id=before.id, project=before.project, action=actions.RETENTION,
             actor=actor, reason=reason, at=after.updated_at))
+
+    def _audit_visibility(self, before: MemoryRecord, after: MemoryRecord, actor: str) -> None:
+        from ..records import AuditRecord
+
+        self.service.governance_store.add_audit(AuditRecord(
+            tenant=before.tenant, memory_id=before.id, project=before.project, action=actions.VISIBILITY,
+            actor=actor, reason=visibility_change(before, after), at=after.updated_at))
 
     def _reembed(self, before: MemoryRecord, after: MemoryRecord) -> MemoryRecord:
         s = self.service
@@ -183,6 +210,7 @@ class History:
         old = kept[req.version]
         after = replace(before, content=old.content, meta=dict(old.meta), explanation=old.explanation,
                         retention=old.retention, expires_at=old.expires_at, updated_at=self.service.clock())
+        self._refuse_public(after, actor or tenant)
         return self._write(before, after, actor or tenant, req.reason, revert_of=req.version)
 
     # ---- supersession ------------------------------------------------------------
@@ -201,8 +229,18 @@ class History:
         return found
 
 
+def visibility_change(before: MemoryRecord, after: MemoryRecord) -> str:
+    """The audit reason of a visibility or subject change: what it was and what it is."""
+    parts = []
+    if before.visibility != after.visibility:
+        parts.append(f"visibility {before.visibility} -> {after.visibility}")
+    if before.subject != after.subject:
+        parts.append(f"subject {before.subject or '(none)'} -> {after.subject or '(none)'}")
+    return ", ".join(parts)
+
+
 def _changes(before: MemoryRecord, after: MemoryRecord) -> list[str]:
-    names = ("content", "meta", "explanation", "retention", "expires_at")
+    names = ("content", "meta", "explanation", "retention", "expires_at", "visibility", "subject")
     return [n for n in names if getattr(before, n) != getattr(after, n)]
 
 

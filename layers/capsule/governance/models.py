@@ -10,13 +10,13 @@ from pydantic import BaseModel
 
 from .. import limits
 from ..models import (
-    RETENTION_DESCRIPTION, AwareDatetime, Content, EffectiveClass, JsonInt, Memory, MemoryMeta, RetentionClass,
-    Tag, Ttl, _Request,
+    RETENTION_DESCRIPTION, VISIBILITY_DESCRIPTION, AwareDatetime, Content, EffectiveClass, JsonInt, Memory,
+    MemoryMeta, RetentionClass, Subject, Tag, Ttl, Visibility, _Request,
 )
 
 # The If-Match header: the content's sha256 as a memory result gives it (an ETag's quotes allowed).
 IF_MATCH_PATTERN = r'^"?[0-9a-f]{64}"?$'
-UPDATABLE = ("content", "tags", "meta", "explanation", "retention", "ttl", "expires_at")
+UPDATABLE = ("content", "tags", "meta", "explanation", "retention", "ttl", "expires_at", "visibility", "subject")
 
 
 class UpdateRequest(_Request):
@@ -29,6 +29,8 @@ class UpdateRequest(_Request):
     retention: RetentionClass | None = Field(None, description=RETENTION_DESCRIPTION)
     ttl: Ttl | None = None
     expires_at: AwareDatetime | None = Field(None, description="When an ephemeral memory expires; instead of ttl.")
+    visibility: Visibility | None = Field(None, description=VISIBILITY_DESCRIPTION + " Not versioned: revert keeps it.")
+    subject: Subject | None = Field(None, description="The person or end-user it is about (set or changed).")
     reason: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS,
                                description="Why it changed (kept in the audit record and the version).")
 

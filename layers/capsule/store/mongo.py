@@ -44,6 +44,7 @@ from .base import Cursor
 from .mongo_client import guarded, shared_client, supports_transactions
 from .mongo_docs import RECORD_PROJECTION, decode_vector, doc_to_record, encode_vector, record_to_doc
 from .mongo_governance_schema import class_query, drop_versions
+from .mongo_visibility import visibility_query
 from .mongo_indexes import INDEXES, PENDING_TTL_S, SCHEMA_VERSION
 from ..governance.retention import NEVER_EVICTED, effective_class, eviction_reason
 
@@ -393,6 +394,7 @@ class MongoStore:
         self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int,
         retention: str | None = None,
         forgotten: bool = False,
+        visibility: Sequence[str] = (), subjects: Sequence[str] = (),
     ) -> list[MemoryRecord]:
         # A forgotten memory is inactive and not a pending write; `recent` serves both states.
         query: dict[str, Any] = ({"tenant": tenant, "project": project, "active": False, "pending": None}
@@ -403,6 +405,7 @@ class MongoStore:
             query["$or"] = [{"created_at": {"$lt": after[0]}}, {"created_at": after[0], "id": {"$lt": after[1]}}]
         if retention is not None:
             query = class_query(query, retention)
+        query = visibility_query(query, visibility, subjects)
         with guarded("list the memories"):
             docs = list(self.memories.find(query, projection=RECORD_PROJECTION,
                                            sort=[("created_at", -1), ("id", -1)], limit=limit))

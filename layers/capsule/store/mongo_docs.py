@@ -58,7 +58,7 @@ def record_to_doc(record: MemoryRecord, *, seq: int) -> dict[str, Any]:
         "accessed_at": None, "pinned": bool(record.pinned), "explanation": record.explanation,
         "meta": dict(record.meta), "helpful": record.helpful, "unhelpful": record.unhelpful,
         "deleted_at": None, "deleted_reason": None, "status": record.status,
-        "seq": seq, "active": True, **governance_fields(record),
+        "seq": seq, "active": True, **governance_fields(record), **visibility_fields(record),
     }
 
 
@@ -67,6 +67,11 @@ def governance_fields(record: MemoryRecord) -> dict[str, Any]:
     return {"retention": record.retention or "auto",
             "expires_at": None if record.expires_at is None else to_epoch(record.expires_at),
             "supersedes": record.supersedes, "superseded_by": record.superseded_by}
+
+
+def visibility_fields(record: MemoryRecord) -> dict[str, Any]:
+    """Who may read it (capsule.governance.visibility); a document without them is private."""
+    return {"visibility": record.visibility or "private", "subject": record.subject}
 
 
 def _time(value: float | None) -> datetime | None:
@@ -85,7 +90,8 @@ def doc_to_record(doc: Mapping[str, Any]) -> MemoryRecord:
         deleted_at=_time(doc.get("deleted_at")), deleted_reason=doc.get("deleted_reason"),
         status=doc.get("status", "ready"), retention=doc.get("retention") or "auto",
         expires_at=_time(doc.get("expires_at")), supersedes=doc.get("supersedes"),
-        superseded_by=doc.get("superseded_by"),
+        superseded_by=doc.get("superseded_by"), visibility=doc.get("visibility") or "private",
+        subject=doc.get("subject"),
     )
 
 

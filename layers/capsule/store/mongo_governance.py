@@ -18,6 +18,7 @@ from . import mongo_counters as counters
 from .governance import SAME_TIME_S, VersionRecord, version_of
 from .mongo import CHANGE_PROJECTION, MongoStore
 from .mongo_client import guarded
+from .mongo_docs import visibility_fields
 from .mongo_docs import doc_to_record, encode_vector, governance_fields
 from .mongo_governance_schema import VERSIONS, drop_versions
 
@@ -48,7 +49,8 @@ def _replaced_fields(after: MemoryRecord) -> dict[str, Any]:
     gov = governance_fields(after)
     return {"content": after.content, "sha256": after.sha256, "embedding": encode_vector(after.embedding),
             "model": after.model, "status": after.status, "meta": dict(after.meta), "explanation": after.explanation,
-            "retention": gov["retention"], "expires_at": gov["expires_at"], "updated_at": to_epoch(after.updated_at)}
+            "retention": gov["retention"], "expires_at": gov["expires_at"], "updated_at": to_epoch(after.updated_at),
+            **visibility_fields(after)}
 
 
 class MongoGovernanceStore:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_VERSION = 6  # bump when INDEXES change: the next cold start creates the new ones
+SCHEMA_VERSION = 7  # bump when INDEXES change: the next cold start creates the new ones
 DAY = 86_400
 # A day past limits.FORGET_RECOVERABLE_DAYS: the hourly retention job purges (and audits) first;
 # the server's TTL is only the backstop when the job has not run.
@@ -50,6 +50,13 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
         ([("tenant", 1), ("project", 1), ("active", 1), ("retention", 1), ("pinned", 1), ("created_at", -1),
           ("id", -1)], {"name": "recent_class_pinned"}),
         ([("expires_at", 1)], {"name": "expiry", "partialFilterExpression": {"expires_at": {"$type": "double"}}}),
+        # Visibility and subject (capsule.store.mongo_visibility): list by either or both.
+        ([("tenant", 1), ("project", 1), ("active", 1), ("visibility", 1), ("created_at", -1), ("id", -1)],
+         {"name": "recent_visibility"}),
+        ([("tenant", 1), ("project", 1), ("active", 1), ("subject", 1), ("created_at", -1), ("id", -1)],
+         {"name": "recent_subject"}),
+        ([("tenant", 1), ("project", 1), ("active", 1), ("visibility", 1), ("subject", 1), ("created_at", -1),
+          ("id", -1)], {"name": "recent_visibility_subject"}),
     ],
     # Earlier versions of updated memories (capsule.store.mongo_governance).
     "memory_versions": [
@@ -58,6 +65,8 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
         ([("tenant", 1), ("project", 1), ("_id", 1)], {"name": "versions_project"}),
     ],
     "projects": [([("tenant", 1), ("name", 1)], {"name": "project", "unique": True})],
+    # The tenant's IAM principal ARN patterns -> scopes (capsule.store.scopes).
+    "principal_scopes": [([("tenant", 1)], {"name": "principal_scopes_tenant", "unique": True})],
     "feedback": [([("tenant", 1), ("memory_id", 1)], {"name": "feedback_memory"})],
     "audit": [([("tenant", 1), ("memory_id", 1), ("_id", -1)], {"name": "audit_memory"}),
               ([("tenant", 1), ("_id", -1)], {"name": "audit_recent"}),

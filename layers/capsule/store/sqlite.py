@@ -29,7 +29,7 @@ from ..index import pack_row, stable_key
 from ..records import AuditRecord, ChangeSet, Filters, IndexColumns, MemoryRecord, ProjectStats, WriteOutcome
 from . import guard_policies
 from .base import Cursor
-from . import sqlite_bulk, sqlite_governance_schema
+from . import sqlite_bulk, sqlite_governance_schema, sqlite_visibility_schema
 from ..governance.retention import effective_class, eviction_reason
 
 MIGRATIONS: list[str] = [
@@ -221,6 +221,9 @@ MIGRATIONS: list[str] = [
     # 8: governance (capsule.governance): retention class, expiry, supersession, earlier versions
     #    (capsule.store.sqlite_governance)
     sqlite_governance_schema.MIGRATION,
+    # 9: visibility and subject of each memory, the tenant's principal scopes
+    #    (capsule.store.sqlite_visibility_schema)
+    sqlite_visibility_schema.MIGRATION,
 ]
 
 # Projects at least this large load their index with sign bits only; the vectors follow.
@@ -229,7 +232,8 @@ DEFER_VECTORS_FROM = 20_000
 _COLUMNS = (
     "id, tenant, project, content, path, chunk_index, chunk_count, embedding, model, sha256, "
     "occurred_at, created_at, updated_at, accessed_at, pinned, explanation, meta, helpful, "
-    "unhelpful, deleted_at, deleted_reason, status, " + sqlite_governance_schema.COLUMNS
+    "unhelpful, deleted_at, deleted_reason, status, " + sqlite_governance_schema.COLUMNS + ", "
+    + sqlite_visibility_schema.COLUMNS
 )
 # The INSERT of a whole row (sqlite_transfer uses it too): _record_params's values, then the version.
 INSERT_MEMORY = (f"INSERT INTO memories ({_COLUMNS}, component, category, terms, terms_version, sort_key, packed, "
@@ -289,18 +293,23 @@ def _row_to_record(row: sqlite3.Row) -> MemoryRecord:
         deleted_reason=row["deleted_reason"],
         status=row["status"],
         **sqlite_governance_schema.fields(row),
+        **sqlite_visibility_schema.fields(row),
     )
 
 
-def _record_params(r: MemoryRecord) -> tuple[Any, ...]:
+def _record_params(r: MemoryRecord, packed: bytes | None = None) -> tuple[Any, ...]:
+    """INSERT_MEMORY's values but the version; ``packed`` is the row's index bytes when the
+    caller made them already (sqlite_bulk packs a batch's rows in one pass)."""
     key, occurred, created = stable_key(r.id), to_epoch(r.occurred_at), to_epoch(r.created_at)
     return (
         r.id, r.tenant, r.project, r.content, r.path, r.chunk_index, r.chunk_count,
         encode_vector(r.embedding), r.model, r.sha256, occurred,
         created, to_epoch(r.updated_at), None, int(r.pinned), r.explanation,
         json.dumps(r.meta), r.helpful, r.unhelpful, None, None, r.status,
-        *sqlite_governance_schema.params(r), r.meta.get("component"), r.meta.get("category"), terms.encode(r.content), terms.TOKENIZER, key,
-        pack_row(key, occurred, created, r.embedding), facets(r.meta),
+        *sqlite_governance_schema.params(r),
+        *sqlite_visibility_schema.params(r), r.meta.get("component"), r.meta.get("category"),
+        terms.encode(r.content), terms.TOKENIZER, key,
+        pack_row(key, occurred, created, r.embedding) if packed is None else packed, facets(r.meta),
     )
 
 
@@ -572,6 +581,7 @@ class SQLiteStore:
         self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int,
         retention: str | None = None,
         forgotten: bool = False,
+        visibility: Sequence[str] = (), subjects: Sequence[str] = (),
     ) -> list[MemoryRecord]:
         state = "IS NOT NULL" if forgotten else "IS NULL"  # memories_recent serves both
         sql = f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND deleted_at {state}"
@@ -581,6 +591,9 @@ class SQLiteStore:
         by_class, class_params = sqlite_governance_schema.class_filter(retention)
         sql += by_class
         params += class_params
+        seen, seen_params = sqlite_visibility_schema.list_filter(visibility, subjects)
+        sql += seen
+        params += seen_params
         if after is not None:
             sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
             params += [after[0], after[0], after[1]]

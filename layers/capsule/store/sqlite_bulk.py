@@ -21,19 +21,16 @@ active memory created at or after ``dedupe_after``, earlier rows of the batch in
 
 from __future__ import annotations
 
-import json
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from .. import terms
 from ..clock import to_epoch
 from ..index import pack_row, sign_codes, stable_key
 from ..records import MemoryRecord, WriteOutcome
 from ..signbits import PACKED
-from . import sqlite_governance_schema
 
 # Page cache of a bulk write (KiB, SQLite's negative form): enough for the pages 50,000 rows
 # touch in the random-key indexes of a store of millions.
@@ -43,26 +40,14 @@ BULK_CACHE_KIB = 256 * 1024
 def bulk_params(records: Sequence[MemoryRecord]) -> list[tuple[Any, ...]]:
     """Each record's ``sqlite._record_params`` (INSERT_MEMORY's values but the version), made
     for the whole batch at once; the same values (tests/store/test_bulk_insert.py pins it)."""
-    from .sqlite import _record_params, encode_vector, facets
+    from .sqlite import _record_params
 
     keys = [stable_key(r.id) for r in records]
     occurred = [to_epoch(r.occurred_at) for r in records]
     created = [to_epoch(r.created_at) for r in records]
     packed = _packed_rows(records, keys, occurred, created)
-    out = []
-    for r, key, occ, cre, row in zip(records, keys, occurred, created, packed):
-        if row is None:  # a vector of its own size: the row's own way
-            out.append(_record_params(r))
-            continue
-        out.append((
-            r.id, r.tenant, r.project, r.content, r.path, r.chunk_index, r.chunk_count,
-            encode_vector(r.embedding), r.model, r.sha256, occ,
-            cre, to_epoch(r.updated_at), None, int(r.pinned), r.explanation,
-            json.dumps(r.meta), r.helpful, r.unhelpful, None, None, r.status,
-            *sqlite_governance_schema.params(r), r.meta.get("component"), r.meta.get("category"),
-            terms.encode(r.content), terms.TOKENIZER, key, row, facets(r.meta),
-        ))
-    return out
+    # A row left unpacked (a vector of its own size) is packed by _record_params, the row's own way.
+    return [_record_params(r, row) for r, row in zip(records, packed)]
 
 
 def _packed_rows(records: Sequence[MemoryRecord], keys: list[int], occurred: list[float],

@@ -25,7 +25,8 @@ _VERSION_COLUMNS = ("tenant, memory_id, number, project, content, sha256, path, 
                     "expires_at, pinned, created_at, replaced_at, actor, reason")
 _REPLACE = (
     "UPDATE memories SET content = ?, sha256 = ?, embedding = ?, model = ?, status = ?, meta = ?, component = ?, "
-    "category = ?, explanation = ?, retention = ?, expires_at = ?, updated_at = ?, terms = ?, terms_version = ?, "
+    "category = ?, explanation = ?, retention = ?, expires_at = ?, visibility = ?, subject = ?, updated_at = ?, "
+    "terms = ?, terms_version = ?, "
     "packed = ?, facets = ?, version = ? "
     "WHERE tenant = ? AND id = ? AND deleted_at IS NULL AND sha256 = ? AND updated_at BETWEEN ? AND ?"
 )
@@ -57,7 +58,8 @@ def _replace_params(after: MemoryRecord, version: int, before: MemoryRecord) -> 
     return (
         after.content, after.sha256, encode_vector(after.embedding), after.model, after.status, json.dumps(after.meta),
         after.meta.get("component"), after.meta.get("category"), after.explanation, after.retention,
-        _epoch(after.expires_at), to_epoch(after.updated_at), terms.encode(after.content), terms.TOKENIZER,
+        _epoch(after.expires_at), after.visibility or "private", after.subject, to_epoch(after.updated_at),
+        terms.encode(after.content), terms.TOKENIZER,
         pack_row(key, occurred, created, after.embedding), facets(after.meta), version,
         before.tenant, before.id, before.sha256, stamp - SAME_TIME_S, stamp + SAME_TIME_S,
     )

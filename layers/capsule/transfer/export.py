@@ -61,7 +61,7 @@ def memory_row(r: MemoryRecord) -> dict[str, Any]:
         "updated_at": fmt.when(r.updated_at), "accessed_at": fmt.when(r.accessed_at),
         "deleted_at": fmt.when(r.deleted_at), "deleted_reason": r.deleted_reason, "purge_after": fmt.when(purge),
         "retention": r.retention or "auto", "expires_at": fmt.when(r.expires_at), "supersedes": r.supersedes,
-        "superseded_by": r.superseded_by,
+        "superseded_by": r.superseded_by, "visibility": r.visibility or "private", "subject": r.subject,
     }
 
 

@@ -12,7 +12,8 @@ Times are ISO 8601 with their UTC offset. ``purge_after`` on a forgotten memory 
 (when the retention job deletes it for good) and ignored on import.
 
 Version 2 (governance, additive: every version 1 file is a valid version 2 file): a memory may
-carry ``retention``, ``expires_at``, ``supersedes`` and ``superseded_by``; ``version`` rows (after
+carry ``retention``, ``expires_at``, ``supersedes`` and ``superseded_by`` (and ``visibility`` and
+``subject``: a row without them is a private memory about no subject); ``version`` rows (after
 the evidence) hold the earlier versions of updated memories; audit rows carry governance
 actions too (update, revert, supersede, retention, expire, refuse).
 """
@@ -116,6 +117,9 @@ class Memory(_Row):
     expires_at: datetime | None = None
     supersedes: Id | None = None
     superseded_by: Id | None = None
+    # version 2, later and as additive: who may read it (capsule.governance.visibility)
+    visibility: Literal["private", "shared", "public"] = "private"
+    subject: Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]*$")] | None = None
 
     @model_validator(mode="after")
     def _vector(self) -> "Memory":

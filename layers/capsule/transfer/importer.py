@@ -46,7 +46,7 @@ def memory_record(tenant: str, row: fmt.Memory) -> MemoryRecord:
         model=row.model, pinned=row.pinned, explanation=row.explanation, meta=dict(row.meta),
         helpful=row.helpful, unhelpful=row.unhelpful, accessed_at=row.accessed_at, deleted_at=row.deleted_at,
         deleted_reason=row.deleted_reason, status=row.status, retention=row.retention, expires_at=row.expires_at,
-        supersedes=row.supersedes, superseded_by=row.superseded_by,
+        supersedes=row.supersedes, superseded_by=row.superseded_by, visibility=row.visibility, subject=row.subject,
     )
 
 

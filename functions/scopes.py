@@ -1,0 +1,386 @@
+"""Scoped credentials: which scope each route needs, what a key or principal is given, and the
+check every request passes before its handler runs.
+
+A **scope** (kept on an API key, or granted to IAM principals by the tenant's principal scopes)
+is a JSON object, every field optional, the default being the tenant's full access (what every
+key had before scopes, so existing keys and principals keep working)::
+
+    {"access": "read" | "write" | "admin",   # read-only, read and write, or everything (default)
+     "projects": ["acme/*", "tools"],        # fnmatch patterns (default: every project)
+     "subjects": ["alice"],                  # exact subjects (default: any, or none)
+     "sees": "private" | "shared" | "public"} # the most private visibility it reads (default private: all)
+
+Each route declares (in :data:`ROUTE_SCOPES`) the access it needs and what it reaches:
+
+- ``memory``: the memory named by ``{id}`` must be in the caller's projects and subjects and
+  visible to it;
+- ``project``: the ``project`` of the body or query must be in the caller's projects (a
+  write's ``subject`` and ``visibility`` within its reach); without a project the route spans
+  the tenant, refused to a key limited to projects or subjects;
+- ``project_all``: as ``project``, and it hands over every memory of the project whatever its
+  subject or visibility (export, sync changes): refused to a key limited to subjects or to
+  what it sees;
+- ``filtered``: the operation narrows what it returns to the caller's reach (list, search,
+  projects);
+- ``tenant``: spans every project (sync, import, candidates by id): keys limited to projects
+  or subjects are refused;
+- ``any``: the tenant's shared knowledge not kept per project (solutions, patterns, health).
+
+A route without a declaration needs ``admin`` and the whole tenant (a test walks the route
+table so that a new route declares its scope). Refusals are 403 naming what is missing.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import fnmatch
+import json
+import time
+from typing import Any, Callable, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from capsule.errors import CapsuleError, Forbidden, InvalidInput, NotFound, from_validation_error
+from capsule.governance.visibility import ACCESS_LEVELS, FULL, Reach, pattern_problem
+from capsule.models import Subject, Visibility
+
+from . import routes
+
+Access = Literal["read", "write", "admin"]
+ReachKind = Literal["memory", "project", "project_all", "filtered", "tenant", "any"]
+MAX_PATTERNS = 64
+
+ROUTE_SCOPES: dict[str, tuple[Access, ReachKind]] = {
+    "health": ("read", "any"),
+    "store": ("write", "project"),
+    "list": ("read", "filtered"),
+    "ingest": ("write", "project"),
+    "search": ("read", "filtered"),
+    "get": ("read", "memory"),
+    "forget": ("write", "memory"),
+    "pin": ("write", "memory"),
+    "unpin": ("write", "memory"),
+    "restore": ("write", "memory"),
+    "feedback": ("write", "memory"),
+    "update": ("write", "memory"),
+    "history": ("read", "memory"),
+    "revert": ("write", "memory"),
+    "projects": ("read", "filtered"),
+    "capture": ("write", "project"),
+    "capture_settings": ("admin", "project"),
+    "candidates": ("read", "project"),
+    "candidate_approve": ("write", "tenant"),
+    "candidate_reject": ("write", "tenant"),
+    "project_settings": ("admin", "project"),
+    "openapi": ("read", "any"),  # public: the route takes no credentials at all
+    "solution_create": ("write", "any"),
+    "solution_list": ("read", "any"),
+    "solution_import": ("write", "any"),
+    "solution_search": ("read", "any"),
+    "solution_get": ("read", "any"),
+    "solution_update": ("write", "any"),
+    "solution_delete": ("write", "any"),
+    "solution_apply": ("write", "any"),
+    "pattern_detect": ("read", "any"),
+    "pattern_solutions": ("read", "any"),
+    "pattern_link": ("write", "any"),
+    "golden_paths": ("read", "any"),
+    "detect_patterns": ("write", "tenant"),
+    "export": ("admin", "project_all"),
+    "import_data": ("admin", "tenant"),
+    "sync_changes": ("admin", "project_all"),
+    "sync_apply": ("admin", "tenant"),
+    "principal_scopes": ("admin", "tenant"),
+    "principal_scopes_set": ("admin", "tenant"),
+    "whoami": ("read", "any"),
+}
+UNDECLARED: tuple[Access, ReachKind] = ("admin", "tenant")
+
+
+def route_scope(name: str) -> tuple[Access, ReachKind]:
+    return ROUTE_SCOPES.get(name, UNDECLARED)
+
+
+# ---- the scope document ---------------------------------------------------------------------
+
+
+class KeyScope(BaseModel):
+    """What a key or principal may do; every field left out is the tenant's full access."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    access: Access = Field("admin", description="read (read-only), write (read and write) or admin (everything).")
+    projects: list[str] | None = Field(None, min_length=1, max_length=MAX_PATTERNS, description=(
+        "fnmatch patterns (*, ?, [...]) of the projects it reaches; default every project."))
+    subjects: list[Subject] | None = Field(None, min_length=1, max_length=MAX_PATTERNS, description=(
+        "The subjects it reaches (exact); default any memory, with or without a subject."))
+    sees: Visibility = Field("private", description=(
+        "The most private visibility it reads: private (all), shared (shared and public), public (public only)."))
+
+    @field_validator("projects")
+    @classmethod
+    def _patterns(cls, value: list[str] | None) -> list[str] | None:
+        for index, pattern in enumerate(value or []):
+            problem = pattern_problem(pattern)
+            if problem is None and len(pattern) > 512:
+                problem = "is longer than 512 characters"
+            if problem:
+                raise ValueError(f"projects[{index}]: the pattern {pattern!r} {problem}")
+        return value
+
+    def plain(self) -> dict[str, Any]:
+        """Only what differs from full access (what a key file keeps)."""
+        return self.model_dump(exclude_defaults=True)
+
+
+def parse_scope(data: Any, field: str = "scope") -> KeyScope:
+    """A scope document, strictly: an unknown field, a bad pattern or value is InvalidInput naming it."""
+    if isinstance(data, KeyScope):
+        return data
+    if not isinstance(data, Mapping):
+        raise InvalidInput(f"{field}: must be a JSON object", field=field)
+    try:
+        return KeyScope.model_validate(dict(data))
+    except ValidationError as exc:
+        error = from_validation_error(exc, KeyScope)
+        details = [{**d, "field": f"{field}.{d.get('field')}"} for d in error.details or []]
+        raise InvalidInput(f"{field}.{error.message}", field=details[0]["field"] if details else field,
+                           details=details) from exc
+
+
+def reach_of(scope: KeyScope | Mapping[str, Any] | None, who: str) -> Reach:
+    if scope is None:
+        return FULL if who == FULL.who else Reach(who=who)
+    scope = parse_scope(scope)
+    return Reach(access=scope.access, projects=None if scope.projects is None else tuple(scope.projects),
+                 subjects=None if scope.subjects is None else tuple(scope.subjects), sees=scope.sees, who=who)
+
+
+def describe(scope: KeyScope | Mapping[str, Any] | None) -> str:
+    """One line for ``capsule keys list``."""
+    scope = parse_scope(scope or {})
+    parts = [scope.access]
+    if scope.projects:
+        parts.append("projects " + ",".join(scope.projects))
+    if scope.subjects:
+        parts.append("subjects " + ",".join(scope.subjects))
+    if scope.sees != "private":
+        parts.append(f"sees {scope.sees}+")
+    return "; ".join(parts) if len(parts) > 1 or scope.access != "admin" else "full"
+
+
+# ---- principal scopes (SigV4) ------------------------------------------------------------------
+
+
+class PrincipalRule(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    principal: str = Field(min_length=1, max_length=2048, description=(
+        "An fnmatch pattern of the IAM principal ARN (the caller's userArn), e.g. "
+        "arn:aws:sts::123456789012:assumed-role/ci-*/*"))
+    scope: KeyScope
+
+    @field_validator("principal")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        problem = pattern_problem(value)
+        if problem:
+            raise ValueError(f"the pattern {value!r} {problem}")
+        return value
+
+
+def principal_reach(rules: list[Mapping[str, Any]], arn: str) -> Reach:
+    """The first rule whose pattern matches the principal's ARN; none: full access."""
+    for rule in rules:
+        if fnmatch.fnmatchcase(arn, str(rule.get("principal", ""))):
+            return reach_of(rule.get("scope") or {}, f"principal {arn}")
+    return FULL
+
+
+# ---- the request's reach --------------------------------------------------------------------
+
+_reach: contextvars.ContextVar[Reach] = contextvars.ContextVar("capsule_reach", default=FULL)
+_principal: contextvars.ContextVar[str | None] = contextvars.ContextVar("capsule_principal", default=None)
+
+
+def current_principal() -> str | None:
+    """The IAM principal ARN of the request being handled (None: a token or API key)."""
+    return _principal.get()
+
+
+def current() -> Reach:
+    """The reach of the request being handled (full access outside a request)."""
+    return _reach.get()
+
+
+def caller_reach(event: dict[str, Any], rules: Callable[[], list[Mapping[str, Any]]]) -> Reach:
+    """The reach of the verified identity in the event: an API key's scope (the authorizer
+    context carries it as JSON), or the tenant's principal scopes for a SigV4 principal."""
+    authorizer = ((event.get("requestContext") or {}).get("authorizer")) or {}
+    iam = authorizer.get("iam")
+    if isinstance(iam, Mapping) and iam.get("userArn"):
+        _principal.set(str(iam["userArn"]))
+        return principal_reach(rules(), str(iam["userArn"]))
+    _principal.set(None)
+    context = authorizer.get("lambda") or {}
+    scope = context.get("scope")
+    if not scope:
+        return FULL
+    who = f"API key {context.get('key')!r}" if context.get("key") else "the key"
+    try:
+        return reach_of(json.loads(scope) if isinstance(scope, str) else scope, who)
+    except (ValueError, CapsuleError):
+        # A key whose stored scope no longer parses reaches nothing rather than everything.
+        return Reach(access="read", projects=(), subjects=(), sees="public", who=who)
+
+
+def _project_of(event: dict[str, Any], body: Mapping[str, Any] | None) -> str | None:
+    value = (body or {}).get("project")
+    if value is None:
+        value = (event.get("queryStringParameters") or {}).get("project")
+    return value if isinstance(value, str) else None
+
+
+def _string(body: Mapping[str, Any] | None, name: str) -> str | None:
+    value = (body or {}).get(name)
+    return value if isinstance(value, str) else None
+
+
+def check(route: routes.Route, event: dict[str, Any], body: Mapping[str, Any] | None, reach: Reach,
+          memory: Callable[[str], Any]) -> None:
+    """Refuse (Forbidden) a request outside ``reach``; ``memory(id)`` reads the record an id names."""
+    access, kind = route_scope(route.name)
+    reach.require_access(access, f"{route.method} {route.path}")
+    if reach.unrestricted or kind == "any":
+        return
+    if kind == "tenant":
+        reach.require_whole_tenant(f"{route.method} {route.path}")
+    elif kind in ("project", "project_all"):
+        project = _project_of(event, body)
+        if kind == "project_all":
+            reach.require_every_memory(f"{route.method} {route.path}")
+        if project is None:
+            reach.require_whole_tenant(f"{route.method} {route.path} without a project")
+        elif route.method in ("POST", "PUT", "PATCH") and route.name in ("store", "ingest", "capture"):
+            reach.require_write(project, _string(body, "subject"), _string(body, "visibility"))
+        else:
+            reach.require_project(project)
+    elif kind == "filtered":
+        project = _project_of(event, body)
+        if project is not None:
+            reach.require_project(project)
+    elif kind == "memory":
+        _check_memory(route, event, body, reach, memory)
+
+
+def _check_memory(route: routes.Route, event: dict[str, Any], body: Mapping[str, Any] | None, reach: Reach,
+                  memory: Callable[[str], Any]) -> None:
+    memory_id = (event.get("pathParameters") or {}).get("id")
+    if not isinstance(memory_id, str):
+        return
+    try:
+        record = memory(memory_id)
+    except NotFound:
+        return  # the handler answers 404 as it would for anyone
+    reach.require_memory(record.id, record.project, record.subject, record.visibility)
+    if route.name == "update":
+        reach.require_write(record.project, _string(body, "subject") or record.subject,
+                            _string(body, "visibility") or record.visibility)
+
+
+def openapi_scope(name: str) -> dict[str, Any]:
+    access, kind = route_scope(name)
+    return {"access": access, "reach": kind, "levels": list(ACCESS_LEVELS[ACCESS_LEVELS.index(access):])}
+
+
+RULES_TTL_S = 10.0  # at most this long a container keeps a tenant's principal scopes (the store's cache_s)
+_rules_cache: dict[tuple[int, str], tuple[float, list[Mapping[str, Any]]]] = {}
+
+
+def principal_rules(tenant: str, store: Any, *, now: Callable[[], float] = time.monotonic) -> list[Mapping[str, Any]]:
+    """The tenant's principal scopes, read at most every RULES_TTL_S seconds per container."""
+    from capsule.store.scopes import scope_settings
+
+    if store is None:  # a service without a store of its own (a test double)
+        return []
+    settings = scope_settings(store)
+    keep = min(RULES_TTL_S, getattr(settings, "cache_s", 0.0))
+    if not keep:
+        return settings.principal_rules(tenant)
+    key = (id(store), tenant)
+    cached = _rules_cache.get(key)
+    if cached is not None and now() - cached[0] < keep:
+        return cached[1]
+    rules = settings.principal_rules(tenant)
+    _rules_cache[key] = (now(), rules)
+    return rules
+
+
+def forget_rules(tenant: str) -> None:
+    """A change made here takes effect at once in this container (others within RULES_TTL_S)."""
+    for key in [k for k in _rules_cache if k[1] == tenant]:
+        _rules_cache.pop(key, None)
+
+
+def admit(route: routes.Route, event: dict[str, Any], body: Mapping[str, Any] | None, tenant: str,
+          service: Callable[[], Any]) -> Reach:
+    """The caller's reach, once its request is checked against it (Forbidden otherwise)."""
+    reach = caller_reach(event, lambda: principal_rules(tenant, getattr(service(), "store", None)))
+    if reach is not FULL:
+        check(route, event, body, reach, lambda memory_id: service().store.get(tenant, memory_id,
+                                                                                include_forgotten=True))
+    return reach
+
+
+def within(reach: Reach):
+    """Set the request's reach (app.make_handler); returns the token to reset."""
+    return _reach.set(reach)
+
+
+def reset(token: contextvars.Token) -> None:
+    _reach.reset(token)
+
+
+__all__ = ["KeyScope", "PrincipalRule", "ROUTE_SCOPES", "caller_reach", "check", "current", "describe",
+           "openapi_scope", "parse_scope", "principal_reach", "reach_of", "reset", "route_scope", "within"]
+
+
+# ---- the routes' shapes ---------------------------------------------------------------------
+
+MAX_RULES = 100
+
+
+class PrincipalScopesRequest(BaseModel):
+    """The tenant's principal scopes, replacing the ones it had (first match wins; none matching:
+    full access). An empty list removes them."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    rules: list[PrincipalRule] = Field(max_length=MAX_RULES)
+
+
+class PrincipalScopesResult(BaseModel):
+    rules: list[PrincipalRule]
+    explanation: str
+
+
+class CallerScope(BaseModel):
+    tenant: str
+    who: str
+    scope: KeyScope
+    explanation: str
+
+
+def lockout(rules: list[PrincipalRule], principal: str | None) -> CapsuleError | None:
+    """Rules that would take admin from the principal setting them are refused (409): nobody
+    else could set them back."""
+    if principal is None:
+        return None
+    reach = principal_reach([r.model_dump() for r in rules], principal)
+    if reach.has_access("admin") and reach.projects is None and reach.subjects is None:
+        return None
+    from capsule.errors import Conflict
+
+    return Conflict(f"rules: they would limit {principal}, who is setting them, to less than admin of the whole "
+                    "tenant; add a rule for it first (first match wins)",
+                    details=[{"field": "rules", "message": "would lock the caller out", "principal": principal}])
