@@ -64,6 +64,13 @@ def test_a_limited_reach_narrows_list_and_search(service):
     assert len(everyone.results) == 3
     alice = Reach(subjects=("alice",))
     assert contents(service.list_memories(T, {"project": "acme/api"}, reach=alice)) == ["deploy note shared"]
+    # Reaches over every project go through the search that picks candidates across projects.
+    for mode in ("bm25", "hybrid", "vector"):
+        about_alice = service.search(T, {"query": "deploy note", "global": True, "mode": mode}, reach=alice)
+        assert contents(about_alice) == ["deploy note shared"], mode
+        public = service.search(T, {"query": "deploy note", "global": True, "mode": mode},
+                                reach=Reach(sees="public", who="key 'bot'"))
+        assert contents(public) == ["deploy note elsewhere"], mode
     with pytest.raises(Forbidden):
         service.list_memories(T, {"project": "other"}, reach=team)
     nothing = service.search(T, {"query": "deploy", "global": True}, reach=Reach(projects=("none-*",)))
