@@ -11,6 +11,7 @@ handler plus parsing HTTP.
 from __future__ import annotations
 
 import faulthandler
+import gc
 import importlib
 import logging
 import multiprocessing
@@ -49,9 +50,15 @@ class Invoker(Protocol):
     def close(self) -> None: ...
 
 
+_resolved: dict[str, Callable[[dict[str, Any], Any], dict[str, Any]]] = {}
+
+
 def _resolve(handler: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    module_name, _, attribute = handler.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
+    found = _resolved.get(handler)
+    if found is None:
+        module_name, _, attribute = handler.partition(":")
+        found = _resolved[handler] = getattr(importlib.import_module(module_name), attribute)
+    return found
 
 
 class LocalInvoker:
@@ -76,6 +83,19 @@ def warm() -> None:
     """Import every handler now, not on the first request."""
     for route in routes.ROUTES:
         _resolve(route.handler)
+
+
+GC_THRESHOLD = (7000, 10, 10)  # a young collection per 7,000 allocations, not 700: a search makes thousands
+
+
+def settle_heap() -> None:
+    """Once the worker is built: what it holds now (modules, the service, the handlers) lives as
+    long as the process, so it is frozen out of the collector's full passes, which walked all of
+    it (a 70 ms pause every ~1,500 searches); and young collections run a tenth as often. The
+    collector stays on: cyclic garbage is still reclaimed, a little later."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
 
 
 def _exit_with_parent(on_exit: Callable[[], None]) -> None:
@@ -140,6 +160,7 @@ def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.conn
     except BaseException as exc:
         ready.send(("failed", f"{type(exc).__name__}: {exc}"))
         raise SystemExit(3) from None
+    settle_heap()
     application = GatewayApp(gateway)
     server = WorkerServer(uvicorn.Config(
         application, http=JsonErrorsProtocol, lifespan="off", log_config=None, access_log=False,

@@ -23,6 +23,7 @@ from .background import Background
 from .chunking import chunk_text
 from .clock import Clock, system_clock, to_epoch
 from .config import Settings
+from .construct import built
 from .context import text_to_embed
 from .embedders.base import Embedder
 from .embedders.base import describe as describe_embedder
@@ -517,17 +518,16 @@ class MemoryService:
         # Built without validation: every field comes from a stored, already validated memory
         # and the scorer's floats, and validating ten hits cost a tenth of a small search.
         r = hit.record
-        chunk = models.Chunk.model_construct(index=r.chunk_index, of=r.chunk_count) if r.chunk_index is not None else None
-        return models.SearchHit.model_construct(
-            id=r.id, project=r.project, path=r.path, chunk=chunk, content=r.content,
-            score=round(hit.score, 6), pinned=r.pinned, meta=r.meta, occurred_at=r.occurred_at,
-            created_at=r.created_at, retention=effective_class(r.retention, r.pinned), supersedes=r.supersedes,
-            superseded=[], visibility=r.visibility or "private", subject=r.subject,
-            components=models.Components.model_construct(
-                vector=round(hit.vector, 6), bm25=round(hit.bm25, 6), time=round(hit.time, 6),
-                feedback=round(hit.feedback, 6), outcome=round(hit.outcome, 6), boost=round(hit.boost, 6),
-            ),
-        )
+        chunk = built(models.Chunk, {"index": r.chunk_index, "of": r.chunk_count}) if r.chunk_index is not None else None
+        components = built(models.Components, {
+            "vector": round(hit.vector, 6), "bm25": round(hit.bm25, 6), "time": round(hit.time, 6),
+            "feedback": round(hit.feedback, 6), "outcome": round(hit.outcome, 6), "boost": round(hit.boost, 6)})
+        return built(models.SearchHit, {  # every field, in the model's order
+            "id": r.id, "project": r.project, "path": r.path, "chunk": chunk, "content": r.content,
+            "score": round(hit.score, 6), "components": components, "pinned": r.pinned, "meta": r.meta,
+            "occurred_at": r.occurred_at, "created_at": r.created_at,
+            "retention": effective_class(r.retention, r.pinned), "visibility": r.visibility or "private",
+            "subject": r.subject, "supersedes": r.supersedes, "superseded": []})
 
     def _superseded_note(self, tenant: str, result: models.SearchResult, walk: bool) -> None:
         """Say which hit superseded which; with ``walk``, put each hit's chain on it."""

@@ -159,6 +159,7 @@ def test_a_full_store_is_503_with_retry_after_and_nothing_half_written(service, 
 
 def test_search_answers_when_the_embedding_cache_cannot_be_written(service, call, caplog):
     mid = stored(call)
+    service.embedder.worth_caching = True  # as with a model whose vectors are kept (hashing's are not)
     fill_up(service)
     fill_cache_pages(service)
     answer = call(event("search", body={"query": "SQLite writes, a query never embedded before", "project": "api"}))

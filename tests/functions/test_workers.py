@@ -116,3 +116,21 @@ def test_connections_on_the_listening_socket_send_without_nagle():
 
     asyncio.run(main())
     assert seen and seen[0] != 0
+
+
+def test_a_built_worker_freezes_its_heap_and_collects_young_objects_less_often():
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    code = ("import gc, sys; sys.path[:0] = ['layers', '.']; from functions import workers; "
+            "before = gc.get_freeze_count(); workers.settle_heap(); "
+            "print(before, gc.get_freeze_count() > 1000, gc.get_threshold() == workers.GC_THRESHOLD, gc.isenabled())")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", "True", "True", "True"]
+
+
+def test_handlers_are_resolved_once():
+    first = workers._resolve("functions.handlers.search:handler")
+    assert workers._resolve("functions.handlers.search:handler") is first
+    assert workers._resolved["functions.handlers.search:handler"] is first

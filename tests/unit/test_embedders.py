@@ -31,6 +31,8 @@ def test_hashing_similar_texts_are_closer():
 
 
 class CountingEmbedder(HashingEmbedder):
+    worth_caching = True  # stands for a model (MiniLM, a provider) whose vectors are worth keeping
+
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[list[str]] = []
@@ -51,6 +53,16 @@ def test_cache_embeds_each_text_once_per_60_days(sqlite_store, clock):
     cached.embed(["a"])
     assert inner.calls[-1] == ["a"]
     assert cached.model_id == inner.model_id and cached.dim == inner.dim
+
+
+def test_an_embedder_cheaper_than_the_store_is_passed_through(sqlite_store, clock):
+    inner = HashingEmbedder()
+    cached = CachedEmbedder(inner, sqlite_store, clock)
+    writes = sqlite_store._conn().total_changes
+    out = cached.embed(["a", "b"], kind="query")
+    assert np.array_equal(out, inner.embed(["a", "b"], kind="query"))
+    assert sqlite_store._conn().total_changes == writes
+    assert sqlite_store._read("SELECT count(*) FROM embedding_cache")[0][0] == 0
 
 
 def test_cache_keeps_queries_and_documents_apart(sqlite_store, clock):

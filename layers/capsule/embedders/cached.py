@@ -1,4 +1,8 @@
-"""An embedder wrapper that remembers vectors by (model, sha256 of text) for 60 days."""
+"""An embedder wrapper that remembers vectors by (model, sha256 of text) for 60 days.
+
+An embedder whose ``worth_caching`` is False (the hashing one: a vector costs less than the
+store's read of it, and a fiftieth of the write) is passed through: nothing is read or written.
+"""
 
 from __future__ import annotations
 
@@ -27,8 +31,11 @@ class CachedEmbedder:
         self.reason = getattr(inner, "reason", None)
         self._store = store
         self._clock = clock
+        self.worth_caching = getattr(inner, "worth_caching", True)
 
     def embed(self, texts: Sequence[str], *, kind: str = "document") -> np.ndarray:
+        if not self.worth_caching:
+            return self.inner.embed(texts, kind=kind)
         keys = [sha256(f"{kind}\x00{t}") for t in texts]
         now = self._clock()
         cached = self._store.cache_get(

@@ -18,6 +18,9 @@ from .base import normalize
 
 class HashingEmbedder:
     name = "hashing"
+    # A vector is computed faster than a store reads one (and far faster than a write):
+    # CachedEmbedder passes this embedder through, so a search writes nothing to the store.
+    worth_caching = False
 
     def __init__(self, dim: int = 384) -> None:
         self.dim = dim
