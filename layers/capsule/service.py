@@ -393,6 +393,7 @@ class MemoryService:
         for project in sorted(markers):  # one lock order everywhere: no deadlock between searches
             index = self.indexes.get(tenant, project, model)
             with index.lock:
+                index.term_variants = self._term_variants(tenant)
                 if index.version == 0 and self.snapshots is not None:
                     # A large matrix read from the store goes to a file beside the snapshots.
                     index.spill_path = index.spill_path or partial(self.snapshots.spill_path, index)
@@ -449,8 +450,14 @@ class MemoryService:
     def _cold_index(self, tenant: str, records: list[MemoryRecord]) -> ProjectIndex:
         """An index built for one search from the given records."""
         index = ProjectIndex(tenant, "", self.embedder.model_id)
+        index.term_variants = self._term_variants(tenant)
         index.apply(ChangeSet(version=0, changed=records, reset=True))
         return index
+
+    def _term_variants(self, tenant: str):
+        """A query term's keyed hashes for the tenant's sealed memories (capsule.crypto), or None."""
+        variants = getattr(self.store, "term_variants", None)
+        return None if variants is None else variants(tenant)
 
     def _shortlist(self, tenant: str, projects: list[str] | None, filters: Filters, query: str,
                    query_vector: np.ndarray | None) -> list[ProjectIndex] | None:

@@ -49,3 +49,16 @@ def hashes(content: str) -> np.ndarray:
 
 def encode(content: str) -> bytes:
     return hashes(content).astype("<i8", copy=False).tobytes()
+
+
+def encode_record(record: object) -> bytes:
+    """A record's term hashes as stored: keyed ones it carries (a sealed memory's, see
+    capsule.crypto.sealing), else those of its content."""
+    given = getattr(record, "term_hashes", None)
+    return given if given is not None else encode(record.content)  # type: ignore[attr-defined]
+
+
+def record_hashes(record: object) -> np.ndarray:
+    """:func:`encode_record` as int64 hashes, for a search index."""
+    given = getattr(record, "term_hashes", None)
+    return np.frombuffer(given, dtype="<i8").astype(np.int64) if given is not None else hashes(record.content)  # type: ignore[attr-defined]

@@ -29,7 +29,7 @@ from ..index import pack_row, stable_key
 from ..records import AuditRecord, ChangeSet, Filters, IndexColumns, MemoryRecord, ProjectStats, WriteOutcome
 from . import guard_policies
 from .base import Cursor
-from . import sqlite_governance_schema
+from . import sqlite_governance_schema, sqlite_keys
 from ..governance.retention import effective_class, eviction_reason
 
 MIGRATIONS: list[str] = [
@@ -221,6 +221,10 @@ MIGRATIONS: list[str] = [
     # 8: governance (capsule.governance): retention class, expiry, supersession, earlier versions
     #    (capsule.store.sqlite_governance)
     sqlite_governance_schema.MIGRATION,
+    # 9: reserved for scopes (visibility, subjects, API-key scopes; another branch)
+    "SELECT 1",
+    # 10: tenants' wrapped data keys and projects' encryption setting (capsule.crypto)
+    sqlite_keys.MIGRATION,
 ]
 
 # Projects at least this large load their index with sign bits only; the vectors follow.
@@ -299,7 +303,7 @@ def _record_params(r: MemoryRecord) -> tuple[Any, ...]:
         encode_vector(r.embedding), r.model, r.sha256, occurred,
         created, to_epoch(r.updated_at), None, int(r.pinned), r.explanation,
         json.dumps(r.meta), r.helpful, r.unhelpful, None, None, r.status,
-        *sqlite_governance_schema.params(r), r.meta.get("component"), r.meta.get("category"), terms.encode(r.content), terms.TOKENIZER, key,
+        *sqlite_governance_schema.params(r), r.meta.get("component"), r.meta.get("category"), terms.encode_record(r), terms.TOKENIZER, key,
         pack_row(key, occurred, created, r.embedding), facets(r.meta),
     )
 
