@@ -610,12 +610,17 @@ class MemoryService:
                     project=s.project, memories=s.memories, pinned=s.pinned, forgotten=s.forgotten,
                     retention_limit=s.retention_limit or self.settings.retention_limit,
                     last_activity=s.last_activity,
-                    secrets_policy=p.secrets, pii_policy=p.pii,
+                    secrets_policy=p.secrets, pii_policy=p.pii, encryption=self._encryption(tenant, s.project),
                 )
                 for s, p in zip(stats, [self.guard_policies(tenant, s.project) for s in stats])
             ],
             explanation=f"{len(stats)} project{'s' if len(stats) != 1 else ''}, most recently active first.",
         )
+
+    def _encryption(self, tenant: str, project: str) -> str | None:
+        """The project's encryption at rest (capsule.crypto), None where this store seals nothing."""
+        sealer = getattr(self.store, "sealer", None)
+        return None if sealer is None else sealer.mode(tenant, project)
 
     def set_project_settings(self, tenant: str, project: str, request: models.ProjectSettingsRequest | dict
                              ) -> models.ProjectsResult:
@@ -635,6 +640,10 @@ class MemoryService:
             self.store.set_guard_policies(tenant, project, policies, at=self.clock())
             said.append("will " + " and ".join(f"{v} {'secrets' if k == 'secrets_policy' else 'personal data'}"
                                                for k, v in policies.items()) + " found in what is stored next")
+        if req.encryption is not None:
+            from .crypto.setup import set_encryption
+
+            said.append(set_encryption(self.store, tenant, project, req.encryption, at=self.clock()))
         result = self.projects(tenant)
         result.explanation = f"Project '{project}' " + "; it ".join(said) + "."
         return result

@@ -20,7 +20,7 @@ logger = logging.getLogger("capsule.crypto")
 
 # Store methods whose answer holds memory records (or one), opened before they are returned.
 OPENS = frozenset({
-    "get", "get_many", "list", "set_pinned", "forget", "restore", "add_feedback", "candidates",
+    "get_many", "list", "set_pinned", "forget", "restore", "add_feedback", "candidates",
     "nearest_candidates", "pending_embeddings", "changes_since", "supersede", "replace",
 })
 
@@ -50,6 +50,18 @@ class SealedStore:
         if isinstance(value, ChangeSet):
             return replace(value, changed=[open_(r) for r in value.changed])
         return value
+
+    def get(self, tenant: str, memory_id: str, *, include_forgotten: bool = False, reseal: bool = True
+            ) -> MemoryRecord:
+        """One memory, opened; one sealed under an older data key (or unsealed where its project
+        now seals every memory) is sealed again under the current one on the way (lazily)."""
+        record = self.sealer.open(self.backing_store.get(tenant, memory_id, include_forgotten=include_forgotten))
+        if reseal:
+            from . import reseal as resealing
+
+            if resealing.needs_reseal(self, record):
+                resealing.reseal(self, record)
+        return record
 
     # ---- writes that carry content ---------------------------------------------
 

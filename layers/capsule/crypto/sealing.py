@@ -46,10 +46,13 @@ class Sealer:
         self.keyring = keyring
         self._mode = mode
 
+    def mode(self, tenant: str, project: str) -> str:
+        return self._mode(tenant, project) or DEFAULT_MODE
+
     def wanted(self, record: MemoryRecord) -> bool:
         if envelope.is_sealed(record.content):
             return False  # already sealed (an import of sealed rows): kept as it is
-        return bool(record.meta.get(GUARD_KEY)) or (self._mode(record.tenant, record.project) or DEFAULT_MODE) == "all"
+        return bool(record.meta.get(GUARD_KEY)) or self.mode(record.tenant, record.project) == "all"
 
     # ---- sealing ---------------------------------------------------------------
 

@@ -68,3 +68,19 @@ def sealed(store: Any, wrapper: KeyWrapper, *, clock: Callable[[], Any]) -> Seal
     sealer = Sealer(Keyring(keys, wrapper, clock=clock), modes)
     sealer.modes = modes  # type: ignore[attr-defined]  (set_encryption drops the held value)
     return SealedStore(store, sealer)
+
+
+def set_encryption(store: Any, tenant: str, project: str, mode: str, *, at: Any) -> str:
+    """Set a project's ``encryption``; returns the sentence the settings' explanation says."""
+    from ..errors import InvalidInput
+
+    sealer = getattr(store, "sealer", None)
+    if sealer is None:
+        raise InvalidInput("encryption: this store encrypts nothing at rest (it was opened without capsule.crypto)",
+                           field="encryption")
+    sealer.keyring.store.set_encryption_mode(tenant, project, mode, at=at)
+    sealer.modes.forget(tenant, project)
+    if mode == "all":
+        return ("encrypts every memory stored or changed from now on at rest (earlier ones as they are"
+                " next written, or by the retention job)")
+    return "encrypts at rest only the memories with secrets or personal data found, from now on"

@@ -18,6 +18,7 @@ class MongoKeyStore:
     def __init__(self, db: Any) -> None:
         self.keys = db["data_keys"]
         self.modes = db["project_encryption"]
+        self.memories = db["memories"]
 
     def data_keys(self, tenant: str) -> list[DataKeyRow]:
         with guarded("read the data keys"):
@@ -51,3 +52,27 @@ class MongoKeyStore:
             self.modes.update_one({"_id": f"{tenant}\x00{project}"},
                                   {"$set": {"tenant": tenant, "project": project, "mode": mode,
                                             "updated_at": to_epoch(at)}}, upsert=True)
+
+    # ---- re-sealing (capsule.crypto.reseal) ------------------------------------------
+
+    def stale_ids(self, tenant: str, current: str, *, all_projects: list[str], limit: int) -> list[str]:
+        import re
+
+        query = {"tenant": tenant, "$or": [
+            {"content": {"$regex": "^cme1\\.", "$not": re.compile("^cme1\\." + re.escape(current) + "\\.")}},
+            {"project": {"$in": all_projects}, "content": {"$not": re.compile("^cme1\\.")}},
+        ]}
+        with guarded("find memories to re-seal"):
+            docs = list(self.memories.find(query, projection={"id": 1}).sort("seq", 1).limit(limit))
+        return [d["id"] for d in docs]
+
+    def all_projects(self, tenant: str) -> list[str]:
+        with guarded("read the encryption settings"):
+            return [d["project"] for d in self.modes.find({"tenant": tenant, "mode": "all"})]
+
+    def rewrite_sealed(self, record: Any, was: str) -> bool:
+        with guarded("re-seal a memory"):
+            done = self.memories.update_one(
+                {"tenant": record.tenant, "id": record.id, "content": was},
+                {"$set": {"content": record.content, "meta": record.meta, "explanation": record.explanation}})
+        return bool(done.modified_count)

@@ -61,3 +61,34 @@ class SQLiteKeyStore:
             conn.execute("INSERT INTO project_encryption VALUES (?, ?, ?, ?) ON CONFLICT (tenant, name)"
                          " DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
                          (tenant, project, mode, to_epoch(at)))
+
+    # ---- re-sealing (capsule.crypto.reseal) ------------------------------------------
+
+    def stale_ids(self, tenant: str, current: str, *, all_projects: list[str], limit: int) -> list[str]:
+        """Ids of the tenant's memories sealed under another data key than ``current`` (a
+        ``kid.version``), and of unsealed ones in ``all_projects`` (set to encrypt every memory)."""
+        sql = ("SELECT id FROM memories WHERE tenant = ? AND ((content LIKE 'cme1.%' AND content NOT LIKE ?)"
+               f" OR (project IN ({', '.join('?' * len(all_projects))}) AND content NOT LIKE 'cme1.%'))"
+               " ORDER BY seq LIMIT ?")
+        rows = self._db._read(sql, (tenant, f"cme1.{current}.%", *all_projects, limit))
+        return [r["id"] for r in rows]
+
+    def all_projects(self, tenant: str) -> list[str]:
+        rows = self._db._read("SELECT name FROM project_encryption WHERE tenant = ? AND mode = 'all'", (tenant,))
+        return [r["name"] for r in rows]
+
+    def rewrite_sealed(self, record, was: str) -> bool:
+        """Write a memory's sealed fields over its stored ones, if its content is still ``was``
+        (the same memory, re-sealed: its version is not bumped, what it says is unchanged)."""
+        import json
+
+        from .. import terms
+        from .sqlite import facets
+
+        with self._db._write() as conn:
+            done = conn.execute(
+                "UPDATE memories SET content = ?, meta = ?, explanation = ?, terms = ?, terms_version = ?, facets = ?,"
+                " component = NULL, category = NULL WHERE tenant = ? AND id = ? AND content = ?",
+                (record.content, json.dumps(record.meta), record.explanation, terms.encode_record(record),
+                 terms.TOKENIZER, facets(record.meta), record.tenant, record.id, was)).rowcount
+        return bool(done)
