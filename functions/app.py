@@ -45,7 +45,7 @@ from pydantic import BaseModel
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
-from . import query_names, routes
+from . import byok, query_names, routes
 from .body import body_text, parse as parse_body
 from .secrets import load_settings
 from .shortcut import Shortcut, replaying
@@ -306,11 +306,14 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
         unknown = query_names.unknown_parameter(event, known_query)
         if unknown is not None:
             return _refusal(unknown)
+        own_key = byok.customer_key(event)  # X-Capsule-BYOK: the tenant's own key, this request only
+        if isinstance(own_key, CapsuleError):
+            return _refusal(own_key)
         token = _tenant.set(admitted or "")
         try:
             # Every embedder and database call takes what is left of the invocation, so a slow
             # dependency gives the fallback or a 503 before Lambda's own timeout ends the function.
-            with deadline.within(deadline.from_lambda_context(context)):
+            with deadline.within(deadline.from_lambda_context(context)), byok.holding(own_key):
                 if shortcut is not None and body is not None:
                     return shortcut.answer(event, body, context)
                 return app.resolve(event, context)

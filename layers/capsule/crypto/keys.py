@@ -12,7 +12,6 @@ request: the unwrapped keys this process keeps are used only for a request that 
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import hmac
 import os
@@ -28,8 +27,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from ..errors import Conflict, KeyRefused, KeyUnavailable
 from .wrappers import BYOK_HEADER, CustomerKey, KeyWrapper
 
-# The customer key sent with the request being served (set at the HTTP edge, per request).
-request_key: contextvars.ContextVar[CustomerKey | None] = contextvars.ContextVar("capsule_byok", default=None)
+from .context import request_key  # noqa: E402  (the customer key of the request being served)
 
 
 @dataclass(slots=True)

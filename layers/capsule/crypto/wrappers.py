@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from ..errors import InvalidInput, KeyRefused, KeyUnavailable
 
 KEY_BYTES = 32
-BYOK_HEADER = "X-Capsule-BYOK"
+from .context import BYOK_HEADER  # noqa: E402
 
 
 class KeyWrapper(Protocol):
