@@ -146,9 +146,13 @@ class Keyring:
         return self.rows(tenant, fresh=True)
 
     def _add(self, tenant: str, version: int, wrapper: KeyWrapper) -> DataKeyRow | None:
-        _, wrapped = wrapper.new_data_key(tenant)
+        plain, wrapped = wrapper.new_data_key(tenant)
         row = DataKeyRow(tenant, os.urandom(4).hex(), version, wrapped, wrapper.id, self.clock())
-        return row if self.store.add_data_key(row) else None  # None: another process made it first
+        if not self.store.add_data_key(row):
+            return None  # another process made it first
+        # Held as made: no unwrap call (a KMS round trip) for the key this process just made.
+        self._open[(tenant, row.kid, version, row.wrapped_by)] = DataKey(row.kid, version, plain)
+        return row
 
     def rotate(self, tenant: str) -> DataKeyRow:
         """A new data key for what is written from now on; the old ones still open what they sealed."""

@@ -74,4 +74,5 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
     "query_cache": [([("created_on", 1)], {"name": "query_ttl", "expireAfterSeconds": QUERY_CACHE_TTL_S})],
     # Schema 8: tenants' wrapped data keys by version (capsule.store.mongo_keys).
     "data_keys": [([("tenant", 1), ("version", 1)], {"name": "data_key_version", "unique": True})],
+    "project_encryption": [([("tenant", 1), ("mode", 1)], {"name": "encryption_mode"})],
 }
