@@ -92,3 +92,16 @@ def test_a_tenant_that_brings_its_own_key_must_send_it(tmp_path):
         assert files_holding(tmp_path, WORDS) == {}
     finally:
         assert srv.stop() == 0, "".join(srv.stderr)
+
+
+def test_the_hosted_rotation_route_rotates_the_callers_key_without_downtime(server):
+    r = server.request("POST", "/v1/memories", {"project": "rot", "content": FLAGGED + " rot"})
+    mid = r.json["memory"]["id"]
+    unknown = server.request("POST", "/v1/keys/rotate", {"reasn": "typo"})
+    assert unknown.status == 422 and "reason" in unknown.body.decode()
+    rotated = server.request("POST", "/v1/keys/rotate", {"reason": "quarterly"})
+    assert rotated.status == 200, rotated
+    assert rotated.json["version"] >= 2 and rotated.json["wrapped_by"].startswith("local:")
+    assert server.request("GET", f"/v1/memories/{mid}").json["memory"]["content"] == FLAGGED + " rot"
+    found = server.request("POST", "/v1/memories/search", {"query": "marmalisk", "project": "rot", "mode": "bm25"})
+    assert found.json["results"][0]["id"] == mid

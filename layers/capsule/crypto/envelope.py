@@ -13,8 +13,6 @@ import base64
 import os
 import re
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 PREFIX = "cme1"
 _TOKEN = re.compile(r"cme1\.([A-Za-z0-9_:-]{1,80})\.([0-9]{1,9})\.([A-Za-z0-9_-]+={0,2})")
@@ -26,6 +24,8 @@ class EnvelopeError(ValueError):
 
 
 def seal(key: bytes, plaintext: bytes, *, aad: bytes, kid: str, version: int) -> str:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # loaded on first use: start-up stays quick
+
     nonce = os.urandom(NONCE)
     sealed = AESGCM(key).encrypt(nonce, plaintext, _aad(aad, kid, version))
     return f"{PREFIX}.{kid}.{version}.{base64.urlsafe_b64encode(nonce + sealed).decode()}"
@@ -44,6 +44,9 @@ def is_sealed(value: object) -> bool:
 
 
 def open_token(key: bytes, token: str, *, aad: bytes) -> bytes:
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     kid, version, blob = parse(token)
     try:
         return AESGCM(key).decrypt(blob[:NONCE], blob[NONCE:], _aad(aad, kid, version))

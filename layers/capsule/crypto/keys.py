@@ -21,9 +21,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable, Protocol
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 from ..errors import Conflict, KeyRefused, KeyUnavailable
 from .wrappers import BYOK_HEADER, CustomerKey, KeyWrapper
 
@@ -67,6 +64,9 @@ class DataKey:
         return f"{self.kid}.{self.version}"
 
     def derived(self, purpose: bytes) -> bytes:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
         return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"capsule " + purpose).derive(self.key)
 
 

@@ -55,13 +55,13 @@ def sweep(store: Any, *, limit: int) -> int:
     return done
 
 
-def rotate(store: Any, governance: Any, tenant: str, *, actor: str, at: datetime) -> str:
+def rotate(store: Any, governance: Any, tenant: str, *, actor: str, at: datetime, why: str | None = None) -> str:
     """A new data key for the tenant, audited; returns the sentence saying what happened."""
     row = store.sealer.keyring.rotate(tenant)
     reason = (f"new data key {row.kid}.{row.version} (wrapped by {row.wrapped_by}) seals what is written from now"
               " on; memories sealed under earlier keys are re-sealed as they are read and by the retention job")
     governance.add_audit(AuditRecord(tenant=tenant, memory_id=f"data-key:{row.kid}.{row.version}", project="",
-                                     action=ROTATE, actor=actor, reason=reason, at=at))
+                                     action=ROTATE, actor=actor, reason=f"{why}: {reason}" if why else reason, at=at))
     return reason
 
 

@@ -32,10 +32,6 @@ def wrapper_for(settings: Any, *, kms_client: Any = None) -> KeyWrapper:
     """KMS when a key is configured; else the local key file of the embedded store; else none
     (every seal and open then fails with the reason, and nothing is stored unsealed)."""
     if settings.kms_key_id:
-        if kms_client is None:
-            import boto3  # the 'aws' extra, present in the Lambda runtime
-
-            kms_client = boto3.client("kms")
         return KmsWrapper(kms_client, settings.kms_key_id)
     if settings.store == "sqlite":
         return LocalKeyFile(Path(settings.data_dir) / KEY_FILE)

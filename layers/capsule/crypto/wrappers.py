@@ -15,9 +15,6 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
 from ..errors import InvalidInput, KeyRefused, KeyUnavailable
 
 KEY_BYTES = 32
@@ -53,10 +50,15 @@ class _AesWrapper:
         return key, self.wrap(key, tenant)
 
     def wrap(self, data_key: bytes, tenant: str) -> bytes:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         nonce = os.urandom(12)
         return nonce + AESGCM(self._key).encrypt(nonce, data_key, tenant.encode())
 
     def unwrap(self, wrapped: bytes, tenant: str) -> bytes:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         try:
             return AESGCM(self._key).decrypt(wrapped[:12], wrapped[12:], tenant.encode())
         except (InvalidTag, ValueError) as exc:
@@ -146,7 +148,7 @@ class KmsWrapper:
     ``client`` is a botocore KMS client (tests pass one with a Stubber)."""
 
     def __init__(self, client: Any, key_id: str) -> None:
-        self._client = client
+        self._given = client  # None: a boto3 client made on first use (not at a cold start)
         self.key_id = key_id
         self.id = f"kms:{key_id}"
 
@@ -164,6 +166,14 @@ class KmsWrapper:
         answer = self._call("Decrypt", self._client.decrypt, KeyId=self.key_id, CiphertextBlob=wrapped,
                             EncryptionContext={"tenant": tenant})
         return answer["Plaintext"]
+
+    @property
+    def _client(self) -> Any:
+        if self._given is None:
+            import boto3  # the 'aws' extra, in the Lambda runtime
+
+            self._given = boto3.client("kms")
+        return self._given
 
     def _call(self, name: str, method: Any, **params: Any) -> dict[str, Any]:
         from botocore.exceptions import BotoCoreError, ClientError
