@@ -166,3 +166,13 @@ def test_the_setting_is_strict(service):
     with pytest.raises(InvalidInput) as bad:
         service.set_project_settings("t1", "p", {"encryption": "everything"})
     assert "encryption" in str(bad.value.details)
+
+
+def test_ingested_chunks_with_personal_data_are_sealed(service, tmp_path):
+    text = ("Intro paragraph about the harbour.\n\n" * 30) + "Reach dorabella.quince@saltmarrow.net for the keys."
+    result = service.ingest("t1", {"project": "docs", "text": text, "path": "notes.md"})
+    assert result.chunks > 1
+    hits = service.search("t1", {"project": "docs", "query": "saltmarrow keys", "mode": "bm25"}).results
+    assert "dorabella.quince@saltmarrow.net" in hits[0].content
+    assert rows_holding(tmp_path / "capsule.db", ["dorabella", "saltmarrow"]) == []
+    assert files_holding(tmp_path, [b"dorabella", b"saltmarrow"]) == {}
