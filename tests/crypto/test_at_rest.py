@@ -169,7 +169,8 @@ def test_the_setting_is_strict(service):
 
 
 def test_ingested_chunks_with_personal_data_are_sealed(service, tmp_path):
-    text = ("Intro paragraph about the harbour.\n\n" * 30) + "Reach dorabella.quince@saltmarrow.net for the keys."
+    text = " ".join(f"Paragraph {n} says the harbour tide table changed on day {n}." for n in range(400))
+    text += " Reach dorabella.quince@saltmarrow.net for the keys."
     result = service.ingest("t1", {"project": "docs", "text": text, "path": "notes.md"})
     assert result.chunks > 1
     hits = service.search("t1", {"project": "docs", "query": "saltmarrow keys", "mode": "bm25"}).results
