@@ -177,3 +177,13 @@ def test_ingested_chunks_with_personal_data_are_sealed(service, tmp_path):
     assert "dorabella.quince@saltmarrow.net" in hits[0].content
     assert rows_holding(tmp_path / "capsule.db", ["dorabella", "saltmarrow"]) == []
     assert files_holding(tmp_path, [b"dorabella", b"saltmarrow"]) == {}
+
+
+def test_a_tenant_with_data_keys_is_not_merged_into_another(service):
+    from capsule.errors import Conflict
+    from capsule.tenants import mover_for
+
+    memory_id = store_flagged(service).memory.id
+    with pytest.raises(Conflict, match="encrypted memories"):
+        mover_for(service.store).move("t1", "t2")
+    assert service.get("t1", memory_id).memory.content == FLAGGED
