@@ -11,7 +11,6 @@ from datetime import datetime, timezone
 import pytest
 
 from capsule.config import Settings
-from capsule.crypto.keys import Keyring
 from capsule.crypto.setup import sealed, wrapper_for
 from capsule.crypto.wrappers import KmsWrapper, NoKeys
 from capsule.embedders import HashingEmbedder
@@ -116,4 +115,3 @@ def _mongo():
     return store
 
 
-__all__ = ["Keyring"]
