@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import datetime
 from typing import Callable, Protocol
 
@@ -64,10 +65,15 @@ class DataKey:
         return f"{self.kid}.{self.version}"
 
     def derived(self, purpose: bytes) -> bytes:
-        from cryptography.hazmat.primitives import hashes
-        from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+        return _derive(self.key, purpose)
 
-        return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"capsule " + purpose).derive(self.key)
+
+@lru_cache(maxsize=1024)  # a few keys per tenant: derived once, not on every memory sealed or opened
+def _derive(key: bytes, purpose: bytes) -> bytes:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"capsule " + purpose).derive(key)
 
 
 class Keyring:
