@@ -45,7 +45,7 @@ from pydantic import BaseModel
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
-from . import query_names, routes, scopes
+from . import byok, query_names, routes, scopes
 from .body import body_text, parse as parse_body
 from .secrets import load_settings
 from .shortcut import Shortcut, replaying
@@ -322,11 +322,14 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
         unknown = query_names.unknown_parameter(event, known_query)
         if unknown is not None:
             return _refusal(unknown)
+        own_key = byok.customer_key(event)  # X-Capsule-BYOK: the tenant's own key, this request only
+        if isinstance(own_key, CapsuleError):
+            return _refusal(own_key)
         token, reach_token = _tenant.set(admitted or ""), scopes.within(scopes.FULL)
         try:
             # Every embedder and database call takes what is left of the invocation, so a slow
             # dependency gives the fallback or a 503 before Lambda's own timeout ends the function.
-            with deadline.within(deadline.from_lambda_context(context)):
+            with deadline.within(deadline.from_lambda_context(context)), byok.holding(own_key):
                 try:  # the key's or principal's scope (functions.scopes): 403 naming what is missing
                     scopes.within(scopes.admit(route, event, body, admitted, service) if route.auth else scopes.FULL)
                 except CapsuleError as exc:

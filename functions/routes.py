@@ -49,6 +49,8 @@ ROUTES: tuple[Route, ...] = (
     Route("candidate_approve", "POST", "/v1/memories/candidates/{id}/approve", _h("candidate_approve")),
     Route("candidate_reject", "POST", "/v1/memories/candidates/{id}/reject", _h("candidate_reject")),
     Route("project_settings", "PUT", "/v1/projects/settings", _h("project_settings")),
+    # encryption at rest (capsule.crypto): the caller's own data key
+    Route("rotate_data_key", "POST", "/v1/keys/rotate", _h("rotate_data_key")),
     Route("openapi", "GET", "/openapi.json", _h("openapi"), timeout_s=5, memory_mb=256, auth=False),
     # solutions (fixpacks) and error patterns: capsule.learning
     Route("solution_create", "POST", "/v1/solutions", _h("solution_create")),

@@ -92,6 +92,7 @@ ROUTE_SCOPES: dict[str, tuple[Access, ReachKind]] = {
     "sync_apply": ("admin", "tenant"),
     "principal_scopes": ("admin", "tenant"),
     "principal_scopes_set": ("admin", "tenant"),
+    "rotate_data_key": ("admin", "tenant"),  # a new data-key version for every memory of the tenant
     "whoami": ("read", "any"),
 }
 UNDECLARED: tuple[Access, ReachKind] = ("admin", "tenant")

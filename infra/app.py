@@ -41,6 +41,7 @@ def options_from(app: cdk.App) -> StackOptions:
         tenant_per_session=context.flag(get("tenant_per_session"), "tenant_per_session"),
         vector_search_min=context.positive_int(get("vector_search_min"), "vector_search_min",
                                                StackOptions.vector_search_min, maximum=10_000_000),
+        kms_key_arn=context.kms_key_arn(get("kms_key_arn")),
     )
 
 

@@ -6,6 +6,7 @@ refused naming the context key, so a typo fails the synth instead of deploying a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 EMBEDDERS = ("voyage", "openai", "minilm", "hashing")
@@ -37,4 +38,16 @@ def embedder(value: Any) -> str:
         return "voyage"
     if value not in EMBEDDERS:
         raise SystemExit(f"-c embedder={value!r}: expected one of {', '.join(EMBEDDERS)}")
+    return value
+
+
+_KMS_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]{1,128}")
+
+
+def kms_key_arn(value: Any) -> str | None:
+    """The customer's KMS key by ARN (an alias cannot be granted to); unset or '' for the stack's own."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str) or not _KMS_ARN.fullmatch(value):
+        raise SystemExit(f"-c kms_key_arn={value!r}: expected a KMS key ARN, arn:aws:kms:REGION:ACCOUNT:key/ID")
     return value

@@ -13,6 +13,7 @@ from constructs import Construct
 from functions.routes import ROUTES
 
 from .api import CapsuleApi, Throttle
+from .datakeys import DataKeys
 from .jobs import JOBS, ScheduledJobs
 from .lambdas import RUNTIME, Shared
 from .monitoring import Alarms
@@ -33,6 +34,8 @@ class StackOptions:
     # Projects of at least this many memories are searched through the cluster's indexes and
     # never read whole into a function (about 18.5 KiB each decoded: 5,000 is ~90 MB).
     vector_search_min: int = 5_000
+    # The customer's KMS key that wraps the data keys (encryption at rest); None: the stack makes one.
+    kms_key_arn: str | None = None
 
 
 class CapsuleStack(Stack):
@@ -49,6 +52,7 @@ class CapsuleStack(Stack):
             compatible_runtimes=[RUNTIME], compatible_architectures=[lambda_.Architecture.ARM_64],
             description="capsule-memory library and its runtime dependencies",
         )
+        self.data_keys = DataKeys(self, "DataKeys", key_arn=options.kms_key_arn)
         shared = Shared(
             code=lambda_.Code.from_asset(str(options.functions_asset)), layer=layer,
             environment={
@@ -58,6 +62,8 @@ class CapsuleStack(Stack):
                 "CAPSULE_MONGODB_VECTOR_SEARCH_MIN": str(options.vector_search_min),
                 # Only the secret's ARN: functions/secrets.py reads the values at run time (cached).
                 "CAPSULE_SECRET_ARN": self.secret.secret_arn,
+                # capsule.crypto: tenants' data keys are wrapped by this KMS key.
+                "CAPSULE_KMS_KEY_ID": self.data_keys.key.key_arn,
                 "POWERTOOLS_SERVICE_NAME": "capsule-memory",
                 "POWERTOOLS_METRICS_NAMESPACE": "CapsuleMemory",
                 "POWERTOOLS_PARAMETERS_MAX_AGE": "300",
@@ -66,6 +72,7 @@ class CapsuleStack(Stack):
         self.api = CapsuleApi(self, "Api", shared=shared, secret=self.secret, api_key_auth=options.api_key_auth,
                               throttle=options.throttle)
         self.jobs = ScheduledJobs(self, "Jobs", shared=shared, secret=self.secret)
+        self.data_keys.grant([*self.api.functions.values(), *self.jobs.functions.values()])
         self.alarms = Alarms(self, "Alarms", alarm_email=options.alarm_email)
         self.alarms.api(self.api.http_api, self.api.access_logs)
         timeouts = {route.name: route.timeout_s for route in ROUTES}
@@ -74,6 +81,8 @@ class CapsuleStack(Stack):
         self.alarms.functions(self.jobs.functions, timeouts_s={job.name: job.timeout_s for job in JOBS})
         self.alarms.jobs(self.jobs.functions, self.jobs.queues)
         CfnOutput(self, "ApiUrl", value=self.api.http_api.api_endpoint)
+        CfnOutput(self, "DataKeyArn", value=self.data_keys.key.key_arn,
+                  description="The KMS key that wraps the tenants' data keys (encryption at rest)")
         CfnOutput(self, "SecretArn", value=self.secret.secret_arn,
                   description="Fill in mongodb_uri and the embedding provider's key here")
         self._acknowledge()

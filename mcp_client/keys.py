@@ -129,3 +129,7 @@ def register(subparsers) -> None:
     p = sub.add_parser("token", help="print the local bearer token (made if missing)")
     _options(p)
     p.set_defaults(run=cmd_token)
+
+    from . import datakeys_cmd  # encryption at rest: the tenants' data keys
+
+    datakeys_cmd.register(sub)

@@ -53,6 +53,7 @@ ENVIRONMENT = {
     "query_cache_entries": "CAPSULE_QUERY_CACHE_ENTRIES",
     "index_snapshot_min": "CAPSULE_INDEX_SNAPSHOT_MIN",
     "session_context_words": "CAPSULE_SESSION_CONTEXT_WORDS",
+    "kms_key_id": "CAPSULE_KMS_KEY_ID",
 }
 
 # setting name -> other environment variables that set it too (the voyageai SDK's 0.x releases
@@ -117,6 +118,9 @@ class Settings(BaseModel):
     # A memory of a session this short (in words) is embedded with the session's memory
     # before it, when that one is this short too (capsule.context); 0 embeds every memory alone.
     session_context_words: int = Field(60, ge=0, le=10_000)
+    # Hosted: the KMS key (id, ARN or alias) that wraps tenants' data keys (capsule.crypto);
+    # unset, the embedded store wraps them with a local key file in data_dir.
+    kms_key_id: str | None = Field(None, min_length=1, max_length=2048)
 
     @field_validator("voyage_base_url", "openai_base_url")
     @classmethod

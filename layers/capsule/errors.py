@@ -11,10 +11,12 @@ HTTP statuses are assigned only at the edge (``functions/``), from ``status``.
     │   └── PayloadTooLarge body or text over a limit (413)
     ├── Unauthorized        missing or bad credentials (401)
     ├── Forbidden           authenticated but not allowed (403)
+    │   └── KeyRefused      a tenant's own key (X-Capsule-BYOK) is missing or does not open its data (403)
     ├── NotFound            no such thing for this tenant (404)
     ├── Conflict            state does not allow it (409)
     │   └── PreconditionFailed  changed since the caller read it: If-Match does not match (412)
     └── Unavailable         a dependency is down or full; nothing was changed (503, Retry-After)
+        └── KeyUnavailable  the key that opens the tenant's data cannot be used (key file, KMS) (503)
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ class Forbidden(CapsuleError):
     status = 403
 
 
+class KeyRefused(Forbidden):
+    code = "key_refused"
+
+
 class NotFound(CapsuleError):
     code = "not_found"
     status = 404
@@ -90,6 +96,11 @@ class Unavailable(CapsuleError):
     code = "unavailable"
     status = 503
     retry_after_s = 1  # the edge sends it as Retry-After: a busy or full store is worth retrying
+
+
+class KeyUnavailable(Unavailable):
+    code = "key_unavailable"
+    retry_after_s = 5
 
 
 def from_validation_error(exc: Any, model: Any = None) -> InvalidInput:

@@ -118,6 +118,8 @@ class ProjectIndex:
         # Where a large matrix read from the store is written instead of RAM (capsule.matrix);
         # None: held in RAM. Set by the owner (MemoryService names files beside its snapshots).
         self.spill_path: Callable[[], Path] | None = None
+        # A query term's keyed hashes, for sealed memories (set by the owner; None: none sealed).
+        self.term_variants: Callable[[str], list[int]] | None = None
         self._clear()
 
     def _fetch(self, ids: list[str]) -> dict[str, MemoryRecord]:
@@ -506,9 +508,9 @@ class ProjectIndex:
         self.helpful[rows] = [r.helpful for r in records]
         self.unhelpful[rows] = [r.unhelpful for r in records]
         self.outcome[rows] = [OUTCOME.get(r.meta.get("outcome_status") or "unknown", 0.0) for r in records]
-        self.session[rows] = [self._id_of(self.sessions, r.meta.get("session")) for r in records]
-        self.author[rows] = [self._id_of(self.authors, r.meta.get("author")) for r in records]
-        self._add_postings(start, [terms.hashes(r.content) for r in records])
+        self.session[rows] = [self._id_of(self.sessions, _facet(r, "session")) for r in records]
+        self.author[rows] = [self._id_of(self.authors, _facet(r, "author")) for r in records]
+        self._add_postings(start, [terms.record_hashes(r) for r in records])
         self._bytes += sum(2 * len(r.content) + 300 for r in records)
         self.n = start + len(records)
         if vectors:
@@ -588,8 +590,8 @@ class ProjectIndex:
         self.helpful[row] = record.helpful
         self.unhelpful[row] = record.unhelpful
         self.outcome[row] = OUTCOME.get(record.meta.get("outcome_status") or "unknown", 0.0)
-        self.session[row] = self._id_of(self.sessions, record.meta.get("session"))
-        self.author[row] = self._id_of(self.authors, record.meta.get("author"))
+        self.session[row] = self._id_of(self.sessions, _facet(record, "session"))
+        self.author[row] = self._id_of(self.authors, _facet(record, "author"))
 
     def _compact(self) -> None:
         """Drop the dead rows: every array keeps its live rows and the postings are renumbered."""
@@ -649,8 +651,16 @@ class ProjectIndex:
         return self._shape
 
     def postings_of(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """Rows holding ``term`` and how often (dead rows included; the caller masks them)."""
-        h = terms.term_hash(term)
+        """Rows holding ``term`` and how often (dead rows included; the caller masks them).
+        Sealed memories' postings are keyed (capsule.crypto): the term's keyed hashes too."""
+        plain = self._postings_of_hash(terms.term_hash(term))
+        variants = self.term_variants(term) if self.term_variants is not None else ()
+        if not variants:
+            return plain
+        found = [plain, *(self._postings_of_hash(h) for h in variants)]
+        return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
+
+    def _postings_of_hash(self, h: int) -> tuple[np.ndarray, np.ndarray]:
         cached = self._arrays.get(h)
         if cached is not None:
             return cached
@@ -696,6 +706,15 @@ class ProjectIndex:
                 if record is None or not _passes(record, filters):
                     mask[row] = False
         return mask
+
+
+def _facet(record: MemoryRecord, name: str):
+    """A meta value an index groups by; a sealed memory's as its keyed tag (capsule.crypto), so
+    its session and author names never reach a snapshot."""
+    tags = getattr(record, "facet_tags", None)
+    if tags is not None:
+        return tags.get(name)
+    return record.meta.get(name)
 
 
 def _passes(record: MemoryRecord, filters: Filters) -> bool:

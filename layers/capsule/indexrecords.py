@@ -100,7 +100,9 @@ class Records:
         return [self.id_at(row) for row in range(len(self._items))]
 
     def packed(self) -> list[tuple | str | None]:
-        return [item if item is None or isinstance(item, (tuple, str)) else pack(item) for item in self._items]
+        # A sealed memory (capsule.crypto) only as its id: its text is fetched (and opened) on use.
+        return [item if item is None or isinstance(item, (tuple, str)) else item.id if getattr(item, "sealed", "")
+                else pack(item) for item in self._items]
 
     def keep(self, rows: np.ndarray) -> "Records":
         return Records([self._items[row] for row in rows.tolist()], self.fetch)

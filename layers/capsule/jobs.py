@@ -87,7 +87,8 @@ class Jobs:
 
     # ---- retention -----------------------------------------------------------
 
-    def _retention(self, max_evictions: int = 1000, max_expiries: int = 1000) -> tuple[bool, dict[str, int], str]:
+    def _retention(self, max_evictions: int = 1000, max_expiries: int = 1000, max_reseals: int = 1000
+                   ) -> tuple[bool, dict[str, int], str]:
         now = self.clock()
         # Ephemeral memories past their expiry go first, for good and audited (capsule.governance).
         lapsed = len(governance_store(self.memories).expire(at=now, limit=max_expiries))
@@ -109,6 +110,10 @@ class Jobs:
                 break
         counts = {"purged": purged, "cache_expired": expired, "evicted": evicted, "projects_over_limit": over_projects,
                   "ephemeral_expired": lapsed}
+        if hasattr(self.memories, "sealer"):  # encryption at rest: re-seal under the current keys (capsule.crypto)
+            from .crypto.reseal import sweep
+
+            counts["resealed"] = sweep(self.memories, limit=max_reseals)
         complete = complete and lapsed < max_expiries
         text = (f"Purged {lapsed} ephemeral memories past their expiry, purged {purged} memories forgotten more than {limits.FORGET_RECOVERABLE_DAYS} days ago, expired "
                 f"{expired} embedding-cache entries older than {limits.EMBEDDING_CACHE_DAYS} days, and evicted "

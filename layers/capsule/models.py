@@ -350,7 +350,7 @@ class ProjectSettingsRequest(_Request):
 
     model_config = ConfigDict(json_schema_extra={"anyOf": [
         {"required": ["retention_limit"]}, {"required": ["ephemeral_ttl"]}, {"required": ["secrets_policy"]},
-        {"required": ["pii_policy"]}]})
+        {"required": ["pii_policy"]}, {"required": ["encryption"]}]})
 
     # Not nullable: a setting not given is left out, and null is refused (the schema says so too).
     retention_limit: JsonInt = Field(None, ge=1, le=limits.MAX_RETENTION_LIMIT)  # type: ignore[assignment]
@@ -362,11 +362,16 @@ class ProjectSettingsRequest(_Request):
     pii_policy: GuardPolicy = Field(None, description=(  # type: ignore[assignment]
         "Personal data found in a stored text (e-mail addresses, phone numbers, IBANs): flag (the"
         " default: kinds and spans in meta._guard), redact, or refuse."))
+    encryption: Literal["flagged", "all"] = Field(None, description=(  # type: ignore[assignment]
+        "Which memories are encrypted at rest (AES-GCM under the tenant's data key): 'flagged' (the"
+        " default: those with secrets or personal data found) or 'all' (every memory stored or changed from now on)."))
 
     @model_validator(mode="after")
     def _something(self) -> "ProjectSettingsRequest":
-        if all(v is None for v in (self.retention_limit, self.ephemeral_ttl, self.secrets_policy, self.pii_policy)):
-            raise ValueError("give at least one of retention_limit, ephemeral_ttl, secrets_policy, pii_policy")
+        if all(v is None for v in (self.retention_limit, self.ephemeral_ttl, self.secrets_policy, self.pii_policy,
+                                   self.encryption)):
+            raise ValueError("give at least one of retention_limit, ephemeral_ttl, secrets_policy, pii_policy,"
+                             " encryption")
         return self
 
 
@@ -498,6 +503,8 @@ class ProjectInfo(BaseModel):
     last_activity: datetime | None = None
     secrets_policy: str | None = Field(None, description="What a store does with secrets found (capsule.guard).")
     pii_policy: str | None = Field(None, description="What a store does with personal data found.")
+    encryption: str | None = Field(None, description=(
+        "Which memories are encrypted at rest: flagged (the default) or all (capsule.crypto)."))
 
 
 class ProjectsResult(BaseModel):

@@ -27,8 +27,19 @@ def open_store(settings: Settings) -> MemoryStore:
     return store
 
 
+def seal_store(store: MemoryStore, settings: Settings, clock: Clock = system_clock) -> MemoryStore:
+    """The store with flagged memories (and every memory of a project set to ``encryption: all``)
+    sealed at rest (capsule.crypto), under the deployment's wrapping key."""
+    if hasattr(store, "backing_store"):
+        return store
+    from .crypto.setup import sealed, wrapper_for
+
+    return sealed(store, wrapper_for(settings), clock=clock)  # type: ignore[return-value]
+
+
 def build_service(settings: Settings, *, store: MemoryStore | None = None, clock: Clock = system_clock
                   ) -> MemoryService:
     store = store or open_store(settings)
+    store = seal_store(store, settings, clock)
     embedder = CachedEmbedder(build_embedder(settings), store, clock)
     return MemoryService(store, embedder, clock=clock, settings=settings)

@@ -436,6 +436,7 @@ class MemoryService:
         for project in sorted(markers):  # one lock order everywhere: no deadlock between searches
             index = self.indexes.get(tenant, project, model)
             with index.lock:
+                index.term_variants = self._term_variants(tenant)
                 if index.version == 0 and self.snapshots is not None:
                     # A large matrix read from the store goes to a file beside the snapshots.
                     index.spill_path = index.spill_path or partial(self.snapshots.spill_path, index)
@@ -492,8 +493,14 @@ class MemoryService:
     def _cold_index(self, tenant: str, records: list[MemoryRecord]) -> ProjectIndex:
         """An index built for one search from the given records."""
         index = ProjectIndex(tenant, "", self.embedder.model_id)
+        index.term_variants = self._term_variants(tenant)
         index.apply(ChangeSet(version=0, changed=records, reset=True))
         return index
+
+    def _term_variants(self, tenant: str):
+        """A query term's keyed hashes for the tenant's sealed memories (capsule.crypto), or None."""
+        variants = getattr(self.store, "term_variants", None)
+        return None if variants is None else variants(tenant)
 
     def _shortlist(self, tenant: str, projects: list[str] | None, filters: Filters, query: str,
                    query_vector: np.ndarray | None) -> list[ProjectIndex] | None:
@@ -651,12 +658,17 @@ class MemoryService:
                     project=s.project, memories=s.memories, pinned=s.pinned, forgotten=s.forgotten,
                     retention_limit=s.retention_limit or self.settings.retention_limit,
                     last_activity=s.last_activity,
-                    secrets_policy=p.secrets, pii_policy=p.pii,
+                    secrets_policy=p.secrets, pii_policy=p.pii, encryption=self._encryption(tenant, s.project),
                 )
                 for s, p in zip(stats, [self.guard_policies(tenant, s.project) for s in stats])
             ],
             explanation=f"{len(stats)} project{'s' if len(stats) != 1 else ''}, most recently active first.",
         )
+
+    def _encryption(self, tenant: str, project: str) -> str | None:
+        """The project's encryption at rest (capsule.crypto), None where this store seals nothing."""
+        sealer = getattr(self.store, "sealer", None)
+        return None if sealer is None else sealer.mode(tenant, project)
 
     def set_project_settings(self, tenant: str, project: str, request: models.ProjectSettingsRequest | dict
                              ) -> models.ProjectsResult:
@@ -676,6 +688,10 @@ class MemoryService:
             self.store.set_guard_policies(tenant, project, policies, at=self.clock())
             said.append("will " + " and ".join(f"{v} {'secrets' if k == 'secrets_policy' else 'personal data'}"
                                                for k, v in policies.items()) + " found in what is stored next")
+        if req.encryption is not None:
+            from .crypto.setup import set_encryption
+
+            said.append(set_encryption(self.store, tenant, project, req.encryption, at=self.clock()))
         result = self.projects(tenant)
         result.explanation = f"Project '{project}' " + "; it ".join(said) + "."
         return result

@@ -138,6 +138,7 @@ def merge(mover: TenantMover, *, apply: bool = False, role: str | None = None, s
 
 def mover_for(store: object) -> TenantMover:
     """The :class:`TenantMover` of a memory store (SQLite or MongoDB)."""
+    store = getattr(store, "backing_store", store)  # a sealed store: the sealed rows as stored
     from .store.sqlite import SQLiteStore
 
     if isinstance(store, SQLiteStore):

@@ -65,3 +65,16 @@ _HASH = struct.Struct("<q")
 def _word_bytes(word: str) -> bytes:
     found = text._word_tokens(word, True)
     return struct.pack(f"<{len(found)}q", *map(term_hash, found))
+
+
+def encode_record(record: object) -> bytes:
+    """A record's term hashes as stored: keyed ones it carries (a sealed memory's, see
+    capsule.crypto.sealing), else those of its content."""
+    given = getattr(record, "term_hashes", None)
+    return given if given is not None else encode(record.content)  # type: ignore[attr-defined]
+
+
+def record_hashes(record: object) -> np.ndarray:
+    """:func:`encode_record` as int64 hashes, for a search index."""
+    given = getattr(record, "term_hashes", None)
+    return np.frombuffer(given, dtype="<i8").astype(np.int64) if given is not None else hashes(record.content)  # type: ignore[attr-defined]

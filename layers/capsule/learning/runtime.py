@@ -29,6 +29,7 @@ def open_learning_store(memories: MemoryStore, settings: Settings) -> LearningSt
         from ..store.sqlite import SQLiteStore
         from ..store.sqlite_learning import SQLiteLearningStore
 
+        memories = getattr(memories, "backing_store", memories)  # a sealed store: its SQLite file
         if not isinstance(memories, SQLiteStore):
             raise InvalidInput("the SQLite learning store lives beside a SQLite memory store", field="store")
         store = SQLiteLearningStore(memories)

@@ -245,7 +245,9 @@ class LearningService:
     def detect_patterns(self, tenant: str, request: models.DetectPatternsRequest | dict | None = None
                         ) -> models.DetectPatternsResult:
         req = validate(models.DetectPatternsRequest, request or {})
-        records = self.memories.candidates(tenant, None, Filters())
+        # A memory sealed at rest (capsule.crypto) is left out: a pattern keeps its signature terms
+        # and evidence in the clear.
+        records = [r for r in self.memories.candidates(tenant, None, Filters()) if not getattr(r, "sealed", "")]
         options = self.mining_options
         vectors = self._vectors(records)
         items = mining.occurrences(records, vectors, options.max_memories)

@@ -79,6 +79,7 @@ class CandidateStore(Protocol):
 
 def candidate_store(memories: object) -> CandidateStore:
     """The capture queue in the same database as a memory store, migrated."""
+    memories = getattr(memories, "backing_store", memories)  # a sealed store: the sealed rows as stored
     from .sqlite import SQLiteStore
 
     store: CandidateStore

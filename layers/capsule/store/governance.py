@@ -94,6 +94,9 @@ class GovernanceStore(Protocol):
 
 def governance_store(memories: object) -> GovernanceStore:
     """The governance side of a memory store, in the same database."""
+    view = getattr(memories, "governance_view", None)
+    if view is not None:  # a sealed store (capsule.crypto): its governance seals and opens too
+        return view(governance_store(memories.backing_store))  # type: ignore[attr-defined]
     from .sqlite import SQLiteStore
 
     if isinstance(memories, SQLiteStore):

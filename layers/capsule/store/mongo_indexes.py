@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_VERSION = 7  # bump when INDEXES change: the next cold start creates the new ones
+SCHEMA_VERSION = 8  # 7: scopes; 8: data keys (capsule.store.mongo_keys); bump when INDEXES change: the next cold start creates the new ones
 DAY = 86_400
 # A day past limits.FORGET_RECOVERABLE_DAYS: the hourly retention job purges (and audits) first;
 # the server's TTL is only the backstop when the job has not run.
@@ -81,4 +81,7 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
         ([("created_on", 1)], {"name": "cache_ttl", "expireAfterSeconds": EMBEDDING_CACHE_TTL_S}),
     ],
     "query_cache": [([("created_on", 1)], {"name": "query_ttl", "expireAfterSeconds": QUERY_CACHE_TTL_S})],
+    # Schema 8: tenants' wrapped data keys by version (capsule.store.mongo_keys).
+    "data_keys": [([("tenant", 1), ("version", 1)], {"name": "data_key_version", "unique": True})],
+    "project_encryption": [([("tenant", 1), ("mode", 1)], {"name": "encryption_mode"})],
 }

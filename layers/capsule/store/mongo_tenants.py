@@ -23,7 +23,7 @@ from typing import Any
 
 from pymongo.errors import DuplicateKeyError
 
-from ..errors import Unavailable
+from ..errors import Conflict, Unavailable
 from . import mongo_counters as counters
 from .mongo import NEW_PROJECT, MongoStore
 from .mongo_client import guarded
@@ -35,6 +35,7 @@ RETAGGED = ("feedback", "audit", "solutions", "solution_applications", "memory_v
 REKEYED = ("patterns", "pattern_links", "pattern_evidence")
 KNOWN = ("memories", "projects", *RETAGGED, *REKEYED)
 UNTENANTED = ("embedding_cache", "query_cache", "job_leases", "job_state", "meta")
+SEALING = ("data_keys", "project_encryption")  # capsule.crypto: see move()
 
 
 def moved_counts(docs: list[dict[str, Any]]) -> dict[str, int]:
@@ -52,7 +53,7 @@ class MongoTenantMover:
         self._store, self._db, self._batch = store, store.db, batch
 
     def _check_known(self) -> None:
-        for name in sorted(set(self._db.list_collection_names()) - set(KNOWN) - set(UNTENANTED)):
+        for name in sorted(set(self._db.list_collection_names()) - set(KNOWN) - set(UNTENANTED) - set(SEALING)):
             if self._db[name].find_one({"tenant": {"$exists": True}}, projection={"_id": 1}) is not None:
                 raise Unavailable(f"cannot merge tenants: the collection {name} holds tenants that "
                                   "capsule.store.mongo_tenants does not know how to move")
@@ -75,6 +76,9 @@ class MongoTenantMover:
         if source == target:
             raise ValueError("a tenant cannot be merged into itself")
         moved = self.count(source)
+        if self._db["data_keys"].find_one({"tenant": source}, projection={"_id": 1}) is not None:
+            raise Conflict(f"tenant {source} has encrypted memories (data keys of its own): they cannot be"
+                           " merged into another tenant, whose keys do not open them")
         with guarded("merge the tenants"):
             for project in self._projects(source):
                 self._move_project(source, target, project)

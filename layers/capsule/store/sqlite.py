@@ -29,7 +29,7 @@ from ..index import pack_row, stable_key
 from ..records import AuditRecord, ChangeSet, Filters, IndexColumns, MemoryRecord, ProjectStats, WriteOutcome
 from . import guard_policies
 from .base import Cursor
-from . import sqlite_bulk, sqlite_governance_schema, sqlite_visibility_schema
+from . import sqlite_bulk, sqlite_governance_schema, sqlite_keys, sqlite_visibility_schema
 from ..governance.retention import effective_class, eviction_reason
 
 MIGRATIONS: list[str] = [
@@ -224,6 +224,8 @@ MIGRATIONS: list[str] = [
     # 9: visibility and subject of each memory, the tenant's principal scopes
     #    (capsule.store.sqlite_visibility_schema)
     sqlite_visibility_schema.MIGRATION,
+    # 10: tenants' wrapped data keys and projects' encryption setting (capsule.crypto)
+    sqlite_keys.MIGRATION,
 ]
 
 # Projects at least this large load their index with sign bits only; the vectors follow.
@@ -308,7 +310,7 @@ def _record_params(r: MemoryRecord, packed: bytes | None = None) -> tuple[Any, .
         json.dumps(r.meta), r.helpful, r.unhelpful, None, None, r.status,
         *sqlite_governance_schema.params(r),
         *sqlite_visibility_schema.params(r), r.meta.get("component"), r.meta.get("category"),
-        terms.encode(r.content), terms.TOKENIZER, key,
+        terms.encode_record(r), terms.TOKENIZER, key,
         pack_row(key, occurred, created, r.embedding) if packed is None else packed, facets(r.meta),
     )
 

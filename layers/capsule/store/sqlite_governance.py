@@ -59,7 +59,7 @@ def _replace_params(after: MemoryRecord, version: int, before: MemoryRecord) -> 
         after.content, after.sha256, encode_vector(after.embedding), after.model, after.status, json.dumps(after.meta),
         after.meta.get("component"), after.meta.get("category"), after.explanation, after.retention,
         _epoch(after.expires_at), after.visibility or "private", after.subject, to_epoch(after.updated_at),
-        terms.encode(after.content), terms.TOKENIZER,
+        terms.encode_record(after), terms.TOKENIZER,
         pack_row(key, occurred, created, after.embedding), facets(after.meta), version,
         before.tenant, before.id, before.sha256, stamp - SAME_TIME_S, stamp + SAME_TIME_S,
     )

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..errors import Unavailable
+from ..errors import Conflict, Unavailable
 from .sqlite import SQLiteStore
 
 # Tables whose rows simply change tenant (their keys do not include the tenant).
 RETAGGED = ("feedback", "audit", "solutions", "solution_applications", "memory_versions")
 # Tables keyed by tenant, combined with what the target already holds.
-COMBINED = ("projects", "memories", "patterns", "pattern_links", "pattern_evidence", "project_policies")
+COMBINED = ("projects", "memories", "patterns", "pattern_links", "pattern_evidence", "project_policies",
+            "project_encryption")
+# Encryption at rest (capsule.crypto): a tenant's sealed memories are bound to it and to its data
+# keys, so a tenant that has data keys is not moved (its memories would no longer open).
+SEALING = ("data_keys",)
 # A pattern both hold keeps the one seen more often (the mining job re-derives it from the
 # memories, now all in the target); a link's counters add up; evidence is a set.
 _PATTERNS = """
@@ -53,6 +57,10 @@ _POLICIES = """
         secrets_policy = coalesce(secrets_policy, excluded.secrets_policy),
         pii_policy = coalesce(pii_policy, excluded.pii_policy), updated_at = max(updated_at, excluded.updated_at)
 """
+_ENCRYPTION = """
+    INSERT OR IGNORE INTO project_encryption (tenant, name, mode, updated_at)
+    SELECT ?, name, mode, updated_at FROM project_encryption WHERE tenant = ?
+"""
 _PROJECT = """
     INSERT INTO projects (tenant, name, retention_limit, created_at, updated_at)
     SELECT ?, name, retention_limit, created_at, updated_at FROM projects WHERE tenant = ? AND name = ?
@@ -74,7 +82,7 @@ class SQLiteTenantMover:
 
     def _check_known(self, conn: sqlite3.Connection) -> list[str]:
         tables = self._tables(conn)
-        unknown = sorted(set(tables) - set(RETAGGED) - set(COMBINED))
+        unknown = sorted(set(tables) - set(RETAGGED) - set(COMBINED) - set(SEALING))
         if unknown:
             raise Unavailable(f"cannot merge tenants: the table(s) {', '.join(unknown)} hold tenants that "
                               "capsule.store.sqlite_tenants does not know how to move")
@@ -99,13 +107,16 @@ class SQLiteTenantMover:
         # The store's own write transaction and version counter: a move is one write per project.
         with self._store._write() as conn:
             self._check_known(conn)
+            if conn.execute("SELECT 1 FROM data_keys WHERE tenant = ? LIMIT 1", (source,)).fetchone():
+                raise Conflict(f"tenant {source} has encrypted memories (data keys of its own): they cannot be"
+                               " merged into another tenant, whose keys do not open them")
             moved = {t: conn.execute(f"SELECT count(*) FROM {t} WHERE tenant = ?", (source,)).fetchone()[0]
                      for t in (*COMBINED, *RETAGGED)}
             self._move_projects(conn, source, target)
             for table in RETAGGED:
                 conn.execute(f"UPDATE {table} SET tenant = ? WHERE tenant = ?", (target, source))
             for sql, table in ((_PATTERNS, "patterns"), (_LINKS, "pattern_links"), (_EVIDENCE, "pattern_evidence"),
-                               (_POLICIES, "project_policies")):
+                               (_POLICIES, "project_policies"), (_ENCRYPTION, "project_encryption")):
                 conn.execute(sql, (target, source))
                 conn.execute(f"DELETE FROM {table} WHERE tenant = ?", (source,))
         return {t: n for t, n in moved.items() if n}

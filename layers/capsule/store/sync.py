@@ -40,6 +40,7 @@ class SyncStore(Protocol):
 
 
 def sync_store(memories: object) -> SyncStore:
+    memories = getattr(memories, "backing_store", memories)  # a sealed store: the sealed rows as stored
     from .sqlite import SQLiteStore
 
     if isinstance(memories, SQLiteStore):

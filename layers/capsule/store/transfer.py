@@ -99,6 +99,7 @@ class TransferStore(Protocol):
 
 def transfer_store(memories: object) -> TransferStore:
     """The transfer side of a memory store, in the same database."""
+    memories = getattr(memories, "backing_store", memories)  # a sealed store: the sealed rows as stored
     from .sqlite import SQLiteStore
 
     if isinstance(memories, SQLiteStore):
