@@ -217,12 +217,11 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
     if n:
         mask = np.concatenate([v.mask for v in views]) if views else np.zeros(0, dtype=bool)
         b_of = np.array([_length_b(v.index, options) for v in views], dtype=np.float64)
+        variants = next((v.index.term_variants for v in views if v.index.term_variants is not None), None)
         for term in terms:  # sorted, so sums run in one order in every process
-            h = term_hash(term)
-            lo, hi = np.searchsorted(columns.hashes, h, "left"), np.searchsorted(columns.hashes, h, "right")
-            rows = columns.rows[lo:hi]
+            rows, tf = _tenant_postings(columns, term, variants)
             keep = mask[rows]
-            rows, tf = rows[keep], columns.counts[lo:hi][keep].astype(np.float64)
+            rows, tf = rows[keep], tf[keep].astype(np.float64)
             if not rows.size:
                 continue
             idf = math.log(1 + (n - rows.size + 0.5) / (rows.size + 0.5))
@@ -232,6 +231,19 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
     for v in views:
         _widen(v, options)
     return max((float(v.keyword.max()) for v in views if v.keyword.size), default=0.0)
+
+
+def _tenant_postings(columns: _Columns, term: str, variants) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the tenant holding ``term`` and how often: under its plain hash and, for sealed
+    memories (capsule.crypto), under each keyed hash ``variants`` gives; as
+    :meth:`capsule.index.ProjectIndex.postings_of` does for one project."""
+    found = []
+    for h in (term_hash(term), *(variants(term) if variants is not None else ())):
+        lo, hi = np.searchsorted(columns.hashes, h, "left"), np.searchsorted(columns.hashes, h, "right")
+        found.append((columns.rows[lo:hi], columns.counts[lo:hi]))
+    if len(found) == 1:
+        return found[0]
+    return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
 
 
 def _keyword_terms(views: list[_View], query: str, options: SearchOptions) -> list[str]:

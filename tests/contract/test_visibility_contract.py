@@ -93,3 +93,13 @@ def test_principal_scopes_are_kept_per_tenant(store):
     assert settings.principal_rules("t2") == []
     settings.set_principal_rules("t1", [], at=T0 + timedelta(seconds=1))
     assert settings.principal_rules("t1") == []
+
+
+def test_principal_scopes_are_kept_behind_the_sealing_wrapper(store):
+    """build_service wraps every store in capsule.crypto's SealedStore: the rules must still be
+    the store's own, not the "no rules, full access" of a store that keeps none."""
+    from capsule.crypto.sealedstore import SealedStore
+
+    rules = [{"principal": "arn:aws:iam::1:user/ci", "scope": {"access": "read"}}]
+    scope_settings(SealedStore(store, sealer=None)).set_principal_rules("t1", rules, at=T0)
+    assert scope_settings(store).principal_rules("t1") == rules

@@ -201,3 +201,13 @@ def test_an_ingest_written_by_the_bulk_insert_seals_its_flagged_chunk(service, t
     assert "dorabella.quince@saltmarrow.net" in hits[0].content
     assert rows_holding(tmp_path / "capsule.db", ["dorabella", "saltmarrow"]) == []
     assert files_holding(tmp_path, [b"dorabella", b"saltmarrow"]) == {}
+
+
+def test_a_global_search_finds_a_sealed_memory_by_keyword(service):
+    """The search that picks candidates across projects looks terms up under their keyed hashes
+    too, as one project's search does."""
+    memory_id = store_flagged(service, project="billing").memory.id
+    service.store_memory("t1", {"project": "wiki", "content": PLAIN})
+    service.store_memory("t1", {"project": "ops", "content": "the ledger export runs nightly"})
+    hits = service.search("t1", {"global": True, "query": "xylophonic reconciliation", "mode": "bm25"}).results
+    assert [h.id for h in hits] == [memory_id] and hits[0].content == FLAGGED

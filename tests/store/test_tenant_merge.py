@@ -209,3 +209,20 @@ def test_raised_limits_is_pure_arithmetic():
     target = [stats("a", 50, limit=200), stats("c", 99)]
     assert tenants.raised_limits(source, target, default_limit=100) == {"b": 10}
     assert tenants.raised_limits([stats("a", 60)], [stats("a", 50)], default_limit=100) == {"a": 110}
+
+
+def test_principal_scopes_move_only_to_a_target_without_its_own(world, stores):
+    from capsule.store.scopes import scope_settings
+
+    store, _ = stores
+    settings = scope_settings(store)
+    role_rules = [{"principal": f"arn:aws:iam::{ACCOUNT}:user/*", "scope": {"access": "read"}}]
+    session_rules = [{"principal": "*", "scope": {"access": "write"}}]
+    settings.set_principal_rules(ROLE, role_rules, at=T0)
+    settings.set_principal_rules(S1, session_rules, at=T0)
+    settings.set_principal_rules(OTHER, session_rules, at=T0)
+    tenants.merge(tenants.mover_for(store), apply=True)
+    ci_role = f"arn:aws:iam::{ACCOUNT}:role/capsule-ci"
+    assert settings.principal_rules(ROLE) == role_rules  # the target's own rules win
+    assert settings.principal_rules(ci_role) == session_rules  # it had none: the source's moved
+    assert settings.principal_rules(S1) == [] and settings.principal_rules(OTHER) == []

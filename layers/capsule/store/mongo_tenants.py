@@ -33,7 +33,8 @@ BATCH = 500
 MOVED_FIELDS = {"_id": 1, "seq": 1, "active": 1, "pinned": 1, "deleted_at": 1, "pending": 1, "updated_at": 1}
 RETAGGED = ("feedback", "audit", "solutions", "solution_applications", "memory_versions")
 REKEYED = ("patterns", "pattern_links", "pattern_evidence")
-KNOWN = ("memories", "projects", *RETAGGED, *REKEYED)
+PRINCIPALS = "principal_scopes"  # capsule.store.mongo_visibility.PRINCIPAL_SCOPES; see _move_principals
+KNOWN = ("memories", "projects", *RETAGGED, *REKEYED, PRINCIPALS)
 UNTENANTED = ("embedding_cache", "query_cache", "job_leases", "job_state", "meta")
 SEALING = ("data_keys", "project_encryption")  # capsule.crypto: see move()
 
@@ -87,7 +88,17 @@ class MongoTenantMover:
             self._move_patterns(source, target)
             self._move_links(source, target)
             self._move_evidence(source, target)
+            self._move_principals(source, target)
         return moved
+
+    def _move_principals(self, source: str, target: str) -> None:
+        """The source's principal scopes go to the target only when it has none: the target's
+        own rules win, as merging two rule lists could widen what a principal reaches."""
+        rules = self._db[PRINCIPALS]
+        theirs = rules.find_one({"tenant": source})
+        if theirs is not None and rules.find_one({"tenant": target}, projection={"_id": 1}) is None:
+            rules.insert_one({k: v for k, v in theirs.items() if k != "_id"} | {"tenant": target})
+        rules.delete_many({"tenant": source})
 
     # ---- memories and projects ------------------------------------------------
 

@@ -67,6 +67,7 @@ def scope_settings(memories: object) -> ScopeSettings:
     """The principal scopes of a memory store, in the same database."""
     from .sqlite import SQLiteStore
 
+    memories = getattr(memories, "backing_store", memories)  # a sealed store (capsule.crypto): the one behind
     if isinstance(memories, SQLiteStore):
         return SQLiteScopeSettings(memories)
     if hasattr(getattr(memories, "db", None), "list_collection_names"):

@@ -18,7 +18,7 @@ from .sqlite import SQLiteStore
 RETAGGED = ("feedback", "audit", "solutions", "solution_applications", "memory_versions")
 # Tables keyed by tenant, combined with what the target already holds.
 COMBINED = ("projects", "memories", "patterns", "pattern_links", "pattern_evidence", "project_policies",
-            "project_encryption")
+            "project_encryption", "principal_scopes")
 # Encryption at rest (capsule.crypto): a tenant's sealed memories are bound to it and to its data
 # keys, so a tenant that has data keys is not moved (its memories would no longer open).
 SEALING = ("data_keys",)
@@ -60,6 +60,12 @@ _POLICIES = """
 _ENCRYPTION = """
     INSERT OR IGNORE INTO project_encryption (tenant, name, mode, updated_at)
     SELECT ?, name, mode, updated_at FROM project_encryption WHERE tenant = ?
+"""
+# Which IAM principals get which scope (functions.scopes): the target's own rules, where it has
+# any, win; merging two rule lists could widen what a principal reaches.
+_PRINCIPALS = """
+    INSERT OR IGNORE INTO principal_scopes (tenant, rules, updated_at)
+    SELECT ?, rules, updated_at FROM principal_scopes WHERE tenant = ?
 """
 _PROJECT = """
     INSERT INTO projects (tenant, name, retention_limit, created_at, updated_at)
@@ -116,7 +122,8 @@ class SQLiteTenantMover:
             for table in RETAGGED:
                 conn.execute(f"UPDATE {table} SET tenant = ? WHERE tenant = ?", (target, source))
             for sql, table in ((_PATTERNS, "patterns"), (_LINKS, "pattern_links"), (_EVIDENCE, "pattern_evidence"),
-                               (_POLICIES, "project_policies"), (_ENCRYPTION, "project_encryption")):
+                               (_POLICIES, "project_policies"), (_ENCRYPTION, "project_encryption"),
+                               (_PRINCIPALS, "principal_scopes")):
                 conn.execute(sql, (target, source))
                 conn.execute(f"DELETE FROM {table} WHERE tenant = ?", (source,))
         return {t: n for t, n in moved.items() if n}
