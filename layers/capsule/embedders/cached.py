@@ -1,4 +1,8 @@
-"""An embedder wrapper that remembers vectors by (model, sha256 of text) for 60 days."""
+"""An embedder wrapper that remembers vectors by (model, sha256 of text) for 60 days.
+
+An embedder that says ``worth_caching = False`` (it computes a vector faster than the cache
+reads one and writes it, a write transaction every store and every new query) is called directly.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +33,8 @@ class CachedEmbedder:
         self._clock = clock
 
     def embed(self, texts: Sequence[str], *, kind: str = "document") -> np.ndarray:
+        if not getattr(self.inner, "worth_caching", True):
+            return self.inner.embed(texts, kind=kind)
         keys = [sha256(f"{kind}\x00{t}") for t in texts]
         now = self._clock()
         cached = self._store.cache_get(

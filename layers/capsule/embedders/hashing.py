@@ -18,6 +18,8 @@ from .base import normalize
 
 class HashingEmbedder:
     name = "hashing"
+    # A vector costs ~0.2 ms here; the embedding cache's read and write cost more (capsule.embedders.cached).
+    worth_caching = False
 
     def __init__(self, dim: int = 384) -> None:
         self.dim = dim

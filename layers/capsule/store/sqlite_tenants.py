@@ -18,6 +18,8 @@ from .sqlite import SQLiteStore
 RETAGGED = ("feedback", "audit", "solutions", "solution_applications", "memory_versions")
 # Tables keyed by tenant, combined with what the target already holds.
 COMBINED = ("projects", "memories", "patterns", "pattern_links", "pattern_evidence", "project_policies")
+# Tables SQLite keeps from the memories by triggers (capsule.store.sqlite_counts): they follow the move.
+DERIVED = ("project_counts",)
 # A pattern both hold keeps the one seen more often (the mining job re-derives it from the
 # memories, now all in the target); a link's counters add up; evidence is a set.
 _PATTERNS = """
@@ -70,7 +72,8 @@ class SQLiteTenantMover:
 
     def _tables(self, conn: sqlite3.Connection) -> list[str]:
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return [n for n in names if "tenant" in {c[1] for c in conn.execute(f'PRAGMA table_info("{n}")')}]
+        return [n for n in names if n not in DERIVED
+                and "tenant" in {c[1] for c in conn.execute(f'PRAGMA table_info("{n}")')}]
 
     def _check_known(self, conn: sqlite3.Connection) -> list[str]:
         tables = self._tables(conn)
