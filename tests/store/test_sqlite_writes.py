@@ -282,3 +282,25 @@ def test_every_acknowledged_store_survives_kill_9(tmp_path, round_):
         assert counted(store) == actual(store) == {("t", "p"): 150}
     finally:
         store.close()
+
+
+# ---- the stored memory is returned without reading it back ---------------------------------
+
+
+@pytest.mark.parametrize("extra", [
+    {},
+    {"occurred_at": "2025-03-04T05:06:07.891234+05:30", "path": "src/a.py", "explanation": "why"},
+    {"pinned": True, "meta": {"tags": ["a", "b"], "session": "s1", "nested": {"x": [1, 2.5, None]}}},
+    {"retention": "ephemeral", "ttl": 3600},
+    {"retention": "permanent", "meta": {"author": "me"}},
+    {"content": "mail me at someone@example.com about it"},
+])
+def test_a_store_answers_the_memory_a_get_reads(service, sqlite_store, extra):
+    statements: list[str] = []
+    sqlite_store._conn().set_trace_callback(statements.append)
+    stored = service.store_memory("t", {"project": "p", "content": "a memory to read back", **extra})
+    sqlite_store._conn().set_trace_callback(None)
+    assert not [s for s in statements if s.startswith("SELECT id, tenant")], statements  # not read back
+    read = service.get("t", stored.memory.id)
+    assert stored.memory.model_dump() == read.memory.model_dump()
+    assert stored.memory.model_dump_json() == read.memory.model_dump_json()

@@ -31,6 +31,8 @@ def test_hashing_similar_texts_are_closer():
 
 
 class CountingEmbedder(HashingEmbedder):
+    worth_caching = True  # stands for a model, whose vectors the cache keeps (hashing's it does not)
+
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[list[str]] = []

@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -368,6 +369,10 @@ class SQLiteStore:
                 # fsync per store would cost more than the store itself (STORE.md).
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA foreign_keys=ON")
+                # A statement's undo journal (a store's INSERT touches a page of each of the
+                # memories' indexes: ~70 KB) in memory: on disk it was a temp file created,
+                # written and deleted by every store.
+                conn.execute("PRAGMA temp_store = MEMORY")
                 queue = lock_path(self.path)
                 write_lock = queue and WriteLock(queue)
                 if queue:  # checkpoints run in the checkpointer's thread (.sqlite_checkpoint)
@@ -581,6 +586,17 @@ class SQLiteStore:
             "INSERT INTO audit (tenant, memory_id, project, action, actor, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (tenant, memory_id, project, action, actor, reason, at),
         )
+
+    @staticmethod
+    def as_stored(record: MemoryRecord) -> MemoryRecord:
+        """A record just inserted as :meth:`get` would read it back, without reading it: its
+        times as stored (UTC, to the microsecond), everything else as written."""
+        def stored(value: datetime | None) -> datetime | None:
+            return None if value is None else from_epoch(to_epoch(value))
+
+        return replace(record, occurred_at=stored(record.occurred_at), created_at=stored(record.created_at),
+                       updated_at=stored(record.updated_at), expires_at=stored(record.expires_at),
+                       accessed_at=None, deleted_at=None, deleted_reason=None)
 
     def get(self, tenant: str, memory_id: str, *, include_forgotten: bool = False) -> MemoryRecord:
         rows = self._read(f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND id = ?", (tenant, memory_id))
