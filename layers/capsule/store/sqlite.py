@@ -3,7 +3,10 @@
 Each thread gets its own connection. Every write runs in ``BEGIN IMMEDIATE``, so two
 processes storing into one project serialise on the database's write lock and the
 retention check inside the transaction sees the other's rows: nobody evicts more than
-needed. Embeddings are float32 BLOBs. The schema is versioned with ``PRAGMA user_version``.
+needed; writers queue for it on an ``flock`` (:mod:`.sqlite_lock`), not in SQLite's busy
+handler, and the WAL is checkpointed by a thread (:mod:`.sqlite_checkpoint`), not inside a
+store's COMMIT (WRITES.md says why, with numbers). Embeddings are float32 BLOBs. The schema is
+versioned with ``PRAGMA user_version``.
 """
 
 from __future__ import annotations
@@ -360,13 +363,13 @@ class SQLiteStore:
                 # 1024-d (or 1536-d) vector fits on its page instead of an overflow page, and a
                 # store, which writes a page of every index it touches to the WAL, writes 4 times
                 # less than with 32 KiB pages (a store's SQL: 0.7 ms CPU instead of 1.5 ms; a
-                # cold load of 10k memories: 125 ms instead of 95 ms; STORE.md).
+                # cold load of 10k memories: 125 ms instead of 95 ms; store/WRITES.md).
                 conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
                 self._use_wal(conn)
                 # Durable against a crashed or killed process (a commit is in the WAL before
                 # COMMIT returns) and never corrupted by a power loss, which may lose the last
                 # commits before the WAL's next sync: the trade a memory service wants, as an
-                # fsync per store would cost more than the store itself (STORE.md).
+                # fsync per store would cost more than the store itself (store/WRITES.md).
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA foreign_keys=ON")
                 # A statement's undo journal (a store's INSERT touches a page of each of the
@@ -929,7 +932,7 @@ class SQLiteStore:
             by_statement: dict[str, list[tuple]] = {}
             for sql, params in stale:
                 by_statement.setdefault(sql, []).append(params)
-            with self._write() as conn:
+            with self._write(wait_s=0.2) as conn:
                 for sql, rows in by_statement.items():
                     conn.executemany(sql, rows)
         except Unavailable:
