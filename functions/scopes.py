@@ -40,7 +40,7 @@ from typing import Any, Callable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from capsule.errors import CapsuleError, Forbidden, InvalidInput, NotFound, from_validation_error
+from capsule.errors import CapsuleError, InvalidInput, NotFound, from_validation_error
 from capsule.governance.visibility import ACCESS_LEVELS, FULL, Reach, pattern_problem
 from capsule.models import Subject, Visibility
 

@@ -263,7 +263,7 @@ class MemoryService:
                     f"memory {existing.id} instead of storing it twice." + note
                 ),
             )
-        memory = self.store.get(tenant, records[0].id)
+        memory = self._stored(tenant, records[0], changed_after=req.supersedes is not None)
         pin = " and pinned it (pinned memories are never evicted)" if req.pinned else ""
         pin += self._class_note(memory)
         return models.StoreResult(
@@ -271,6 +271,14 @@ class MemoryService:
             explanation=f"Stored memory {memory.id} in project '{req.project}'{pin}."
             + guarded.note() + note + self._pending_note(embed_error) + self._embedder_note(outcome),
         )
+
+    def _stored(self, tenant: str, record: MemoryRecord, *, changed_after: bool) -> MemoryRecord:
+        """The memory just inserted, as the store reads it back: a store that can say so without
+        reading it (``as_stored``) saves a read per store, unless the write changed it after."""
+        as_stored = getattr(self.store, "as_stored", None)
+        if as_stored is None or changed_after:
+            return self.store.get(tenant, record.id)
+        return as_stored(record)
 
     def _supersedable(self, tenant: str, old_id: str) -> None:
         try:

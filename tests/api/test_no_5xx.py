@@ -157,7 +157,9 @@ def test_a_full_store_is_503_with_retry_after_and_nothing_half_written(service, 
     assert call(event("list", query={"project": "api"})).json["memories"] == before
 
 
-def test_search_answers_when_the_embedding_cache_cannot_be_written(service, call, caplog):
+def test_search_answers_when_the_embedding_cache_cannot_be_written(service, call, caplog, monkeypatch):
+    # As with a model, whose vectors the cache keeps (the hashing embedder's it does not).
+    monkeypatch.setattr(type(service.embedder.inner), "worth_caching", True)
     mid = stored(call)
     service.embedder.worth_caching = True  # as with a model whose vectors are kept (hashing's are not)
     fill_up(service)

@@ -22,6 +22,8 @@ COMBINED = ("projects", "memories", "patterns", "pattern_links", "pattern_eviden
 # Encryption at rest (capsule.crypto): a tenant's sealed memories are bound to it and to its data
 # keys, so a tenant that has data keys is not moved (its memories would no longer open).
 SEALING = ("data_keys",)
+# Tables SQLite keeps from the memories by triggers (capsule.store.sqlite_counts): they follow the move.
+DERIVED = ("project_counts",)
 # A pattern both hold keeps the one seen more often (the mining job re-derives it from the
 # memories, now all in the target); a link's counters add up; evidence is a set.
 _PATTERNS = """
@@ -84,7 +86,8 @@ class SQLiteTenantMover:
 
     def _tables(self, conn: sqlite3.Connection) -> list[str]:
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return [n for n in names if "tenant" in {c[1] for c in conn.execute(f'PRAGMA table_info("{n}")')}]
+        return [n for n in names if n not in DERIVED
+                and "tenant" in {c[1] for c in conn.execute(f'PRAGMA table_info("{n}")')}]
 
     def _check_known(self, conn: sqlite3.Connection) -> list[str]:
         tables = self._tables(conn)

@@ -1,0 +1,66 @@
+"""WAL checkpoints off the request's path: a thread of the store copies the WAL into the database.
+
+SQLite's automatic checkpoint runs inside the COMMIT that crosses its threshold (1000 pages):
+it copies the WAL into the database and fsyncs both, 20-150 ms on a busy disk, and that one
+store waits for it while every other writer waits behind its write lock. The store's
+connections turn it off (``wal_autocheckpoint = 0``) and count their commits instead; every
+``every`` commits this thread runs a PASSIVE checkpoint on its own connection, which waits for
+no reader or writer, while requests go on (SQLite releases the GIL while it copies and syncs).
+
+A process that stops before the count is reached leaves the WAL to the next writer's
+checkpoint, or to SQLite's own when the last connection closes; durability does not depend on
+it (a committed transaction is in the WAL, and readers read it from there).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable
+
+logger = logging.getLogger("capsule.store")
+
+EVERY = 64  # commits: ~1000 WAL pages of 8 KiB for single stores, as often as SQLite's own default
+
+
+class Checkpointer:
+    def __init__(self, run: Callable[[], object], *, every: int = EVERY) -> None:
+        self._run, self._every = run, every
+        self._count = 0
+        self._wake: threading.Event | None = None  # the running thread's; None: no thread
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.runs = 0  # checkpoints done (tests read it)
+
+    def committed(self) -> None:
+        """A write transaction of this process committed; every ``every``-th wakes the thread."""
+        with self._lock:
+            self._count += 1
+            if self._count < self._every:
+                return
+            self._count = 0
+            if self._thread is None:
+                self._wake = threading.Event()
+                self._thread = threading.Thread(target=self._loop, args=(self._wake,), name="capsule-checkpoint",
+                                                daemon=True)
+                self._thread.start()
+            wake = self._wake
+        wake.set()
+
+    def _loop(self, wake: threading.Event) -> None:
+        while wake.wait() and self._wake is wake:
+            wake.clear()
+            try:
+                self._run()
+                self.runs += 1
+            except Exception as exc:  # noqa: BLE001 - a checkpoint only saves space; the next one retries
+                logger.warning("WAL checkpoint failed: %s", exc)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """End the thread after the checkpoint it is running, if any; a later commit starts another."""
+        with self._lock:
+            thread, wake = self._thread, self._wake
+            self._thread = self._wake = None
+        if thread is not None and wake is not None:
+            wake.set()
+            thread.join(timeout_s)
