@@ -103,3 +103,46 @@ def test_another_tenant_cannot_decide(service, call):
     cand = capture(call).json["candidates"][0]
     r = call(event("candidate_approve", tenant=BOB, path_params={"id": cand["id"]}, body={}))
     assert r.status == 404
+
+
+def _with_secret_and_email():
+    from tests.guard.corpus import AKIA
+
+    return [
+        {"role": "assistant", "text": f"We decided to rotate the deploy key {AKIA} because it leaked in CI logs.",
+         "time": T, "session": "s2"},
+        {"role": "assistant", "text": "We decided to send the outage report to dora.quince@saltmarrow.net every Monday.",
+         "time": T, "session": "s2"},
+    ]
+
+
+def test_candidates_are_guarded_as_stored_memories_are(service, call, tmp_path):
+    """A secret in a conversation is redacted before the candidate is queued (the raw value never
+    reaches the queue's table), and personal data is flagged, as a store does."""
+    from tests.guard.corpus import AKIA
+
+    r = capture(call, events=_with_secret_and_email())
+    assert r.status == 200, r
+    texts = [c["text"] for c in r.json["candidates"]]
+    assert len(texts) == 2 and AKIA not in " ".join(texts)
+    assert "[REDACTED:aws-access-key]" in texts[0] or "[REDACTED:aws-access-key]" in texts[1]
+    flagged = [service_record.extra for service_record in _queued(service)]
+    assert any(e.get("_guard", {}).get("pii") for e in flagged)
+    service.settle()
+    assert not [f for f in tmp_path.rglob("*") if f.is_file() and AKIA.encode() in f.read_bytes()]
+
+
+def test_a_project_refusing_secrets_skips_the_candidate_and_names_why(service, call):
+    from tests.guard.corpus import AKIA
+
+    assert call(event("project_settings", tenant=ALICE, body={"project": "cap", "secrets_policy": "refuse"})).status == 200
+    r = capture(call, events=_with_secret_and_email())
+    assert [c["text"] for c in r.json["candidates"]] == [_with_secret_and_email()[1]["text"]]
+    refused = [s for s in r.json["skipped"] if "refuse" in s["why"]]
+    assert len(refused) == 1 and AKIA not in refused[0]["text"] and "aws-access-key" in refused[0]["why"]
+
+
+def _queued(service):
+    from capsule.store.capture import candidate_store
+
+    return candidate_store(service.store).list(ALICE, "cap", "pending", before=None, limit=10)

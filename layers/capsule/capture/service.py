@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Callable
 
 from ..errors import CapsuleError, InvalidInput
+from ..guard.policy import GUARD_KEY, Policies, guard_text
 from ..service import MemoryService, to_memory, validate
 from ..store.capture import CandidateRecord, CandidateStore
 from ..text import sha256
@@ -71,11 +72,20 @@ class CaptureService:
         found = self.memories.search(tenant, {"project": project, "query": text[:2000], "k": 3, "mode": "bm25"})
         return next((hit.id for hit in found.results if same_fact(hit.content, text)), None)
 
-    def _record(self, tenant: str, project: str, event: cm.CaptureEvent, scored: Scored) -> CandidateRecord:
+    def _record(self, tenant: str, project: str, event: cm.CaptureEvent, scored: Scored,
+                policies: Policies) -> CandidateRecord | cm.Skipped:
+        """The candidate to queue, its text guarded as a stored memory's is (capsule.guard): a
+        secret redacted under ``redact`` never reaches the queue; under ``refuse`` it is skipped."""
+        try:
+            guarded = guard_text(scored.text, policies, field="events")
+        except InvalidInput as refused:
+            shown = guard_text(scored.text, Policies(secrets="redact", pii="redact")).text
+            return cm.Skipped(text=shown, why=f"not proposed: {refused}")
         return CandidateRecord(
-            id=self._new_id(), tenant=tenant, project=project, key=candidate_key(scored.text), text=scored.text,
+            id=self._new_id(), tenant=tenant, project=project, key=candidate_key(guarded.text), text=guarded.text,
             score=scored.score, reason=scored.reason, kind=scored.kind, tags=list(scored.tags),
-            created_at=self.memories.clock(), role=event.role, session=event.session, occurred_at=event.time)
+            created_at=self.memories.clock(), role=event.role, session=event.session, occurred_at=event.time,
+            extra={} if guarded.empty else {GUARD_KEY: guarded.report})
 
     def threshold(self, tenant: str, project: str) -> float:
         own = self.queue.threshold(tenant, project)
@@ -85,12 +95,15 @@ class CaptureService:
         req = validate(cm.CaptureRequest, request)
         fresh: dict[str, CandidateRecord] = {}
         skipped: list[cm.Skipped] = []
+        policies = self.memories.guard_policies(tenant, req.project)
         for event in req.events:
             scored = score_event(Event(event.role, event.text, tuple(event.tool_results)))
             if scored is None:
                 continue
-            record = self._record(tenant, req.project, event, scored)
-            if record.key in fresh:
+            record = self._record(tenant, req.project, event, scored, policies)
+            if isinstance(record, cm.Skipped):
+                skipped.append(record)
+            elif record.key in fresh:
                 skipped.append(cm.Skipped(text=record.text, why="proposed by an earlier event of this capture"))
             else:
                 fresh[record.key] = record
