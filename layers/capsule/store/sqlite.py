@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -505,27 +505,42 @@ class SQLiteStore:
         tenant, project = records[0].tenant, records[0].project
         now = to_epoch(records[0].created_at)
         with self._write() as conn:
-            # The project's row made or touched and its next version taken, in one statement.
-            version = conn.execute(
-                "INSERT INTO projects (tenant, name, created_at, updated_at, version) VALUES (?, ?, ?, ?, 1) "
-                "ON CONFLICT (tenant, name) DO UPDATE SET updated_at = excluded.updated_at, version = version + 1 "
-                "RETURNING version",
-                (tenant, project, now, now),
-            ).fetchone()[0]
-            for record in records:
-                existing = self._find_duplicate(conn, record, dedupe_after)
-                if existing:
-                    outcome.duplicates[record.id] = existing
-                    continue
-                conn.execute(INSERT_MEMORY, (*_record_params(record), version))
-                outcome.inserted.append(record.id)
-            # The memories this write returns, new or existing, are never its own victims.
-            protected = [*outcome.inserted, *outcome.duplicates.values()]
-            active = self._active_count(conn, tenant, project)
-            outcome.evicted = self._evict_over_limit(conn, tenant, project, limit, now, actor, protected, version,
-                                                     active=active, classes=outcome.evicted_classes)
-            outcome.active_after = active - len(outcome.evicted)
+            version = self._next_version(conn, tenant, project, now)
+            self._insert_rows(conn, records, ((*_record_params(r), version) for r in records), dedupe_after, outcome)
+            self._settle_limit(conn, outcome, tenant, project, limit, now, actor, version)
         return outcome
+
+    @staticmethod
+    def _next_version(conn: sqlite3.Connection, tenant: str, project: str, now: float) -> int:
+        """The project's row made or touched and its next version taken, in one statement."""
+        return conn.execute(
+            "INSERT INTO projects (tenant, name, created_at, updated_at, version) VALUES (?, ?, ?, ?, 1) "
+            "ON CONFLICT (tenant, name) DO UPDATE SET updated_at = excluded.updated_at, version = version + 1 "
+            "RETURNING version",
+            (tenant, project, now, now),
+        ).fetchone()[0]
+
+    def _insert_rows(self, conn: sqlite3.Connection, records: Sequence[MemoryRecord], params: Iterable[tuple],
+                     dedupe_after: datetime | None, outcome: WriteOutcome) -> None:
+        """INSERT_MEMORY of each record but those a memory already says (since ``dedupe_after``),
+        row by row: a match may be a row this very write made."""
+        for record, values in zip(records, params):
+            existing = self._find_duplicate(conn, record, dedupe_after)
+            if existing:
+                outcome.duplicates[record.id] = existing
+                continue
+            conn.execute(INSERT_MEMORY, values)
+            outcome.inserted.append(record.id)
+
+    def _settle_limit(self, conn: sqlite3.Connection, outcome: WriteOutcome, tenant: str, project: str, limit: int,
+                      now: float, actor: str, version: int) -> None:
+        """Evict over the project's limit. The memories this write returns, new or existing, are
+        never its own victims."""
+        protected = [*outcome.inserted, *outcome.duplicates.values()]
+        active = self._active_count(conn, tenant, project)
+        outcome.evicted = self._evict_over_limit(conn, tenant, project, limit, now, actor, protected, version,
+                                                 active=active, classes=outcome.evicted_classes)
+        outcome.active_after = active - len(outcome.evicted)
 
     def insert_bulk(
         self, records: Sequence[MemoryRecord], *, limit: int, dedupe_after: datetime | None, actor: str

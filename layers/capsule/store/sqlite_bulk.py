@@ -101,27 +101,12 @@ def insert_bulk(store, records: Sequence[MemoryRecord], *, limit: int, dedupe_af
     rows = bulk_params(records)  # before the transaction: the write lock is held only to write
     conn = store._conn()
     with larger_cache(conn), store._write() as conn:
-        conn.execute(
-            "INSERT INTO projects (tenant, name, created_at, updated_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (tenant, name) DO UPDATE SET updated_at = excluded.updated_at",
-            (tenant, project, now, now),
-        )
-        version = store._bump(conn, tenant, project)
+        version = store._next_version(conn, tenant, project, now)
         params = [(*row, version) for row in rows]
         if dedupe_after is None:
             conn.executemany(INSERT_MEMORY, params)
             outcome.inserted.extend(r.id for r in records)
-        else:  # row by row, as insert does: a match may be a row this batch just wrote
-            for record, values in zip(records, params):
-                existing = store._find_duplicate(conn, record, dedupe_after)
-                if existing:
-                    outcome.duplicates[record.id] = existing
-                    continue
-                conn.execute(INSERT_MEMORY, values)
-                outcome.inserted.append(record.id)
-        protected = [*outcome.inserted, *outcome.duplicates.values()]
-        active = store._active_count(conn, tenant, project)
-        outcome.evicted = store._evict_over_limit(conn, tenant, project, limit, now, actor, protected, version,
-                                                  active=active, classes=outcome.evicted_classes)
-        outcome.active_after = active - len(outcome.evicted)
+        else:
+            store._insert_rows(conn, records, params, dedupe_after, outcome)
+        store._settle_limit(conn, outcome, tenant, project, limit, now, actor, version)
     return outcome
