@@ -168,11 +168,16 @@ def test_the_setting_is_strict(service):
     assert "encryption" in str(bad.value.details)
 
 
-def test_ingested_chunks_with_personal_data_are_sealed(service, tmp_path):
+@pytest.mark.parametrize("bulk_from", [None, 2], ids=["row-by-row", "bulk-insert"])
+def test_ingested_chunks_with_personal_data_are_sealed(service, tmp_path, monkeypatch, bulk_from):
+    if bulk_from is not None:  # the ingest's rows go through insert_bulk, which the wrapper must seal too
+        import capsule.service
+
+        monkeypatch.setattr(capsule.service, "BULK_FROM", bulk_from)
     text = " ".join(f"Paragraph {n} says the harbour tide table changed on day {n}." for n in range(400))
     text += " Reach dorabella.quince@saltmarrow.net for the keys."
     result = service.ingest("t1", {"project": "docs", "text": text, "path": "notes.md"})
-    assert result.chunks > 1
+    assert result.chunks > 2
     hits = service.search("t1", {"project": "docs", "query": "saltmarrow keys", "mode": "bm25"}).results
     assert "dorabella.quince@saltmarrow.net" in hits[0].content
     assert rows_holding(tmp_path / "capsule.db", ["dorabella", "saltmarrow"]) == []
@@ -187,20 +192,6 @@ def test_a_tenant_with_data_keys_is_not_merged_into_another(service):
     with pytest.raises(Conflict, match="encrypted memories"):
         mover_for(service.store).move("t1", "t2")
     assert service.get("t1", memory_id).memory.content == FLAGGED
-
-
-def test_an_ingest_written_by_the_bulk_insert_seals_its_flagged_chunk(service, tmp_path, monkeypatch):
-    import capsule.service
-
-    monkeypatch.setattr(capsule.service, "BULK_FROM", 2)  # this ingest's rows go through insert_bulk
-    text = " ".join(f"Paragraph {n} says the harbour tide table changed on day {n}." for n in range(400))
-    text += " Reach dorabella.quince@saltmarrow.net for the keys."
-    result = service.ingest("t1", {"project": "docs", "text": text, "path": "tides.md"})
-    assert result.chunks > 2
-    hits = service.search("t1", {"project": "docs", "query": "saltmarrow keys", "mode": "bm25"}).results
-    assert "dorabella.quince@saltmarrow.net" in hits[0].content
-    assert rows_holding(tmp_path / "capsule.db", ["dorabella", "saltmarrow"]) == []
-    assert files_holding(tmp_path, [b"dorabella", b"saltmarrow"]) == {}
 
 
 def test_a_global_search_finds_a_sealed_memory_by_keyword(service):
