@@ -948,7 +948,7 @@
         'aria-label': 'Reject: ' + label, onclick: (e) => askDecision(c, e.currentTarget, false) }, 'Reject'));
     return el('li', { class: 'card-item cand', 'data-id': c.id, 'data-status': c.status },
       el('article', { class: 'card' }, el('div', { class: 'card-body' },
-        el('div', { class: 'meta' }, badges),
+        el('div', { class: 'meta' }, ...badges),  // spread: el() flattens one level, the tags are a level down
         el('p', { class: 'content cand-text' }, c.text),
         el('p', { class: 'hint cand-reason' }, 'Why: ' + c.reason),
         decided,

@@ -638,6 +638,8 @@ def test_candidates_listed_approved_edited_rejected_and_a_409_when_decided_elsew
         expect(row.locator(".badge-score")).to_have_text(f"score {c['score']:.3f}")
         for bit in (c["type"], c["role"], "session s1"):
             expect(row.locator(".meta")).to_contain_text(bit)
+        expect(row.locator(".meta .tag")).to_have_text(["#" + t for t in c["tags"]])
+        expect(row.locator(".meta")).not_to_contain_text("[object")
     assert page.evaluate(UNNAMED_CONTROLS) == []
     shot(page, "candidates")
 
