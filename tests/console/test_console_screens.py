@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
@@ -760,3 +760,27 @@ def test_visibility_and_subject_shown_edited_filtered_and_public_refused_for_fla
     assert server.get(flagged["id"])[1]["memory"]["visibility"] == "private"
     assert page.evaluate(UNNAMED_CONTROLS) == []
     shot(page, "visibility")
+
+
+def test_candidates_are_paged_with_the_apis_cursor(page, server):
+    project = "/srv/console-candidates-paging"
+    events = [{"role": "assistant", "time": CAPTURE_TIME,
+               "text": f"We decided to use engine{n} for queue{n} because it handles burst{n} traffic well."}
+              for n in range(25)]
+    proposed = server.ok("POST", "/v1/memories/capture", {"project": project, "events": events})["candidates"]
+    assert len(proposed) > 20  # more than the console's page of 20
+    connect(page, server.token)
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "/v1/memories/candidates?" in r.url else None)
+    open_project(page, project)
+    rows = page.locator("#candidate-list li.cand")
+    expect(rows).to_have_count(20)
+    first = server.ok("GET", f"/v1/memories/candidates?project={quote(project)}&limit=20")
+    assert first["next_cursor"]
+    page.get_by_role("button", name="More candidates").click()
+    settle(page)
+    assert parse_qs(urlsplit(asked[-1]).query)["cursor"] == [first["next_cursor"]]  # the API's cursor, as given
+    expect(rows).to_have_count(len(proposed))
+    shown = rows.evaluate_all("rs => rs.map(r => r.dataset.id)")
+    assert sorted(shown) == sorted(c["id"] for c in proposed) and len(set(shown)) == len(shown)
+    expect(page.get_by_role("button", name="More candidates")).to_be_hidden()
