@@ -497,6 +497,10 @@
       parts.push(el('span', { class: 'badge badge-warn', title: 'Found by keyword until the embedding is made' }, 'pending embedding'));
     }
     if (meta.type) parts.push(el('span', { class: 'badge' }, meta.type));
+    if (item.visibility && item.visibility !== 'private') {
+      parts.push(el('span', { class: 'badge badge-visibility', 'data-visibility': item.visibility }, item.visibility));
+    }
+    if (item.subject) parts.push(el('span', { class: 'badge badge-subject', title: 'subject' }, 'about ' + item.subject));
     const kept = item.effective_retention || item.retention;
     if (kept && kept !== 'replaceable') parts.push(el('span', { class: 'badge badge-retention' }, kept));
     if (meta.outcome_status && meta.outcome_status !== 'unknown') {
@@ -611,6 +615,7 @@
       const old = node._item || {};
       const merged = Object.assign({}, old, {
         pinned: memory.pinned, helpful: memory.helpful, unhelpful: memory.unhelpful, meta: memory.meta,
+        visibility: memory.visibility, subject: memory.subject,
       });
       const fresh = card(merged, source);
       fresh._item = merged;
@@ -690,12 +695,18 @@
     const body = {
       project: state.project, content, pinned: $('store-pinned').checked, tags, meta: { author: 'console' },
     };
+    // Only when not the API's defaults (private, no subject), so a plain store sends what it always did.
+    if ($('store-visibility').value !== 'private') body.visibility = $('store-visibility').value;
+    const subject = $('store-subject').value.trim();
+    if (subject) body.subject = subject;
     await run('Store', $('store-button'), async () => {
       const result = await api('POST', '/v1/memories', body);
       say('Store', result.explanation);
       $('store-content').value = '';
       $('store-tags').value = '';
       $('store-pinned').checked = false;
+      $('store-visibility').value = 'private';
+      $('store-subject').value = '';
       await Promise.all([loadMemories(false), loadProjects()]);
     });
   }

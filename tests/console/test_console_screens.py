@@ -761,6 +761,22 @@ def test_visibility_and_subject_shown_edited_filtered_and_public_refused_for_fla
     assert page.evaluate(UNNAMED_CONTROLS) == []
     shot(page, "visibility")
 
+    # Stored from the page with a visibility and a subject: the API keeps both, the card shows them.
+    stores = []
+    page.on("request", lambda r: stores.append(r.post_data_json) if r.url.endswith("/v1/memories") else None)
+    page.locator("#store-content").fill("the on-call rota is in the wiki")
+    page.locator("#store-visibility").select_option("public")
+    page.locator("#store-subject").fill("ops-team")
+    page.get_by_role("button", name="Store", exact=True).click()
+    settle(page)
+    assert (stores[-1]["visibility"], stores[-1]["subject"]) == ("public", "ops-team")
+    listed = server.ok("GET", f"/v1/memories?project={quote(project)}&visibility=public")["memories"]
+    assert [(m["content"], m["subject"]) for m in listed] == [("the on-call rota is in the wiki", "ops-team")]
+    shown = card(page, "memory-list", listed[0]["id"])
+    expect(shown.locator(".badge-visibility")).to_have_text("public")
+    expect(shown.locator(".badge-subject")).to_have_text("about ops-team")
+    expect(page.locator("#store-visibility")).to_have_value("private")  # the form is reset for the next store
+
 
 def test_candidates_are_paged_with_the_apis_cursor(page, server):
     project = "/srv/console-candidates-paging"
