@@ -452,6 +452,7 @@
       $('candidate-list').replaceChildren();
       $('candidates-explanation').textContent = '';
       state.candCursor = null;
+      $('capture-threshold').value = '';
     }
     state.project = name;
     sessionStorage.setItem(PROJECT_KEY, name);
@@ -966,6 +967,22 @@
         el('div', { class: 'foot' }, el('code', { class: 'mem-id', title: c.id }, shortId(c.id)),
           el('time', { datetime: c.created_at, title: c.created_at }, whenText(c.created_at))),
         actions)));
+  }
+
+  async function saveThreshold(event) {
+    event.preventDefault();
+    clearMessages();
+    if (!requireProject('Threshold')) return;
+    const raw = $('capture-threshold').value.trim();
+    const threshold = raw === '' ? NaN : Number(raw);
+    if (!(threshold >= 0 && threshold <= 1)) {  // ThresholdRequest.threshold
+      return refuse('Threshold', 'capture-threshold', 'The threshold is a number from 0 to 1.');
+    }
+    await run('Threshold', $('threshold-save'), async () => {
+      const result = await api('PUT', '/v1/memories/capture/settings', { project: state.project, threshold });
+      $('capture-threshold').value = String(result.threshold);
+      say('Threshold', result.explanation);
+    });
   }
 
   /** Approve or reject in place: the card's actions become a small form (edited text, or a reason). */
@@ -1955,6 +1972,7 @@
       $('cand-' + status).addEventListener('click', () => setCandidateStatus(status));
     }
     $('candidates-more').addEventListener('click', () => loadCandidates(true));
+    $('threshold-form').addEventListener('submit', saveThreshold);
     $('candidates-refresh').addEventListener('click', () => { clearMessages(); loadCandidates(false); });
     $('list-filter-form').addEventListener('submit', (event) => {
       event.preventDefault();

@@ -800,3 +800,27 @@ def test_candidates_are_paged_with_the_apis_cursor(page, server):
     shown = rows.evaluate_all("rs => rs.map(r => r.dataset.id)")
     assert sorted(shown) == sorted(c["id"] for c in proposed) and len(set(shown)) == len(shown)
     expect(page.get_by_role("button", name="More candidates")).to_be_hidden()
+
+
+def test_the_capture_threshold_is_set_for_the_open_project(page, server):
+    project = "/srv/console-threshold"
+    connect(page, server.token)
+    open_project(page, project)
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/capture/settings") else None)
+    field = page.get_by_label("Auto-approve threshold (0 to 1)")
+    for bad in ("1.5", "-0.1", ""):
+        field.fill(bad)
+        page.get_by_role("button", name="Set threshold").click()
+        expect(page.locator("#alert")).to_contain_text("Threshold failed")
+        expect(field).to_be_focused()
+    assert sent == []  # refused on the page, nothing sent
+    field.fill("0.8")
+    page.get_by_role("button", name="Set threshold").click()
+    settle(page)
+    assert sent == [{"project": project, "threshold": 0.8}]
+    expect(page.locator("#alert")).to_have_class(re.compile(r"\bis-idle\b"))
+    captured = server.ok("POST", "/v1/memories/capture", {"project": project, "events": CAPTURE_EVENTS,
+                                                          "auto_approve": True})
+    assert captured["threshold"] == 0.8  # the API now uses it
+    assert set(captured["approved"]) == {c["id"] for c in captured["candidates"] if c["score"] >= 0.8}
