@@ -38,6 +38,8 @@
     projects: [],
     view: 'recent',
     cursor: null,
+    candStatus: 'pending',  // the capture queue's view
+    candCursor: null,
     lastQuery: '',
     forgotten: readList(FORGOTTEN_KEY),
     activity: readList(ACTIVITY_KEY),
@@ -48,7 +50,7 @@
   };
 
   // Answers that arrive after a newer request of the same kind was sent are dropped.
-  const latest = { list: 0, search: 0 };
+  const latest = { list: 0, search: 0, candidates: 0 };
 
   // ---- small helpers ------------------------------------------------------
 
@@ -345,8 +347,9 @@
         latencies: [], solution: null });
       sessionStorage.clear();
       for (const id of ['memory-list', 'hit-list', 'project-list', 'project-options', 'ingest-results', 'solution-list',
-        'key-list', 'charts', 'pattern-list', 'golden-list']) $(id).replaceChildren();
-      for (const id of ['ingest-progress', 'keys-explanation', 'patterns-explanation', 'solutions-explanation']) {
+        'key-list', 'charts', 'pattern-list', 'golden-list', 'candidate-list']) $(id).replaceChildren();
+      for (const id of ['ingest-progress', 'keys-explanation', 'patterns-explanation', 'solutions-explanation',
+        'candidates-explanation']) {
         $(id).textContent = '';
       }
       $('new-key').value = '';  // a new key is shown once, and not to whoever uses the tab next
@@ -357,6 +360,7 @@
       $('project-name').textContent = 'none chosen';
       $('search-results').hidden = true;
       $('load-more').hidden = true;
+      $('candidates-more').hidden = true;
       hideBox('notice');
       hideBox('alert');
       renderActivity();
@@ -445,6 +449,10 @@
       closeDetail();
       $('ingest-results').replaceChildren();  // they were the last project's
       $('ingest-progress').textContent = '';
+      $('candidate-list').replaceChildren();
+      $('candidates-explanation').textContent = '';
+      state.candCursor = null;
+      $('capture-threshold').value = '';
     }
     state.project = name;
     sessionStorage.setItem(PROJECT_KEY, name);
@@ -452,7 +460,7 @@
     $('project-name').title = name;
     $('project-input').value = '';
     renderProjects();
-    await loadMemories(false);
+    await Promise.all([loadMemories(false), loadCandidates(false)]);
   }
 
   function requireProject(operation) {
@@ -490,6 +498,10 @@
       parts.push(el('span', { class: 'badge badge-warn', title: 'Found by keyword until the embedding is made' }, 'pending embedding'));
     }
     if (meta.type) parts.push(el('span', { class: 'badge' }, meta.type));
+    if (item.visibility && item.visibility !== 'private') {
+      parts.push(el('span', { class: 'badge badge-visibility', 'data-visibility': item.visibility }, item.visibility));
+    }
+    if (item.subject) parts.push(el('span', { class: 'badge badge-subject', title: 'subject' }, 'about ' + item.subject));
     const kept = item.effective_retention || item.retention;
     if (kept && kept !== 'replaceable') parts.push(el('span', { class: 'badge badge-retention' }, kept));
     if (meta.outcome_status && meta.outcome_status !== 'unknown') {
@@ -604,6 +616,7 @@
       const old = node._item || {};
       const merged = Object.assign({}, old, {
         pinned: memory.pinned, helpful: memory.helpful, unhelpful: memory.unhelpful, meta: memory.meta,
+        visibility: memory.visibility, subject: memory.subject,
       });
       const fresh = card(merged, source);
       fresh._item = merged;
@@ -624,6 +637,9 @@
     const params = new URLSearchParams({ project: state.project, limit: String(PAGE_SIZE) });
     if (state.view === 'pinned') params.set('pinned_only', 'true');
     if (state.view === 'forgotten') params.set('forgotten', 'true');
+    if ($('list-visibility').value) params.set('visibility', $('list-visibility').value);
+    const subject = $('list-subject').value.trim();
+    if (subject) params.set('subject', subject);
     if (more && state.cursor) params.set('cursor', state.cursor);
     const button = more ? $('load-more') : null;
     const ticket = ++latest.list;
@@ -680,12 +696,18 @@
     const body = {
       project: state.project, content, pinned: $('store-pinned').checked, tags, meta: { author: 'console' },
     };
+    // Only when not the API's defaults (private, no subject), so a plain store sends what it always did.
+    if ($('store-visibility').value !== 'private') body.visibility = $('store-visibility').value;
+    const subject = $('store-subject').value.trim();
+    if (subject) body.subject = subject;
     await run('Store', $('store-button'), async () => {
       const result = await api('POST', '/v1/memories', body);
       say('Store', result.explanation);
       $('store-content').value = '';
       $('store-tags').value = '';
       $('store-pinned').checked = false;
+      $('store-visibility').value = 'private';
+      $('store-subject').value = '';
       await Promise.all([loadMemories(false), loadProjects()]);
     });
   }
@@ -758,6 +780,9 @@
       if (value) filters[key] = value;
     }
     if ($('search-retention').value) filters.retention = $('search-retention').value;
+    if ($('search-visibility').value) filters.visibility = $('search-visibility').value;
+    const subject = $('search-subject').value.trim();
+    if (subject) filters.subject = subject;
     for (const [id, key] of [['search-since', 'since'], ['search-until', 'until']]) {
       const at = isoOf(id);
       if (at === null) return refuse('Search', id, 'Not a date and time.');
@@ -886,6 +911,140 @@
     });
   }
 
+  // ---- the capture queue: candidates proposed from conversations (capsule.capture) ---------
+
+  const candidatePath = (id, action) => '/v1/memories/candidates/' + encodeURIComponent(id) + '/' + action;
+
+  async function loadCandidates(more) {
+    if (!state.project) return;
+    const params = new URLSearchParams({ project: state.project, status: state.candStatus, limit: String(PAGE_SIZE) });
+    if (more && state.candCursor) params.set('cursor', state.candCursor);
+    const ticket = ++latest.candidates;
+    await run('Candidates', more ? $('candidates-more') : null, async () => {
+      const result = await api('GET', '/v1/memories/candidates?' + params.toString());
+      if (ticket !== latest.candidates) return;  // a newer listing (another project or status) wins
+      const list = $('candidate-list');
+      if (!more) list.replaceChildren();
+      for (const c of result.candidates || []) list.append(candidateItem(c));
+      if (!list.children.length) list.append(el('li', { class: 'empty' }, 'No ' + state.candStatus + ' candidates.'));
+      state.candCursor = result.next_cursor || null;
+      $('candidates-more').hidden = !state.candCursor;
+      $('candidates-explanation').textContent = result.explanation || '';
+    });
+  }
+
+  function setCandidateStatus(status) {
+    clearMessages();
+    state.candStatus = status;
+    for (const s of ['pending', 'approved', 'rejected']) $('cand-' + s).setAttribute('aria-pressed', String(s === status));
+    state.candCursor = null;
+    loadCandidates(false);
+  }
+
+  function candidateItem(c) {
+    const badges = [
+      el('span', { class: 'badge' }, c.type),
+      el('span', { class: 'badge badge-score', 'data-score': c.score }, 'score ' + fixed(c.score)),
+      el('span', { class: 'badge' }, c.role),
+      c.session ? el('span', { class: 'badge', title: 'session' }, 'session ' + c.session) : null,
+      c.status !== 'pending' ? el('span', { class: 'badge badge-' + (c.status === 'approved' ? 'success' : 'failure') }, c.status) : null,
+      (c.tags || []).map((t) => el('span', { class: 'tag' }, '#' + t)),
+    ];
+    const decided = c.status === 'pending' ? null : el('p', { class: 'hint cand-decided' },
+      c.status + ' ' + (c.decided_at || '') + (c.memory_id ? ' · memory ' + c.memory_id : '') + (c.note ? ' · ' + c.note : ''));
+    const label = snippet(c.text, 40);
+    const actions = c.status !== 'pending' ? null : el('div', { class: 'actions' },
+      el('button', { type: 'button', class: 'btn btn-small btn-good', 'data-action': 'Approve',
+        'aria-label': 'Approve: ' + label, onclick: (e) => askDecision(c, e.currentTarget, true) }, 'Approve'),
+      el('button', { type: 'button', class: 'btn btn-small btn-danger', 'data-action': 'Reject',
+        'aria-label': 'Reject: ' + label, onclick: (e) => askDecision(c, e.currentTarget, false) }, 'Reject'));
+    return el('li', { class: 'card-item cand', 'data-id': c.id, 'data-status': c.status },
+      el('article', { class: 'card' }, el('div', { class: 'card-body' },
+        el('div', { class: 'meta' }, ...badges),  // spread: el() flattens one level, the tags are a level down
+        el('p', { class: 'content cand-text' }, c.text),
+        el('p', { class: 'hint cand-reason' }, 'Why: ' + c.reason),
+        decided,
+        el('div', { class: 'foot' }, el('code', { class: 'mem-id', title: c.id }, shortId(c.id)),
+          el('time', { datetime: c.created_at, title: c.created_at }, whenText(c.created_at))),
+        actions)));
+  }
+
+  async function saveThreshold(event) {
+    event.preventDefault();
+    clearMessages();
+    if (!requireProject('Threshold')) return;
+    const raw = $('capture-threshold').value.trim();
+    const threshold = raw === '' ? NaN : Number(raw);
+    if (!(threshold >= 0 && threshold <= 1)) {  // ThresholdRequest.threshold
+      return refuse('Threshold', 'capture-threshold', 'The threshold is a number from 0 to 1.');
+    }
+    await run('Threshold', $('threshold-save'), async () => {
+      const result = await api('PUT', '/v1/memories/capture/settings', { project: state.project, threshold });
+      $('capture-threshold').value = String(result.threshold);
+      say('Threshold', result.explanation);
+    });
+  }
+
+  /** Approve or reject in place: the card's actions become a small form (edited text, or a reason). */
+  function askDecision(c, button, approve) {
+    clearMessages();
+    const bar = button.closest('.actions');
+    const keep = [...bar.childNodes];
+    const fieldId = (approve ? 'approve-text-' : 'reject-reason-') + c.id;
+    const field = approve
+      ? el('textarea', { id: fieldId, rows: 3, maxlength: LIMITS.content, class: 'cand-field' })
+      : el('input', { id: fieldId, maxlength: LIMITS.reason, autocomplete: 'off', class: 'cand-field' });
+    if (approve) field.value = c.text;
+    const label = el('label', { for: fieldId }, approve ? 'Text to store (edit if you like)' : 'Reason for rejecting (optional)');
+    const confirm = el('button', { type: 'button', class: 'btn btn-small ' + (approve ? 'btn-good' : 'btn-danger'),
+      'data-action': approve ? 'Confirm approve' : 'Confirm reject' }, approve ? 'Store as a memory' : 'Confirm reject');
+    const cancel = el('button', { type: 'button', class: 'btn btn-small', 'data-action': 'Cancel',
+      'aria-label': 'Cancel: ' + snippet(c.text, 40) }, 'Cancel');
+    cancel.addEventListener('click', () => { bar.replaceChildren(...keep); keep[approve ? 0 : 1].focus(); });
+    confirm.addEventListener('click', () => (approve ? approveCandidate(c, field, confirm) : rejectCandidate(c, field, confirm)));
+    bar.replaceChildren(el('div', { class: 'stack cand-form' }, label, field, el('div', { class: 'row' }, confirm, cancel)));
+    field.focus();
+  }
+
+  /** 409: another client (or tab) decided this candidate first; nothing was changed here. */
+  function alreadyDecided(error) {
+    if (error.status !== 409) return error;
+    return new ApiError(409, error.code, 'This candidate was already decided (approved or rejected) elsewhere; '
+      + 'the list is read again. ' + error.message, error.details);
+  }
+
+  async function decide(operation, c, button, action, body) {
+    await run(operation, button, async () => {
+      let result;
+      try {
+        result = await api('POST', candidatePath(c.id, action), body);
+      } catch (error) {
+        if (error.status === 409) await loadCandidates(false);
+        throw alreadyDecided(error);
+      }
+      say(operation, result.explanation);
+      await loadCandidates(false);
+      if (result.memory) await Promise.all([loadMemories(false), loadProjects()]);
+      $('candidates-title').focus();
+    });
+  }
+
+  function approveCandidate(c, field, button) {
+    const text = field.value;
+    const body = {};
+    if (text !== c.text) {
+      if (!text.trim()) return refuse('Approve', field.id, 'The text to store cannot be empty.');
+      if (utf8Bytes(text) > LIMITS.content) return refuse('Approve', field.id, 'The text is over 64 KiB.');
+      body.text = text;
+    }
+    return decide('Approve', c, button, 'approve', body);
+  }
+
+  function rejectCandidate(c, field, button) {
+    const reason = field.value.trim();
+    return decide('Reject', c, button, 'reject', reason ? { reason } : {});
+  }
+
   // ---- memory detail ----------------------------------------------------------
 
   const DETAIL_FIELDS = [
@@ -895,6 +1054,7 @@
     ['type', (m) => (m.meta || {}).type], ['path', (m) => m.path],
     ['chunk', (m) => (m.chunk ? (m.chunk.index + 1) + ' of ' + m.chunk.of : null)],
     ['pinned', (m) => (m.pinned ? 'yes' : 'no')], ['status', (m) => m.status], ['model', (m) => m.model],
+    ['visibility', (m) => m.visibility || 'private'], ['subject', (m) => m.subject],
     ['created', (m) => m.created_at], ['occurred', (m) => m.occurred_at], ['updated', (m) => m.updated_at],
     ['forgotten', (m) => m.forgotten_at],
     ['retention', (m) => (m.retention && m.retention !== m.effective_retention
@@ -998,6 +1158,8 @@
     $('edit-content').value = memory.content;
     $('edit-tags').value = ((memory.meta || {}).tags || []).join(', ');
     $('edit-retention').value = memory.retention || 'auto';
+    $('edit-visibility').value = memory.visibility || 'private';
+    $('edit-subject').value = memory.subject || '';
     $('edit-ttl').value = '';
     $('edit-reason').value = '';
   }
@@ -1038,6 +1200,15 @@
     if (tags.join('\u0000') !== ((memory.meta || {}).tags || []).join('\u0000')) body.tags = tags;
     const retention = $('edit-retention').value;
     if (retention !== (memory.retention || 'auto')) body.retention = retention;
+    const visibility = $('edit-visibility').value;
+    if (visibility !== (memory.visibility || 'private')) body.visibility = visibility;
+    const subject = $('edit-subject').value.trim();
+    if (subject !== (memory.subject || '')) {
+      // The API sets or changes a subject (UpdateRequest.subject); it has no way to remove one.
+      if (!subject) return refuse('Edit', 'edit-subject', 'The API can change the subject, not remove it: type the new one.');
+      if (/[\u0000-\u001f\u007f]/.test(subject)) return refuse('Edit', 'edit-subject', 'The subject cannot hold control characters.');
+      body.subject = subject;
+    }
     const ttl = $('edit-ttl').value.trim();
     if (ttl) {
       if (!/^\d+$/.test(ttl) || Number(ttl) < 1 || Number(ttl) > LIMITS.ttl) {
@@ -1075,6 +1246,7 @@
         result = await api('PATCH', memoryPath(memory.id), body, ifMatch);
       } catch (error) {
         if (error.status === 412) $('detail-reload').focus();
+        if (error.status === 409 && body.visibility) $('edit-visibility').focus();  // the flags are in its details
         throw changedElsewhere(error);
       }
       say('Edit', 'Version ' + result.version + ' saved. ' + (result.explanation || ''));
@@ -1796,6 +1968,18 @@
     $('golden-form').addEventListener('submit', goldenPaths);
     $('mine-button').addEventListener('click', (e) => minePatterns(e.currentTarget));
     $('load-more').addEventListener('click', () => loadMemories(true));
+    for (const status of ['pending', 'approved', 'rejected']) {
+      $('cand-' + status).addEventListener('click', () => setCandidateStatus(status));
+    }
+    $('candidates-more').addEventListener('click', () => loadCandidates(true));
+    $('threshold-form').addEventListener('submit', saveThreshold);
+    $('candidates-refresh').addEventListener('click', () => { clearMessages(); loadCandidates(false); });
+    $('list-filter-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      clearMessages();
+      state.cursor = null;
+      loadMemories(false);
+    });
     $('notice-close').addEventListener('click', () => hideBox('notice'));
     $('alert-close').addEventListener('click', () => hideBox('alert'));
     document.addEventListener('keydown', (event) => {

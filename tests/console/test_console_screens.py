@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
@@ -230,6 +230,7 @@ def test_the_new_screens_work_at_390_px(narrow, server):
     project = "/srv/console-narrow"
     memory = server.store(project, "narrow screen memory " + "x" * 200, tags=["narrow"], meta={"author": "ana"})
     server.ok("POST", "/v1/solutions", {**FIXPACK, "title": "Narrow screen fix"})
+    server.ok("POST", "/v1/memories/capture", {"project": project, "events": CAPTURE_EVENTS})
     page = narrow
     connect(page, server.token)
     open_project(page, project)
@@ -250,6 +251,8 @@ def test_the_new_screens_work_at_390_px(narrow, server):
     page.get_by_role("button", name="Show golden paths").click()
     settle(page)
     expect(page.locator("#chart-growth svg")).to_have_count(1)
+    expect(page.locator("#candidate-list li.cand")).to_have_count(2)
+    page.locator("#candidate-list li.cand [data-action='Approve']").first.click()  # its form, at 390 px
     overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     wide = page.evaluate("""() => [...document.querySelectorAll('body *')]
         .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
@@ -601,3 +604,223 @@ def test_trend_charts_memories_over_time_latency_feedback_and_solution_success(p
     page.get_by_role("button", name="Search", exact=True).click()
     expect(latency).to_have_count(3)  # a new search is drawn at once
     shot(page, "trends")
+
+
+CAPTURE_TIME = "2026-03-02T10:00:00+00:00"
+CAPTURE_EVENTS = [
+    {"role": "user", "text": "Can you run the tests again?", "time": CAPTURE_TIME, "session": "s1"},
+    {"role": "assistant", "text": "The root cause was a stale .pyc file from the old package layout.",
+     "time": CAPTURE_TIME, "session": "s1"},
+    {"role": "assistant", "text": "We decided to use SQLite in WAL mode because it handles concurrent readers well.",
+     "time": CAPTURE_TIME, "session": "s1"},
+    {"role": "user", "text": "Thanks!", "time": CAPTURE_TIME, "session": "s1"},
+]
+
+
+def _candidates(server, project: str, status: str) -> list[dict]:
+    return server.ok("GET", f"/v1/memories/candidates?project={quote(project)}&status={status}")["candidates"]
+
+
+def test_candidates_listed_approved_edited_rejected_and_a_409_when_decided_elsewhere(page, server):
+    project = "/srv/console-candidates"
+    proposed = server.ok("POST", "/v1/memories/capture", {"project": project, "events": CAPTURE_EVENTS})["candidates"]
+    assert len(proposed) == 2
+    connect(page, server.token)
+    open_project(page, project)
+    listed = server.ok("GET", f"/v1/memories/candidates?project={quote(project)}&status=pending")
+    expect(page.locator("#candidates-explanation")).to_have_text(listed["explanation"])
+    rows = page.locator("#candidate-list li.cand")
+    expect(rows).to_have_count(2)
+    for c in listed["candidates"]:
+        row = page.locator(f"#candidate-list li[data-id='{c['id']}']")
+        expect(row.locator(".cand-text")).to_have_text(c["text"])
+        expect(row.locator(".cand-reason")).to_have_text("Why: " + c["reason"])
+        expect(row.locator(".badge-score")).to_have_text(f"score {c['score']:.3f}")
+        for bit in (c["type"], c["role"], "session s1"):
+            expect(row.locator(".meta")).to_contain_text(bit)
+        expect(row.locator(".meta .tag")).to_have_text(["#" + t for t in c["tags"]])
+        expect(row.locator(".meta")).not_to_contain_text("[object")
+    assert page.evaluate(UNNAMED_CONTROLS) == []
+    shot(page, "candidates")
+
+    first, second = listed["candidates"]
+    row = page.locator(f"#candidate-list li[data-id='{first['id']}']")
+    row.locator("[data-action='Approve']").click()
+    field = page.get_by_label("Text to store (edit if you like)")
+    expect(field).to_be_focused()
+    expect(field).to_have_value(first["text"])
+    field.fill("Edited in the console: " + first["text"])
+    row.locator("[data-action='Confirm approve']").click()
+    settle(page)
+    expect(notice(page)).not_to_have_class(re.compile(r"\bis-idle\b"))
+    approved = _candidates(server, project, "approved")
+    assert [c["id"] for c in approved] == [first["id"]]
+    memory = server.get(approved[0]["memory_id"])[1]["memory"]  # the candidate approved became a memory
+    assert memory["content"] == "Edited in the console: " + first["text"] and memory["project"] == project
+    expect(card(page, "memory-list", memory["id"])).to_contain_text("Edited in the console")
+    expect(rows).to_have_count(1)
+    expect(page.locator("#candidates-title")).to_be_focused()
+
+    row = page.locator(f"#candidate-list li[data-id='{second['id']}']")
+    row.locator("[data-action='Reject']").click()
+    page.get_by_label("Reason for rejecting (optional)").fill("we knew that")
+    row.locator("[data-action='Confirm reject']").click()
+    settle(page)
+    rejected = _candidates(server, project, "rejected")
+    assert [(c["id"], c["note"]) for c in rejected] == [(second["id"], "we knew that")]
+    expect(page.locator("#candidate-list li.cand")).to_have_count(0)
+
+    # Another client decides a candidate this page still shows: the page's approve is a 409, said so.
+    more = [{"role": "assistant", "text": "The fix was to pin numpy below 2.0 in pyproject.toml.", "time": CAPTURE_TIME}]
+    late = server.ok("POST", "/v1/memories/capture", {"project": project, "events": more})["candidates"][0]
+    page.get_by_role("button", name="Refresh candidates").click()
+    settle(page)
+    row = page.locator(f"#candidate-list li[data-id='{late['id']}']")
+    expect(row).to_have_count(1)
+    server.ok("POST", f"/v1/memories/candidates/{late['id']}/reject", {"reason": "by another client"})
+    page.expected_statuses.add(409)
+    row.locator("[data-action='Approve']").click()
+    row.locator("[data-action='Confirm approve']").click()
+    settle(page)
+    expect(page.locator("#alert")).to_contain_text("409")
+    expect(page.locator("#alert")).to_contain_text("already decided")
+    assert {c["id"] for c in _candidates(server, project, "rejected")} == {late["id"], second["id"]}
+    assert _candidates(server, project, "approved") == approved  # the page's approve changed nothing
+    expect(page.locator("#candidate-list li.cand")).to_have_count(0)  # the list was read again
+
+    page.get_by_role("button", name="Approved", exact=True).click()
+    settle(page)
+    shown = page.locator(f"#candidate-list li[data-id='{first['id']}']")
+    expect(shown).to_contain_text(memory["id"])
+    expect(shown.locator("[data-action='Approve']")).to_have_count(0)
+    expect(page.locator("#alert")).to_have_class(re.compile(r"\bis-idle\b"))  # a new action clears the 409
+
+
+EMAIL_TEXT = "mail jane@acme.io the invoice"
+
+
+def test_visibility_and_subject_shown_edited_filtered_and_public_refused_for_flagged_data(page, server):
+    project = "/srv/console-visibility"
+    plain = server.store(project, "the deploy runs on fridays")
+    flagged = server.store(project, EMAIL_TEXT)
+    connect(page, server.token)
+    open_project(page, project)
+    _open_detail(page, plain["id"])
+    expect(detail_value(page, "visibility")).to_have_text("private")
+    page.get_by_role("button", name="Edit", exact=True).click()
+    expect(page.locator("#edit-visibility")).to_have_value("private")
+    page.locator("#edit-visibility").select_option("shared")
+    page.locator("#edit-subject").fill("jane")
+    page.get_by_role("button", name="Save changes").click()
+    settle(page)
+    expect(notice(page)).to_contain_text("saved")
+    now = server.get(plain["id"])[1]["memory"]
+    assert (now["visibility"], now["subject"]) == ("shared", "jane")  # the memory's visibility changed
+    expect(detail_value(page, "visibility")).to_have_text("shared")
+    expect(detail_value(page, "subject")).to_have_text("jane")
+
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "/v1/memories?" in r.url else None)
+    page.locator("#list-visibility").select_option("shared")
+    page.locator("#list-subject").fill("jane")
+    page.get_by_role("button", name="Filter", exact=True).click()
+    settle(page)
+    assert "visibility=shared" in asked[-1] and "subject=jane" in asked[-1]
+    rows = page.locator("#memory-list li.card-item")
+    expect(rows).to_have_count(1)
+    expect(card(page, "memory-list", plain["id"])).to_have_count(1)
+
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/v1/memories/search") else None)
+    page.locator("#search-filters summary").click()
+    page.locator("#search-visibility").select_option("shared")
+    page.locator("#search-subject").fill("jane")
+    page.get_by_label("Query").fill("deploy")
+    page.get_by_role("button", name="Search", exact=True).click()
+    settle(page)
+    assert sent[-1]["filters"] == {"visibility": "shared", "subject": "jane"}
+    answer = server.ok("POST", "/v1/memories/search", sent[-1])
+    assert [h["id"] for h in answer["results"]] == [plain["id"]]
+    expect(page.locator("#hit-list li.card-item")).to_have_count(1)
+
+    # Flagged personal data cannot be made public: the 409 names the flags, and nothing changed.
+    page.locator("#list-visibility").select_option("")
+    page.locator("#list-subject").fill("")
+    page.get_by_role("button", name="Filter", exact=True).click()
+    settle(page)
+    _open_detail(page, flagged["id"])
+    page.expected_statuses.add(409)
+    page.get_by_role("button", name="Edit", exact=True).click()
+    page.locator("#edit-visibility").select_option("public")
+    page.get_by_role("button", name="Save changes").click()
+    settle(page)
+    expect(page.locator("#alert")).to_contain_text("409")
+    expect(page.locator("#alert")).to_contain_text("email")
+    expect(page.locator("#edit-visibility")).to_be_focused()
+    assert server.get(flagged["id"])[1]["memory"]["visibility"] == "private"
+    assert page.evaluate(UNNAMED_CONTROLS) == []
+    shot(page, "visibility")
+
+    # Stored from the page with a visibility and a subject: the API keeps both, the card shows them.
+    stores = []
+    page.on("request", lambda r: stores.append(r.post_data_json) if r.url.endswith("/v1/memories") else None)
+    page.locator("#store-content").fill("the on-call rota is in the wiki")
+    page.locator("#store-visibility").select_option("public")
+    page.locator("#store-subject").fill("ops-team")
+    page.get_by_role("button", name="Store", exact=True).click()
+    settle(page)
+    assert (stores[-1]["visibility"], stores[-1]["subject"]) == ("public", "ops-team")
+    listed = server.ok("GET", f"/v1/memories?project={quote(project)}&visibility=public")["memories"]
+    assert [(m["content"], m["subject"]) for m in listed] == [("the on-call rota is in the wiki", "ops-team")]
+    shown = card(page, "memory-list", listed[0]["id"])
+    expect(shown.locator(".badge-visibility")).to_have_text("public")
+    expect(shown.locator(".badge-subject")).to_have_text("about ops-team")
+    expect(page.locator("#store-visibility")).to_have_value("private")  # the form is reset for the next store
+
+
+def test_candidates_are_paged_with_the_apis_cursor(page, server):
+    project = "/srv/console-candidates-paging"
+    events = [{"role": "assistant", "time": CAPTURE_TIME,
+               "text": f"We decided to use engine{n} for queue{n} because it handles burst{n} traffic well."}
+              for n in range(25)]
+    proposed = server.ok("POST", "/v1/memories/capture", {"project": project, "events": events})["candidates"]
+    assert len(proposed) > 20  # more than the console's page of 20
+    connect(page, server.token)
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "/v1/memories/candidates?" in r.url else None)
+    open_project(page, project)
+    rows = page.locator("#candidate-list li.cand")
+    expect(rows).to_have_count(20)
+    first = server.ok("GET", f"/v1/memories/candidates?project={quote(project)}&limit=20")
+    assert first["next_cursor"]
+    page.get_by_role("button", name="More candidates").click()
+    settle(page)
+    assert parse_qs(urlsplit(asked[-1]).query)["cursor"] == [first["next_cursor"]]  # the API's cursor, as given
+    expect(rows).to_have_count(len(proposed))
+    shown = rows.evaluate_all("rs => rs.map(r => r.dataset.id)")
+    assert sorted(shown) == sorted(c["id"] for c in proposed) and len(set(shown)) == len(shown)
+    expect(page.get_by_role("button", name="More candidates")).to_be_hidden()
+
+
+def test_the_capture_threshold_is_set_for_the_open_project(page, server):
+    project = "/srv/console-threshold"
+    connect(page, server.token)
+    open_project(page, project)
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/capture/settings") else None)
+    field = page.get_by_label("Auto-approve threshold (0 to 1)")
+    for bad in ("1.5", "-0.1", ""):
+        field.fill(bad)
+        page.get_by_role("button", name="Set threshold").click()
+        expect(page.locator("#alert")).to_contain_text("Threshold failed")
+        expect(field).to_be_focused()
+    assert sent == []  # refused on the page, nothing sent
+    field.fill("0.8")
+    page.get_by_role("button", name="Set threshold").click()
+    settle(page)
+    assert sent == [{"project": project, "threshold": 0.8}]
+    expect(page.locator("#alert")).to_have_class(re.compile(r"\bis-idle\b"))
+    captured = server.ok("POST", "/v1/memories/capture", {"project": project, "events": CAPTURE_EVENTS,
+                                                          "auto_approve": True})
+    assert captured["threshold"] == 0.8  # the API now uses it
+    assert set(captured["approved"]) == {c["id"] for c in captured["candidates"] if c["score"] >= 0.8}
