@@ -36,9 +36,9 @@ import contextvars
 import fnmatch
 import json
 import time
-from typing import Any, Callable, Literal, Mapping
+from typing import Annotated, Any, Callable, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from capsule.errors import CapsuleError, InvalidInput, NotFound, from_validation_error
 from capsule.governance.visibility import ACCESS_LEVELS, FULL, Reach, pattern_problem
@@ -105,23 +105,31 @@ def route_scope(name: str) -> tuple[Access, ReachKind]:
 # ---- the scope document ---------------------------------------------------------------------
 
 
+# What capsule.governance.visibility.pattern_problem allows, said in the OpenAPI document too:
+# no control characters, and each '[...]' class closed, not empty and not nested.
+PATTERN_RULE = r"^(?:[^\[\x00-\x1f\x7f]|\[[^\[\]\x00-\x1f\x7f][^\[\]\x00-\x1f\x7f]*\])+$"
+ProjectPattern = Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=PATTERN_RULE)]
+
+
 class KeyScope(BaseModel):
     """What a key or principal may do; every field left out is the tenant's full access."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
     access: Access = Field("admin", description="read (read-only), write (read and write) or admin (everything).")
-    projects: list[str] | None = Field(None, min_length=1, max_length=MAX_PATTERNS, description=(
+    projects: list[ProjectPattern] | None = Field(None, min_length=1, max_length=MAX_PATTERNS, description=(
         "fnmatch patterns (*, ?, [...]) of the projects it reaches; default every project."))
     subjects: list[Subject] | None = Field(None, min_length=1, max_length=MAX_PATTERNS, description=(
         "The subjects it reaches (exact); default any memory, with or without a subject."))
     sees: Visibility = Field("private", description=(
         "The most private visibility it reads: private (all), shared (shared and public), public (public only)."))
 
-    @field_validator("projects")
+    @field_validator("projects", mode="before")  # before the schema's pattern: its reason, not the regex
     @classmethod
-    def _patterns(cls, value: list[str] | None) -> list[str] | None:
-        for index, pattern in enumerate(value or []):
+    def _patterns(cls, value: Any) -> Any:
+        for index, pattern in enumerate(value if isinstance(value, list) else []):
+            if not isinstance(pattern, str):
+                continue  # the schema says it must be a string
             problem = pattern_problem(pattern)
             if problem is None and len(pattern) > 512:
                 problem = "is longer than 512 characters"
@@ -176,14 +184,16 @@ def describe(scope: KeyScope | Mapping[str, Any] | None) -> str:
 class PrincipalRule(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    principal: str = Field(min_length=1, max_length=2048, description=(
+    principal: str = Field(min_length=1, max_length=2048, pattern=PATTERN_RULE, description=(
         "An fnmatch pattern of the IAM principal ARN (the caller's userArn), e.g. "
         "arn:aws:sts::123456789012:assumed-role/ci-*/*"))
     scope: KeyScope
 
-    @field_validator("principal")
+    @field_validator("principal", mode="before")  # before the schema's pattern: its reason, not the regex
     @classmethod
-    def _pattern(cls, value: str) -> str:
+    def _pattern(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value  # the schema says it must be a string
         problem = pattern_problem(value)
         if problem:
             raise ValueError(f"the pattern {value!r} {problem}")

@@ -401,8 +401,9 @@ def _vector_candidates(views: list[_View], capable: list[bool], q: np.ndarray, o
         return rows
     # The survivors ranked on every bit: their codes gathered from each index.
     local = _split(np.sort(rows), concat.starts, len(views))
+    # A view with no survivors may have no codes at all (no vectors yet: zero words), so it is skipped.
     distance = np.concatenate([np.bitwise_count(v.index.row_codes[r] ^ code).sum(axis=1, dtype=np.uint16)
-                               for v, r in zip(views, local)])
+                               if r.size else np.zeros(0, dtype=np.uint16) for v, r in zip(views, local)])
     rows = np.concatenate([r + concat.starts[i] for i, r in enumerate(local)])
     return rows[_best_rows(distance, None, options.candidates, concat.keys[rows], smaller_is_better=True)]
 

@@ -245,3 +245,20 @@ def test_a_time_named_query_finds_what_happened_then_in_every_project(indexes, d
     assert len({h.record.project for h in new[0]}) == PROJECTS  # 24 hours: two rows of each project
     # "2025" is also a keyword of some memories (w2025): most hits, not all, are of that day.
     assert sum(h.record.occurred_at.date().isoformat() == "2025-03-03" for h in new[0]) >= 20
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_a_project_without_vectors_beside_others(indexes, data, mode):
+    """A project whose memories have no vector yet (pending embedding: an index of zero code
+    words) searched with projects that have them: its rows are left to the keyword stage, and
+    the two-pass vector stage skips it (it answered 500 under fuzzing)."""
+    bare = ProjectIndex("t", "pending", MODEL)
+    rows = [record(data, i, "pending") for i in range(5)]
+    for r in rows:
+        r.embedding, r.model, r.status = None, None, "pending_embedding"
+    bare.apply(ChangeSet(version=1, changed=rows, reset=True))
+    assert bare.words == 0
+    weights = WEIGHTS if mode == "hybrid" else WEIGHTS.replace(bm25=0.0)
+    for q in range(3):
+        for options in (SearchOptions(), SearchOptions(prefix_words=2)):  # one pass, and two
+            same(*both([*indexes[:3], bare], data, q, weights=weights, options=options))
