@@ -40,6 +40,7 @@ from .search import (
     Scored,
     SearchOptions,
     _best_rows,
+    _keyword_terms,
     _length_b,
     _query_vector,
     _rank_rows,
@@ -52,7 +53,6 @@ from .search import (
     wilson,
 )
 from .terms import term_hash
-from .text import tokens
 
 
 @dataclass(slots=True)
@@ -244,19 +244,6 @@ def _tenant_postings(columns: _Columns, term: str, variants) -> tuple[np.ndarray
     if len(found) == 1:
         return found[0]
     return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
-
-
-def _keyword_terms(views: list[_View], query: str, options: SearchOptions) -> list[str]:
-    """The query's keyword terms (an author named is left to the author boost): as
-    :func:`capsule.search._keyword_stage` takes them."""
-    terms = set(tokens(query))
-    if not options.names_in_keywords and options.author_boost:
-        for v in views:
-            for name in v.index.authors:
-                if set(tokens(name)) & terms and len(v.index.authors) > 1:
-                    terms -= set(tokens(name))
-        terms = terms or set(tokens(query))
-    return sorted(terms)
 
 
 def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool], plain: list[bool],

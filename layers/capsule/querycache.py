@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from datetime import date, datetime, time, timedelta
 from enum import Enum
-from typing import Any, Generic, Hashable, TypeVar
+from typing import Generic, Hashable, TypeVar
 
 from pydantic import BaseModel
 

@@ -329,18 +329,24 @@ def _keyword_stage(views: list[_View], query: str, weights: ranking.Weights, opt
     """Each view's BM25 (statistics over every view searched), widened where memories are
     short turns; answers the best keyword score of all (0 without keywords)."""
     if weights.bm25 > 0:
-        terms = set(tokens(query))
-        if not options.names_in_keywords and options.author_boost:
-            for v in views:
-                for name in v.index.authors:
-                    if set(tokens(name)) & terms and len(v.index.authors) > 1:
-                        terms -= set(tokens(name))
-            terms = terms or set(tokens(query))
-        _keyword(views, sorted(terms), options)
+        _keyword(views, _keyword_terms(views, query, options), options)
         for v in views:
             _widen(v, options)
     return max((float(v.keyword.max()) for v in views if v.keyword is not None and v.keyword.size),
                default=0.0)
+
+
+def _keyword_terms(views: list[_View], query: str, options: SearchOptions) -> list[str]:
+    """The query's keyword terms, sorted (sums then run in one order in every process); an
+    author the query names is left to the author boost, unless it would leave no term."""
+    terms = set(tokens(query))
+    if not options.names_in_keywords and options.author_boost:
+        for v in views:
+            for name in v.index.authors:
+                if set(tokens(name)) & terms and len(v.index.authors) > 1:
+                    terms -= set(tokens(name))
+        terms = terms or set(tokens(query))
+    return sorted(terms)
 
 
 def _windowed(shape: Shape, options: SearchOptions) -> bool:

@@ -16,7 +16,7 @@ from typing import Callable
 
 from ..errors import CapsuleError, InvalidInput
 from ..guard.policy import GUARD_KEY, Policies, guard_text
-from ..service import MemoryService, to_memory, validate
+from ..service import MemoryService, validate
 from ..store.capture import CandidateRecord, CandidateStore
 from ..text import sha256
 from . import models as cm
