@@ -54,7 +54,8 @@ def parse(data: Any, *, dataset_sha256: str | None = None) -> list[dict[str, Any
     when the label file records another (its references would point at other turns)."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise InvalidInput(f"not a fact label file: expected format {FORMAT!r}", field="labels")
-    recorded = (data.get("dataset") or {}).get("sha256")
+    dataset = data.get("dataset")
+    recorded = dataset.get("sha256") if isinstance(dataset, dict) else None
     if dataset_sha256 is not None and recorded is not None and recorded != dataset_sha256:
         raise InvalidInput(f"the labels were made on another file (sha256 {recorded[:12]}...), not this one",
                            field="labels.dataset.sha256")
