@@ -48,3 +48,16 @@ def test_a_statement_of_the_users_own_event_outscores_a_request():
     told = user_facts.probability("By the way, I just got back from a 3-day camping trip to Big Sur in April.")
     asked = user_facts.probability("Can you recommend some hiking boots?")
     assert 0 < asked < told < 1
+
+
+def test_a_liking_that_answers_a_suggestion_is_no_stated_preference():
+    assert feature("I like the idea of virtual coffee breaks.", "fact_share") == 0.0
+    assert feature("I like the idea of virtual coffee breaks.", "preference") == 0.0
+    assert feature("I love hiking in the fall with my dog.", "fact_share") == 1.0
+    assert feature("I love hiking in the fall with my dog.", "preference") > 0
+
+
+def test_the_weights_were_trained_on_the_hand_fact_labels_of_the_even_half():
+    trained = json.loads(user_facts.WEIGHTS.read_text("utf-8"))["trained_on"]
+    assert trained["labels"].startswith("tests/capture/longmemeval_fact_labels.json")
+    assert trained["left_out_shared_with_odd"] >= 0 and trained["user_turns"] > 300

@@ -83,12 +83,19 @@ def _capped(pattern: re.Pattern[str], text: str, cap: int = 3) -> float:
     return min(cap, len(pattern.findall(text))) / cap
 
 
-_FACT = re.compile("|".join(p.pattern for p in (EVENT, HABIT, ATTRIBUTE, THIRD_PERSON_EVENT, PREFERENCE)))
+_FACT = re.compile("|".join(p.pattern for p in (EVENT, HABIT, ATTRIBUTE, THIRD_PERSON_EVENT)))
+
+
+def _preference(sentence: str) -> bool:
+    """A liking that is no reaction: "I like the idea of ..." answers a suggestion."""
+    return PREFERENCE.search(sentence) is not None and REACTION.search(sentence) is None
 
 
 def states_fact(sentence: str) -> bool:
     """Does a (lower-cased) sentence state something about the user, rather than ask?"""
-    return _FACT.search(sentence) is not None and not QUESTION.search(sentence) and not REQUEST.match(sentence)
+    if QUESTION.search(sentence) or REQUEST.match(sentence):
+        return False
+    return _FACT.search(sentence) is not None or _preference(sentence)
 
 
 def split(text: str) -> list[str]:
@@ -104,7 +111,8 @@ def user_turn_features(text: str) -> list[float]:
     return [
         1.0,
         _capped(EVENT, low), _capped(HABIT, low), _capped(ATTRIBUTE, low), _capped(PEOPLE, low),
-        _capped(THIRD_PERSON_EVENT, low), _capped(POSSESSION, low), _capped(PREFERENCE, low),
+        _capped(THIRD_PERSON_EVENT, low), _capped(POSSESSION, low),
+        min(3, sum(1 for s in parts if _preference(s))) / 3,
         _capped(REACTION, low), _capped(WHEN, low), _capped(AMOUNT, low), _capped(ASIDE, low, 1),
         _capped(PROPER, text, 5),
         sum(1 for s in parts if states_fact(s)) / len(parts), _share(QUESTION, parts),
