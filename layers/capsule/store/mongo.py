@@ -17,6 +17,10 @@ Atomic writes, two ways with one code path (:meth:`MongoStore._insert_body`):
 Eviction is a conditional update (``active`` and not ``pinned``), so a memory pinned in
 the meantime is never evicted. ``active`` (not forgotten, not pending) is a stored
 boolean because Atlas Vector Search can pre-filter on booleans but not on nulls.
+
+This module holds construction, indexes and the insert path; the project-write machinery is
+:mod:`.mongo_writes`, and the rest of the contract is in :mod:`.mongo_reads`,
+:mod:`.mongo_changes`, :mod:`.mongo_projects` and :mod:`.mongo_jobs`.
 """
 
 from __future__ import annotations
