@@ -12,7 +12,8 @@ import pytest
 from capsule import terms
 from capsule.records import MemoryRecord
 from capsule.store import sqlite_bulk
-from capsule.store.sqlite import SQLiteStore, _record_params
+from capsule.store.sqlite import SQLiteStore
+from capsule.store.sqlite_rows import record_params
 
 BASE = datetime(2025, 1, 1, tzinfo=timezone.utc)
 TEXTS = [
@@ -43,7 +44,7 @@ def test_term_hashes_made_a_word_at_a_time_are_the_tokens_hashes():
 
 def test_bulk_params_are_the_row_by_row_params():
     records = rows(200)
-    assert sqlite_bulk.bulk_params(records) == [_record_params(r) for r in records]
+    assert sqlite_bulk.bulk_params(records) == [record_params(r) for r in records]
 
 
 def columns(store: SQLiteStore) -> list[tuple]:

@@ -19,7 +19,8 @@ from capsule.errors import Unavailable
 from capsule.records import MemoryRecord
 from capsule.service import MemoryService
 from capsule.store import sqlite_counts
-from capsule.store.sqlite import PAGE_SIZE, SQLiteStore
+from capsule.store.sqlite import SQLiteStore
+from capsule.store.sqlite_connection import PAGE_SIZE
 from tests.conftest import REPO
 
 

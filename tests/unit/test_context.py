@@ -91,7 +91,7 @@ def test_an_import_takes_the_turn_that_happened_before_not_the_one_stored_last(s
 
 
 def test_the_sqlite_look_up_is_one_index_probe(sqlite_store):
-    from capsule.store.sqlite import PREVIOUS_IN_SESSION
+    from capsule.store.sqlite_reads import PREVIOUS_IN_SESSION
 
     plan = sqlite_store._read(f"EXPLAIN QUERY PLAN {PREVIOUS_IN_SESSION}", ("t", "p", "s", 1.0))
     assert any("USING INDEX memories_session" in row["detail"] for row in plan)

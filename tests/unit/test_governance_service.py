@@ -11,7 +11,8 @@ import pytest
 
 from capsule.errors import Conflict, InvalidInput, PreconditionFailed
 from capsule.learning.runtime import build_jobs
-from capsule.store.sqlite import MIGRATIONS, SQLiteStore
+from capsule.store.sqlite import SQLiteStore
+from capsule.store.sqlite_schema import MIGRATIONS
 
 T = "tenant-a"
 

@@ -16,7 +16,8 @@ from ..governance import audit as actions
 from ..records import AuditRecord, MemoryRecord
 from . import mongo_counters as counters
 from .governance import SAME_TIME_S, VersionRecord, version_of
-from .mongo import CHANGE_PROJECTION, MongoStore
+from .mongo import MongoStore
+from .mongo_changes import CHANGE_PROJECTION
 from .mongo_client import guarded
 from .mongo_docs import visibility_fields
 from .mongo_docs import doc_to_record, encode_vector, governance_fields

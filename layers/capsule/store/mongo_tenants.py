@@ -25,7 +25,8 @@ from pymongo.errors import DuplicateKeyError
 
 from ..errors import Conflict, Unavailable
 from . import mongo_counters as counters
-from .mongo import NEW_PROJECT, MongoStore
+from .mongo import MongoStore
+from .mongo_writes import NEW_PROJECT
 from .mongo_client import guarded
 from .mongo_learning import _link_id
 

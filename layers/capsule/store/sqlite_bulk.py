@@ -38,16 +38,16 @@ BULK_CACHE_KIB = 256 * 1024
 
 
 def bulk_params(records: Sequence[MemoryRecord]) -> list[tuple[Any, ...]]:
-    """Each record's ``sqlite._record_params`` (INSERT_MEMORY's values but the version), made
+    """Each record's ``sqlite.record_params`` (INSERT_MEMORY's values but the version), made
     for the whole batch at once; the same values (tests/store/test_bulk_insert.py pins it)."""
-    from .sqlite import _record_params
+    from .sqlite_rows import record_params
 
     keys = [stable_key(r.id) for r in records]
     occurred = [to_epoch(r.occurred_at) for r in records]
     created = [to_epoch(r.created_at) for r in records]
     packed = _packed_rows(records, keys, occurred, created)
-    # A row left unpacked (a vector of its own size) is packed by _record_params, the row's own way.
-    return [_record_params(r, row) for r, row in zip(records, packed)]
+    # A row left unpacked (a vector of its own size) is packed by record_params, the row's own way.
+    return [record_params(r, row) for r, row in zip(records, packed)]
 
 
 def _packed_rows(records: Sequence[MemoryRecord], keys: list[int], occurred: list[float],
@@ -91,7 +91,7 @@ def larger_cache(conn) -> Iterator[None]:
 def insert_bulk(store, records: Sequence[MemoryRecord], *, limit: int, dedupe_after: datetime | None,
                 actor: str) -> WriteOutcome:
     """``SQLiteStore.insert`` for a large batch of one project (see the module's doc)."""
-    from .sqlite import INSERT_MEMORY
+    from .sqlite_rows import INSERT_MEMORY
 
     outcome = WriteOutcome(limit=limit)
     if not records:

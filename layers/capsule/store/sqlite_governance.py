@@ -18,7 +18,8 @@ from ..governance import audit as actions
 from ..index import pack_row, stable_key
 from ..records import AuditRecord, MemoryRecord
 from .governance import SAME_TIME_S, VersionRecord, version_of
-from .sqlite import SQLiteStore, encode_vector, facets
+from .sqlite import SQLiteStore
+from .sqlite_rows import encode_vector, facets
 from .sqlite_governance_schema import drop_versions
 
 _VERSION_COLUMNS = ("tenant, memory_id, number, project, content, sha256, path, explanation, meta, retention, "

@@ -83,7 +83,7 @@ class SQLiteKeyStore:
         import json
 
         from .. import terms
-        from .sqlite import facets
+        from .sqlite_rows import facets
 
         with self._db._write() as conn:
             done = conn.execute(

@@ -19,7 +19,8 @@ from ..clock import from_epoch, to_epoch
 from ..errors import Conflict, NotFound
 from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from .base import Cursor
-from .sqlite import SQLiteStore, decode_vector, encode_vector
+from .sqlite import SQLiteStore
+from .sqlite_rows import decode_vector, encode_vector
 
 _SOLUTION = "id, tenant, title, category, body, embeddings, signatures, model, success, failure, created_at, updated_at"
 

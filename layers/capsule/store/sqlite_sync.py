@@ -8,7 +8,8 @@ from typing import Sequence
 
 from ..clock import to_epoch
 from ..records import MemoryRecord
-from .sqlite import _COLUMNS, SQLiteStore, _row_to_record
+from .sqlite import SQLiteStore
+from .sqlite_rows import COLUMNS, row_to_record
 from .sqlite_transfer import _INSERT, _params
 from .sync import Position
 
@@ -21,19 +22,19 @@ class SQLiteSyncStore:
                      ) -> list[tuple[Position, MemoryRecord]]:
         version, seq = after or (0, 0)
         rows = self._db._read(
-            f"SELECT version, seq, {_COLUMNS} FROM memories WHERE tenant = ? AND project = ? "
+            f"SELECT version, seq, {COLUMNS} FROM memories WHERE tenant = ? AND project = ? "
             "AND (version > ? OR (version = ? AND seq > ?)) ORDER BY version, seq LIMIT ?",
             (tenant, project, version, version, seq, limit))
-        return [((row["version"], row["seq"]), _row_to_record(row)) for row in rows]
+        return [((row["version"], row["seq"]), row_to_record(row)) for row in rows]
 
     def current(self, tenant: str, ids: Sequence[str]) -> dict[str, tuple[Position, MemoryRecord]]:
         found: dict[str, tuple[Position, MemoryRecord]] = {}
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), 500):
             part = unique[start:start + 500]
-            rows = self._db._read(f"SELECT version, seq, {_COLUMNS} FROM memories WHERE +tenant = ? "
+            rows = self._db._read(f"SELECT version, seq, {COLUMNS} FROM memories WHERE +tenant = ? "
                                   f"AND id IN ({', '.join('?' * len(part))})", (tenant, *part))
-            found.update((row["id"], ((row["version"], row["seq"]), _row_to_record(row))) for row in rows)
+            found.update((row["id"], ((row["version"], row["seq"]), row_to_record(row))) for row in rows)
         return found
 
     def replace_memories(self, tenant: str, project: str, records: Sequence[MemoryRecord], *,

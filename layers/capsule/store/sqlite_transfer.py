@@ -14,12 +14,13 @@ from ..clock import from_epoch, to_epoch
 from ..errors import InvalidInput
 from ..learning.records import ApplicationRecord, LinkRecord
 from ..records import AuditRecord, MemoryRecord
-from .sqlite import _COLUMNS, INSERT_MEMORY, SQLiteStore, _record_params, _row_to_record
+from .sqlite import SQLiteStore
+from .sqlite_rows import COLUMNS, INSERT_MEMORY, record_params, row_to_record
 from .sqlite_bulk import bulk_params
 from .transfer import EvidenceRow, FeedbackRow, Written
 
 _INSERT = INSERT_MEMORY
-_ACCESSED, _DELETED, _REASON = 13, 19, 20  # positions in sqlite._record_params
+_ACCESSED, _DELETED, _REASON = 13, 19, 20  # positions in sqlite.record_params
 
 
 def _epoch(value: Any) -> float | None:
@@ -27,9 +28,9 @@ def _epoch(value: Any) -> float | None:
 
 
 def _params(record: MemoryRecord, version: int, made: tuple[Any, ...] | None = None) -> tuple[Any, ...]:
-    """INSERT_MEMORY's values for an imported row; ``made``: its ``_record_params`` already
+    """INSERT_MEMORY's values for an imported row; ``made``: its ``record_params`` already
     made (for a whole batch at once by ``sqlite_bulk.bulk_params``)."""
-    params = list(_record_params(record) if made is None else made)
+    params = list(record_params(record) if made is None else made)
     params[_ACCESSED], params[_DELETED] = _epoch(record.accessed_at), _epoch(record.deleted_at)
     params[_REASON] = record.deleted_reason
     return (*params, version)
@@ -67,9 +68,9 @@ class SQLiteTransferStore:
     def memory_pages(self, tenant: str, project: str | None, *, page: int, after: str | None = None
                      ) -> Iterator[list[tuple[str, MemoryRecord]]]:
         scope, params = ("AND project = ?", (tenant, project)) if project is not None else ("", (tenant,))
-        sql = f"SELECT rowid, {_COLUMNS} FROM memories WHERE tenant = ? {scope}"
+        sql = f"SELECT rowid, {COLUMNS} FROM memories WHERE tenant = ? {scope}"
         for rows in self._pages(sql, params, page, after):
-            yield [(str(row[0]), _row_to_record(row)) for row in rows]
+            yield [(str(row[0]), row_to_record(row)) for row in rows]
 
     def feedback_of(self, tenant: str, memory_ids: Sequence[str]) -> list[FeedbackRow]:
         found: list[FeedbackRow] = []

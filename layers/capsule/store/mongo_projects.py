@@ -1,0 +1,74 @@
+"""The project documents of :class:`~capsule.store.mongo.MongoStore` (tenants, counters,
+retention limit, guard policies) and the audit log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ..clock import from_epoch, to_epoch
+from ..records import AuditRecord, ProjectStats
+from . import guard_policies
+from . import mongo_counters as counters
+from .mongo_client import guarded
+from .mongo_writes import NEW_PROJECT, ProjectWrites
+
+
+class MongoProjects(ProjectWrites):
+    def tenants(self) -> list[str]:
+        with guarded("list the tenants"):
+            return sorted(self.projects_.distinct("tenant"))
+
+    def projects(self, tenant: str) -> list[ProjectStats]:
+        """From the project documents' counters: no read of the memories (see mongo_counters)."""
+        with guarded("read the projects"):
+            docs = list(self.projects_.find({"tenant": tenant}, projection=counters.PROJECTION))
+            counts = [counters.read(self.memories, {**doc, "tenant": tenant}) for doc in docs]
+        stats = [
+            ProjectStats(project=doc["name"], memories=c["memories"], pinned=c["pinned"], forgotten=c["forgotten"],
+                         retention_limit=doc.get("retention_limit"),
+                         last_activity=from_epoch(max(doc["updated_at"], doc.get("last_activity") or 0.0)))
+            for doc, c in zip(docs, counts)
+        ]
+        return sorted(stats, key=lambda s: s.last_activity, reverse=True)
+
+    def set_retention_limit(self, tenant: str, project: str, limit: int, *, at: datetime) -> None:
+        now = to_epoch(at)
+        with guarded("set the retention limit"):
+            self.projects_.update_one(
+                {"tenant": tenant, "name": project},
+                {"$set": {"retention_limit": int(limit), "updated_at": now},
+                 "$setOnInsert": {"created_at": now, **NEW_PROJECT}},
+                upsert=True,
+            )
+
+    def retention_limit(self, tenant: str, project: str) -> int | None:
+        with guarded("read the retention limit"):
+            doc = self.projects_.find_one({"tenant": tenant, "name": project}, projection={"retention_limit": 1})
+        return doc.get("retention_limit") if doc else None
+
+    def set_guard_policies(self, tenant: str, project: str, values: dict[str, str], *, at: datetime) -> None:
+        now = to_epoch(at)
+        with guarded("set the project's guard policies"):
+            self.projects_.update_one({"tenant": tenant, "name": project},
+                                      {"$set": guard_policies.mongo_update(values, now),
+                                       "$setOnInsert": {"created_at": now, "retention_limit": None, **NEW_PROJECT}},
+                                      upsert=True)
+
+    def guard_policies(self, tenant: str, project: str) -> dict[str, str | None]:
+        with guarded("read the project's guard policies"):
+            doc = self.projects_.find_one({"tenant": tenant, "name": project},
+                                          projection={name: 1 for name in guard_policies.FIELDS})
+        return guard_policies.from_doc(doc)
+
+    def audit_log(self, tenant: str, *, memory_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
+        query: dict[str, Any] = {"tenant": tenant}
+        if memory_id:
+            query["memory_id"] = memory_id
+        with guarded("read the audit log"):
+            docs = list(self.audit.find(query, sort=[("_id", -1)], limit=limit))
+        return [
+            AuditRecord(tenant=d["tenant"], memory_id=d["memory_id"], project=d["project"], action=d["action"],
+                        actor=d["actor"], reason=d["reason"], at=from_epoch(d["at"]))
+            for d in docs
+        ]

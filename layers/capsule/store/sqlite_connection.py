@@ -1,0 +1,192 @@
+"""The embedded store's connections and transactions, and the write primitives its parts share.
+
+Each thread gets its own connection. Every write runs in ``BEGIN IMMEDIATE`` behind an ``flock``
+queue (:mod:`.sqlite_lock`); the WAL is checkpointed by a thread (:mod:`.sqlite_checkpoint`), not
+inside a store's COMMIT (store/WRITES.md says why, with numbers). SQLite's errors become ours here.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from ..errors import Conflict, Unavailable
+from .sqlite_checkpoint import Checkpointer
+from .sqlite_lock import WriteLock, lock_path
+
+# The page size of a new database (see SQLiteStore._conn).
+PAGE_SIZE = 8192
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Undo the open transaction. SQLite may have rolled it back already (a full disk, an
+    I/O error), and then ROLLBACK itself fails: that must not hide the error that caused it."""
+    if not conn.in_transaction:
+        return
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # nothing is committed without COMMIT, and the connection starts afresh next time
+
+
+def _create_private(path: str) -> None:
+    """Create a new database file readable by its owner only. SQLite gives its journal, WAL
+    and shared-memory files the database file's mode, so they are 0600 too."""
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+
+
+class SQLiteConnections:
+    """Connections, transactions and shared write steps; the state is set by ``SQLiteStore``."""
+
+    path: str
+    _busy_timeout_s: float
+    _local: threading.local
+    _all: list[sqlite3.Connection]
+    _write_locks: list[WriteLock]
+    _lock: threading.Lock
+    _checkpointer: Checkpointer
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                _create_private(self.path)
+                conn = sqlite3.connect(
+                    self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
+                )
+                conn.row_factory = sqlite3.Row
+                # 8 KiB pages for a new database (an existing one keeps its own): a row with a
+                # 1024-d (or 1536-d) vector fits on its page instead of an overflow page, and a
+                # store, which writes a page of every index it touches to the WAL, writes 4 times
+                # less than with 32 KiB pages (a store's SQL: 0.7 ms CPU instead of 1.5 ms; a
+                # cold load of 10k memories: 125 ms instead of 95 ms; store/WRITES.md).
+                conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+                self._use_wal(conn)
+                # Durable against a crashed or killed process (a commit is in the WAL before
+                # COMMIT returns) and never corrupted by a power loss, which may lose the last
+                # commits before the WAL's next sync: the trade a memory service wants, as an
+                # fsync per store would cost more than the store itself (store/WRITES.md).
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA foreign_keys=ON")
+                # A statement's undo journal (a store's INSERT touches a page of each of the
+                # memories' indexes: ~70 KB) in memory: on disk it was a temp file created,
+                # written and deleted by every store.
+                conn.execute("PRAGMA temp_store = MEMORY")
+                queue = lock_path(self.path)
+                write_lock = queue and WriteLock(queue)
+                if queue:  # checkpoints run in the checkpointer's thread (.sqlite_checkpoint)
+                    conn.execute("PRAGMA wal_autocheckpoint = 0")
+            except (sqlite3.Error, OSError) as exc:
+                raise Unavailable(f"cannot open the database at {self.path}: {exc}") from exc
+            self._local.conn, self._local.write_lock = conn, write_lock
+            with self._lock:
+                self._all.append(conn)
+                if write_lock:
+                    self._write_locks.append(write_lock)
+        return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL, waiting as for any lock: SQLite answers "locked" at once, without its
+        busy wait, when connections (the workers of ``capsule serve``) create one new file together."""
+        deadline = time.monotonic() + self._busy_timeout_s
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    @contextmanager
+    def _write(self, wait_s: float | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction, queued behind the other writers' (:mod:`.sqlite_lock`)."""
+        conn = self._conn()
+        queue: WriteLock | None = self._local.write_lock
+        try:
+            if queue and not queue.acquire(self._busy_timeout_s if wait_s is None else wait_s):
+                raise Unavailable("the database is busy: another writer held it too long")
+        except OSError as exc:
+            raise Unavailable(f"the database's write lock could not be taken: {exc}") from exc
+        try:
+            yield from self._transaction(conn)
+        finally:
+            if queue:
+                queue.release()
+        if queue:
+            self._checkpointer.committed()
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the database without waiting for anyone (the checkpointer's thread)."""
+        self._conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    @staticmethod
+    def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise Unavailable(f"the database is busy or unavailable: {exc}") from exc
+        try:
+            yield conn
+        except sqlite3.IntegrityError as exc:
+            _rollback(conn)
+            raise Conflict(f"the write conflicts with stored data: {exc}") from exc
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            raise Unavailable(f"the database write failed: {exc}") from exc
+        except BaseException:
+            _rollback(conn)
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            raise Unavailable(f"the write could not be committed: {exc}") from exc
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise Unavailable(f"the database could not be read: {exc}") from exc
+
+    def close(self) -> None:
+        self._checkpointer.stop()
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+            for write_lock in self._write_locks:
+                write_lock.close()
+            self._write_locks.clear()
+        self._local = threading.local()
+
+    @staticmethod
+    def _bump(conn: sqlite3.Connection, tenant: str, project: str) -> int:
+        """The project's next version, taken inside the caller's write transaction."""
+        conn.execute(
+            "INSERT INTO projects (tenant, name, created_at, updated_at) VALUES (?, ?, 0, 0) "
+            "ON CONFLICT (tenant, name) DO NOTHING",
+            (tenant, project),
+        )
+        return conn.execute(
+            "UPDATE projects SET version = version + 1 WHERE tenant = ? AND name = ? RETURNING version",
+            (tenant, project),
+        ).fetchone()[0]
+
+    @staticmethod
+    def _audit(conn, tenant, memory_id, project, action, actor, reason, at) -> None:
+        conn.execute(
+            "INSERT INTO audit (tenant, memory_id, project, action, actor, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (tenant, memory_id, project, action, actor, reason, at),
+        )

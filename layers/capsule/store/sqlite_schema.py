@@ -1,0 +1,202 @@
+"""The embedded store's schema: numbered migrations, applied in order by
+:meth:`~capsule.store.sqlite.SQLiteStore.migrate` and counted in ``PRAGMA user_version``."""
+
+from __future__ import annotations
+
+from . import sqlite_governance_schema, sqlite_keys, sqlite_visibility_schema
+
+MIGRATIONS: list[str] = [
+    # 1: memories, projects, feedback, audit, embedding cache
+    """
+    CREATE TABLE memories (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        tenant TEXT NOT NULL,
+        project TEXT NOT NULL,
+        content TEXT NOT NULL,
+        path TEXT,
+        chunk_index INTEGER,
+        chunk_count INTEGER,
+        embedding BLOB,
+        model TEXT,
+        sha256 TEXT NOT NULL,
+        occurred_at REAL NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        accessed_at REAL,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        explanation TEXT,
+        meta TEXT NOT NULL DEFAULT '{}',
+        component TEXT,
+        category TEXT,
+        helpful INTEGER NOT NULL DEFAULT 0,
+        unhelpful INTEGER NOT NULL DEFAULT 0,
+        deleted_at REAL,
+        deleted_reason TEXT,
+        status TEXT NOT NULL DEFAULT 'ready'
+    );
+    CREATE INDEX memories_recent ON memories (tenant, project, deleted_at, created_at, id);
+    CREATE INDEX memories_sha ON memories (tenant, project, sha256);
+    CREATE INDEX memories_pinned ON memories (tenant, project, pinned, deleted_at);
+    CREATE INDEX memories_deleted ON memories (deleted_at) WHERE deleted_at IS NOT NULL;
+    CREATE INDEX memories_pending ON memories (status) WHERE status != 'ready';
+    CREATE TABLE projects (
+        tenant TEXT NOT NULL,
+        name TEXT NOT NULL,
+        retention_limit INTEGER,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (tenant, name)
+    );
+    CREATE TABLE feedback (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        helpful INTEGER NOT NULL,
+        context TEXT,
+        at REAL NOT NULL
+    );
+    CREATE INDEX feedback_memory ON feedback (tenant, memory_id);
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        project TEXT NOT NULL,
+        action TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX audit_memory ON audit (tenant, memory_id);
+    CREATE TABLE embedding_cache (
+        model TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (model, sha256)
+    );
+    """,
+    # 2: a per-project change counter, so a warm index reads only what changed
+    """
+    ALTER TABLE memories ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE projects ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE projects ADD COLUMN purged_version INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX memories_version ON memories (tenant, project, version);
+    """,
+    # 3: solutions (fixpacks), their applications, patterns, pattern links and their evidence,
+    #    job leases and resume points (capsule.store.sqlite_learning)
+    """
+    CREATE TABLE solutions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        tenant TEXT NOT NULL,
+        title TEXT NOT NULL,
+        category TEXT NOT NULL,
+        body TEXT NOT NULL,
+        embeddings BLOB,
+        signatures INTEGER NOT NULL DEFAULT 0,
+        model TEXT,
+        success INTEGER NOT NULL DEFAULT 0,
+        failure INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX solutions_recent ON solutions (tenant, created_at, id);
+    CREATE INDEX solutions_title ON solutions (tenant, title, category);
+    CREATE TABLE solution_applications (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        tenant TEXT NOT NULL,
+        solution_id TEXT NOT NULL,
+        success INTEGER NOT NULL,
+        project TEXT,
+        error TEXT,
+        context TEXT,
+        at REAL NOT NULL
+    );
+    CREATE INDEX applications_tenant ON solution_applications (tenant, at);
+    CREATE INDEX applications_solution ON solution_applications (tenant, solution_id);
+    CREATE TABLE patterns (
+        tenant TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        category TEXT NOT NULL,
+        body TEXT NOT NULL,
+        occurrences INTEGER NOT NULL,
+        embedding BLOB,
+        model TEXT,
+        first_seen REAL,
+        last_seen REAL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (tenant, tag, category)
+    );
+    CREATE TABLE pattern_links (
+        tenant TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        category TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        success INTEGER NOT NULL DEFAULT 0,
+        failure INTEGER NOT NULL DEFAULT 0,
+        last_at REAL,
+        PRIMARY KEY (tenant, tag, category, kind, target_id)
+    );
+    CREATE INDEX pattern_links_target ON pattern_links (tenant, kind, target_id);
+    CREATE TABLE pattern_evidence (
+        tenant TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        category TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        evidence TEXT NOT NULL,
+        PRIMARY KEY (tenant, tag, category, kind, target_id, evidence)
+    );
+    CREATE TABLE job_leases (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    CREATE TABLE job_state (
+        name TEXT PRIMARY KEY,
+        state TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    """,
+    # 4: the dedupe look-up reads one index range (it scanned the last 48 hours of the project)
+    """
+    DROP INDEX IF EXISTS memories_sha;
+    CREATE INDEX memories_dedupe ON memories (tenant, project, sha256, created_at);
+    """,
+    # 5: what a search index loads, kept at write time (capsule.terms): each memory's keyword
+    #    term hashes with the tokenizer version that made them, and its tie-break key; and an
+    #    index that reads a project's active rows in order without sorting their vectors
+    """
+    ALTER TABLE memories ADD COLUMN terms BLOB;
+    ALTER TABLE memories ADD COLUMN terms_version TEXT;
+    ALTER TABLE memories ADD COLUMN sort_key INTEGER;
+    CREATE INDEX memories_load ON memories (tenant, project, deleted_at, seq);
+    """,
+    # 6: the turn before a memory in its session (capsule.context) in one index probe
+    """
+    CREATE INDEX memories_session ON memories (tenant, project, json_extract(meta, '$.session'), occurred_at)
+        WHERE deleted_at IS NULL;
+    """,
+    # 7: what an index loads of a row besides its terms and the fields that change, in one blob
+    #    kept at write time (capsule.index.pack_row): its tie-break key, times, vector size and
+    #    the vector's sign bits; the meta fields ranking reads ('' for none); and an index that
+    #    holds all an index load reads, so a large project loads without reading its rows
+    """
+    ALTER TABLE memories ADD COLUMN packed BLOB;
+    ALTER TABLE memories ADD COLUMN facets TEXT;
+    CREATE INDEX memories_packed ON memories (tenant, project, deleted_at, seq, id, packed, model, terms_version,
+                                              terms, helpful, unhelpful, facets);
+    """,
+    # 8: governance (capsule.governance): retention class, expiry, supersession, earlier versions
+    #    (capsule.store.sqlite_governance)
+    sqlite_governance_schema.MIGRATION,
+    # 9: visibility and subject of each memory, the tenant's principal scopes
+    #    (capsule.store.sqlite_visibility_schema)
+    sqlite_visibility_schema.MIGRATION,
+    # 10: tenants' wrapped data keys and projects' encryption setting (capsule.crypto)
+    sqlite_keys.MIGRATION,
+]
