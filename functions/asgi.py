@@ -136,6 +136,13 @@ def _content_length(headers: list[tuple[str, str]]) -> tuple[int | None, str | N
     return int(values[0]), None
 
 
+def _received(receive: Receive) -> bool:
+    """Whether uvicorn already holds the next message for ``receive`` (its cycle's event is set:
+    ``receive`` returns it without waiting). False for any other server: it waits with a timeout."""
+    ready = getattr(getattr(receive, "__self__", None), "message_event", None)
+    return isinstance(ready, asyncio.Event) and ready.is_set()
+
+
 class GatewayApp:
     """ASGI 3 application: HTTP request -> :class:`Gateway` -> HTTP response."""
 
@@ -206,6 +213,8 @@ class GatewayApp:
     async def _next(self, receive: Receive) -> dict[str, Any] | Reply:
         """The next body message, or the refusal for a client that stalls or a worker that stops.
         (A timeout, not a task per message: uvicorn's receive is safe to cancel and call again.)"""
+        if _received(receive):  # the usual case, a body in one read: no timer to arm and cancel
+            return await receive()
         waited = 0.0
         while True:
             try:
