@@ -30,7 +30,6 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     ResponseValidationError,
     ValidationException,
 )
-from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
@@ -306,6 +305,12 @@ def _admit(route: routes.Route, event: dict[str, Any],
     return (text if isinstance(text, MalformedBody) else who), None
 
 
+def _request_id(event: dict[str, Any]) -> Any:
+    """``requestContext.requestId`` (None when absent), what correlation_paths.API_GATEWAY_HTTP names."""
+    context = event.get("requestContext") if isinstance(event, dict) else None
+    return context.get("requestId") if isinstance(context, dict) else None
+
+
 def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda handler for one endpoint: one resolver, built once per container."""
     route = routes.by_name(endpoint.route)
@@ -346,8 +351,11 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
         metrics.add_metric(name=route.name, unit=MetricUnit.Count, value=1)
         return handle(event, context)
 
-    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+    @logger.inject_lambda_context(clear_state=True)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        # The correlation id is the request id (correlation_paths.API_GATEWAY_HTTP), read here
+        # instead of by a JMESPath query per invocation.
+        logger.set_correlation_id(_request_id(event))
         # With metrics off (capsule serve) Powertools would still collect them, print a batch
         # every 100 invocations and warn on every flush; it is asked per call, like Powertools.
         return handle(event, context) if is_metrics_disabled() else metered(event, context)

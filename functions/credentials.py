@@ -66,24 +66,37 @@ def _check_tenant(tenant: str) -> str:
     return tenant
 
 
+def file_version(path: str) -> tuple[int, int, int] | None:
+    """What changes when a file is written again (write_private replaces it: a new inode), or
+    None when there is none. One stat of a plain string path: this runs on every request."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
 class _JsonFile:
     """One JSON object on disk, cached until the file changes."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._seen: tuple[int, int] | None = None
+        self._where = str(path)
+        self._seen: tuple[int, int, int] | None = None
         self._data: dict[str, Any] = {}
         self._lock = threading.Lock()
 
+    def version(self) -> tuple[int, int, int] | None:
+        return file_version(self._where)
+
     def read(self) -> dict[str, Any]:
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
+        seen = self.version()
+        if seen is None:
             return {}
         with self._lock:
-            if self._seen != (stat.st_mtime_ns, stat.st_size):
+            if self._seen != seen:
                 self._data = json.loads(self.path.read_text("utf-8") or "{}")
-                self._seen = (stat.st_mtime_ns, stat.st_size)
+                self._seen = seen
             return dict(self._data)
 
     def write(self, data: dict[str, Any]) -> None:
@@ -95,7 +108,10 @@ class Credentials:
         self.data_dir = Path(data_dir)
         self._keys = _JsonFile(self.data_dir / KEYS_FILE)
         self._sigv4 = _JsonFile(self.data_dir / SIGV4_FILE)
-        self._token: tuple[tuple[int, int], str] | None = None  # (mtime, size) -> the token's hash
+        self._token_where = str(self.data_dir / TOKEN_FILE)
+        self._token: tuple[tuple[int, int, int], str] | None = None  # the file's version -> the token's hash
+        # (keys file version, token file version) -> bearers(): rebuilt only when either changes
+        self._bearers: tuple[tuple[Any, Any], dict[str, Bearer]] | None = None
 
     # ---- the token ----
 
@@ -141,21 +157,24 @@ class Credentials:
         del keys[name]
         self._keys.write(keys)
 
-    def bearers(self) -> dict[str, Bearer]:
-        """sha256 -> who, for the token and every API key."""
+    def bearers(self) -> Mapping[str, Bearer]:
+        """sha256 -> who, for the token and every API key (read-only: the same mapping is
+        handed out until the key file or the token changes; this runs on every request)."""
+        versions = (self._keys.version(), file_version(self._token_where))
+        cached = self._bearers
+        if cached is not None and cached[0] == versions:
+            return cached[1]
         known = {h["sha256"]: Bearer(name, h["tenant"], h.get("scope")) for name, h in self._keys.read().items()}
-        token = self._token_hash()
+        token = self._token_hash(versions[1])
         if token is not None:
             known[token] = Bearer("token", LOCAL_TENANT)
+        self._bearers = (versions, known)
         return known
 
-    def _token_hash(self) -> str | None:
-        """The token's hash, read again only when the file changes (this runs on every request)."""
-        try:
-            stat = self.token_path.stat()
-        except FileNotFoundError:
+    def _token_hash(self, seen: tuple[int, int, int] | None) -> str | None:
+        """The token's hash, read again only when the file changes."""
+        if seen is None:
             return None
-        seen = (stat.st_mtime_ns, stat.st_size)
         if self._token is None or self._token[0] != seen:
             self._token = (seen, key_hash(self.token_path.read_text("utf-8").strip()))
         return self._token[1]

@@ -9,6 +9,7 @@ runs with the verified identity in ``requestContext.authorizer``. This module ha
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import mimetypes
@@ -88,14 +89,20 @@ class Router:
 # ---- events -------------------------------------------------------------------------------
 
 
-def _is_text(content_type: str | None, body: bytes) -> bool:
+def _text(content_type: str | None, body: bytes) -> str | None:
+    """The body as text when API Gateway would pass it as text (a text type, valid UTF-8), else None."""
     if content_type is None or content_type.startswith(TEXT_TYPES) or "json" in content_type:
         try:
-            body.decode("utf-8")
-            return True
+            return body.decode("utf-8")
         except UnicodeDecodeError:
-            return False
-    return False
+            return None
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _clock_text(second: int) -> str:
+    """requestContext.time of a whole second (one strftime per second, not per request)."""
+    return datetime.fromtimestamp(second, timezone.utc).strftime("%d/%b/%Y:%H:%M:%S +0000")
 
 
 def build_event(request: HttpRequest, match: Match, *, authorizer: dict[str, Any] | None, source_ip: str,
@@ -125,7 +132,7 @@ def build_event(request: HttpRequest, match: Match, *, authorizer: dict[str, Any
             "http": {"method": request.method, "path": request.raw_path, "protocol": "HTTP/1.1",
                      "sourceIp": source_ip, "userAgent": headers.get("user-agent", "")},
             "requestId": request_id, "routeKey": route_key, "stage": "$default",
-            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"), "timeEpoch": int(now.timestamp() * 1000),
+            "time": _clock_text(int(now.timestamp())), "timeEpoch": int(now.timestamp() * 1000),
         },
         "isBase64Encoded": False,
     }
@@ -138,8 +145,9 @@ def build_event(request: HttpRequest, match: Match, *, authorizer: dict[str, Any
     if authorizer is not None:
         event["requestContext"]["authorizer"] = authorizer
     if request.body:
-        if _is_text(headers.get("content-type"), request.body):
-            event["body"] = request.body.decode("utf-8")
+        text = _text(headers.get("content-type"), request.body)
+        if text is not None:
+            event["body"] = text
         else:
             event["body"], event["isBase64Encoded"] = base64.b64encode(request.body).decode("ascii"), True
     return event
@@ -206,13 +214,14 @@ class Gateway:
             return error_reply(NotFound(f"no route {method} {path}"))
         request_id = uuid.uuid4().hex
         authorizer = None
+        now = self.clock()
         try:
             if match.route.auth:
                 authorizer = authorize(request, bearers=self.credentials.bearers,
-                                       sigv4_keys=self.credentials.sigv4_key, now=self.clock(), region=self.region)
+                                       sigv4_keys=self.credentials.sigv4_key, now=now, region=self.region)
             as_handled = replace(request, method="GET") if request.method == "HEAD" else request
             event = build_event(as_handled, match, authorizer=authorizer, source_ip=source_ip,
-                                request_id=request_id, now=self.clock())
+                                request_id=request_id, now=now)
             reply = self._reply(self.invoker.invoke(match.route.handler, event))
         except CapsuleError as exc:
             reply = error_reply(exc)

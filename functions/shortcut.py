@@ -7,8 +7,8 @@ whether or not debug logging is on: about half a millisecond of CPU, as much as 
 search. A route whose only input is its JSON body (store, search, ...) takes this shortcut,
 in Lambda and in ``capsule serve`` alike: the body the admission check parsed is validated
 by Powertools' own function against the route's own fields, the endpoint is called, and its
-result is validated and serialised by the route's return field, the resolver's serializer and
-its response builder, so the response is the resolver's.
+result is validated and serialised by the route's return field and the resolver's serializer,
+in the response the resolver's builder makes of it (:meth:`Shortcut.response`).
 
 Anything else goes through the resolver itself: another path or method, a content type it
 would refuse, a body its fields refuse (validated again there; nothing ran), and an endpoint
@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, content_types
+from aws_lambda_powertools.event_handler.api_gateway import ProxyEventType, ResponseBuilder
 from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
     _is_or_contains_sequence,
     _validate_field,
@@ -69,6 +71,10 @@ class Shortcut:
         registered = [*resolver._static_routes, *resolver._dynamic_routes]
         if len(registered) != 1 or "{" in route.path or resolver._router_middlewares:
             return None
+        builder = resolver._response_builder_class  # ResponseBuilder[BaseProxyEvent]
+        if resolver._proxy_type != ProxyEventType.APIGatewayProxyEventV2 \
+                or (typing.get_origin(builder) or builder) is not ResponseBuilder:
+            return None  # response() makes the payload v2 answer of the default builder
         found = registered[0]
         dependant = found.dependant
         simple = (found.method == route.method and not found.cors and not found.compress
@@ -114,12 +120,15 @@ class Shortcut:
         if problems:
             return self._replayed(event, context, (False, result))
         serialized = self.route.dependant.return_param.serialize(checked, by_alias=True)
-        response = Response(status_code=self.route.status_code, content_type=content_types.APPLICATION_JSON,
-                            body=serialized)
-        # No route: it has no CORS, cache control or compression to apply (checked in of()).
-        builder = self.resolver._response_builder_class(response=response, serializer=self.resolver._serializer,
-                                                        route=None)
-        return builder.build(self.resolver._to_proxy_event(event), self.resolver._cors)
+        return self.response(self.resolver._serializer(serialized))
+
+    def response(self, body: str) -> dict[str, Any]:
+        """The resolver's response for a JSON ``body``, as its ResponseBuilder makes it for an
+        HTTP API (payload v2) event, without building the event object, the builder and the
+        header serializer per request: no CORS, cache control or compression applies (checked
+        in of()), no cookies are set, and the one header is the JSON content type."""
+        return {"statusCode": self.route.status_code, "body": body, "isBase64Encoded": False,
+                "headers": {"Content-Type": content_types.APPLICATION_JSON}, "cookies": []}
 
     def _replayed(self, event: dict[str, Any], context: Any, outcome: tuple[bool, Any]) -> dict[str, Any]:
         token = _replay.set(outcome)

@@ -154,6 +154,7 @@ def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.conn
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("uvicorn").setLevel(logging.WARNING)  # its start and stop lines; serve prints its own
     try:
+        from . import accesslog
         from .asgi import GatewayApp, JsonErrorsProtocol
 
         gateway = build_gateway(config)
@@ -161,7 +162,7 @@ def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.conn
         ready.send(("failed", f"{type(exc).__name__}: {exc}"))
         raise SystemExit(3) from None
     settle_heap()
-    application = GatewayApp(gateway)
+    application = GatewayApp(gateway, accesslog.stderr_writer())
     server = WorkerServer(uvicorn.Config(
         application, http=JsonErrorsProtocol, lifespan="off", log_config=None, access_log=False,
         server_header=False, timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=DRAIN_S,

@@ -45,6 +45,20 @@ def test_a_second_reader_sees_new_keys(tmp_path):
     assert key_hash(key) in server_side.bearers()
 
 
+def test_the_bearers_are_read_again_only_when_a_file_changes(tmp_path):
+    server_side = Credentials(tmp_path)
+    token, _ = server_side.ensure_token()
+    first = server_side.bearers()
+    assert server_side.bearers() is first  # nothing changed: the same mapping, not one made per request
+    other = Credentials(tmp_path)
+    key = other.create_key("late")
+    assert key_hash(key) in server_side.bearers()
+    (tmp_path / "gateway-token").write_text("a-new-token\n")  # rewritten in place (same inode): its size tells
+    assert key_hash("a-new-token") in server_side.bearers() and key_hash(token) not in server_side.bearers()
+    other.revoke_key("late")
+    assert key_hash(key) not in server_side.bearers()
+
+
 @pytest.mark.parametrize("name", ["", "-x", "a b", "x" * 65, "a/b"])
 def test_bad_key_names_are_refused(tmp_path, name):
     with pytest.raises(InvalidInput):
