@@ -79,6 +79,8 @@ def read_rows(values, rows: np.ndarray) -> np.ndarray:
         return values[rows]
     width = values.shape[1] * values.itemsize
     out = np.empty((len(rows), values.shape[1]), dtype=values.dtype)
+    if not out.size:  # no row (or no column): a memoryview of nothing cannot be cast
+        return out
     view = memoryview(out).cast("B")
     start = values.offset
     for i, row in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
