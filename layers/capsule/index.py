@@ -34,7 +34,7 @@ import numpy as np
 from .clock import to_epoch
 from . import terms
 from .indexrecords import Fetch, Records, pack, unpack  # noqa: F401  (re-exported)
-from .matrix import RESIDENT_MAX, SplitRows, Spill, blocked_dot, is_mapped, read_rows, resident_bytes
+from .matrix import RESIDENT_MAX, SplitRows, Spill, blocked_dot, is_mapped, read_rows, resident_bytes, row_dots
 from .postings import TermScores, _merged
 from .governance.retention import effective_class
 from .records import ChangeSet, DeferredVectors, Filters, IndexColumns, MemoryRecord
@@ -181,6 +181,8 @@ class ProjectIndex:
         """Forget what was derived from the rows for searches (they changed)."""
         self._stats: tuple[int, float] | None = None
         self.scores = TermScores()
+        # What a search derives from every row's signals (capsule.search), kept until they change.
+        self.derived: dict[str, np.ndarray] = {}
 
     # ---- snapshots -------------------------------------------------------
 
@@ -424,12 +426,20 @@ class ProjectIndex:
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:
         """The vectors of ``rows`` (rows with one), read from the store first where deferred."""
+        self._filled(rows)
+        return read_rows(self.matrix, rows)
+
+    def dots(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """``einsum("ij,j->i", self.vectors(rows), query)``, without a copy of the vectors."""
+        self._filled(rows)
+        return row_dots(self.matrix, rows, query)
+
+    def _filled(self, rows: np.ndarray) -> None:
         if self.deferred is not None:
             missing = rows[~self.filled[rows]]
             if missing.size:
                 ids = [self.records.id_at(row) for row in missing.tolist()]
                 self._fill(missing, self.deferred.some([i for i in ids if i is not None], self.model_id))
-        return read_rows(self.matrix, rows)
 
     def complete(self) -> None:
         """Read every deferred vector, a chunk at a time; safe beside searches (each chunk is

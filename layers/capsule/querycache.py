@@ -6,7 +6,8 @@ projects, by this process or any other, moves its marker, so the next identical 
 misses; the cache needs no invalidation messages and stays right with several processes.
 
 What goes in and what comes out are copies (:func:`fresh`), so a caller changing its result
-changes nothing cached.
+changes nothing cached; a cache of values nothing changes (``copy=None``, as the service's
+:class:`capsule.answers.Answer`) keeps and gives out the values themselves.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import threading
 from collections import OrderedDict
 from datetime import date, datetime, time, timedelta
 from enum import Enum
-from typing import Generic, Hashable, TypeVar
+from typing import Callable, Generic, Hashable, TypeVar
 
 from pydantic import BaseModel
 
@@ -69,9 +70,11 @@ _set = object.__setattr__  # pydantic models refuse setattr of their own slots
 
 
 class QueryCache(Generic[T]):
-    def __init__(self, *, ttl_seconds: float = limits.QUERY_CACHE_SECONDS, max_entries: int = 1024) -> None:
+    def __init__(self, *, ttl_seconds: float = limits.QUERY_CACHE_SECONDS, max_entries: int = 1024,
+                 copy: Callable[[T], T] | None = fresh) -> None:
         self.ttl = timedelta(seconds=ttl_seconds)
         self.max_entries = max_entries
+        self._copy = copy or (lambda value: value)
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, tuple[datetime, T]] = OrderedDict()
         self.hits = 0
@@ -87,13 +90,13 @@ class QueryCache(Generic[T]):
                 return None
             self._entries.move_to_end(key)
             self.hits += 1
-        return fresh(entry[1])
+        return self._copy(entry[1])
 
     def put(self, key: Hashable, value: T, now: datetime) -> None:
         """Keep a copy of ``value`` (the caller keeps the original)."""
         if self.max_entries <= 0:
             return
-        kept = fresh(value)
+        kept = self._copy(value)
         with self._lock:
             self._entries[key] = (now, kept)
             self._entries.move_to_end(key)

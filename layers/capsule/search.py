@@ -113,6 +113,16 @@ def wilson(positive: np.ndarray, total: np.ndarray, z: float = 1.96) -> np.ndarr
     return out
 
 
+def _feedback(index: ProjectIndex) -> np.ndarray:
+    """The Wilson bound of every row's votes, computed once per change of the index (it is
+    elementwise: the same value as computed for the candidates alone)."""
+    found = index.derived.get("feedback")
+    if found is None or found.size != index.n:
+        helpful = index.helpful[: index.n]
+        found = index.derived["feedback"] = wilson(helpful, helpful + index.unhelpful[: index.n])
+    return found
+
+
 def _best_rows(values: np.ndarray, eligible: np.ndarray | None, count: int, keys: np.ndarray, *,
                smaller_is_better: bool) -> np.ndarray:
     """The ``count`` eligible rows (None: every row) with the best values; ties at the cut go
@@ -525,17 +535,17 @@ def _rank_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime, 
     vector = np.zeros(rows.size, dtype=np.float64)
     if vector_ok:
         with_vec = index.has_vec[rows]
-        if with_vec.any():
-            block = index.vectors(rows[with_vec])
+        if rows.size and with_vec.all():
             # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
-            vector[with_vec] = np.clip(np.einsum("ij,j->i", block, q), 0.0, 1.0)
+            vector = np.clip(index.dots(rows, q), 0.0, 1.0).astype(np.float64)
+        elif with_vec.any():
+            vector[with_vec] = np.clip(index.dots(rows[with_vec], q), 0.0, 1.0)
     if vector_ok and options.vector_window and _windowed(index.shape(), options):
         vector = _vector_window(index, rows, vector, q)
     keyword = np.zeros(rows.size) if v.keyword is None or top_keyword <= 0 else v.keyword[rows] / top_keyword
     ages = (to_epoch(now) - index.occurred[rows]) / 86400.0
     time = ranking.time_decay(ages, weights.half_life_days)
-    helpful = index.helpful[rows]
-    feedback = wilson(helpful, helpful + index.unhelpful[rows])
+    feedback = _feedback(index)[rows]
     outcome = index.outcome[rows]
     score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
     when = _when(index, rows, options, spans or [])

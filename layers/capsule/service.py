@@ -23,7 +23,6 @@ from .background import Background
 from .chunking import chunk_text
 from .clock import Clock, system_clock, to_epoch
 from .config import Settings
-from .construct import built
 from .context import text_to_embed
 from .embedders.base import Embedder
 from .embedders.base import describe as describe_embedder
@@ -36,6 +35,7 @@ from .governance.visibility import FULL, Reach, public_refusal
 from .guard.apply import guard_chunks, guard_write
 from .guard.policy import Policies
 from .index import IndexCache, ProjectIndex, store_fetcher
+from .answers import Answer, search_result, superseded_note
 from .querycache import QueryCache
 from .records import AuditRecord, ChangeSet, Filters, MemoryRecord, WriteOutcome
 from .globalsearch import TenantCodes, search_global
@@ -123,8 +123,8 @@ class MemoryService:
         self._history: Any = None
         # Kept for the life of this object: warm project indexes and recent results.
         self.indexes = IndexCache(self.settings.index_memory_mb << 20, fetch=store_fetcher(store))
-        self.query_cache: QueryCache[models.SearchResult] = QueryCache(
-            max_entries=self.settings.query_cache_entries)
+        # Answers are kept as they are: nothing changes one, each caller gets models of its own.
+        self.query_cache: QueryCache[Answer] = QueryCache(max_entries=self.settings.query_cache_entries, copy=None)
         # Looked up once: a runtime Protocol check costs more than a small search's scoring.
         self._has_shortlist = isinstance(store, NearestCandidates)
         self._tracks_changes = hasattr(store, "changes_since")
@@ -383,7 +383,7 @@ class MemoryService:
                    tuple(sorted(markers.items())), filters.visibility, filters.subjects)
             cached = self.query_cache.get(key, self.clock())
             if cached is not None:
-                return cached
+                return search_result(cached)
         query_vector, embed_error = None, None
         if weights.vector > 0:
             vectors, embed_error = self._embed_query(req.query)
@@ -395,11 +395,10 @@ class MemoryService:
         explanation = f"Searched {searched} memories in {scope} ({req.mode}); {describe(hits, weights)}."
         if embed_error:
             explanation += f" Ranked by keyword only: the embedder is unavailable ({embed_error})."
-        result = models.SearchResult(results=[self._hit(h) for h in hits], explanation=explanation)
-        self._superseded_note(tenant, result, req.include_superseded)
+        answer = self._answer(tenant, hits, explanation, req.include_superseded)
         if key is not None and embed_error is None and self.query_cache.max_entries:
-            self.query_cache.put(key, result, self.clock())
-        return result
+            self.query_cache.put(key, answer, self.clock())
+        return search_result(answer)
 
     def _reached_projects(self, tenant: str, req: models.SearchRequest, reach: Reach) -> list[str] | None:
         """The projects a search covers (None: every project of the tenant)."""
@@ -528,40 +527,23 @@ class MemoryService:
         except Unavailable as exc:
             return None, exc.message
 
-    @staticmethod
-    def _hit(hit) -> models.SearchHit:
-        # Built without validation: every field comes from a stored, already validated memory
-        # and the scorer's floats, and validating ten hits cost a tenth of a small search.
-        r = hit.record
-        chunk = built(models.Chunk, {"index": r.chunk_index, "of": r.chunk_count}) if r.chunk_index is not None else None
-        components = built(models.Components, {
-            "vector": round(hit.vector, 6), "bm25": round(hit.bm25, 6), "time": round(hit.time, 6),
-            "feedback": round(hit.feedback, 6), "outcome": round(hit.outcome, 6), "boost": round(hit.boost, 6)})
-        return built(models.SearchHit, {  # every field, in the model's order
-            "id": r.id, "project": r.project, "path": r.path, "chunk": chunk, "content": r.content,
-            "score": round(hit.score, 6), "components": components, "pinned": r.pinned, "meta": r.meta,
-            "occurred_at": r.occurred_at, "created_at": r.created_at,
-            "retention": effective_class(r.retention, r.pinned), "visibility": r.visibility or "private",
-            "subject": r.subject, "supersedes": r.supersedes, "superseded": []})
+    def _answer(self, tenant: str, hits: list, explanation: str, walk: bool) -> Answer:
+        """The answer to keep and give out: which hit superseded which is said, and with ``walk``
+        each hit's chain is read."""
+        records = [h.record for h in hits]
+        explanation += superseded_note([(r.id, r.supersedes) for r in records], walk)
+        chains: tuple = ()
+        if walk:
+            chains = tuple(() if r.supersedes is None else tuple(self._chain(tenant, r)) for r in records)
+        return Answer(tuple(hits), explanation, chains)
 
-    def _superseded_note(self, tenant: str, result: models.SearchResult, walk: bool) -> None:
-        """Say which hit superseded which; with ``walk``, put each hit's chain on it."""
-        notes = []
-        for hit in result.results:
-            if hit.supersedes is None:
-                continue
-            notes.append(f"{hit.id} superseded {hit.supersedes}")
-            if walk:
-                record = MemoryRecord(id=hit.id, tenant=tenant, project=hit.project, content="", sha256="",
-                                      occurred_at=hit.occurred_at, created_at=hit.created_at,
-                                      updated_at=hit.created_at, supersedes=hit.supersedes)
-                hit.superseded = [models.SupersededMemory(
-                    id=r.id, content=r.content, superseded_by=r.superseded_by, occurred_at=r.occurred_at,
-                    created_at=r.created_at) for r in self.history.chain(tenant, record)]
-        if notes:
-            result.explanation += (" Newer memories replace older ones: " + "; ".join(notes)
-                                   + (" (each hit lists what it superseded)." if walk else
-                                      " (include_superseded shows the older ones)."))
+    def _chain(self, tenant: str, hit: MemoryRecord) -> list[models.SupersededMemory]:
+        record = MemoryRecord(id=hit.id, tenant=tenant, project=hit.project, content="", sha256="",
+                              occurred_at=hit.occurred_at, created_at=hit.created_at,
+                              updated_at=hit.created_at, supersedes=hit.supersedes)
+        return [models.SupersededMemory(id=r.id, content=r.content, superseded_by=r.superseded_by,
+                                        occurred_at=r.occurred_at, created_at=r.created_at)
+                for r in self.history.chain(tenant, record)]
 
     def list_memories(self, tenant: str, request: models.ListRequest | dict, *, reach: Reach = FULL
                       ) -> models.ListResult:

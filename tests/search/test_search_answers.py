@@ -1,0 +1,40 @@
+"""What a search gives out shares nothing with the index or the cache, and the exact re-score's
+gather (matrix.row_dots) sums exactly what einsum over the rows read gives."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from capsule.matrix import SplitRows, read_rows, row_dots
+
+
+def test_a_caller_changing_its_hits_changes_no_later_search(make_service):
+    service = make_service(query_cache_entries=0)  # every search ranks again, from the index's records
+    service.store_memory("t", {"project": "p", "content": "redis timeout on deploy", "meta": {"k": [1]}})
+    first = service.search("t", {"project": "p", "query": "redis"})
+    expected = first.model_dump_json()
+    first.results[0].meta["k"].append(2)
+    first.results[0].meta["new"] = True
+    assert service.search("t", {"project": "p", "query": "redis"}).model_dump_json() == expected
+
+
+def test_row_dots_are_einsum_over_the_rows_read(tmp_path):
+    rng = np.random.default_rng(5)
+    matrix = rng.standard_normal((3000, 384)).astype(np.float32)
+    np.save(tmp_path / "m.npy", matrix)
+    from capsule.matrix import map_npy
+
+    mapped = map_npy(tmp_path / "m.npy")
+    split = SplitRows(mapped[:2000], 3000)
+    split[np.arange(2000, 3000)] = matrix[2000:]
+    query = rng.standard_normal(384).astype(np.float32)
+    for size in (0, 1, 7, 900, 2500, 1200):  # the buffer grows, then is reused by a smaller call
+        rows = np.sort(rng.choice(3000, size, replace=False))
+        want = np.einsum("ij,j->i", matrix[rows], query)
+        for values in (matrix, mapped, split):
+            got = row_dots(values, rows, query)
+            assert got.dtype == np.float32 and np.array_equal(got, want)
+            assert np.array_equal(np.einsum("ij,j->i", read_rows(values, rows), query), want)
+        kept = row_dots(matrix, rows, query)
+        row_dots(matrix, rows[::-1].copy(), query)  # a later call does not change an earlier answer
+        assert np.array_equal(kept, want)
