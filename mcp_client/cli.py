@@ -284,6 +284,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; given the command a line names, only the modules it needs."""
     parser = StrictParser(prog="capsule", description="Long-term memory for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    if command in COMMAND_HOMES:  # its own module's parser alone: a hook starts without the others
+        importlib.import_module(COMMAND_HOMES[command]).register(sub)
+        return parser
 
     p = sub.add_parser("store", help="store one memory")
     p.add_argument("content", help="the text, or - to read it from standard input")
@@ -360,7 +363,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     if command in sub.choices:
         return parser
-    for module in [COMMAND_HOMES[command]] if command in COMMAND_HOMES else COMMAND_MODULES:
+    for module in COMMAND_MODULES:
         importlib.import_module(module).register(sub)
     return parser
 
