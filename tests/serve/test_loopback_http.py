@@ -40,7 +40,7 @@ def one_reply(reply: bytes) -> tuple[int, list[bytes]]:
 
 def exchange(port: int, body: bytes | None = b'{"q": 1}') -> tuple[int, bytes]:
     return loopback_http.exchange("127.0.0.1", port, "POST", "/v1/x", {"Authorization": "Bearer t"}, body,
-                                  connect_timeout_s=1.0, timeout_s=5.0)
+                                  connect_timeout_s=5.0, timeout_s=30.0)
 
 
 def test_a_content_length_response_and_the_request_sent():

@@ -99,13 +99,13 @@ def test_store_and_search_go_to_the_running_server_without_loading_the_heavy_mod
 
 # What the warm route must not load either: the standard library's HTTP client (it brings email
 # and ssl), logging, the route table and the credentials module (the server announces both),
-# and what only an embedded run or a refused option needs.
+# typing and dataclasses (with inspect), and what only an embedded run or a refused option needs.
 NOT_ON_THE_WARM_ROUTE = ("http.client", "ssl", "email.parser", "logging", "uuid", "platform", "subprocess",
-                         "difflib", "functions.routes", "functions.credentials", "functions.auth", "mcp_client.auth")
-# ...and search, store and pre-tool-use start without typing and dataclasses (stop and post-compact
-# load them with the secret guard that redacts what they keep in the spool).
-NOT_FOR_A_QUERY = NOT_ON_THE_WARM_ROUTE + ("typing", "dataclasses", "inspect", "datetime", "shutil",
-                                           "capsule.guard", "mcp_client.digest")
+                         "difflib", "shutil", "typing", "dataclasses", "inspect", "datetime",
+                         "functions.routes", "functions.credentials", "functions.auth", "mcp_client.auth")
+# ...and search, store and pre-tool-use neither the transcript parsers nor the secret guard
+# (stop and post-compact guard what they keep in the spool).
+NOT_FOR_A_QUERY = NOT_ON_THE_WARM_ROUTE + ("capsule.guard", "mcp_client.digest")
 
 
 def test_the_warm_route_imports_only_what_a_loopback_request_needs(served):
