@@ -30,9 +30,7 @@ from capsule.paths import default_data_dir
 from capsule.errors import InvalidInput, Unauthorized
 
 from .auth import BearerAuth, region_from_url
-
-AUTO = "auto"
-METHODS = ("auto", "sigv4", "apikey", "none")
+from .options import AUTO, METHODS
 
 
 @dataclass(frozen=True)

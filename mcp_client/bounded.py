@@ -8,12 +8,13 @@ cut is reported (``omitted``, ``truncated``), so the agent knows to page or narr
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the hooks use excerpt() and must start without pydantic (or typing)
+    from typing import Any, Callable, Sequence, TypeVar
 
-if TYPE_CHECKING:  # the hooks use excerpt() and must start without pydantic
     from pydantic import BaseModel
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 DEFAULT_MAX_CHARS = 6000
 MIN_MAX_CHARS = 500

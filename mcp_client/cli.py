@@ -14,20 +14,20 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
 
 from capsule.errors import CapsuleError
 
 from . import local_server, project_name, render
-from .files import ingestible
 from .strict_cli import StrictParser
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing, datetime and logging are start-up costs the warm route does not pay
+    from datetime import datetime
+    from typing import Any, Callable
+
     from capsule import MemoryService, Settings
 
 LOCAL_TENANT = "local"
@@ -56,6 +56,8 @@ def settings_from(args: argparse.Namespace) -> "Settings":
 
 
 def service_from(args: argparse.Namespace) -> "MemoryService":
+    import logging
+
     from capsule.runtime import build_service
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -124,6 +126,8 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:  # before anything is stored: a typo must not look like an empty folder
         raise CapsuleError(f"no such file or folder: {', '.join(missing)}; nothing was ingested")
+    from .files import ingestible
+
     service = service_from(args)
     candidates = list(ingestible([Path(p) for p in args.paths]))
     summary = {"files": 0, "chunks": 0, "stored": 0, "deduplicated": 0, "skipped": [], "evicted": 0}
@@ -268,6 +272,8 @@ def _governance_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _iso(value: str) -> datetime:
+    from datetime import datetime
+
     try:
         return datetime.fromisoformat(value)
     except ValueError as exc:
@@ -278,6 +284,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; given the command a line names, only the modules it needs."""
     parser = StrictParser(prog="capsule", description="Long-term memory for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    if command in COMMAND_HOMES:  # its own module's parser alone: a hook starts without the others
+        importlib.import_module(COMMAND_HOMES[command]).register(sub)
+        return parser
 
     p = sub.add_parser("store", help="store one memory")
     p.add_argument("content", help="the text, or - to read it from standard input")
@@ -354,7 +363,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     if command in sub.choices:
         return parser
-    for module in [COMMAND_HOMES[command]] if command in COMMAND_HOMES else COMMAND_MODULES:
+    for module in COMMAND_MODULES:
         importlib.import_module(module).register(sub)
     return parser
 

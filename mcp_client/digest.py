@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the stop hook starts without typing
+    from typing import Any, Iterator
 
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*digest[ \t]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S | re.I)
 _TAGGED = re.compile(r"<digest>[ \t]*\n?(.*?)</digest>", re.S | re.I)
@@ -46,13 +48,27 @@ SUCCESS_WORDS = {"success", "succeeded", "done", "complete", "completed", "passe
 FAILURE_WORDS = {"failure", "failed", "fail", "blocked", "broken", "error", "abandoned", "reverted"}
 
 
-@dataclass
 class Digest:
-    text: str
-    agent: str | None = None
-    task: str | None = None
-    status: str = "unknown"
-    sections: dict[str, list[str]] = field(default_factory=dict)
+    """One DIGEST block (a plain class, not a dataclass: the stop hook starts without dataclasses)."""
+
+    __slots__ = ("text", "agent", "task", "status", "sections")
+
+    def __init__(self, text: str, agent: str | None = None, task: str | None = None, status: str = "unknown",
+                 sections: dict[str, list[str]] | None = None) -> None:
+        self.text, self.agent, self.task, self.status = text, agent, task, status
+        self.sections = {} if sections is None else sections
+
+    def _fields(self) -> tuple:
+        return self.text, self.agent, self.task, self.status, self.sections
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Digest) and self._fields() == other._fields()
+
+    __hash__ = None  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return (f"Digest(text={self.text!r}, agent={self.agent!r}, task={self.task!r}, status={self.status!r}, "
+                f"sections={self.sections!r})")
 
     @property
     def empty(self) -> bool:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is a start-up cost the warm route (capsule serve answering) does not pay
+    from typing import Any
 
-from capsule.governance.retention import CLASSES  # pydantic-free: `capsule store` starts without it
-from capsule.governance.visibility import VISIBILITIES
+from capsule.governance.names import CLASSES, VISIBILITIES  # `capsule store` starts without the rules' imports
 
 from . import cli, render
 

@@ -9,10 +9,11 @@ approve at once those at or above the project's threshold).
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Iterator, Mapping
-
 from capsule import limits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the stop hook imports this module; typing is a start-up cost it need not pay
+    from typing import Any, Iterator, Mapping
 
 # capsule.capture.models.MAX_EVENT_CHARS, read without importing pydantic (the hooks start fast).
 MAX_EVENT_CHARS = limits.MAX_CONTENT_BYTES
@@ -34,6 +35,8 @@ def _time(entry: Mapping[str, Any]) -> str | None:
     stamp = entry.get("timestamp")
     if not isinstance(stamp, str):
         return None
+    from datetime import datetime  # capture mode only
+
     try:
         when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     except ValueError:

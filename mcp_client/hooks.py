@@ -7,7 +7,8 @@ it is unreachable, writes wait in a spool (:mod:`mcp_client.spool`) for the next
 write is kept there before it is sent, so a run Claude Code ends at its timeout loses nothing.
 Embedded, a running ``capsule serve`` of the same data folder answers instead of the store
 (:mod:`mcp_client.local_server`): it has the embedding model loaded, and this module imports
-nothing heavy until a run needs the store itself.
+nothing heavy until a run needs the store itself (each hook imports what it uses: pre-tool-use
+neither the transcript parsers nor the spool's secret guard).
 
 - ``stop`` stores each DIGEST block of the session transcript (format: :mod:`mcp_client.digest`),
   with agent, task id and outcome status in the metadata. Re-running it is harmless: the
@@ -24,9 +25,7 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TextIO
 
 from capsule import limits
 from capsule.errors import CapsuleError
@@ -34,14 +33,16 @@ from capsule.paths import data_dir_from
 
 from . import local_server
 from .bounded import excerpt
-from .digest import Digest, infer_outcome, last_compact_summary, transcript_digests
-from . import hook_capture
 from .options import connection_from, connection_options
 from .project_name import default_project
 from .spool import RETRYABLE, Spool, send
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and dataclasses are start-up costs pre-tool-use does not pay
+    from typing import Any, Callable, Mapping, TextIO
+
     from .backends import Backend
+    from .digest import Digest
 
 TASK_TOOLS = {"Task", "Agent"}  # the subagent tool; newer Claude Code versions call it Agent
 DEFAULT_MIN_SCORE = 0.25
@@ -53,14 +54,15 @@ class HookSkipped(Exception):
     """Nothing to do for this input (not an error: reported on stderr, exit 0)."""
 
 
-@dataclass
 class HookContext:
-    backend: Callable[[], Backend]    # opened only when there is work, so a no-op hook stays instant
-    project: str
-    environ: Mapping[str, str]
-    spool: Spool | None = None        # where writes wait while the memory is unreachable
-    spooled: int = 0
-    down: bool = False                # after one failure, keep the rest at once: the hook stays fast
+    def __init__(self, backend: Callable[[], Backend], project: str, environ: Mapping[str, str],
+                 spool: Spool | None = None, spooled: int = 0, down: bool = False) -> None:
+        self.backend = backend        # opened only when there is work, so a no-op hook stays instant
+        self.project = project
+        self.environ = environ
+        self.spool = spool            # where writes wait while the memory is unreachable
+        self.spooled = spooled
+        self.down = down              # after one failure, keep the rest at once: the hook stays fast
 
     def keep(self, kind: str, request: dict[str, Any]) -> Path | None:
         """Put a write in the spool before sending it (:meth:`write`): a run ended mid-send,
@@ -131,6 +133,9 @@ def digest_request(digest: Digest, payload: Mapping[str, Any], ctx: HookContext)
 
 
 def hook_stop(payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
+    from . import hook_capture
+    from .digest import transcript_digests
+
     path = payload.get("transcript_path")
     if not path:
         raise HookSkipped("no transcript_path in the hook input")
@@ -165,6 +170,8 @@ def _digest_write(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def capture_events(events: Any, ctx: HookContext) -> dict[str, Any]:
     """Send events to capture (CAPSULE_HOOK_CAPTURE), in batches; kept in the spool while unreachable."""
+    from . import hook_capture
+
     mode = hook_capture.capture_mode(ctx.environ)
     report = {"events": 0, "candidates": 0, "approved": 0, "skipped": 0}
     for batch in hook_capture.batches(iter(events)):
@@ -178,6 +185,9 @@ def capture_events(events: Any, ctx: HookContext) -> dict[str, Any]:
 
 
 def hook_post_compact(payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
+    from . import hook_capture
+    from .digest import infer_outcome, last_compact_summary
+
     summary = payload.get("compact_summary") or payload.get("summary")
     if not summary and payload.get("transcript_path"):
         summary = last_compact_summary(payload["transcript_path"])
@@ -264,14 +274,14 @@ def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, open_b
         if name == "stop":
             report = hook_stop(payload, ctx)
             if "candidates" in report:
-                print(hook_capture.report_line(name, report) + _finish(ctx), file=stderr)
+                print(_capture_line(name, report) + _finish(ctx), file=stderr)
                 return 0
             print(f"capsule hook stop: {report['digests']} digest(s), {report['stored']} stored,"
                   f" {report['deduplicated']} already stored" + _finish(ctx), file=stderr)
         elif name == "post-compact":
             report = hook_post_compact(payload, ctx)
             if "candidates" in report:
-                print(hook_capture.report_line(name, report) + _finish(ctx), file=stderr)
+                print(_capture_line(name, report) + _finish(ctx), file=stderr)
                 return 0
             print(f"capsule hook post-compact: summary of outcome {report['outcome']}, {report['chunks']} chunk(s)"
                   " stored" + _finish(ctx), file=stderr)
@@ -292,6 +302,12 @@ def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, open_b
             except Exception:  # noqa: BLE001 - closing is best effort; the work is done
                 pass
     return 0
+
+
+def _capture_line(name: str, report: Mapping[str, Any]) -> str:
+    from . import hook_capture
+
+    return hook_capture.report_line(name, report)
 
 
 def _finish(ctx: HookContext) -> str:

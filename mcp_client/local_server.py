@@ -10,26 +10,30 @@ use). When no server is announced, or the one announced does not take the connec
 within :data:`CONNECT_TIMEOUT_S` or does not know the token, the caller runs embedded as
 before (:class:`NotAnswering`). ``CAPSULE_SERVER=off`` turns the route off.
 
-This module loads nothing heavy: the standard library, :mod:`capsule.errors` and the route
-table. Answers come back as :class:`View` objects, read by attribute like the library's
-result models, so one renderer prints both.
+This module loads nothing heavy: the standard library's :mod:`socket` and :mod:`json`, and
+:mod:`capsule.errors`. The server announces the routes it serves and where its token is, so a
+command reads neither the route table nor the credentials module (their imports cost more CPU
+than the request); an announcement without them (an older server) loads both. The request
+goes over a plain socket (:mod:`mcp_client.loopback_http`), not :mod:`http.client`. Answers
+come back as :class:`View` objects, read by attribute like the library's result models, so
+one renderer prints both.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-from dataclasses import dataclass
-from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping
 from urllib.parse import quote, urlsplit
 
 from capsule import errors
 from capsule.paths import data_dir_from
-from functions import routes
-from functions.credentials import Credentials
+
+from . import loopback_http
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing itself is a start-up cost the warm route does not pay
+    from typing import Any, Callable, Mapping
 
 ANNOUNCE_FILE = "serve.json"
 SWITCH = "CAPSULE_SERVER"       # "off" (or 0/no/false): always run embedded
@@ -57,10 +61,23 @@ class View(dict):
             raise AttributeError(name) from None
 
 
-@dataclass(frozen=True)
 class LocalServer:
-    url: str
-    token: str
+    """A running server: its URL and token (what it is), and the routes it announced (what it
+    serves: name -> (method, path); None for an older server, whose routes are looked up)."""
+
+    __slots__ = ("url", "token", "routes")
+
+    def __init__(self, url: str, token: str, routes: Mapping[str, Any] | None = None) -> None:
+        self.url, self.token, self.routes = url, token, routes
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LocalServer) and (self.url, self.token) == (other.url, other.token)
+
+    def __hash__(self) -> int:
+        return hash((self.url, self.token))
+
+    def __repr__(self) -> str:
+        return f"LocalServer(url={self.url!r})"
 
     def call(self, route: str, body: Any = None, *, path_params: Mapping[str, str] | None = None,
              timeout_s: float = REQUEST_TIMEOUT_S) -> View:
@@ -70,33 +87,45 @@ class LocalServer:
         instead, nothing was done), the library's error for a 4xx, and Unavailable when the
         server failed or stopped answering after the request was sent.
         """
-        entry = routes.by_name(route)
-        path = entry.path.format(**{k: quote(v, safe="") for k, v in (path_params or {}).items()})
+        method, template = _route(self.routes, route)
+        path = template.format(**{k: quote(v, safe="") for k, v in (path_params or {}).items()})
         parts = urlsplit(self.url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=CONNECT_TIMEOUT_S)
+        payload = None if body is None else json.dumps(body, default=_jsonable).encode("utf-8")
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if payload is not None:
+            headers["Content-Type"] = "application/json"
         try:
-            try:
-                conn.connect()
-            except OSError as exc:
-                raise NotAnswering(f"{self.url}: {exc}") from exc
-            conn.sock.settimeout(timeout_s)
-            payload = None if body is None else json.dumps(body, default=_jsonable).encode("utf-8")
-            headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
-            if payload is not None:
-                headers["Content-Type"] = "application/json"
-            try:
-                conn.request(entry.method, path, body=payload, headers=headers)
-                reply = conn.getresponse()
-                status, data = reply.status, reply.read()
-            except (OSError, http.client.HTTPException) as exc:
-                raise errors.Unavailable(f"the capsule serve at {self.url} stopped answering: {exc}") from exc
-        finally:
-            conn.close()
+            status, data = loopback_http.exchange(parts.hostname, parts.port, method, path, headers, payload,
+                                                  connect_timeout_s=CONNECT_TIMEOUT_S, timeout_s=timeout_s)
+        except loopback_http.ConnectFailed as exc:
+            raise NotAnswering(f"{self.url}: {exc}") from exc
+        except OSError as exc:
+            raise errors.Unavailable(f"the capsule serve at {self.url} stopped answering: {exc}") from exc
         return _answer(status, data, self.url)
 
 
+def _route(announced: Mapping[str, Any] | None, name: str) -> tuple[str, str]:
+    """(method, path) of a route: as the server announced it, else from the route table."""
+    entry = (announced or {}).get(name)
+    if isinstance(entry, list) and len(entry) == 2 and all(isinstance(v, str) for v in entry):
+        return entry[0], entry[1]
+    from functions import routes
+
+    table = routes.by_name(name)
+    return table.method, table.path
+
+
+def served_routes() -> dict[str, list[str]]:
+    """What :func:`announce` tells the commands: every route's method and path."""
+    from functions import routes
+
+    return {r.name: [r.method, r.path] for r in routes.ROUTES}
+
+
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, (datetime, date)):
+    from datetime import date  # a datetime is a date too; only a command given one gets here
+
+    if isinstance(value, date):
         return value.isoformat()
     raise TypeError(f"{type(value).__name__} is not JSON")
 
@@ -141,10 +170,12 @@ def find(environ: Mapping[str, str], *, data_dir: str | Path | None = None,
     folder = data_dir_from(environ, data_dir).expanduser()
     try:
         announced = json.loads((folder / ANNOUNCE_FILE).read_text("utf-8"))
-        token = Credentials(folder).token_path.read_text("utf-8").strip()
+        if not isinstance(announced, dict):
+            return None
+        token = _token_file(folder, announced.get("token_file")).read_text("utf-8").strip()
     except (OSError, ValueError):
         return None
-    if not isinstance(announced, dict) or not token or not _alive(announced.get("pid")):
+    if not token or not _alive(announced.get("pid")):
         return None
     wanted_embedder = embedder or environ.get("CAPSULE_EMBEDDER") or "auto"
     wanted_store = environ.get("CAPSULE_STORE") or "sqlite"
@@ -152,16 +183,31 @@ def find(environ: Mapping[str, str], *, data_dir: str | Path | None = None,
         return None
     if not isinstance(announced.get("url"), str):
         return None
-    return LocalServer(announced["url"], token)
+    routes = announced.get("routes")
+    return LocalServer(announced["url"], token, routes if isinstance(routes, dict) else None)
 
 
-def announce(data_dir: Path, url: str, *, embedder: str, store: str,
+def _token_file(folder: Path, announced: Any) -> Path:
+    """The server's token file: the one it announced when that is in its data folder (this
+    one), else where the credentials module keeps it."""
+    if isinstance(announced, str) and Path(announced).parent.resolve() == folder.resolve():
+        return Path(announced)
+    from functions.credentials import Credentials
+
+    return Credentials(folder).token_path
+
+
+def announce(data_dir: Path, url: str, *, embedder: str, store: str, token_file: Path | None = None,
              write: Callable[[Path, str], None]) -> Callable[[], None]:
-    """Tell later commands where this server is; returns the function that takes it back
-    (only while the file is still this process's: a newer server may have replaced it)."""
+    """Tell later commands where this server is, what it serves and where its token is;
+    returns the function that takes it back (only while the file is still this process's: a
+    newer server may have replaced it)."""
     path = data_dir / ANNOUNCE_FILE
     pid = os.getpid()
-    write(path, json.dumps({"url": url, "pid": pid, "embedder": embedder, "store": store}))
+    fields = {"url": url, "pid": pid, "embedder": embedder, "store": store, "routes": served_routes()}
+    if token_file is not None:
+        fields["token_file"] = str(token_file)
+    write(path, json.dumps(fields))
 
     def withdraw() -> None:
         try:
@@ -171,8 +217,6 @@ def announce(data_dir: Path, url: str, *, embedder: str, store: str,
             pass
 
     return withdraw
-
-
 
 
 class ServerBackend:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is a start-up cost the warm route does not pay
+    from typing import Mapping
 
 MAX_PARENTS = 64  # bounds the walk up to the repository's top
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
-from typing import TYPE_CHECKING, Any, Sequence
+import os
+import sys
 
-if TYPE_CHECKING:  # a command answered by the local server prints JSON without loading pydantic
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # a command answered by the local server prints without loading pydantic or typing
+    from typing import Any, Sequence
+
     from pydantic import BaseModel
 
 
@@ -21,9 +24,24 @@ def _cell(value: Any, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
+def terminal_columns(fallback: int = 120) -> int:
+    """shutil.get_terminal_size's columns (COLUMNS, else the terminal's, else ``fallback``),
+    without importing shutil (and its compression modules) on every command's start."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else fallback
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, wide: str | None = None) -> str:
     """A plain text table; the ``wide`` column takes the width the terminal has left."""
-    columns = shutil.get_terminal_size((120, 20)).columns
+    columns = terminal_columns()
     widths = [max([len(h)] + [len(_cell(r[i], 10_000)) for r in rows]) for i, h in enumerate(headers)]
     if wide in headers:
         i = headers.index(wide)

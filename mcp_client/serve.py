@@ -113,7 +113,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     stops = start_jobs(settings)
     # From here the CLI and the hooks on this data folder ask this server (mcp_client.local_server).
     withdraw = local_server.announce(settings.data_dir, url, embedder=settings.embedder, store=settings.store,
-                                     write=write_private)
+                                     token_file=credentials.token_path, write=write_private)
     try:
         while not stopping.wait(0.2):
             pool.replace_dead()

@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
 
 from capsule.errors import Forbidden, InvalidInput, Unauthorized, Unavailable
 
-if TYPE_CHECKING:  # the hooks start without the backends' imports
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the hooks start without the backends' imports (or typing)
+    from typing import Any, Mapping
+
     from .backends import Backend
 
 # Failures worth retrying later: the request itself was fine.
@@ -42,7 +43,7 @@ class Spool:
         """Keep one request for later (atomically: a half-written file is never read); with
         ``inflight``, for as long as this run is sending it (:meth:`release`, :meth:`done`)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}{INFLIGHT if inflight else '.json'}"
+        path = self.folder / f"{time.time_ns():020d}-{os.urandom(4).hex()}{INFLIGHT if inflight else '.json'}"
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"kind": kind, "request": redacted(request)}, default=str), "utf-8")
         os.replace(tmp, path)

@@ -11,9 +11,11 @@ command runs, so a refused command changes nothing.
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
-from typing import Any, Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is a start-up cost a command does not otherwise pay
+    from typing import Any, Sequence
 
 OWNER = "_capsule_parser"  # the deepest parser of a command line, kept on the namespace while parsing
 
@@ -24,6 +26,13 @@ class StrictParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter for every add_argument, and a formatter without a width
+        # imports shutil (and its compression modules) for the terminal's: the same width here.
+        from .render import terminal_columns
+
+        return self.formatter_class(prog=self.prog, width=terminal_columns(80) - 2)
 
     def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
         namespace, extras = super().parse_known_args(args, namespace)
@@ -61,6 +70,8 @@ def refusal(parser: argparse.ArgumentParser, extra: str) -> str:
 
 
 def nearest(name: str, known: list[str]) -> str:
+    import difflib  # only for a refused option
+
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
     if close:
         return close[0]

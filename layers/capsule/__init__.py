@@ -9,8 +9,6 @@ hook reaching the warm local server) must start without them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from .errors import (
     CapsuleError,
     Conflict,
@@ -23,7 +21,10 @@ from .errors import (
     Unavailable,
 )
 
+TYPE_CHECKING = False  # not typing's: a hook reaching the warm server starts without typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from .config import Settings
     from .service import MemoryService
 

@@ -21,7 +21,9 @@ HTTP statuses are assigned only at the edge (``functions/``), from ``status``.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is a start-up cost the warm route (capsule serve answering) does not pay
+    from typing import Any
 
 
 class CapsuleError(Exception):

@@ -97,6 +97,66 @@ def test_store_and_search_go_to_the_running_server_without_loading_the_heavy_mod
     assert json.loads(as_json.stdout)["results"][0]["id"] == memory["id"]
 
 
+# What the warm route must not load either: the standard library's HTTP client (it brings email
+# and ssl), logging, the route table and the credentials module (the server announces both),
+# typing and dataclasses (with inspect), and what only an embedded run or a refused option needs.
+NOT_ON_THE_WARM_ROUTE = ("http.client", "ssl", "email.parser", "logging", "uuid", "platform", "subprocess",
+                         "difflib", "shutil", "typing", "dataclasses", "inspect", "datetime",
+                         "functions.routes", "functions.credentials", "functions.auth", "mcp_client.auth")
+# ...and search, store and pre-tool-use neither the transcript parsers nor the secret guard
+# (stop and post-compact guard what they keep in the spool).
+NOT_FOR_A_QUERY = NOT_ON_THE_WARM_ROUTE + ("capsule.guard", "mcp_client.digest")
+
+
+def test_the_warm_route_imports_only_what_a_loopback_request_needs(served):
+    stored = run("store", "Pin the ONNX runtime version", "--project", "lean", data_dir=served.data_dir)
+    found = run("search", "onnx runtime", "--project", "lean", data_dir=served.data_dir)
+    lean = {"CAPSULE_PROJECT": "lean"}  # not the recorded inputs' project, which other tests count
+    stop = run("hook", "stop", data_dir=served.data_dir, stdin=hook_input("stop.json"), env=lean)
+    compacted = run("hook", "post-compact", data_dir=served.data_dir, stdin=hook_input("post_compact.json"),
+                    env=lean)
+    pre = run("hook", "pre-tool-use", "--min-score", "0", data_dir=served.data_dir,
+              stdin=hook_input("pre_tool_use_task.json"), env=lean)
+    assert stored.returncode == found.returncode == 0, messages(stored) + messages(found)
+    assert "Pin the ONNX runtime version" in found.stdout
+    assert json.loads(pre.stdout)["hookSpecificOutput"]["additionalContext"].startswith("Relevant memories")
+    assert "2 digest(s)" in messages(stop) and "error" not in messages(stop), messages(stop)
+    assert "chunk(s) stored" in messages(compacted), messages(compacted)
+    for done in (stored, found, pre):
+        assert heavy(done) == [] and sorted(imported(done) & set(NOT_FOR_A_QUERY)) == [], messages(done)
+    for done in (stop, compacted):
+        assert heavy(done) == [] and sorted(imported(done) & set(NOT_ON_THE_WARM_ROUTE)) == [], messages(done)
+
+
+def test_an_announcement_without_routes_or_token_file_still_reaches_the_server(served, tmp_path):
+    """An older server announced only its URL, pid and settings: the route table and the
+    credentials module name what it does not."""
+    from mcp_client import local_server
+
+    announced = json.loads((served.data_dir / "serve.json").read_text())
+    assert announced["routes"]["search"] == ["POST", "/v1/memories/search"]
+    assert announced["token_file"] == str(served.data_dir / "gateway-token")
+    (tmp_path / "serve.json").write_text(json.dumps(
+        {k: v for k, v in announced.items() if k not in ("routes", "token_file")}))
+    (tmp_path / "gateway-token").write_text((served.data_dir / "gateway-token").read_text())
+    server = local_server.find({"CAPSULE_EMBEDDER": "hashing"}, data_dir=tmp_path)
+    assert server is not None and server.routes is None
+    answer = server.call("search", {"project": "warm", "query": "sqlite writes", "k": 3})
+    assert isinstance(answer.results, list)
+
+
+def test_a_token_file_announced_outside_the_data_folder_is_not_read(served, tmp_path):
+    from mcp_client import local_server
+
+    announced = json.loads((served.data_dir / "serve.json").read_text())
+    (tmp_path / "elsewhere").write_text("a file that is not the token")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "serve.json").write_text(json.dumps({**announced, "token_file": str(tmp_path / "elsewhere")}))
+    (tmp_path / "data" / "gateway-token").write_text(served.token)
+    server = local_server.find({"CAPSULE_EMBEDDER": "hashing"}, data_dir=tmp_path / "data")
+    assert server is not None and server.token == served.token  # the data folder's own token file
+
+
 def test_the_servers_refusal_is_the_commands_error(served):
     refused = run("search", "anything", "--project", "warm", "-k", "500", data_dir=served.data_dir)
     assert refused.returncode == 1 and heavy(refused) == []

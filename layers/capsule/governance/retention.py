@@ -21,11 +21,10 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from .. import limits
+from .names import CLASSES, EFFECTIVE
 
 RetentionClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral", "auto"]
 EffectiveClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral"]
-CLASSES: tuple[str, ...] = ("irreplaceable", "permanent", "replaceable", "ephemeral", "auto")
-EFFECTIVE: tuple[str, ...] = CLASSES[:-1]
 NEVER_EVICTED: tuple[str, ...] = ("irreplaceable", "permanent")  # declared classes the limit skips
 AUTO_LIKE: tuple[str | None, ...] = ("auto", None)  # a memory stored before classes existed is auto
 

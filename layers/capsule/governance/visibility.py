@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..errors import Conflict, Forbidden
+from .names import VISIBILITIES
 
-VISIBILITIES = ("private", "shared", "public")
 DEFAULT_VISIBILITY = "private"
 ACCESS_LEVELS = ("read", "write", "admin")
 _RANK = {name: rank for rank, name in enumerate(VISIBILITIES)}

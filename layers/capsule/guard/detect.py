@@ -10,10 +10,13 @@ UUIDs, git SHAs, base64 blobs, order numbers and dates are not flagged. Document
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable, Iterator
+from collections import namedtuple
 
 from . import checks
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Iterator
 
 SECRET_KINDS = ("aws-access-key", "aws-secret-key", "github-token", "slack-token", "openai-key",
                 "private-key", "jwt", "card-number")
@@ -22,11 +25,10 @@ PII_KINDS = ("email", "phone", "iban")
 # default (redact) applies, not the PII default (flag).
 
 
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    start: int
-    end: int
+# Named tuples and plain classes, not dataclasses: a hook keeping a write in its spool guards it,
+# and dataclasses (with inspect) and typing would be most of that hook's start-up.
+class Finding(namedtuple("Finding", "kind start end")):
+    __slots__ = ()
 
     @property
     def category(self) -> str:

@@ -8,31 +8,33 @@ kinds) before anything is written. Secrets and personal data have a policy each.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections import namedtuple
 
 from ..errors import InvalidInput
 from .detect import Finding, detect
 
-Policy = Literal["flag", "redact", "refuse"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Policy = Literal["flag", "redact", "refuse"]
 POLICIES: tuple[str, ...] = ("flag", "redact", "refuse")
 PLACEHOLDER = re.compile(r"\[REDACTED:([a-z-]+)\]")
 GUARD_KEY = "_guard"  # the reserved meta key that holds the findings of a stored text
 
 
-@dataclass(frozen=True)
-class Policies:
-    secrets: Policy = "redact"
-    pii: Policy = "flag"
+# Named tuples and plain classes, not dataclasses: a hook keeping a write in its spool guards it,
+# and dataclasses (with inspect) and typing would be most of that hook's start-up.
+class Policies(namedtuple("Policies", "secrets pii", defaults=("redact", "flag"))):
+    __slots__ = ()
 
     def of(self, finding: Finding) -> str:
         return self.secrets if finding.category == "secrets" else self.pii
 
 
-@dataclass(frozen=True)
-class Guarded:
-    text: str
-    report: dict[str, list[dict[str, Any]]]  # {"secrets": [...], "pii": [...]}: spans in ``text``
+class Guarded(namedtuple("Guarded", "text report")):
+    # report: {"secrets": [...], "pii": [...]}: spans in ``text``
+    __slots__ = ()
 
     @property
     def empty(self) -> bool:

@@ -8,18 +8,31 @@ the pattern stays a valid pattern that matches the placeholder text.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 from .policy import PLACEHOLDER, Guarded, Policies, guard_text
 
 REGEX_KEYS = ("regexes", "regex", "pattern")
 
 
-@dataclass
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
 class TreeReport:
-    redacted: set[str] = field(default_factory=set)
-    flagged: set[str] = field(default_factory=set)
+    """The kinds redacted and flagged over a whole document (a plain class: see detect.Finding)."""
+
+    def __init__(self, redacted: set[str] | None = None, flagged: set[str] | None = None) -> None:
+        self.redacted = set() if redacted is None else redacted
+        self.flagged = set() if flagged is None else flagged
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TreeReport) and (self.redacted, self.flagged) == (other.redacted, other.flagged)
+
+    __hash__ = None  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return f"TreeReport(redacted={self.redacted!r}, flagged={self.flagged!r})"
 
     def note(self) -> str:
         parts = []
