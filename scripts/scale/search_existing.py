@@ -3,6 +3,7 @@
 search (snapshot or SQLite), then warm p50/p95 wall and CPU, RSS. Queries: stored rows' vectors
 plus noise (cosine ~0.9), texts from their first words."""
 import json
+import os
 import sqlite3
 import sys
 import time
