@@ -8,7 +8,9 @@ from capsule.governance import models as gm
 from functions import app
 from functions.handlers.get import MemoryId
 
-IfMatch = Annotated[str | None, Header(
+# str, not str | None: a header is text or absent. A null in its schema had generated clients (and
+# schemathesis) send the text 'null', which the pattern refuses; absent is the default, None.
+IfMatch = Annotated[str, Header(
     pattern=gm.IF_MATCH_PATTERN, max_length=66,
     description="The content's sha256 as last read (the memory's sha256): the update is refused with 412 "
                 "if the memory changed since.")]

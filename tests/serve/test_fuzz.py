@@ -56,7 +56,10 @@ def run(served: Server, report: Path) -> subprocess.CompletedProcess:
          "-H", f"Authorization: Bearer {served.token}",
          "--report", "json", "--report-json-path", str(report), "--request-timeout", "30",
          # No example database: each run is the seed's own, not a replay of earlier runs' finds.
-         "--generation-database", "none"],
+         "--generation-database", "none",
+         # "Data generation too slow" measures the machine's load (the suite runs modules side by
+         # side), not the API: it failed a run under load 16 and never an idle one.
+         "--suppress-health-check", "too_slow"],
         capture_output=True, text=True, timeout=1800, cwd=report.parent,
         env={**os.environ, "SCHEMATHESIS_HOOKS": "fuzz_hooks",
              "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))},
