@@ -27,6 +27,36 @@ def pytest_report_header(config):
     return "infra tests left out: the CDK synthesizer needs Node.js on PATH" if NO_NODE else None
 
 
+# pytest-xdist hands a worker one unit of tests at a time (addopts: -n auto, pyproject.toml): a
+# module, so its module-scoped servers and browsers start once; and the modules sharing a costly
+# session fixture form one unit, so it is made once per run, not once per worker.
+SHARED_SESSION = {
+    "cdk-synth": ("tests/infra/test_data_keys.py", "tests/infra/test_operations.py",  # `template`
+                  "tests/infra/test_search_threshold.py", "tests/infra/test_stack.py"),
+}
+
+
+def xdist_unit(nodeid: str) -> str:
+    module = nodeid.split("::", 1)[0]
+    return next((unit for unit, modules in SHARED_SESSION.items() if module in modules), module)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: no error when it is not installed
+def pytest_xdist_make_scheduler(config, log):
+    """Units by ``xdist_unit``. (Not ``--dist loadgroup`` with marks: pytest 9.2 ignores the test ids
+    xdist 3.8 rewrites for it, so the marks would group nothing.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    if config.getvalue("dist") == "each":  # every test on every worker: nothing to group
+        return None
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_unit(nodeid)
+
+    return ByUnit(config, log)
+
+
 @pytest.fixture
 def clock() -> FrozenClock:
     return FrozenClock()
@@ -61,3 +91,4 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 CLI = [sys.executable, "-m", "mcp_client"]
+
