@@ -36,6 +36,15 @@ SHARED_SESSION = {
 }
 
 
+# The units that take longest (a minute or more on two cores, --durations), handed out first so that
+# the run does not end with one worker busy on one of them and the other idle. xdist's own order
+# (most tests first) would start these single-test units last.
+FIRST = ("tests/serve/test_fuzz.py", "tests/infra/test_build_layer.py", "cdk-synth", "tests/console/test_console_screens.py",
+         "tests/cli/test_cli.py", "tests/infra/test_cdk_cli.py", "tests/learning/test_learning_jobs.py",
+         "tests/cli/test_newcomer_cli.py", "tests/console/test_console.py", "tests/cli/test_transfer_cli.py",
+         "tests/crypto/test_serve_at_rest.py", "tests/mcp/test_client_keepalive.py")
+
+
 def xdist_unit(nodeid: str) -> str:
     module = nodeid.split("::", 1)[0]
     return next((unit for unit, modules in SHARED_SESSION.items() if module in modules), module)
@@ -51,8 +60,18 @@ def pytest_xdist_make_scheduler(config, log):
         return None
 
     class ByUnit(LoadScopeScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return xdist_unit(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # the first call: the queue is complete
+                self.ordered = True
+                for unit in reversed(FIRST):
+                    if unit in self.workqueue:
+                        self.workqueue.move_to_end(unit, last=False)
+            super()._assign_work_unit(node)
 
     return ByUnit(config, log)
 
