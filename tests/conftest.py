@@ -50,6 +50,27 @@ def xdist_unit(nodeid: str) -> str:
     return next((unit for unit, modules in SHARED_SESSION.items() if module in modules), module)
 
 
+TERMINAL = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """Tell each xdist worker the terminal size variables this process has (usually none)."""
+    node.workerinput["terminal_env"] = {name: os.environ.get(name) for name in TERMINAL}
+
+
+def pytest_configure(config):
+    # An xdist worker has COLUMNS=80 and LINES=24 of its own; a `capsule` subprocess would inherit them
+    # and cut its tables at 80 columns (tests/crypto/test_export.py failed so). Keep what the run had.
+    given = getattr(config, "workerinput", {}).get("terminal_env")
+    if given is not None:
+        for name, value in given.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: no error when it is not installed
 def pytest_xdist_make_scheduler(config, log):
     """Units by ``xdist_unit``. (Not ``--dist loadgroup`` with marks: pytest 9.2 ignores the test ids
