@@ -39,7 +39,8 @@ SHARED_SESSION = {
 # The units that take longest (a minute or more on two cores, --durations), handed out first so that
 # the run does not end with one worker busy on one of them and the other idle. xdist's own order
 # (most tests first) would start these single-test units last.
-FIRST = ("tests/serve/test_fuzz.py", "tests/infra/test_build_layer.py", "cdk-synth", "tests/console/test_console_screens.py",
+FIRST = ("tests/serve/test_fuzz.py", "tests/serve/test_readme_examples.py", "tests/infra/test_build_layer.py",
+         "tests/serve/test_sync_http.py", "cdk-synth", "tests/console/test_console_screens.py",
          "tests/cli/test_cli.py", "tests/infra/test_cdk_cli.py", "tests/learning/test_learning_jobs.py",
          "tests/cli/test_newcomer_cli.py", "tests/console/test_console.py", "tests/cli/test_transfer_cli.py",
          "tests/crypto/test_serve_at_rest.py", "tests/mcp/test_client_keepalive.py")
