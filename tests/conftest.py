@@ -27,6 +27,77 @@ def pytest_report_header(config):
     return "infra tests left out: the CDK synthesizer needs Node.js on PATH" if NO_NODE else None
 
 
+# pytest-xdist hands a worker one unit of tests at a time (addopts: -n auto, pyproject.toml): a
+# module, so its module-scoped servers and browsers start once; and the modules sharing a costly
+# session fixture form one unit, so it is made once per run, not once per worker.
+SHARED_SESSION = {
+    "cdk-synth": ("tests/infra/test_data_keys.py", "tests/infra/test_operations.py",  # `template`
+                  "tests/infra/test_search_threshold.py", "tests/infra/test_stack.py"),
+}
+
+
+# The units that take longest (a minute or more on two cores, --durations), handed out first so that
+# the run does not end with one worker busy on one of them and the other idle. xdist's own order
+# (most tests first) would start these single-test units last.
+FIRST = ("tests/serve/test_fuzz.py", "tests/serve/test_readme_examples.py", "tests/infra/test_build_layer.py",
+         "tests/serve/test_sync_http.py", "cdk-synth", "tests/console/test_console_screens.py",
+         "tests/cli/test_cli.py", "tests/infra/test_cdk_cli.py", "tests/learning/test_learning_jobs.py",
+         "tests/cli/test_newcomer_cli.py", "tests/console/test_console.py", "tests/cli/test_transfer_cli.py",
+         "tests/crypto/test_serve_at_rest.py", "tests/mcp/test_client_keepalive.py")
+
+
+def xdist_unit(nodeid: str) -> str:
+    module = nodeid.split("::", 1)[0]
+    return next((unit for unit, modules in SHARED_SESSION.items() if module in modules), module)
+
+
+TERMINAL = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """Tell each xdist worker the terminal size variables this process has (usually none)."""
+    node.workerinput["terminal_env"] = {name: os.environ.get(name) for name in TERMINAL}
+
+
+def pytest_configure(config):
+    # An xdist worker has COLUMNS=80 and LINES=24 of its own; a `capsule` subprocess would inherit them
+    # and cut its tables at 80 columns (tests/crypto/test_export.py failed so). Keep what the run had.
+    given = getattr(config, "workerinput", {}).get("terminal_env")
+    if given is not None:
+        for name, value in given.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: no error when it is not installed
+def pytest_xdist_make_scheduler(config, log):
+    """Units by ``xdist_unit``. (Not ``--dist loadgroup`` with marks: pytest 9.2 ignores the test ids
+    xdist 3.8 rewrites for it, so the marks would group nothing.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    if config.getvalue("dist") == "each":  # every test on every worker: nothing to group
+        return None
+
+    class ByUnit(LoadScopeScheduling):
+        ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_unit(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # the first call: the queue is complete
+                self.ordered = True
+                for unit in reversed(FIRST):
+                    if unit in self.workqueue:
+                        self.workqueue.move_to_end(unit, last=False)
+            super()._assign_work_unit(node)
+
+    return ByUnit(config, log)
+
+
 @pytest.fixture
 def clock() -> FrozenClock:
     return FrozenClock()
@@ -61,3 +132,4 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 CLI = [sys.executable, "-m", "mcp_client"]
+

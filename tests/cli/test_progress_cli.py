@@ -6,18 +6,29 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shutil
 import subprocess
+
+import pytest
 
 from tests.cli.test_cli import CLI, REPO, cli_env, run
 
 
-def _seed(data_dir) -> None:
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """Three memories stored through the CLI once for the module; each test gets its own copy."""
+    folder = tmp_path_factory.mktemp("seeded") / "data"
     for n in range(3):
-        run(data_dir, "store", f"decision {n}: use WAL mode", "--project", "api")
+        run(folder, "store", f"decision {n}: use WAL mode", "--project", "api")
+    return folder
 
 
-def test_export_draws_a_bar_on_a_terminal(tmp_path):
-    _seed(tmp_path)
+def _seed(seeded, data_dir) -> None:
+    shutil.copytree(seeded, data_dir, dirs_exist_ok=True)
+
+
+def test_export_draws_a_bar_on_a_terminal(tmp_path, seeded):
+    _seed(seeded, tmp_path)
     leader, follower = pty.openpty()
     try:
         done = subprocess.run([*CLI, "export", "-o", str(tmp_path / "out.jsonl")], cwd=REPO, env=cli_env(tmp_path),
@@ -41,8 +52,8 @@ def test_export_draws_a_bar_on_a_terminal(tmp_path):
     assert b"export (memories) [" in drawn and b"3/3 100%" in drawn and b"/s" in drawn
 
 
-def test_piped_it_is_quiet_and_json_lines_when_asked(tmp_path):
-    _seed(tmp_path)
+def test_piped_it_is_quiet_and_json_lines_when_asked(tmp_path, seeded):
+    _seed(seeded, tmp_path)
     quiet = run(tmp_path, "export", "-o", str(tmp_path / "a.jsonl"))
     assert quiet.stderr.startswith("exported ")  # the summary only, no bar
     env = {**cli_env(tmp_path), "CAPSULE_PROGRESS": "json"}

@@ -3,8 +3,25 @@
 from __future__ import annotations
 
 import json
+import shutil
+
+import pytest
 
 from tests.cli.test_cli import run
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory) -> tuple:
+    """A data folder seeded through the CLI once for the module (six ``capsule`` runs); each test
+    exports from its own copy of it, so no test sees another's changes."""
+    folder = tmp_path_factory.mktemp("seeded") / "data"
+    return folder, _seed(folder)
+
+
+def _copy(seeded, data_dir) -> list[str]:
+    folder, ids = seeded
+    shutil.copytree(folder, data_dir)
+    return ids
 
 
 def _seed(data_dir) -> list[str]:
@@ -22,9 +39,9 @@ def _rows(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines()]
 
 
-def test_export_import_export_round_trips_through_files(tmp_path):
+def test_export_import_export_round_trips_through_files(tmp_path, seeded):
     source, target = tmp_path / "a", tmp_path / "b"
-    ids = _seed(source)
+    ids = _copy(seeded, source)
     out = tmp_path / "export.jsonl"
     run(source, "export", "-o", str(out))
     first = out.read_text()
@@ -38,18 +55,18 @@ def test_export_import_export_round_trips_through_files(tmp_path):
     assert _rows(second)[1:] == _rows(first)[1:]  # the header's exported_at aside
 
 
-def test_import_from_standard_input_and_one_project(tmp_path):
+def test_import_from_standard_input_and_one_project(tmp_path, seeded):
     source, target = tmp_path / "a", tmp_path / "b"
-    _seed(source)
+    _copy(seeded, source)
     run(source, "store", "elsewhere", "--project", "web")
     text = run(source, "export", "--project", "web").stdout
     result = json.loads(run(target, "import", "-", "--json", stdin=text).stdout)
     assert result["imported"] == {"memory": 1} and result["complete"]
 
 
-def test_a_bad_line_names_its_line_and_field_and_exits_1(tmp_path):
+def test_a_bad_line_names_its_line_and_field_and_exits_1(tmp_path, seeded):
     source, target = tmp_path / "a", tmp_path / "b"
-    _seed(source)
+    _copy(seeded, source)
     lines = run(source, "export").stdout.splitlines()
     row = json.loads(lines[2])
     row["colour"] = "red"

@@ -4,10 +4,12 @@ full or resumed), called with SigV4 through ``CapsuleClient`` and through ``caps
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
 import time
+import urllib.request
 
 import anyio
 import pytest
@@ -22,7 +24,7 @@ ACCESS_KEY = "AKIACAPSULETEST0002"
 SECRET = "capsule-test-secret/0002+abcdefghij"
 TENANT = "arn:aws:iam::123456789012:user/keepalive"
 REGION = "eu-west-1"
-IDLE_S = 3  # the front closes a connection idle this long
+IDLE_S = 5  # the front closes a connection idle this long (also one waiting this long for an answer)
 
 # .ci/run installs stunnel4; a machine without it leaves these tests out (CI never does: they fail there).
 pytestmark = [pytest.mark.slow,
@@ -35,11 +37,23 @@ def front(tmp_path_factory):
     """``capsule serve`` (one worker, SigV4 key) with stunnel in front of it on https://127.0.0.1."""
     folder = tmp_path_factory.mktemp("keepalive")
     with signing_serve(folder, ACCESS_KEY, SECRET, TENANT, REGION) as served:
+        _warm(served)
         tls = TlsFront(served["port"], folder, idle_s=IDLE_S)
         try:
             yield {"tls": tls, "port": served["port"], "api_key": served["api_key"]}
         finally:
             tls.stop()
+
+
+def _warm(served: dict) -> None:
+    """One store straight to the server: its first write opens the store and the index, which on a
+    busy machine can take longer than IDLE_S, and the front would drop that connection as idle."""
+    request = urllib.request.Request(
+        served["url"].rstrip("/") + "/v1/memories", method="POST",
+        data=json.dumps({"project": "warm-up", "content": "the first write of this server"}).encode(),
+        headers={"Authorization": f"Bearer {served['api_key']}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        assert response.status in (200, 201), response.status
 
 
 def signed_client(url: str):
