@@ -27,7 +27,7 @@ README = ROOT / "README.md"
 BLOCK = re.compile(r"^```(bash|json)\n(.*?)^```$", re.S | re.M)
 # First line of a block -> the folder it runs in ("repo": the checkout, for the files it names).
 RUN = {
-    'ID=$(capsule store "Use BEGIN IMMEDIATE': "repo",
+    "capsule limit 500 --project api": "repo",
     "TOKEN=$(capsule keys token)": "scratch",
     "capsule install claude-desktop ": "scratch",
     "capsule install claude-code ": "scratch",
