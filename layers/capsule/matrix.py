@@ -23,6 +23,10 @@ import numpy as np
 
 # Above this size a matrix built from the store is written to a file rather than held in RAM.
 RESIDENT_MAX = 512 << 20
+# From this size a mapped file's rows are read with a system call each (see read_rows). A smaller
+# one is read through its mapping: mapping all of it costs less than a call per row (a 10k x 384
+# snapshot's 15 MB: a search's exact re-score 0.4 ms instead of 3-4 ms for ~900 calls).
+PREAD_FROM = 64 << 20
 
 
 def is_mapped(values: object) -> bool:
@@ -46,13 +50,15 @@ def resident_bytes(values: object) -> int:
     return 0 if is_mapped(values) else int(getattr(values, "nbytes", 0))
 
 
-def map_npy(path: str | Path) -> np.ndarray:
+def map_npy(path: str | Path, *, pread_from: int = PREAD_FROM) -> np.ndarray:
     """A ``.npy`` file mapped read-only, read ahead only as asked: a search reads scattered rows,
     and reading ahead around each would make the process map (and count) many more."""
     array = np.load(path, mmap_mode="r")
     raw = getattr(array, "_mmap", None)
     if raw is not None:
         _random(raw)
+    if array.nbytes < pread_from:
+        return array
     # Rows are read from the file, not through the mapping (see read_rows): held open so a
     # file unlinked meanwhile (a newer snapshot replaced it) still reads.
     fd = os.open(path, os.O_RDONLY)

@@ -24,14 +24,16 @@ def test_row_dots_are_einsum_over_the_rows_read(tmp_path):
     np.save(tmp_path / "m.npy", matrix)
     from capsule.matrix import map_npy
 
-    mapped = map_npy(tmp_path / "m.npy")
-    split = SplitRows(mapped[:2000], 3000)
+    mapped = map_npy(tmp_path / "m.npy")  # small: read through the mapping
+    read = map_npy(tmp_path / "m.npy", pread_from=0)  # a system call per row, as a large file's
+    assert not hasattr(mapped, "_rows_fd") and hasattr(read, "_rows_fd")
+    split = SplitRows(read[:2000], 3000)
     split[np.arange(2000, 3000)] = matrix[2000:]
     query = rng.standard_normal(384).astype(np.float32)
     for size in (0, 1, 7, 900, 2500, 1200):  # the buffer grows, then is reused by a smaller call
         rows = np.sort(rng.choice(3000, size, replace=False))
         want = np.einsum("ij,j->i", matrix[rows], query)
-        for values in (matrix, mapped, split):
+        for values in (matrix, mapped, read, split):
             got = row_dots(values, rows, query)
             assert got.dtype == np.float32 and np.array_equal(got, want)
             assert np.array_equal(np.einsum("ij,j->i", read_rows(values, rows), query), want)
