@@ -19,7 +19,6 @@ forget, restore, feedback), :mod:`.sqlite_index_columns` (what a warm index load
 from __future__ import annotations
 
 import sqlite3
-import threading
 import uuid
 from dataclasses import replace
 from datetime import datetime
@@ -30,12 +29,10 @@ from ..clock import from_epoch, to_epoch
 from ..records import MemoryRecord, WriteOutcome
 from . import guard_policies, sqlite_bulk, sqlite_counts, sqlite_governance_schema
 from .sqlite_changes import SQLiteChanges
-from .sqlite_checkpoint import Checkpointer
 from .sqlite_index_columns import DEFER_VECTORS_FROM, SQLiteIndexColumns
 from .sqlite_jobs import SQLiteJobs
 from .sqlite_projects import SQLiteProjects
 from .sqlite_reads import SQLiteReads
-from .sqlite_lock import WriteLock
 from .sqlite_rows import INSERT_MEMORY, record_params
 from .sqlite_schema import MIGRATIONS
 from ..governance.retention import effective_class, eviction_reason
@@ -46,14 +43,8 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0,
                  defer_vectors_from: int = DEFER_VECTORS_FROM) -> None:
-        self.path = str(path)
+        super().__init__(path, busy_timeout_s=busy_timeout_s)
         self.defer_vectors_from = defer_vectors_from
-        self._busy_timeout_s = busy_timeout_s
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._write_locks: list[WriteLock] = []
-        self._lock = threading.Lock()
-        self._checkpointer = Checkpointer(self._checkpoint)
 
     def migrate(self) -> None:
         with self._write() as conn:

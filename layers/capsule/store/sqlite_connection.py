@@ -46,15 +46,16 @@ def _create_private(path: str) -> None:
 
 
 class SQLiteConnections:
-    """Connections, transactions and shared write steps; the state is set by ``SQLiteStore``."""
+    """Connections, transactions and shared write steps of one SQLite file."""
 
-    path: str
-    _busy_timeout_s: float
-    _local: threading.local
-    _all: list[sqlite3.Connection]
-    _write_locks: list[WriteLock]
-    _lock: threading.Lock
-    _checkpointer: Checkpointer
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
+        self.path = str(path)
+        self._busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._write_locks: list[WriteLock] = []
+        self._lock = threading.Lock()
+        self._checkpointer = Checkpointer(self._checkpoint)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -153,6 +154,24 @@ class SQLiteConnections:
         except sqlite3.Error as exc:
             _rollback(conn)
             raise Unavailable(f"the write could not be committed: {exc}") from exc
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Several reads that see one committed state (WAL readers get a snapshot)."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise Unavailable(f"the database could not be read: {exc}") from exc
+        try:
+            yield conn
+        except sqlite3.OperationalError as exc:
+            raise Unavailable(f"the database could not be read: {exc}") from exc
+        finally:
+            try:
+                conn.execute("COMMIT")  # a read-only transaction: ending it cannot lose anything
+            except sqlite3.Error:
+                _rollback(conn)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gc
 import json
 import sqlite3
-from contextlib import contextmanager
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -16,7 +15,7 @@ from .. import terms
 from ..errors import Unavailable
 from ..index import pack_row, stable_key
 from ..records import ChangeSet, IndexColumns
-from .sqlite_connection import SQLiteConnections, _rollback
+from .sqlite_connection import SQLiteConnections
 from .sqlite_rows import COLUMNS, facets, row_to_record
 
 # Projects at least this large load their index with sign bits only; the vectors follow.
@@ -25,24 +24,6 @@ DEFER_VECTORS_FROM = 20_000
 
 class SQLiteIndexColumns(SQLiteConnections):
     defer_vectors_from: int
-
-    @contextmanager
-    def _snapshot(self) -> Iterator[sqlite3.Connection]:
-        """Several reads that see one committed state (WAL readers get a snapshot)."""
-        conn = self._conn()
-        try:
-            conn.execute("BEGIN")
-        except sqlite3.Error as exc:
-            raise Unavailable(f"the database could not be read: {exc}") from exc
-        try:
-            yield conn
-        except sqlite3.OperationalError as exc:
-            raise Unavailable(f"the database could not be read: {exc}") from exc
-        finally:
-            try:
-                conn.execute("COMMIT")  # a read-only transaction: ending it cannot lose anything
-            except sqlite3.Error:
-                _rollback(conn)
 
     def change_markers(self, tenant: str, projects: Sequence[str] | None) -> dict[str, int]:
         sql, params = "SELECT name, version FROM projects WHERE tenant = ?", [tenant]
