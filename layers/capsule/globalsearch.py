@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Sequence
 
@@ -34,6 +34,7 @@ import numpy as np
 from . import dates, hamming, ranking
 from .clock import to_epoch
 from .index import ProjectIndex, sign_codes, stable_key
+from .matrix import read_rows, row_dots
 from .query import named_authors
 from .records import Filters
 from .search import (
@@ -123,6 +124,20 @@ class _Columns:
     hashes: np.ndarray  # postings: term hash (sorted), row, count
     rows: np.ndarray
     counts: np.ndarray
+    # A small tenant's sign codes and vectors, joined on first use (see :meth:`joined`).
+    _joined: dict = field(default_factory=dict)
+
+    def joined(self, indexes: Sequence[ProjectIndex], name: str, width: int) -> np.ndarray | None:
+        """Every row's ``row_codes`` or ``matrix`` (``name``), one index after another, where
+        the tenant is small (at most :data:`JOIN_MAX` bytes) and every index's rows have
+        ``width`` columns and are all read; None otherwise (each index is read on its own).
+
+        Many small projects: a global search gathers a few rows of each, and the hundred
+        gathers (their Python, not their bytes) cost more than the search's own arithmetic.
+        Joined, the same values are gathered at once, so the same sums come out."""
+        if (name, width) not in self._joined:
+            self._joined[(name, width)] = _join(indexes, name, width, int(self.starts[-1]))
+        return self._joined[(name, width)]
 
     @classmethod
     def of(cls, indexes: Sequence[ProjectIndex], stamp: tuple) -> "_Columns":
@@ -136,6 +151,21 @@ class _Columns:
         rows = np.concatenate([i._main[1].astype(np.int64) + start for i, start in zip(indexes, starts[:-1].tolist())])
         counts = np.concatenate([i._main[2] for i in indexes])
         return cls(stamp, starts, hashes=hashes[order], rows=rows[order], counts=counts[order], **joined)
+
+
+JOIN_MAX = 32 << 20  # bytes of codes or vectors a tenant's joined copy may hold (see _Columns.joined)
+
+
+def _join(indexes: Sequence[ProjectIndex], name: str, width: int, rows: int) -> np.ndarray | None:
+    held = [i for i in indexes if i.n]
+    arrays = [getattr(i, name) for i in held]
+    if not arrays or any(a.ndim != 2 or a.shape[1] != width for a in arrays):
+        return None
+    if rows * width * np.dtype(arrays[0].dtype).itemsize > JOIN_MAX:
+        return None
+    if name == "matrix" and any(i.deferred is not None and not i.filled[: i.n].all() for i in held):
+        return None  # a vector still in the store, read on demand by ProjectIndex.vectors
+    return np.concatenate([read_rows(a, np.arange(i.n)) for i, a in zip(held, arrays)])
 
 
 def _stamp(indexes: Sequence[ProjectIndex]) -> tuple:
@@ -261,15 +291,7 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
     vector = np.zeros(rows.size, dtype=np.float64)
     if q is not None:
         with_vec = columns.has_vec[rows] & np.asarray(capable, dtype=bool)[owner]
-        blocks, at = [], 0
-        for i, part in parts:  # each index's vectors read at once, then one einsum for all
-            mine = with_vec[at:at + part.size]
-            if mine.any():
-                blocks.append(views[i].index.vectors(part[mine]))
-            at += part.size
-        if blocks:
-            # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
-            vector[with_vec] = np.clip(np.einsum("ij,j->i", np.concatenate(blocks), q), 0.0, 1.0)
+        vector[with_vec] = _plain_dots(views, parts, columns, rows, with_vec, q)
     keyword = np.zeros(rows.size) if top_keyword <= 0 else np.concatenate(
         [views[i].keyword[part] for i, part in parts]) / top_keyword
     ages = (to_epoch(now) - columns.occurred[rows]) / 86400.0
@@ -287,6 +309,25 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
     keep = matched[_best_rows(score[matched], None, k, columns.key[rows[matched]], smaller_is_better=False)]
     return _Tenant(None, rows, keep, score, vector, keyword, time, feedback, outcome, boost, when,
                    views=views, owner=owner, local=local)
+
+
+def _plain_dots(views: list[_View], parts: list[tuple[int, np.ndarray]], columns: _Columns, rows: np.ndarray,
+                with_vec: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The exact float32 cosine, clipped to [0, 1], of ``rows[with_vec]``: from the tenant's
+    joined vectors, or each index's read at once. einsum, not BLAS: each row's dot is summed
+    in one fixed order wherever it sits, so both give the sums a project search gives."""
+    joined = columns.joined([v.index for v in views], "matrix", q.size)
+    if joined is not None:
+        return np.clip(row_dots(joined, rows[with_vec], q), 0.0, 1.0)
+    blocks, at = [], 0
+    for i, part in parts:
+        mine = with_vec[at:at + part.size]
+        if mine.any():
+            blocks.append(views[i].index.vectors(part[mine]))
+        at += part.size
+    if not blocks:
+        return np.zeros(0)
+    return np.clip(np.einsum("ij,j->i", np.concatenate(blocks), q), 0.0, 1.0)
 
 
 class _Tenant(_Ranked):
@@ -337,7 +378,7 @@ def candidate_rows(views: list[_View], capable: list[bool], q: np.ndarray | None
     columns = codes.columns([v.index for v in views])
     parts = []  # tenant-wide row numbers
     if q is not None and any(capable):
-        parts.append(_vector_candidates(views, capable, q, options, codes))
+        parts.append(_vector_candidates(views, capable, q, options, codes, columns))
     if top_keyword > 0:
         parts.append(_keyword_candidates(views, columns, options))
     if spans:
@@ -364,7 +405,7 @@ def _eligible(views: list[_View], capable: list[bool]) -> np.ndarray | None:
 
 
 def _vector_candidates(views: list[_View], capable: list[bool], q: np.ndarray, options: SearchOptions,
-                       codes: TenantCodes) -> np.ndarray:
+                       codes: TenantCodes, columns: _Columns) -> np.ndarray:
     """The ``candidates`` rows (tenant-wide) of all views nearest the query: by sign bits (a first pass over
     the leading words of every row, then every bit of the survivors), or exactly."""
     indexes = [v.index for v in views]
@@ -386,7 +427,11 @@ def _vector_candidates(views: list[_View], capable: list[bool], q: np.ndarray, o
         rows = _best_rows(distance, eligible, wide, concat.keys, smaller_is_better=True)
     if first == words:
         return rows
-    # The survivors ranked on every bit: their codes gathered from each index.
+    # The survivors ranked on every bit: their codes gathered at once, or from each index.
+    full = columns.joined(indexes, "row_codes", words)
+    if full is not None:
+        distance = np.bitwise_count(full[rows] ^ code).sum(axis=1, dtype=np.uint16)
+        return rows[_best_rows(distance, None, options.candidates, concat.keys[rows], smaller_is_better=True)]
     local = _split(np.sort(rows), concat.starts, len(views))
     # A view with no survivors may have no codes at all (no vectors yet: zero words), so it is skipped.
     distance = np.concatenate([np.bitwise_count(v.index.row_codes[r] ^ code).sum(axis=1, dtype=np.uint16)

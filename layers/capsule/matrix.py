@@ -58,7 +58,10 @@ def map_npy(path: str | Path, *, pread_from: int = PREAD_FROM) -> np.ndarray:
     if raw is not None:
         _random(raw)
     if array.nbytes < pread_from:
-        return array
+        # A plain array over the mapping (still mapped: its base is the memmap): every slice or
+        # gather of a memmap makes another memmap object, in Python (__getitem__, then
+        # __array_finalize__), and a global search reads a few rows of each of its indexes.
+        return np.asarray(array)
     # Rows are read from the file, not through the mapping (see read_rows): held open so a
     # file unlinked meanwhile (a newer snapshot replaced it) still reads.
     fd = os.open(path, os.O_RDONLY)

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
-from capsule import hamming
+from capsule import globalsearch, hamming
 from capsule.config import Settings
 from capsule.globalsearch import TenantCodes, candidate_rows, search_global
 from capsule.index import ProjectIndex
@@ -174,6 +174,35 @@ def test_tenant_codes_are_rebuilt_when_an_index_changes(indexes, data):
     assert grown is not first and grown.prefix.shape[0] == first.prefix.shape[0] + 1
     extra.apply(ChangeSet(version=2, changed=[record(data, 1, "extra")]))
     assert codes.of([*indexes, extra], 2).prefix.shape[0] == first.prefix.shape[0] + 2
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_the_same_where_the_tenant_is_too_large_to_join(indexes, data, mode, monkeypatch):
+    """Above JOIN_MAX each index's codes and vectors are read on their own (the corpus above
+    is joined): the same hits and scores either way."""
+    monkeypatch.setattr(globalsearch, "JOIN_MAX", 0)
+    assert TenantCodes().columns(indexes).joined(indexes, "matrix", DIM) is None
+    weights = WEIGHTS if mode == "hybrid" else WEIGHTS.replace(bm25=0.0)
+    for q in range(0, QUERIES, 4):
+        same(*both(indexes, data, q, weights=weights))
+
+
+def test_a_small_tenant_joins_its_codes_and_vectors_once(indexes, data):
+    columns = TenantCodes().columns(indexes)
+    matrix = columns.joined(indexes, "matrix", DIM)
+    assert matrix.shape == (PROJECTS * PER, DIM)
+    assert np.array_equal(matrix[PER:2 * PER], indexes[1].vectors(np.arange(PER)))
+    assert columns.joined(indexes, "matrix", DIM) is matrix  # kept with the columns
+    assert columns.joined(indexes, "row_codes", indexes[0].words).shape[0] == PROJECTS * PER
+    assert columns.joined(indexes, "matrix", DIM + 1) is None  # another model's width: each read alone
+
+
+def test_an_index_with_vectors_still_in_the_store_is_not_joined(indexes, data):
+    lazy = ProjectIndex("t", "lazy", MODEL)
+    lazy.apply(ChangeSet(version=1, changed=[record(data, 0, "lazy")], reset=True))
+    lazy.deferred, lazy.filled = object(), np.zeros(lazy.n, dtype=bool)  # as an index loaded as columns is
+    both_kinds = [*indexes, lazy]
+    assert TenantCodes().columns(both_kinds).joined(both_kinds, "matrix", DIM) is None
 
 
 def test_the_service_answers_global_searches_from_one_pass(tmp_path, data):
