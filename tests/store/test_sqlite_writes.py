@@ -10,17 +10,15 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import timedelta
 
 import pytest
 
 from capsule.embedders import HashingEmbedder
 from capsule.errors import Unavailable
 from capsule.records import MemoryRecord
-from capsule.service import MemoryService
 from capsule.store import sqlite_counts
 from capsule.store.sqlite import SQLiteStore
-from capsule.store.sqlite_connection import PAGE_SIZE
+from capsule.store.sqlite_connection import PAGE_SIZE, WAL_KEEP_BYTES
 from tests.conftest import REPO
 
 
@@ -91,6 +89,7 @@ def test_new_databases_use_8k_pages_and_the_checkpointer(sqlite_store):
     conn = sqlite_store._conn()
     assert conn.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE == 8192
     assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0  # no checkpoint inside a COMMIT
+    assert conn.execute("PRAGMA journal_size_limit").fetchone()[0] == WAL_KEEP_BYTES  # the WAL cut back once reset
 
 
 # ---- the kept counts ----------------------------------------------------------------------
@@ -244,6 +243,18 @@ def test_the_wal_is_checkpointed_by_the_checkpointer_thread(sqlite_store, clock,
     assert "capsule-checkpoint" in threads
     sqlite_store.close()
     assert "capsule-checkpoint" not in [t.name for t in threading.enumerate()]
+
+
+def test_a_bulk_insert_is_checkpointed_by_the_rows_it_wrote_not_its_one_commit(sqlite_store, clock):
+    """A batch of EVERY_ROWS rows is one commit but megabytes of WAL: it wakes the checkpointer
+    (counted in commits only, a 1M import's 100 commits left a WAL larger than the database)."""
+    batch = [record("t", "p", n, clock) for n in range(sqlite_store._checkpointer._every_rows)]
+    sqlite_store.insert_bulk(batch, limit=10 * len(batch), dedupe_after=None, actor="t")
+    assert wait_until(lambda: sqlite_store._checkpointer.runs >= 1)
+    probe = sqlite3.connect(sqlite_store.path)
+    busy, frames, copied = probe.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    probe.close()
+    assert busy == 0 and frames == copied
 
 
 # ---- durability: kill -9 while storing ------------------------------------------------------

@@ -100,7 +100,7 @@ def insert_bulk(store, records: Sequence[MemoryRecord], *, limit: int, dedupe_af
     now = to_epoch(records[0].created_at)
     rows = bulk_params(records)  # before the transaction: the write lock is held only to write
     conn = store._conn()
-    with larger_cache(conn), store._write() as conn:
+    with larger_cache(conn), store._write(rows=len(records)) as conn:
         version = store._next_version(conn, tenant, project, now)
         params = [(*row, version) for row in rows]
         if dedupe_after is None:

@@ -21,6 +21,7 @@ from .sqlite_lock import WriteLock, lock_path
 
 # The page size of a new database (see SQLiteStore._conn).
 PAGE_SIZE = 8192
+WAL_KEEP_BYTES = 64 << 20  # the WAL file kept on disk once it starts over (PRAGMA journal_size_limit)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -88,6 +89,9 @@ class SQLiteConnections:
                 write_lock = queue and WriteLock(queue)
                 if queue:  # checkpoints run in the checkpointer's thread (.sqlite_checkpoint)
                     conn.execute("PRAGMA wal_autocheckpoint = 0")
+                # A WAL a large import grew is cut back to this when it next starts over, not
+                # kept at its largest size on disk.
+                conn.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
             except (sqlite3.Error, OSError) as exc:
                 raise Unavailable(f"cannot open the database at {self.path}: {exc}") from exc
             self._local.conn, self._local.write_lock = conn, write_lock
@@ -111,8 +115,9 @@ class SQLiteConnections:
                 time.sleep(0.01)
 
     @contextmanager
-    def _write(self, wait_s: float | None = None) -> Iterator[sqlite3.Connection]:
-        """One write transaction, queued behind the other writers' (:mod:`.sqlite_lock`)."""
+    def _write(self, wait_s: float | None = None, *, rows: int = 1) -> Iterator[sqlite3.Connection]:
+        """One write transaction, queued behind the other writers' (:mod:`.sqlite_lock`);
+        ``rows``: about how many rows it writes (a bulk insert's), for the checkpointer."""
         conn = self._conn()
         queue: WriteLock | None = self._local.write_lock
         try:
@@ -126,7 +131,7 @@ class SQLiteConnections:
             if queue:
                 queue.release()
         if queue:
-            self._checkpointer.committed()
+            self._checkpointer.committed(rows)
 
     def _checkpoint(self) -> None:
         """Copy the WAL into the database without waiting for anyone (the checkpointer's thread)."""
