@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from capsule import hamming
-from capsule import index as index_module
+from capsule import indexload
 from capsule.config import Settings
 from capsule.index import ProjectIndex
 from capsule.matrix import SplitRows, is_mapped
@@ -131,7 +131,7 @@ def test_a_large_matrix_read_from_the_store_goes_to_a_file(data, tmp_path, monke
     """Above RESIDENT_MAX (lowered here) the vectors read after the first search are written
     to a file beside the snapshots and mapped read-only; the snapshot keeps that very file.
     Answers are those of an index held in RAM."""
-    monkeypatch.setattr(index_module, "RESIDENT_MAX", 0)
+    monkeypatch.setattr(indexload, "RESIDENT_MAX", 0)  # read where a load decides
     db = tmp_path / "capsule.db"
     store = SQLiteStore(db, defer_vectors_from=1000)
     store.migrate()
