@@ -29,11 +29,15 @@ from typing import Annotated, Any, Iterator, Literal, Union
 
 import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from typing_extensions import TypeAliasType
 
-from ..models import Content, PathText, ProjectName, RetentionClass, check_meta_keys
+from ..models import Content, MetaKey, PathText, ProjectName, RetentionClass, check_meta_keys
+from ..schema_rules import SchemaOf, absent, given, together
 
 FORMAT = "capsule-memory-export"
-_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+# Base64 with its padding: whole groups of four, the last one padded (the check and the schema read it).
+BASE64_PATTERN = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+_BASE64 = re.compile(BASE64_PATTERN.removeprefix("^").removesuffix("$"))
 VERSION = 2
 VERSIONS_READ = (1, 2)
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a memory is at most 64 KB of text plus a vector and its meta
@@ -41,7 +45,8 @@ MAX_LINE_BYTES = 4 * 1024 * 1024  # a memory is at most 64 KB of text plus a vec
 Id = Annotated[str, Field(min_length=1, max_length=256)]
 Name = Annotated[str, Field(min_length=1, max_length=1024)]
 Count = Annotated[int, Field(ge=0)]
-Vector = Annotated[str, Field(max_length=1_000_000)]  # base64 of float32
+# base64 of float32; the check of its length against dims (a rule no JSON Schema states) is _check_vector's
+Vector = Annotated[str, Field(max_length=1_000_000, json_schema_extra={"pattern": BASE64_PATTERN})]
 
 
 def _meta_keys(meta: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +54,12 @@ def _meta_keys(meta: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-Meta = Annotated[dict[str, Any], AfterValidator(_meta_keys)]
+# What _meta_keys admits: any JSON whose object keys keep META_KEY_PATTERN at every level (its depth
+# limit, MAX_META_DEPTH, is left unstated). Unlike a stored memory's meta, numbers are not bounded here.
+ExportMeta = TypeAliasType(
+    "ExportMeta", Annotated[dict[MetaKey, "ExportMetaValue"], Field(json_schema_extra={"additionalProperties": False})])
+ExportMetaValue = TypeAliasType("ExportMetaValue", "Union[str, int, float, bool, None, list[ExportMetaValue], ExportMeta]")
+Meta = Annotated[dict[str, Any], AfterValidator(_meta_keys), SchemaOf(ExportMeta)]
 
 
 class _Row(BaseModel):
@@ -58,7 +68,7 @@ class _Row(BaseModel):
 
 def _decoded_size(encoded: str) -> int:
     """The bytes a base64 text decodes to, without decoding it (it is decoded once, on import)."""
-    if len(encoded) % 4 or not _BASE64.fullmatch(encoded):
+    if not _BASE64.fullmatch(encoded):
         raise ValueError("the vector is not base64")
     return len(encoded) // 4 * 3 - encoded[-2:].count("=")
 
@@ -88,6 +98,10 @@ class Project(_Row):
 
 
 class Memory(_Row):
+    # _vector's rules, as JSON Schema: a vector comes with its dims and the model that made it.
+    model_config = ConfigDict(json_schema_extra={"allOf": [together("embedding", "dims"),
+                                                           {"anyOf": [absent("embedding"), given("model")]}]})
+
     kind: Literal["memory"]
     id: Id
     project: ProjectName
