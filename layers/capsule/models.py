@@ -119,7 +119,7 @@ META_KEY_PATTERN = r"^[^$.\x00][^.\x00]*$"
 MetaKey = Annotated[str, Field(pattern=META_KEY_PATTERN)]
 MetaObject = Annotated[dict[MetaKey, "MetaValue"], Field(json_schema_extra={"additionalProperties": False})]
 # Integers fit in 64 bits: MongoDB (BSON) holds no larger, and a value must store in either backend.
-MetaInt = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+MetaInt = Annotated[int, Field(ge=-limits.INT_END, lt=limits.INT_END)]
 MetaValue = TypeAliasType("MetaValue", "Union[str, MetaInt, float, bool, None, list[MetaValue], MetaObject]")
 META_SCHEMA_EXTRA = {"propertyNames": {"pattern": META_KEY_PATTERN}}
 _META_KEY = re.compile(META_KEY_PATTERN)  # check_meta_keys reads the pattern the schema states

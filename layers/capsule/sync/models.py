@@ -6,12 +6,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import limits
 from ..models import ProjectName
 from ..schema_rules import SchemaOf
 from ..transfer import format as fmt
 
 MAX_ITEMS = 200
-Count = Annotated[int, Field(ge=0, le=2**63 - 1)]
+Count = Annotated[int, Field(ge=0, lt=limits.INT_END)]
 Position = Annotated[list[Count], Field(min_length=2, max_length=2, description="[version, seq]")]
 
 
