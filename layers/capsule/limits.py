@@ -29,3 +29,7 @@ MAX_TTL_SECONDS = 10 * 366 * 86_400    # an ephemeral memory's time to live: 1 s
 DEFAULT_EPHEMERAL_TTL_SECONDS = 7 * 86_400  # an ephemeral memory given no ttl or expires_at
 MAX_VERSIONS_LISTED = 100              # a history page
 MAX_SHA256_CHARS = 64
+# Integers the stores hold (SQLite's INTEGER, BSON's int64) are below this, and at least its negative.
+# A schema states it as exclusiveMaximum: the document's numbers are floats, which hold 2**63 exactly
+# but not 2**63 - 1 (a maximum of 2**63 - 1 reads as 2**63, and admitted what the check refused).
+INT_END = 2**63

@@ -28,9 +28,11 @@ from pydantic import (
 )
 
 from . import limits
+from .schema_rules import any_given
 
 Outcome = Literal["success", "failure", "unknown"]
 from .governance.retention import EffectiveClass, RetentionClass  # noqa: E402  (one place for the classes)
+from .governance.policy import EXPIRY_SCHEMA  # noqa: E402  (the expiry rules the service checks)
 
 # A page's position: the last item's creation time (epoch seconds) and its id as hex; any
 # string of this shape is a position, so a client can never send one that is refused.
@@ -117,9 +119,10 @@ META_KEY_PATTERN = r"^[^$.\x00][^.\x00]*$"
 MetaKey = Annotated[str, Field(pattern=META_KEY_PATTERN)]
 MetaObject = Annotated[dict[MetaKey, "MetaValue"], Field(json_schema_extra={"additionalProperties": False})]
 # Integers fit in 64 bits: MongoDB (BSON) holds no larger, and a value must store in either backend.
-MetaInt = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+MetaInt = Annotated[int, Field(ge=-limits.INT_END, lt=limits.INT_END)]
 MetaValue = TypeAliasType("MetaValue", "Union[str, MetaInt, float, bool, None, list[MetaValue], MetaObject]")
 META_SCHEMA_EXTRA = {"propertyNames": {"pattern": META_KEY_PATTERN}}
+_META_KEY = re.compile(META_KEY_PATTERN)  # check_meta_keys reads the pattern the schema states
 PATTERN_MESSAGES.update({
     NO_CONTROL: "must not contain control characters",
     NO_NUL: "must not contain NUL characters",
@@ -136,7 +139,7 @@ def check_meta_keys(value: Any, where: str = "meta", depth: int = 0) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValueError(f"{where} keys must be strings")
-            if key.startswith("$") or "." in key or "\x00" in key or key == "":
+            if not _META_KEY.fullmatch(key):
                 raise ValueError(f"key {key!r} in {where} is not allowed (empty, starts with '$', or contains '.' or NUL)")
             check_meta_keys(item, f"{where}.{key}", depth + 1)
     elif isinstance(value, list):
@@ -230,12 +233,17 @@ Subject = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_CONTROL,
 
 
 class _Governed(_Request):
+    # One expiry at most, and only for the expiring class (capsule.governance.policy states the rule
+    # it checks). Not stated, as relative to now: expires_at must be ahead of it (at most 10 years).
+    model_config = ConfigDict(json_schema_extra={"allOf": [EXPIRY_SCHEMA]})
+
     visibility: Visibility | None = Field(None, description=VISIBILITY_DESCRIPTION)
     subject: Subject | None = None
     retention: RetentionClass | None = Field(None, description=RETENTION_DESCRIPTION)
     ttl: Ttl | None = None
     expires_at: AwareDatetime | None = Field(None, description=(
-        "When an ephemeral memory expires (ahead of now, at most 10 years); instead of ttl."))
+        "When an ephemeral memory expires; instead of ttl, and only with retention ephemeral or none. Checked "
+        "against the server's clock, so not in this schema: at least 1 second and at most 10 years ahead of now."))
 
 
 class StoreRequest(_Governed):
@@ -252,7 +260,8 @@ class StoreRequest(_Governed):
     occurred_at: AwareDatetime | None = Field(None, description="When it happened, for imported history.")
     supersedes: MemoryRef | None = Field(None, description=(
         "The id of an older memory this one replaces (the fact changed): it is kept, but search returns "
-        "this one unless include_superseded."))
+        "this one unless include_superseded. Checked against the stored memories, so not in this schema: "
+        "it names an active (not forgotten) memory of the caller's."))
 
     _tags = field_validator("tags")(_into_meta)
 
@@ -345,12 +354,14 @@ class FeedbackRequest(_Request):
 GuardPolicy = Literal["flag", "redact", "refuse"]
 
 
+# A project's settings: a request gives at least one (the validator and the schema read this).
+PROJECT_SETTINGS = ("retention_limit", "ephemeral_ttl", "secrets_policy", "pii_policy", "encryption")
+
+
 class ProjectSettingsRequest(_Request):
     """A project's settings; those not given keep their values (at least one must be given)."""
 
-    model_config = ConfigDict(json_schema_extra={"anyOf": [
-        {"required": ["retention_limit"]}, {"required": ["ephemeral_ttl"]}, {"required": ["secrets_policy"]},
-        {"required": ["pii_policy"]}, {"required": ["encryption"]}]})
+    model_config = ConfigDict(json_schema_extra=any_given(PROJECT_SETTINGS))
 
     # Not nullable: a setting not given is left out, and null is refused (the schema says so too).
     retention_limit: JsonInt = Field(None, ge=1, le=limits.MAX_RETENTION_LIMIT)  # type: ignore[assignment]
@@ -368,10 +379,8 @@ class ProjectSettingsRequest(_Request):
 
     @model_validator(mode="after")
     def _something(self) -> "ProjectSettingsRequest":
-        if all(v is None for v in (self.retention_limit, self.ephemeral_ttl, self.secrets_policy, self.pii_policy,
-                                   self.encryption)):
-            raise ValueError("give at least one of retention_limit, ephemeral_ttl, secrets_policy, pii_policy,"
-                             " encryption")
+        if all(getattr(self, name) is None for name in PROJECT_SETTINGS):
+            raise ValueError(f"give at least one of {', '.join(PROJECT_SETTINGS)}")
         return self
 
 

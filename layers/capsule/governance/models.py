@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field, model_validator
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import limits
+from ..schema_rules import any_given
+from .policy import EXPIRY_SCHEMA
 from ..models import (
     RETENTION_DESCRIPTION, VISIBILITY_DESCRIPTION, AwareDatetime, Content, EffectiveClass, JsonInt, Memory,
     MemoryMeta, RetentionClass, Subject, Tag, Ttl, Visibility, _Request,
@@ -22,13 +23,21 @@ UPDATABLE = ("content", "tags", "meta", "explanation", "retention", "ttl", "expi
 class UpdateRequest(_Request):
     """Change a memory in place; every field left out stays as it is. The earlier version is kept."""
 
+    # At least one change, and the expiry rules the schema can state (capsule.governance.policy). Not
+    # stated, as they need the stored memory or the clock: a ttl or expires_at without retention only
+    # for a memory already ephemeral, and expires_at ahead of now.
+    model_config = ConfigDict(json_schema_extra={"allOf": [any_given(UPDATABLE), EXPIRY_SCHEMA]})
+
     content: Content | None = None
     tags: list[Tag] | None = Field(None, max_length=limits.MAX_TAGS, description="Replaces meta.tags.")
     meta: MemoryMeta | None = Field(None, description="Replaces the whole meta (tags, when given, win).")
     explanation: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS)
     retention: RetentionClass | None = Field(None, description=RETENTION_DESCRIPTION)
     ttl: Ttl | None = None
-    expires_at: AwareDatetime | None = Field(None, description="When an ephemeral memory expires; instead of ttl.")
+    expires_at: AwareDatetime | None = Field(None, description=(
+        "When an ephemeral memory expires; instead of ttl, and only with retention ephemeral, or none for a memory "
+        "already ephemeral. Checked against the stored memory and the server's clock, so not in this schema: "
+        "the memory is ephemeral when retention is left out, and expires_at is 1 second to 10 years ahead of now."))
     visibility: Visibility | None = Field(None, description=VISIBILITY_DESCRIPTION + " Not versioned: revert keeps it.")
     subject: Subject | None = Field(None, description="The person or end-user it is about (set or changed).")
     reason: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS,

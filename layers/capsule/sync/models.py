@@ -6,10 +6,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import limits
 from ..models import ProjectName
+from ..schema_rules import SchemaOf
+from ..transfer import format as fmt
 
 MAX_ITEMS = 200
-Count = Annotated[int, Field(ge=0, le=2**63 - 1)]
+Count = Annotated[int, Field(ge=0, lt=limits.INT_END)]
 Position = Annotated[list[Count], Field(min_length=2, max_length=2, description="[version, seq]")]
 
 
@@ -18,10 +21,15 @@ class _Request(BaseModel):
 
 
 class Item(_Request):
-    memory: dict[str, Any] = Field(description="The memory's row in the export format.")
+    # Checked by capsule.sync.rows with the export format's models (as an import's lines are), and
+    # documented as those models: the schema is theirs, so it cannot drift from the check.
+    memory: Annotated[dict[str, Any], SchemaOf(fmt.Memory)] = Field(description=(
+        "The memory's row in the export format. Checked against the request, so not in this schema: its project "
+        "is the request's, and its embedding holds dims float32 numbers (4 x dims bytes once base64 is decoded)."))
     fields: dict[str, Any] = Field(default_factory=dict, description="The record's fields the row does not carry.")
-    votes: list[dict[str, Any]] = Field(default_factory=list, max_length=10_000,
-                                        description="Its votes, as export feedback rows.")
+    votes: list[Annotated[dict[str, Any], SchemaOf(fmt.Feedback)]] = Field(
+        default_factory=list, max_length=10_000,
+        description="Its votes, as export feedback rows; each names this item's memory (memory_id, not in this schema).")
 
 
 class ApplyRequest(_Request):

@@ -26,9 +26,10 @@ def _out(value: Any) -> Any:
     return {_TIME: value.isoformat()} if isinstance(value, datetime) else value
 
 
-def _in(value: Any) -> Any:
+def _plain(value: Any) -> Any:
+    """A field's value as the export row writes it (a time as its ISO text)."""
     if isinstance(value, dict) and set(value) == {_TIME}:
-        return datetime.fromisoformat(value[_TIME])
+        return value[_TIME]
     return value
 
 
@@ -58,12 +59,15 @@ def from_item(tenant: str, project: str, item: dict[str, Any], where: str
     if row.project != project:
         raise InvalidInput(f"{where}.memory.project: the memory belongs to '{row.project}', not '{project}'",
                            field=f"{where}.memory.project")
-    record = memory_record(tenant, row)
     known = {f.name for f in fields(MemoryRecord)} - EXPORTED
-    unknown = sorted(set(item.get("fields") or {}) - known)
-    for name, value in (item.get("fields") or {}).items():
-        if name in known:
-            setattr(record, name, _in(value))
+    given = item.get("fields") or {}
+    unknown = sorted(set(given) - known)
+    carried = {name: _plain(value) for name, value in given.items() if name in known}
+    if carried:
+        # Checked as the row's own fields (each is one of the export row's): set unchecked, a value of
+        # the wrong type was stored and every read of the project answered 500 from then on.
+        row = _parsed({**item["memory"], **carried}, fmt.Memory, f"{where}.fields")
+    record = memory_record(tenant, row)
     votes = []
     for n, vote in enumerate(item.get("votes") or []):
         parsed = _parsed(vote, fmt.Feedback, f"{where}.votes[{n}]")

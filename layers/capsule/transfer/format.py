@@ -5,7 +5,8 @@ the last the end line (how many rows of each kind came): a file without it was c
 Between them, in this order: projects, memories (each page followed by its memories'
 feedback), audit records, solutions, solution applications, patterns, pattern links and
 link evidence. Every row is a pydantic model here, strict and closed: an unknown field is
-refused with its name, a wrong type is never coerced.
+refused with its name, a wrong type is never coerced (an integer is one as JSON Schema reads it:
+5.0 is 5). The sync exchange's OpenAPI schema of a memory row is this module's, generated.
 
 Vectors are base64 of little-endian float32 with their ``dims`` and ``model`` beside them.
 Times are ISO 8601 with their UTC offset. ``purge_after`` on a forgotten memory is derived
@@ -28,20 +29,38 @@ from datetime import datetime
 from typing import Annotated, Any, Iterator, Literal, Union
 
 import numpy as np
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator,
+)
+from typing_extensions import TypeAliasType
 
-from ..models import Content, PathText, ProjectName, RetentionClass, check_meta_keys
+from .. import limits
+from ..models import Content, MetaKey, PathText, ProjectName, RetentionClass, check_meta_keys, json_int
+from ..schema_rules import SchemaOf, absent, given, together
 
 FORMAT = "capsule-memory-export"
-_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+# Base64 with its padding: whole groups of four, the last one padded (the check and the schema read it).
+BASE64_PATTERN = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+_BASE64 = re.compile(BASE64_PATTERN.removeprefix("^").removesuffix("$"))
 VERSION = 2
 VERSIONS_READ = (1, 2)
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a memory is at most 64 KB of text plus a vector and its meta
 
 Id = Annotated[str, Field(min_length=1, max_length=256)]
 Name = Annotated[str, Field(min_length=1, max_length=1024)]
-Count = Annotated[int, Field(ge=0)]
-Vector = Annotated[str, Field(max_length=1_000_000)]  # base64 of float32
+
+
+def _int(low: int, high: int | None = None) -> Any:
+    """A JSON integer, as JSON Schema reads one (5.0 is 5; "5", true and 5.5 are not), that the stores
+    hold (a larger count was a 500 on import and sync)."""
+    bound = {"le": high} if high is not None else {"lt": limits.INT_END}
+    return Annotated[int, Field(ge=low, **bound), BeforeValidator(json_int)]
+
+
+Count = _int(0)
+Dims = _int(1, 16384)
+# base64 of float32; the check of its length against dims (a rule no JSON Schema states) is _check_vector's
+Vector = Annotated[str, Field(max_length=1_000_000, json_schema_extra={"pattern": BASE64_PATTERN})]
 
 
 def _meta_keys(meta: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +68,12 @@ def _meta_keys(meta: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-Meta = Annotated[dict[str, Any], AfterValidator(_meta_keys)]
+# What _meta_keys admits: any JSON whose object keys keep META_KEY_PATTERN at every level (its depth
+# limit, MAX_META_DEPTH, is left unstated). Unlike a stored memory's meta, numbers are not bounded here.
+ExportMeta = TypeAliasType(
+    "ExportMeta", Annotated[dict[MetaKey, "ExportMetaValue"], Field(json_schema_extra={"additionalProperties": False})])
+ExportMetaValue = TypeAliasType("ExportMetaValue", "Union[str, int, float, bool, None, list[ExportMetaValue], ExportMeta]")
+Meta = Annotated[dict[str, Any], AfterValidator(_meta_keys), SchemaOf(ExportMeta)]
 
 
 class _Row(BaseModel):
@@ -58,7 +82,7 @@ class _Row(BaseModel):
 
 def _decoded_size(encoded: str) -> int:
     """The bytes a base64 text decodes to, without decoding it (it is decoded once, on import)."""
-    if len(encoded) % 4 or not _BASE64.fullmatch(encoded):
+    if not _BASE64.fullmatch(encoded):
         raise ValueError("the vector is not base64")
     return len(encoded) // 4 * 3 - encoded[-2:].count("=")
 
@@ -84,10 +108,14 @@ class Header(_Row):
 class Project(_Row):
     kind: Literal["project"]
     name: ProjectName
-    retention_limit: Annotated[int, Field(ge=1)] | None
+    retention_limit: _int(1) | None  # type: ignore[valid-type]
 
 
 class Memory(_Row):
+    # _vector's rules, as JSON Schema: a vector comes with its dims and the model that made it.
+    model_config = ConfigDict(json_schema_extra={"allOf": [together("embedding", "dims"),
+                                                           {"anyOf": [absent("embedding"), given("model")]}]})
+
     kind: Literal["memory"]
     id: Id
     project: ProjectName
@@ -97,7 +125,7 @@ class Memory(_Row):
     chunk_index: Count | None
     chunk_count: Count | None
     embedding: Vector | None
-    dims: Annotated[int, Field(ge=1, le=16384)] | None
+    dims: Dims | None
     model: str | None
     status: Literal["ready", "pending_embedding"]
     pinned: bool
@@ -157,7 +185,7 @@ class Solution(_Row):
     failure: Count
     embeddings: Vector | None
     signatures: Count
-    dims: Annotated[int, Field(ge=1, le=16384)] | None
+    dims: Dims | None
     model: str | None
     created_at: datetime
     updated_at: datetime
@@ -189,7 +217,7 @@ class Pattern(_Row):
     examples: list[str]
     description: str
     embedding: Vector | None
-    dims: Annotated[int, Field(ge=1, le=16384)] | None
+    dims: Dims | None
     model: str | None
     first_seen: datetime | None
     last_seen: datetime | None
@@ -227,7 +255,7 @@ class MemoryVersion(_Row):
 
     kind: Literal["version"]
     memory_id: Id
-    number: Annotated[int, Field(ge=1)]
+    number: _int(1)  # type: ignore[valid-type]
     project: ProjectName
     content: Content
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
