@@ -171,9 +171,9 @@ def test_the_setting_is_strict(service):
 @pytest.mark.parametrize("bulk_from", [None, 2], ids=["row-by-row", "bulk-insert"])
 def test_ingested_chunks_with_personal_data_are_sealed(service, tmp_path, monkeypatch, bulk_from):
     if bulk_from is not None:  # the ingest's rows go through insert_bulk, which the wrapper must seal too
-        import capsule.service
+        import capsule.service_writes
 
-        monkeypatch.setattr(capsule.service, "BULK_FROM", bulk_from)
+        monkeypatch.setattr(capsule.service_writes, "BULK_FROM", bulk_from)
     text = " ".join(f"Paragraph {n} says the harbour tide table changed on day {n}." for n in range(400))
     text += " Reach dorabella.quince@saltmarrow.net for the keys."
     result = service.ingest("t1", {"project": "docs", "text": text, "path": "notes.md"})

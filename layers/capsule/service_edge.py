@@ -1,0 +1,62 @@
+"""What crosses the memory service's edge: requests validated into their models, stored
+records turned into the models results carry, and the cursors of a listed page.
+
+Re-exported by :mod:`capsule.service`, where its callers (learning, capture, sync, the
+client) import them from.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Type, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from . import models
+from .clock import to_epoch
+from .errors import InvalidInput, from_validation_error
+from .governance.retention import effective_class
+from .records import MemoryRecord
+from .store.base import Cursor
+from .text import sha256
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: Type[M], data: Any) -> M:
+    """Validate ``data`` into ``model``; a failure is InvalidInput naming the field."""
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, model) from exc
+
+
+def encode_cursor(record: MemoryRecord) -> str:
+    """A page's position (see ``models.CURSOR_PATTERN``): every string of that shape decodes."""
+    return f"{to_epoch(record.created_at):.6f}~{record.id.encode('utf-8').hex()}"
+
+
+def decode_cursor(cursor: str) -> Cursor:
+    if not re.fullmatch(models.CURSOR_PATTERN.strip("^$"), cursor):
+        raise InvalidInput("cursor: is not a cursor this service returned", field="cursor")
+    created, _, hex_id = cursor.partition("~")
+    # Only a position to compare against: bytes that are not UTF-8 still order correctly enough.
+    return float(created), bytes.fromhex(hex_id).decode("utf-8", "replace")
+
+
+def to_memory(record: MemoryRecord) -> models.Memory:
+    chunk = None
+    if record.chunk_index is not None and record.chunk_count is not None:
+        chunk = models.Chunk(index=record.chunk_index, of=record.chunk_count)
+    return models.Memory(
+        id=record.id, project=record.project, content=record.content, path=record.path, chunk=chunk,
+        pinned=record.pinned, explanation=record.explanation, meta=record.meta, model=record.model,
+        status=record.status, helpful=record.helpful, unhelpful=record.unhelpful,
+        occurred_at=record.occurred_at, created_at=record.created_at, updated_at=record.updated_at,
+        forgotten_at=record.deleted_at, retention=record.retention or "auto",
+        effective_retention=effective_class(record.retention, record.pinned), expires_at=record.expires_at,
+        supersedes=record.supersedes, superseded_by=record.superseded_by, sha256=sha256(record.content),
+        visibility=record.visibility or "private", subject=record.subject,
+    )
