@@ -165,7 +165,9 @@ def _join(indexes: Sequence[ProjectIndex], name: str, width: int, rows: int) -> 
         return None
     if name == "matrix" and any(i.deferred is not None and not i.filled[: i.n].all() for i in held):
         return None  # a vector still in the store, read on demand by ProjectIndex.vectors
-    return np.concatenate([read_rows(a, np.arange(i.n)) for i, a in zip(held, arrays)])
+    # A slice where the rows are an array (copied once, by the concatenation), else read.
+    return np.concatenate([a[: i.n] if isinstance(a, np.ndarray) else read_rows(a, np.arange(i.n))
+                           for i, a in zip(held, arrays)])
 
 
 def _stamp(indexes: Sequence[ProjectIndex]) -> tuple:
