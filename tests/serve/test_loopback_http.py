@@ -31,8 +31,11 @@ def one_reply(reply: bytes) -> tuple[int, list[bytes]]:
                 while len(body) < length:
                     body += conn.recv(65536)
                 seen.append(head + b"\r\n\r\n" + body)
-                for i in range(0, len(reply), 7):  # in small pieces: the reader must reassemble
-                    conn.sendall(reply[i:i + 7])
+                try:
+                    for i in range(0, len(reply), 7):  # in small pieces: the reader must reassemble
+                        conn.sendall(reply[i:i + 7])
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # a client may hang up once it sees the reply is not HTTP (an SSH banner)
 
     threading.Thread(target=serve, daemon=True).start()
     return listener.getsockname()[1], seen
