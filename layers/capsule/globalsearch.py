@@ -53,7 +53,7 @@ from .search import (
     _windowed,
     wilson,
 )
-from .terms import term_hash
+from .tenantpostings import PostingsTable, TenantPostings
 
 
 @dataclass(slots=True)
@@ -82,14 +82,14 @@ class TenantCodes:
             kept = self._columns
         if kept is not None and kept.stamp == stamp:
             return kept
-        made = _Columns.of(indexes, stamp)
+        made = _Columns.of(indexes, stamp, kept.postings.table if kept is not None else None)
         with self._lock:
             self._columns = made
         return made
 
     def of(self, indexes: Sequence[ProjectIndex], words: int) -> _Concat:
         stamp = _stamp(indexes)
-        scope = (tuple(id(i) for i in indexes), words)
+        scope = (tuple(i.serial for i in indexes), words)
         with self._lock:
             kept = self._kept.get(scope)
         if kept is not None and kept.stamp == stamp:
@@ -110,7 +110,7 @@ class TenantCodes:
 @dataclass(slots=True)
 class _Columns:
     """What ranking reads of every row of some indexes, one index after another, and their
-    keyword postings as one table sorted by term (rows numbered tenant-wide)."""
+    keyword postings (:mod:`capsule.tenantpostings`; rows numbered tenant-wide)."""
 
     stamp: tuple
     starts: np.ndarray  # first row of each index (len = indexes + 1)
@@ -121,9 +121,7 @@ class _Columns:
     unhelpful: np.ndarray
     outcome: np.ndarray
     has_vec: np.ndarray
-    hashes: np.ndarray  # postings: term hash (sorted), row, count
-    rows: np.ndarray
-    counts: np.ndarray
+    postings: TenantPostings
     # A small tenant's sign codes and vectors, joined on first use (see :meth:`joined`).
     _joined: dict = field(default_factory=dict)
 
@@ -140,17 +138,12 @@ class _Columns:
         return self._joined[(name, width)]
 
     @classmethod
-    def of(cls, indexes: Sequence[ProjectIndex], stamp: tuple) -> "_Columns":
+    def of(cls, indexes: Sequence[ProjectIndex], stamp: tuple, postings: PostingsTable | None = None) -> "_Columns":
+        """``postings``: the table an earlier search sorted, kept where few indexes changed since."""
         starts = np.concatenate(([0], np.cumsum([i.n for i in indexes]))).astype(np.int64)
         joined = {name: np.concatenate([getattr(i, name)[: i.n] for i in indexes])
                   for name in ("key", "length", "occurred", "helpful", "unhelpful", "outcome", "has_vec")}
-        for index in indexes:
-            index._merge()  # pending postings sorted in (what the index's next term look-up does)
-        hashes = np.concatenate([i._main[0] for i in indexes])
-        order = np.argsort(hashes, kind="stable")
-        rows = np.concatenate([i._main[1].astype(np.int64) + start for i, start in zip(indexes, starts[:-1].tolist())])
-        counts = np.concatenate([i._main[2] for i in indexes])
-        return cls(stamp, starts, hashes=hashes[order], rows=rows[order], counts=counts[order], **joined)
+        return cls(stamp, starts, postings=TenantPostings.of(indexes, starts, postings), **joined)
 
 
 JOIN_MAX = 32 << 20  # bytes of codes or vectors a tenant's joined copy may hold (see _Columns.joined)
@@ -171,7 +164,7 @@ def _join(indexes: Sequence[ProjectIndex], name: str, width: int, rows: int) -> 
 
 
 def _stamp(indexes: Sequence[ProjectIndex]) -> tuple:
-    return tuple((id(i), i.version, i.n, i.words) for i in indexes)
+    return tuple((i.serial, i.changes, i.version, i.n, i.words) for i in indexes)
 
 
 def search_global(
@@ -250,8 +243,9 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
         mask = np.concatenate([v.mask for v in views]) if views else np.zeros(0, dtype=bool)
         b_of = np.array([_length_b(v.index, options) for v in views], dtype=np.float64)
         variants = next((v.index.term_variants for v in views if v.index.term_variants is not None), None)
+        indexes = [v.index for v in views]
         for term in terms:  # sorted, so sums run in one order in every process
-            rows, tf = _tenant_postings(columns, term, variants)
+            rows, tf = columns.postings.rows_of(indexes, term, variants)
             keep = mask[rows]
             rows, tf = rows[keep], tf[keep].astype(np.float64)
             if not rows.size:
@@ -263,19 +257,6 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
     for v in views:
         _widen(v, options)
     return max((float(v.keyword.max()) for v in views if v.keyword.size), default=0.0)
-
-
-def _tenant_postings(columns: _Columns, term: str, variants) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of the tenant holding ``term`` and how often: under its plain hash and, for sealed
-    memories (capsule.crypto), under each keyed hash ``variants`` gives; as
-    :meth:`capsule.index.ProjectIndex.postings_of` does for one project."""
-    found = []
-    for h in (term_hash(term), *(variants(term) if variants is not None else ())):
-        lo, hi = np.searchsorted(columns.hashes, h, "left"), np.searchsorted(columns.hashes, h, "right")
-        found.append((columns.rows[lo:hi], columns.counts[lo:hi]))
-    if len(found) == 1:
-        return found[0]
-    return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
 
 
 def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool], plain: list[bool],

@@ -32,6 +32,7 @@ one process (:class:`IndexCache`).
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -54,6 +55,9 @@ __all__ = ["EAGER_RECORDS", "Fetch", "IndexCache", "PACKED", "Packed", "ProjectI
            "TermScores", "pack", "pack_row", "sign_codes", "stable_key", "store_fetcher", "unpack"]
 
 
+_SERIALS = itertools.count(1)
+
+
 class ProjectIndex(IndexChanges, IndexSnapshot, IndexFilters):
     """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
 
@@ -61,6 +65,9 @@ class ProjectIndex(IndexChanges, IndexSnapshot, IndexFilters):
                  fetch: Callable[[str, str, list[str]], dict[str, MemoryRecord]] | None = None, *,
                  eager_records: int = EAGER_RECORDS) -> None:
         self.tenant, self.project, self.model_id = tenant, project, model_id
+        # Never reused, unlike id(): what a cache of many indexes (capsule.globalsearch) knows it by.
+        self.serial = next(_SERIALS)
+        self.changes = 0  # how often its rows changed (IndexRows._changed): with serial, a version of it
         self.fetch = fetch
         self.eager_records = eager_records
         self.lock = threading.RLock()

@@ -68,6 +68,8 @@ class IndexRows:
     eager_records: int
     lock: threading.RLock
     version: int
+    serial: int  # this index's own number, never reused (ProjectIndex)
+    changes: int  # how often its rows changed (_changed)
     spill_path: Callable[[], Path] | None
     term_variants: Callable[[str], list[int]] | None
     records: Records
@@ -121,7 +123,8 @@ class IndexRows:
         self._shape = None
 
     def _changed(self) -> None:
-        """Forget what was derived from the rows for searches (they changed)."""
+        """Forget what was derived from the rows for searches (they changed), and count it."""
+        self.changes += 1
         self._stats: tuple[int, float] | None = None
         self.scores = TermScores()
         # What a search derives from every row's signals (capsule.search), kept until they change.
