@@ -27,7 +27,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ from .search import (
     _windowed,
     wilson,
 )
-from .tenantpostings import PostingsTable, TenantPostings
+from .tenantpostings import PostingsTable, Resorter, TenantPostings
 
 
 @dataclass(slots=True)
@@ -70,19 +70,25 @@ class TenantCodes:
     """The concatenated first-pass codes of the indexes a global search reads, rebuilt only
     when one of them changed (another version or row count) or the set of indexes did."""
 
-    def __init__(self) -> None:
+    def __init__(self, submit: Callable[[Callable[[], None]], object] | None = None) -> None:
+        """``submit``: runs work beside the searches (the service's background thread), where a
+        tenant's postings are sorted again once many of its indexes changed; None: on the search's path."""
         self._lock = threading.Lock()
         self._kept: dict[tuple, _Concat] = {}
         self._columns: _Columns | None = None
+        self._resorter = Resorter(submit) if submit is not None else None
 
     def columns(self, indexes: Sequence[ProjectIndex]) -> _Columns:
-        """The indexes' :class:`_Columns`, kept until one of them changes."""
+        """The indexes' :class:`_Columns`, kept until one of them changes (or a table of their
+        postings sorted beside the searches is ready)."""
         stamp = _stamp(indexes)
+        fresh = self._resorter.take() if self._resorter is not None else None
         with self._lock:
             kept = self._columns
-        if kept is not None and kept.stamp == stamp:
+        if kept is not None and kept.stamp == stamp and fresh is None:
             return kept
-        made = _Columns.of(indexes, stamp, kept.postings.table if kept is not None else None)
+        previous = fresh or (kept.postings.table if kept is not None else None)
+        made = _Columns.of(indexes, stamp, previous, self._resorter)
         with self._lock:
             self._columns = made
         return made
@@ -138,12 +144,13 @@ class _Columns:
         return self._joined[(name, width)]
 
     @classmethod
-    def of(cls, indexes: Sequence[ProjectIndex], stamp: tuple, postings: PostingsTable | None = None) -> "_Columns":
+    def of(cls, indexes: Sequence[ProjectIndex], stamp: tuple, postings: PostingsTable | None = None,
+           resorter: Resorter | None = None) -> "_Columns":
         """``postings``: the table an earlier search sorted, kept where few indexes changed since."""
         starts = np.concatenate(([0], np.cumsum([i.n for i in indexes]))).astype(np.int64)
         joined = {name: np.concatenate([getattr(i, name)[: i.n] for i in indexes])
                   for name in ("key", "length", "occurred", "helpful", "unhelpful", "outcome", "has_vec")}
-        return cls(stamp, starts, postings=TenantPostings.of(indexes, starts, postings), **joined)
+        return cls(stamp, starts, postings=TenantPostings.of(indexes, starts, postings, resorter), **joined)
 
 
 JOIN_MAX = 32 << 20  # bytes of codes or vectors a tenant's joined copy may hold (see _Columns.joined)

@@ -66,7 +66,9 @@ class ServiceSearch:
     def _setup_search(self) -> None:
         # Answers are kept as they are: nothing changes one, each caller gets models of its own.
         self.query_cache: QueryCache[Answer] = QueryCache(max_entries=self.settings.query_cache_entries, copy=None)
-        self._tenant_codes = TenantCodes()  # a global search's first-pass codes, until an index changes
+        # A global search's first-pass codes and postings, until an index changes (the postings
+        # sorted again beside the searches, on the index thread, once many changed).
+        self._tenant_codes = TenantCodes(self.background.submit)
         self._options = SearchOptions(candidates=self.settings.search_candidates,
                                       exact=self.settings.search_exact)
 

@@ -7,10 +7,15 @@ the changes made after it: an index that changed since (or is new) is read from 
 postings instead, and the table's entries for it are skipped, until more than
 :data:`STALE_MAX` indexes are read that way and sorting again pays. Either way a term finds the
 same rows with the same counts, so a search gives the same scores.
+
+Where the owner runs work beside the searches (:class:`Resorter`, the service's background
+thread), that sorting is done there, and searches read the changed indexes on their own
+meanwhile; without one it is done on the search's path.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -42,19 +47,38 @@ class PostingsTable:
 
     @classmethod
     def of(cls, indexes: Sequence[ProjectIndex]) -> PostingsTable:
+        """The table of ``indexes`` as they are (the caller holds their locks)."""
         for index in indexes:
             index._merge()  # pending postings sorted in (what the index's next term look-up does)
-        parts = [index._main for index in indexes]
+        return cls.of_parts([(_marker(i), i._main) for i in indexes])
+
+    @classmethod
+    def of_parts(cls, parts: Sequence[tuple[tuple[int, int], tuple[np.ndarray, ...]]]) -> PostingsTable:
+        """The table of each index's marker and main postings (hash-sorted hashes, rows, counts)."""
         if not parts:
             empty = np.zeros(0, dtype=np.int64)
             return cls({}, empty, empty.astype(np.int32), empty, empty)
-        hashes = np.concatenate([p[0] for p in parts])
+        mains = [main for _, main in parts]
+        hashes = np.concatenate([m[0] for m in mains])
         order = np.argsort(hashes, kind="stable")
-        owner = np.repeat(np.arange(len(parts), dtype=np.int32), [p[0].size for p in parts])
-        local = np.concatenate([p[1] for p in parts])
-        counts = np.concatenate([p[2] for p in parts])
-        return cls({_marker(i): place for place, i in enumerate(indexes)},
+        owner = np.repeat(np.arange(len(mains), dtype=np.int32), [m[0].size for m in mains])
+        local = np.concatenate([m[1] for m in mains])
+        counts = np.concatenate([m[2] for m in mains])
+        return cls({marker: place for place, (marker, _) in enumerate(parts)},
                    hashes[order], owner[order], local[order], counts[order])
+
+    @classmethod
+    def beside(cls, indexes: Sequence[ProjectIndex]) -> PostingsTable:
+        """:meth:`of` for a thread beside the searches: each index's pending postings sorted in
+        outside its lock, its postings taken under it, the sorting done holding none. An index
+        that took rows meanwhile is left out (a search reads it on its own)."""
+        parts = []
+        for index in indexes:
+            index.merge_postings()
+            with index.lock:
+                if not index._pending:
+                    parts.append((_marker(index), index._main))
+        return cls.of_parts(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +92,18 @@ class TenantPostings:
     skips: bool  # some of the table's entries are of an index changed or gone since
 
     @classmethod
-    def of(cls, indexes: Sequence[ProjectIndex], starts: np.ndarray,
-           previous: PostingsTable | None = None) -> TenantPostings:
-        """Over ``previous`` where few indexes changed since it was built, else a new table."""
+    def of(cls, indexes: Sequence[ProjectIndex], starts: np.ndarray, previous: PostingsTable | None = None,
+           resorter: Resorter | None = None) -> TenantPostings:
+        """Over ``previous`` where few indexes changed since it was built (or where ``resorter``
+        sorts a new table beside the searches), else over a new table."""
         table, now = previous, None
         if table is not None:
             now = [table.places.get(_marker(i)) for i in indexes]
-            if sum(place is None for place in now) > STALE_MAX:
-                table = None
+            stale = sum(place is None for place in now)
+            if stale == len(indexes) or (stale > STALE_MAX and resorter is None):
+                table = None  # of other indexes altogether (another scope), or too old to keep
+            elif stale > STALE_MAX:
+                resorter.sort(indexes)
         if table is None:
             table = PostingsTable.of(indexes)
             now = list(range(len(indexes)))
@@ -105,3 +133,37 @@ class TenantPostings:
         if len(found) == 1:
             return found[0]
         return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
+
+
+class Resorter:
+    """Sorts a new table on the owner's thread beside the searches (``submit``), one at a time;
+    :meth:`take` gives the newest once, for the next search to build its view on."""
+
+    def __init__(self, submit: Callable[[Callable[[], None]], object]) -> None:
+        self._submit = submit
+        self._lock = threading.Lock()
+        self._sorting = False
+        self._sorted: PostingsTable | None = None
+
+    def sort(self, indexes: Sequence[ProjectIndex]) -> None:
+        with self._lock:
+            if self._sorting:
+                return
+            self._sorting = True
+        chosen = list(indexes)
+
+        def run() -> None:
+            try:
+                table = PostingsTable.beside(chosen)
+                with self._lock:
+                    self._sorted = table
+            finally:
+                with self._lock:
+                    self._sorting = False
+
+        self._submit(run)
+
+    def take(self) -> PostingsTable | None:
+        with self._lock:
+            table, self._sorted = self._sorted, None
+        return table

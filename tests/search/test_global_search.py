@@ -256,6 +256,36 @@ def test_a_new_project_is_read_on_its_own_until_the_postings_are_sorted_again(da
     same_with(codes, grown, data, range(2, QUERIES, 4))
 
 
+def test_past_stale_max_the_postings_are_sorted_beside_the_searches(data, monkeypatch):
+    """With a thread to run it on (the service's), the new sort does not hold up a search:
+    the changed indexes are read on their own until the new table is ready."""
+    monkeypatch.setattr(tenantpostings, "STALE_MAX", 2)
+    indexes = build_indexes(data)
+    tasks: list = []
+    codes = TenantCodes(tasks.append)
+    table = codes.columns(indexes).postings.table
+    for index in indexes[:3]:
+        index.apply(ChangeSet(version=3, changed=[replace(record(data, 13, index.project), id=f"late-{index.project}")]))
+    postings = codes.columns(indexes).postings
+    assert postings.table is table and postings.stale == (0, 1, 2) and len(tasks) == 1
+    same_with(codes, indexes, data, range(0, QUERIES, 4))
+    assert len(tasks) == 1  # one sort at a time
+    tasks.pop()()  # the background thread runs it
+    postings = codes.columns(indexes).postings
+    assert postings.table is not table and postings.stale == ()
+    same_with(codes, indexes, data, range(1, QUERIES, 4))
+
+
+def test_a_table_of_other_indexes_is_not_kept(data):
+    tasks: list = []
+    codes = TenantCodes(tasks.append)
+    first = codes.columns(build_indexes(data)[:6]).postings.table
+    others = build_indexes(data)[6:]
+    postings = codes.columns(others).postings
+    assert postings.table is not first and postings.stale == () and not tasks  # sorted at once: nothing to keep
+    same_with(codes, others, data, range(0, QUERIES, 8))
+
+
 def test_the_service_answers_global_searches_from_one_pass(tmp_path, data):
     store = SQLiteStore(tmp_path / "g.db")
     store.migrate()
@@ -274,6 +304,7 @@ def test_the_service_answers_global_searches_from_one_pass(tmp_path, data):
                                          weights=WEIGHTS, k=10)
             assert [h.id for h in answer.results] == [h.record.id for h in expected]
             assert len(service._tenant_codes._kept) == 1  # the tenant's codes kept between searches
+            assert service._tenant_codes._resorter is not None  # postings sorted again on the index thread
     finally:
         store.close()
 
