@@ -79,7 +79,9 @@ class ServiceIndexes:
 
     def _bring_up_to_date(self, tenant: str, project: str, index: ProjectIndex, marker: int) -> None:
         """Load or catch up one warm index to the store's version (its lock held by the caller)."""
-        index.term_variants = self._term_variants(tenant)
+        # Changed rows may be sealed under a data key another worker rotated to: the keys are
+        # then read afresh, or a search here would miss them by keyword until the cache expired.
+        index.term_variants = self._term_variants(tenant, fresh=index.version != marker or index.version == 0)
         if index.version == 0 and self.snapshots is not None:
             # A large matrix read from the store goes to a file beside the snapshots.
             index.spill_path = index.spill_path or partial(self.snapshots.spill_path, index)
@@ -129,7 +131,7 @@ class ServiceIndexes:
         index.apply(ChangeSet(version=0, changed=records, reset=True))
         return index
 
-    def _term_variants(self, tenant: str):
+    def _term_variants(self, tenant: str, *, fresh: bool = False):
         """A query term's keyed hashes for the tenant's sealed memories (capsule.crypto), or None."""
         variants = getattr(self.store, "term_variants", None)
-        return None if variants is None else variants(tenant)
+        return None if variants is None else variants(tenant, fresh=fresh)

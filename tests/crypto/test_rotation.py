@@ -95,3 +95,25 @@ def test_the_rotate_command_runs_beside_the_data(tmp_path):
     assert '"version": 2' in rotated.stdout
     found = capsule("search", "--project", "p", "pomegranix", data_dir=tmp_path)
     assert found.returncode == 0 and "holloway-farms" in found.stdout, found.stderr
+
+
+def test_a_worker_that_did_not_rotate_finds_what_another_resealed(service, tmp_path):
+    """Two workers over one database (as ``capsule serve`` runs them): one rotates and re-seals
+    a memory by reading it; the other, whose key cache predates the rotation, still finds it by
+    keyword, in an index it loads now and in one it held warm (rows it reads make it read the
+    keys afresh; with the cached keys alone it missed them until the cache expired)."""
+    other = build_service(Settings(data_dir=tmp_path, embedder="hashing"))
+    try:
+        memory_id = service.store_memory(T, {"project": "p", "content": TEXTS[0]}).memory.id
+        warm_id = service.store_memory(T, {"project": "w", "content": TEXTS[1]}).memory.id
+        warm = {"project": "w", "query": "turnipolis", "mode": "bm25"}
+        assert [h.id for h in other.search(T, warm).results] == [warm_id]  # its keys cached now
+        rotate(service.store, service.governance_store, T, actor="ops", at=NOW)
+        for moved in (memory_id, warm_id):
+            service.get(T, moved)  # re-sealed under the new key by this worker
+            assert labels(tmp_path)[moved] == service.store.sealer.keyring.current(T).label
+        query = {"project": "p", "query": "pomegranix", "mode": "bm25"}
+        assert [h.id for h in other.search(T, query).results] == [memory_id]
+        assert [h.id for h in other.search(T, warm).results] == [warm_id]
+    finally:
+        other.store.close()

@@ -80,8 +80,8 @@ class SealedStore:
         self.sealer.keyring.check(tenant)
         return self.backing_store.change_markers(tenant, projects)
 
-    def term_variants(self, tenant: str) -> Callable[[str], list[int]]:
-        return self.sealer.term_variants(tenant)
+    def term_variants(self, tenant: str, *, fresh: bool = False) -> Callable[[str], list[int]]:
+        return self.sealer.term_variants(tenant, fresh=fresh)
 
     def governance_view(self, inner_governance: Any) -> Any:
         from .sealedgovernance import SealedGovernance

@@ -105,10 +105,12 @@ class Sealer:
         label = getattr(record, "sealed", "")
         return bool(label) and label != self.keyring.current(record.tenant).label
 
-    def term_variants(self, tenant: str) -> Callable[[str], list[int]]:
+    def term_variants(self, tenant: str, *, fresh: bool = False) -> Callable[[str], list[int]]:
         """The keyed hashes of a query term under each of the tenant's data keys (a sealed
-        memory's postings are keyed under the key that sealed it)."""
-        if not self.keyring.rows(tenant):
+        memory's postings are keyed under the key that sealed it); ``fresh``: the keys read
+        from the key store, not this process's cache (another process may have rotated, and
+        re-sealed memories under the new key)."""
+        if not self.keyring.rows(tenant, fresh=fresh):
             return lambda term: []
         keys = [k.derived(b"terms") for k in self.keyring.versions(tenant)]
         return lambda term: [keyed_hash(k, term) for k in keys]
