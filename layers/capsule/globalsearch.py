@@ -140,6 +140,10 @@ class _Columns:
         gathers (their Python, not their bytes) cost more than the search's own arithmetic.
         Joined, the same values are gathered at once, so the same sums come out."""
         if (name, width) not in self._joined:
+            if name == "matrix" and any(i.deferred is not None and not i.filled[: i.n].all() for i in indexes if i.n):
+                # A vector still in the store, read on demand by ProjectIndex.vectors. Not kept:
+                # reading them beside the searches (settle) changes no stamp, so ask again next time.
+                return None
             self._joined[(name, width)] = _join(indexes, name, width, int(self.starts[-1]))
         return self._joined[(name, width)]
 
@@ -163,8 +167,6 @@ def _join(indexes: Sequence[ProjectIndex], name: str, width: int, rows: int) -> 
         return None
     if rows * width * np.dtype(arrays[0].dtype).itemsize > JOIN_MAX:
         return None
-    if name == "matrix" and any(i.deferred is not None and not i.filled[: i.n].all() for i in held):
-        return None  # a vector still in the store, read on demand by ProjectIndex.vectors
     # A slice where the rows are an array (copied once, by the concatenation), else read.
     return np.concatenate([a[: i.n] if isinstance(a, np.ndarray) else read_rows(a, np.arange(i.n))
                            for i, a in zip(held, arrays)])

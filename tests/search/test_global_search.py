@@ -207,7 +207,10 @@ def test_an_index_with_vectors_still_in_the_store_is_not_joined(indexes, data):
     lazy.apply(ChangeSet(version=1, changed=[record(data, 0, "lazy")], reset=True))
     lazy.deferred, lazy.filled = object(), np.zeros(lazy.n, dtype=bool)  # as an index loaded as columns is
     both_kinds = [*indexes, lazy]
-    assert TenantCodes().columns(both_kinds).joined(both_kinds, "matrix", DIM) is None
+    columns = TenantCodes().columns(both_kinds)
+    assert columns.joined(both_kinds, "matrix", DIM) is None
+    lazy.deferred, lazy.filled = None, np.ones(lazy.n, dtype=bool)  # read beside the searches (settle)
+    assert columns.joined(both_kinds, "matrix", DIM).shape == (PROJECTS * PER + 1, DIM)  # no stamp changed
 
 
 def same_with(codes: TenantCodes, indexes, data, queries) -> None:
