@@ -36,21 +36,26 @@ class TermScores:
     def __init__(self, max_bytes: int = 32 << 20) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
-        self._items: OrderedDict[tuple, tuple[np.ndarray | None, np.ndarray]] = OrderedDict()
+        self._items: OrderedDict[tuple, tuple[np.ndarray | None, np.ndarray, float]] = OrderedDict()
 
-    def get(self, key: tuple) -> tuple[np.ndarray | None, np.ndarray] | None:
+    def get(self, key: tuple) -> tuple[np.ndarray | None, np.ndarray, float] | None:
         found = self._items.get(key)
         if found is not None:
             self._items.move_to_end(key)
         return found
 
-    def put(self, key: tuple, rows: np.ndarray | None, scores: np.ndarray) -> None:
-        """``rows`` None: ``scores`` holds one score per row of the index."""
+    def fit(self, rows: int) -> None:
+        """Room for a dozen frequent terms' scores over ``rows`` rows: a large index's queries
+        mostly share a few frequent words, and each costs a pass over every row to compute."""
+        self.max_bytes = max(self.max_bytes, 12 * 8 * rows)
+
+    def put(self, key: tuple, rows: np.ndarray | None, scores: np.ndarray, peak: float = 0.0) -> None:
+        """``rows`` None: ``scores`` holds one score per row of the index; ``peak``: the largest."""
         size = (0 if rows is None else rows.nbytes) + scores.nbytes
         if size > self.max_bytes // 4 or key in self._items:
             return
-        self._items[key] = (rows, scores)
+        self._items[key] = (rows, scores, peak)
         self.bytes += size
         while self.bytes > self.max_bytes:
-            _, (old_rows, old_scores) = self._items.popitem(last=False)
+            _, (old_rows, old_scores, _) = self._items.popitem(last=False)
             self.bytes -= (0 if old_rows is None else old_rows.nbytes) + old_scores.nbytes

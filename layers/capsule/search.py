@@ -34,6 +34,7 @@ from . import dates, ranking
 from .clock import to_epoch
 from . import hamming
 from .index import ProjectIndex, Shape, sign_codes, stable_key
+from .keywordsparse import Part, SparseKeyword, sparse_keyword
 from .query import asks_when, named_authors
 from .records import ChangeSet, Filters, MemoryRecord
 from .text import ends_with_question, says_when, tokens
@@ -91,13 +92,16 @@ class SearchOptions:
     # 0.15: the largest floor that left R@5 and R@10 of both benchmarks as they were (MiniLM;
     # 0.2 cost LongMemEval one relevant turn in its top 10, 0.3 cost both).
     min_relevance: float = 0.15
+    # Rows from which an unfiltered keyword stage sums only the rows the query's rarer terms
+    # reach, where that gives the same candidates (capsule.keywordsparse).
+    sparse_from: int = 50_000
 
 
 @dataclass(slots=True)
 class _View:
     index: ProjectIndex
     mask: np.ndarray
-    keyword: np.ndarray | None = None  # raw BM25 per row
+    keyword: np.ndarray | SparseKeyword | None = None  # raw BM25 per row
     plain: bool = False  # the mask is every active row (no filter)
 
 
@@ -196,12 +200,12 @@ def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> No
         n = sum(int(v.mask.sum()) for v in views)
         total = sum(float(v.index.length[: v.index.n][v.mask].sum()) for v in views)
     avg = total / n if n and total else 1.0
+    if single and n:
+        _keyword_cached(views[0], terms, options, n, avg)
+        return
     for v in views:
         v.keyword = np.zeros(v.index.n, dtype=np.float64)
     if not n:
-        return
-    if single:
-        _keyword_cached(views[0], terms, options, n, avg)
         return
     for term in terms:  # sorted, so sums run in one order in every process
         hits = []
@@ -231,30 +235,47 @@ def _term_scores(index: ProjectIndex, rows: np.ndarray, tf: np.ndarray, df: int,
 
 def _keyword_cached(v: _View, terms: list[str], options: SearchOptions, n: int, avg: float) -> None:
     """:func:`_keyword` for one index searched without filters: each term's contribution is
-    computed once per version of the index (the same arithmetic, so the same sums)."""
+    computed once per version of the index (the same arithmetic, so the same sums), and a
+    large index sums only the rows its rarer terms reach where that can be shown to suffice
+    (:mod:`capsule.keywordsparse`)."""
     index = v.index
-    for term in terms:
-        key = (term, options.k1, _length_b(index, options))
-        found = index.scores.get(key)
-        if found is None:
-            rows, tfs = index.postings_of(term)
-            keep = v.mask[rows]
-            rows = rows[keep]
-            scores = _term_scores(index, rows, tfs[keep].astype(np.float64), rows.size, n, avg, options) \
-                if rows.size else np.zeros(0)
-            if 8 * rows.size > index.n:
-                # A frequent term: kept as one score per row (0 elsewhere), added without a
-                # scatter. Adding 0.0 leaves a sum as it is, so the sums stay the same.
-                dense = np.zeros(index.n, dtype=np.float64)
-                dense[rows] = scores
-                rows, scores = None, dense
-            found = (rows, scores)
-            index.scores.put(key, rows, scores)
-        rows, scores = found
+    parts = [_term_part(v, term, options, n, avg) for term in terms]
+    if index.n >= options.sparse_from and not _windowed(index.shape(), options):
+        found = sparse_keyword(parts, index.n, index.key, options.candidates, _top_positive)
+        if found is not None:
+            v.keyword = found
+            return
+    v.keyword = np.zeros(index.n, dtype=np.float64)
+    for rows, scores, _ in parts:
         if rows is None:
             v.keyword += scores
         elif rows.size:
             v.keyword[rows] += scores
+
+
+def _term_part(v: _View, term: str, options: SearchOptions, n: int, avg: float) -> Part:
+    """One term's contribution to an unfiltered search: its live rows and their scores, or for
+    a frequent term (None, one score per row), with its best score; kept per index version."""
+    index = v.index
+    key = (term, options.k1, _length_b(index, options))
+    found = index.scores.get(key)
+    if found is not None:
+        return found
+    rows, tfs = index.postings_of(term)
+    keep = v.mask[rows]
+    rows = rows[keep]
+    scores = _term_scores(index, rows, tfs[keep].astype(np.float64), rows.size, n, avg, options) \
+        if rows.size else np.zeros(0)
+    peak = float(scores.max()) if scores.size else 0.0
+    if 8 * rows.size > index.n:
+        # A frequent term: kept as one score per row (0 elsewhere), added without a scatter.
+        # Adding 0.0 leaves a sum as it is, so the sums stay the same.
+        dense = np.zeros(index.n, dtype=np.float64)
+        dense[rows] = scores
+        rows, scores = None, dense
+    index.scores.fit(index.n)
+    index.scores.put(key, rows, scores, peak)
+    return rows, scores, peak
 
 
 def _hamming(codes: np.ndarray, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -501,7 +522,8 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     if vector_ok:
         parts.append(_vector_rows(v, q, options))
     if v.keyword is not None and top_keyword > 0:
-        parts.append(_top_positive(v.keyword, options.candidates, index.key))
+        parts.append(v.keyword.best if isinstance(v.keyword, SparseKeyword)
+                     else _top_positive(v.keyword, options.candidates, index.key))
     if spans and options.date_boost:
         parts.append(_timed_rows(v, spans, options))
     if not parts:
