@@ -72,6 +72,7 @@ class ProjectIndex(IndexChanges, IndexSnapshot, IndexFilters):
         self.eager_records = eager_records
         self.lock = threading.RLock()
         self.settling = False  # a task reading its deferred vectors is scheduled (see MemoryService)
+        self.quantizing = False  # a task making its int8 copy is scheduled (see MemoryService)
         self.version = 0
         # Where a large matrix read from the store is written instead of RAM (capsule.matrix);
         # None: held in RAM. Set by the owner (MemoryService names files beside its snapshots).
@@ -92,13 +93,14 @@ class ProjectIndex(IndexChanges, IndexSnapshot, IndexFilters):
     def nbytes(self) -> int:
         """About how much RAM the index holds (kept as rows are added, not recounted); rows in
         a mapped file are the OS's cache, not this process's."""
+        quant = self.quant
         arrays = (self.matrix, self.codes, self.row_codes, self._prefix, self.length, self.occurred, self.created,
-                  self.helpful, self.unhelpful, self.outcome)
+                  self.helpful, self.unhelpful, self.outcome, *((quant.codes, quant.meta) if quant else ()))
         # Counted again only when an array was replaced: the cache asks every index on every
         # search, and a global search reads a hundred of them.
         matrix = self.matrix
         stamp = (self.version, self.n, len(self.alive), id(matrix), id(getattr(matrix, "tail", None)),
-                 id(self.codes), id(self.row_codes), id(self._prefix))
+                 id(self.codes), id(self.row_codes), id(self._prefix), id(quant))
         if self._nbytes is None or self._nbytes[0] != stamp:
             self._nbytes = (stamp, sum(resident_bytes(a) for a in arrays if a is not None))
         return self._nbytes[1] + self._bytes + self.scores.bytes

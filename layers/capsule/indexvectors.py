@@ -17,6 +17,7 @@ import numpy as np
 
 from .indexrows import IndexRows, grow
 from .matrix import SplitRows, Spill, blocked_dot, is_mapped, read_rows, row_dots
+from .quantized import QUANT_FROM, Quantized, build
 from .records import DeferredVectors
 from .signbits import sign_codes
 
@@ -47,6 +48,7 @@ class IndexVectors(IndexRows):
         self.matrix_file = None
         self._prefix: np.ndarray | None = None  # see prefix_codes
         self._prefix_n = 0
+        self._forget_quant()
         self.codes = np.zeros((0, cap), dtype=np.uint64)  # (words, rows): one word is contiguous
         # The same by row (rows, words): the second pass reads a few thousand scattered rows'
         # codes, a cache line or two each instead of one per word.
@@ -93,6 +95,7 @@ class IndexVectors(IndexRows):
         self._lazy = None
         self.matrix_file = None
         self._prefix, self._prefix_n = None, 0
+        self._forget_quant()  # rows renumbered
 
     # ---- deferred vectors ----------------------------------------------------
 
@@ -183,6 +186,35 @@ class IndexVectors(IndexRows):
             if self.matrix is lazy and self.deferred is None:
                 self.matrix = housed
             self._lazy = None
+
+    # ---- the int8 copy --------------------------------------------------------
+
+    def _forget_quant(self) -> None:
+        # The int8 copy of rows [0, quant.n) (capsule.quantized): rows are only appended
+        # between resets and compactions, and a row's vector never changes while it lives,
+        # so it stays true for those rows until one of those (each forgets it).
+        self.quant: Quantized | None = None
+        self._quant_epoch = getattr(self, "_quant_epoch", 0) + 1
+
+    def wants_quant(self) -> bool:
+        """Whether :meth:`quantize` would make a copy (a large index whose vectors are all read)."""
+        return (self.n >= QUANT_FROM and self.dim > 0 and self.deferred is None
+                and (self.quant is None or self.quant.n < self.n))
+
+    def quantize(self, path: Path | None = None) -> bool:
+        """Make the int8 copy of every row, outside :attr:`lock` (a million rows: seconds of
+        reading), kept unless the rows were renumbered meanwhile; ``path``: its files' prefix
+        (mapped, shared by every process), else RAM. True when a copy was made and kept."""
+        with self.lock:
+            if not self.wants_quant():
+                return False
+            matrix, n, epoch = self.matrix, self.n, self._quant_epoch
+        made = build(matrix, n, path)  # rows [0, n) of this matrix are never written again
+        with self.lock:
+            if self._quant_epoch != epoch:
+                return False
+            self.quant = made
+        return True
 
     # ---- reading -------------------------------------------------------------
 

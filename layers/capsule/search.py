@@ -7,8 +7,11 @@ The pipeline, the same for a warm index and a cold one built for this search:
    bits (a first pass on the leading 256 bits for large indexes), or by exact float32 cosine
    when ``exact`` is set;
 3. keyword candidates: BM25 over every row searched (statistics over exactly those rows),
-   the best ``candidates``;
-4. for the union, the exact cosine (float32), the BM25 score divided by the best, time
+   the best ``candidates`` (a large index sums only the rows its strong terms reach, where
+   that provably gives the same: :mod:`capsule.keywordsparse`);
+4. for the union, the exact cosine (float32; a large index reads it only for the rows whose
+   bounds from its int8 copy leave them a chance at the k best: :mod:`capsule.quantized`),
+   the BM25 score divided by the best, time
    decay, the feedback bound and the outcome bonus, combined by the weights;
    plus a ``boost`` from the aids that fit the memories (the author the query names, how near
    it happened to a time the query names, read from the search's now by :mod:`capsule.dates`;
@@ -553,36 +556,85 @@ def _rank_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime, 
                spans: list[dates.Window] | None = None) -> "_Ranked":
     """:func:`_score_rows` without building the results (records are read only for hits)."""
     index = v.index
-    vector_ok = q is not None
-    vector = np.zeros(rows.size, dtype=np.float64)
-    if vector_ok:
-        with_vec = index.has_vec[rows]
-        if rows.size and with_vec.all():
-            # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
-            vector = np.clip(index.dots(rows, q), 0.0, 1.0).astype(np.float64)
-        elif with_vec.any():
-            vector[with_vec] = np.clip(index.dots(rows[with_vec], q), 0.0, 1.0)
-    if vector_ok and options.vector_window and _windowed(index.shape(), options):
-        vector = _vector_window(index, rows, vector, q)
+    windowed = _windowed(index.shape(), options)
     keyword = np.zeros(rows.size) if v.keyword is None or top_keyword <= 0 else v.keyword[rows] / top_keyword
     ages = (to_epoch(now) - index.occurred[rows]) / 86400.0
     time = ranking.time_decay(ages, weights.half_life_days)
     feedback = _feedback(index)[rows]
     outcome = index.outcome[rows]
-    score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
     when = _when(index, rows, options, spans or [])
     boost = _boosts(index, rows, options, query) + when
     boost += _priors(index, rows, options)
     boost += _when_boost(index, rows, options, query)
+    vector, exact = np.zeros(rows.size, dtype=np.float64), None
+    if q is not None and not windowed and index.quant is not None and rows.size > 4 * k:
+        # Without the chat aids no part of the score but the cosine depends on the cosine.
+        vector, exact = _vector_where_it_counts(
+            index, rows, q, lambda cosine: ranking.combine(weights, cosine, keyword, time, feedback, outcome) + boost,
+            keyword, when, options, k)
+    elif q is not None:
+        vector = _vector(index, rows, q)
+        if options.vector_window and windowed:
+            vector = _vector_window(index, rows, vector, q)
+    score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
     boost += _answer_boost(index, rows, score + boost, options)
     boost += _session_boost(index, rows, score + boost, options)
     score = score + boost
-    relevance = np.maximum(vector, keyword)
-    matched = np.flatnonzero(((relevance > 0) & (relevance >= options.min_relevance)) | (when > 0))
+    matched = np.flatnonzero(_matched(vector, keyword, when, options))
+    if exact is not None:
+        matched = matched[exact[matched]]
     # Only the k best (and every tie with the k-th) can be returned: build just those.
     keep = matched[_best_rows(score[matched], None, k, index.key[rows[matched]],
                               smaller_is_better=False)]
     return _Ranked(index, rows, keep, score, vector, keyword, time, feedback, outcome, boost, when)
+
+
+def _vector(index: ProjectIndex, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The cosine of each row with the query, clipped to [0, 1] (0 without a vector)."""
+    vector = np.zeros(rows.size, dtype=np.float64)
+    with_vec = index.has_vec[rows]
+    if rows.size and with_vec.all():
+        # einsum, not BLAS: each row's dot is summed in one fixed order wherever it sits.
+        vector = np.clip(index.dots(rows, q), 0.0, 1.0).astype(np.float64)
+    elif with_vec.any():
+        vector[with_vec] = np.clip(index.dots(rows[with_vec], q), 0.0, 1.0)
+    return vector
+
+
+def _matched(vector: np.ndarray, keyword: np.ndarray, when: np.ndarray, options: SearchOptions) -> np.ndarray:
+    """Which rows match: a cosine or keyword score of at least ``min_relevance``, or a time named."""
+    relevance = np.maximum(vector, keyword)
+    return ((relevance > 0) & (relevance >= options.min_relevance)) | (when > 0)
+
+
+def _vector_where_it_counts(index: ProjectIndex, rows: np.ndarray, q: np.ndarray,
+                            score_of: Callable[[np.ndarray], np.ndarray], keyword: np.ndarray,
+                            when: np.ndarray, options: SearchOptions, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_vector` for the rows that can be among the k best, and which rows those are;
+    a lower bound of the cosine for the others (:mod:`capsule.quantized`).
+
+    ``score_of(cosines)``: the rows' scores for those cosines, non-decreasing in each. Each
+    row's cosine lies within bounds from its int8 copy (a row the copy does not hold yet:
+    within [0, 1]). The k best of the rows that surely match score at least the k-th best of
+    their lowest scores; a row whose highest score stays below that, or that cannot match,
+    is beaten by k others, so only the rest need their exact cosine."""
+    has = index.has_vec[rows]
+    low, high = np.zeros(rows.size), has.astype(np.float64)
+    held = has & (rows < index.quant.n)
+    if held.any():
+        below, above = index.quant.bounds(rows[held], q)
+        low[held], high[held] = np.clip(below, 0.0, 1.0), np.clip(above, 0.0, 1.0)
+    sure = np.flatnonzero(_matched(low, keyword, when, options))
+    floor = -np.inf
+    if sure.size >= k:
+        lowest = score_of(low)[sure]
+        floor = np.partition(lowest, sure.size - k)[sure.size - k]
+    need = _matched(high, keyword, when, options) & (score_of(high) >= floor)
+    vector = low
+    exact = need & has
+    if exact.any():
+        vector[exact] = np.clip(index.dots(rows[exact], q), 0.0, 1.0)
+    return vector, need
 
 
 @dataclass(slots=True)

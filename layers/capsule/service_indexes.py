@@ -5,6 +5,7 @@ one-search (cold) index of a store that tracks no changes or gives a shortlist."
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 
 import numpy as np
@@ -17,6 +18,8 @@ from .index import IndexCache, ProjectIndex, store_fetcher
 from .records import ChangeSet, Filters, MemoryRecord
 from .snapshot import Snapshots
 from .store.base import MemoryStore, NearestCandidates
+
+logger = logging.getLogger("capsule.service")
 
 
 class ServiceIndexes:
@@ -100,6 +103,9 @@ class ServiceIndexes:
             # attempt failed), then its snapshot is written.
             index.settling = True
             self.background.submit(partial(self._complete, index))
+        elif index.wants_quant() and not index.quantizing:
+            index.quantizing = True
+            self.background.submit(partial(self._quantize, index))
 
     def _complete(self, index: ProjectIndex) -> None:
         """Read an index's deferred vectors, then keep its snapshot (off the request's path)."""
@@ -111,6 +117,20 @@ class ServiceIndexes:
             with index.lock:
                 if index.deferred is None and index.version:
                     self.snapshots.save(index)
+        self._quantize(index)
+
+    def _quantize(self, index: ProjectIndex) -> None:
+        """Make a large index's int8 copy (capsule.quantized) beside its snapshot's matrix
+        (shared by every worker that maps it), or in RAM without snapshots. A failure costs
+        only speed: the exact re-score reads every candidate's vector instead."""
+        try:
+            path = self.snapshots.quant_path(index) if self.snapshots is not None else None
+            if path is not None or self.snapshots is None:
+                index.quantize(path)
+        except OSError as exc:
+            logger.warning("could not make the int8 copy of the index of %s/%s: %s", index.tenant, index.project, exc)
+        finally:
+            index.quantizing = False
 
     def _shortlist(self, tenant: str, projects: list[str] | None, filters: Filters, query: str,
                    query_vector: np.ndarray | None) -> list[ProjectIndex] | None:

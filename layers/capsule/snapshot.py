@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import terms
+from . import quantized, terms
 from .index import ProjectIndex
 from .matrix import SplitRows, map_npy
 
@@ -73,7 +73,21 @@ class Snapshots:
             return False
         state["index"]["matrix_file"] = self.folder / state["files"]["matrix"]
         index.restore(state["index"])
+        kept = quantized.load(self._quant_prefix(state["files"]["matrix"]))
+        if kept is not None and kept.n <= index.n:
+            index.quant = kept  # made from the same matrix file, whose rows never change
         return True
+
+    def quant_path(self, index: ProjectIndex) -> Path | None:
+        """Where a large index's int8 copy goes: beside the snapshot matrix its rows are read
+        from (named after it, so it lives as long as that file), None when there is none."""
+        held = index.matrix_file
+        if held is None or Path(held).parent != self.folder:
+            return None
+        return self._quant_prefix(Path(held).name)
+
+    def _quant_prefix(self, matrix_name: str) -> Path:
+        return self.folder / f"{matrix_name.removesuffix('.npy')}.quant"
 
     def spill_path(self, index: ProjectIndex) -> Path:
         """Where a large index reads its matrix into from the store (capsule.matrix.Spill):
@@ -124,7 +138,9 @@ class Snapshots:
             for done in written:
                 done.unlink(missing_ok=True)
             return False
-        self._drop_old_files(path.stem, keep={*files["postings"], *(files[name] for name in MAPPED)})
+        copy = quantized.files(self._quant_prefix(files["matrix"]))
+        self._drop_old_files(path.stem, keep={*files["postings"], *(files[name] for name in MAPPED),
+                                              *(f.name for f in copy.values())})
         try:
             index.adopt_files(map_npy(self.folder / files["matrix"]), map_npy(self.folder / files["row_codes"]),
                               self.folder / files["matrix"])
