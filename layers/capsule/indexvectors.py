@@ -197,9 +197,11 @@ class IndexVectors(IndexRows):
         self._quant_epoch = getattr(self, "_quant_epoch", 0) + 1
 
     def wants_quant(self) -> bool:
-        """Whether :meth:`quantize` would make a copy (a large index whose vectors are all read)."""
+        """Whether :meth:`quantize` would make a copy: a large index whose vectors are all read,
+        without one, or with more than an eighth of its rows added since (a copy is made whole,
+        reading every row; rows it does not hold are read exactly meanwhile)."""
         return (self.n >= QUANT_FROM and self.dim > 0 and self.deferred is None
-                and (self.quant is None or self.quant.n < self.n))
+                and (self.quant is None or self.n - self.quant.n > self.n // 8))
 
     def quantize(self, path: Path | None = None) -> bool:
         """Make the int8 copy of every row, outside :attr:`lock` (a million rows: seconds of

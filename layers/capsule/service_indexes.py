@@ -103,7 +103,8 @@ class ServiceIndexes:
             # attempt failed), then its snapshot is written.
             index.settling = True
             self.background.submit(partial(self._complete, index))
-        elif index.wants_quant() and not index.quantizing:
+        elif (not index.quantizing and index.wants_quant() and self.snapshots is not None
+              and self.snapshots.quant_path(index) is not None):
             index.quantizing = True
             self.background.submit(partial(self._quantize, index))
 
@@ -120,12 +121,13 @@ class ServiceIndexes:
         self._quantize(index)
 
     def _quantize(self, index: ProjectIndex) -> None:
-        """Make a large index's int8 copy (capsule.quantized) beside its snapshot's matrix
-        (shared by every worker that maps it), or in RAM without snapshots. A failure costs
-        only speed: the exact re-score reads every candidate's vector instead."""
+        """Make a large index's int8 copy (capsule.quantized) beside its snapshot's matrix,
+        shared by every worker that maps it. Only there: a matrix not in that file is in RAM,
+        where its rows are read about as fast as the copy's. A failure costs only speed: the
+        exact re-score then reads every candidate's vector."""
         try:
             path = self.snapshots.quant_path(index) if self.snapshots is not None else None
-            if path is not None or self.snapshots is None:
+            if path is not None:
                 index.quantize(path)
         except OSError as exc:
             logger.warning("could not make the int8 copy of the index of %s/%s: %s", index.tenant, index.project, exc)

@@ -137,3 +137,17 @@ def test_the_copy_is_made_beside_the_snapshot_and_loaded_with_it(make_service, d
     monkeypatch.setattr(indexvectors, "QUANT_FROM", 10**9)
     assert again.model_dump() == plain.search("t", query).model_dump()
     assert before.results and again.results  # the searches found something to compare
+
+
+def test_the_copy_goes_when_rows_are_renumbered_and_is_made_again_only_for_many_new_rows(monkeypatch):
+    monkeypatch.setattr(indexvectors, "QUANT_FROM", 100)
+    records = _records(2600, 32, seed=3)
+    index = ProjectIndex("t", "p", "m")
+    index.apply(ChangeSet(version=1, changed=[replace(r) for r in records[:2000]], reset=True))
+    assert index.quantize() and not index.wants_quant()
+    index.apply(ChangeSet(version=2, changed=[replace(r) for r in records[2000:2100]]))
+    assert index.quant.n == 2000 and not index.wants_quant()  # a few rows: read exactly
+    index.apply(ChangeSet(version=3, changed=[replace(r) for r in records[2100:]]))
+    assert index.wants_quant()  # over an eighth of the rows added since
+    index.apply(ChangeSet(version=4, removed=[r.id for r in records[:1500]]))  # compacted
+    assert index.quant is None and index.n == 1100
