@@ -46,6 +46,7 @@ from .search import (
     _query_vector,
     _rank_rows,
     _Ranked,
+    _top_positive,
     _vector_ok,
     _View,
     _views,
@@ -250,17 +251,23 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
         v.keyword = keyword[start:stop]  # each view's part of the tenant's scores
     if n:
         mask = np.concatenate([v.mask for v in views]) if views else np.zeros(0, dtype=bool)
+        everyone = bool(mask.all())  # no filter and no dead row: nothing to mask per term
         b_of = np.array([_length_b(v.index, options) for v in views], dtype=np.float64)
+        # One b for every view (the usual case): the same value in the same formula, without
+        # finding each posting's view (a search over the views' starts per posting).
+        single_b = float(b_of[0]) if b_of.size and bool((b_of == b_of[0]).all()) else None
         variants = next((v.index.term_variants for v in views if v.index.term_variants is not None), None)
         indexes = [v.index for v in views]
         for term in terms:  # sorted, so sums run in one order in every process
             rows, tf = columns.postings.rows_of(indexes, term, variants)
-            keep = mask[rows]
-            rows, tf = rows[keep], tf[keep].astype(np.float64)
+            if not everyone:
+                keep = mask[rows]
+                rows, tf = rows[keep], tf[keep]
+            tf = tf.astype(np.float64)
             if not rows.size:
                 continue
             idf = math.log(1 + (n - rows.size + 0.5) / (rows.size + 0.5))
-            b = b_of[np.searchsorted(starts, rows, side="right") - 1]
+            b = single_b if single_b is not None else b_of[np.searchsorted(starts, rows, side="right") - 1]
             norm = options.k1 * (1 - b + b * columns.length[rows] / avg)
             keyword[rows] += idf * tf * (options.k1 + 1) / (tf + norm)
     for v in views:
@@ -454,8 +461,29 @@ def _positive_best(values: np.ndarray, keys: np.ndarray, count: int) -> np.ndarr
 
 
 def _keyword_candidates(views: list[_View], columns: _Columns, options: SearchOptions) -> np.ndarray:
-    values = np.concatenate([v.keyword if v.keyword is not None else np.zeros(v.index.n) for v in views])
-    return _positive_best(values, columns.key, options.candidates)
+    values = _tenant_scores(views)
+    if values is None:
+        values = np.concatenate([v.keyword if v.keyword is not None else np.zeros(v.index.n) for v in views])
+    # The best positive values without ranking every positive one (the same rows: see
+    # capsule.search._top_positive): at a million rows, most hold a frequent word.
+    return _top_positive(values, options.candidates, columns.key)
+
+
+def _tenant_scores(views: list[_View]) -> np.ndarray | None:
+    """The tenant's keyword scores as one array, when every view's are still the slices of it
+    :func:`_tenant_keyword` made (no view's were widened), in order; else None."""
+    if not views or any(v.keyword is None for v in views):
+        return None
+    base = views[0].keyword.base
+    if base is None or base.ndim != 1 or sum(v.keyword.size for v in views) != base.size:
+        return None
+    offset = 0
+    for v in views:
+        if v.keyword.base is not base or v.keyword.__array_interface__["data"][0] != \
+                base.__array_interface__["data"][0] + 8 * offset:
+            return None
+        offset += v.keyword.size
+    return base
 
 
 def _timed_candidates(views: list[_View], columns: _Columns, spans: list[dates.Window],
