@@ -54,6 +54,7 @@ from .search import (
     _windowed,
     wilson,
 )
+from .postings import TermScores
 from .tenantpostings import PostingsTable, Resorter, TenantPostings
 
 
@@ -131,6 +132,9 @@ class _Columns:
     postings: TenantPostings
     # A small tenant's sign codes and vectors, joined on first use (see :meth:`joined`).
     _joined: dict = field(default_factory=dict)
+    # Each query term's scores over the tenant's rows for an unfiltered search, kept with the
+    # columns (until an index changes): frequent terms recur, and each is a pass over its rows.
+    scores: TermScores = field(default_factory=TermScores)
 
     def joined(self, indexes: Sequence[ProjectIndex], name: str, width: int) -> np.ndarray | None:
         """Every row's ``row_codes`` or ``matrix`` (``name``), one index after another, where
@@ -259,17 +263,32 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
         variants = next((v.index.term_variants for v in views if v.index.term_variants is not None), None)
         indexes = [v.index for v in views]
         for term in terms:  # sorted, so sums run in one order in every process
-            rows, tf = columns.postings.rows_of(indexes, term, variants)
-            if not everyone:
-                keep = mask[rows]
-                rows, tf = rows[keep], tf[keep]
-            tf = tf.astype(np.float64)
-            if not rows.size:
-                continue
-            idf = math.log(1 + (n - rows.size + 0.5) / (rows.size + 0.5))
-            b = single_b if single_b is not None else b_of[np.searchsorted(starts, rows, side="right") - 1]
-            norm = options.k1 * (1 - b + b * columns.length[rows] / avg)
-            keyword[rows] += idf * tf * (options.k1 + 1) / (tf + norm)
+            key = (term, options.k1, single_b if single_b is not None else b_of.tobytes())
+            found = columns.scores.get(key) if everyone else None
+            if found is None:
+                rows, tf = columns.postings.rows_of(indexes, term, variants)
+                if not everyone:
+                    keep = mask[rows]
+                    rows, tf = rows[keep], tf[keep]
+                tf = tf.astype(np.float64)
+                b = single_b if single_b is not None else b_of[np.searchsorted(starts, rows, side="right") - 1]
+                norm = options.k1 * (1 - b + b * columns.length[rows] / avg)
+                idf = math.log(1 + (n - rows.size + 0.5) / (rows.size + 0.5))
+                scores = idf * tf * (options.k1 + 1) / (tf + norm)
+                if everyone and 8 * rows.size > keyword.size:
+                    # A frequent term: one score per row (0 elsewhere), added without a scatter.
+                    dense = np.zeros(keyword.size, dtype=np.float64)
+                    dense[rows] = scores
+                    rows, scores = None, dense
+                if everyone:
+                    columns.scores.fit(keyword.size)
+                    columns.scores.put(key, rows, scores)
+                found = (rows, scores, 0.0)
+            rows, scores, _ = found
+            if rows is None:
+                keyword += scores
+            elif rows.size:
+                keyword[rows] += scores
     for v in views:
         _widen(v, options)
     return max((float(v.keyword.max()) for v in views if v.keyword.size), default=0.0)

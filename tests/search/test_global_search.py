@@ -27,6 +27,7 @@ from capsule.search import (
 )
 from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
+from capsule.tenantpostings import TenantPostings
 
 from mcp_client.bench import TableEmbedder, exact_top, make_dataset
 
@@ -376,3 +377,26 @@ def test_a_project_without_vectors_beside_others(indexes, data, mode):
     for q in range(3):
         for options in (SearchOptions(), SearchOptions(prefix_words=2)):  # one pass, and two
             same(*both([*indexes[:3], bare], data, q, weights=weights, options=options))
+
+
+def test_kept_term_scores_give_the_same_answers_and_go_with_a_change(data, monkeypatch):
+    indexes = build_indexes(data)
+    codes = TenantCodes()
+    args = lambda q: dict(filters=Filters(), query=data.query_texts[q], query_vector=data.queries[q],  # noqa: E731
+                          model_id=MODEL, now=NOW, weights=WEIGHTS, k=10)
+    looked = []
+    original = TenantPostings.rows_of
+    monkeypatch.setattr(TenantPostings, "rows_of", lambda self, *a: looked.append(1) or original(self, *a))
+    first = [search_global(indexes, codes=codes, **args(q)) for q in range(QUERIES)]
+    cold = len(looked)
+    again = [search_global(indexes, codes=codes, **args(q)) for q in range(QUERIES)]
+    assert len(looked) == cold and codes.columns(indexes).scores.bytes > 0  # every term was kept
+    for one, two, q in zip(first, again, range(QUERIES)):
+        assert [(h.record.id, h.score) for h in one[0]] == [(h.record.id, h.score) for h in two[0]]
+        same(search_indexes(indexes, **args(q)), one)
+    indexes[0].apply(ChangeSet(version=2, changed=[record(data, 1, indexes[0].project)]))
+    assert codes.columns(indexes).scores.bytes == 0  # the change made new columns
+    for q in range(QUERIES):
+        kept = search_global(indexes, codes=codes, **args(q))
+        assert [(h.record.id, h.score) for h in kept[0]] == \
+            [(h.record.id, h.score) for h in search_global(indexes, codes=TenantCodes(), **args(q))[0]]
