@@ -287,15 +287,31 @@ def _hamming(codes: np.ndarray, query: np.ndarray, rows: np.ndarray | None = Non
     return np.bitwise_count(block ^ query[:, None]).sum(axis=0, dtype=np.uint16)
 
 
+def _every_row_has_a_vector(index: ProjectIndex) -> bool:
+    """Whether every row of the index is active and has a vector (kept until the rows change;
+    not while vectors are still being read: a row read without one loses it then)."""
+    if index.deferred is not None:
+        return False
+    found = index.derived.get("every_vector")
+    if found is None or found.size != 1:
+        n = index.n
+        found = index.derived["every_vector"] = np.array(
+            [n > 0 and index.dead == 0 and bool(index.has_vec[:n].all())])
+    return bool(found[0])
+
+
 def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.ndarray:
     """Rows worth an exact score: the nearest by sign bits (or exactly), ties at the cut kept."""
     index = view.index
-    eligible = view.mask & index.has_vec[: index.n]
-    if not eligible.any():
-        return np.zeros(0, dtype=np.int64)
-    everyone = bool(eligible.all())
-    if everyone:
-        eligible = None  # no filter, no dead row: skip the gathers
+    if view.plain and _every_row_has_a_vector(index):
+        eligible, everyone = None, True  # no filter, no dead row: skip the gathers
+    else:
+        eligible = view.mask & index.has_vec[: index.n]
+        if not eligible.any():
+            return np.zeros(0, dtype=np.int64)
+        everyone = bool(eligible.all())
+        if everyone:
+            eligible = None
     if options.exact:
         index.complete()
         sims = index.similarities(query)
@@ -351,7 +367,8 @@ def _views(indexes: Sequence[ProjectIndex], filters: Filters) -> tuple[list[_Vie
     """A view of each index (its rows passing the filters), and how many rows they hold."""
     plain = filters == Filters()
     views = [_View(index, index.mask(filters), plain=plain) for index in indexes]
-    return views, sum(int(v.mask.sum()) for v in views)
+    # Unfiltered, the rows searched are the active ones, counted once per change.
+    return views, sum(v.index.alive_stats()[0] if plain else int(v.mask.sum()) for v in views)
 
 
 def _query_vector(query_vector: np.ndarray | None, weights: ranking.Weights) -> np.ndarray | None:
