@@ -41,6 +41,7 @@ from .search import (
     Scored,
     SearchOptions,
     _best_rows,
+    _every_row_has_a_vector,
     _keyword_terms,
     _length_b,
     _query_vector,
@@ -416,6 +417,8 @@ def _split(rows: np.ndarray, starts: np.ndarray, count: int) -> list[np.ndarray]
 
 def _eligible(views: list[_View], capable: list[bool]) -> np.ndarray | None:
     """Rows a vector may be scored for, tenant-wide; None: every row."""
+    if all(ok and v.plain and _every_row_has_a_vector(v.index) for v, ok in zip(views, capable)):
+        return None  # known per index until its rows change: no pass over every row's mask
     parts = [(v.mask & v.index.has_vec[: v.index.n]) if ok else np.zeros(v.index.n, dtype=bool)
              for v, ok in zip(views, capable)]
     eligible = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
