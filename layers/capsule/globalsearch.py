@@ -55,6 +55,7 @@ from .search import (
     _windowed,
     wilson,
 )
+from .keywordsparse import Part, SparseKeyword, sparse_keyword
 from .postings import TermScores
 from .tenantpostings import PostingsTable, Resorter, TenantPostings
 
@@ -263,29 +264,25 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
         single_b = float(b_of[0]) if b_of.size and bool((b_of == b_of[0]).all()) else None
         variants = next((v.index.term_variants for v in views if v.index.term_variants is not None), None)
         indexes = [v.index for v in views]
+        parts = []
         for term in terms:  # sorted, so sums run in one order in every process
             key = (term, options.k1, single_b if single_b is not None else b_of.tobytes())
             found = columns.scores.get(key) if everyone else None
             if found is None:
-                rows, tf = columns.postings.rows_of(indexes, term, variants)
-                if not everyone:
-                    keep = mask[rows]
-                    rows, tf = rows[keep], tf[keep]
-                tf = tf.astype(np.float64)
-                b = single_b if single_b is not None else b_of[np.searchsorted(starts, rows, side="right") - 1]
-                norm = options.k1 * (1 - b + b * columns.length[rows] / avg)
-                idf = math.log(1 + (n - rows.size + 0.5) / (rows.size + 0.5))
-                scores = idf * tf * (options.k1 + 1) / (tf + norm)
-                if everyone and 8 * rows.size > keyword.size:
-                    # A frequent term: one score per row (0 elsewhere), added without a scatter.
-                    dense = np.zeros(keyword.size, dtype=np.float64)
-                    dense[rows] = scores
-                    rows, scores = None, dense
+                found = _term_part(columns, indexes, term, variants, None if everyone else mask,
+                                   single_b, b_of, n, avg, options)
                 if everyone:
                     columns.scores.fit(keyword.size)
-                    columns.scores.put(key, rows, scores)
-                found = (rows, scores, 0.0)
-            rows, scores, _ = found
+                    columns.scores.put(key, *found)
+            parts.append(found)
+        if everyone and keyword.size >= options.sparse_from and not any(
+                _windowed(v.index.shape(), options) for v in views):
+            found = sparse_keyword(parts, keyword.size, columns.key, options.candidates, _top_positive)
+            if found is not None:
+                for v, start, stop in zip(views, starts[:-1].tolist(), starts[1:].tolist()):
+                    v.keyword = _TenantSlice(found, start, stop - start)
+                return found.max()
+        for rows, scores, _ in parts:
             if rows is None:
                 keyword += scores
             elif rows.size:
@@ -293,6 +290,43 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
     for v in views:
         _widen(v, options)
     return max((float(v.keyword.max()) for v in views if v.keyword.size), default=0.0)
+
+
+def _term_part(columns: _Columns, indexes: Sequence[ProjectIndex], term: str, variants, mask: np.ndarray | None,
+               single_b: float | None, b_of: np.ndarray, n: int, avg: float, options: SearchOptions) -> Part:
+    """One term's scores over the tenant's rows (``mask``: only those rows; None: every row),
+    rows ascending, with the best score; a frequent term's as one score per row."""
+    rows, tf = columns.postings.rows_of(indexes, term, variants)
+    if mask is not None:
+        keep = mask[rows]
+        rows, tf = rows[keep], tf[keep]
+    if rows.size > 1 and not bool((rows[1:] > rows[:-1]).all()):
+        order = np.argsort(rows, kind="stable")  # ascending, for look-ups (capsule.keywordsparse)
+        rows, tf = rows[order], tf[order]
+    tf = tf.astype(np.float64)
+    b = single_b if single_b is not None else b_of[np.searchsorted(columns.starts, rows, side="right") - 1]
+    norm = options.k1 * (1 - b + b * columns.length[rows] / avg)
+    idf = math.log(1 + (n - rows.size + 0.5) / (rows.size + 0.5))
+    scores = idf * tf * (options.k1 + 1) / (tf + norm)
+    peak = float(scores.max()) if scores.size else 0.0
+    if mask is None and 8 * rows.size > len(columns.key):
+        # A frequent term: one score per row (0 elsewhere), added without a scatter.
+        dense = np.zeros(len(columns.key), dtype=np.float64)
+        dense[rows] = scores
+        return None, dense, peak
+    return rows, scores, peak
+
+
+class _TenantSlice:
+    """One view's part of the tenant's keyword scores summed sparsely, read like its own array."""
+
+    __slots__ = ("scores", "start", "size")
+
+    def __init__(self, scores: SparseKeyword, start: int, size: int) -> None:
+        self.scores, self.start, self.size = scores, start, size
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
+        return self.scores[np.asarray(rows, dtype=np.int64) + self.start]
 
 
 def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool], plain: list[bool],
@@ -311,8 +345,12 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
     if q is not None:
         with_vec = columns.has_vec[rows] & np.asarray(capable, dtype=bool)[owner]
         vector[with_vec] = _plain_dots(views, parts, columns, rows, with_vec, q)
-    keyword = np.zeros(rows.size) if top_keyword <= 0 else np.concatenate(
-        [views[i].keyword[part] for i, part in parts]) / top_keyword
+    if top_keyword <= 0:
+        keyword = np.zeros(rows.size)
+    elif isinstance(views[parts[0][0]].keyword, _TenantSlice):  # every view's: read at once
+        keyword = views[parts[0][0]].keyword.scores[rows] / top_keyword
+    else:
+        keyword = np.concatenate([views[i].keyword[part] for i, part in parts]) / top_keyword
     ages = (to_epoch(now) - columns.occurred[rows]) / 86400.0
     time = ranking.time_decay(ages, weights.half_life_days)
     helpful = columns.helpful[rows]
@@ -483,6 +521,8 @@ def _positive_best(values: np.ndarray, keys: np.ndarray, count: int) -> np.ndarr
 
 
 def _keyword_candidates(views: list[_View], columns: _Columns, options: SearchOptions) -> np.ndarray:
+    if views and isinstance(views[0].keyword, _TenantSlice):
+        return views[0].keyword.scores.best  # chosen with the sums (capsule.keywordsparse)
     values = _tenant_scores(views)
     if values is None:
         values = np.concatenate([v.keyword if v.keyword is not None else np.zeros(v.index.n) for v in views])

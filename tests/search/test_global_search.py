@@ -400,3 +400,21 @@ def test_kept_term_scores_give_the_same_answers_and_go_with_a_change(data, monke
         kept = search_global(indexes, codes=codes, **args(q))
         assert [(h.record.id, h.score) for h in kept[0]] == \
             [(h.record.id, h.score) for h in search_global(indexes, codes=TenantCodes(), **args(q))[0]]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25"])
+def test_the_sparse_keyword_stage_gives_the_same_global_answers(data, mode, monkeypatch):
+    indexes = build_indexes(data)
+    weights = {"hybrid": WEIGHTS, "bm25": WEIGHTS.replace(vector=0.0)}[mode]
+    taken = []
+    original = globalsearch.sparse_keyword
+    monkeypatch.setattr(globalsearch, "sparse_keyword", lambda *a: taken.append(1) or original(*a))
+    for q in range(QUERIES):
+        answers = []
+        for sparse_from in (0, 10**9):
+            found, n = search_global(indexes, filters=Filters(), query=data.query_texts[q],
+                                     query_vector=data.queries[q], model_id=MODEL, now=NOW, weights=weights, k=10,
+                                     options=SearchOptions(candidates=40, sparse_from=sparse_from))
+            answers.append(([(h.record.id, h.score, h.bm25, h.vector) for h in found], n))
+        assert answers[0] == answers[1], q
+    assert len(taken) == QUERIES
