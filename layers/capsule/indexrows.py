@@ -19,12 +19,11 @@ import numpy as np
 
 from .indexrecords import Records
 from .postings import TermScores
+from .ranking import outcome_bonus
 from .records import MemoryRecord
 
 if TYPE_CHECKING:
     from .indexshape import Shape
-
-OUTCOME = {"success": 0.10, "failure": -0.05}
 
 # The arrays with one value per row (grown, compacted and exported together). The matrix and
 # the sign codes have rows too; :mod:`.indexvectors` keeps them.
@@ -55,7 +54,7 @@ def facet(record: MemoryRecord, name: str):
 
 
 def outcome_of(meta: dict) -> float:
-    return OUTCOME.get(meta.get("outcome_status") or "unknown", 0.0)
+    return outcome_bonus(meta.get("outcome_status"))
 
 
 class IndexRows:
