@@ -418,3 +418,21 @@ def test_the_sparse_keyword_stage_gives_the_same_global_answers(data, mode, monk
             answers.append(([(h.record.id, h.score, h.bm25, h.vector) for h in found], n))
         assert answers[0] == answers[1], q
     assert len(taken) == QUERIES
+
+
+def test_the_sparse_keyword_stage_over_projects_with_their_own_aids(mixed, data, monkeypatch):
+    """Plain projects beside one of long memories (its own b and length prior, scored on its
+    own): the sparse stage is taken (no chat of short turns) and answers as the per-row one."""
+    views = [i for i in mixed if not i.project.startswith("chat")]
+    taken = []
+    original = globalsearch.sparse_keyword
+    monkeypatch.setattr(globalsearch, "sparse_keyword", lambda *a: taken.append(original(*a)) or taken[-1])
+    for q in range(QUERIES):
+        answers = []
+        for sparse_from in (0, 10**9):
+            found, _ = search_global(views, filters=Filters(), query=data.query_texts[q], query_vector=data.queries[q],
+                                     model_id=MODEL, now=NOW, weights=WEIGHTS, k=10,
+                                     options=SearchOptions(candidates=60, sparse_from=sparse_from))
+            answers.append([(h.record.id, h.score, h.bm25, h.vector, h.boost) for h in found])
+        assert answers[0] == answers[1], q
+    assert any(t is not None for t in taken)
