@@ -195,11 +195,15 @@ class IndexVectors(IndexRows):
         # so it stays true for those rows until one of those (each forgets it).
         self.quant: Quantized | None = None
         self._quant_epoch = getattr(self, "_quant_epoch", 0) + 1
+        self._quant_tried = (0, 0)  # (epoch, rows) of the last attempt
 
     def wants_quant(self) -> bool:
         """Whether :meth:`quantize` would make a copy: a large index whose vectors are all read,
         without one, or with more than an eighth of its rows added since (a copy is made whole,
         reading every row; rows it does not hold are read exactly meanwhile)."""
+        epoch, rows = self._quant_tried
+        if epoch == self._quant_epoch and self.n - rows <= self.n // 8:
+            return False  # tried at about this size: a failure (a full disk) is not retried per search
         return (self.n >= QUANT_FROM and self.dim > 0 and self.deferred is None
                 and (self.quant is None or self.n - self.quant.n > self.n // 8))
 
@@ -211,9 +215,10 @@ class IndexVectors(IndexRows):
             if not self.wants_quant():
                 return False
             matrix, n, epoch = self.matrix, self.n, self._quant_epoch
+            self._quant_tried = (epoch, n)
         made = build(matrix, n, path)  # rows [0, n) of this matrix are never written again
         with self.lock:
-            if self._quant_epoch != epoch:
+            if self._quant_epoch != epoch or made is None:
                 return False
             self.quant = made
         return True

@@ -87,30 +87,38 @@ def _buffers(rows: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return held[0][:rows], held[1][:rows], held[2][:rows]
 
 
-def build(values, n: int, path: Path | None = None) -> Quantized:
+def build(values, n: int, path: Path | None = None) -> Quantized | None:
     """The copy of the first ``n`` rows of ``values`` (an index's matrix: in RAM, mapped or
     split), read a block at a time; written to ``path`` (two ``.npy`` files, then mapped
-    read-only: shared by every process that maps them) or held in RAM."""
-    from .matrix import read_block
-
+    read-only: shared by every process that maps them) or held in RAM; None when the files
+    written cannot be read back."""
     dim = values.shape[1]
     if path is None:
         codes, meta = np.empty((n, dim), dtype=np.int8), np.empty((n, 3), dtype=np.float32)
-    else:
+        _fill(values, n, codes, meta)
+        return Quantized(codes, meta)
+    try:
         codes = np.lib.format.open_memmap(_temporary(path, "codes"), mode="w+", dtype=np.int8, shape=(n, dim))
         meta = np.lib.format.open_memmap(_temporary(path, "meta"), mode="w+", dtype=np.float32, shape=(n, 3))
+        _fill(values, n, codes, meta)
+        codes.flush()
+        meta.flush()
+        del codes, meta
+        for part in ("codes", "meta"):
+            os.chmod(_temporary(path, part), 0o600)
+            os.replace(_temporary(path, part), files(path)[part])
+    finally:  # a full disk leaves no half-written file behind
+        for part in ("codes", "meta"):
+            _temporary(path, part).unlink(missing_ok=True)
+    return load(path)
+
+
+def _fill(values, n: int, codes: np.ndarray, meta: np.ndarray) -> None:
+    from .matrix import read_block
+
     for start in range(0, n, BLOCK):
         stop = min(n, start + BLOCK)
         codes[start:stop], meta[start:stop] = quantize(read_block(values, start, stop))
-    if path is None:
-        return Quantized(codes, meta)
-    codes.flush()
-    meta.flush()
-    del codes, meta
-    for part in ("codes", "meta"):
-        os.chmod(_temporary(path, part), 0o600)
-        os.replace(_temporary(path, part), files(path)[part])
-    return load(path)
 
 
 def files(path: Path) -> dict[str, Path]:

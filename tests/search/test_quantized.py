@@ -151,3 +151,37 @@ def test_the_copy_goes_when_rows_are_renumbered_and_is_made_again_only_for_many_
     assert index.wants_quant()  # over an eighth of the rows added since
     index.apply(ChangeSet(version=4, removed=[r.id for r in records[:1500]]))  # compacted
     assert index.quant is None and index.n == 1100
+
+
+def test_a_copy_that_could_not_be_made_is_not_tried_again_on_every_search(monkeypatch, tmp_path):
+    monkeypatch.setattr(indexvectors, "QUANT_FROM", 100)
+    records = _records(1000, 16, seed=5)
+    index = ProjectIndex("t", "p", "m")
+    index.apply(ChangeSet(version=1, changed=[replace(r) for r in records[:800]], reset=True))
+
+    def full_disk(*args):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(indexvectors, "build", full_disk)
+    with pytest.raises(OSError):
+        index.quantize(tmp_path / "m.quant")
+    assert index.quant is None and not index.wants_quant()  # not at this size again
+    index.apply(ChangeSet(version=2, changed=[replace(r) for r in records[800:]]))
+    assert index.wants_quant()  # a quarter more rows since: worth another attempt
+
+
+def test_a_copy_cut_short_leaves_no_file(tmp_path, monkeypatch):
+    import capsule.matrix as matrix
+
+    calls = []
+
+    def failing(values, start, stop):
+        calls.append(start)
+        if len(calls) > 1:
+            raise OSError("No space left on device")
+        return np.asarray(values[start:stop])
+
+    monkeypatch.setattr(matrix, "read_block", failing)
+    with pytest.raises(OSError):
+        build(np.ones((10_000, 8), dtype=np.float32), 10_000, tmp_path / "m.quant")
+    assert len(calls) == 2 and not list(tmp_path.iterdir())
