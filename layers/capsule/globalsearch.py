@@ -55,7 +55,7 @@ from .search import (
     _windowed,
     wilson,
 )
-from .keywordsparse import Part, SparseKeyword, sparse_keyword
+from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
 from .postings import TermScores
 from .tenantpostings import PostingsTable, Resorter, TenantPostings
 
@@ -279,8 +279,8 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
                 _windowed(v.index.shape(), options) for v in views):
             found = sparse_keyword(parts, keyword.size, columns.key, options.candidates, _top_positive)
             if found is not None:
-                for v, start, stop in zip(views, starts[:-1].tolist(), starts[1:].tolist()):
-                    v.keyword = _TenantSlice(found, start, stop - start)
+                for v, start in zip(views, starts[:-1].tolist()):
+                    v.keyword = _TenantSlice(found, start)
                 return found.max()
         for rows, scores, _ in parts:
             if rows is None:
@@ -308,22 +308,18 @@ def _term_part(columns: _Columns, indexes: Sequence[ProjectIndex], term: str, va
     norm = options.k1 * (1 - b + b * columns.length[rows] / avg)
     idf = math.log(1 + (n - rows.size + 0.5) / (rows.size + 0.5))
     scores = idf * tf * (options.k1 + 1) / (tf + norm)
-    peak = float(scores.max()) if scores.size else 0.0
-    if mask is None and 8 * rows.size > len(columns.key):
-        # A frequent term: one score per row (0 elsewhere), added without a scatter.
-        dense = np.zeros(len(columns.key), dtype=np.float64)
-        dense[rows] = scores
-        return None, dense, peak
-    return rows, scores, peak
+    if mask is None:  # kept for other searches: as capsule.keywordsparse keeps a term
+        return held_part(rows, scores, len(columns.key))
+    return rows, scores, float(scores.max()) if scores.size else 0.0
 
 
 class _TenantSlice:
     """One view's part of the tenant's keyword scores summed sparsely, read like its own array."""
 
-    __slots__ = ("scores", "start", "size")
+    __slots__ = ("scores", "start")
 
-    def __init__(self, scores: SparseKeyword, start: int, size: int) -> None:
-        self.scores, self.start, self.size = scores, start, size
+    def __init__(self, scores: SparseKeyword, start: int) -> None:
+        self.scores, self.start = scores, start
 
     def __getitem__(self, rows: np.ndarray) -> np.ndarray:
         return self.scores[np.asarray(rows, dtype=np.int64) + self.start]
@@ -523,7 +519,7 @@ def _positive_best(values: np.ndarray, keys: np.ndarray, count: int) -> np.ndarr
 def _keyword_candidates(views: list[_View], columns: _Columns, options: SearchOptions) -> np.ndarray:
     if views and isinstance(views[0].keyword, _TenantSlice):
         return views[0].keyword.scores.best  # chosen with the sums (capsule.keywordsparse)
-    values = _tenant_scores(views)
+    values = _tenant_scores(views, options)
     if values is None:
         values = np.concatenate([v.keyword if v.keyword is not None else np.zeros(v.index.n) for v in views])
     # The best positive values without ranking every positive one (the same rows: see
@@ -531,21 +527,12 @@ def _keyword_candidates(views: list[_View], columns: _Columns, options: SearchOp
     return _top_positive(values, options.candidates, columns.key)
 
 
-def _tenant_scores(views: list[_View]) -> np.ndarray | None:
-    """The tenant's keyword scores as one array, when every view's are still the slices of it
-    :func:`_tenant_keyword` made (no view's were widened), in order; else None."""
-    if not views or any(v.keyword is None for v in views):
+def _tenant_scores(views: list[_View], options: SearchOptions) -> np.ndarray | None:
+    """The tenant's keyword scores as the one array :func:`_tenant_keyword` made, whose
+    slices every view holds unless it was widened (only a chat of short turns is); else None."""
+    if not views or views[0].keyword is None or any(_windowed(v.index.shape(), options) for v in views):
         return None
-    base = views[0].keyword.base
-    if base is None or base.ndim != 1 or sum(v.keyword.size for v in views) != base.size:
-        return None
-    offset = 0
-    for v in views:
-        if v.keyword.base is not base or v.keyword.__array_interface__["data"][0] != \
-                base.__array_interface__["data"][0] + 8 * offset:
-            return None
-        offset += v.keyword.size
-    return base
+    return views[0].keyword.base
 
 
 def _timed_candidates(views: list[_View], columns: _Columns, spans: list[dates.Window],

@@ -127,7 +127,7 @@ class IndexRows:
         self._stats: tuple[int, float] | None = None
         self.scores = TermScores()
         # What a search derives from every row's signals (capsule.search), kept until they change.
-        self.derived: dict[str, np.ndarray] = {}
+        self.derived: dict[str, np.ndarray | bool] = {}
 
     @property
     def active(self) -> int:

@@ -31,6 +31,18 @@ Part = tuple[np.ndarray | None, np.ndarray, float]
 MAP_FROM = 16384
 
 
+def held_part(rows: np.ndarray, scores: np.ndarray, size: int) -> Part:
+    """A term's part as it is kept: its rows and scores, or for a frequent term (held by more
+    than an eighth of the ``size`` rows) one score per row, 0 elsewhere, added without a
+    scatter (adding 0.0 leaves a sum as it is, so the sums stay the same); with its peak."""
+    peak = float(scores.max()) if scores.size else 0.0
+    if 8 * rows.size > size:
+        dense = np.zeros(size, dtype=np.float64)
+        dense[rows] = scores
+        return None, dense, peak
+    return rows, scores, peak
+
+
 @dataclass(slots=True)
 class SparseKeyword:
     """Raw BM25 per row of one index, read like the per-row array it stands for."""

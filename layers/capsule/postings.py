@@ -49,7 +49,7 @@ class TermScores:
         mostly share a few frequent words, and each costs a pass over every row to compute."""
         self.max_bytes = max(self.max_bytes, 12 * 8 * rows)
 
-    def put(self, key: tuple, rows: np.ndarray | None, scores: np.ndarray, peak: float = 0.0) -> None:
+    def put(self, key: tuple, rows: np.ndarray | None, scores: np.ndarray, peak: float) -> None:
         """``rows`` None: ``scores`` holds one score per row of the index; ``peak``: the largest."""
         size = (0 if rows is None else rows.nbytes) + scores.nbytes
         if size > self.max_bytes // 4 or key in self._items:

@@ -37,7 +37,7 @@ from . import dates, ranking
 from .clock import to_epoch
 from . import hamming
 from .index import ProjectIndex, Shape, sign_codes, stable_key
-from .keywordsparse import Part, SparseKeyword, sparse_keyword
+from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
 from .query import asks_when, named_authors
 from .records import ChangeSet, Filters, MemoryRecord
 from .text import ends_with_question, says_when, tokens
@@ -269,16 +269,10 @@ def _term_part(v: _View, term: str, options: SearchOptions, n: int, avg: float) 
     rows = rows[keep]
     scores = _term_scores(index, rows, tfs[keep].astype(np.float64), rows.size, n, avg, options) \
         if rows.size else np.zeros(0)
-    peak = float(scores.max()) if scores.size else 0.0
-    if 8 * rows.size > index.n:
-        # A frequent term: kept as one score per row (0 elsewhere), added without a scatter.
-        # Adding 0.0 leaves a sum as it is, so the sums stay the same.
-        dense = np.zeros(index.n, dtype=np.float64)
-        dense[rows] = scores
-        rows, scores = None, dense
+    found = held_part(rows, scores, index.n)
     index.scores.fit(index.n)
-    index.scores.put(key, rows, scores, peak)
-    return rows, scores, peak
+    index.scores.put(key, *found)
+    return found
 
 
 def _hamming(codes: np.ndarray, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -293,11 +287,10 @@ def _every_row_has_a_vector(index: ProjectIndex) -> bool:
     if index.deferred is not None:
         return False
     found = index.derived.get("every_vector")
-    if found is None or found.size != 1:
+    if found is None:
         n = index.n
-        found = index.derived["every_vector"] = np.array(
-            [n > 0 and index.dead == 0 and bool(index.has_vec[:n].all())])
-    return bool(found[0])
+        found = index.derived["every_vector"] = n > 0 and index.dead == 0 and bool(index.has_vec[:n].all())
+    return found
 
 
 def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.ndarray:

@@ -38,9 +38,9 @@ def test_candidates_from_a_sampled_threshold_are_the_full_rankings():
 def test_term_scores_stay_within_their_bound():
     scores = TermScores(max_bytes=10_000)
     for i in range(10):
-        scores.put(("t", i), np.arange(100, dtype=np.int32), np.zeros(100))  # 1,200 bytes each
+        scores.put(("t", i), np.arange(100, dtype=np.int32), np.zeros(100), 0.0)  # 1,200 bytes each
     assert scores.bytes <= 10_000 and scores.get(("t", 0)) is None and scores.get(("t", 9)) is not None
-    scores.put(("dense",), None, np.zeros(1000))  # larger than a quarter of the bound: not kept
+    scores.put(("dense",), None, np.zeros(1000), 0.0)  # larger than a quarter of the bound: not kept
     assert scores.get(("dense",)) is None
 
 
