@@ -16,6 +16,7 @@ from ..learning.records import ApplicationRecord, LinkRecord
 from ..records import AuditRecord, MemoryRecord
 from .sqlite import SQLiteStore
 from .sqlite_rows import COLUMNS, INSERT_MEMORY, record_params, row_to_record
+from .sqlite_schema import CONTENT_KEY
 from .sqlite_bulk import bulk_params
 from .transfer import EvidenceRow, FeedbackRow, Written
 
@@ -102,9 +103,11 @@ class SQLiteTransferStore:
     def existing_content(self, tenant: str, project: str, sha256s: Sequence[str]) -> set[str]:
         found: set[str] = set()
         for part in _chunks(list(sha256s)):
+            marks = ', '.join('?' * len(part))
             rows = self._db._read(
-                "SELECT sha256 FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL "
-                f"AND sha256 IN ({', '.join('?' * len(part))})", (tenant, project, *part))
+                f"SELECT sha256 FROM memories INDEXED BY memories_content WHERE {CONTENT_KEY} IN ({marks}) "
+                f"AND deleted_at IS NULL AND sha256 IN ({marks}) AND tenant = ? AND project = ?",
+                (*(key[:16] for key in part), *part, tenant, project))
             found.update(r["sha256"] for r in rows)
         return found
 
