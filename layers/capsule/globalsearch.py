@@ -23,7 +23,6 @@ to the smaller key fixed per memory, as in one project.
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -305,9 +304,7 @@ def _term_part(columns: _Columns, indexes: Sequence[ProjectIndex], term: str, va
         rows, tf = rows[order], tf[order]
     tf = tf.astype(np.float64)
     b = single_b if single_b is not None else b_of[np.searchsorted(columns.starts, rows, side="right") - 1]
-    norm = options.k1 * (1 - b + b * columns.length[rows] / avg)
-    idf = math.log(1 + (n - rows.size + 0.5) / (rows.size + 0.5))
-    scores = idf * tf * (options.k1 + 1) / (tf + norm)
+    scores = ranking.bm25_term(tf, columns.length[rows], rows.size, n, avg, k1=options.k1, b=b)
     if mask is None:  # kept for other searches: as capsule.keywordsparse keeps a term
         return held_part(rows, scores, len(columns.key))
     return rows, scores, float(scores.max()) if scores.size else 0.0

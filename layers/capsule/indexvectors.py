@@ -17,7 +17,8 @@ import numpy as np
 
 from .indexrows import IndexRows, grow
 from .matrix import SplitRows, Spill, blocked_dot, is_mapped, read_rows, row_dots
-from .quantized import QUANT_FROM, Quantized, build
+from . import quantized
+from .quantized import Quantized, build
 from .records import DeferredVectors
 from .signbits import sign_codes
 
@@ -204,7 +205,7 @@ class IndexVectors(IndexRows):
         epoch, rows = self._quant_tried
         if epoch == self._quant_epoch and self.n - rows <= self.n // 8:
             return False  # tried at about this size: a failure (a full disk) is not retried per search
-        return (self.n >= QUANT_FROM and self.dim > 0 and self.deferred is None
+        return (self.n >= quantized.QUANT_FROM and self.dim > 0 and self.deferred is None
                 and (self.quant is None or self.n - self.quant.n > self.n // 8))
 
     def quantize(self, path: Path | None = None) -> bool:

@@ -72,9 +72,17 @@ def bm25(
         df = int(np.count_nonzero(tf))
         if df == 0:
             continue
-        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        scores += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths / avg))
+        scores += bm25_term(tf, lengths, df, n, avg, k1=k1, b=b)
     return scores
+
+
+def bm25_term(tf: np.ndarray, lengths: np.ndarray, df: int, n: int, avg: float, *, k1: float,
+              b: float | np.ndarray) -> np.ndarray:
+    """One term's Okapi BM25 in each document: ``tf`` its counts there, ``lengths`` theirs,
+    ``df`` of ``n`` documents hold it; ``b`` one value, or one per document. Every search path
+    sums these very floats, so their sums agree to the last bit."""
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths / avg))
 
 
 def length_prior(lengths: np.ndarray, median: float) -> np.ndarray:

@@ -26,7 +26,6 @@ The pipeline, the same for a warm index and a cold one built for this search:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Callable, Sequence
@@ -230,10 +229,7 @@ def _length_b(index: ProjectIndex, options: SearchOptions) -> float:
 
 def _term_scores(index: ProjectIndex, rows: np.ndarray, tf: np.ndarray, df: int, n: int, avg: float,
                  options: SearchOptions) -> np.ndarray:
-    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-    b = _length_b(index, options)
-    norm = options.k1 * (1 - b + b * index.length[rows] / avg)
-    return idf * tf * (options.k1 + 1) / (tf + norm)
+    return ranking.bm25_term(tf, index.length[rows], df, n, avg, k1=options.k1, b=_length_b(index, options))
 
 
 def _keyword_cached(v: _View, terms: list[str], options: SearchOptions, n: int, avg: float) -> None:

@@ -73,7 +73,8 @@ class Snapshots:
             return False
         state["index"]["matrix_file"] = self.folder / state["files"]["matrix"]
         index.restore(state["index"])
-        kept = quantized.load(self._quant_prefix(state["files"]["matrix"]))
+        # Only an index large enough for a copy has one (smaller ones skip two failed opens).
+        kept = quantized.load(self._quant_prefix(state["files"]["matrix"])) if index.n >= quantized.QUANT_FROM else None
         if kept is not None and kept.n <= index.n:
             index.quant = kept  # made from the same matrix file, whose rows never change
         return True

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import capsule.indexvectors as indexvectors
+import capsule.quantized as quantized_module
 import capsule.search as search
 from capsule.index import ProjectIndex
 from capsule.quantized import Quantized, build, quantize
@@ -78,7 +79,7 @@ def test_a_search_with_the_copy_returns_what_one_without_it_does(monkeypatch, we
     index = ProjectIndex("t", "p", "m")
     index.apply(ChangeSet(version=1, changed=[replace(r) for r in records[:2000]], reset=True))
     index.apply(ChangeSet(version=2, removed=[r.id for r in records[:2000:9]]))
-    monkeypatch.setattr(indexvectors, "QUANT_FROM", 100)
+    monkeypatch.setattr(quantized_module, "QUANT_FROM", 100)
     assert index.wants_quant() and index.quantize() and index.quant.n == 2000
     # Rows added after the copy was made: read exactly, as every row is without one.
     index.apply(ChangeSet(version=3, changed=[replace(r) for r in records[2000:]]))
@@ -115,7 +116,7 @@ def test_a_search_with_the_copy_returns_what_one_without_it_does(monkeypatch, we
 
 
 def test_the_copy_is_made_beside_the_snapshot_and_loaded_with_it(make_service, db_path, monkeypatch):
-    monkeypatch.setattr(indexvectors, "QUANT_FROM", 50)
+    monkeypatch.setattr(quantized_module, "QUANT_FROM", 50)
     first = make_service(index_snapshot_min=10)
     fill(first, 300)
     query = {"project": "p", "query": "redis timeout", "k": 5}
@@ -134,13 +135,13 @@ def test_the_copy_is_made_beside_the_snapshot_and_loaded_with_it(make_service, d
     loaded = fresh.indexes.get("t", "p", fresh.embedder.model_id)
     assert loaded.quant is not None and loaded.quant.n == 300 and loaded.n == 320 and taken
     plain = make_service(index_snapshot_min=0)
-    monkeypatch.setattr(indexvectors, "QUANT_FROM", 10**9)
+    monkeypatch.setattr(quantized_module, "QUANT_FROM", 10**9)
     assert again.model_dump() == plain.search("t", query).model_dump()
     assert before.results and again.results  # the searches found something to compare
 
 
 def test_the_copy_goes_when_rows_are_renumbered_and_is_made_again_only_for_many_new_rows(monkeypatch):
-    monkeypatch.setattr(indexvectors, "QUANT_FROM", 100)
+    monkeypatch.setattr(quantized_module, "QUANT_FROM", 100)
     records = _records(2600, 32, seed=3)
     index = ProjectIndex("t", "p", "m")
     index.apply(ChangeSet(version=1, changed=[replace(r) for r in records[:2000]], reset=True))
@@ -154,7 +155,7 @@ def test_the_copy_goes_when_rows_are_renumbered_and_is_made_again_only_for_many_
 
 
 def test_a_copy_that_could_not_be_made_is_not_tried_again_on_every_search(monkeypatch, tmp_path):
-    monkeypatch.setattr(indexvectors, "QUANT_FROM", 100)
+    monkeypatch.setattr(quantized_module, "QUANT_FROM", 100)
     records = _records(1000, 16, seed=5)
     index = ProjectIndex("t", "p", "m")
     index.apply(ChangeSet(version=1, changed=[replace(r) for r in records[:800]], reset=True))
