@@ -27,6 +27,9 @@ RESIDENT_MAX = 512 << 20
 # one is read through its mapping: mapping all of it costs less than a call per row (a 10k x 384
 # snapshot's 15 MB: a search's exact re-score 0.4 ms instead of 3-4 ms for ~900 calls).
 PREAD_FROM = 64 << 20
+# What one POSIX_FADV_WILLNEED reads at most on Linux (the device's read-ahead window bounds
+# it; 8 MB here): a whole file is advised a step at a time (read_ahead).
+READ_AHEAD_STEP = 8 << 20
 
 
 def is_mapped(values: object) -> bool:
@@ -50,13 +53,18 @@ def resident_bytes(values: object) -> int:
     return 0 if is_mapped(values) else int(getattr(values, "nbytes", 0))
 
 
-def map_npy(path: str | Path, *, pread_from: int = PREAD_FROM) -> np.ndarray:
+def map_npy(path: str | Path, *, pread_from: int = PREAD_FROM, whole: bool = False) -> np.ndarray:
     """A ``.npy`` file mapped read-only, read ahead only as asked: a search reads scattered rows,
-    and reading ahead around each would make the process map (and count) many more."""
+    and reading ahead around each would make the process map (and count) many more.
+
+    ``whole``: the file is read into the OS's cache now (:func:`read_ahead`), for a file every
+    search reads a part of (sign codes, postings, the int8 copy). Nothing is mapped until read."""
     array = np.load(path, mmap_mode="r")
     raw = getattr(array, "_mmap", None)
     if raw is not None:
         _random(raw)
+    if whole:
+        read_ahead(path)
     if array.nbytes < pread_from:
         # A plain array over the mapping (still mapped: its base is the memmap): every slice or
         # gather of a memmap makes another memmap object, in Python (__getitem__, then
@@ -250,6 +258,41 @@ class Spill:
         except BufferError:  # still referenced somewhere: freed with its last reference instead
             pass
         os.close(self.fd)
+
+
+def read_ahead(path: str | Path) -> None:
+    """Have the OS read a whole file into its cache, without mapping or copying it: a large
+    file in a background thread, so a first search does not wait for it.
+
+    After a restart, or once the OS dropped the cache, the first searches of a large index
+    otherwise wait on the disk for each page of its sign codes, postings and int8 copy they
+    touch: at 1M x 1024 with a cold cache, 76-92 ms wall p50 over the first 200 searches
+    against 13-15 ms with those files cached. ``MADV_WILLNEED`` on the mapping reads only the
+    device's read-ahead window (8 MB here), so the file is advised a window at a time."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return
+    if size <= READ_AHEAD_STEP:
+        _advise(path, size)
+    else:
+        threading.Thread(target=_advise, args=(path, size), name="capsule-read-ahead", daemon=True).start()
+
+
+def _advise(path: str | Path, size: int) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return  # replaced by a newer snapshot meanwhile: nothing to read
+    try:
+        for offset in range(0, size, READ_AHEAD_STEP):
+            os.posix_fadvise(fd, offset, READ_AHEAD_STEP, os.POSIX_FADV_WILLNEED)
+    except OSError:
+        pass  # only a hint: the pages are read when touched
+    finally:
+        os.close(fd)
 
 
 def _random(mapping: mmap.mmap) -> None:

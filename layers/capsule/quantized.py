@@ -132,7 +132,8 @@ def load(path: Path) -> Quantized | None:
 
     named = files(path)
     try:
-        codes, meta = map_npy(named["codes"], pread_from=1 << 62), map_npy(named["meta"], pread_from=1 << 62)
+        codes = map_npy(named["codes"], pread_from=1 << 62, whole=True)
+        meta = map_npy(named["meta"], pread_from=1 << 62, whole=True)
     except (OSError, ValueError):
         return None
     if codes.ndim != 2 or meta.shape != (len(codes), 3) or codes.dtype != np.int8:

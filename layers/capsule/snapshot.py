@@ -65,9 +65,10 @@ class Snapshots:
             # Mapped, not read: a search touches only its candidates' rows, and rows added later
             # go to RAM after them (see ProjectIndex._reserve).
             arrays = state["index"]["arrays"]
-            for name in MAPPED:
-                arrays[name] = map_npy(self.folder / state["files"][name])
-            state["index"]["postings"] = tuple(map_npy(self.folder / name) for name in state["files"]["postings"])
+            for name in MAPPED:  # the float32 matrix is read a few rows a search; the rest in part by every one
+                arrays[name] = map_npy(self.folder / state["files"][name], whole=name != "matrix")
+            state["index"]["postings"] = tuple(map_npy(self.folder / name, whole=True)
+                                               for name in state["files"]["postings"])
         except (OSError, ValueError, KeyError) as exc:
             logger.warning("ignoring the index snapshot %s: its arrays are unreadable: %s", path, exc)
             return False

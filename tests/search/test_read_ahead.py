@@ -1,0 +1,89 @@
+"""A snapshot's files that every search reads a part of are read into the OS's cache when
+they are mapped (capsule.matrix.read_ahead): every byte advised, a window at a time, a large
+file in the background; the float32 matrix, read a few rows a search, is not."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from capsule import matrix
+
+from .test_index_snapshot import fill
+
+
+@pytest.fixture
+def advised(monkeypatch):
+    calls: dict[str, list[tuple[int, int]]] = {}
+    real = os.posix_fadvise
+    names: dict[int, str] = {}
+    opened = os.open
+
+    def remember(path, flags, *args):
+        fd = opened(path, flags, *args)
+        names[fd] = os.fspath(path)
+        return fd
+
+    def advise(fd, offset, length, advice):
+        assert advice == os.POSIX_FADV_WILLNEED
+        calls.setdefault(names[fd], []).append((offset, length))
+        real(fd, offset, length, advice)
+
+    monkeypatch.setattr(matrix.os, "open", remember)
+    monkeypatch.setattr(matrix.os, "posix_fadvise", advise)
+    return calls
+
+
+def covered(spans: list[tuple[int, int]]) -> int:
+    end = 0
+    for offset, length in sorted(spans):
+        assert offset <= end  # no gap
+        end = max(end, offset + length)
+    return end
+
+
+def wait_for_readers() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "capsule-read-ahead":
+            thread.join(timeout=30)
+
+
+def test_every_byte_of_a_file_is_advised_and_a_large_one_in_the_background(tmp_path, advised, monkeypatch):
+    monkeypatch.setattr(matrix, "READ_AHEAD_STEP", 4096)
+    small, large = tmp_path / "small.bin", tmp_path / "large.bin"
+    small.write_bytes(b"x" * 4000)
+    large.write_bytes(b"y" * (5 * 4096 + 17))
+    matrix.read_ahead(small)
+    assert [n for n in advised] == [str(small)]  # at once, in the caller's thread
+    matrix.read_ahead(large)
+    wait_for_readers()
+    assert covered(advised[str(small)]) >= 4000
+    assert covered(advised[str(large)]) >= 5 * 4096 + 17 and len(advised[str(large)]) == 6
+    matrix.read_ahead(tmp_path / "gone.bin")  # a file replaced meanwhile: nothing, no error
+
+
+def test_only_a_whole_mapping_is_read_ahead(tmp_path, advised):
+    np.save(tmp_path / "a.npy", np.arange(1000, dtype=np.int64))
+    np.save(tmp_path / "b.npy", np.arange(1000, dtype=np.int64))
+    assert matrix.map_npy(tmp_path / "a.npy")[999] == 999
+    assert matrix.map_npy(tmp_path / "b.npy", whole=True)[999] == 999
+    assert list(advised) == [str(tmp_path / "b.npy")]
+
+
+def test_a_snapshot_load_reads_ahead_all_but_the_float32_matrix(make_service, advised):
+    first = make_service(index_snapshot_min=10)
+    fill(first, 300)
+    first.search("t", {"project": "p", "query": "redis timeout", "k": 5})
+    first.settle()
+    advised.clear()
+    again = make_service(index_snapshot_min=10)
+    again.search("t", {"project": "p", "query": "redis timeout", "k": 5})
+    wait_for_readers()
+    read = {os.path.basename(name) for name in advised}
+    assert any(name.endswith(".row_codes.npy") for name in read)
+    assert any(name.endswith(".codes.npy") and ".row_codes" not in name for name in read)
+    assert any(".postings" in name for name in read)
+    assert not any(name.endswith(".matrix.npy") for name in read)
