@@ -57,13 +57,15 @@ def map_npy(path: str | Path, *, pread_from: int = PREAD_FROM, whole: bool = Fal
     """A ``.npy`` file mapped read-only, read ahead only as asked: a search reads scattered rows,
     and reading ahead around each would make the process map (and count) many more.
 
-    ``whole``: the file is read into the OS's cache now (:func:`read_ahead`), for a file every
-    search reads a part of (sign codes, postings, the int8 copy). Nothing is mapped until read."""
+    The file is read into the OS's cache now (:func:`read_ahead`) where every search reads a
+    part of it: ``whole`` (sign codes, postings, the int8 copy), or a file read through its
+    mapping (below ``pread_from``: a global search reads candidates' rows of every project's
+    matrix). Nothing is mapped until read."""
     array = np.load(path, mmap_mode="r")
     raw = getattr(array, "_mmap", None)
     if raw is not None:
         _random(raw)
-    if whole:
+    if whole or array.nbytes < pread_from:
         read_ahead(path)
     if array.nbytes < pread_from:
         # A plain array over the mapping (still mapped: its base is the memmap): every slice or

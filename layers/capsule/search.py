@@ -261,9 +261,10 @@ def _term_part(v: _View, term: str, options: SearchOptions, n: int, avg: float) 
     if found is not None:
         return found
     rows, tfs = index.postings_of(term)
-    keep = v.mask[rows]
-    rows = rows[keep]
-    scores = _term_scores(index, rows, tfs[keep].astype(np.float64), rows.size, n, avg, options) \
+    if n < index.n:  # some rows are dead (n: the active ones): their postings go
+        keep = v.mask[rows]
+        rows, tfs = rows[keep], tfs[keep]
+    scores = _term_scores(index, rows, tfs.astype(np.float64), rows.size, n, avg, options) \
         if rows.size else np.zeros(0)
     found = held_part(rows, scores, index.n)
     index.scores.fit(index.n)

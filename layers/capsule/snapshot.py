@@ -65,7 +65,7 @@ class Snapshots:
             # Mapped, not read: a search touches only its candidates' rows, and rows added later
             # go to RAM after them (see ProjectIndex._reserve).
             arrays = state["index"]["arrays"]
-            for name in MAPPED:  # the float32 matrix is read a few rows a search; the rest in part by every one
+            for name in MAPPED:  # a large float32 matrix is read a few rows a search: not whole
                 arrays[name] = map_npy(self.folder / state["files"][name], whole=name != "matrix")
             state["index"]["postings"] = tuple(map_npy(self.folder / name, whole=True)
                                                for name in state["files"]["postings"])

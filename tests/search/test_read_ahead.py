@@ -1,16 +1,17 @@
 """A snapshot's files that every search reads a part of are read into the OS's cache when
 they are mapped (capsule.matrix.read_ahead): every byte advised, a window at a time, a large
-file in the background; the float32 matrix, read a few rows a search, is not."""
+file in the background; a large float32 matrix, read a few rows a search, is not."""
 
 from __future__ import annotations
 
 import os
 import threading
+from functools import partial
 
 import numpy as np
 import pytest
 
-from capsule import matrix
+from capsule import matrix, snapshot
 
 from .test_index_snapshot import fill
 
@@ -65,25 +66,29 @@ def test_every_byte_of_a_file_is_advised_and_a_large_one_in_the_background(tmp_p
     matrix.read_ahead(tmp_path / "gone.bin")  # a file replaced meanwhile: nothing, no error
 
 
-def test_only_a_whole_mapping_is_read_ahead(tmp_path, advised):
-    np.save(tmp_path / "a.npy", np.arange(1000, dtype=np.int64))
-    np.save(tmp_path / "b.npy", np.arange(1000, dtype=np.int64))
-    assert matrix.map_npy(tmp_path / "a.npy")[999] == 999
-    assert matrix.map_npy(tmp_path / "b.npy", whole=True)[999] == 999
-    assert list(advised) == [str(tmp_path / "b.npy")]
+def test_a_file_read_a_few_rows_at_a_time_is_not_read_ahead(tmp_path, advised):
+    for name in ("pread.npy", "whole.npy", "mapped.npy"):
+        np.save(tmp_path / name, np.arange(1000, dtype=np.int64))
+    assert matrix.map_npy(tmp_path / "pread.npy", pread_from=4096)[999] == 999  # rows read by pread
+    assert matrix.map_npy(tmp_path / "whole.npy", pread_from=4096, whole=True)[999] == 999
+    assert matrix.map_npy(tmp_path / "mapped.npy", pread_from=1 << 20)[999] == 999  # read through the mapping
+    wait_for_readers()
+    assert set(advised) == {str(tmp_path / "whole.npy"), str(tmp_path / "mapped.npy")}
 
 
-def test_a_snapshot_load_reads_ahead_all_but_the_float32_matrix(make_service, advised):
+def test_a_snapshot_load_reads_ahead_all_but_a_large_float32_matrix(make_service, advised, monkeypatch):
     first = make_service(index_snapshot_min=10)
     fill(first, 300)
     first.search("t", {"project": "p", "query": "redis timeout", "k": 5})
     first.settle()
-    advised.clear()
-    again = make_service(index_snapshot_min=10)
-    again.search("t", {"project": "p", "query": "redis timeout", "k": 5})
-    wait_for_readers()
-    read = {os.path.basename(name) for name in advised}
-    assert any(name.endswith(".row_codes.npy") for name in read)
-    assert any(name.endswith(".codes.npy") and ".row_codes" not in name for name in read)
-    assert any(".postings" in name for name in read)
-    assert not any(name.endswith(".matrix.npy") for name in read)
+    for pread_from, matrix_read in ((1 << 40, True), (1024, False)):
+        monkeypatch.setattr(snapshot, "map_npy", partial(matrix.map_npy, pread_from=pread_from))
+        advised.clear()
+        again = make_service(index_snapshot_min=10)
+        again.search("t", {"project": "p", "query": "redis timeout", "k": 5})
+        wait_for_readers()
+        read = {os.path.basename(name) for name in advised}
+        assert any(name.endswith(".row_codes.npy") for name in read)
+        assert any(name.endswith(".codes.npy") and ".row_codes" not in name for name in read)
+        assert any(".postings" in name for name in read)
+        assert any(name.endswith(".matrix.npy") for name in read) is matrix_read
