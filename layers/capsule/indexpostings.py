@@ -50,6 +50,10 @@ class IndexPostings(IndexRows):
             self._pending = [(np.concatenate([h for h, _ in self._pending]),
                               np.concatenate([r for _, r in self._pending]))]
 
+    def postings_count(self) -> int:
+        """How many postings the index holds (sorted and pending; a pending one per token)."""
+        return int(self._main[0].size) + self._pending_n
+
     def _merge(self) -> None:
         """Sort the pending postings into the main ones: one entry per (term, row) with its count."""
         if not self._pending:

@@ -17,6 +17,7 @@ import mmap
 import os
 import threading
 import weakref
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -264,7 +265,7 @@ class Spill:
 
 def read_ahead(path: str | Path) -> None:
     """Have the OS read a whole file into its cache, without mapping or copying it: a large
-    file in a background thread, so a first search does not wait for it.
+    file in a background thread (:class:`_Reader`), so a first search does not wait for it.
 
     After a restart, or once the OS dropped the cache, the first searches of a large index
     otherwise wait on the disk for each page of its sign codes, postings and int8 copy they
@@ -280,7 +281,37 @@ def read_ahead(path: str | Path) -> None:
     if size <= READ_AHEAD_STEP:
         _advise(path, size)
     else:
-        threading.Thread(target=_advise, args=(path, size), name="capsule-read-ahead", daemon=True).start()
+        _READER.add(path, size)
+
+
+class _Reader:
+    """One thread reading ahead the large files asked for, one after another, while there are
+    any: a thread per file (a global search maps a hundred matrices) kept both cores in the
+    kernel filling the cache, and the first search waited on them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[tuple[str | Path, int]] = deque()
+        self._thread: threading.Thread | None = None
+
+    def add(self, path: str | Path, size: int) -> None:
+        with self._lock:
+            self._queue.append((path, size))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="capsule-read-ahead", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._thread = None
+                    return
+                path, size = self._queue.popleft()
+            _advise(path, size)
+
+
+_READER = _Reader()
 
 
 def _advise(path: str | Path, size: int) -> None:

@@ -25,6 +25,7 @@ from .index import ProjectIndex
 from .terms import term_hash
 
 STALE_MAX = 16  # indexes read from their own postings before the table is sorted again
+SORT_BESIDE_FROM = 1 << 21  # postings from which a tenant's first table is sorted beside the searches
 
 Variants = Callable[[str], list[int]] | None
 
@@ -104,6 +105,12 @@ class TenantPostings:
                 table = None  # of other indexes altogether (another scope), or too old to keep
             elif stale > STALE_MAX:
                 resorter.sort(indexes)
+        if table is None and resorter is not None and not (previous and previous.places) and (
+                sum(i.postings_count() for i in indexes) >= SORT_BESIDE_FROM):
+            # A large tenant's first table (23M postings at 1M memories: 4.4 s) is sorted beside
+            # the searches; until it is ready every index is read from its own postings.
+            resorter.sort(indexes)
+            table, now = PostingsTable.of_parts([]), [None] * len(indexes)
         if table is None:
             table = PostingsTable.of(indexes)
             now = list(range(len(indexes)))
