@@ -6,6 +6,7 @@ one-search (cold) index of a store that tracks no changes or gives a shortlist."
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from functools import partial
 
 import numpy as np
@@ -16,7 +17,7 @@ from .embedders.base import Embedder
 from .errors import Unavailable
 from .index import IndexCache, ProjectIndex, store_fetcher
 from .records import ChangeSet, Filters, MemoryRecord
-from .snapshot import Snapshots
+from .snapshot import Snapshots, gc_paused
 from .store.base import MemoryStore, NearestCandidates
 
 logger = logging.getLogger("capsule.service")
@@ -71,12 +72,14 @@ class ServiceIndexes:
         model = self.embedder.model_id
         if markers is None:  # a store without change tracking: one index built for this search
             return [self._cold_index(tenant, self.store.candidates(tenant, projects, filters))]
-        indexes = []
-        for project in sorted(markers):  # one lock order everywhere: no deadlock between searches
-            index = self.indexes.get(tenant, project, model)
-            with index.lock:
-                self._bring_up_to_date(tenant, project, index, markers[project])
-            indexes.append(index)
+        # One lock order everywhere (sorted): no deadlock between searches.
+        indexes = [self.indexes.get(tenant, project, model) for project in sorted(markers)]
+        # Loading many indexes at once (a global search's first), the cycle collector is held off
+        # until all are read: each load's objects would otherwise be walked by the next loads'.
+        with gc_paused() if any(index.version == 0 for index in indexes) else nullcontext():
+            for project, index in zip(sorted(markers), indexes):
+                with index.lock:
+                    self._bring_up_to_date(tenant, project, index, markers[project])
         self.indexes.trim(keep=lambda i: i in indexes)
         return indexes
 

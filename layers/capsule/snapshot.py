@@ -18,13 +18,16 @@ that file, not written again.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 import os
 import pickle
 import threading
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -35,6 +38,36 @@ from .matrix import SplitRows, map_npy
 logger = logging.getLogger("capsule.snapshot")
 FORMAT = 3  # 3: matrix, codes by row and postings in mapped .npy files; 2: postings by term hash
 MAPPED = ("matrix", "row_codes", "codes")
+
+
+class _CollectorPause:
+    """Python's cycle collector held off while snapshots are read (by any thread), then put
+    back as it was. Unpickling makes a tuple per row, and each collection the allocations set
+    off walks every object already made: 100 snapshots of 10k rows took 6.4 s to read with it,
+    1.4 s without. What is read holds no cycles."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._readers = 0
+        self._was_on = False
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._readers == 0:
+                self._was_on = gc.isenabled()
+                gc.disable()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._readers -= 1
+                if self._readers == 0 and self._was_on:
+                    gc.enable()
+
+
+gc_paused = _CollectorPause()
 
 
 class Snapshots:
@@ -51,7 +84,7 @@ class Snapshots:
         """Fill an empty index from its snapshot; False when there is none usable."""
         path = self._path(index)
         try:
-            with path.open("rb") as handle:
+            with path.open("rb") as handle, gc_paused():
                 state = pickle.load(handle)
         except FileNotFoundError:
             return False
