@@ -13,6 +13,7 @@ file (:func:`spill`), then maps it read-only (:func:`seal`): the process never h
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import threading
@@ -21,6 +22,8 @@ from collections import deque
 from pathlib import Path
 
 import numpy as np
+
+logger = logging.getLogger("capsule.matrix")
 
 # Above this size a matrix built from the store is written to a file rather than held in RAM.
 RESIDENT_MAX = 512 << 20
@@ -308,7 +311,10 @@ class _Reader:
                     self._thread = None
                     return
                 path, size = self._queue.popleft()
-            _advise(path, size)
+            try:
+                _advise(path, size)
+            except Exception:  # only a hint: one file's failure must not stop the reader
+                logger.warning("could not read %s ahead", path, exc_info=True)
 
 
 _READER = _Reader()

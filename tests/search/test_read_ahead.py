@@ -30,7 +30,7 @@ def advised(monkeypatch):
 
     def advise(fd, offset, length, advice):
         assert advice == os.POSIX_FADV_WILLNEED
-        calls.setdefault(names[fd], []).append((offset, length))
+        calls.setdefault(names.get(fd, "?"), []).append((offset, length))
         real(fd, offset, length, advice)
 
     monkeypatch.setattr(matrix.os, "open", remember)
@@ -64,6 +64,26 @@ def test_every_byte_of_a_file_is_advised_and_a_large_one_in_the_background(tmp_p
     assert covered(advised[str(small)]) >= 4000
     assert covered(advised[str(large)]) >= 5 * 4096 + 17 and len(advised[str(large)]) == 6
     matrix.read_ahead(tmp_path / "gone.bin")  # a file replaced meanwhile: nothing, no error
+
+
+def test_one_file_that_fails_does_not_stop_the_reader(tmp_path, monkeypatch):
+    monkeypatch.setattr(matrix, "READ_AHEAD_STEP", 4096)
+    large = tmp_path / "large.bin"
+    large.write_bytes(b"z" * 3 * 4096)
+    done = []
+
+    def advise(path, size):
+        if not done:
+            done.append("failed")
+            raise RuntimeError("an unexpected failure")
+        done.append(path)
+
+    monkeypatch.setattr(matrix, "_advise", advise)
+    matrix.read_ahead(large)
+    wait_for_readers()
+    matrix.read_ahead(large)
+    wait_for_readers()
+    assert done == ["failed", large]
 
 
 def test_a_file_read_a_few_rows_at_a_time_is_not_read_ahead(tmp_path, advised):
