@@ -72,12 +72,12 @@ class ServiceIndexes:
         model = self.embedder.model_id
         if markers is None:  # a store without change tracking: one index built for this search
             return [self._cold_index(tenant, self.store.candidates(tenant, projects, filters))]
-        # One lock order everywhere (sorted): no deadlock between searches.
-        indexes = [self.indexes.get(tenant, project, model) for project in sorted(markers)]
+        projects = sorted(markers)  # one lock order everywhere: no deadlock between searches
+        indexes = [self.indexes.get(tenant, project, model) for project in projects]
         # Loading many indexes at once (a global search's first), the cycle collector is held off
         # until all are read: each load's objects would otherwise be walked by the next loads'.
         with gc_paused() if any(index.version == 0 for index in indexes) else nullcontext():
-            for project, index in zip(sorted(markers), indexes):
+            for project, index in zip(projects, indexes):
                 with index.lock:
                     self._bring_up_to_date(tenant, project, index, markers[project])
         self.indexes.trim(keep=lambda i: i in indexes)

@@ -34,7 +34,7 @@ from .sqlite_jobs import SQLiteJobs
 from .sqlite_projects import SQLiteProjects
 from .sqlite_reads import SQLiteReads
 from .sqlite_rows import INSERT_MEMORY, record_params
-from .sqlite_schema import CONTENT_KEY, MIGRATIONS
+from .sqlite_schema import CONTENT_KEY, MIGRATIONS, content_key
 from ..governance.retention import effective_class, eviction_reason
 
 
@@ -126,7 +126,7 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
         row = conn.execute(
             f"SELECT id FROM memories INDEXED BY memories_content WHERE {CONTENT_KEY} = ? AND deleted_at IS NULL "
             "AND sha256 = ? AND tenant = ? AND project = ? AND created_at >= ? ORDER BY created_at LIMIT 1",
-            (record.sha256[:16], record.sha256, record.tenant, record.project, to_epoch(dedupe_after)),
+            (content_key(record.sha256), record.sha256, record.tenant, record.project, to_epoch(dedupe_after)),
         ).fetchone()
         return row["id"] if row else None
 

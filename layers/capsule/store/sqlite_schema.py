@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from . import sqlite_governance_schema, sqlite_keys, sqlite_visibility_schema
 
-# The dedupe index's key (migration 11): a query must name this very expression to use it.
+# The dedupe index's key (migration 11): a query must name this very expression to use it,
+# and compare it with content_key of the hash it looks for.
 CONTENT_KEY = "substr(sha256, 1, 16)"
+
+
+def content_key(sha256: str) -> str:
+    """What :data:`CONTENT_KEY` is for a row of this content hash."""
+    return sha256[:16]
+
 
 MIGRATIONS: list[str] = [
     # 1: memories, projects, feedback, audit, embedding cache
@@ -205,8 +212,9 @@ MIGRATIONS: list[str] = [
     # 11: the dedupe look-up by the content hash's first 64 bits, of active rows only. The hash
     #    is the one index key that lands at random places, so each bulk batch dirtied a page of
     #    most of its leaves; keyed by (tenant, project, sha256, created_at) an entry was ~100
-    #    bytes, now ~25, and a 1M-row ingest's last tenths ran ~40% slower than without it
-    #    (store/WRITES.md). The look-ups check the whole hash, tenant and project on the row.
+    #    bytes, now ~25 (a 500k-row ingest's last tenths ran ~40% slower with it than with no
+    #    such index; store/WRITES.md has the 1M figures before and after). The look-ups
+    #    check the whole hash, tenant and project on the row.
     f"""
     DROP INDEX IF EXISTS memories_dedupe;
     CREATE INDEX memories_content ON memories ({CONTENT_KEY}) WHERE deleted_at IS NULL;

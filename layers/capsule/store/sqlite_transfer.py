@@ -16,7 +16,7 @@ from ..learning.records import ApplicationRecord, LinkRecord
 from ..records import AuditRecord, MemoryRecord
 from .sqlite import SQLiteStore
 from .sqlite_rows import COLUMNS, INSERT_MEMORY, record_params, row_to_record
-from .sqlite_schema import CONTENT_KEY
+from .sqlite_schema import CONTENT_KEY, content_key
 from .sqlite_bulk import bulk_params
 from .transfer import EvidenceRow, FeedbackRow, Written
 
@@ -107,7 +107,7 @@ class SQLiteTransferStore:
             rows = self._db._read(
                 f"SELECT sha256 FROM memories INDEXED BY memories_content WHERE {CONTENT_KEY} IN ({marks}) "
                 f"AND deleted_at IS NULL AND sha256 IN ({marks}) AND tenant = ? AND project = ?",
-                (*(key[:16] for key in part), *part, tenant, project))
+                (*map(content_key, part), *part, tenant, project))
             found.update(r["sha256"] for r in rows)
         return found
 
