@@ -155,6 +155,11 @@ class IndexCache:
                 dropped.append(key[:2])
         return dropped
 
+    def records_held(self) -> int:
+        """About how many rows the cached indexes hold as whole records (not ids)."""
+        with self._lock:
+            return sum(index.records.held for index in self._indexes.values())
+
     def __len__(self) -> int:
         return len(self._indexes)
 

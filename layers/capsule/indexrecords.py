@@ -38,10 +38,13 @@ class Records:
     # the content of every candidate should cost one read, not one per row.
     SINGLE_FETCHES = 64
 
-    def __init__(self, items: list | None = None, fetch: Fetch | None = None) -> None:
+    def __init__(self, items: list | None = None, fetch: Fetch | None = None, *, held: int | None = None) -> None:
         self._items: list[MemoryRecord | tuple | str | None] = list(items or [])
         self.fetch = fetch
         self._singles = 0
+        # About how many rows are held whole, not as ids (what the process's budget of records
+        # in RAM counts, see capsule.service_indexes): given where known, else counted once.
+        self.held = held if held is not None else sum(type(item) is not str for item in self._items)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -90,6 +93,7 @@ class Records:
 
     def load_all(self) -> None:
         self.prefetch([row for row, item in enumerate(self._items) if isinstance(item, str)])
+        self.held = len(self._items)
 
     def id_at(self, row: int) -> str | None:
         """The id of the memory a row holds, whatever form it is held in (None: purged)."""

@@ -53,7 +53,7 @@ class IndexSnapshot(IndexVectors, IndexPostings):
             raise ValueError("a snapshot's matrix and codes are two-dimensional")
         self.n, self.dead, self.dim, self.words = state["n"], state["dead"], state["dim"], state["words"]
         self.version, self._bytes = state["version"], state["bytes"]
-        self.records = Records(state["records"], self.records.fetch)
+        self.records = Records(state["records"], self.records.fetch, held=state.get("held"))
         self.filled = np.ones(self.n, dtype=bool)
         if "row_codes" not in state["arrays"]:
             self.row_codes = np.ascontiguousarray(self.codes.T)

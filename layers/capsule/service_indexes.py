@@ -15,7 +15,7 @@ from .background import Background
 from .config import Settings
 from .embedders.base import Embedder
 from .errors import Unavailable
-from .index import IndexCache, ProjectIndex, store_fetcher
+from .index import EAGER_RECORDS, IndexCache, ProjectIndex, store_fetcher
 from .records import ChangeSet, Filters, MemoryRecord
 from .snapshot import Snapshots, gc_paused
 from .store.base import MemoryStore, NearestCandidates
@@ -88,10 +88,15 @@ class ServiceIndexes:
         # Changed rows may be sealed under a data key another worker rotated to: the keys are
         # then read afresh, or a search here would miss them by keyword until the cache expired.
         index.term_variants = self._term_variants(tenant, fresh=index.version != marker or index.version == 0)
-        if index.version == 0 and self.snapshots is not None:
-            # A large matrix read from the store goes to a file beside the snapshots.
-            index.spill_path = index.spill_path or partial(self.snapshots.spill_path, index)
-            self.snapshots.load(index)
+        if index.version == 0:
+            # Whole records only within the process's budget (a full load from the store's
+            # columns fetches them for a small project only where it fits, see EAGER_RECORDS).
+            room = max(0, self.settings.records_in_ram - self.indexes.records_held())
+            index.eager_records = min(EAGER_RECORDS, room)
+            if self.snapshots is not None:
+                # A large matrix read from the store goes to a file beside the snapshots.
+                index.spill_path = index.spill_path or partial(self.snapshots.spill_path, index)
+                self.snapshots.load(index, whole_records=lambda rows: rows <= room)
         if index.version != marker or index.version == 0:
             changes = self.store.changes_since(tenant, project, index.version, columns=True)
             index.apply(changes)

@@ -27,7 +27,7 @@ import threading
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -36,7 +36,9 @@ from .index import ProjectIndex
 from .matrix import SplitRows, map_npy
 
 logger = logging.getLogger("capsule.snapshot")
-FORMAT = 3  # 3: matrix, codes by row and postings in mapped .npy files; 2: postings by term hash
+# 4: the records in a second pickle after the index's (read only where the process holds them whole);
+# 3: matrix, codes by row and postings in mapped .npy files; 2: postings by term hash
+FORMAT = 4
 MAPPED = ("matrix", "row_codes", "codes")
 
 
@@ -80,15 +82,21 @@ class Snapshots:
         name = "\x00".join([self.identity, index.tenant, index.project, str(index.model_id)])
         return self.folder / f"{hashlib.sha256(name.encode()).hexdigest()[:40]}.snapshot"
 
-    def load(self, index: ProjectIndex) -> bool:
-        """Fill an empty index from its snapshot; False when there is none usable."""
+    def load(self, index: ProjectIndex, whole_records: Callable[[int], bool] = lambda rows: True) -> bool:
+        """Fill an empty index from its snapshot; False when there is none usable.
+
+        ``whole_records(rows)``: whether the index's records are read whole (else it holds
+        their ids and fetches the records of its hits from the store). A tenant of many
+        projects would otherwise hold every memory's text in RAM: 1.1 GB at a million."""
         path = self._path(index)
         try:
             with path.open("rb") as handle, gc_paused():
                 state = pickle.load(handle)
+                if state.get("format") == FORMAT:
+                    _read_records(state["index"], handle, whole_records)
         except FileNotFoundError:
             return False
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, KeyError) as exc:
             logger.warning("ignoring the unreadable index snapshot %s: %s", path, exc)
             return False
         if state.get("format") != FORMAT or state.get("tokenizer") != terms.TOKENIZER or state.get("owner") != (
@@ -139,6 +147,12 @@ class Snapshots:
         if index.active < self.min_rows:
             return False
         exported = index.export()
+        records = exported["records"]
+        # Whole records go in a second pickle, read only where the process holds them whole;
+        # the first holds every row's id (all an index of ids holds: no second copy of them).
+        exported["whole"] = sum(type(item) is tuple for item in records)
+        if exported["whole"]:
+            exported["records"] = [item[0] if type(item) is tuple else item for item in records]
         arrays = exported["arrays"]
         large = {name: arrays.pop(name) for name in MAPPED}
         postings = exported.pop("postings")
@@ -164,6 +178,7 @@ class Snapshots:
                 np.save(self.folder / name, values)
             with temporary.open("wb") as handle:
                 pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(records if exported["whole"] else None, handle, protocol=pickle.HIGHEST_PROTOCOL)
             for done in (temporary, *written):
                 os.chmod(done, 0o600)
             os.replace(temporary, path)  # readers see the old snapshot or the new one, whole
@@ -198,6 +213,17 @@ class Snapshots:
         for old in self.folder.glob(f"{stem}.*.npy"):
             if old.name not in keep:
                 old.unlink(missing_ok=True)
+
+
+def _read_records(state: dict, handle, whole_records: Callable[[int], bool]) -> None:
+    """Read an index's whole records (the second pickle) where it has them and they fit,
+    else leave it its ids (the first holds them); ``held``: how many rows are whole."""
+    held = state["whole"]
+    if held and whole_records(held):
+        state["records"] = pickle.load(handle)
+    else:
+        held = 0
+    state["held"] = held
 
 
 def _write_rows(path: Path, values, n: int | None, block: int = 65536) -> None:

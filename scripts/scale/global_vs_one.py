@@ -25,8 +25,10 @@ def measure(db, data, req, count):
         c,t=time.thread_time(),time.perf_counter()
         svc.search(LOCAL_TENANT, {**req, "query": q, "k": 10})
         cpu.append((time.thread_time()-c)*1000); wall.append((time.perf_counter()-t)*1000)
+    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
     svc.store.close()
     out = {"first_s": round(first,2), "p50_wall": round(float(np.median(wall)),2), "p50_cpu": round(float(np.median(cpu)),2), "p95_cpu": round(float(np.percentile(cpu,95)),2)}
+    out.update({k: round(int(status[k].split()[0]) / 1024) for k in ("VmRSS", "RssAnon", "RssFile") if k in status})
     if count >= 300:
         out["p50_cpu_by_third"] = [round(float(np.median(cpu[i * count // 3:(i + 1) * count // 3])), 2) for i in range(3)]
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from capsule import snapshot
 from capsule.index import ProjectIndex
 
 WORDS = "deploy redis worker timeout mongo gateway cache retry queue schema lambda build".split()
@@ -85,10 +86,14 @@ def test_a_snapshot_made_by_another_tokenizer_is_never_used(make_service, db_pat
     answers(service)
     (path,) = (db_path.parent / "index").glob("*.snapshot")
     assert service.snapshots.load(ProjectIndex("t", "p", service.embedder.model_id))
-    state = pickle.loads(path.read_bytes())
+    with path.open("rb") as handle:
+        state, records = pickle.load(handle), pickle.load(handle)
     state["tokenizer"] = "an-older-tokenizer"  # its postings hash terms another tokenizer made
-    path.write_bytes(pickle.dumps(state))
+    path.write_bytes(pickle.dumps(state) + pickle.dumps(records))
     assert not service.snapshots.load(ProjectIndex("t", "p", service.embedder.model_id))
+    state["tokenizer"] = snapshot.terms.TOKENIZER
+    path.write_bytes(pickle.dumps(state) + pickle.dumps(records))
+    assert service.snapshots.load(ProjectIndex("t", "p", service.embedder.model_id))  # only the tokenizer differed
 
 
 def test_a_snapshot_of_a_column_loaded_index_fetches_its_records(make_service, db_path):
@@ -100,3 +105,40 @@ def test_a_snapshot_of_a_column_loaded_index_fetches_its_records(make_service, d
     probe = ProjectIndex("t", "p", fresh.embedder.model_id, fresh.indexes.fetch)
     assert fresh.snapshots.load(probe) and probe.records.ids() == index.records.ids()
     assert probe.records[0].content == index.records[0].content
+
+
+def test_beyond_the_budget_of_records_in_ram_an_index_holds_ids(make_service, db_path):
+    """Many projects searched at once: the first ones' records are read whole from their
+    snapshots, the rest as ids (their hits read from the store), with the same answers."""
+    writer = make_service(index_snapshot_min=10)
+    for project in ("a", "b", "c"):
+        rng = random.Random(project)
+        for i in range(40):
+            writer.store_memory("t", {"project": project, "content": " ".join(rng.choice(WORDS) for _ in range(6))
+                                      + f" {project}-{i}"})
+    search = {"global": True, "query": "redis timeout cache", "k": 10}
+    expected = writer.search("t", search)  # every index loaded whole, its snapshot written
+    writer.settle()
+    assert len(list((db_path.parent / "index").glob("*.snapshot"))) == 3
+    fresh = make_service(index_snapshot_min=10, records_in_ram=50)
+    found = fresh.search("t", search)
+    held = {p: fresh.indexes.get("t", p, fresh.embedder.model_id).records.held for p in ("a", "b", "c")}
+    assert held == {"a": 40, "b": 0, "c": 0}  # a fits in 50; b would make 80
+    assert [(h.id, h.content, h.score) for h in found.results] == [(h.id, h.content, h.score) for h in expected.results]
+    assert {h.project for h in found.results} == {"a", "b", "c"}  # ids-only indexes returned hits
+    everything = make_service(index_snapshot_min=10)
+    everything.search("t", search)
+    assert sum(everything.indexes.get("t", p, everything.embedder.model_id).records.held for p in "abc") == 120
+
+
+def test_beyond_the_budget_a_load_from_the_store_keeps_ids(make_service):
+    writer = make_service(index_snapshot_min=0)
+    for project, word in (("a", "alpha"), ("b", "beta")):
+        for i in range(30):
+            writer.store_memory("t", {"project": project, "content": f"gateway cache {word} {i}"})
+    fresh = make_service(index_snapshot_min=0, records_in_ram=40)
+    found = fresh.search("t", {"global": True, "query": "gateway beta", "k": 20})
+    held = [fresh.indexes.get("t", p, fresh.embedder.model_id).records.held for p in ("a", "b")]
+    assert held == [30, 0]  # a fits in 40, b would make 60: b holds ids
+    assert len(found.results) == 20 and all(h.project == "b" and "beta" in h.content for h in found.results)
+    assert found.results == writer.search("t", {"global": True, "query": "gateway beta", "k": 20}).results
