@@ -143,6 +143,8 @@ class IndexCache:
         """Drop least recently used indexes until the rest fit; returns what was dropped."""
         dropped = []
         with self._lock:
+            if all(keep(index) for index in self._indexes.values()):
+                return dropped  # nothing may go (a tenant's global search keeps every index it read)
             sizes = {key: index.nbytes() for key, index in self._indexes.items()}
             total = sum(sizes.values())
             for key in list(self._indexes):

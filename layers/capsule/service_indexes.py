@@ -80,7 +80,8 @@ class ServiceIndexes:
             for project, index in zip(projects, indexes):
                 with index.lock:
                     self._bring_up_to_date(tenant, project, index, markers[project])
-        self.indexes.trim(keep=lambda i: i in indexes)
+        searched = {id(index) for index in indexes}
+        self.indexes.trim(keep=lambda i: id(i) in searched)
         return indexes
 
     def _bring_up_to_date(self, tenant: str, project: str, index: ProjectIndex, marker: int) -> None:

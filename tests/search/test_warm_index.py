@@ -147,7 +147,11 @@ def test_the_cache_drops_least_recently_used_projects():
     for name in ("a", "b", "c"):
         fill(cache.get("t", name, "m"))
     cache.get("t", "a", "m")  # used last
-    assert cache.trim() == [("t", "b"), ("t", "c")]
+    searched = {id(cache.get("t", name, "m")) for name in ("a", "b", "c")}
+    assert cache.trim(keep=lambda i: id(i) in searched) == [] and len(cache) == 3  # each one kept
+    searched.discard(id(cache.get("t", "b", "m")))
+    assert cache.trim(keep=lambda i: id(i) in searched) == [("t", "b")]
+    assert cache.trim() == [("t", "a")]  # least recently used: b and c were looked up after it
     assert len(cache) == 1
 
 
