@@ -33,7 +33,7 @@ import numpy as np
 from . import dates, hamming, ranking
 from .clock import to_epoch
 from .index import ProjectIndex, sign_codes, stable_key
-from .matrix import read_rows, row_dots
+from .matrix import read_rows, row_dots, take_parts
 from .query import named_authors
 from .records import Filters
 from .search import (
@@ -337,7 +337,7 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
     vector = np.zeros(rows.size, dtype=np.float64)
     if q is not None:
         with_vec = columns.has_vec[rows] & np.asarray(capable, dtype=bool)[owner]
-        vector[with_vec] = _plain_dots(views, parts, columns, rows, with_vec, q)
+        vector[with_vec] = _plain_dots(views, columns, rows, with_vec, q)
     if top_keyword <= 0:
         keyword = np.zeros(rows.size)
     elif isinstance(views[parts[0][0]].keyword, _TenantSlice):  # every view's: read at once
@@ -361,23 +361,22 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
                    views=views, owner=owner, local=local)
 
 
-def _plain_dots(views: list[_View], parts: list[tuple[int, np.ndarray]], columns: _Columns, rows: np.ndarray,
-                with_vec: np.ndarray, q: np.ndarray) -> np.ndarray:
+def _plain_dots(views: list[_View], columns: _Columns, rows: np.ndarray, with_vec: np.ndarray,
+                q: np.ndarray) -> np.ndarray:
     """The exact float32 cosine, clipped to [0, 1], of ``rows[with_vec]``: from the tenant's
     joined vectors, or each index's read at once. einsum, not BLAS: each row's dot is summed
     in one fixed order wherever it sits, so both give the sums a project search gives."""
     joined = columns.joined([v.index for v in views], "matrix", q.size)
     if joined is not None:
         return np.clip(row_dots(joined, rows[with_vec], q), 0.0, 1.0)
-    blocks, at = [], 0
-    for i, part in parts:
-        mine = with_vec[at:at + part.size]
-        if mine.any():
-            blocks.append(views[i].index.vectors(part[mine]))
-        at += part.size
+    blocks = []  # rows ascend (views in order, each one's ascending): each view's rows at once
+    for i, local in _local_parts(rows[with_vec], columns.starts):
+        index = views[i].index
+        # An index still reading its vectors from the store reads them first (ProjectIndex.vectors).
+        blocks.append((index.matrix, local) if index.deferred is None else (index.vectors(local), None))
     if not blocks:
         return np.zeros(0)
-    return np.clip(np.einsum("ij,j->i", np.concatenate(blocks), q), 0.0, 1.0)
+    return np.clip(np.einsum("ij,j->i", take_parts(blocks, q.size, np.float32), q), 0.0, 1.0)
 
 
 class _Tenant(_Ranked):
@@ -484,12 +483,18 @@ def _vector_candidates(views: list[_View], capable: list[bool], q: np.ndarray, o
     if full is not None:
         distance = np.bitwise_count(full[rows] ^ code).sum(axis=1, dtype=np.uint16)
         return rows[_best_rows(distance, None, options.candidates, concat.keys[rows], smaller_is_better=True)]
-    local = _split(np.sort(rows), concat.starts, len(views))
+    rows = np.sort(rows)
     # A view with no survivors may have no codes at all (no vectors yet: zero words), so it is skipped.
-    distance = np.concatenate([np.bitwise_count(v.index.row_codes[r] ^ code).sum(axis=1, dtype=np.uint16)
-                               if r.size else np.zeros(0, dtype=np.uint16) for v, r in zip(views, local)])
-    rows = np.concatenate([r + concat.starts[i] for i, r in enumerate(local)])
+    parts = [(views[i].index.row_codes, local) for i, local in _local_parts(rows, concat.starts)]
+    distance = np.bitwise_count(take_parts(parts, words, np.uint64) ^ code).sum(axis=1, dtype=np.uint16)
     return rows[_best_rows(distance, None, options.candidates, concat.keys[rows], smaller_is_better=True)]
+
+
+def _local_parts(rows: np.ndarray, starts: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """Ascending tenant-wide rows as (view, its own rows) for each view holding any, in order."""
+    bounds = np.searchsorted(rows, starts).tolist()
+    local = rows - np.repeat(starts[:-1], np.diff(bounds))
+    return [(i, local[a:b]) for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])) if a < b]
 
 
 def _exact_candidates(views: list[_View], capable: list[bool], q: np.ndarray, options: SearchOptions,

@@ -112,3 +112,33 @@ def test_a_snapshot_load_reads_ahead_all_but_a_large_float32_matrix(make_service
         assert any(name.endswith(".codes.npy") and ".row_codes" not in name for name in read)
         assert any(".postings" in name for name in read)
         assert any(name.endswith(".matrix.npy") for name in read) is matrix_read
+
+
+def mapped_kb(path) -> int:
+    """How much of ``path`` this process has mapped (its mappings' Rss in /proc/self/smaps)."""
+    total, inside = 0, False
+    for line in open("/proc/self/smaps"):
+        if line[0] in "0123456789abcdef" and "-" in line.split()[0]:
+            inside = line.rstrip().endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+def kernel_populates() -> bool:
+    # An advice the kernel does not know is refused before the (empty) range is looked at.
+    return matrix._LIBC is not None and matrix._LIBC.madvise(None, 0, matrix.MADV_POPULATE_READ) == 0
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps") or not kernel_populates(),
+                    reason="needs Linux 5.14 or later (MADV_POPULATE_READ)")
+def test_a_file_read_through_its_mapping_is_mapped_by_the_reader(tmp_path):
+    values = np.arange(4 << 20, dtype=np.float32).reshape(-1, 256)  # 16 MB
+    for name in ("mapped.npy", "pread.npy"):
+        np.save(tmp_path / name, values)
+    mapped = matrix.map_npy(tmp_path / "mapped.npy", pread_from=1 << 30)
+    read = matrix.map_npy(tmp_path / "pread.npy", pread_from=1 << 20)
+    wait_for_readers()
+    assert mapped_kb(tmp_path / "mapped.npy") >= 16 << 10  # every page, before any row was read
+    assert mapped_kb(tmp_path / "pread.npy") == 0  # its rows are read by system calls
+    assert np.array_equal(mapped[[5, 7]], values[[5, 7]]) and np.array_equal(read[9], values[9])

@@ -1,11 +1,12 @@
 """What a search gives out shares nothing with the index or the cache, and the exact re-score's
-gather (matrix.row_dots) sums exactly what einsum over the rows read gives."""
+gather (matrix.row_dots) sums exactly what einsum over the rows read gives, and a global
+search's gather of many arrays' rows (matrix.take_parts) is their rows one after another."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from capsule.matrix import SplitRows, read_rows, row_dots
+from capsule.matrix import SplitRows, read_rows, row_dots, take_parts
 
 
 def test_a_caller_changing_its_hits_changes_no_later_search(make_service):
@@ -40,3 +41,21 @@ def test_row_dots_are_einsum_over_the_rows_read(tmp_path):
         kept = row_dots(matrix, rows, query)
         row_dots(matrix, rows[::-1].copy(), query)  # a later call does not change an earlier answer
         assert np.array_equal(kept, want)
+
+
+def test_the_rows_of_many_arrays_are_gathered_one_after_another(tmp_path):
+    from capsule.matrix import map_npy
+
+    rng = np.random.default_rng(6)
+    matrix = rng.standard_normal((500, 64)).astype(np.float32)
+    np.save(tmp_path / "m.npy", matrix)
+    split = SplitRows(map_npy(tmp_path / "m.npy", pread_from=0)[:300], 500)
+    split[np.arange(300, 500)] = matrix[300:]
+    sources = [matrix, map_npy(tmp_path / "m.npy"), map_npy(tmp_path / "m.npy", pread_from=0), split,
+               matrix.astype(np.float64)]  # another dtype: read, then cast like a concatenation
+    picks = [np.sort(rng.choice(500, size, replace=False)) for size in (3, 0, 40, 1, 7)]
+    parts = [(values, rows) for values, rows in zip(sources, picks)] + [(matrix[:5], None)]  # read already
+    got = take_parts(parts, 64, np.float32)
+    want = np.concatenate([matrix[rows] for rows in picks] + [matrix[:5]])
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+    assert take_parts([], 64, np.float32).shape == (0, 64)
