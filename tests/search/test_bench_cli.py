@@ -27,6 +27,11 @@ def test_quick_bench_writes_every_method(tmp_path):
         assert result["warm_vector"]["recall@10"] >= 0.9
         assert result["ingest"]["memories_per_s"] > 0 and result["cold"]["p50_ms"] > 0
         assert result["chromadb"] == {"skipped": "--no-external"}
+    # 2,000 memories over 100 projects: global search in the bench's process and in fresh ones.
+    fresh = report["results"][1]["global_fresh"]
+    assert len(fresh["one"]) == len(fresh["global"]) == 2 and fresh["vs_one_project"] > 0
+    assert all(side["p50_ms"] > 0 and side["VmRSS"] > 0 for side in fresh["one"] + fresh["global"])
+    assert "fresh global/one" in run.stdout
     # The original algorithm sees only the latest 500 of 2,000 memories.
     assert report["results"][1]["original"]["recall@10"] < 0.6
     assert "orig R@10" in run.stdout and "JSON written" in run.stdout
