@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import dates, hamming, ranking
+from . import dates, hamming, quantized, ranking
 from .clock import to_epoch
 from .index import ProjectIndex, sign_codes, stable_key
 from .matrix import read_rows, row_dots, take_parts
@@ -43,6 +43,7 @@ from .search import (
     _every_row_has_a_vector,
     _keyword_terms,
     _length_b,
+    _matched,
     _query_vector,
     _rank_rows,
     _Ranked,
@@ -52,6 +53,7 @@ from .search import (
     _views,
     _widen,
     _windowed,
+    needs_exact,
     wilson,
 )
 from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
@@ -334,10 +336,6 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
     owner = np.concatenate([np.full(rows.size, i, dtype=np.int64) for i, rows in parts])
     local = np.concatenate([rows for _, rows in parts])
     rows = local + columns.starts[owner]
-    vector = np.zeros(rows.size, dtype=np.float64)
-    if q is not None:
-        with_vec = columns.has_vec[rows] & np.asarray(capable, dtype=bool)[owner]
-        vector[with_vec] = _plain_dots(views, columns, rows, with_vec, q)
     if top_keyword <= 0:
         keyword = np.zeros(rows.size)
     elif isinstance(views[parts[0][0]].keyword, _TenantSlice):  # every view's: read at once
@@ -349,16 +347,71 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
     helpful = columns.helpful[rows]
     feedback = wilson(helpful, helpful + columns.unhelpful[rows])
     outcome = columns.outcome[rows]
-    score = ranking.combine(weights, vector, keyword, time, feedback, outcome)
     when = options.date_boost * dates.closeness(columns.occurred[rows], spans) if options.date_boost and spans \
         else np.zeros(rows.size)
     boost = np.zeros(rows.size, dtype=np.float64) + when
-    score = score + boost
-    relevance = np.maximum(vector, keyword)
-    matched = np.flatnonzero(((relevance > 0) & (relevance >= options.min_relevance)) | (when > 0))
+    vector, exact = np.zeros(rows.size, dtype=np.float64), None
+    if q is not None:
+        with_vec = columns.has_vec[rows] & np.asarray(capable, dtype=bool)[owner]
+        bounds = _plain_bounds(views, columns, rows, with_vec, q) if rows.size > 4 * k else None
+        if bounds is None:
+            vector[with_vec] = _plain_dots(views, columns, rows, with_vec, q)
+        else:  # as capsule.search._vector_where_it_counts, over the tenant's candidates
+            vector, exact = _where_it_counts(
+                views, columns, rows, with_vec, q, bounds,
+                lambda cosine: ranking.combine(weights, cosine, keyword, time, feedback, outcome) + boost,
+                keyword, when, options, k)
+    score = ranking.combine(weights, vector, keyword, time, feedback, outcome) + boost
+    matched = np.flatnonzero(_matched(vector, keyword, when, options))
+    if exact is not None:
+        matched = matched[exact[matched]]
     keep = matched[_best_rows(score[matched], None, k, columns.key[rows[matched]], smaller_is_better=False)]
     return _Tenant(None, rows, keep, score, vector, keyword, time, feedback, outcome, boost, when,
                    views=views, owner=owner, local=local)
+
+
+def _plain_bounds(views: list[_View], columns: _Columns, rows: np.ndarray, with_vec: np.ndarray,
+                  q: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Bounds of each candidate's cosine from its index's int8 copy (:mod:`capsule.quantized`):
+    [0, 1] for a row with a vector no copy holds (an index without one, or a row added since),
+    [0, 0] for one without a vector; None where no copy holds any candidate."""
+    starts = columns.starts
+    held = np.zeros(rows.size, dtype=bool)
+    codes, meta = [], []
+    for i, a, b in _spans(rows, starts):
+        quant = views[i].index.quant
+        if quant is None or quant.codes.shape[1] != q.size:
+            continue
+        mine = rows[a:b] - starts[i]
+        # Ascending: the copy holds a prefix of them (all, unless rows were added since it).
+        count = mine.size if int(mine[-1]) < quant.n else int(np.searchsorted(mine, quant.n))
+        if count:
+            held[a:a + count] = True
+            codes.append((quant.codes, mine[:count]))
+            meta.append((quant.meta, mine[:count]))
+    if not codes:
+        return None
+    below, above = quantized.bounds_of(take_parts(codes, q.size, np.int8), take_parts(meta, 3, np.float32), q)
+    low, high = np.zeros(rows.size), with_vec.astype(np.float64)
+    low[held], high[held] = np.clip(below, 0.0, 1.0), np.clip(above, 0.0, 1.0)
+    low[~with_vec] = high[~with_vec] = 0.0
+    return low, high
+
+
+def _where_it_counts(views: list[_View], columns: _Columns, rows: np.ndarray, with_vec: np.ndarray,
+                     q: np.ndarray, bounds: tuple[np.ndarray, np.ndarray], score_of: Callable[[np.ndarray], np.ndarray],
+                     keyword: np.ndarray, when: np.ndarray, options: SearchOptions,
+                     k: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`capsule.search._vector_where_it_counts` over the tenant's candidates: the exact
+    cosine of the rows that can be among the k best (read from their indexes), the lower bound
+    of the others, and which rows those are."""
+    low, high = bounds
+    need = needs_exact(low, high, score_of, keyword, when, options, k)
+    vector = low
+    exact = need & with_vec
+    if exact.any():
+        vector[exact] = _plain_dots(views, columns, rows, exact, q)
+    return vector, need
 
 
 def _plain_dots(views: list[_View], columns: _Columns, rows: np.ndarray, with_vec: np.ndarray,
@@ -490,11 +543,15 @@ def _vector_candidates(views: list[_View], capable: list[bool], q: np.ndarray, o
     return rows[_best_rows(distance, None, options.candidates, concat.keys[rows], smaller_is_better=True)]
 
 
+def _spans(rows: np.ndarray, starts: np.ndarray) -> list[tuple[int, int, int]]:
+    """Of ascending tenant-wide rows, (view, first, stop) positions for each view holding any, in order."""
+    bounds = np.searchsorted(rows, starts).tolist()
+    return [(i, a, b) for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])) if a < b]
+
+
 def _local_parts(rows: np.ndarray, starts: np.ndarray) -> list[tuple[int, np.ndarray]]:
     """Ascending tenant-wide rows as (view, its own rows) for each view holding any, in order."""
-    bounds = np.searchsorted(rows, starts).tolist()
-    local = rows - np.repeat(starts[:-1], np.diff(bounds))
-    return [(i, local[a:b]) for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])) if a < b]
+    return [(i, rows[a:b] - starts[i]) for i, a, b in _spans(rows, starts)]
 
 
 def _exact_candidates(views: list[_View], capable: list[bool], q: np.ndarray, options: SearchOptions,

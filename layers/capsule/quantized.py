@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-# Indexes with at least this many rows get a copy: below it, every candidate's row is read
-# from RAM (or a small mapped file) about as fast as its int8 row.
-QUANT_FROM = 100_000
+# Indexes with at least this many rows get a copy (beside their snapshot): one project's
+# candidates are read about as fast either way below 100,000, but a global search over many
+# small projects reads a thousand rows of a hundred matrices, and with the copies a few dozen.
+QUANT_FROM = 1_000
 SLACK = 1e-3  # of |x| |q|: room for float32 rounding of the exact dot and of the estimate
 BLOCK = 4096  # rows quantized at a time
 
@@ -68,11 +69,20 @@ class Quantized:
             raise IndexError("a row outside the int8 copy")
         np.take(self.codes, rows, axis=0, out=codes, mode="clip")
         np.take(self.meta, rows, axis=0, out=meta, mode="clip")
-        wide[...] = codes
-        estimate = (wide @ query).astype(np.float64) * meta[:, 0]
-        width = float(np.linalg.norm(query.astype(np.float64))) * (
-            meta[:, 1].astype(np.float64) + SLACK * meta[:, 2].astype(np.float64))
-        return estimate - width, estimate + width
+        return bounds_of(codes, meta, query, wide)
+
+
+def bounds_of(codes: np.ndarray, meta: np.ndarray, query: np.ndarray,
+              wide: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds (float64) of the float32 dot with ``query`` of rows given by their int8 codes and
+    (scale, error, norm); ``wide``: a float32 buffer of the codes' shape to convert them into."""
+    if wide is None:
+        wide = np.empty(codes.shape, dtype=np.float32)
+    wide[...] = codes
+    estimate = (wide @ query).astype(np.float64) * meta[:, 0]
+    width = float(np.linalg.norm(query.astype(np.float64))) * (
+        meta[:, 1].astype(np.float64) + SLACK * meta[:, 2].astype(np.float64))
+    return estimate - width, estimate + width
 
 
 _scratch = threading.local()

@@ -106,8 +106,12 @@ class Snapshots:
             # Mapped, not read: a search touches only its candidates' rows, and rows added later
             # go to RAM after them (see ProjectIndex._reserve).
             arrays = state["index"]["arrays"]
+            quant = self._quant_prefix(state["files"]["matrix"]) if state["index"]["n"] >= quantized.QUANT_FROM else None
+            copied = quant is not None and quantized.files(quant)["codes"].exists()
             for name in MAPPED:  # a large float32 matrix is read a few rows a search: not whole
-                arrays[name] = map_npy(self.folder / state["files"][name], whole=name != "matrix")
+                # With an int8 copy a search reads a few dozen rows: by system calls, mapping none.
+                arrays[name] = map_npy(self.folder / state["files"][name], whole=name != "matrix",
+                                       **({"pread_from": 0} if name == "matrix" and copied else {}))
             state["index"]["postings"] = tuple(map_npy(self.folder / name, whole=True)
                                                for name in state["files"]["postings"])
         except (OSError, ValueError, KeyError) as exc:
@@ -116,7 +120,7 @@ class Snapshots:
         state["index"]["matrix_file"] = self.folder / state["files"]["matrix"]
         index.restore(state["index"])
         # Only an index large enough for a copy has one (smaller ones skip two failed opens).
-        kept = quantized.load(self._quant_prefix(state["files"]["matrix"])) if index.n >= quantized.QUANT_FROM else None
+        kept = quantized.load(quant) if copied else None
         if kept is not None and kept.n <= index.n:
             index.quant = kept  # made from the same matrix file, whose rows never change
         return True

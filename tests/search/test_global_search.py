@@ -453,3 +453,38 @@ def test_the_sparse_keyword_stage_over_projects_with_their_own_aids(mixed, data,
             answers.append([(h.record.id, h.score, h.bm25, h.vector, h.boost) for h in found])
         assert answers[0] == answers[1], q
     assert any(t is not None for t in taken)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_int8_copies_give_the_same_answers_reading_few_vectors(data, mode, monkeypatch):
+    """Where indexes have int8 copies (capsule.quantized), the tenant's candidates are
+    re-scored from their bounds and only those that can be among the k best read their float32
+    vectors: the very same hits and scores. Indexes without a copy, and rows a copy does not
+    hold (added after it), are read exactly beside them."""
+    from capsule import quantized
+
+    monkeypatch.setattr(quantized, "QUANT_FROM", 100)
+    monkeypatch.setattr(globalsearch, "JOIN_MAX", 0)  # each index read on its own, as at 1M
+    plain, copied = build_indexes(data), build_indexes(data)
+    for index in copied[:-2]:  # the last two without a copy
+        assert index.quantize()
+    late = [record(data, i, copied[0].project) for i in range(PER * PROJECTS - 30, PER * PROJECTS)]
+    for index in (plain[0], copied[0]):  # rows the copy does not hold
+        index.apply(ChangeSet(version=2, changed=[replace(r, id=r.id + "x") for r in late]))
+    assert copied[0].quant.n < copied[0].n
+    weights = WEIGHTS if mode == "hybrid" else WEIGHTS.replace(bm25=0.0)
+    queries = range(0, QUERIES, 2)
+    expected = [both(plain, data, q, weights=weights)[1][0] for q in queries]  # every vector read
+    read = []
+    real = globalsearch._plain_dots
+
+    def counted(views, columns, rows, with_vec, q):
+        read.append((int(with_vec.sum()), rows.size))
+        return real(views, columns, rows, with_vec, q)
+
+    monkeypatch.setattr(globalsearch, "_plain_dots", counted)
+    for q, want in zip(queries, expected):
+        per_project, global_ = both(copied, data, q, weights=weights)
+        same(per_project, global_)
+        assert [(h.record.id, h.score, h.vector) for h in global_[0]] == [(h.record.id, h.score, h.vector) for h in want]
+    assert read and all(exact < candidates / 4 for exact, candidates in read)
