@@ -38,13 +38,23 @@ def _marker(index: ProjectIndex) -> tuple[int, int]:
 @dataclass(frozen=True, slots=True)
 class PostingsTable:
     """Every posting of some indexes, sorted by term hash: the index it is in (its place when
-    the table was built) and its row there."""
+    the table was built) and its row there. Each term hash is kept once, with where its
+    postings start (a term's are ``offsets[j]:offsets[j + 1]``): 23M postings at 1M memories,
+    whose hashes one by one took 184 MB."""
 
     places: dict[tuple[int, int], int]  # marker of each index then -> its place
-    hashes: np.ndarray
+    terms: np.ndarray  # int64, ascending, each once
+    offsets: np.ndarray  # int64, len(terms) + 1
     owner: np.ndarray  # int32: the place
     local: np.ndarray  # the row in that index
     counts: np.ndarray
+
+    def span(self, term: int) -> tuple[int, int]:
+        """Where a term hash's postings are (an empty span where it has none)."""
+        at = int(np.searchsorted(self.terms, term))
+        if at < self.terms.size and int(self.terms[at]) == term:
+            return int(self.offsets[at]), int(self.offsets[at + 1])
+        return 0, 0
 
     @classmethod
     def of(cls, indexes: Sequence[ProjectIndex]) -> PostingsTable:
@@ -58,15 +68,19 @@ class PostingsTable:
         """The table of each index's marker and main postings (hash-sorted hashes, rows, counts)."""
         if not parts:
             empty = np.zeros(0, dtype=np.int64)
-            return cls({}, empty, empty.astype(np.int32), empty, empty)
+            return cls({}, empty, np.zeros(1, dtype=np.int64), empty.astype(np.int32), empty, empty)
         mains = [main for _, main in parts]
         hashes = np.concatenate([m[0] for m in mains])
         order = np.argsort(hashes, kind="stable")
+        hashes = hashes[order]
         owner = np.repeat(np.arange(len(mains), dtype=np.int32), [m[0].size for m in mains])
         local = np.concatenate([m[1] for m in mains])
         counts = np.concatenate([m[2] for m in mains])
+        first = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1]))) if hashes.size else \
+            np.zeros(0, dtype=np.int64)
+        offsets = np.append(first, hashes.size).astype(np.int64)
         return cls({marker: place for place, (marker, _) in enumerate(parts)},
-                   hashes[order], owner[order], local[order], counts[order])
+                   hashes[first], offsets, owner[order], local[order], counts[order])
 
     @classmethod
     def beside(cls, indexes: Sequence[ProjectIndex]) -> PostingsTable:
@@ -128,7 +142,7 @@ class TenantPostings:
         t = self.table
         found = []
         for h in (term_hash(term), *(variants(term) if variants is not None else ())):
-            lo, hi = np.searchsorted(t.hashes, h, "left"), np.searchsorted(t.hashes, h, "right")
+            lo, hi = t.span(h)
             at, local, counts = self.position[t.owner[lo:hi]], t.local[lo:hi], t.counts[lo:hi]
             if self.skips:
                 kept = at >= 0

@@ -488,3 +488,17 @@ def test_int8_copies_give_the_same_answers_reading_few_vectors(data, mode, monke
         same(per_project, global_)
         assert [(h.record.id, h.score, h.vector) for h in global_[0]] == [(h.record.id, h.score, h.vector) for h in want]
     assert read and all(exact < candidates / 4 for exact, candidates in read)
+
+
+def test_a_postings_table_keeps_each_term_once_and_finds_every_posting():
+    from capsule.tenantpostings import PostingsTable
+
+    one = (np.array([3, 3, 7, 9]), np.array([0, 4, 1, 2], dtype=np.int32), np.array([1, 2, 1, 3], dtype=np.float32))
+    two = (np.array([-5, 3, 9]), np.array([7, 8, 9], dtype=np.int32), np.array([4, 5, 6], dtype=np.float32))
+    table = PostingsTable.of_parts([((1, 0), one), ((2, 0), two)])
+    assert table.terms.tolist() == [-5, 3, 7, 9] and table.offsets.tolist() == [0, 1, 4, 5, 7]
+    found = {h: sorted(zip(table.owner[slice(*table.span(h))].tolist(), table.local[slice(*table.span(h))].tolist(),
+                           table.counts[slice(*table.span(h))].tolist())) for h in (-5, 3, 7, 9, 4, 10, -9)}
+    assert found == {-5: [(1, 7, 4.0)], 3: [(0, 0, 1.0), (0, 4, 2.0), (1, 8, 5.0)], 7: [(0, 1, 1.0)],
+                     9: [(0, 2, 3.0), (1, 9, 6.0)], 4: [], 10: [], -9: []}
+    assert PostingsTable.of_parts([]).span(3) == (0, 0)
