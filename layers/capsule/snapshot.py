@@ -33,7 +33,7 @@ import numpy as np
 
 from . import quantized, terms
 from .index import ProjectIndex
-from .matrix import SplitRows, map_npy
+from .matrix import PREAD_FROM, SplitRows, map_npy
 
 logger = logging.getLogger("capsule.snapshot")
 # 4: the records in a second pickle after the index's (read only where the process holds them whole);
@@ -109,9 +109,7 @@ class Snapshots:
             quant = self._quant_prefix(state["files"]["matrix"]) if state["index"]["n"] >= quantized.QUANT_FROM else None
             copied = quant is not None and quantized.files(quant)["codes"].exists()
             for name in MAPPED:  # a large float32 matrix is read a few rows a search: not whole
-                # With an int8 copy a search reads a few dozen rows: by system calls, mapping none.
-                arrays[name] = map_npy(self.folder / state["files"][name], whole=name != "matrix",
-                                       **({"pread_from": 0} if name == "matrix" and copied else {}))
+                arrays[name] = self._map(state, name, copied)
             state["index"]["postings"] = tuple(map_npy(self.folder / name, whole=True)
                                                for name in state["files"]["postings"])
         except (OSError, ValueError, KeyError) as exc:
@@ -124,6 +122,19 @@ class Snapshots:
         if kept is not None and kept.n <= index.n:
             index.quant = kept  # made from the same matrix file, whose rows never change
         return True
+
+    def _map(self, state: dict, name: str, copied: bool) -> np.ndarray:
+        """One of a snapshot's :data:`MAPPED` files, mapped. A matrix with an int8 copy has a
+        few dozen rows a search read (by system calls: none of it mapped, so it does not count
+        in the process's memory); a small one is read into the OS's cache first, as a small
+        matrix read through its mapping is (a global search reads a hundred of them)."""
+        path = self.folder / state["files"][name]
+        if name != "matrix":
+            return map_npy(path, whole=True)
+        if not copied:
+            return map_npy(path)
+        small = state["index"]["n"] * state["index"]["dim"] * 4 < PREAD_FROM
+        return map_npy(path, pread_from=0, whole=small)
 
     def quant_path(self, index: ProjectIndex) -> Path | None:
         """Where a large index's int8 copy goes: beside the snapshot matrix its rows are read
