@@ -37,6 +37,7 @@ PREAD_FROM = 64 << 20
 # What one POSIX_FADV_WILLNEED reads at most on Linux (the device's read-ahead window bounds
 # it; 8 MB here): a whole file is advised a step at a time (read_ahead).
 READ_AHEAD_STEP = 8 << 20
+MAPPED_READ_FROM = 256  # rows of a small matrix read at once through its mapping (see read_rows)
 
 
 def is_mapped(values: object) -> bool:
@@ -105,6 +106,11 @@ def read_rows(values, rows: np.ndarray) -> np.ndarray:
     fd = getattr(values, "_rows_fd", None)
     if fd is None or values.ndim != 2 or not values.flags.c_contiguous:
         return values[rows]
+    if len(rows) >= MAPPED_READ_FROM and values.nbytes < PREAD_FROM:
+        # A small matrix read by system calls has an int8 copy (capsule.snapshot): a search reads
+        # a few dozen of its rows. One that reads hundreds (a chat's turns and their neighbours,
+        # scored without the copy) reads them through the mapping, as before it had a copy.
+        return np.asarray(values)[rows]
     width = values.shape[1] * values.itemsize
     out = np.empty((len(rows), values.shape[1]), dtype=values.dtype)
     if not out.size:  # no row (or no column): a memoryview of nothing cannot be cast
