@@ -53,7 +53,7 @@ from .search import (
     _views,
     _widen,
     _windowed,
-    needs_exact,
+    where_it_counts,
     wilson,
 )
 from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
@@ -357,8 +357,8 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
         if bounds is None:
             vector[with_vec] = _plain_dots(views, columns, rows, with_vec, q)
         else:  # as capsule.search._vector_where_it_counts, over the tenant's candidates
-            vector, exact = _where_it_counts(
-                views, columns, rows, with_vec, q, bounds,
+            vector, exact = where_it_counts(
+                *bounds, with_vec, lambda exact: _plain_dots(views, columns, rows, exact, q),
                 lambda cosine: ranking.combine(weights, cosine, keyword, time, feedback, outcome) + boost,
                 keyword, when, options, k)
     score = ranking.combine(weights, vector, keyword, time, feedback, outcome) + boost
@@ -396,22 +396,6 @@ def _plain_bounds(views: list[_View], columns: _Columns, rows: np.ndarray, with_
     low[held], high[held] = np.clip(below, 0.0, 1.0), np.clip(above, 0.0, 1.0)
     low[~with_vec] = high[~with_vec] = 0.0
     return low, high
-
-
-def _where_it_counts(views: list[_View], columns: _Columns, rows: np.ndarray, with_vec: np.ndarray,
-                     q: np.ndarray, bounds: tuple[np.ndarray, np.ndarray], score_of: Callable[[np.ndarray], np.ndarray],
-                     keyword: np.ndarray, when: np.ndarray, options: SearchOptions,
-                     k: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`capsule.search._vector_where_it_counts` over the tenant's candidates: the exact
-    cosine of the rows that can be among the k best (read from their indexes), the lower bound
-    of the others, and which rows those are."""
-    low, high = bounds
-    need = needs_exact(low, high, score_of, keyword, when, options, k)
-    vector = low
-    exact = need & with_vec
-    if exact.any():
-        vector[exact] = _plain_dots(views, columns, rows, exact, q)
-    return vector, need
 
 
 def _plain_dots(views: list[_View], columns: _Columns, rows: np.ndarray, with_vec: np.ndarray,

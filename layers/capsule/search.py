@@ -631,25 +631,30 @@ def _vector_where_it_counts(index: ProjectIndex, rows: np.ndarray, q: np.ndarray
     if held.any():
         below, above = index.quant.bounds(rows[held], q)
         low[held], high[held] = np.clip(below, 0.0, 1.0), np.clip(above, 0.0, 1.0)
-    need = needs_exact(low, high, score_of, keyword, when, options, k)
-    vector = low
-    exact = need & has
-    if exact.any():
-        vector[exact] = np.clip(index.dots(rows[exact], q), 0.0, 1.0)
-    return vector, need
+    return where_it_counts(low, high, has, lambda exact: np.clip(index.dots(rows[exact], q), 0.0, 1.0),
+                           score_of, keyword, when, options, k)
 
 
-def needs_exact(low: np.ndarray, high: np.ndarray, score_of: Callable[[np.ndarray], np.ndarray],
-                keyword: np.ndarray, when: np.ndarray, options: SearchOptions, k: int) -> np.ndarray:
-    """Which rows, their cosines within ``[low, high]``, can be among the k best (and match):
-    the k best of the rows that surely match score at least the k-th best of their lowest
-    scores, so a row whose highest score stays below that is beaten by k others."""
+def where_it_counts(low: np.ndarray, high: np.ndarray, has: np.ndarray,
+                    exact_of: Callable[[np.ndarray], np.ndarray], score_of: Callable[[np.ndarray], np.ndarray],
+                    keyword: np.ndarray, when: np.ndarray, options: SearchOptions,
+                    k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Of rows whose cosines lie within ``[low, high]`` (``has``: those with a vector), which
+    can be among the k best (and match), and the cosines to score them by: the exact one
+    (``exact_of(mask)``, clipped) of those with a vector, the lower bound of the others. The
+    k best of the rows that surely match score at least the k-th best of their lowest scores,
+    so a row whose highest score stays below that is beaten by k others."""
     sure = np.flatnonzero(_matched(low, keyword, when, options))
     floor = -np.inf
     if sure.size >= k:
         lowest = score_of(low)[sure]
         floor = np.partition(lowest, sure.size - k)[sure.size - k]
-    return _matched(high, keyword, when, options) & (score_of(high) >= floor)
+    need = _matched(high, keyword, when, options) & (score_of(high) >= floor)
+    vector = low
+    exact = need & has
+    if exact.any():
+        vector[exact] = exact_of(exact)
+    return vector, need
 
 
 @dataclass(slots=True)

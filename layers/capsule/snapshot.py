@@ -167,7 +167,7 @@ class Snapshots:
         # the first holds every row's id (all an index of ids holds: no second copy of them).
         exported["whole"] = sum(type(item) is tuple for item in records)
         if exported["whole"]:
-            exported["records"] = [item[0] if type(item) is tuple else item for item in records]
+            exported["records"] = index.records.ids()
         arrays = exported["arrays"]
         large = {name: arrays.pop(name) for name in MAPPED}
         postings = exported.pop("postings")
