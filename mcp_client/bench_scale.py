@@ -245,6 +245,7 @@ def global_search(db: Path, make_service: Callable[[], Any], texts: list[str], t
                                                           "mode": "vector"})))
     out = {**_percentiles(samples), "projects": projects, "first_search_s": round(first_s, 2),
            "recall@10_vector_mode": _recall(found, truth[: len(found)]), **memory_status()}
+    service.settle()  # what it writes beside the searches (int8 copies, the postings table) is there for the next
     service.store.close()
     return out
 

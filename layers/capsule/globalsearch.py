@@ -26,13 +26,15 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from . import dates, hamming, quantized, ranking
 from .clock import to_epoch
 from .index import ProjectIndex, sign_codes, stable_key
+from .indexrecords import Records, prefetch_together
 from .matrix import read_rows, row_dots, take_parts
 from .query import named_authors
 from .records import Filters
@@ -60,6 +62,9 @@ from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
 from .postings import TermScores
 from .tenantpostings import PostingsTable, Resorter, TenantPostings
 
+if TYPE_CHECKING:
+    from .tenanttables import TenantTables
+
 
 @dataclass(slots=True)
 class _Concat:
@@ -75,13 +80,19 @@ class TenantCodes:
     """The concatenated first-pass codes of the indexes a global search reads, rebuilt only
     when one of them changed (another version or row count) or the set of indexes did."""
 
-    def __init__(self, submit: Callable[[Callable[[], None]], object] | None = None) -> None:
+    def __init__(self, submit: Callable[[Callable[[], None]], object] | None = None,
+                 tables: Callable[[], TenantTables | None] | None = None) -> None:
         """``submit``: runs work beside the searches (the service's background thread), where a
-        tenant's postings are sorted again once many of its indexes changed; None: on the search's path."""
+        tenant's postings are sorted again once many of its indexes changed, and a table is
+        written to ``tables``; None: on the search's path. ``tables``: where a tenant's table
+        is kept on disk, for the next process (None: nowhere)."""
         self._lock = threading.Lock()
         self._kept: dict[tuple, _Concat] = {}
         self._columns: _Columns | None = None
+        self._submit = submit
         self._resorter = Resorter(submit) if submit is not None else None
+        self._tables = tables
+        self._on_disk: PostingsTable | None = None  # the table last read from or written to disk
 
     def columns(self, indexes: Sequence[ProjectIndex]) -> _Columns:
         """The indexes' :class:`_Columns`, kept until one of them changes (or a table of their
@@ -93,10 +104,30 @@ class TenantCodes:
         if kept is not None and kept.stamp == stamp and fresh is None:
             return kept
         previous = fresh or (kept.postings.table if kept is not None else None)
+        if previous is None or not any(i.postings_mark() in previous.places for i in indexes):
+            previous = self._load(indexes) or previous  # none yet, or another tenant's
         made = _Columns.of(indexes, stamp, previous, self._resorter)
+        self._save(indexes, made.postings.table)
         with self._lock:
             self._columns = made
         return made
+
+    def _load(self, indexes: Sequence[ProjectIndex]) -> PostingsTable | None:
+        tables = self._tables() if self._tables is not None and indexes else None
+        if tables is None:
+            return None
+        table = tables.load(indexes[0].tenant, indexes[0].model_id)
+        self._on_disk = table or self._on_disk
+        return table
+
+    def _save(self, indexes: Sequence[ProjectIndex], table: PostingsTable) -> None:
+        """Write a new table of snapshots' postings to disk, beside the searches."""
+        if self._submit is None or table is self._on_disk or not table.named_by_files():
+            return
+        tables = self._tables() if self._tables is not None else None
+        if tables is not None:
+            self._on_disk = table
+            self._submit(partial(tables.save, indexes[0].tenant, indexes[0].model_id, table))
 
     def of(self, indexes: Sequence[ProjectIndex], words: int) -> _Concat:
         stamp = _stamp(indexes)
@@ -213,10 +244,12 @@ def search_global(
     together = _rank_plain(views, chosen, capable, plain, columns, q, now, weights, options, top_keyword, k, spans)
     if together is not None:
         ranked.append(together)
+    returned = [(one, keep) for one, keep in zip(ranked, _best_of_all(ranked, k)) if keep.size]
+    # Records are read only for the rows returned, in one store read for every index.
+    prefetch_together([part for one, keep in returned for part in one.record_rows(keep)])
     scored: list[Scored] = []
-    for one, keep in zip(ranked, _best_of_all(ranked, k)):
-        if keep.size:  # records are read only for the rows returned
-            scored.extend(one.hits(keep))
+    for one, keep in returned:
+        scored.extend(one.hits(keep))
     scored.sort(key=lambda s: (-s.score, stable_key(s.record.id)))
     return scored[:k], searched
 
@@ -429,13 +462,17 @@ class _Tenant(_Ranked):
         return np.array([self.views[o].index.key[r] for o, r in zip(self.owner[keep].tolist(),
                                                                     self.local[keep].tolist())], dtype=np.int64)
 
+    def record_rows(self, keep: np.ndarray) -> list[tuple[Records, np.ndarray]]:
+        return [(self.views[o].index.records, self.local[keep[self.owner[keep] == o]])
+                for o in np.unique(self.owner[keep]).tolist()]
+
     def hits(self, keep: np.ndarray | None = None) -> list[Scored]:
         keep = self.keep if keep is None else keep
         out = []
         for o in np.unique(self.owner[keep]).tolist():
             mine = keep[self.owner[keep] == o]
             index = self.views[o].index
-            index.records.prefetch(self.local[mine])  # one read per index, for its hits only
+            index.records.prefetch(self.local[mine])  # nothing left to read where search_global read them
             out.extend(
                 Scored(record=index.records[int(self.local[i])], score=float(self.score[i]),
                        vector=float(self.vector[i]), bm25=float(self.keyword[i]), time=float(self.time[i]),

@@ -22,6 +22,9 @@ class IndexPostings(IndexRows):
 
     _main: tuple[np.ndarray, np.ndarray, np.ndarray]
     _pending: list[tuple[np.ndarray, np.ndarray]]
+    # The snapshot file whose postings these are, and the change count they were read or
+    # written at (capsule.snapshot): see :meth:`postings_mark`.
+    postings_file: tuple[int, str] | None
 
     def _clear_postings(self) -> None:
         self._main = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
@@ -29,6 +32,16 @@ class IndexPostings(IndexRows):
         self._pending_n = 0
         self._scans = 0  # term look-ups left before a large pending part is sorted
         self._arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.postings_file = None
+
+    def postings_mark(self) -> tuple:
+        """Which postings the index holds: a snapshot's file while they are still that file's
+        (the same in every process that loads it, so a tenant's table of them can be kept on
+        disk: capsule.tenantpostings), else this index as its rows are now."""
+        kept = self.postings_file
+        if kept is not None and kept[0] == self.changes:
+            return ("file", kept[1])
+        return (self.serial, self.changes)
 
     # ---- adding --------------------------------------------------------------
 

@@ -78,13 +78,21 @@ class Records:
 
     def prefetch(self, rows: Sequence[int] | np.ndarray) -> None:
         """Fetch the given rows' records from the store in one read, where they are only ids."""
+        wanted = self._wanted(rows)
+        if wanted:
+            self._take(wanted, self._fetcher()(list(wanted)))
+
+    def _wanted(self, rows: Sequence[int] | np.ndarray) -> dict[str, int]:
+        """The rows among ``rows`` held only as ids, by id."""
         items = self._items
-        wanted = {items[row]: row for row in rows if type(items[row]) is str}
-        if not wanted:
-            return
+        return {items[row]: row for row in rows if type(items[row]) is str}
+
+    def _fetcher(self) -> Fetch:
         if self.fetch is None:
             raise RuntimeError("an index loaded as columns needs a way to fetch its records")
-        found = self.fetch(list(wanted))
+        return self.fetch
+
+    def _take(self, wanted: dict[str, int], found: dict[str, MemoryRecord]) -> None:
         for memory_id, row in wanted.items():
             record = found.get(memory_id)
             if record is not None:
@@ -110,3 +118,17 @@ class Records:
 
     def keep(self, rows: np.ndarray) -> "Records":
         return Records([self._items[row] for row in rows.tolist()], self.fetch)
+
+
+def prefetch_together(parts: Sequence[tuple[Records, Sequence[int] | np.ndarray]]) -> None:
+    """:meth:`Records.prefetch` of the given rows of several indexes of one tenant, in one
+    store read: an index fetches its tenant's memories by id (:func:`capsule.index.store_fetcher`),
+    and ids are unique in a tenant, so one fetch serves them all. A global search's hits are
+    spread over many indexes: at 1M memories over 100 projects, a read for each cost 5-7 ms a search."""
+    asked = [(records, wanted) for records, rows in parts if (wanted := records._wanted(rows))]
+    if len(asked) > 1:
+        found = asked[0][0]._fetcher()([memory_id for _, wanted in asked for memory_id in wanted])
+        for records, wanted in asked:
+            records._take(wanted, found)
+    elif asked:
+        asked[0][0].prefetch(list(asked[0][1].values()))

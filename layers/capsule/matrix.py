@@ -61,20 +61,23 @@ def resident_bytes(values: object) -> int:
     return 0 if is_mapped(values) else int(getattr(values, "nbytes", 0))
 
 
-def map_npy(path: str | Path, *, pread_from: int = PREAD_FROM, whole: bool = False) -> np.ndarray:
+def map_npy(path: str | Path, *, pread_from: int = PREAD_FROM, whole: bool = False,
+            map_ahead: bool = True) -> np.ndarray:
     """A ``.npy`` file mapped read-only, read ahead only as asked: a search reads scattered rows,
     and reading ahead around each would make the process map (and count) many more.
 
     The file is read into the OS's cache now (:func:`read_ahead`) where every search reads a
     part of it: ``whole`` (sign codes, postings, the int8 copy), or a file read through its
     mapping (below ``pread_from``: a global search reads candidates' rows of every project's
-    matrix). Nothing is mapped until read."""
+    matrix), whose pages are then mapped too unless ``map_ahead`` is False (a file a search
+    may not read at all: a project's postings, where a global search reads its tenant's
+    table instead). Nothing else is mapped until read."""
     array = np.load(path, mmap_mode="r")
     raw = getattr(array, "_mmap", None)
     if raw is not None:
         _random(raw)
     if array.nbytes < pread_from:
-        read_ahead(path, mapping=raw)
+        read_ahead(path, mapping=raw if map_ahead else None)
     elif whole:
         read_ahead(path)
     if array.nbytes < pread_from:

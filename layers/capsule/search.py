@@ -35,7 +35,7 @@ import numpy as np
 from . import dates, ranking
 from .clock import to_epoch
 from . import hamming
-from .index import ProjectIndex, Shape, sign_codes, stable_key
+from .index import ProjectIndex, Records, Shape, sign_codes, stable_key
 from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
 from .query import asks_when, named_authors
 from .records import ChangeSet, Filters, MemoryRecord
@@ -671,6 +671,10 @@ class _Ranked:
     outcome: np.ndarray
     boost: np.ndarray
     when: np.ndarray
+
+    def record_rows(self, keep: np.ndarray) -> list[tuple[Records, np.ndarray]]:
+        """Whose records :meth:`hits` reads for ``keep``: each index's records and rows."""
+        return [(self.index.records, self.rows[keep])]
 
     def hits(self, keep: np.ndarray | None = None) -> list[Scored]:
         """The results for ``keep`` (default: the k best), their records read in one go."""

@@ -10,7 +10,7 @@ Search is the hot path: the steps are methods of the service itself, with no lay
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from .records import Filters, MemoryRecord
 from .search import SearchOptions, describe, search_indexes
 from .service_edge import validate
 from .store.base import MemoryStore
+
+if TYPE_CHECKING:
+    from .snapshot import Snapshots
 
 
 def weights_for(weights: Weights, req: models.SearchRequest) -> Weights:
@@ -62,13 +65,16 @@ class ServiceSearch:
     _change_markers: Callable[[str, list[str] | None], dict[str, int] | None]
     _shortlist: Callable[..., list[ProjectIndex] | None]
     _indexes: Callable[..., list[ProjectIndex]]
+    snapshots: Snapshots | None
 
     def _setup_search(self) -> None:
         # Answers are kept as they are: nothing changes one, each caller gets models of its own.
         self.query_cache: QueryCache[Answer] = QueryCache(max_entries=self.settings.query_cache_entries, copy=None)
         # A global search's first-pass codes and postings, until an index changes (the postings
-        # sorted again beside the searches, on the index thread, once many changed).
-        self._tenant_codes = TenantCodes(self.background.submit)
+        # sorted again beside the searches, on the index thread, once many changed); the postings
+        # table kept beside the index snapshots, for the next process.
+        self._tenant_codes = TenantCodes(self.background.submit,
+                                         tables=lambda: getattr(self.snapshots, "tables", None))
         self._options = SearchOptions(candidates=self.settings.search_candidates,
                                       exact=self.settings.search_exact)
 

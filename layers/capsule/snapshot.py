@@ -34,6 +34,7 @@ import numpy as np
 from . import quantized, terms
 from .index import ProjectIndex
 from .matrix import PREAD_FROM, SplitRows, map_npy
+from .tenanttables import TenantTables
 
 logger = logging.getLogger("capsule.snapshot")
 # 4: the records in a second pickle after the index's (read only where the process holds them whole);
@@ -77,6 +78,8 @@ class Snapshots:
         self.folder = Path(folder)
         self.identity = store_identity
         self.min_rows = min_rows
+        # Tenants' postings tables made of these snapshots' postings (global search), beside them.
+        self.tables = TenantTables(self.folder, store_identity)
 
     def _path(self, index: ProjectIndex) -> Path:
         name = "\x00".join([self.identity, index.tenant, index.project, str(index.model_id)])
@@ -110,13 +113,14 @@ class Snapshots:
             copied = quant is not None and quantized.files(quant)["codes"].exists()
             for name in MAPPED:  # a large float32 matrix is read a few rows a search: not whole
                 arrays[name] = self._map(state, name, copied)
-            state["index"]["postings"] = tuple(map_npy(self.folder / name, whole=True)
+            state["index"]["postings"] = tuple(map_npy(self.folder / name, whole=True, map_ahead=False)
                                                for name in state["files"]["postings"])
         except (OSError, ValueError, KeyError) as exc:
             logger.warning("ignoring the index snapshot %s: its arrays are unreadable: %s", path, exc)
             return False
         state["index"]["matrix_file"] = self.folder / state["files"]["matrix"]
         index.restore(state["index"])
+        index.postings_file = (index.changes, state["files"]["postings"][0])
         # Only an index large enough for a copy has one (smaller ones skip two failed opens).
         kept = quantized.load(quant) if copied else None
         if kept is not None and kept.n <= index.n:
@@ -206,6 +210,7 @@ class Snapshots:
         copy = quantized.files(self._quant_prefix(files["matrix"]))
         self._drop_old_files(path.stem, keep={*files["postings"], *(files[name] for name in MAPPED),
                                               *(f.name for f in copy.values())})
+        index.postings_file = (index.changes, files["postings"][0])  # what export() gave, merged
         try:
             index.adopt_files(map_npy(self.folder / files["matrix"]), map_npy(self.folder / files["row_codes"]),
                               self.folder / files["matrix"])

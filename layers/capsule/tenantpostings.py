@@ -30,9 +30,10 @@ SORT_BESIDE_FROM = 1 << 21  # postings from which a tenant's first table is sort
 Variants = Callable[[str], list[int]] | None
 
 
-def _marker(index: ProjectIndex) -> tuple[int, int]:
-    """Which index, as its rows are now (the serial is never reused; changes counts every change)."""
-    return index.serial, index.changes
+def _marker(index: ProjectIndex) -> tuple:
+    """Which postings an index holds: a snapshot's file (the same in every process), or the
+    index as its rows are now (the serial is never reused; changes counts every change)."""
+    return index.postings_mark()
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +43,17 @@ class PostingsTable:
     postings start (a term's are ``offsets[j]:offsets[j + 1]``): 23M postings at 1M memories,
     whose hashes one by one took 184 MB."""
 
-    places: dict[tuple[int, int], int]  # marker of each index then -> its place
+    places: dict[tuple, int]  # marker of each index then (see _marker) -> its place
     terms: np.ndarray  # int64, ascending, each once
     offsets: np.ndarray  # int64, len(terms) + 1
     owner: np.ndarray  # int32: the place
     local: np.ndarray  # the row in that index
     counts: np.ndarray
+
+    def named_by_files(self) -> bool:
+        """Whether every place is a snapshot's postings file, as they are there: such a table
+        means the same in any process that loads those snapshots (capsule.tenanttables)."""
+        return bool(self.places) and all(mark[0] == "file" for mark in self.places)
 
     def span(self, term: int) -> tuple[int, int]:
         """Where a term hash's postings are (an empty span where it has none)."""

@@ -142,3 +142,32 @@ def test_beyond_the_budget_a_load_from_the_store_keeps_ids(make_service):
     assert held == [30, 0]  # a fits in 40, b would make 60: b holds ids
     assert len(found.results) == 20 and all(h.project == "b" and "beta" in h.content for h in found.results)
     assert found.results == writer.search("t", {"global": True, "query": "gateway beta", "k": 20}).results
+
+
+def test_a_global_search_reads_the_records_of_every_projects_hits_at_once(make_service, db_path):
+    """Indexes of ids only (beyond the budget): a global search's hits, spread over its
+    projects, are read from the store in one read, not one per project (at 1M memories over
+    100 projects, 5-7 ms a search), with the same answers as indexes holding whole records."""
+    writer = make_service(index_snapshot_min=10)
+    for project in ("a", "b", "c", "d"):
+        rng = random.Random(project)
+        for i in range(30):
+            writer.store_memory("t", {"project": project, "content": " ".join(rng.choice(WORDS) for _ in range(6))
+                                      + f" {project}-{i}"})
+    searches = [{"global": True, "query": query, "k": 12} for query in ("redis timeout cache", "deploy worker", "gateway retry queue")]
+    expected = [writer.search("t", search) for search in searches]
+    writer.settle()
+    fresh = make_service(index_snapshot_min=10, records_in_ram=0)
+    reads = []
+    real = fresh.store.get_many
+    fresh.store.get_many = lambda tenant, ids: reads.append(sorted(ids)) or real(tenant, ids)
+    for turn, (search, want) in enumerate(zip(searches, expected)):
+        reads.clear()
+        found = fresh.search("t", search)
+        assert [(h.id, h.content, h.score) for h in found.results] == [(h.id, h.content, h.score) for h in want.results]
+        assert len({h.project for h in found.results}) > 1
+        hits = sorted(h.id for h in found.results)
+        if turn == 0:
+            assert reads == [hits]  # one read, of the hits
+        else:  # one read at most, of the hits not read by an earlier search
+            assert len(reads) <= 1 and set(*reads) <= set(hits)
