@@ -290,8 +290,9 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
     for v, start, stop in zip(views, starts[:-1].tolist(), starts[1:].tolist()):
         v.keyword = keyword[start:stop]  # each view's part of the tenant's scores
     if n:
-        mask = np.concatenate([v.mask for v in views]) if views else np.zeros(0, dtype=bool)
-        everyone = bool(mask.all())  # no filter and no dead row: nothing to mask per term
+        # No filter and no dead row: nothing to mask per term (asked per view: an unfiltered one's mask is kept).
+        everyone = all(bool(v.mask.all()) for v in views)
+        mask = None if everyone else np.concatenate([v.mask for v in views])
         b_of = np.array([_length_b(v.index, options) for v in views], dtype=np.float64)
         # One b for every view (the usual case): the same value in the same formula, without
         # finding each posting's view (a search over the views' starts per posting).
@@ -303,8 +304,7 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
             key = (term, options.k1, single_b if single_b is not None else b_of.tobytes())
             found = columns.scores.get(key) if everyone else None
             if found is None:
-                found = _term_part(columns, indexes, term, variants, None if everyone else mask,
-                                   single_b, b_of, n, avg, options)
+                found = _term_part(columns, indexes, term, variants, mask, single_b, b_of, n, avg, options)
                 if everyone:
                     columns.scores.fit(keyword.size)
                     columns.scores.put(key, *found)
@@ -366,7 +366,7 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
     parts = [(i, rows) for i, (rows, simple) in enumerate(zip(chosen, plain)) if simple and rows.size]
     if not parts:
         return None
-    owner = np.concatenate([np.full(rows.size, i, dtype=np.int64) for i, rows in parts])
+    owner = np.repeat(np.array([i for i, _ in parts], dtype=np.int64), [rows.size for _, rows in parts])
     local = np.concatenate([rows for _, rows in parts])
     rows = local + columns.starts[owner]
     if top_keyword <= 0:

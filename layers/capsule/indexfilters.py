@@ -15,11 +15,21 @@ from .indexrows import IndexRows
 from .records import Filters, MemoryRecord
 
 
+_NONE = Filters()
+
+
 class IndexFilters(IndexRows):
     """The rows a search may return."""
 
     def mask(self, filters: Filters) -> np.ndarray:
-        """Rows that are active and pass the filters."""
+        """Rows that are active and pass the filters (read-only where nothing is filtered: the
+        active rows, kept until the rows change, as a global search asks every index each time)."""
+        if filters == _NONE:
+            found = self.derived.get("alive")
+            if found is None:
+                found = self.derived["alive"] = self.alive[: self.n].copy()
+                found.flags.writeable = False
+            return found
         mask = self.alive[: self.n].copy()
         if filters.since:  # when it happened (the time it was stored, unless told otherwise)
             mask &= self.occurred[: self.n] >= to_epoch(filters.since)
