@@ -92,7 +92,9 @@ class TenantCodes:
         self._submit = submit
         self._resorter = Resorter(submit) if submit is not None else None
         self._tables = tables
-        self._on_disk: PostingsTable | None = None  # the table last read from or written to disk
+        # The table last read from or written to disk, and whose it is (tenant, model).
+        self._on_disk: PostingsTable | None = None
+        self._disk_owner: tuple | None = None
 
     def columns(self, indexes: Sequence[ProjectIndex]) -> _Columns:
         """The indexes' :class:`_Columns`, kept until one of them changes (or a table of their
@@ -104,21 +106,27 @@ class TenantCodes:
         if kept is not None and kept.stamp == stamp and fresh is None:
             return kept
         previous = fresh or (kept.postings.table if kept is not None else None)
-        if previous is None or not any(i.postings_mark() in previous.places for i in indexes):
-            previous = self._load(indexes) or previous  # none yet, or another tenant's
+        if previous is None or not _holds_any(previous, indexes):
+            previous = self._from_disk(indexes) or previous  # none yet, or another tenant's
         made = _Columns.of(indexes, stamp, previous, self._resorter)
         self._save(indexes, made.postings.table)
         with self._lock:
             self._columns = made
         return made
 
-    def _load(self, indexes: Sequence[ProjectIndex]) -> PostingsTable | None:
-        tables = self._tables() if self._tables is not None and indexes else None
-        if tables is None:
+    def _from_disk(self, indexes: Sequence[ProjectIndex]) -> PostingsTable | None:
+        """The tenant's table kept on disk (read once, until another tenant's is asked for),
+        where it holds some of ``indexes``: one that holds none is no better than no table (a
+        large tenant's is then sorted beside the searches, not on their path)."""
+        if self._tables is None or not indexes:
             return None
-        table = tables.load(indexes[0].tenant, indexes[0].model_id)
-        self._on_disk = table or self._on_disk
-        return table
+        owner = (indexes[0].tenant, indexes[0].model_id)
+        if self._disk_owner != owner:
+            tables = self._tables()
+            self._on_disk = tables.load(*owner) if tables is not None else None
+            self._disk_owner = owner
+        table = self._on_disk
+        return table if table is not None and _holds_any(table, indexes) else None
 
     def _save(self, indexes: Sequence[ProjectIndex], table: PostingsTable) -> None:
         """Write a new table of snapshots' postings to disk, beside the searches."""
@@ -126,8 +134,8 @@ class TenantCodes:
             return
         tables = self._tables() if self._tables is not None else None
         if tables is not None:
-            self._on_disk = table
-            self._submit(partial(tables.save, indexes[0].tenant, indexes[0].model_id, table))
+            self._on_disk, self._disk_owner = table, (indexes[0].tenant, indexes[0].model_id)
+            self._submit(partial(tables.save, *self._disk_owner, table))
 
     def of(self, indexes: Sequence[ProjectIndex], words: int) -> _Concat:
         stamp = _stamp(indexes)
@@ -209,6 +217,11 @@ def _join(indexes: Sequence[ProjectIndex], name: str, width: int, rows: int) -> 
     # A slice where the rows are an array (copied once, by the concatenation), else read.
     return np.concatenate([a[: i.n] if isinstance(a, np.ndarray) else read_rows(a, np.arange(i.n))
                            for i, a in zip(held, arrays)])
+
+
+def _holds_any(table: PostingsTable, indexes: Sequence[ProjectIndex]) -> bool:
+    """Whether the table holds the postings of any of the indexes as they are now."""
+    return any(i.postings_mark() in table.places for i in indexes)
 
 
 def _stamp(indexes: Sequence[ProjectIndex]) -> tuple:

@@ -196,3 +196,38 @@ def test_a_table_with_an_index_not_in_a_snapshot_is_not_kept(tmp_path):
         assert np.array_equal(getattr(loaded, name), getattr(named, name))
     assert tables.load("other tenant", MODEL) is None and tables.load("t", "other model") is None
     assert TenantTables(tmp_path, "another store").load("t", MODEL) is None
+
+
+def test_a_kept_table_of_no_index_now_leaves_a_large_tenants_sort_beside_the_searches(folder, data, monkeypatch):
+    """Every project written to since its snapshot: the kept table holds none of them as they
+    are, and is no better than none. A large tenant's table is then sorted beside the searches
+    (as a first table is), never on a search's path, and not kept on disk (its places are no
+    snapshot's files)."""
+    first_service(folder, data)
+    old = table_files(folder)
+    store = SQLiteStore(folder / "g.db")
+    for p in range(PROJECTS):
+        store.insert([record(data, p, f"p{p}", id=f"late-{p}", sha256=f"{p:063x}e")], limit=10_000,
+                     dedupe_after=None, actor="t")
+    store.close()
+    monkeypatch.setattr(tenantpostings, "SORT_BESIDE_FROM", 1)
+
+    def not_on_the_search_path(*args, **kwargs):
+        raise AssertionError("a large tenant's table is sorted beside the searches")
+
+    monkeypatch.setattr(PostingsTable, "of", not_on_the_search_path)
+    service = service_over(folder, data)
+    try:
+        answers = [global_ids(service, data.query_texts[q]) for q in range(QUERIES)]
+        postings = service._tenant_codes._columns.postings
+        assert not postings.table.places and postings.stale == tuple(range(PROJECTS))
+        service.settle()  # the sort beside the searches
+        again = [global_ids(service, data.query_texts[q]) for q in range(QUERIES)]
+        postings = service._tenant_codes._columns.postings
+        assert len(postings.table.places) == PROJECTS and postings.stale == ()
+        expected = [per_project_ids(service, data.query_texts[q], data.queries[q]) for q in range(QUERIES)]
+        assert answers == again == expected
+        service.settle()
+    finally:
+        service.store.close()
+    assert table_files(folder) == old
