@@ -218,9 +218,10 @@ def test_a_kept_table_of_no_index_now_leaves_a_large_tenants_sort_beside_the_sea
     monkeypatch.setattr(PostingsTable, "of", not_on_the_search_path)
     service = service_over(folder, data)
     try:
-        answers = [global_ids(service, data.query_texts[q]) for q in range(QUERIES)]
-        postings = service._tenant_codes._columns.postings
+        answers = [global_ids(service, data.query_texts[0])]
+        postings = service._tenant_codes._columns.postings  # (the next search may take the sorted one)
         assert not postings.table.places and postings.stale == tuple(range(PROJECTS))
+        answers += [global_ids(service, data.query_texts[q]) for q in range(1, QUERIES)]
         service.settle()  # the sort beside the searches
         again = [global_ids(service, data.query_texts[q]) for q in range(QUERIES)]
         postings = service._tenant_codes._columns.postings
