@@ -484,8 +484,7 @@ class _Tenant(_Ranked):
         out = []
         for o in np.unique(self.owner[keep]).tolist():
             mine = keep[self.owner[keep] == o]
-            index = self.views[o].index
-            index.records.prefetch(self.local[mine])  # nothing left to read where search_global read them
+            index = self.views[o].index  # its hits' records read already (search_global: prefetch_together)
             out.extend(
                 Scored(record=index.records[int(self.local[i])], score=float(self.score[i]),
                        vector=float(self.vector[i]), bm25=float(self.keyword[i]), time=float(self.time[i]),

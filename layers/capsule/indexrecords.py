@@ -126,9 +126,7 @@ def prefetch_together(parts: Sequence[tuple[Records, Sequence[int] | np.ndarray]
     and ids are unique in a tenant, so one fetch serves them all. A global search's hits are
     spread over many indexes: at 1M memories over 100 projects, a read for each cost 5-7 ms a search."""
     asked = [(records, wanted) for records, rows in parts if (wanted := records._wanted(rows))]
-    if len(asked) > 1:
+    if asked:
         found = asked[0][0]._fetcher()([memory_id for _, wanted in asked for memory_id in wanted])
         for records, wanted in asked:
             records._take(wanted, found)
-    elif asked:
-        asked[0][0].prefetch(list(asked[0][1].values()))

@@ -30,12 +30,6 @@ SORT_BESIDE_FROM = 1 << 21  # postings from which a tenant's first table is sort
 Variants = Callable[[str], list[int]] | None
 
 
-def _marker(index: ProjectIndex) -> tuple:
-    """Which postings an index holds: a snapshot's file (the same in every process), or the
-    index as its rows are now (the serial is never reused; changes counts every change)."""
-    return index.postings_mark()
-
-
 @dataclass(frozen=True, slots=True)
 class PostingsTable:
     """Every posting of some indexes, sorted by term hash: the index it is in (its place when
@@ -43,7 +37,7 @@ class PostingsTable:
     postings start (a term's are ``offsets[j]:offsets[j + 1]``): 23M postings at 1M memories,
     whose hashes one by one took 184 MB."""
 
-    places: dict[tuple, int]  # marker of each index then (see _marker) -> its place
+    places: dict[tuple, int]  # each index's postings then (ProjectIndex.postings_mark) -> its place
     terms: np.ndarray  # int64, ascending, each once
     offsets: np.ndarray  # int64, len(terms) + 1
     owner: np.ndarray  # int32: the place
@@ -67,7 +61,7 @@ class PostingsTable:
         """The table of ``indexes`` as they are (the caller holds their locks)."""
         for index in indexes:
             index._merge()  # pending postings sorted in (what the index's next term look-up does)
-        return cls.of_parts([(_marker(i), i._main) for i in indexes])
+        return cls.of_parts([(i.postings_mark(), i._main) for i in indexes])
 
     @classmethod
     def of_parts(cls, parts: Sequence[tuple[tuple[int, int], tuple[np.ndarray, ...]]]) -> PostingsTable:
@@ -98,7 +92,7 @@ class PostingsTable:
             index.merge_postings()
             with index.lock:
                 if not index._pending:
-                    parts.append((_marker(index), index._main))
+                    parts.append((index.postings_mark(), index._main))
         return cls.of_parts(parts)
 
 
@@ -119,7 +113,7 @@ class TenantPostings:
         sorts a new table beside the searches), else over a new table."""
         table, now = previous, None
         if table is not None:
-            now = [table.places.get(_marker(i)) for i in indexes]
+            now = [table.places.get(i.postings_mark()) for i in indexes]
             stale = sum(place is None for place in now)
             if stale == len(indexes) or (stale > STALE_MAX and resorter is None):
                 table = None  # of other indexes altogether (another scope), or too old to keep
