@@ -56,6 +56,8 @@ class Backend(Protocol):
     def pattern_link(self, request: Mapping[str, Any]) -> lm.PatternLinkResult: ...
     def golden_paths(self, request: Mapping[str, Any]) -> lm.GoldenPathsResult: ...
     def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult: ...
+    def get_solution(self, solution_id: str) -> lm.SolutionResult: ...
+    def create_solution(self, fixpack: Mapping[str, Any]) -> lm.SolutionResult: ...
     def close(self) -> None: ...
 
 
@@ -138,6 +140,12 @@ class EmbeddedBackend:
     def golden_paths(self, request: Mapping[str, Any]) -> lm.GoldenPathsResult:
         return self.learning.golden_paths(self.tenant, dict(request))
 
+    def get_solution(self, solution_id: str) -> lm.SolutionResult:
+        return self.learning.get_solution(self.tenant, solution_id)
+
+    def create_solution(self, fixpack: Mapping[str, Any]) -> lm.SolutionResult:
+        return self.learning.create_solution(self.tenant, dict(fixpack))
+
     def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult:
         return self.learning.detect_patterns(self.tenant, dict(request))
 
@@ -211,6 +219,12 @@ class RemoteBackend:
 
     def golden_paths(self, request: Mapping[str, Any]) -> lm.GoldenPathsResult:
         return self.client.golden_paths(request)
+
+    def get_solution(self, solution_id: str) -> lm.SolutionResult:
+        return self.client.get_solution(solution_id)
+
+    def create_solution(self, fixpack: Mapping[str, Any]) -> lm.SolutionResult:
+        return self.client.create_solution(fixpack)
 
     def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult:
         return self.client.detect_patterns(request)

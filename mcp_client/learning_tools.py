@@ -12,6 +12,7 @@ from capsule import limits
 from capsule.learning import models as lm
 
 from . import learning_results as out
+from . import vb_markdown
 from .strict_tools import ToolRegistry
 from .tool_kit import MaxChars, Project, drop_none, result, run, state
 
@@ -117,14 +118,16 @@ def register(tools: ToolRegistry) -> None:
         category: Category = None,
         min_applications: Annotated[int, Field(ge=1, le=1_000_000,
                                                description="Successes a pattern-fix pair needs.")] = 3,
-        k: Annotated[int, Field(ge=1, le=limits.MAX_PAGE)] = 10,
+        k: Annotated[int, Field(ge=1, le=limits.MAX_PAGE)] = 20,
         max_chars: MaxChars = None,
     ) -> Annotated[CallToolResult, out.GoldenPathsOutput]:
         """The proven playbook: pattern -> fix pairs that worked repeatedly, best success rate first. Use it
         to learn the team's reliable fixes before working in an unfamiliar area."""
         s = state(ctx)
         request = drop_none(category=category, min_applications=min_applications, k=k)
-        return result(*out.golden_paths_output(run(lambda: s.backend.golden_paths(request)), s.budget(max_chars)))
+        output, _ = out.golden_paths_output(run(lambda: s.backend.golden_paths(request)), s.budget(max_chars))
+        # The text is the Vector Bridge's Markdown (its callers send {} and read it); programs read ours.
+        return result(output, vb_markdown.golden_paths(output.paths, min_applications))
 
     @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                             open_world_hint=False))

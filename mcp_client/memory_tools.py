@@ -14,6 +14,7 @@ from . import tool_results as out
 from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS, size
 from .strict_tools import ToolRegistry
 from .governance_tools import RetentionArg, TtlArg
+from .vb_dialect import projects_json
 from .tool_kit import MaxChars, MemoryId, Meta, Project, Tags, drop_none, merged_meta, result, run, state
 
 Outcome = Literal["success", "failure", "unknown"]
@@ -231,7 +232,9 @@ def register(tools: ToolRegistry) -> None:
         """List the projects that have memories, with counts and retention limits, most recently active
         first. Use it to find the name to pass as `project` to the other tools."""
         s = state(ctx)
-        return result(*out.projects_output(run(s.backend.projects), s.budget(max_chars)))
+        output, _ = out.projects_output(run(s.backend.projects), s.budget(max_chars))
+        # The text is the Vector Bridge's answer (its callers send {} and read it); programs read ours.
+        return result(output, projects_json(output.projects))
 
 
 __all__ = ["register"]

@@ -19,7 +19,8 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import ConfigDict, ValidationError
 
-from . import vector_bridge
+from . import vb_dialect, vector_bridge
+from .tool_kit import state
 
 # Names another interface uses for a different idea, where spelling alone points the wrong way.
 HINTS: dict[str, dict[str, str]] = {
@@ -32,6 +33,8 @@ class StrictTool(Tool):
     """A tool whose arguments are checked by :func:`checked` before the SDK validates them again."""
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        if vb_dialect.speaks(self.name, arguments):  # the Vector Bridge's contract: its rules, its answers
+            return await vb_dialect.run(self.name, arguments, state(context))
         try:
             arguments = checked(self, arguments)
         except ToolError as exc:
@@ -67,8 +70,11 @@ def strict_tool(fn: Callable[..., Any], **options: Any) -> StrictTool:
     config = ConfigDict(**{**loose.arg_model.model_config, "extra": "forbid", "strict": True})
     strict = type(loose.arg_model.__name__, (loose.arg_model,), {"model_config": config,
                                                                 "__module__": loose.arg_model.__module__})
-    tool.fn_metadata = LiteralMetadata(arg_model=strict, output_schema=loose.output_schema,
-                                       output_model=loose.output_model, wrap_output=loose.wrap_output)
+    # No output schema is published: a client then demands structured content from every answer, and
+    # a Vector Bridge caller's answer is the original's one text item; the schemas were also most of
+    # tools/list's size, paid for in every conversation. Our answers still carry structured content.
+    tool.fn_metadata = LiteralMetadata(arg_model=strict, output_schema=None, output_model=None,
+                                       wrap_output=loose.wrap_output)
     tool.parameters = vector_bridge.published(tool.name, strict.model_json_schema(by_alias=True))
     return tool
 

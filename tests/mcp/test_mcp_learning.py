@@ -14,7 +14,11 @@ ALL_TOOLS = {"memory_store", "memory_ingest", "memory_search", "memory_list", "m
              "solution_apply", "pattern_detect",
              "pattern_solutions", "pattern_link", "golden_paths", "detect_patterns",
              "memory_capture", "memory_candidates", "memory_approve", "memory_reject",
-             "memory_update", "memory_history", "memory_revert"}
+             "memory_update", "memory_history", "memory_revert",
+             # the Vector Bridge's own tools and the first Capsule's (tests/mcp/test_vb_contract.py)
+             "solution_preview", "solution_upsert", "auto_setup_credentials", "save_credentials",
+             "capsule-memory.store", "capsule-memory.search", "capsule-memory.list", "capsule-memory.pin",
+             "capsule-memory.forget"}
 
 
 def seed(data_dir) -> str:
