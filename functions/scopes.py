@@ -40,6 +40,7 @@ from typing import Annotated, Any, Callable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
+from capsule import legacy_ids
 from capsule.errors import CapsuleError, InvalidInput, NotFound, from_validation_error
 from capsule.governance.visibility import ACCESS_LEVELS, FULL, Reach, pattern_problem
 from capsule.models import Subject, Visibility
@@ -338,8 +339,8 @@ def admit(route: routes.Route, event: dict[str, Any], body: Mapping[str, Any] | 
     """The caller's reach, once its request is checked against it (Forbidden otherwise)."""
     reach = caller_reach(event, lambda: principal_rules(tenant, getattr(service(), "store", None)))
     if reach is not FULL:
-        check(route, event, body, reach, lambda memory_id: service().store.get(tenant, memory_id,
-                                                                                include_forgotten=True))
+        check(route, event, body, reach, lambda memory_id: service().store.get(
+            tenant, legacy_ids.memory_id(service().store, tenant, memory_id), include_forgotten=True))
     return reach
 
 

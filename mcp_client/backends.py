@@ -58,6 +58,8 @@ class Backend(Protocol):
     def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult: ...
     def get_solution(self, solution_id: str) -> lm.SolutionResult: ...
     def create_solution(self, fixpack: Mapping[str, Any]) -> lm.SolutionResult: ...
+    def new_solution_from_file(self, fixpack: Mapping[str, Any]) -> lm.ImportResult: ...
+    def unlimited_project(self, name: str) -> str: ...
     def close(self) -> None: ...
 
 
@@ -146,6 +148,15 @@ class EmbeddedBackend:
     def create_solution(self, fixpack: Mapping[str, Any]) -> lm.SolutionResult:
         return self.learning.create_solution(self.tenant, dict(fixpack))
 
+    def new_solution_from_file(self, fixpack: Mapping[str, Any]) -> lm.ImportResult:
+        """A fixpack as its file writes it (any spelling kept), always a new solution (solution_upsert)."""
+        return self.learning.import_solution(self.tenant, dict(fixpack), source="mcp", always_new=True)
+
+    def unlimited_project(self, name: str) -> str:
+        """The project ``name`` resolves to, with no rolling limit unless its user set one: the Vector
+        Bridge, whose callers write through here, had none (COMPAT §6)."""
+        return self.service.ensure_project(self.tenant, name, unlimited=True)
+
     def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult:
         return self.learning.detect_patterns(self.tenant, dict(request))
 
@@ -225,6 +236,15 @@ class RemoteBackend:
 
     def create_solution(self, fixpack: Mapping[str, Any]) -> lm.SolutionResult:
         return self.client.create_solution(fixpack)
+
+    def new_solution_from_file(self, fixpack: Mapping[str, Any]) -> lm.ImportResult:
+        # The API's import dedupes on title and category: a hosted solution_upsert updates that one.
+        return self.client.import_solution(fixpack)
+
+    def unlimited_project(self, name: str) -> str:
+        # The API has no "unless its user set one" setting yet: a hosted project keeps its limit, and a
+        # write that evicts names what it evicted in its answer.
+        return name
 
     def detect_patterns(self, request: Mapping[str, Any]) -> lm.DetectPatternsResult:
         return self.client.detect_patterns(request)

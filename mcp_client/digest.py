@@ -21,6 +21,10 @@ or the same lines between ``<digest>`` and ``</digest>``. Header lines are ``key
 (``agent``, ``task``, ``status``); sections are ``decisions``, ``files``, ``contracts`` and
 ``next`` (also ``next steps``), each followed by ``-`` bullets. ``status`` is success, failure
 or unknown (done/passed/fixed count as success; failed/blocked/broken as failure).
+
+The Vector Bridge's JSON form (```` ```json DIGEST {...}``` ````) is read by its own rules in
+:mod:`mcp_client.vb_digest`; :func:`session_digests` reads both in one pass over a transcript
+(JSON Lines, or a JSON array of the same entries).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+
+from .vb_digest import Latest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the stop hook starts without typing
@@ -119,18 +125,36 @@ def find_digests(text: str) -> list[Digest]:
 
 
 def read_transcript(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Each JSON object of a Claude Code transcript (JSONL); unreadable lines are skipped."""
+    """Each JSON object of a Claude Code transcript: JSON Lines (unreadable lines are skipped),
+    or one JSON array of them (the other form the Vector Bridge's Stop hook read)."""
     with Path(path).expanduser().open("r", encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(entry, dict):
-                yield entry
+        if not handle.read(4096).lstrip().startswith("["):
+            handle.seek(0)
+            yield from _json_lines(handle)  # streamed: a long session is never held whole
+            return
+        handle.seek(0)
+        text = handle.read()
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, list):
+        yield from (entry for entry in whole if isinstance(entry, dict))
+    else:  # JSON Lines whose first line happens to be an array
+        yield from _json_lines(text.splitlines())
+
+
+def _json_lines(lines: Any) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            yield entry
 
 
 def _texts(content: Any) -> Iterator[str]:
@@ -161,14 +185,23 @@ def agent_texts(entries: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 def transcript_digests(path: str | Path) -> list[Digest]:
     """Every DIGEST block of the session, once each, in order."""
+    return session_digests(path)[0]
+
+
+def session_digests(path: str | Path) -> tuple[list[Digest], Latest]:
+    """In one read of the transcript: every block of ours (:func:`transcript_digests`), and the
+    Vector Bridge's newest JSON DIGEST by its own rules (:mod:`mcp_client.vb_digest`)."""
     seen: set[str] = set()
     found = []
-    for text in agent_texts(read_transcript(path)):
-        for digest in find_digests(text):
-            if digest.text not in seen:
-                seen.add(digest.text)
-                found.append(digest)
-    return found
+    newest = Latest()
+    for entry in read_transcript(path):
+        newest.feed(entry)
+        for text in agent_texts(iter([entry])):
+            for digest in find_digests(text):
+                if digest.text not in seen:
+                    seen.add(digest.text)
+                    found.append(digest)
+    return found, newest
 
 
 def last_compact_summary(path: str | Path) -> str | None:
@@ -213,4 +246,4 @@ def infer_outcome(text: str) -> str:
 
 
 __all__ = ["Digest", "parse_digest", "find_digests", "read_transcript", "agent_texts", "transcript_digests",
-           "last_compact_summary", "infer_outcome", "status_of"]
+           "session_digests", "last_compact_summary", "infer_outcome", "status_of"]

@@ -45,9 +45,8 @@ def register(tools: ToolRegistry) -> None:
         subject: Annotated[str | None, Field(min_length=1, max_length=256, description=(
             "The person or end-user it is about."))] = None,
     ) -> Annotated[CallToolResult, gm.UpdateResult]:
-        """Correct a memory in place (its text, tags, retention class or expiry) instead of storing a
-        contradicting one; every earlier version is kept (memory_history). For a fact that changed
-        ("moved to Berlin"), memory_store with supersedes keeps both as a chain. Returns the memory."""
+        """Correct a memory in place instead of storing a contradicting one; earlier versions are kept
+        (memory_history)."""
         s = state(ctx)
         request = drop_none(content=content, tags=tags, retention=retention, ttl=ttl, reason=reason,
                             visibility=visibility, subject=subject)

@@ -11,8 +11,11 @@ nothing heavy until a run needs the store itself (each hook imports what it uses
 neither the transcript parsers nor the spool's secret guard).
 
 - ``stop`` stores each DIGEST block of the session transcript (format: :mod:`mcp_client.digest`),
-  with agent, task id and outcome status in the metadata. Re-running it is harmless: the
-  same digest within 48 hours is stored once.
+  with agent, task id and outcome status in the metadata, and the Vector Bridge's newest JSON
+  DIGEST as its own hooks ingested it (:mod:`mcp_client.vb_digest`). Re-running it is harmless:
+  the same digest within 48 hours is stored once. Besides its stderr line, it tells the user what
+  it stored, or why a digest was not stored, as the Stop hook's ``systemMessage`` on stdout
+  (Claude Code shows it after the turn); it stays quiet when there is nothing new.
 - ``post-compact`` stores the compaction summary, with the outcome inferred from its words.
 - ``pre-tool-use`` searches memory before a Task (subagent) call and answers with the top
   results as compact bullets in ``hookSpecificOutput.additionalContext``, only for hits
@@ -63,6 +66,7 @@ class HookContext:
         self.spool = spool            # where writes wait while the memory is unreachable
         self.spooled = spooled
         self.down = down              # after one failure, keep the rest at once: the hook stays fast
+        self.delivered = 0            # writes of earlier runs this run delivered (:func:`_finish`)
 
     def keep(self, kind: str, request: dict[str, Any]) -> Path | None:
         """Put a write in the spool before sending it (:meth:`write`): a run ended mid-send,
@@ -108,8 +112,10 @@ class HookContext:
 
 
 def project_of(payload: Mapping[str, Any], environ: Mapping[str, str]) -> str:
-    # The folder Claude Code runs in, named by the rule the CLI and the MCP server use.
-    cwd = payload.get("cwd")
+    # The checkout Claude Code runs in, named by the rule the CLI and the MCP server use (its
+    # canonical full path, as the Vector Bridge's hooks named it: one checkout, one project).
+    # CLAUDE_PROJECT_DIR first, as those hooks read it, then the payload's cwd.
+    cwd = environ.get("CLAUDE_PROJECT_DIR") or payload.get("cwd")
     return default_project(environ, cwd if isinstance(cwd, str) and cwd else None)
 
 
@@ -133,29 +139,130 @@ def digest_request(digest: Digest, payload: Mapping[str, Any], ctx: HookContext)
 
 
 def hook_stop(payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
+    """Store the session's digests: every block of ours, and the Vector Bridge's newest JSON
+    DIGEST (COMPAT §3.3: its text, path and meta as its hooks ingested them). Returns the report
+    :func:`stop_line` and :func:`stop_message` put into words."""
     from . import hook_capture
-    from .digest import transcript_digests
+    from .vb_digest import first_block, payload_text
 
     path = payload.get("transcript_path")
-    if not path:
-        raise HookSkipped("no transcript_path in the hook input")
+    said = first_block(payload_text(payload))  # the Stop payload's own text is looked at first
     if hook_capture.capture_mode(ctx.environ) != "off":
+        if not path:
+            raise HookSkipped("no transcript_path in the hook input")
         session = str(payload["session_id"]) if payload.get("session_id") else None
         return capture_events(hook_capture.transcript_events(path, session), ctx)
-    digests = transcript_digests(path)
-    if not digests:
-        return {"stored": 0, "deduplicated": 0, "digests": 0}
-    stored = deduplicated = 0
-    writes = [_digest_write(digest_request(digest, payload, ctx)) for digest in digests]
-    kept = [ctx.keep(kind, request) for kind, request in writes]  # all of them, before the first is sent
-    for (kind, request), path in zip(writes, kept):
-        result = ctx.write(kind, request, path)
-        if kind == "ingest":
-            stored += result is not None
-        elif result is not None:
-            deduplicated += result.deduplicated
-            stored += not result.deduplicated
-    return {"stored": stored, "deduplicated": deduplicated, "digests": len(digests)}
+    if not path and said is None:
+        raise HookSkipped("no transcript_path (and no DIGEST in the hook input's text)")
+    try:
+        ours, newest = _session(path)
+    except OSError:  # an unreadable transcript; the payload's own DIGEST is stored all the same
+        if said is None or said.digest is None:
+            raise
+        ours, newest = _session(None)
+    report: dict[str, Any] = {"digests": len(ours), "stored": 0, "deduplicated": 0, "tasks": [], "kept": 0,
+                              "skipped": [], "refused": [], "unread": []}
+    # (kind, request, task, fresh): a refusal of a Vector Bridge digest of an earlier turn was told then
+    writes = [(*_digest_write(digest_request(digest, payload, ctx)), digest.task, True) for digest in ours]
+    if said is not None and said.digest is not None:
+        vb, fresh = said.digest, True
+    else:
+        vb, fresh = newest.digest, newest.fresh
+        report["unread"] = list(dict.fromkeys([*([said.error] if said and said.error else []),
+                                               *newest.fresh_errors()]))
+    if vb is not None:
+        report["digests"] += 1
+        write = _vb_write(vb, fresh, payload, ctx, report)
+        if write is not None:
+            writes.append(write)
+    kept = [ctx.keep(kind, request) for kind, request, _, _ in writes]  # all of them, before the first is sent
+    for (kind, request, task, fresh), kept_path in zip(writes, kept):
+        try:
+            result = ctx.write(kind, request, kept_path)
+        except CapsuleError as exc:  # refused as invalid or too large: say so, and store the rest
+            report["refused"].append((task, exc.message, fresh))
+            continue
+        if result is None:
+            report["kept"] += 1
+        elif (len(result.deduplicated) < result.chunks) if kind == "ingest" else not result.deduplicated:
+            report["stored"] += 1
+            report["tasks"].append(task)
+        else:
+            report["deduplicated"] += 1
+    return report
+
+
+def _session(path: Any) -> tuple[list[Digest], Any]:
+    from .digest import session_digests
+    from .vb_digest import Latest
+
+    return session_digests(path) if path else ([], Latest())
+
+
+def vb_project_root(payload: Mapping[str, Any], environ: Mapping[str, str]) -> str:
+    # The original's PROJECT_ROOT (CLAUDE_PROJECT_DIR, else the folder the hook runs in), which
+    # its digest meta names as project_root / project_name / project_id_hash.
+    cwd = payload.get("cwd")
+    return environ.get("CLAUDE_PROJECT_DIR") or (cwd if isinstance(cwd, str) and cwd else os.getcwd())
+
+
+def _vb_write(digest: dict[str, Any], fresh: bool, payload: Mapping[str, Any], ctx: HookContext,
+              report: dict[str, Any]) -> tuple[str, dict[str, Any], str, bool] | None:
+    """The ingest a Vector Bridge DIGEST becomes, or None with the reason in the report: a quality
+    gate (the original retried those until they were dead-lettered; reported once here, when the
+    digest is of this turn) or a meta our store cannot hold."""
+    from capsule.compat.vector_bridge import meta_request
+
+    from .vb_digest import Skip, prepare, task_label
+
+    try:
+        prepared = prepare(digest, vb_project_root(payload, ctx.environ))
+        meta = meta_request(prepared.meta)  # kept as sent; our reading of outcome_status beside it
+    except Skip as skip:
+        report["skipped"].append((task_label(digest), skip.reason, skip.message, fresh))
+        return None
+    except CapsuleError as exc:
+        report["refused"].append((task_label(digest), exc.message, fresh))
+        return None
+    request = {"project": ctx.project, "text": prepared.text, "path": prepared.path, "meta": meta}
+    return "ingest", request, prepared.task, fresh
+
+
+def stop_line(report: Mapping[str, Any]) -> str:
+    """The stop hook's stderr line: every count, and each digest not stored with its reason."""
+    line = (f"capsule hook stop: {report['digests']} digest(s), {report['stored']} stored,"
+            f" {report['deduplicated']} already stored")
+    for task, reason, message, _ in report["skipped"]:
+        line += f"; task {task} not stored: {message} ({reason})"
+    for task, message, _ in report["refused"]:
+        line += f"; task {task or 'untagged'} refused: {message}"
+    for why in report["unread"]:
+        line += f"; a DIGEST block was not read: {why}"
+    return line
+
+
+def stop_message(report: Mapping[str, Any], ctx: HookContext) -> str | None:
+    """What Claude Code shows the user after the turn (a Stop hook's ``systemMessage``): what was
+    stored, or why not. Quiet when there is nothing new to say: Stop runs after every turn, and a
+    digest already stored, or a Vector Bridge digest of an earlier turn stopped by a gate or refused,
+    was reported then."""
+    parts = []
+    if report["stored"]:
+        n, tasks = report["stored"], [t for t in report["tasks"] if t]
+        named = f" ({'task' if len(tasks) == 1 else 'tasks'} {', '.join(tasks)})" if tasks else ""
+        parts.append(f"stored {n} digest{'s' if n != 1 else ''}{named} in {ctx.project}")
+    for task, reason, message, fresh in report["skipped"]:
+        if fresh:
+            parts.append(f"did not store the DIGEST of task {task}: {message} ({reason})")
+    for task, message, fresh in report["refused"]:
+        if fresh:
+            parts.append(f"the memory refused the digest of task {task or 'untagged'}: {message}")
+    parts += [f"a DIGEST block was not read: {why}" for why in report["unread"]]
+    if report["kept"]:
+        parts.append(f"memory unreachable: {report['kept']} digest(s) kept, to be stored by the next hook run")
+    if ctx.delivered and parts:
+        parts.append(f"delivered {ctx.delivered} write(s) kept by earlier runs")
+    return "Capsule: " + "; ".join(parts) if parts else None
 
 
 def _digest_write(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -276,8 +383,11 @@ def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, open_b
             if "candidates" in report:
                 print(_capture_line(name, report) + _finish(ctx), file=stderr)
                 return 0
-            print(f"capsule hook stop: {report['digests']} digest(s), {report['stored']} stored,"
-                  f" {report['deduplicated']} already stored" + _finish(ctx), file=stderr)
+            print(stop_line(report) + _finish(ctx), file=stderr)
+            message = stop_message(report, ctx)
+            if message:  # shown to the user by Claude Code; exit 0 all the same
+                stdout.write(json.dumps({"systemMessage": message}))
+                stdout.flush()
         elif name == "post-compact":
             report = hook_post_compact(payload, ctx)
             if "candidates" in report:
@@ -314,7 +424,7 @@ def _finish(ctx: HookContext) -> str:
     """Deliver earlier kept writes now that this run's own are done; say what happened."""
     if ctx.spooled:
         return f"; memory unreachable: {ctx.spooled} write(s) kept for the next run"
-    delivered = ctx.drain()
+    delivered = ctx.delivered = ctx.drain()
     return f"; delivered {delivered} write(s) kept by earlier runs" if delivered else ""
 
 

@@ -17,9 +17,8 @@ from .strict_tools import ToolRegistry
 from .tool_kit import MaxChars, Project, drop_none, result, run, state
 
 ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS,
-                                 description="The error message or the relevant log lines, verbatim.")]
-Category = Annotated[str | None, Field(min_length=1, max_length=128,
-                                       description="Limit to one category, e.g. 'python', 'npm', 'docker'.")]
+                                 description="The error or log lines, verbatim.")]
+Category = Annotated[str | None, Field(min_length=1, max_length=128, description="Only this category.")]
 Tag = Annotated[str, Field(min_length=1, max_length=128, description="The pattern's tag, from pattern_detect.")]
 PatternCategory = Annotated[str, Field(min_length=1, max_length=128, description="The pattern's category.")]
 SolutionId = Annotated[str, Field(min_length=1, max_length=128, description="A solution id from solution_search.")]
@@ -35,14 +34,16 @@ def register(tools: ToolRegistry) -> None:
         error: ErrorText,
         ctx: Context,
         category: Category = None,
+        component: Annotated[str | None, Field(min_length=1, max_length=128, description=(
+            "Only solutions for this component (or for none)."))] = None,
         k: Annotated[int, Field(ge=1, le=limits.MAX_K, description="How many solutions at most.")] = 3,
         max_chars: MaxChars = None,
     ) -> Annotated[CallToolResult, out.SolutionSearchOutput]:
-        """Find known fixes (solutions with ordered steps and checks) for an error message. Use it as soon as
-        a build, test or command fails with an error you have not solved yet. Returns matching solutions, best
-        first, with their steps, success record and why they matched; report back with solution_apply."""
+        """Find known fixes (solutions: ordered steps and checks) for an error, as soon as a build, test or
+        command fails. Report the outcome with solution_apply."""
         s = state(ctx)
-        found = run(lambda: s.backend.solution_search(drop_none(error=error, category=category, k=k)))
+        found = run(lambda: s.backend.solution_search(drop_none(error=error, category=category, component=component,
+                                                                k=k)))
         return result(*out.solution_search_output(found, s.budget(max_chars)))
 
     @tools.tool(annotations=RECORD)
@@ -58,8 +59,7 @@ def register(tools: ToolRegistry) -> None:
         pattern_category: PatternCategory = "general",
         project: Project = None,
     ) -> Annotated[CallToolResult, lm.ApplyResult]:
-        """Record whether a solution from solution_search worked when you applied it. This is what ranks
-        solutions: call it once per attempt, success or failure. Returns the solution's updated record."""
+        """Record whether a solution worked, once per attempt: this is what ranks solutions."""
         s = state(ctx)
         request = drop_none(success=success, error=error, context=context, project=s.project(project))
         if pattern_tag:
@@ -76,9 +76,7 @@ def register(tools: ToolRegistry) -> None:
         solutions: Annotated[int, Field(ge=0, le=10, description="Linked solutions per pattern.")] = 3,
         max_chars: MaxChars = None,
     ) -> Annotated[CallToolResult, out.PatternDetectOutput]:
-        """Tell whether an error is a known recurring pattern (seen across sessions and projects), and what
-        fixed it before. Use it on an error that looks familiar or keeps coming back. Returns matching
-        patterns with their occurrences, linked solutions and past fixes."""
+        """Tell whether an error is a known recurring pattern across sessions and projects, and what fixed it."""
         s = state(ctx)
         request = drop_none(error=error, category=category, k=k, min_score=min_score, solutions=solutions)
         return result(*out.pattern_detect_output(run(lambda: s.backend.pattern_detect(request)), s.budget(max_chars)))
@@ -87,14 +85,14 @@ def register(tools: ToolRegistry) -> None:
     def pattern_solutions(
         tag: Tag,
         ctx: Context,
-        category: PatternCategory = "general",
+        category: Annotated[str | None, Field(min_length=1, max_length=128, description=(
+            "The pattern's category (default: every one)."))] = None,
         k: Annotated[int, Field(ge=1, le=limits.MAX_K)] = 5,
         max_chars: MaxChars = None,
     ) -> Annotated[CallToolResult, out.PatternSolutionsOutput]:
-        """List everything known to fix one error pattern (by its tag from pattern_detect or detect_patterns):
-        solutions and memory fixes, most successful first."""
+        """Everything known to fix one error pattern (its tag), most successful first."""
         s = state(ctx)
-        found = run(lambda: s.backend.pattern_solutions({"tag": tag, "category": category, "k": k}))
+        found = run(lambda: s.backend.pattern_solutions(drop_none(tag=tag, category=category, k=k)))
         return result(*out.pattern_solutions_output(found, s.budget(max_chars)))
 
     @tools.tool(annotations=RECORD)
@@ -106,8 +104,7 @@ def register(tools: ToolRegistry) -> None:
         category: PatternCategory = "general",
         context: Context_ = None,
     ) -> Annotated[CallToolResult, lm.PatternLinkResult]:
-        """Record that a solution fixed (or failed to fix) an error pattern, so the next agent meeting the
-        pattern gets that solution first. Creates the pattern if it is new. Returns the link's record."""
+        """Record that a solution fixed (or failed to fix) an error pattern, so it is offered first next time."""
         s = state(ctx)
         request = drop_none(tag=tag, category=category, solution_id=solution_id, success=success, context=context)
         return result(*out.pattern_link_output(run(lambda: s.backend.pattern_link(request))))
@@ -121,8 +118,7 @@ def register(tools: ToolRegistry) -> None:
         k: Annotated[int, Field(ge=1, le=limits.MAX_PAGE)] = 20,
         max_chars: MaxChars = None,
     ) -> Annotated[CallToolResult, out.GoldenPathsOutput]:
-        """The proven playbook: pattern -> fix pairs that worked repeatedly, best success rate first. Use it
-        to learn the team's reliable fixes before working in an unfamiliar area."""
+        """The proven playbook: pattern -> fix pairs that worked repeatedly, best first."""
         s = state(ctx)
         request = drop_none(category=category, min_applications=min_applications, k=k)
         output, _ = out.golden_paths_output(run(lambda: s.backend.golden_paths(request)), s.budget(max_chars))
@@ -139,8 +135,7 @@ def register(tools: ToolRegistry) -> None:
         k: Annotated[int, Field(ge=1, le=limits.MAX_PAGE)] = 20,
         max_chars: MaxChars = None,
     ) -> Annotated[CallToolResult, out.DetectPatternsOutput]:
-        """Mine all stored failure and error memories for recurring errors now (a scheduled job also does
-        this), linking each to what fixed it. Returns the recurring patterns. Safe to repeat."""
+        """Mine stored error memories for recurring errors now (a job also does), linking each to its fix."""
         s = state(ctx)
         request = drop_none(category=category, min_occurrences=min_occurrences, k=k)
         return result(*out.detect_patterns_output(run(lambda: s.backend.detect_patterns(request)),

@@ -22,8 +22,7 @@ Kind = Annotated[str | None, Field(max_length=64, description="What kind of memo
                                                               "note, convention, ...")]
 Component = Annotated[str | None, Field(max_length=128, description="The part of the system, e.g. 'backend'.")]
 Category = Annotated[str | None, Field(max_length=128, description="A category, e.g. 'code', 'decision', 'deploy'.")]
-OutcomeArg = Annotated[Outcome | None, Field(description="Did the approach work? 'success' memories rank higher, "
-                                                         "'failure' ones lower (default unknown).")]
+OutcomeArg = Annotated[Outcome | None, Field(description="Did it work? success ranks higher, failure lower.")]
 ClassFilter = Annotated[models.EffectiveClass | None, Field(description="Only memories of this retention class.")]
 VisibilityArg = Annotated[models.Visibility | None, Field(description=models.VISIBILITY_DESCRIPTION)]
 VisibilityFilter = Annotated[models.Visibility | None, Field(description="Only memories of this visibility.")]
@@ -39,7 +38,7 @@ def register(tools: ToolRegistry) -> None:
     @tools.tool(annotations=WRITE)
     def memory_store(
         content: Annotated[str, Field(min_length=1, max_length=limits.MAX_CONTENT_BYTES,
-                                      description="The memory, self-contained: what was decided or learned and why.")],
+                                      description="Self-contained: what was decided or learned, and why.")],
         ctx: Context,
         project: Project = None,
         type: Kind = None,
@@ -61,9 +60,8 @@ def register(tools: ToolRegistry) -> None:
         visibility: VisibilityArg = None,
         subject: SubjectArg = None,
     ) -> Annotated[CallToolResult, models.StoreResult]:
-        """Remember one thing for later sessions: a decision and its reason, a fix that worked, a convention,
-        a pitfall. Use it when you learn something another session would need. The same content stored
-        twice within 48 hours is kept once. Returns the memory id and what was evicted, if anything."""
+        """Remember one thing later sessions need: a decision and why, a fix that worked, a convention, a
+        pitfall. Returns its id and anything the project's limit evicted."""
         s = state(ctx)
         # tags go as the request's own field: beside meta.tags, the API's one rule (both, no tag twice) holds.
         fields = merged_meta(meta, type=type, outcome_status=outcome, component=component, category=category)
@@ -75,12 +73,11 @@ def register(tools: ToolRegistry) -> None:
 
     @tools.tool(annotations=WRITE)
     def memory_ingest(
-        text: Annotated[str, Field(min_length=1, max_length=limits.MAX_INGEST_BYTES,
-                                   description="A long text (a document, a file, notes) to chunk and store.")],
+        text: Annotated[str, Field(min_length=1, max_length=limits.MAX_INGEST_BYTES)],
         ctx: Context,
         project: Project = None,
         path: Annotated[str | None, Field(max_length=limits.MAX_PATH_CHARS,
-                                          description="Where the text came from (a file path), kept on each chunk.")]
+                                          description="The file it came from.")]
         = None,
         type: Kind = None,
         tags: Tags = None,
@@ -89,8 +86,8 @@ def register(tools: ToolRegistry) -> None:
         category: Category = None,
         meta: Meta = None,
     ) -> Annotated[CallToolResult, out.IngestOutput]:
-        """Store a long text as several searchable chunks (500-800 tokens each, overlapping). Use it for
-        documents or files; use memory_store for one fact. Returns the chunk ids (the first 50)."""
+        """Store a long text (a document, a file) as searchable chunks; memory_store is for one fact. Returns
+        the chunk ids."""
         s = state(ctx)
         fields = merged_meta(meta, type=type, outcome_status=outcome, component=component, category=category)
         ingested = run(lambda: s.backend.ingest(drop_none(project=s.project(project), text=text, path=path,
@@ -100,8 +97,7 @@ def register(tools: ToolRegistry) -> None:
     @tools.tool(annotations=READ)
     def memory_search(
         query: Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS,
-                                    description="What you need to know, in words or keywords "
-                                                "(an error message works well).")],
+                                    description="Words, keywords or an error message.")],
         ctx: Context,
         project: Project = None,
         all_projects: Annotated[bool, Field(description="Search every project instead of one.")] = False,
@@ -126,10 +122,8 @@ def register(tools: ToolRegistry) -> None:
         visibility: VisibilityFilter = None,
         subject: SubjectFilter = None,
     ) -> Annotated[CallToolResult, out.SearchOutput]:
-        """Recall what earlier sessions stored, by meaning and keyword, ranked by relevance, recency and
-        feedback. Use it before starting a task, or when you hit an error, to find past decisions and fixes.
-        Returns hits with id, score (0-1, with each signal), and an excerpt; give memory_feedback on the ids
-        that helped."""
+        """Recall past decisions and fixes by meaning and keyword, before a task or on an error. Returns hits
+        (id, score, excerpt; memory_get reads one whole); give memory_feedback on those that helped."""
         s = state(ctx)
         request = {"query": query, "k": k, "mode": mode, "global": all_projects,
                    "filters": drop_none(tags=tags, component=component, category=category,
@@ -154,8 +148,7 @@ def register(tools: ToolRegistry) -> None:
         visibility: VisibilityFilter = None,
         subject: SubjectFilter = None,
     ) -> Annotated[CallToolResult, out.ListOutput]:
-        """Browse a project's memories, newest first, one page at a time (not ranked: use memory_search to
-        find something). Returns memories with excerpts and next_cursor when more follow."""
+        """Browse a project's memories, newest first, a page at a time (next_cursor); not ranked."""
         s = state(ctx)
         request = drop_none(project=s.project(project), pinned_only=pinned_only, limit=limit, cursor=cursor,
                             retention=retention, visibility=visibility, subject=subject)
@@ -174,7 +167,7 @@ def register(tools: ToolRegistry) -> None:
         action: Annotated[Literal["pin", "unpin"], Field(
             description="pin: never evicted by the project's rolling limit; unpin: may be evicted again.")] = "pin",
     ) -> Annotated[CallToolResult, models.MemoryResult]:
-        """Pin a memory that must survive (a key decision, a contract), or unpin it. Returns the memory."""
+        """Pin a memory that must survive the rolling limit (a key decision), or unpin it."""
         s = state(ctx)
         return result(*out.memory_output(run(lambda: s.backend.pin(id, action == "pin"))))
 
@@ -186,8 +179,7 @@ def register(tools: ToolRegistry) -> None:
                                             description="Why: wrong, outdated, superseded by ...")] = None,
         force: Annotated[bool, Field(description="Needed to forget an irreplaceable memory.")] = False,
     ) -> Annotated[CallToolResult, models.MemoryResult]:
-        """Forget a memory that is wrong or outdated, so search stops returning it. Recoverable for 30 days.
-        Returns the forgotten memory."""
+        """Forget a wrong or outdated memory (memory_restore brings it back within 30 days)."""
         s = state(ctx)
         return result(*out.memory_output(run(lambda: s.backend.forget(id, reason, force))))
 
@@ -200,16 +192,14 @@ def register(tools: ToolRegistry) -> None:
         max_chars: Annotated[int | None, Field(ge=MIN_MAX_CHARS, le=MAX_MAX_CHARS, description=(
             f"Characters of content per page (default {DEFAULT_MAX_CHARS})."))] = None,
     ) -> Annotated[CallToolResult, out.GetOutput]:
-        """Read one memory whole (search and list show excerpts), a page at a time for a long one: call
-        again with offset=next_offset until next_offset is null. Returns the memory with this page of content."""
+        """Read one memory whole; a long one a page at a time (call again with offset=next_offset)."""
         s = state(ctx)
         found = run(lambda: s.backend.get(id))
         return result(*out.get_output(found, offset, s.budget(max_chars)))
 
     @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
     def memory_restore(id: MemoryId, ctx: Context) -> Annotated[CallToolResult, models.RestoreResult]:
-        """Bring back a memory forgotten with memory_forget (possible for 30 days after), so search and list
-        show it again. Returns the restored memory."""
+        """Bring back a memory forgotten in the last 30 days."""
         s = state(ctx)
         return result(*out.memory_output(run(lambda: s.backend.restore(id))))
 
@@ -221,16 +211,14 @@ def register(tools: ToolRegistry) -> None:
         context: Annotated[str | None, Field(max_length=limits.MAX_CONTEXT_CHARS,
                                              description="What you were doing, briefly.")] = None,
     ) -> Annotated[CallToolResult, models.MemoryResult]:
-        """Say whether a memory from memory_search helped. Search ranks helpful memories higher and
-        misleading ones lower, so this is how the memory gets better. Returns the updated counts."""
+        """Say whether a memory from memory_search helped (it then ranks higher) or misled (lower)."""
         s = state(ctx)
         request = {"helpful": helpful, **drop_none(context=context)}
         return result(*out.memory_output(run(lambda: s.backend.feedback(id, request))))
 
     @tools.tool(annotations=READ)
     def memory_projects(ctx: Context, max_chars: MaxChars = None) -> Annotated[CallToolResult, out.ProjectsOutput]:
-        """List the projects that have memories, with counts and retention limits, most recently active
-        first. Use it to find the name to pass as `project` to the other tools."""
+        """List the projects (root path, label, counts), most recently active first."""
         s = state(ctx)
         output, _ = out.projects_output(run(s.backend.projects), s.budget(max_chars))
         # The text is the Vector Bridge's answer (its callers send {} and read it); programs read ours.

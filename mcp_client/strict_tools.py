@@ -19,7 +19,7 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import ConfigDict, ValidationError
 
-from . import vb_dialect, vector_bridge
+from . import tool_schema, vb_dialect, vector_bridge
 from .tool_kit import state
 
 # Names another interface uses for a different idea, where spelling alone points the wrong way.
@@ -75,7 +75,9 @@ def strict_tool(fn: Callable[..., Any], **options: Any) -> StrictTool:
     # tools/list's size, paid for in every conversation. Our answers still carry structured content.
     tool.fn_metadata = LiteralMetadata(arg_model=strict, output_schema=None, output_model=None,
                                        wrap_output=loose.wrap_output)
-    tool.parameters = vector_bridge.published(tool.name, strict.model_json_schema(by_alias=True))
+    tool.parameters = tool_schema.compact(vector_bridge.published(tool.name, strict.model_json_schema(by_alias=True)))
+    tool.description = tool_schema.one_line(tool.description)
+    tool.annotations = tool_schema.without_defaults(tool.annotations)
     return tool
 
 

@@ -29,7 +29,9 @@ class ServerState:
     max_chars: int = DEFAULT_MAX_CHARS
 
     def project(self, given: str | None) -> str:
-        return given or self.default_project
+        from .project_name import client_project  # a path named on this machine: canonical here
+
+        return client_project(given) if given else self.default_project
 
     def budget(self, given: int | None) -> int:
         return given or self.max_chars
@@ -43,18 +45,17 @@ def state(ctx: Context) -> ServerState:
 
 Project = Annotated[str | None, Field(
     min_length=1, max_length=limits.MAX_PROJECT_CHARS,
-    description="Project name (e.g. the repository path). Leave out to use the current project.")]
+    description="Project (its path or name); default: the current one.")]
 MemoryId = Annotated[str, Field(min_length=1, max_length=128,
-                                description="A memory id, as returned by memory_search, memory_list or memory_store.")]
+                                description="A memory's id.")]
 MaxChars = Annotated[int | None, Field(
     ge=MIN_MAX_CHARS, le=MAX_MAX_CHARS,
     description=f"Character budget for the result (default {DEFAULT_MAX_CHARS}); items beyond it are left out "
                 "and counted in 'omitted'.")]
 Meta = Annotated[dict[str, Any] | None, Field(
-    description="More metadata, as the HTTP API takes it: type, language, component, category, tags, "
-                "outcome_status (success|failure|unknown), and keys of your own.")]
+    description="More metadata (language, agent, keys of your own).")]
 Tags = Annotated[list[Annotated[str, Field(min_length=1, max_length=limits.MAX_TAG_CHARS)]] | None, Field(
-    max_length=limits.MAX_TAGS, description="Tags, e.g. ['sqlite', 'migrations'].")]
+    max_length=limits.MAX_TAGS, description="e.g. ['sqlite', 'migrations']")]
 
 
 def run(call: Callable[[], R]) -> R:

@@ -130,6 +130,7 @@ def cmd_import(args: argparse.Namespace) -> None:
 def _report(result: DataImportResult, unit: str) -> str:
     lines = [result.explanation]
     lines += [f"  {unit} {r.line}: {r.field}: {r.message}" for r in result.refused]
+    lines += [f"  not placed: {u.column}: {u.reason}" for u in result.not_placed]
     return "\n".join(lines)
 
 

@@ -142,6 +142,7 @@ def memory_ingest(state: ServerState, args: dict[str, Any], unused: list[str]) -
     if not text.strip():  # the original stored no chunk and still answered success
         return _json({"success": True, "chunks": 0, "project_id": project,
                       "message": f"Ingested 0 chunks from {path}"}, success=True, chunks=0)
+    project = state.backend.unlimited_project(project)
     request = {"project": project, "text": text, "path": path, "meta": meta_request(args.get("meta") or {})}
     result = state.backend.ingest(request)
     chunks = len(result.ids) - len(result.deduplicated)
@@ -283,7 +284,7 @@ def solution_apply(state: ServerState, args: dict[str, Any], unused: list[str]) 
 
 
 def solution_upsert(state: ServerState, args: dict[str, Any], unused: list[str]) -> CallToolResult:
-    created = state.backend.create_solution(args)
+    created = state.backend.new_solution_from_file(args)
     return _text(_with_note(md.solution_created(created.solution), unused))
 
 

@@ -23,8 +23,7 @@ def _answered_elsewhere() -> Any:
 def register(tools: ToolRegistry) -> None:
     @tools.tool(annotations=READ)
     def solution_preview(solution_id: SolutionId, ctx: Context) -> str:
-        """Dry-run a solution from solution_search: show its steps and checks as they would run, executing
-        nothing. Run them yourself, then record the outcome with solution_apply."""
+        """Show a solution's steps and checks as they would run, executing nothing."""
         return _answered_elsewhere()
 
     @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False))
@@ -41,8 +40,7 @@ def register(tools: ToolRegistry) -> None:
         checks: Annotated[list[dict[str, Any]] | None, Field(description=(
             "[{check_order, cmd, expect_substring?, expect_exit_code?, timeout_ms?}]"))] = None,
     ) -> str:
-        """Save a fix that worked as a new solution (a fixpack: error signatures, ordered steps, checks), so
-        solution_search finds it for the next agent meeting the same error. Always creates a new solution."""
+        """Save a fix that worked as a new solution (error signatures, ordered steps, checks)."""
         return _answered_elsewhere()
 
     @tools.tool(annotations=READ)

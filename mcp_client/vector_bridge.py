@@ -58,17 +58,15 @@ def translate(tool: str, arguments: Mapping[str, Any], fields: set[str]) -> dict
 
 
 def published(tool: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` (a tool's input schema) with its ids open to integers and the Vector Bridge names
-    beside ours, so a client that checks arguments against the schema sends them too."""
+    """``schema`` (a tool's input schema) with its ids open to integers. The Vector Bridge's names
+    are not listed beside ours: a call using them is answered in its own dialect
+    (:mod:`.vb_dialect`), and every listed name is paid for in every conversation."""
     properties = {name: _id_schema(name, dict(prop)) for name, prop in schema.get("properties", {}).items()}
-    for theirs, ours in renames(tool, set(properties)).items():
-        copy = {k: v for k, v in properties[ours].items() if k not in ("title", "default", "description")}
-        properties[theirs] = {**copy, "description": f"Same as '{ours}' (the Vector Bridge name)."}
     return {**schema, "properties": properties}
 
 
 def _id_schema(name: str, schema: dict[str, Any]) -> dict[str, Any]:
-    if name not in ID_ARGUMENTS:
+    if name not in ID_ARGUMENTS or schema.get("type") == "integer":
         return schema
     kept = {k: v for k, v in schema.items() if k in ("title", "description")}
     return {**kept, "anyOf": [{k: v for k, v in schema.items() if k not in kept}, {"type": "integer"}]}

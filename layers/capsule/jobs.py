@@ -26,6 +26,7 @@ from .config import Settings
 from .context import text_to_embed
 from .embedders.base import Embedder
 from .errors import InvalidInput, Unavailable
+from .governance.retention import over_limit
 from .learning.service import LearningService
 from .store.base import MemoryStore
 from .store.governance import governance_store
@@ -94,20 +95,12 @@ class Jobs:
         lapsed = len(governance_store(self.memories).expire(at=now, limit=max_expiries))
         purged = self.memories.purge_forgotten(before=now - timedelta(days=limits.FORGET_RECOVERABLE_DAYS), at=now)
         expired = self.memories.cache_purge(before=now - timedelta(days=limits.EMBEDDING_CACHE_DAYS))
-        evicted, over_projects, complete = 0, 0, True
-        for tenant in self.memories.tenants():
-            for stats in self.memories.projects(tenant):
-                limit = stats.retention_limit or self.settings.retention_limit
-                if stats.memories <= limit:
-                    continue
-                over_projects += 1
-                budget = max_evictions - evicted
-                evicted += self._evict(tenant, stats.project, limit, stats.memories - limit, budget, now)
-                if evicted >= max_evictions:
-                    complete = False
-                    break
-            if not complete:
-                break
+        # The rolling limit is kept by the writes, each naming what it evicts in its answer, and
+        # by a lowered limit's own answer: this job evicts nothing by it (nothing is evicted that
+        # no answer announced, capsule.governance.retention); it only counts projects over it.
+        evicted, complete = 0, True
+        over_projects = sum(over_limit(s.memories, s.retention_limit, self.settings.retention_limit)
+                            for tenant in self.memories.tenants() for s in self.memories.projects(tenant))
         counts = {"purged": purged, "cache_expired": expired, "evicted": evicted, "projects_over_limit": over_projects,
                   "ephemeral_expired": lapsed}
         if hasattr(self.memories, "sealer"):  # encryption at rest: re-seal under the current keys (capsule.crypto)
@@ -117,17 +110,11 @@ class Jobs:
         complete = complete and lapsed < max_expiries
         text = (f"Purged {lapsed} ephemeral memories past their expiry, purged {purged} memories forgotten more than {limits.FORGET_RECOVERABLE_DAYS} days ago, expired "
                 f"{expired} embedding-cache entries older than {limits.EMBEDDING_CACHE_DAYS} days, and evicted "
-                f"{evicted} memories from {over_projects} project(s) over their rolling limit.")
+                f"{evicted} memories by the rolling limit (only a write, naming them in its answer, evicts by it);"
+                f" {over_projects} project(s) hold more than their limit (restored or pinned memories).")
         if not complete:
-            text += f" Stopped at the budget of {max_evictions} evictions; the next run continues."
+            text += f" Stopped at the budget of {max_expiries} expiries; the next run continues."
         return complete, counts, text
-
-    def _evict(self, tenant: str, project: str, limit: int, over: int, budget: int, now: datetime) -> int:
-        """Evict the oldest unpinned memories beyond the limit (a limit lowered since they were
-        stored), atomically in the store, at most ``budget`` of them this run."""
-        if over > budget:  # evict down to what this run may do; the next run continues
-            limit += over - budget
-        return len(self.memories.enforce_limit(tenant, project, limit=limit, at=now, actor="retention"))
 
     # ---- mining --------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import limits
+from . import limits, project_identity
 from .schema_rules import any_given
 
 Outcome = Literal["success", "failure", "unknown"]
@@ -94,6 +94,8 @@ ProjectName = Annotated[
     str,
     Field(min_length=1, max_length=limits.MAX_PROJECT_CHARS, pattern=NO_CONTROL,
           description="Project name, e.g. a repository path (no control characters)."),
+    # One checkout, one project: "/a/b/" and "/a//b" name "/a/b" (capsule.project_identity).
+    AfterValidator(project_identity.canonical),
 ]
 Content = Annotated[
     str,
@@ -364,7 +366,10 @@ class ProjectSettingsRequest(_Request):
     model_config = ConfigDict(json_schema_extra=any_given(PROJECT_SETTINGS))
 
     # Not nullable: a setting not given is left out, and null is refused (the schema says so too).
-    retention_limit: JsonInt = Field(None, ge=1, le=limits.MAX_RETENTION_LIMIT)  # type: ignore[assignment]
+    retention_limit: Annotated[int, BeforeValidator(json_int), Field(ge=1, le=limits.MAX_RETENTION_LIMIT)] | Literal[
+        "unlimited"] = Field(None, description=(  # type: ignore[assignment]
+            "The most memories the project keeps (a store beyond it evicts the oldest unpinned one, naming it;"
+            " lowering it evicts at once, naming them), or 'unlimited': no rolling limit."))
     ephemeral_ttl: Ttl = Field(None, description=(  # type: ignore[assignment]
         "Seconds an ephemeral memory of this project lives when stored without ttl or expires_at (1 to 10 years)."))
     secrets_policy: GuardPolicy = Field(None, description=(  # type: ignore[assignment]
@@ -497,18 +502,21 @@ class MemoryResult(BaseModel):
 
 class RestoreResult(MemoryResult):
     over_limit: bool = Field(description=(
-        "The project now holds more than its rolling limit: nothing else was evicted; the next store (or the "
-        "daily retention job) evicts the oldest unpinned memories beyond it, which may be this one."))
+        "The project now holds more than its rolling limit: nothing else was evicted; the next store evicts "
+        "(naming them in its answer) the oldest unpinned memories beyond it, which may be this one."))
     memories: int = Field(description="Memories the project holds now.")
-    retention_limit: int
+    retention_limit: int | None
 
 
 class ProjectInfo(BaseModel):
     project: str
+    root_path: str | None = Field(None, description=(
+        "The checkout's folder, where the project is named by it (capsule.project_identity)."))
+    label: str = Field(description="The folder's name (the basename of the root path; a bare name is its own).")
     memories: int
     pinned: int
     forgotten: int
-    retention_limit: int
+    retention_limit: int | None = Field(description="The rolling limit; null: none (every memory is kept).")
     last_activity: datetime | None = None
     secrets_policy: str | None = Field(None, description="What a store does with secrets found (capsule.guard).")
     pii_policy: str | None = Field(None, description="What a store does with personal data found.")
@@ -518,6 +526,8 @@ class ProjectInfo(BaseModel):
 
 class ProjectsResult(BaseModel):
     projects: list[ProjectInfo]
+    evicted: list[Eviction] = Field(default_factory=list, description=(
+        "Memories a lowered retention limit evicted, each with its reason."))
     explanation: str
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Callable
 
-from . import limits, models
+from . import legacy_ids, limits, models
 from .clock import Clock
 from .errors import Conflict, NotFound
 from .governance import audit as gov_actions
@@ -33,11 +33,13 @@ class ServiceMemories:
     store: MemoryStore
     clock: Clock
     governance_store: Any  # MemoryService.governance_store
-    retention_limit: Callable[[str, str], int]  # ServiceProjects.retention_limit
+    retention_limit: Callable[[str, str], int | None]  # ServiceProjects.retention_limit (None: no limit)
+    project_of: Callable[[str, str], str]  # ServiceProjects.project_of
 
     def list_memories(self, tenant: str, request: models.ListRequest | dict, *, reach: Reach = FULL
                       ) -> models.ListResult:
         req = validate(models.ListRequest, request)
+        req = req.model_copy(update={"project": self.project_of(tenant, req.project)})  # one checkout, one project
         reach.require_project(req.project)
         after = decode_cursor(req.cursor) if req.cursor else None
         by_class = {} if req.retention is None else {"retention": req.retention}
@@ -55,6 +57,7 @@ class ServiceMemories:
 
     def get_record(self, tenant: str, memory_id: str) -> MemoryRecord:
         """An active memory, or a superseded one (kept as history); NotFound otherwise."""
+        memory_id = legacy_ids.memory_id(self.store, tenant, memory_id)  # an imported Vector Bridge chunk_id too
         try:
             return self.store.get(tenant, memory_id)
         except NotFound:
@@ -69,6 +72,7 @@ class ServiceMemories:
         return models.MemoryResult(memory=to_memory(record), explanation=f"Memory {memory_id}.{note}")
 
     def pin(self, tenant: str, memory_id: str, pinned: bool = True) -> models.MemoryResult:
+        memory_id = legacy_ids.memory_id(self.store, tenant, memory_id)  # an imported Vector Bridge chunk_id too
         record = self.store.set_pinned(tenant, memory_id, pinned, at=self.clock(), actor=tenant)
         text = ("Pinned: it is never evicted by the rolling limit." if pinned
                 else "Unpinned: the rolling limit may evict it once it is the oldest.")
@@ -76,6 +80,7 @@ class ServiceMemories:
 
     def forget(self, tenant: str, memory_id: str, request: models.ForgetRequest | dict | None = None
                ) -> models.MemoryResult:
+        memory_id = legacy_ids.memory_id(self.store, tenant, memory_id)  # an imported Vector Bridge chunk_id too
         req = validate(models.ForgetRequest, request or {})
         reason = req.reason or "forgotten by request"
         if not req.force:
@@ -99,20 +104,22 @@ class ServiceMemories:
                        details=[{"field": "force", "message": "required to forget an irreplaceable memory"}])
 
     def restore(self, tenant: str, memory_id: str) -> models.RestoreResult:
+        memory_id = legacy_ids.memory_id(self.store, tenant, memory_id)  # an imported Vector Bridge chunk_id too
         record = self.store.restore(tenant, memory_id, at=self.clock(), actor=tenant)
         limit = self.retention_limit(tenant, record.project)
         held = next((s.memories for s in self.store.projects(tenant) if s.project == record.project), 0)
         text = f"Restored {memory_id}."
-        if held > limit:
+        if limit is not None and held > limit:
             # A restore undoes a forget or an eviction: it never makes another memory go in its place.
             text += (f" Project '{record.project}' now holds {held} memories, over its limit of {limit}; nothing"
-                     " else was evicted. The next store (or the daily retention job) evicts the oldest unpinned"
+                     " else was evicted. The next store evicts (naming them in its answer) the oldest unpinned"
                      " ones beyond the limit, which may be this one: pin it to keep it, or raise the limit.")
-        return models.RestoreResult(memory=to_memory(record), explanation=text, over_limit=held > limit,
+        return models.RestoreResult(memory=to_memory(record), explanation=text, over_limit=limit is not None and held > limit,
                                     memories=held, retention_limit=limit)
 
     def feedback(self, tenant: str, memory_id: str, request: models.FeedbackRequest | dict
                  ) -> models.MemoryResult:
+        memory_id = legacy_ids.memory_id(self.store, tenant, memory_id)  # an imported Vector Bridge chunk_id too
         req = validate(models.FeedbackRequest, request)
         record = self.store.add_feedback(tenant, memory_id, helpful=req.helpful, context=req.context,
                                          at=self.clock())

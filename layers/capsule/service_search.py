@@ -63,6 +63,7 @@ class ServiceSearch:
     history: Any  # MemoryService.history
     # ServiceIndexes
     _change_markers: Callable[[str, list[str] | None], dict[str, int] | None]
+    project_of: Callable[[str, str], str]  # ServiceProjects.project_of
     _shortlist: Callable[..., list[ProjectIndex] | None]
     _indexes: Callable[..., list[ProjectIndex]]
     snapshots: Snapshots | None
@@ -83,6 +84,8 @@ class ServiceSearch:
         """``reach``: what the caller may see (capsule.governance.visibility); a global search
         covers its projects only, and every hit is of its subjects and visible to it."""
         req = validate(models.SearchRequest, request)
+        if req.project is not None:  # one checkout, one project (ServiceProjects.project_of)
+            req = req.model_copy(update={"project": self.project_of(tenant, req.project)})
         weights = weights_for(self.settings.weights, req)
         filters = filters_for(req.filters, reach)
         projects = self._reached_projects(tenant, req, reach)

@@ -18,7 +18,7 @@ from .clock import Clock
 from .config import Settings
 from .context import text_to_embed
 from .embedders.base import Embedder
-from .errors import InvalidInput, NotFound, Unavailable
+from .errors import Conflict, InvalidInput, NotFound, Unavailable
 from .governance.intake import admit
 from .governance.policy import for_new
 from .governance.visibility import public_refusal
@@ -31,6 +31,8 @@ from .text import sha256
 from .write_notes import class_note, embedder_note, pending_note, retention_note
 
 logger = logging.getLogger("capsule.service")
+# What the store is given as the limit of a project with no rolling limit: never reached.
+NO_LIMIT_FOR_STORE = 2**62
 # A write of at least this many records (a large document's chunks) goes through
 # ``MemoryStore.insert_bulk``: the same rows, its per-batch work done once.
 BULK_FROM = 256
@@ -57,10 +59,11 @@ class ServiceWrites:
     _new_id: Callable[[], str]
     governance_store: Any  # MemoryService.governance_store
     guard_policies: Callable[[str, str], Policies]  # ServiceProjects.guard_policies
-    retention_limit: Callable[[str, str], int]  # ServiceProjects.retention_limit
+    retention_limit: Callable[[str, str], int | None]  # ServiceProjects.retention_limit
+    project_of: Callable[[str, str], str]  # ServiceProjects.project_of
 
     def store_memory(self, tenant: str, request: models.StoreRequest | dict) -> models.StoreResult:
-        req = validate(models.StoreRequest, request)
+        req = self._in_project(tenant, validate(models.StoreRequest, request))
         retention = self._retention(tenant, req)
         if req.supersedes is not None:
             self._supersedable(tenant, req.supersedes)
@@ -106,13 +109,14 @@ class ServiceWrites:
         )
 
     def ingest(self, tenant: str, request: models.IngestRequest | dict) -> models.IngestResult:
-        req = validate(models.IngestRequest, request)
+        req = self._in_project(tenant, validate(models.IngestRequest, request))
         retention = self._retention(tenant, req)
         guarded = guard_chunks(req.text, partial(chunk_text, path=req.path), req.meta.plain(),
                                self.guard_policies(tenant, req.project))
         chunks = guarded.texts
         if not chunks:
             raise InvalidInput("text has no content to store", field="text")
+        self._within_limit(tenant, req.project, len(chunks))
         visible = visibility_of(req, [guarded.meta_for(i) for i in range(len(chunks))])
         records, embed_error = self._records(
             tenant, req.project, guarded.texts, path=req.path, pinned=req.pinned, explanation=None,
@@ -177,8 +181,28 @@ class ServiceWrites:
                 record.embedding, record.model, record.status = vector, self.embedder.model_id, "ready"
         return records, embed_error
 
+    def _in_project(self, tenant: str, req: Any) -> Any:
+        """The request with the project its name means (one checkout, one project)."""
+        project = self.project_of(tenant, req.project)
+        return req if project == req.project else req.model_copy(update={"project": project})
+
+    def _within_limit(self, tenant: str, project: str, chunks: int) -> None:
+        """An ingest of more chunks than the project's limit is refused before anything is
+        written: kept, it could only be held by evicting its own chunks, or leave the project
+        over its limit for a later write to evict unannounced (capsule.governance.retention)."""
+        limit = self.retention_limit(tenant, project)
+        if limit is not None and chunks > limit:
+            raise Conflict(
+                f"the text splits into {chunks} chunks, more than project '{project}' keeps (its rolling limit"
+                f" is {limit}): nothing was stored. Raise the limit (PUT /v1/projects/settings retention_limit,"
+                " or 'unlimited'), or ingest a shorter text.",
+                details=[{"field": "text", "message": f"{chunks} chunks > retention_limit {limit}"},
+                         {"field": "retention_limit", "message": str(limit)}])
+
     def _write(self, tenant: str, records: list[MemoryRecord]) -> WriteOutcome:
         limit = self.retention_limit(tenant, records[0].project)
+        if limit is None:  # no rolling limit: nothing is evicted
+            limit = NO_LIMIT_FOR_STORE
         dedupe_after = self.clock() - timedelta(hours=limits.DEDUPE_HOURS)
         # Many chunks at once (a large document): the store's bulk insert, the same rows.
         bulk = getattr(self.store, "insert_bulk", None) if len(records) >= BULK_FROM else None

@@ -67,7 +67,7 @@ def test_import_keeps_unknown_fields_and_is_idempotent(service, call):
     assert first.json["solution"]["extra"] == {"id": "original-id", "version": 3}
     again = call(event("solution_import", body=body))
     assert not again.json["created"] and again.json["solution"]["id"] == first.json["solution"]["id"]
-    bad = call(event("solution_import", body={**FIXPACK, "signatures": []}))
+    bad = call(event("solution_import", body={**FIXPACK, "signatures": [{"regexes": ["x"]}]}))  # no text
     assert bad.status == 422
 
 

@@ -4,6 +4,7 @@ default project, and plain English; each as a subprocess on a real data folder."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -85,12 +86,14 @@ def folders(tmp_path):
 
 def test_the_default_project_is_the_repository_or_folder_name(folders):
     repo, worktree, scratch = folders
-    assert default_project({}, repo) == "shop-api"
-    assert default_project({}, repo / "services" / "billing") == "shop-api"  # anywhere in the checkout
-    assert default_project({}, worktree) == "feature-x"
-    assert default_project({}, scratch) == "scratch"
+    # Issue 29: one checkout, one project -- its canonical full path, as the Vector Bridge named it.
+    real = os.path.realpath
+    assert default_project({}, repo) == real(repo)
+    assert default_project({}, repo / "services" / "billing") == real(repo)  # anywhere in the checkout
+    assert default_project({}, worktree) == real(worktree)
+    assert default_project({}, scratch) == real(scratch)
     assert default_project({"CAPSULE_PROJECT": "fixed"}, scratch) == "fixed"
-    assert project_of({"cwd": str(repo / "services")}, {}) == "shop-api"  # the hooks: the folder Claude runs in
+    assert project_of({"cwd": str(repo / "services")}, {}) == real(repo)  # the hooks: the folder Claude runs in
     assert project_of({"cwd": str(scratch)}, {"CAPSULE_PROJECT": "fixed"}) == "fixed"
 
 
@@ -99,9 +102,9 @@ def test_the_cli_stores_in_the_repositorys_project(tmp_path, folders):
     data = tmp_path / "data"
     data.mkdir()
     stored = json.loads(run(data, "store", "from a subfolder", "--json", cwd=repo / "services" / "billing").stdout)
-    assert stored["memory"]["project"] == "shop-api"
+    assert stored["memory"]["project"] == os.path.realpath(repo)
     stored = json.loads(run(data, "store", "from scratch", "--json", cwd=scratch).stdout)
-    assert stored["memory"]["project"] == "scratch"
+    assert stored["memory"]["project"] == os.path.realpath(scratch)
 
 
 def test_the_mcp_server_uses_the_same_default_project(tmp_path, folders):
@@ -121,5 +124,5 @@ def test_the_mcp_server_uses_the_same_default_project(tmp_path, folders):
             return result.structured_content["memory"]
 
     memory = anyio.run(main)
-    assert memory["project"] == "shop-api"
+    assert memory["project"] == os.path.realpath(repo)
     assert memory["meta"]["tags"] == ["b", "a"]  # tags beside meta.tags: both, meta.tags first, no repeat

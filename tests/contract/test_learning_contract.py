@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from capsule import limits
 from capsule.errors import Conflict, NotFound
 from capsule.learning.records import ApplicationRecord, PatternRecord, SolutionRecord
 from capsule.store.learning import LearningStore
@@ -262,6 +263,7 @@ def test_job_state_round_trip(learning_store):
 # ---- kept keys of imported fixpack files ------------------------------------------------
 
 FIXPACK_FILES = sorted((Path(__file__).parent.parent / "learning" / "fixpacks").glob("*.json"))
+REAL_FIXPACK_FILES = sorted((Path(__file__).parent.parent / "learning" / "fixtures" / "vector_bridge").glob("*.json"))
 AWKWARD_EXTRA = {
     "_comment": "ünïcødé ✓ and \"quotes\"", "id": 16, "_id": "not our id", "none": None, "yes": True,
     "big": 2**63 - 1, "small": -(2**63), "float": 0.1, "huge_float": 1e308, "empty": {}, "nothing": [],
@@ -270,10 +272,11 @@ AWKWARD_EXTRA = {
 
 
 def body_of(raw: dict) -> dict:
-    """The body the service stores for an imported file (kept keys under 'extra')."""
+    """The body the service stores for an imported file (kept keys under 'extra', payloads as written)."""
     from capsule.learning import models
+    from capsule.learning.service import RECORD_FIELDS
 
-    return models.read_fixpack_file(raw).model_dump(mode="json", exclude={"success_count", "failure_count"})
+    return models.read_fixpack_file(raw).model_dump(mode="json", exclude=RECORD_FIELDS)
 
 
 @pytest.mark.parametrize("path", FIXPACK_FILES, ids=lambda p: p.stem)
@@ -302,3 +305,59 @@ def test_awkward_kept_values_round_trip_exactly(learning_store):
     replaced.body = {**record.body, "extra": {"_comment": "second import"}}
     learning_store.replace_solution(replaced)
     assert learning_store.get_solution("t", "s1").body["extra"] == {"_comment": "second import"}
+
+
+@pytest.mark.parametrize("path", REAL_FIXPACK_FILES, ids=lambda p: p.stem)
+def test_the_vector_bridge_files_bodies_round_trip_with_their_own_payload_keys(learning_store, path):
+    raw = json.loads(path.read_text("utf-8"))
+    body = body_of(raw)
+    assert [s["payload"] for s in body["steps"]] == [s["payload"] for s in raw["steps"]]
+    record = solution()
+    record.body = body
+    learning_store.insert_solution(record)
+    assert learning_store.get_solution("t", "s1").body == body
+
+
+def test_times_are_kept_and_set_by_each_application(learning_store):
+    at = T0 + timedelta(days=3)
+    record = solution()
+    record.last_applied_at, record.verified_on = T0, T0 - timedelta(days=1)
+    learning_store.insert_solution(record)
+    got = learning_store.get_solution("t", "s1")
+    assert (got.last_applied_at, got.verified_on) == (T0, T0 - timedelta(days=1))
+    failed = learning_store.record_application(ApplicationRecord(id="a1", tenant="t", solution_id="s1",
+                                                                 success=False, at=at))
+    assert (failed.last_applied_at, failed.verified_on) == (at, T0 - timedelta(days=1))
+    worked = learning_store.record_application(ApplicationRecord(id="a2", tenant="t", solution_id="s1",
+                                                                 success=True, at=at + timedelta(hours=1)))
+    assert worked.last_applied_at == worked.verified_on == at + timedelta(hours=1)
+    assert learning_store.solutions("t", category=None, limit=1)[0].verified_on == at + timedelta(hours=1)
+    assert learning_store.list_solutions("t", category=None, after=None, limit=1)[0].verified_on == worked.verified_on
+    replaced = solution(at=T0 + timedelta(days=9))  # a replace keeps them, as it keeps the counts
+    learning_store.replace_solution(replaced)
+    assert learning_store.get_solution("t", "s1").last_applied_at == at + timedelta(hours=1)
+
+
+def test_a_solution_never_applied_has_no_times_and_a_saturated_count_still_sets_them(learning_store):
+    fresh = solution()
+    learning_store.insert_solution(fresh)
+    got = learning_store.get_solution("t", "s1")
+    assert got.last_applied_at is None and got.verified_on is None
+    full = solution("s2")
+    full.success = limits.MAX_COUNT
+    learning_store.insert_solution(full)
+    after = learning_store.record_application(ApplicationRecord(id="a", tenant="t", solution_id="s2", success=True,
+                                                                at=T0 + timedelta(days=1)))
+    assert after.success == limits.MAX_COUNT and after.verified_on == T0 + timedelta(days=1)
+
+
+def test_search_candidates_for_a_component_include_those_naming_none(learning_store):
+    for id_, component in (("a", "infra"), ("b", "web"), ("c", None), ("d", "missing")):
+        record = solution(id_, title=id_)
+        if component != "missing":
+            record.body = {**record.body, "component": component}
+        learning_store.insert_solution(record)
+    found = {r.id for r in learning_store.solutions("t", category=None, limit=10, component="infra")}
+    assert found == {"a", "c", "d"}
+    assert len(learning_store.solutions("t", category=None, limit=10)) == 4
+    assert {r.id for r in learning_store.solutions("t", category="net", limit=10, component="web")} == {"b", "c", "d"}

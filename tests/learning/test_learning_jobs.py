@@ -18,28 +18,18 @@ ROOT = Path(__file__).resolve().parents[2]
 FAIL = {"type": "error", "outcome_status": "failure"}
 
 
-def test_retention_evicts_beyond_a_lowered_limit_oldest_unpinned_first(world):
+def test_a_lowered_limit_evicts_in_its_answer_and_retention_evicts_nothing_unannounced(world):
+    # Issue 29: nothing is evicted that no answer announced. The settings answer that lowers the
+    # limit evicts and names the oldest unpinned memories beyond it; the job evicts nothing by it.
     ids = [world.remember("p", f"note number {i}") for i in range(6)]
     world.memories.pin("t", ids[0])
-    world.memories.set_retention_limit("t", "p", {"retention_limit": 3})
-    report = world.jobs.run("retention")
-    assert report.ran and report.complete and report.counts["evicted"] == 3
+    lowered = world.memories.set_retention_limit("t", "p", {"retention_limit": 3})
+    assert [e.id for e in lowered.evicted] == ids[1:4]
     remaining = {m.id for m in world.memories.list_memories("t", {"project": "p"}).memories}
     assert remaining == {ids[0], ids[4], ids[5]}  # the pinned one stays, the oldest unpinned went
-    assert "evicted 3 memories from 1 project" in report.explanation
-    again = world.jobs.run("retention")
-    assert again.counts["evicted"] == 0  # idempotent
-
-
-def test_retention_is_bounded_per_run_and_resumes(world):
-    for i in range(5):
-        world.remember("p", f"note number {i}")
-    world.memories.set_retention_limit("t", "p", {"retention_limit": 1})
-    first = world.jobs.run("retention", max_evictions=3)
-    assert (first.counts["evicted"], first.complete) == (3, False)
-    assert "next run continues" in first.explanation
-    second = world.jobs.run("retention", max_evictions=3)
-    assert (second.counts["evicted"], second.complete) == (1, True)
+    report = world.jobs.run("retention")
+    assert report.ran and report.complete and report.counts["evicted"] == 0
+    assert report.counts["projects_over_limit"] == 0
 
 
 def test_retention_purges_old_forgotten_memories_and_expired_cache(world):

@@ -44,6 +44,7 @@ def capsule_env(data_dir: Path, **extra: str) -> dict[str, str]:
         "AWS_CONFIG_FILE": str(data_dir / "no-aws-config"),
         "AWS_SHARED_CREDENTIALS_FILE": str(data_dir / "no-aws-credentials"),
         "AWS_EC2_METADATA_DISABLED": "true",
+        "CAPSULE_MCP_TOOLS": "all",  # every tool and argument listed; tests/mcp/test_vb_contract.py checks the default
     })
     env.update(extra)
     return env

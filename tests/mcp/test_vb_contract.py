@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 
 import anyio
 import pytest
 from mcp import Client
 
 from capsule import Settings
+from mcp_client import tool_sets
 from mcp_client.backends import EmbeddedBackend
 from mcp_client.mcp_server import build_server
 from mcp_client.tool_kit import ServerState
+from mcp_support import capsule_command, capsule_env
 
 ROOT = "/Users/me/my-app"
 SCORES = {"chunk_id", "vector_score", "bm25_score", "time_score", "feedback_score", "outcome_bonus"}
@@ -164,8 +167,11 @@ def test_solution_tools_answer_in_the_originals_markdown(tmp_path):
         missing, is_error, _ = await text_of(client, "solution_preview", {"solution_id": 404})
         assert missing == "❌ Solution #404 not found" and not is_error
 
-        applied, _, _ = await text_of(client, "solution_apply", {"solution_id": solution_id, "success": True})
-        assert applied == f"✅ Success recorded for solution #{solution_id}\nNew success rate: 100%"
+        # Its ids are numbers (an imported one's, tests/mcp/test_mcp_vector_bridge.py); a string id is ours.
+        missing, is_error, _ = await text_of(client, "solution_apply", {"solution_id": 404, "success": True})
+        assert missing == "❌ Solution #404 not found (nothing recorded)" and not is_error
+        _, is_error, applied = await text_of(client, "solution_apply", {"solution_id": solution_id, "success": True})
+        assert not is_error and applied["solution"]["success_count"] == 1
 
         linked, _, _ = await text_of(client, "pattern_link", {"pattern_tag": "redis", "pattern_category": "deploy",
                                                               "solution_id": solution_id, "success": True})
@@ -218,3 +224,76 @@ def test_the_first_capsules_tools_answer_in_its_shapes(tmp_path):
         assert forgot == {"success": True, "explanation": "Memory forgotten: old"}
 
     run_session(tmp_path, body)
+
+
+def test_the_readme_counts_the_tools_the_server_lists(tmp_path):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    said = re.search(r"`capsule mcp` is an MCP server on stdio with (\d+) tools, of which it lists (\d+) by", readme)
+    every, listed = int(said.group(1)), int(said.group(2))
+    assert len(tools_list(tmp_path / "all", "all")["tools"]) == every
+    assert len(tools_list(tmp_path / "default", "default")["tools"]) == listed
+
+
+def test_a_project_written_through_the_vector_bridge_has_no_rolling_limit(tmp_path):
+    # The original had no limit; ours (100 by default) would refuse this ingest or evict its chunks.
+    text = " ".join(f"Decision {i}: the worker queue {i} keeps its own Redis database number {i}." for i in range(5000))
+
+    async def body(client):
+        ingested, is_error = await json_of(client, "memory_ingest", {"project_root": ROOT, "path": "big.md",
+                                                                     "text": text})
+        assert not is_error and ingested["success"] is True, ingested
+        assert ingested["chunks"] > 100 and "evicted" not in ingested
+        projects, _ = await json_of(client, "memory_projects", {})
+        assert projects["projects"][0]["doc_count"] == ingested["chunks"]
+
+    run_session(tmp_path, body)
+
+
+def tools_list(data_dir, tools: str) -> dict:
+    """``tools/list``'s result as the client receives it, from a real ``capsule mcp`` (stdin closed at once)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    done = subprocess.run(capsule_command("mcp", "--embedded", "--tools", tools), input=json.dumps(request) + "\n",
+                          capture_output=True, text=True, env=capsule_env(data_dir), timeout=120, check=True)
+    return json.loads(done.stdout)["result"]
+
+
+def test_the_default_tool_list_fits_its_budget_and_every_tool_still_answers(tmp_path):
+    listed = tools_list(tmp_path / "default", "default")
+    size = len(json.dumps(listed, separators=(",", ":"), ensure_ascii=False))
+    assert size <= 16_000, size  # paid for in every conversation (issue "Claude's context")
+    names = {tool["name"] for tool in listed["tools"]}
+    for name in [*tool_sets.SETS["memory"], *tool_sets.SETS["learning"], *tool_sets.SETS["capsule-v1"]]:
+        assert name in names
+    # An advanced argument is left out of the listing, and still works when sent.
+    search = next(tool for tool in listed["tools"] if tool["name"] == "memory_search")
+    assert "as_of" not in search["inputSchema"]["properties"] and "query" in search["inputSchema"]["properties"]
+
+    async def body(client):
+        _, is_error, _ = await text_of(client, "memory_search", {"query": "x", "as_of": "2026-01-01T00:00:00Z"})
+        assert not is_error
+        _, is_error, _ = await text_of(client, "memory_candidates", {})  # not listed by default; answers
+        assert not is_error
+
+    run_session(tmp_path / "calls", body)
+
+
+def test_every_advanced_argument_is_a_real_optional_argument():
+    every = tools_list_all_models()
+    for tool, hidden in tool_sets.ADVANCED.items():
+        schema = every[tool]
+        assert hidden <= set(schema["properties"]), (tool, hidden - set(schema["properties"]))
+        assert not hidden & set(schema.get("required", [])), tool
+
+
+def tools_list_all_models() -> dict:
+    from mcp_client.mcp_server import TOOL_MODULES
+    from mcp_client.strict_tools import ToolRegistry
+    import importlib
+
+    registry = ToolRegistry()
+    for module in TOOL_MODULES:
+        importlib.import_module(module).register(registry)
+    return {tool.name: tool.parameters for tool in registry.tools}

@@ -12,6 +12,15 @@ auto (default)  as irreplaceable when pinned, else as replaceable
 
 (*) declared ``irreplaceable``; a pinned ``auto`` memory forgets without it (see :func:`needs_force`).
 
+The rolling limit (COMPAT.md §4.5, §6): a project's limit is an integer, or *none* (stored as 0,
+:data:`NO_LIMIT`): a project written through the Vector Bridge's contract, or imported from
+its database, keeps the no-limit behaviour it had. Nothing is evicted that no answer
+announced: only a write evicts by the limit, naming every memory it evicts in its own answer
+(one oldest unpinned per store when the project holds its limit, as the first Capsule did); a
+lowered limit evicts in the settings answer that lowers it; an ingest of more chunks than the
+limit is refused before anything is written (409 naming the limit), as it could only be
+kept by evicting its own chunks; the retention job evicts nothing by the limit.
+
 Pure functions: the stores and the service read the rules from here.
 """
 
@@ -27,6 +36,22 @@ RetentionClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral
 EffectiveClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral"]
 NEVER_EVICTED: tuple[str, ...] = ("irreplaceable", "permanent")  # declared classes the limit skips
 AUTO_LIKE: tuple[str | None, ...] = ("auto", None)  # a memory stored before classes existed is auto
+
+
+NO_LIMIT = 0  # a project's stored retention_limit meaning "no rolling limit" (None: the default)
+
+
+def project_limit(own: int | None, default: int) -> int | None:
+    """The limit that applies to a project: its own, the deployment's where it has none, and
+    None where it has no rolling limit (own = :data:`NO_LIMIT`)."""
+    if own == NO_LIMIT:
+        return None
+    return own or default
+
+
+def over_limit(held: int, own: int | None, default: int) -> bool:
+    limit = project_limit(own, default)
+    return limit is not None and held > limit
 
 
 def effective_class(retention: str | None, pinned: bool) -> str:

@@ -1,14 +1,16 @@
 """The shapes of solutions (fixpacks) and patterns that users see (pydantic v2, the edge).
 
-A fixpack is ``title, description, category, component, tags, package_manager,
-signatures[{text, regexes, meta}], steps[{step_order, kind, payload, description,
-timeout_ms}], checks[{check_order, cmd, expect_substring | expect_exit_code, timeout_ms}]``.
-Step kinds are ``cmd``, ``patch``, ``copy``, ``script`` and ``env``, each with its payload
-model; an absent order is the item's place in the file. A file written for the Vector Bridge
-(the original multi-project memory) reads as it is through :func:`read_fixpack_file`: its
-names are mapped by :mod:`.fixpack_format`, and keys no model knows are kept under ``extra``
-at their level (create and update refuse them instead). Every regex is compiled by
-:mod:`.safe_regex` while validating, so a catastrophic pattern is refused before anything is stored.
+A fixpack is ``title, description, category, component, tags, project_root, repo_name,
+package_manager, monorepo_tool, signatures[{text, regexes, meta}], steps[{step_order, kind,
+payload, description, timeout_ms}], checks[{check_order, cmd, expect_substring |
+expect_exit_code, timeout_ms}]`` (the Vector Bridge's schema, COMPAT.md §1.17). A step's payload
+is stored as written and read through :func:`.fixpack_format.payload_view`; our own API takes
+the kinds ``cmd``, ``patch``, ``copy``, ``script`` and ``env`` with the payloads of
+:mod:`.payloads`, an import any kind and any payload object. An absent order is the item's place
+in the file. A file written for the Vector Bridge (the original multi-project memory) reads as
+it is through :func:`read_fixpack_file`: keys no model knows are kept under ``extra`` at their
+level (create and update refuse them instead). Every regex is compiled by :mod:`.safe_regex`
+while validating, so a catastrophic pattern is refused before anything is stored.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal, Mapping
+from typing import Annotated, Any, ClassVar, Mapping
 
 from pydantic import (
     AfterValidator,
@@ -36,9 +38,10 @@ from pydantic_core import PydanticCustomError
 from .. import limits
 from ..errors import InvalidInput, from_validation_error
 from ..models import (
-    CURSOR_PATTERN, META_SCHEMA_EXTRA, NO_CONTROL, MetaObject, MetaValue, NO_NUL, JsonInt, ProjectName, Tag, check_meta_keys, json_int,
+    CURSOR_PATTERN, META_SCHEMA_EXTRA, NO_CONTROL, AwareDatetime, MetaObject, MetaValue, NO_NUL, JsonInt, ProjectName, Tag,
+    check_meta_keys, json_int,
 )
-from . import fixpack_format
+from . import fixpack_format, payloads
 from .safe_regex import compile_safe
 
 MAX_FIXPACK_BYTES = 256 * 1024
@@ -47,9 +50,10 @@ MAX_REGEXES = 10
 MAX_STEPS = 50
 MAX_CHECKS = 20
 MAX_TIMEOUT_MS = 3_600_000
-DEFAULT_TIMEOUT_MS = 60_000
+# The Vector Bridge's defaults (COMPAT §5): a step 120 s, a check 30 s.
+STEP_TIMEOUT_MS = 120_000
+CHECK_TIMEOUT_MS = 30_000
 MAX_TEXT_CHARS = 8192
-MAX_PAYLOAD_CHARS = 64 * 1024
 
 
 ShortText = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_NUL)]
@@ -61,10 +65,6 @@ Timeout = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_MS, description="Millisecond
 class _Strict(BaseModel):
     # strict: JSON types as the schema says ("yes" is not a boolean, "5" not an integer).
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
-
-
-def _absent(value: Any) -> bool:
-    return value is None
 
 
 def _empty(value: Any) -> bool:
@@ -129,39 +129,33 @@ Extra = Annotated[MetaObject, AfterValidator(_storable)]
 
 
 class _Kept(_Strict):
-    """One level of a fixpack (the fixpack, a signature, step, payload or check).
+    """One level of a fixpack (the fixpack, a signature, step or check).
 
-    Names in ``NAMES`` are read as our fields (:mod:`.fixpack_format`). Validated with the
-    context an import sets, keys this level does not know are kept under ``extra`` instead of
-    refused; without it (create, update) they are refused by name.
+    Validated with the context an import sets, keys this level does not know are kept under
+    ``extra`` instead of refused; without it (create, update) they are refused by name. A step's
+    payload is not a level: it is kept whole, as written (:mod:`.fixpack_format`).
     """
 
     # The types of known keys are not coerced: "5m" is no timeout and "0" no exit code.
     model_config = ConfigDict(strict=True)  # merged with _Strict's
 
-    NAMES: ClassVar[Mapping[str, str]] = {}
+    # A result read back from a store or a client: whatever an import kept reads back.
+    LENIENT: ClassVar[bool] = False
 
     extra: Extra = Field(default_factory=dict, exclude_if=_empty,
                          description="Keys of an imported file that this format does not know, kept as written.")
 
     @model_validator(mode="before")
     @classmethod
-    def _read_names(cls, data: Any, info: ValidationInfo) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = cls._shape(fixpack_format.rename(data, cls.NAMES))
-        if fixpack_format.keeping(info.context):
+    def _keep_unknown(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, dict) and fixpack_format.keeping(info.context):
             data = fixpack_format.keep_unknown(data, frozenset(cls.model_fields))
         return data
 
     @classmethod
-    def _shape(cls, data: dict[str, Any]) -> dict[str, Any]:
-        return data
-
-    @classmethod
-    def renamed(cls, data: Any) -> list[str]:
-        """The file's names this level reads as ours (for an import's explanation)."""
-        return fixpack_format.renamed(data, cls.NAMES)
+    def _lenient(cls, info: ValidationInfo) -> bool:
+        """Whether this is an import or a read-back, which keep what our own API would refuse."""
+        return cls.LENIENT or fixpack_format.keeping(info.context)
 
 
 class Signature(_Kept):
@@ -172,128 +166,8 @@ class Signature(_Kept):
     meta: SignatureMeta = Field(default_factory=SignatureMeta)
 
 
-FilePath = Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=NO_NUL)]
-Command = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
-Source = Annotated[str, Field(min_length=1, max_length=MAX_PAYLOAD_CHARS, pattern=NO_NUL)]
-ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=ENV_NAME)]
-EnvValue = Annotated[str, Field(max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
-
-
-def _optional(kind: Any, description: str) -> Any:
-    """An optional payload field, left out of the stored payload when not given."""
-    return Annotated[kind | None, Field(None, exclude_if=_absent, description=description)]
-
-
-class CmdPayload(_Kept):
-    """Run a shell command (``run`` in a Vector Bridge file)."""
-
-    NAMES = fixpack_format.PAYLOAD_NAMES["cmd"]
-    command: Command
-    cwd: _optional(FilePath, "Folder to run it in, relative to the project root.")
-
-
-def _given(*names: str) -> dict[str, Any]:
-    """JSON Schema for "these keys are present as strings" (null counts as absent, as in the models)."""
-    return {"required": list(names), "properties": {n: {"type": "string"} for n in names}}
-
-
-class PatchPayload(_Kept):
-    """Change a file: replace ``search`` by ``replace`` in ``file``, or apply a unified ``diff``
-    (the Vector Bridge's shape, where ``file`` is optional: the diff names its files)."""
-
-    # The shapes _one_shape checks, stated in the schema.
-    model_config = ConfigDict(json_schema_extra={"anyOf": [
-        {**_given("diff"), "not": {"anyOf": [_given("search"), _given("replace")]}},
-        {**_given("file", "search", "replace"), "not": _given("diff")}]})
-
-    NAMES = fixpack_format.PAYLOAD_NAMES["patch"]
-    file: _optional(FilePath, "The file to change.")
-    search: _optional(Annotated[str, Field(min_length=1, max_length=MAX_PAYLOAD_CHARS)], "Text to find.")
-    replace: _optional(Annotated[str, Field(max_length=MAX_PAYLOAD_CHARS)], "Text to put in its place.")
-    diff: _optional(Source, "A unified diff.")
-
-    @model_validator(mode="after")
-    def _one_shape(self) -> "PatchPayload":
-        if self.diff is not None:
-            if self.search is not None or self.replace is not None:
-                raise ValueError("give a diff, or search and replace, not both")
-        elif self.file is None or self.search is None or self.replace is None:
-            missing = [n for n in ("file", "search", "replace") if getattr(self, n) is None]
-            raise ValueError(f"needs diff, or file, search and replace (missing {', '.join(missing)})")
-        return self
-
-
-class CopyPayload(_Kept):
-    """Copy a file or folder (``from``/``to`` and ``source``/``destination`` read as ``src``/``dest``)."""
-
-    NAMES = fixpack_format.PAYLOAD_NAMES["copy"]
-    src: FilePath
-    dest: FilePath
-
-
-class ScriptPayload(_Kept):
-    """Run a script: its text (``script``, or ``run``/``code``) or a ``file`` of the project."""
-
-    model_config = ConfigDict(json_schema_extra={"oneOf": [_given("script"), _given("file")]})
-
-    NAMES = fixpack_format.PAYLOAD_NAMES["script"]
-    script: _optional(Source, "The script's text.")
-    file: _optional(FilePath, "A script file to run, relative to the project root.")
-    interpreter: _optional(Name, "What runs it (bash, node, python, ...); absent: sh.")
-    cwd: _optional(FilePath, "Folder to run it in, relative to the project root.")
-
-    @model_validator(mode="after")
-    def _script_or_file(self) -> "ScriptPayload":
-        if (self.script is None) == (self.file is None):
-            raise ValueError("give the script's text (script) or a file, one of them")
-        return self
-
-
-class EnvPayload(_Kept):
-    """Set environment variables: ``vars`` {NAME: value}, or one ``name`` (or ``key``) and ``value``."""
-
-    NAMES = fixpack_format.PAYLOAD_NAMES["env"]
-    # Every key a name (pydantic states the key rule as patternProperties only, which lets other keys by).
-    vars: dict[EnvName, EnvValue] = Field(min_length=1, max_length=100, json_schema_extra={
-        "additionalProperties": False, "propertyNames": {"minLength": 1, "maxLength": 256, "pattern": ENV_NAME}})
-    file: _optional(FilePath, "A dotenv file to write them to; absent: the environment the project runs in.")
-
-    @classmethod
-    def _shape(cls, data: dict[str, Any]) -> dict[str, Any]:
-        if "name" not in data and "value" not in data:
-            return data
-        if "vars" in data:
-            raise ValueError("give vars, or name and value, not both")
-        if "name" not in data or "value" not in data:
-            raise ValueError("name and value go together")
-        rest = {k: v for k, v in data.items() if k not in ("name", "value")}
-        if not isinstance(data["name"], str):
-            raise ValueError("name must be a string")
-        return {**rest, "vars": {data["name"]: data["value"]}}
-
-    @classmethod
-    def renamed(cls, data: Any) -> list[str]:
-        names = super().renamed(data)
-        if isinstance(data, dict) and ("name" in data or "key" in data):
-            names.append("name and value as vars")
-        return names
-
-
-PAYLOADS: Mapping[str, type[_Kept]] = {
-    "cmd": CmdPayload, "patch": PatchPayload, "copy": CopyPayload, "script": ScriptPayload, "env": EnvPayload,
-}
-SHAPES = {"cmd": "{command (or run), cwd?}", "patch": "{file, search, replace} or {diff, file?}",
-          "copy": "{src, dest} (or from, to)", "script": "{script (or run) or file, interpreter?, cwd?}",
-          "env": "{vars: {NAME: value}, file?} or {name, value}"}
-assert tuple(PAYLOADS) == fixpack_format.STEP_KINDS
-
-
-def _first_error(exc: ValidationError) -> str:
-    first = exc.errors(include_url=False)[0]
-    where = ".".join(str(p) for p in first["loc"])
-    message = first["msg"].removeprefix("Value error, ")
-    return f"payload{'.' + where if where else ''}: {message}"
+# Any JSON object, kept as written, within the rules both stores need (as kept keys are).
+Payload = Annotated[MetaObject, AfterValidator(lambda value: _storable(value, "payload"))]
 
 
 # The bounds go on the integer itself: on the union pydantic checks them but states them wrongly.
@@ -302,53 +176,72 @@ Order = Annotated[Annotated[int, Field(ge=0, le=10_000), BeforeValidator(json_in
 
 
 def _payload_rules() -> dict[str, Any]:
-    # The payload each kind needs, stated in the schema as the validator below checks it.
-    return {"anyOf": [{"properties": {"kind": {"const": kind}, "payload": _inline(model)}}
-                      for kind, model in PAYLOADS.items()]}
+    # The payload each kind takes, stated in the schema as the validator below checks it.
+    return {"anyOf": [{"properties": {"kind": {"const": kind}, "payload": payloads.payload_schema(kind)}}
+                      for kind in fixpack_format.STEP_KINDS]}
 
 
-def _inline(model: type[_Kept]) -> dict[str, Any]:
-    # Embedded in Step's own schema, a payload's schema can carry no $defs of its own: its kept
-    # keys (MetaValue, recursive) are stated on Step's 'extra' fields; here an object suffices.
-    schema = model.model_json_schema()
-    schema.pop("$defs", None)
-    schema["properties"]["extra"] = {"type": "object", "description": "Keys kept from an imported file.", **META_SCHEMA_EXTRA}
-    return schema
+StepKind = Annotated[str, Field(min_length=1, max_length=64, pattern=NO_CONTROL,
+                                json_schema_extra={"enum": list(fixpack_format.STEP_KINDS)})]
 
 
 class Step(_Kept):
+    """One step. Its payload is stored as written (``run`` stays ``run``); :meth:`view` reads it.
+    Our own API takes the five kinds with the payloads of :mod:`.payloads`; an import keeps any
+    kind and any payload object, as the Vector Bridge did."""
+
     model_config = ConfigDict(json_schema_extra=_payload_rules())
 
     _placed: bool = PrivateAttr(False)  # its order was its place in the file
-    _renamed: list[str] = PrivateAttr(default_factory=list)  # payload names read as ours
 
     step_order: Order
-    kind: Literal["cmd", "patch", "copy", "script", "env"]
-    payload: dict[str, Any] = Field(description="By kind: " + "; ".join(f"{k} {v}" for k, v in SHAPES.items()))
+    kind: StepKind
+    payload: Payload = Field(description="By kind: " + "; ".join(f"{k} {v}" for k, v in payloads.SHAPES.items())
+                             + ". Any payload may carry a description.")
     description: LongText | None = None
-    timeout_ms: Timeout = DEFAULT_TIMEOUT_MS
+    timeout_ms: Timeout = STEP_TIMEOUT_MS
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str, info: ValidationInfo) -> str:
+        if kind in fixpack_format.STEP_KINDS or cls._lenient(info):
+            return kind
+        raise ValueError(f"must be one of {', '.join(fixpack_format.STEP_KINDS)} "
+                         "(an import keeps a step of any other kind as written)")
 
     @model_validator(mode="after")
     def _payload_fits_kind(self, info: ValidationInfo) -> "Step":
-        model = PAYLOADS[self.kind]
-        self._renamed = [f"payload.{name}" for name in model.renamed(self.payload)]
+        if self._lenient(info):
+            return self
         try:
-            payload = model.model_validate(self.payload, context=info.context)
-        except ValidationError as exc:
+            payloads.check_payload(self.kind, self.payload)
+        except ValueError as exc:
             raise PydanticCustomError("payload", "{detail}", {
-                "detail": f"{_first_error(exc)} ({self.kind} payloads are {SHAPES[self.kind]})"}) from None
-        self.payload = payload.model_dump(mode="json")
+                "detail": f"{exc} ({self.kind} payloads are {payloads.SHAPES[self.kind]})"}) from None
         return self
+
+    def view(self) -> dict[str, Any]:
+        """The payload as our code reads it (:func:`.fixpack_format.payload_view`)."""
+        return fixpack_format.payload_view(self.kind, self.payload)
 
     def summary(self) -> str:
         """What the step does, in one line (for text output)."""
-        p = self.payload
+        v = self.view()
         if self.kind == "copy":
-            return f"copy {p['src']} to {p['dest']}"
-        if self.kind == "env":
-            return "set " + ", ".join(p["vars"])
-        what = p.get("command") or p.get("script") or p.get("file") or ("a diff" if p.get("diff") else "")
-        return self.description or what
+            return f"copy {v['from']} to {v['to']}"
+        if self.kind == "env" and isinstance(v["set"], Mapping):
+            return "set " + ", ".join(map(str, v["set"]))
+        what = v["command"] or v["script"] or v["file"] or ("a diff" if v["diff"] else "")
+        return self.description or v["description"] or str(what or f"a {self.kind} step")
+
+
+class StoredStep(Step):
+    """A step as stored: any kind and payload an import kept read back as they are."""
+
+    model_config = ConfigDict(json_schema_extra=None)
+    LENIENT = True
+
+    kind: Annotated[str, Field(min_length=1, max_length=64, pattern=NO_CONTROL)]
 
 
 class Check(_Kept):
@@ -362,12 +255,14 @@ class Check(_Kept):
     cmd: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
     expect_substring: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)] | None = None
     expect_exit_code: Annotated[int, Field(ge=0, le=255), BeforeValidator(json_int)] | None = None
-    timeout_ms: Timeout = DEFAULT_TIMEOUT_MS
+    timeout_ms: Timeout = CHECK_TIMEOUT_MS
 
     @model_validator(mode="after")
-    def _expects_something(self) -> "Check":
+    def _expects_something(self, info: ValidationInfo) -> "Check":
         if self.expect_substring is None and self.expect_exit_code is None:
-            raise ValueError("a check needs expect_substring or expect_exit_code")
+            if not self._lenient(info):
+                raise ValueError("a check needs expect_substring or expect_exit_code")
+            self.expect_exit_code = 0  # the Vector Bridge's default: a file may give neither
         return self
 
 
@@ -383,34 +278,56 @@ def _place(items: list, attribute: str) -> list:
 
 
 def kept_keys(fixpack: "Fixpack") -> list[str]:
-    """Where the fixpack keeps keys its file had and this format does not know, in file order."""
+    """Where the fixpack keeps keys its file had and this format does not know, in file order
+    (a step payload's stay in the payload; those of the other levels are under 'extra')."""
     found = list(fixpack.extra)
     for name in ("signatures", "steps", "checks"):
         for place, item in enumerate(getattr(fixpack, name)):
             found += [f"{name}[{place}].{key}" for key in item.extra]
-            if name == "steps":
-                found += [f"steps[{place}].payload.{key}" for key in item.payload.get(fixpack_format.EXTRA, {})]
+            if name == "steps" and item.kind in fixpack_format.STEP_KINDS:
+                found += [f"steps[{place}].payload.{key}"
+                          for key in fixpack_format.interpret(item.kind, item.payload).unknown]
     return found
 
 
+def _no_null_text(value: Any) -> Any:
+    return "" if value is None else value  # a file's or database's null description is none
+
+
+Stamp = AwareDatetime | None
+
+
 class Fixpack(_Kept):
-    """One solution: how to recognise an error and the ordered steps and checks that fix it."""
+    """One solution: how to recognise an error and the ordered steps and checks that fix it.
+
+    Every top-level key of the Vector Bridge's schema is a field. The counts and the two times
+    are the solution's record (an importer may set them; ``solution_apply`` changes them); they
+    are not part of its stored content."""
 
     title: ShortText
-    description: LongText = ""
+    description: Annotated[LongText, BeforeValidator(_no_null_text)] = ""
     category: Name = "general"
-    component: Name | None = None
+    component: Name | None = Field(None, description="What part of a system it fixes; a search naming a "
+                                                     "component also finds solutions with none.")
     tags: list[Tag] = Field(default_factory=list, max_length=limits.MAX_TAGS)
+    project_root: Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=NO_NUL)] | None = \
+        Field(None, description="The project it was written for; absent: any.")
+    repo_name: Name | None = None
     package_manager: Name | None = None
-    signatures: list[Signature] = Field(min_length=1, max_length=MAX_SIGNATURES)
+    monorepo_tool: Name | None = None
+    signatures: list[Signature] = Field(max_length=MAX_SIGNATURES, json_schema_extra={"minItems": 1})
     steps: list[Step] = Field(default_factory=list, max_length=MAX_STEPS)
     checks: list[Check] = Field(default_factory=list, max_length=MAX_CHECKS)
     success_count: JsonInt = Field(0, ge=0, le=limits.MAX_COUNT)
     failure_count: JsonInt = Field(0, ge=0, le=limits.MAX_COUNT)
+    last_applied_at: Stamp = Field(None, description="When an outcome was last recorded (solution_apply).")
+    verified_on: Stamp = Field(None, description="When it last worked (solution_apply with success).")
 
     _kept: list[str] = PrivateAttr(default_factory=list)
     _numbered: list[str] = PrivateAttr(default_factory=list)
-    _renamed: list[str] = PrivateAttr(default_factory=list)
+    _interpreted: list[str] = PrivateAttr(default_factory=list)
+    _doubled: list[str] = PrivateAttr(default_factory=list)
+    _other_kinds: list[str] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -422,6 +339,14 @@ class Fixpack(_Kept):
         if size > MAX_FIXPACK_BYTES:
             raise ValueError(f"the fixpack is {size} bytes of JSON; the limit is {MAX_FIXPACK_BYTES}")
         return data
+
+    @field_validator("signatures")
+    @classmethod
+    def _some_signature(cls, signatures: list[Signature], info: ValidationInfo) -> list[Signature]:
+        # The Vector Bridge accepted a solution with none (found by no search, but kept).
+        if not signatures and not cls._lenient(info):
+            raise ValueError("a solution needs at least one signature")
+        return signatures
 
     @field_validator("steps")
     @classmethod
@@ -439,20 +364,37 @@ class Fixpack(_Kept):
         self._kept = kept_keys(self)
         self._numbered = [f"{name}[{place}]" for name in ("steps", "checks")
                           for place, item in enumerate(getattr(self, name)) if item._placed]
-        self._renamed = [f"steps[{place}].{name}" for place, step in enumerate(self.steps) for name in step._renamed]
+        for place, step in enumerate(self.steps):
+            if step.kind not in fixpack_format.STEP_KINDS:
+                self._other_kinds.append(f"steps[{place}] ({step.kind})")
+                continue
+            reading = fixpack_format.interpret(step.kind, step.payload)
+            self._interpreted += [f"steps[{place}].payload.{name}" for name in reading.interpreted]
+            self._doubled += [f"steps[{place}].payload gives both {' and '.join(names)}: read {reading.used[field]}"
+                              for field, names in reading.doubled.items()]
         self.steps = sorted(self.steps, key=lambda s: s.step_order)
         self.checks = sorted(self.checks, key=lambda c: c.check_order)
         return self
 
     @property
     def kept(self) -> list[str]:
-        """Keys of the file kept under ``extra`` (an import names them)."""
+        """Keys of the file this format does not know, kept where they were (see :func:`kept_keys`)."""
         return list(self._kept)
 
     @property
-    def renamed(self) -> list[str]:
-        """Names of the file read as ours (``steps[0].payload.run as command``)."""
-        return list(self._renamed)
+    def interpreted(self) -> list[str]:
+        """Payload spellings read as another field name (``steps[0].payload.run as command``)."""
+        return list(self._interpreted)
+
+    @property
+    def doubled(self) -> list[str]:
+        """Payloads giving two spellings of one field: both are kept, the view reads one."""
+        return list(self._doubled)
+
+    @property
+    def other_kinds(self) -> list[str]:
+        """Steps of a kind this format does not interpret, kept as written (``steps[2] (shell)``)."""
+        return list(self._other_kinds)
 
     @property
     def numbered(self) -> list[str]:
@@ -468,16 +410,17 @@ def _an_object(schema: dict[str, Any]) -> None:
 
 class FixpackFile(RootModel[dict[str, Any] | list[Any]]):
     """The body of an import: a fixpack file, a JSON object with the fields of :class:`Fixpack`
-    (the Vector Bridge's names allowed) and any keys of its own, which are kept. Read by
-    :func:`read_fixpack_file`, not by this model; an array is taken only to be refused there
-    (an edge that expects an object may otherwise take an array's first item)."""
+    (any step kind and payload, the Vector Bridge's spellings included) and any keys of its own,
+    which are kept. Read by :func:`read_fixpack_file`, not by this model; an array is taken only
+    to be refused there (an edge that expects an object may otherwise take an array's first item)."""
 
     model_config = ConfigDict(json_schema_extra=_an_object)
 
 
 def read_fixpack_file(body: Any) -> Fixpack:
-    """A fixpack file as it is: the Vector Bridge's names read as ours, unknown keys kept
-    under ``extra`` at every level (not refused). A wrong type of a known key is InvalidInput."""
+    """A fixpack file as it is: step payloads kept as written (any kind, any object), unknown
+    keys of the other levels kept under ``extra`` (not refused). A wrong type of a known key of
+    the fixpack, a signature, step or check is InvalidInput."""
     if not isinstance(body, dict):
         raise InvalidInput("a fixpack is a JSON object", field="body")
     try:
@@ -501,6 +444,7 @@ ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS
 class SolutionSearchRequest(_Strict):
     error: ErrorText = Field(description="The error message (or log excerpt) to find fixes for.")
     category: Name | None = None
+    component: Name | None = Field(None, description="Only solutions for this component, or for none named.")
     k: JsonInt = Field(5, ge=1, le=limits.MAX_K)
 
 
@@ -526,6 +470,7 @@ class PatternDetectRequest(_Strict):
 
 
 class PatternSolutionsRequest(PatternRef):
+    category: Name | None = Field(None, description="Absent: the pattern's tag in every category.")
     k: JsonInt = Field(5, ge=1, le=limits.MAX_K)
 
 
@@ -551,8 +496,12 @@ class DetectPatternsRequest(_Strict):
 
 
 class Solution(Fixpack):
-    # A result, read back by clients from JSON (times as strings): not an edge input.
+    # A result, read back by clients from JSON (times as strings): not an edge input. What an
+    # import kept (any step kind and payload) reads back as it is.
     model_config = ConfigDict(extra="forbid", strict=False)
+    LENIENT = True
+
+    steps: list[StoredStep] = Field(default_factory=list, max_length=MAX_STEPS)
 
     id: str
     success_rate: float = Field(description="Wilson lower bound of successes / applications.")
@@ -569,7 +518,8 @@ class ImportResult(BaseModel):
     solution: Solution
     created: bool
     kept_fields: list[str] = Field(default_factory=list, description=(
-        "Keys of the file this format does not know, kept under 'extra' where they were (steps[0]._comment)."))
+        "Keys of the file this format does not know, kept where they were: a step payload's in the payload "
+        "(steps[0].payload.recursive), the others under 'extra' at their level (steps[0]._comment)."))
     explanation: str
 
 

@@ -26,6 +26,22 @@ MAX_PROFILE_SOLUTIONS = 20  # linked solutions that describe a pattern with no o
 PROFILE_REFRESH_BUDGET = 16  # such patterns pattern_detect may re-describe per request
 
 
+def _merged(links: Sequence[LinkRecord]) -> list[LinkRecord]:
+    """One link per target (solution or fix memory), its counts summed over the categories."""
+    merged: dict[tuple[str, str], LinkRecord] = {}
+    for link in links:
+        key = (link.kind, link.target_id)
+        if key not in merged:
+            merged[key] = LinkRecord(tenant=link.tenant, tag=link.tag, category=link.category, kind=link.kind,
+                                     target_id=link.target_id, success=0, failure=0, last_at=link.last_at)
+        total = merged[key]
+        total.success += link.success
+        total.failure += link.failure
+        if link.last_at and (total.last_at is None or link.last_at > total.last_at):
+            total.last_at = link.last_at
+    return list(merged.values())
+
+
 class Patterns:
     def __init__(self, store: LearningStore, memories: MemoryStore, embedder: Embedder, clock: Clock,
                  stale: Callable[[SolutionRecord], bool]) -> None:
@@ -146,10 +162,23 @@ class Patterns:
         )
 
     def solutions(self, tenant: str, req: models.PatternSolutionsRequest) -> models.PatternSolutionsResult:
-        pattern = self.store.get_pattern(tenant, req.tag, req.category)
-        links = self.store.links(tenant, tag=req.tag, category=req.category)
+        """What is linked to the pattern ``tag`` in ``category``; without a category, in every
+        category that has a pattern of that tag (the Vector Bridge's optional filter)."""
+        if req.category is not None:
+            pattern = self.store.get_pattern(tenant, req.tag, req.category)
+            links, where = self.store.links(tenant, tag=req.tag, category=req.category), ""
+        else:
+            found = [p for p in self.store.patterns(tenant, category=None, min_occurrences=0,
+                                                     limit=MAX_PATTERNS_SCANNED) if p.tag == req.tag]
+            if not found:
+                raise NotFound(f"no pattern '{req.tag}' in any category")
+            pattern = found[0]  # the most frequent stands for the tag
+            categories = {p.category for p in found}
+            links = _merged([l for l in self.store.links(tenant, tag=req.tag) if l.category in categories])
+            where = f" in {len(categories)} categor{'y' if len(categories) == 1 else 'ies'} " \
+                    f"({', '.join(sorted(categories))}; counts summed across them)"
         solutions, fixes = self._linked(tenant, links, req.k)
-        text = f"{len(solutions)} solution(s) and {len(fixes)} fix(es) linked to pattern '{req.tag}'"
+        text = f"{len(solutions)} solution(s) and {len(fixes)} fix(es) linked to pattern '{req.tag}'{where}"
         text += ", ranked by how often each worked for this pattern (Wilson lower bound)."
         return models.PatternSolutionsResult(pattern=to_pattern(pattern), solutions=solutions, fixes=fixes,
                                              explanation=text)

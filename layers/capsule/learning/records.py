@@ -15,13 +15,15 @@ class SolutionRecord:
     tenant: str
     title: str
     category: str
-    body: dict[str, Any]  # the validated fixpack, without counts
+    body: dict[str, Any]  # the validated fixpack, without counts and times
     created_at: datetime
     updated_at: datetime
     success: int = 0
     failure: int = 0
     embeddings: np.ndarray | None = None  # one unit row per signature, float32
     model: str | None = None
+    last_applied_at: datetime | None = None  # when an outcome was last recorded
+    verified_on: datetime | None = None  # when it last worked
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import legacy_ids
 from ..clock import Clock, system_clock
 from ..embedders.base import Embedder
 from ..errors import NotFound, Unavailable
@@ -24,7 +25,7 @@ from ..records import Filters, MemoryRecord
 from ..service import decode_cursor, encode_cursor, validate
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
-from . import mining, models
+from . import fixpack_format, mining, models
 from .patterns import MAX_PATTERNS_SCANNED, Patterns
 from .records import ApplicationRecord, PatternRecord, SolutionRecord
 from .solution_search import SolutionSearch
@@ -33,16 +34,41 @@ from .views import rate as _rate, to_pattern, to_solution
 SEARCH_EMBED_BUDGET = 64  # solutions a search may embed (the rest wait for the backfill job)
 
 
+# The solution's record, not its content: the body a store keeps leaves them out.
+RECORD_FIELDS = {"success_count", "failure_count", "last_applied_at", "verified_on"}
+
+
 def _import_notes(fixpack: models.Fixpack) -> str:
-    """What the import did beyond reading the file: the keys it kept, the orders it gave."""
+    """What the import did beyond reading the file: the keys it kept, how it read the payloads,
+    the orders it gave."""
     notes = ""
     if fixpack.kept:
-        notes += f" Kept unknown keys (under 'extra'): {', '.join(fixpack.kept)}."
-    if fixpack.renamed:
-        notes += f" Read as our names: {', '.join(fixpack.renamed)}."
+        notes += (f" Kept unknown keys as written (a step payload's in the payload, others under 'extra'): "
+                  f"{', '.join(fixpack.kept)}.")
+    if fixpack.other_kinds:
+        notes += f" Kept as written, of a kind this format does not interpret: {', '.join(fixpack.other_kinds)}."
+    if fixpack.interpreted:
+        notes += f" Read (and kept as written): {', '.join(fixpack.interpreted)}."
+    if fixpack.doubled:
+        notes += f" {'; '.join(fixpack.doubled)} (both kept)."
     if fixpack.numbered:
         notes += f" Numbered by their place in the file (no order given): {', '.join(fixpack.numbered)}."
     return notes
+
+
+def _guard_env_values(body: dict[str, Any], guard: Policies, found: TreeReport) -> dict[str, Any]:
+    """An env step's value guarded under its variable's name as well (``{variable, value}`` as
+    written, not ``{NAME: value}``): a secret recognised only by the name it is assigned to
+    (AWS_SECRET_ACCESS_KEY=...) is found as it is in a {NAME: value} map."""
+    for place, step in enumerate(body["steps"]):
+        if step["kind"] != "env":
+            continue
+        reading = fixpack_format.interpret("env", step["payload"])
+        name, spelling = reading.view["key"], reading.used.get("value")
+        if isinstance(name, str) and spelling and isinstance(step["payload"][spelling], str):
+            step["payload"][spelling] = guard_tree(step["payload"][spelling], guard, found,
+                                                   where=f"steps.{place}.payload.{spelling}", key=name)
+    return body
 
 
 class LearningService:
@@ -89,15 +115,22 @@ class LearningService:
         # Secrets and personal data in any of its texts, by the deployment's policies, before it
         # is embedded or stored (capsule.guard); the note for the explanation says what was found.
         found = TreeReport()
-        body = guard_tree(fixpack.model_dump(mode="json", exclude={"success_count", "failure_count"}),
-                          self.guard, found)
+        body = _guard_env_values(guard_tree(fixpack.model_dump(mode="json", exclude=RECORD_FIELDS), self.guard, found),
+                                 self.guard, found)
         vectors = self._embed([s["text"] for s in body["signatures"]])
         return SolutionRecord(
             id=solution_id or self._new_id(), tenant=tenant, title=body["title"], category=body["category"],
             body=body, created_at=now, updated_at=now, success=fixpack.success_count,
             failure=fixpack.failure_count, embeddings=vectors,
             model=None if vectors is None else self.embedder.model_id,
+            last_applied_at=fixpack.last_applied_at, verified_on=fixpack.verified_on,
         ), found.note()
+
+    @staticmethod
+    def _keep_history(record: SolutionRecord, current: SolutionRecord) -> None:
+        """A replaced solution keeps what only solution_apply changes: its counts and times."""
+        record.created_at, record.success, record.failure = current.created_at, current.success, current.failure
+        record.last_applied_at, record.verified_on = current.last_applied_at, current.verified_on
 
     # ---- solutions: create, read, update, delete, import ---------------------
 
@@ -117,7 +150,21 @@ class LearningService:
             return " The embedder is unavailable: its signatures match by regex and keyword until a search embeds them."
         return ""
 
+    def named_solution(self, tenant: str, solution_id: str) -> str:
+        """The solution id ``solution_id`` names: itself, unless it is a number that is no
+        solution's id while the Vector Bridge solution of that number was imported here."""
+        number = legacy_ids.old_number(solution_id)
+        if number is None:
+            return solution_id
+        for candidate in (str(solution_id), legacy_ids.vector_bridge_solution(tenant, number)):
+            try:
+                return self.store.get_solution(tenant, candidate).id
+            except NotFound:
+                continue
+        return str(solution_id)
+
     def get_solution(self, tenant: str, solution_id: str) -> models.SolutionResult:
+        solution_id = self.named_solution(tenant, solution_id)
         record = self.store.get_solution(tenant, solution_id)
         return models.SolutionResult(
             solution=to_solution(record),
@@ -138,10 +185,11 @@ class LearningService:
         )
 
     def update_solution(self, tenant: str, solution_id: str, body: models.Fixpack | dict) -> models.SolutionResult:
+        solution_id = self.named_solution(tenant, solution_id)
         fixpack = validate(models.Fixpack, body)
         current = self.store.get_solution(tenant, solution_id)
         record, guard_note = self._guarded_record(tenant, fixpack, solution_id)
-        record.created_at, record.success, record.failure = current.created_at, current.success, current.failure
+        self._keep_history(record, current)
         self.store.replace_solution(record)
         return models.SolutionResult(
             solution=to_solution(record),
@@ -151,22 +199,31 @@ class LearningService:
         )
 
     def delete_solution(self, tenant: str, solution_id: str) -> models.DeleteResult:
+        solution_id = self.named_solution(tenant, solution_id)
         self.store.delete_solution(tenant, solution_id)
         return models.DeleteResult(
             id=solution_id, deleted=True,
             explanation=f"Deleted solution {solution_id}, its applications and its links to patterns.",
         )
 
-    def import_solution(self, tenant: str, body: Any, *, source: str | None = None) -> models.ImportResult:
-        """Import one fixpack file as it is (ours or the Vector Bridge's): keys this format does
-        not know are kept under ``extra`` where they were, and named; a fixpack with the title and
-        category of an existing solution replaces it, so importing the same file twice changes nothing."""
+    def import_solution(self, tenant: str, body: Any, *, source: str | None = None,
+                        solution_id: str | None = None, always_new: bool = False) -> models.ImportResult:
+        """Import one fixpack as it is (ours or the Vector Bridge's): any step kind and payload
+        object, kept as written; keys this format does not know are kept where they were, and
+        named. The fixpack's counts and times (``success_count``, ``failure_count``,
+        ``last_applied_at``, ``verified_on``) become a new solution's. A fixpack with the title and
+        category of an existing solution replaces its content (keeping its counts and times), so
+        importing the same file twice changes nothing; ``always_new`` inserts a new solution
+        whatever exists, as the Vector Bridge's ``solution_upsert`` did.
+        With ``solution_id`` (a database row's own id, :mod:`capsule.legacy_ids`) it is a new
+        solution of that id: a database's rows are distinct solutions even where titles repeat."""
         fixpack = models.read_fixpack_file(body)
-        existing = self.store.find_solution(tenant, fixpack.title, fixpack.category)
+        existing = None if solution_id or always_new else self.store.find_solution(
+            tenant, fixpack.title, fixpack.category)
         origin = f" from {source}" if source else ""
         notes = _import_notes(fixpack)
         if existing is None:
-            record, guard_note = self._guarded_record(tenant, fixpack)
+            record, guard_note = self._guarded_record(tenant, fixpack, solution_id)
             self.store.insert_solution(record)
             return models.ImportResult(
                 solution=to_solution(record), created=True, kept_fields=fixpack.kept,
@@ -174,7 +231,7 @@ class LearningService:
                 + self._embedding_note(record) + guard_note,
             )
         record, guard_note = self._guarded_record(tenant, fixpack, existing.id)
-        record.created_at, record.success, record.failure = existing.created_at, existing.success, existing.failure
+        self._keep_history(record, existing)
         self.store.replace_solution(record)
         return models.ImportResult(
             solution=to_solution(record), created=False, kept_fields=fixpack.kept,
@@ -200,6 +257,7 @@ class LearningService:
 
     def solution_apply(self, tenant: str, solution_id: str, request: models.ApplyRequest | dict
                        ) -> models.ApplyResult:
+        solution_id = self.named_solution(tenant, solution_id)
         req = validate(models.ApplyRequest, request)
         application = ApplicationRecord(
             id=self._new_id(), tenant=tenant, solution_id=solution_id, success=req.success, at=self.clock(),
@@ -220,8 +278,6 @@ class LearningService:
 
     # ---- patterns -----------------------------------------------------------
 
-    # ---- patterns -----------------------------------------------------------
-
     def pattern_detect(self, tenant: str, request: models.PatternDetectRequest | dict) -> models.PatternDetectResult:
         return self._patterns.detect(tenant, validate(models.PatternDetectRequest, request))
 
@@ -230,7 +286,9 @@ class LearningService:
         return self._patterns.solutions(tenant, validate(models.PatternSolutionsRequest, request))
 
     def pattern_link(self, tenant: str, request: models.PatternLinkRequest | dict) -> models.PatternLinkResult:
-        return self._patterns.link(tenant, validate(models.PatternLinkRequest, request))
+        req = validate(models.PatternLinkRequest, request)
+        req.solution_id = self.named_solution(tenant, req.solution_id)  # a Vector Bridge solution_id too
+        return self._patterns.link(tenant, req)
 
     def golden_paths(self, tenant: str, request: models.GoldenPathsRequest | dict | None = None
                      ) -> models.GoldenPathsResult:

@@ -32,6 +32,12 @@ def embed_error(embedder: Embedder, text: str) -> np.ndarray | None:
         return None
 
 
+def _rank(match: models.SolutionMatch) -> tuple:
+    # Best score first; of equal scores, the one verified most recently (never verified last).
+    verified = match.solution.verified_on
+    return (-match.score, verified is None, -(verified.timestamp() if verified else 0.0), match.solution.id)
+
+
 class SolutionSearch:
     def __init__(self, store: LearningStore, embedder: Embedder) -> None:
         self.store = store
@@ -78,7 +84,8 @@ class SolutionSearch:
 
     def search(self, tenant: str, req: models.SolutionSearchRequest, *, embed_budget: int
                ) -> models.SolutionSearchResult:
-        records = self.store.solutions(tenant, category=req.category, limit=MAX_SEARCH_SOLUTIONS)
+        records = self.store.solutions(tenant, category=req.category, limit=MAX_SEARCH_SOLUTIONS,
+                                       component=req.component)
         query = embed_error(self.embedder, req.error)
         if query is not None:
             try:  # a few at a time here; the backfill job embeds the rest
@@ -87,9 +94,10 @@ class SolutionSearch:
                 query = None
         error = matching.ErrorText.of(req.error, query)
         matches = [m for r in records if (m := self._match(r, error))]
-        matches.sort(key=lambda m: (-m.score, m.solution.id))
+        matches.sort(key=_rank)
         top = matches[: req.k]
-        text = f"Checked {len(records)} solution(s); {len(matches)} matched."
+        scope = f" for component '{req.component}' (or none named)" if req.component else ""
+        text = f"Checked {len(records)} solution(s){scope}; {len(matches)} matched."
         if top:
             text += f" The best, '{top[0].solution.title}', {top[0].explanation}."
         if query is None:

@@ -19,7 +19,7 @@ def to_solution(record: SolutionRecord) -> models.Solution:
     return models.Solution(
         **record.body, id=record.id, success_count=success, failure_count=failure,
         success_rate=rate(success, failure), created_at=record.created_at,
-        updated_at=record.updated_at,
+        updated_at=record.updated_at, last_applied_at=record.last_applied_at, verified_on=record.verified_on,
     )
 
 

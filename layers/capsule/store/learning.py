@@ -42,11 +42,13 @@ class LearningStore(Protocol):
     ) -> list[SolutionRecord]:
         """Solutions newest first by (created_at, id), strictly after ``after``."""
 
-    def solutions(self, tenant: str, *, category: str | None, limit: int) -> list[SolutionRecord]:
-        """Up to ``limit`` solutions (newest first) with embeddings: the search candidates."""
+    def solutions(self, tenant: str, *, category: str | None, limit: int,
+                  component: str | None = None) -> list[SolutionRecord]:
+        """Up to ``limit`` solutions (newest first) with embeddings: the search candidates. With
+        ``component``, those whose body names that component or none (the Vector Bridge's rule)."""
 
     def replace_solution(self, record: SolutionRecord) -> None:
-        """Replace title, category, body, embeddings and updated_at; counts are kept. Raises NotFound."""
+        """Replace title, category, body, embeddings and updated_at; counts and times are kept. Raises NotFound."""
 
     def set_solution_embeddings(self, tenant: str, solution_id: str, embeddings: np.ndarray, model: str) -> None:
         """Attach signature embeddings (computed later when the embedder was down)."""
@@ -55,7 +57,9 @@ class LearningStore(Protocol):
         """Delete a solution, its applications and its pattern links. Raises NotFound."""
 
     def record_application(self, application: ApplicationRecord) -> SolutionRecord:
-        """Count one success or failure on the solution and keep the event, atomically. Raises NotFound."""
+        """Count one success or failure on the solution and keep the event, atomically: either
+        outcome sets ``last_applied_at``, a success also ``verified_on``, to the application's
+        time (when the count is saturated too). Raises NotFound."""
 
     def applications(self, tenant: str, *, limit: int) -> list[ApplicationRecord]:
         """The tenant's most recent applications, newest first."""

@@ -105,6 +105,9 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         wanted = {"_id": "schema", "version": SCHEMA_VERSION, "text_index": self.vector_search_min is not None}
         with guarded("create the indexes"):
             current = self.db["meta"].find_one({"_id": "schema"}) or {}
+        # One checkout, one project (capsule.project_identity): split names merged, once per database.
+        self.settle_identity(at=datetime.now(timezone.utc))
+        with guarded("create the indexes"):
             if current.get("version", 0) >= SCHEMA_VERSION and bool(current.get("text_index")) >= wanted["text_index"]:
                 return
             for name, indexes in INDEXES.items():

@@ -65,6 +65,7 @@ def _solution_doc(r: SolutionRecord) -> dict[str, Any]:
         "embeddings": _binary(r.embeddings), "signatures": 0 if r.embeddings is None else len(r.embeddings),
         "model": r.model, "success": r.success, "failure": r.failure,
         "created_at": to_epoch(r.created_at), "updated_at": to_epoch(r.updated_at),
+        "last_applied_at": _epoch(r.last_applied_at), "verified_on": _epoch(r.verified_on),
     }
 
 
@@ -75,6 +76,7 @@ def _solution(d: dict[str, Any]) -> SolutionRecord:
         created_at=from_epoch(d["created_at"]), updated_at=from_epoch(d["updated_at"]),
         success=d["success"], failure=d["failure"],
         embeddings=_array(d.get("embeddings"), rows) if rows else None, model=d.get("model"),
+        last_applied_at=from_epoch(d.get("last_applied_at")), verified_on=from_epoch(d.get("verified_on")),
     )
 
 
@@ -170,8 +172,12 @@ class MongoLearningStore:
         return [_solution({**d, "signatures": 0}) for d in docs]
 
     @_guarded
-    def solutions(self, tenant: str, *, category: str | None, limit: int) -> list[SolutionRecord]:
-        docs = self._solutions.find(self._query(tenant, category)).sort(
+    def solutions(self, tenant: str, *, category: str | None, limit: int,
+                  component: str | None = None) -> list[SolutionRecord]:
+        query = self._query(tenant, category)
+        if component is not None:  # those naming it and those naming none (COMPAT.md §1.7)
+            query["body.component"] = {"$in": [component, None]}
+        docs = self._solutions.find(query).sort(
             [("created_at", DESCENDING), ("_id", DESCENDING)]).limit(limit)
         return [_solution(d) for d in docs]
 
@@ -201,11 +207,14 @@ class MongoLearningStore:
     def record_application(self, application: ApplicationRecord) -> SolutionRecord:
         a = application
         column = "success" if a.success else "failure"
+        # A success also verifies the solution (verified_on); either outcome is its last application.
+        times = {"last_applied_at": to_epoch(a.at), **({"verified_on": to_epoch(a.at)} if a.success else {})}
+        solution = {"_id": a.solution_id, "tenant": a.tenant}
         # Saturating: a count at the limit stays there, so it always reads back as valid.
         doc = self._solutions.find_one_and_update(
-            {"_id": a.solution_id, "tenant": a.tenant, column: {"$lt": limits.MAX_COUNT}}, {"$inc": {column: 1}},
+            {**solution, column: {"$lt": limits.MAX_COUNT}}, {"$inc": {column: 1}, "$set": times},
             return_document=ReturnDocument.AFTER,
-        ) or self._solutions.find_one({"_id": a.solution_id, "tenant": a.tenant})
+        ) or self._solutions.find_one_and_update(solution, {"$set": times}, return_document=ReturnDocument.AFTER)
         if doc is None:
             raise NotFound(f"no solution {a.solution_id}")
         self._applications.insert_one({

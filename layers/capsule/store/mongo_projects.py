@@ -1,10 +1,14 @@
 """The project documents of :class:`~capsule.store.mongo.MongoStore` (tenants, counters,
-retention limit, guard policies) and the audit log."""
+retention limit, guard policies, one checkout's names merged into one project) and the audit
+log. A ``retention_limit`` of 0 means *no rolling limit*; None the deployment's default."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
+
+from .. import limits
 
 from ..clock import from_epoch, to_epoch
 from ..records import AuditRecord, ProjectStats
@@ -46,6 +50,57 @@ class MongoProjects(ProjectWrites):
         with guarded("read the retention limit"):
             doc = self.projects_.find_one({"tenant": tenant, "name": project}, projection={"retention_limit": 1})
         return doc.get("retention_limit") if doc else None
+
+    def set_retention_limit_if_unset(self, tenant: str, project: str, limit: int, *, at: datetime) -> int | None:
+        """Set the limit only where the project has none of its own; returns the one it keeps."""
+        now = to_epoch(at)
+        with guarded("set the retention limit"):
+            self.projects_.update_one({"tenant": tenant, "name": project},
+                                      {"$setOnInsert": {"created_at": now, "updated_at": now, "retention_limit": None,
+                                                        **NEW_PROJECT}}, upsert=True)
+            before = self.projects_.find_one_and_update(
+                {"tenant": tenant, "name": project, "retention_limit": None}, {"$set": {"retention_limit": int(limit)}})
+            if before is not None:
+                return None
+            doc = self.projects_.find_one({"tenant": tenant, "name": project}, projection={"retention_limit": 1})
+        return (doc or {}).get("retention_limit")
+
+    # ---- one checkout, one project (capsule.project_identity) ---------------------------
+
+    def project_exists(self, tenant: str, project: str) -> bool:
+        with guarded("read the project"):
+            return self.projects_.find_one({"tenant": tenant, "name": project}, projection={"_id": 1}) is not None
+
+    def projects_labelled(self, tenant: str, label: str, *, limit: int = 2) -> list[str]:
+        with guarded("read the projects"):
+            docs = self.projects_.find({"tenant": tenant, "name": {"$regex": "/" + re.escape(label) + r"\Z"}},
+                                       projection={"name": 1}, sort=[("name", 1)], limit=limit)
+            return [d["name"] for d in docs]
+
+    def project_names(self, tenant: str) -> list[str]:
+        with guarded("read the projects"):
+            return sorted(set(self.projects_.distinct("name", {"tenant": tenant}))
+                          | set(self.memories.distinct("project", {"tenant": tenant})))
+
+    def merge_project(self, tenant: str, source: str, target: str, *, at: datetime, actor: str,
+                      default_limit: int = limits.DEFAULT_RETENTION_LIMIT) -> dict[str, int]:
+        from .mongo_project_merge import merge_project
+
+        with guarded("merge the projects"):
+            return merge_project(self, tenant, source, target, at=at, actor=actor, default_limit=default_limit)
+
+    def settle_identity(self, *, at: datetime) -> dict[str, dict[str, int]]:
+        """The identity migration, once per database (the ``meta`` document remembers it)."""
+        from ..project_identity import settle_store
+
+        with guarded("merge the projects"):
+            if self.db["meta"].find_one({"_id": "project_identity"}) is not None:
+                return {}
+        done = settle_store(self, at=at)
+        with guarded("merge the projects"):
+            self.db["meta"].replace_one({"_id": "project_identity"}, {"_id": "project_identity", "version": 1},
+                                        upsert=True)
+        return done
 
     def set_guard_policies(self, tenant: str, project: str, values: dict[str, str], *, at: datetime) -> None:
         now = to_epoch(at)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -60,6 +60,8 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
             sqlite_counts.ensure(conn)
             conn.execute("INSERT OR IGNORE INTO store_info (name, value) VALUES ('identity', ?)",
                          (uuid.uuid4().hex,))
+        # One checkout, one project (capsule.project_identity): split names merged, once per database.
+        self.settle_identity(at=datetime.now(timezone.utc))
 
     def identity(self) -> str:
         """A random id made when this database was created (see :mod:`capsule.snapshot`)."""

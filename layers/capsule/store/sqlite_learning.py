@@ -22,7 +22,10 @@ from .base import Cursor
 from .sqlite import SQLiteStore
 from .sqlite_rows import decode_vector, encode_vector
 
-_SOLUTION = "id, tenant, title, category, body, embeddings, signatures, model, success, failure, created_at, updated_at"
+_SOLUTION = ("id, tenant, title, category, body, embeddings, signatures, model, success, failure, created_at, "
+             "updated_at, last_applied_at, verified_on")
+# Search candidates for a component: those naming it and those naming none (COMPAT.md §1.7).
+_COMPONENT = " AND (json_extract(body, '$.component') IS NULL OR json_extract(body, '$.component') = ?)"
 
 
 def _matrix(blob: bytes | None, rows: int) -> np.ndarray | None:
@@ -36,7 +39,8 @@ def _solution(row: sqlite3.Row, *, with_embeddings: bool = True) -> SolutionReco
         body=json.loads(row["body"]), created_at=from_epoch(row["created_at"]),
         updated_at=from_epoch(row["updated_at"]), success=row["success"], failure=row["failure"],
         embeddings=_matrix(row["embeddings"], row["signatures"]) if with_embeddings else None,
-        model=row["model"],
+        model=row["model"], last_applied_at=from_epoch(row["last_applied_at"]),
+        verified_on=from_epoch(row["verified_on"]),
     )
 
 
@@ -86,10 +90,11 @@ class SQLiteLearningStore:
         with self._db._write() as conn:
             try:
                 conn.execute(
-                    f"INSERT INTO solutions ({_SOLUTION}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO solutions ({_SOLUTION}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (record.id, record.tenant, record.title, record.category, json.dumps(record.body),
                      encode_vector(record.embeddings), rows, record.model, record.success, record.failure,
-                     to_epoch(record.created_at), to_epoch(record.updated_at)),
+                     to_epoch(record.created_at), to_epoch(record.updated_at), _epoch(record.last_applied_at),
+                     _epoch(record.verified_on)),
                 )
             except sqlite3.IntegrityError as exc:
                 raise Conflict(f"solution {record.id} already exists") from exc
@@ -120,11 +125,15 @@ class SQLiteLearningStore:
         rows = self._read(sql + " ORDER BY created_at DESC, id DESC LIMIT ?", [*params, limit])
         return [_solution(row, with_embeddings=False) for row in rows]
 
-    def solutions(self, tenant: str, *, category: str | None, limit: int) -> list[SolutionRecord]:
+    def solutions(self, tenant: str, *, category: str | None, limit: int,
+                  component: str | None = None) -> list[SolutionRecord]:
         sql, params = f"SELECT {_SOLUTION} FROM solutions WHERE tenant = ?", [tenant]
         if category is not None:
             sql += " AND category = ?"
             params.append(category)
+        if component is not None:
+            sql += _COMPONENT
+            params.append(component)
         rows = self._read(sql + " ORDER BY created_at DESC, id DESC LIMIT ?", [*params, limit])
         return [_solution(row) for row in rows]
 
@@ -160,11 +169,15 @@ class SQLiteLearningStore:
     def record_application(self, application: ApplicationRecord) -> SolutionRecord:
         a = application
         column = "success" if a.success else "failure"
+        # A success also verifies the solution (verified_on); either outcome is its last application.
+        verified = ", verified_on = ?" if a.success else ""
+        at = (to_epoch(a.at),) * (2 if a.success else 1)
         with self._db._write() as conn:
             changed = conn.execute(
                 # Saturating: a count at the limit stays there, so it always reads back as valid.
-                f"UPDATE solutions SET {column} = min({column} + 1, ?) WHERE tenant = ? AND id = ?",
-                (limits.MAX_COUNT, a.tenant, a.solution_id)
+                f"UPDATE solutions SET {column} = min({column} + 1, ?), last_applied_at = ?{verified} "
+                "WHERE tenant = ? AND id = ?",
+                (limits.MAX_COUNT, *at, a.tenant, a.solution_id)
             ).rowcount
             if not changed:
                 raise NotFound(f"no solution {a.solution_id}")

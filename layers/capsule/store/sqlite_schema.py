@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from . import sqlite_governance_schema, sqlite_keys, sqlite_visibility_schema
+from . import sqlite_governance_schema, sqlite_keys, sqlite_learning_schema, sqlite_visibility_schema
 
 # The dedupe index's key (migration 11): a query must name this very expression to use it,
 # and compare it with content_key of the hash it looks for.
@@ -219,4 +219,6 @@ MIGRATIONS: list[str] = [
     DROP INDEX IF EXISTS memories_dedupe;
     CREATE INDEX memories_content ON memories ({CONTENT_KEY}) WHERE deleted_at IS NULL;
     """,
+    # solutions' last_applied_at and verified_on (capsule.store.sqlite_learning_schema)
+    sqlite_learning_schema.MIGRATION,
 ]

@@ -90,6 +90,7 @@ def solution_row(s: SolutionRecord) -> dict[str, Any]:
         "success": s.success, "failure": s.failure, "embeddings": vectors,
         "signatures": 0 if s.embeddings is None else len(s.embeddings), "dims": dims, "model": s.model,
         "created_at": fmt.when(s.created_at), "updated_at": fmt.when(s.updated_at),
+        "last_applied_at": fmt.when(s.last_applied_at), "verified_on": fmt.when(s.verified_on),
     }
 
 

@@ -189,6 +189,8 @@ class Solution(_Row):
     model: str | None
     created_at: datetime
     updated_at: datetime
+    last_applied_at: datetime | None = None  # absent in exports made before solutions kept them
+    verified_on: datetime | None = None
 
     @model_validator(mode="after")
     def _vectors(self) -> "Solution":

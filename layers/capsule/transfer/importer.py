@@ -226,7 +226,7 @@ class Importer:
             id=row.id, tenant=self.tenant, title=row.title, category=row.category, body=dict(row.body),
             created_at=row.created_at, updated_at=row.updated_at, success=row.success, failure=row.failure,
             embeddings=fmt.decode_vector(row.embeddings, row.signatures) if row.signatures else None,
-            model=row.model)
+            model=row.model, last_applied_at=row.last_applied_at, verified_on=row.verified_on)
         try:
             learning.insert_solution(record)
         except Conflict:  # another tenant of this store holds the id

@@ -1,4 +1,5 @@
-"""What an import did, row kind by row kind: imported, skipped as already present, refused."""
+"""What an import did, row kind by row kind: imported, skipped as already present, refused; and
+each source column it had no place for, named with the reason (nothing is dropped unsaid)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ class Refusal(BaseModel):
     message: str
 
 
+class NotPlaced(BaseModel):
+    column: str = Field(description="table.column in the source")
+    reason: str = Field(description="why it has no place here, and where its information went if anywhere")
+
+
 class DataImportResult(BaseModel):
     source: str
     lines: int = Field(description="input lines (or source rows) read")
@@ -23,6 +29,8 @@ class DataImportResult(BaseModel):
     refused: list[Refusal] = Field(description=f"the first {MAX_LISTED} refused rows with their reasons")
     refused_total: int
     complete: bool = Field(description="the input ended where it says it ends (not cut short)")
+    not_placed: list[NotPlaced] = Field(default_factory=list,
+                                        description="source columns not imported as such, each with its reason")
     explanation: str
 
 
@@ -38,6 +46,12 @@ class Tally:
         self.refused_total = 0
         self.complete = False
         self.notes: list[str] = []
+        self.not_placed: list[NotPlaced] = []
+
+    def unplaced(self, column: str, reason: str) -> None:
+        """Name a source column this import has no place for (once per column)."""
+        if all(u.column != column for u in self.not_placed):
+            self.not_placed.append(NotPlaced(column=column, reason=reason))
 
     def refuse(self, line: int, field: str, message: str) -> None:
         self.refused_total += 1
@@ -56,9 +70,13 @@ class Tally:
         if not self.complete:
             text += " The input ended before its end line: it was cut short, so rows after that are missing."
         text += "".join(f" {note}" for note in self.notes)
+        if self.not_placed:
+            text += (f" Not placed ({len(self.not_placed)} source column(s), each with its reason in not_placed): "
+                     f"{', '.join(u.column for u in self.not_placed)}.")
         return DataImportResult(
             source=self.source, lines=self.lines, imported=_nonzero(self.imported), skipped=_nonzero(self.skipped),
-            refused=self.refused, refused_total=self.refused_total, complete=self.complete, explanation=text)
+            refused=self.refused, refused_total=self.refused_total, complete=self.complete,
+            not_placed=self.not_placed, explanation=text)
 
 
 def _nonzero(counts: Counter[str]) -> dict[str, int]:
