@@ -14,6 +14,7 @@ tests inject their own with :func:`set_service`.
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import re
 import typing
@@ -34,7 +35,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.shared.json_encoder import Encoder
 
-from capsule import deadline, limits
+from capsule import authz, deadline, limits
 from capsule.errors import (
     CapsuleError, InvalidInput, MalformedBody, NotFound, PayloadTooLarge, Unauthorized, Unavailable,
     UnsupportedMediaType,
@@ -47,6 +48,7 @@ from capsule.runtime import build_service
 from capsule.service import MemoryService
 
 from . import byok, query_names, routes, scopes
+from . import body as bodies
 from .body import body_text, parse as parse_body
 from .secrets import load_settings
 from .shortcut import Shortcut, replaying
@@ -255,7 +257,8 @@ def json_text(payload: Any) -> str:
 
 
 def new_resolver(body_model: type[BaseModel] | None = None) -> APIGatewayHttpResolver:
-    app = _Resolver(enable_validation=True, serializer=json_text)
+    # The resolver reads the body the admission check parsed (functions.body.loads), not a second parse.
+    app = _Resolver(enable_validation=True, serializer=json_text, json_body_deserializer=bodies.loads)
     _install_error_handlers(app, body_model)
     return app
 
@@ -277,16 +280,45 @@ def body_size(event: dict[str, Any]) -> int:
     return len(body.encode("utf-8", "surrogatepass"))
 
 
-def json_media_type(event: dict[str, Any]) -> UnsupportedMediaType | None:
-    """A JSON route refuses a body declared as anything else: Powertools would parse a form or a
-    multipart body (and fail on one without a boundary) instead of reading JSON."""
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-    declared = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if not declared or declared == "application/json" or (declared.startswith("application/")
-                                                           and declared.endswith("+json")):
+JSON_TYPE = "application/json; charset=utf-8"
+
+
+def content_encoding(event: dict[str, Any]) -> UnsupportedMediaType | None:
+    """Any body sent encoded (gzip, br, ...) is refused: it would be read as the text it is not."""
+    if not event.get("body"):
         return None
-    return UnsupportedMediaType(f"the body is declared as {declared!r}; send it as application/json",
-                                field="content-type")
+    encoding = next((str(v) for k, v in (event.get("headers") or {}).items() if k.lower() == "content-encoding"), "")
+    encoding = encoding.strip().lower()
+    if not encoding or encoding == "identity":
+        return None
+    return UnsupportedMediaType(f"the body is sent with Content-Encoding {encoding!r}; send it unencoded (identity)",
+                                field="content-encoding")
+
+
+def json_media_type(event: dict[str, Any]) -> UnsupportedMediaType | None:
+    """A JSON route takes a body declared as JSON in UTF-8 and sent as it is, nothing else: a body
+    without a Content-Type, or with another type (Powertools would parse a form or a multipart
+    body), another charset (UTF-16 read as UTF-8) or a Content-Encoding (a gzip body read as
+    text) is refused, naming the header. A request without a body needs neither."""
+    if not event.get("body"):
+        return None
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    encoded = content_encoding(event)
+    if encoded is not None:
+        return encoded
+    declared = (headers.get("content-type") or "").strip()
+    media, _, params = declared.partition(";")
+    media = media.strip().lower()
+    if not media:
+        return UnsupportedMediaType(f"the body has no Content-Type; send it as {JSON_TYPE}", field="content-type")
+    if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
+        return UnsupportedMediaType(f"the body is declared as {media!r}; send it as {JSON_TYPE}", field="content-type")
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip().strip('"').lower() not in ("utf-8", "utf8"):
+            return UnsupportedMediaType(f"the body is declared in charset {value.strip()!r}; send it as {JSON_TYPE}",
+                                        field="content-type")
+    return None
 
 
 def _refusal(exc: CapsuleError) -> dict[str, Any]:
@@ -313,6 +345,9 @@ def _admit(route: routes.Route, event: dict[str, Any],
             return refused, None
         body = parse_body(event)
         return (body, None) if isinstance(body, CapsuleError) else (who, body)
+    encoded = content_encoding(event)
+    if encoded is not None:
+        return encoded, None
     # A route that reads no body still gets one decoded by Powertools: text that is not UTF-8 is refused.
     text = body_text(event)
     return (text if isinstance(text, MalformedBody) else who), None
@@ -324,13 +359,31 @@ def _request_id(event: dict[str, Any]) -> Any:
     return context.get("requestId") if isinstance(context, dict) else None
 
 
+def narrowing(route: routes.Route, function: Callable[..., Any]) -> Callable[..., Any]:
+    """The endpoint, its answer narrowed to what the caller can read when the route hands back
+    objects derived from memories (capsule.authz.derived); other routes are left as they are.
+    (Powertools reads the signature through ``__wrapped__``.)"""
+    if not authz.need_of(route.name).derived:
+        return function
+
+    @functools.wraps(function)
+    def narrowed(*args: Any, **kwargs: Any) -> Any:
+        result = function(*args, **kwargs)
+        if scopes.current().unrestricted:
+            return result
+        return authz.narrow(route.name, result, scopes.readable(tenant(), service))
+
+    return narrowed
+
+
 def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda handler for one endpoint: one resolver, built once per container."""
     route = routes.by_name(endpoint.route)
     model = body_model(endpoint)
     app = new_resolver(model)
-    register(app, endpoint, replaying(endpoint.function))
-    shortcut = Shortcut.of(app, route, endpoint.function)
+    function = narrowing(route, endpoint.function)
+    register(app, endpoint, replaying(function))
+    shortcut = Shortcut.of(app, route, function)
     known_query = query_names.declared(endpoint.function)
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -358,6 +411,7 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
         finally:
             _tenant.reset(token)
             scopes.reset(reach_token)
+            bodies.forget()
 
     @metrics.log_metrics
     def metered(event: dict[str, Any], context: Any) -> dict[str, Any]:

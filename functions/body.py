@@ -4,21 +4,76 @@ A JSON parser given bytes that are not UTF-8, or ``[`` ten thousand times, fails
 no field can be named for (a decode error, a ``RecursionError``), and pydantic would meet
 a lone surrogate only when the store cannot encode it. So the body is read here once:
 text that is not UTF-8 is a 400, and a body that is not a JSON object, nesting deeper than
-:data:`MAX_DEPTH` or a string that is not Unicode text is a 422 naming where. Bodies that are not JSON at all are left
-to the resolver, which names them.
+:data:`MAX_DEPTH`, a string that is not Unicode text, a key given twice in one object (the last
+would silently win) or an integer of more than :data:`MAX_INT_DIGITS` digits (Python refuses to
+convert it) is a 422 naming where. Bodies that are not JSON at all are left to the resolver,
+which names them. The resolver reads the body through :func:`loads`, which hands back the value
+parsed here: a body is parsed once per request.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextvars
 import json
+import sys
 from typing import Any
 
 from capsule.errors import InvalidInput, MalformedBody
 
 # Deeper than any request needs: meta itself stops at capsule.limits.MAX_META_DEPTH under it.
 MAX_DEPTH = 32
+# Python's own bound on converting digits to an int (sys.get_int_max_str_digits(), 4,300 by
+# default): a longer integer would fail to parse at all, so it is kept as text and refused by name.
+MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+
+# (text, value) of the body parsed for the request being handled: the resolver's deserializer
+# (loads) returns it instead of parsing the same text again.
+_parsed: contextvars.ContextVar[tuple[str, Any] | None] = contextvars.ContextVar("capsule_body", default=None)
+
+
+class _Repeated(dict):
+    """A JSON object in which ``key`` was given more than once (the first's value is dropped by a plain parse)."""
+
+    repeated: str = ""
+
+
+class _HugeInt(str):
+    """The digits of a JSON integer too long to convert."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) == len(pairs):
+        return value
+    seen: set[str] = set()
+    repeated = _Repeated(value)
+    repeated.repeated = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    return repeated
+
+
+def _int(digits: str) -> int | _HugeInt:
+    return _HugeInt(digits) if len(digits.lstrip("-")) > MAX_INT_DIGITS else int(digits)
+
+
+def decode(text: str) -> Any:
+    """``json.loads`` that keeps what a plain parse would lose or fail on, for :func:`shape_error`
+    to name: repeated keys and integers too long to convert."""
+    return json.loads(text, object_pairs_hook=_object, parse_int=_int)
+
+
+def loads(text: str) -> Any:
+    """The resolver's JSON deserializer: the value :func:`parse` made of this very text, else a parse."""
+    cached = _parsed.get()
+    if cached is not None and (cached[0] is text or cached[0] == text):
+        return cached[1]
+    return decode(text)
+
+
+def forget() -> None:
+    """Drop the parsed body kept for the request that ends."""
+    _parsed.set(None)
 
 
 def body_text(event: dict[str, Any]) -> str | MalformedBody | None:
@@ -60,8 +115,15 @@ def shape_error(value: Any) -> InvalidInput | None:
         parts, node = stack.pop()
         if len(parts) > MAX_DEPTH:
             return _too_deep(parts[:MAX_DEPTH + 1])
+        if isinstance(node, _HugeInt):
+            return InvalidInput(f"{_path(parts)}: an integer of {len(node.lstrip('-'))} digits; at most "
+                                f"{MAX_INT_DIGITS} are taken", field=_path(parts))
         if isinstance(node, str) and not _is_text(node):
             return _not_text(parts)
+        if isinstance(node, _Repeated):
+            where = _path([*parts, node.repeated])
+            return InvalidInput(f"{where}: the key {node.repeated!r} is given more than once in one object; "
+                                "send it once", field=where)
         for key, child in _children(node):
             if isinstance(key, str) and not _is_text(key):
                 return _not_text(parts)
@@ -90,7 +152,7 @@ def parse(event: dict[str, Any]) -> dict[str, Any] | InvalidInput | None:
     if text is None or isinstance(text, InvalidInput):
         return text
     try:
-        value = json.loads(text)
+        value = decode(text)
     except RecursionError:
         return InvalidInput(f"body: nested deeper than {MAX_DEPTH} levels", field="body")
     except ValueError:
@@ -98,7 +160,11 @@ def parse(event: dict[str, Any]) -> dict[str, Any] | InvalidInput | None:
     if not isinstance(value, dict):
         # Every JSON route takes an object; Powertools would read an array as its first item.
         return InvalidInput(f"the body is a JSON {_json_type(value)}; this route takes a JSON object", field="body")
-    return shape_error(value) or value
+    refused = shape_error(value)
+    if refused is not None:
+        return refused
+    _parsed.set((text, value))
+    return value
 
 
 def _json_type(value: Any) -> str:

@@ -23,6 +23,7 @@ BUDGET_KEYS = {
     "retention": ("max_evictions",),
     "mining": ("max_tenants",),
     "backfill": ("batch", "max_batches"),
+    "redact": ("max_memories", "page"),
 }
 
 
@@ -58,6 +59,11 @@ def mining_handler(event: Any, context: Any) -> dict[str, Any]:
 def backfill_handler(event: Any, context: Any) -> dict[str, Any]:
     with deadline.within(deadline.from_lambda_context(context)):
         return run("backfill", event)
+
+
+def redact_handler(event: Any, context: Any) -> dict[str, Any]:
+    with deadline.within(deadline.from_lambda_context(context)):
+        return run("redact", event)
 
 
 

@@ -14,13 +14,13 @@ document, which describes the route table's API (hosted and local alike).
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 from urllib.parse import unquote
 
 from capsule.errors import Forbidden, InvalidInput, MalformedBody, PayloadTooLarge
 from capsule.fielderrors import suggestion
 
+from . import body as bodies
 from .auth import HttpRequest
 from .credentials import LOCAL_TENANT, Credentials
 
@@ -66,9 +66,12 @@ def _create_body(body: bytes) -> tuple[str, str]:
     if len(body) > MAX_BODY:
         raise PayloadTooLarge(f"the body is {len(body)} bytes; the limit here is {MAX_BODY} bytes", field="body")
     try:
-        data = json.loads(body.decode("utf-8")) if body else None
-    except (UnicodeDecodeError, ValueError) as exc:
+        data = bodies.decode(body.decode("utf-8")) if body else None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise MalformedBody(f"body: not JSON ({exc})") from None
+    refused = bodies.shape_error(data)
+    if refused is not None:
+        raise refused
     if not isinstance(data, dict):
         raise InvalidInput('body: a JSON object {"name": ..., "tenant": ...}', field="body")
     for key in data:

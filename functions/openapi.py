@@ -24,7 +24,7 @@ DESCRIPTION = (
     "a bearer token or API key (`capsule serve`), or a SigV4 signature (service `execute-api`). "
     "Errors are `{\"error\": {\"code\", \"message\", \"details\"}}`. Each operation's `x-capsule-scope` "
     "says the access a key or principal needs (`read`, `write`, `admin`; also its security roles) and what it "
-    "reaches (`memory`, `project`, `project_all`, `filtered`, `tenant`, `any`: see functions/scopes.py); a "
+    "reaches (`memory`, `project`, `project_all`, `filtered`, `derived`, `tenant`, `any`: see capsule.authz.needs); a "
     "request outside the caller's scope is a 403 naming what is missing."
 )
 

@@ -10,24 +10,16 @@ key had before scopes, so existing keys and principals keep working)::
      "subjects": ["alice"],                  # exact subjects (default: any, or none)
      "sees": "private" | "shared" | "public"} # the most private visibility it reads (default private: all)
 
-Each route declares (in :data:`ROUTE_SCOPES`) the access it needs and what it reaches:
-
-- ``memory``: the memory named by ``{id}`` must be in the caller's projects and subjects and
-  visible to it;
-- ``project``: the ``project`` of the body or query must be in the caller's projects (a
-  write's ``subject`` and ``visibility`` within its reach); without a project the route spans
-  the tenant, refused to a key limited to projects or subjects;
-- ``project_all``: as ``project``, and it hands over every memory of the project whatever its
-  subject or visibility (export, sync changes): refused to a key limited to subjects or to
-  what it sees;
-- ``filtered``: the operation narrows what it returns to the caller's reach (list, search,
-  projects);
-- ``tenant``: spans every project (sync, import, candidates by id): keys limited to projects
-  or subjects are refused;
-- ``any``: the tenant's shared knowledge not kept per project (solutions, patterns, health).
+Each route's needs (the access, how far it reaches — ``memory``, ``project``, ``project_all``,
+``filtered``, ``derived``, ``tenant``, ``any`` — and the objects it reads or changes) are declared
+in the library, :data:`capsule.authz.NEEDS`, and applied by its one check,
+:func:`capsule.authz.authorize`, before the handler runs; what a call derived from memories
+returns (patterns, golden paths, export rows) is narrowed by :mod:`capsule.authz.derived`.
+Here the request's credentials become the principal (:func:`caller_reach`) and the event its
+parts (:func:`check`); :data:`ROUTE_SCOPES` is the (access, reach) view of the declarations.
 
 A route without a declaration needs ``admin`` and the whole tenant (a test walks the route
-table so that a new route declares its scope). Refusals are 403 naming what is missing.
+table so that a new route declares its needs). Refusals are 403 naming what is missing.
 """
 
 from __future__ import annotations
@@ -40,61 +32,21 @@ from typing import Annotated, Any, Callable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
-from capsule import legacy_ids
-from capsule.errors import CapsuleError, InvalidInput, NotFound, from_validation_error
+from capsule import authz, legacy_ids
+from capsule.errors import CapsuleError, InvalidInput, from_validation_error
 from capsule.governance.visibility import ACCESS_LEVELS, FULL, Reach, pattern_problem
 from capsule.models import Subject, Visibility
 
 from . import routes
 
 Access = Literal["read", "write", "admin"]
-ReachKind = Literal["memory", "project", "project_all", "filtered", "tenant", "any"]
+ReachKind = Literal["memory", "project", "project_all", "filtered", "derived", "tenant", "any"]
 MAX_PATTERNS = 64
 
+# What each route needs is declared in the library (capsule.authz.NEEDS), beside the one check
+# that applies it; this is its (access, reach) view for the OpenAPI document and the tests.
 ROUTE_SCOPES: dict[str, tuple[Access, ReachKind]] = {
-    "health": ("read", "any"),
-    "store": ("write", "project"),
-    "list": ("read", "filtered"),
-    "ingest": ("write", "project"),
-    "search": ("read", "filtered"),
-    "get": ("read", "memory"),
-    "forget": ("write", "memory"),
-    "pin": ("write", "memory"),
-    "unpin": ("write", "memory"),
-    "restore": ("write", "memory"),
-    "feedback": ("write", "memory"),
-    "update": ("write", "memory"),
-    "history": ("read", "memory"),
-    "revert": ("write", "memory"),
-    "projects": ("read", "filtered"),
-    "capture": ("write", "project"),
-    "capture_settings": ("admin", "project"),
-    "candidates": ("read", "project"),
-    "candidate_approve": ("write", "tenant"),
-    "candidate_reject": ("write", "tenant"),
-    "project_settings": ("admin", "project"),
-    "openapi": ("read", "any"),  # public: the route takes no credentials at all
-    "solution_create": ("write", "any"),
-    "solution_list": ("read", "any"),
-    "solution_import": ("write", "any"),
-    "solution_search": ("read", "any"),
-    "solution_get": ("read", "any"),
-    "solution_update": ("write", "any"),
-    "solution_delete": ("write", "any"),
-    "solution_apply": ("write", "any"),
-    "pattern_detect": ("read", "any"),
-    "pattern_solutions": ("read", "any"),
-    "pattern_link": ("write", "any"),
-    "golden_paths": ("read", "any"),
-    "detect_patterns": ("write", "tenant"),
-    "export": ("admin", "project_all"),
-    "import_data": ("admin", "tenant"),
-    "sync_changes": ("admin", "project_all"),
-    "sync_apply": ("admin", "tenant"),
-    "principal_scopes": ("admin", "tenant"),
-    "principal_scopes_set": ("admin", "tenant"),
-    "rotate_data_key": ("admin", "tenant"),  # a new data-key version for every memory of the tenant
-    "whoami": ("read", "any"),
+    name: (need.access, need.reach) for name, need in authz.NEEDS.items()  # type: ignore[misc]
 }
 UNDECLARED: tuple[Access, ReachKind] = ("admin", "tenant")
 
@@ -260,44 +212,24 @@ def _string(body: Mapping[str, Any] | None, name: str) -> str | None:
 
 def check(route: routes.Route, event: dict[str, Any], body: Mapping[str, Any] | None, reach: Reach,
           memory: Callable[[str], Any]) -> None:
-    """Refuse (Forbidden) a request outside ``reach``; ``memory(id)`` reads the record an id names."""
-    access, kind = route_scope(route.name)
-    reach.require_access(access, f"{route.method} {route.path}")
-    if reach.unrestricted or kind == "any":
-        return
-    if kind == "tenant":
-        reach.require_whole_tenant(f"{route.method} {route.path}")
-    elif kind in ("project", "project_all"):
-        project = _project_of(event, body)
-        if kind == "project_all":
-            reach.require_every_memory(f"{route.method} {route.path}")
-        if project is None:
-            reach.require_whole_tenant(f"{route.method} {route.path} without a project")
-        elif route.method in ("POST", "PUT", "PATCH") and route.name in ("store", "ingest", "capture"):
-            reach.require_write(project, _string(body, "subject"), _string(body, "visibility"))
-        else:
-            reach.require_project(project)
-    elif kind == "filtered":
-        project = _project_of(event, body)
-        if project is not None:
-            reach.require_project(project)
-    elif kind == "memory":
-        _check_memory(route, event, body, reach, memory)
-
-
-def _check_memory(route: routes.Route, event: dict[str, Any], body: Mapping[str, Any] | None, reach: Reach,
-                  memory: Callable[[str], Any]) -> None:
+    """Refuse (Forbidden) a request outside ``reach``: the event's parts, to the library's one check
+    (capsule.authz.authorize); ``memory(id)`` reads the record an id names."""
     memory_id = (event.get("pathParameters") or {}).get("id")
-    if not isinstance(memory_id, str):
-        return
-    try:
-        record = memory(memory_id)
-    except NotFound:
-        return  # the handler answers 404 as it would for anyone
-    reach.require_memory(record.id, record.project, record.subject, record.visibility)
-    if route.name == "update":
-        reach.require_write(record.project, _string(body, "subject") or record.subject,
-                            _string(body, "visibility") or record.visibility)
+    authz.authorize(reach, authz.Request(
+        operation=route.name, label=f"{route.method} {route.path}", project=_project_of(event, body),
+        memory_id=memory_id if isinstance(memory_id, str) else None, subject=_string(body, "subject"),
+        visibility=_string(body, "visibility"), memory=memory))
+
+
+def memory_reader(tenant: str, service: Callable[[], Any]) -> Callable[[str], Any]:
+    """id -> the tenant's memory record (forgotten ones too; a legacy id as well), NotFound otherwise."""
+    return lambda memory_id: service().store.get(
+        tenant, legacy_ids.memory_id(service().store, tenant, memory_id), include_forgotten=True)
+
+
+def readable(tenant: str, service: Callable[[], Any]) -> authz.Readable:
+    """What the request's principal can read, for narrowing what a call derived from memories returns."""
+    return authz.Readable(current(), memory_reader(tenant, service))
 
 
 def openapi_scope(name: str) -> dict[str, Any]:
@@ -339,8 +271,7 @@ def admit(route: routes.Route, event: dict[str, Any], body: Mapping[str, Any] | 
     """The caller's reach, once its request is checked against it (Forbidden otherwise)."""
     reach = caller_reach(event, lambda: principal_rules(tenant, getattr(service(), "store", None)))
     if reach is not FULL:
-        check(route, event, body, reach, lambda memory_id: service().store.get(
-            tenant, legacy_ids.memory_id(service().store, tenant, memory_id), include_forgotten=True))
+        check(route, event, body, reach, memory_reader(tenant, service))
     return reach
 
 

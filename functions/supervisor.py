@@ -5,15 +5,23 @@ the kernel gives each new connection to whichever worker accepts first, and whil
 replaced, connections wait in the backlog instead of being refused. A worker that dies is
 replaced, as Lambda replaces a crashed container. Stopping sends SIGTERM to every worker: each
 stops accepting, finishes and answers the requests it holds, closes idle keep-alive connections
-and exits.
+and exits. Meanwhile the supervisor answers every connection left in the backlog, or made while
+the workers drain, with 503 (:class:`Refuser`), and closes the socket only once they are gone:
+no connection that reached the socket is reset.
 """
 
 from __future__ import annotations
 
+import ctypes
+import json
 import logging
 import multiprocessing
 import multiprocessing.connection
+import select
 import socket
+import struct
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +54,123 @@ def listen(host: str, port: int, backlog: int = BACKLOG) -> socket.socket:
     return sock
 
 
+REFUSE_READ_S = 2.0  # how long the refuser waits for a request's head and body before answering anyway
+REFUSE_MAX_BYTES = 1 << 20  # what it reads of a body before answering (the rest is read and dropped)
+
+
+def _refusal() -> bytes:
+    body = json.dumps({"error": {"code": "unavailable", "message": "the server is stopping; send the request again",
+                                 "details": None}}).encode()
+    return (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)) + body
+
+
+class Refuser:
+    """Answers 503 (Retry-After: 1) on the shared socket while the workers drain: connections the
+    kernel accepted into the backlog before a worker took them, and new ones until the socket
+    closes. Each is read first (head, and body up to its Content-Length) so closing it resets
+    nothing; once answered, what the client still sends is read and dropped until it closes."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.answered = 0
+        self._stop = threading.Event()
+        self._handlers: list[threading.Thread] = []
+        self._thread = threading.Thread(target=self._run, name="capsule-refuser", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._accept_all(timeout=0.05, most=64)
+
+    def _accept_all(self, timeout: float, most: int | None = None) -> None:
+        """Answer the connections waiting, ``most`` of them at a time (the socket is non-blocking:
+        the workers' event loops made it so)."""
+        try:
+            ready, _, _ = select.select([self.sock], [], [], timeout)
+        except (OSError, ValueError):
+            return
+        while ready and (most is None or most > 0):
+            most = None if most is None else most - 1
+            try:
+                conn, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            thread = threading.Thread(target=self._answer, args=(conn,), name="capsule-refuse", daemon=True)
+            thread.start()
+            self._handlers.append(thread)
+
+    def _answer(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(REFUSE_READ_S)
+            deadline = time.monotonic() + REFUSE_READ_S
+            data = b""
+            while b"\r\n\r\n" not in data and len(data) < 65536 and time.monotonic() < deadline:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length" and value.strip().isdigit():
+                    length = int(value.strip())
+            remaining = min(length, REFUSE_MAX_BYTES) - len(body)
+            while remaining > 0 and time.monotonic() < deadline:
+                chunk = conn.recv(min(remaining, 65536))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+            if data:
+                conn.sendall(_refusal())
+                self.answered += 1
+            conn.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + REFUSE_READ_S
+            while time.monotonic() < deadline and conn.recv(65536):  # until the client closes: unread
+                pass                                                 # bytes would reset the answer
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        """Answer what is left in the backlog, stop listening, and wait for the answers to go out.
+
+        Closing a listening socket resets the connections still in its backlog, and clients keep
+        connecting until it closes. So first no new connection is let in (:func:`refuse_new`: the
+        kernel drops their SYN; the client's retry then finds the port closed, refused), then the
+        backlog is answered to the last connection, then the socket closes."""
+        self._stop.set()
+        self._thread.join(5)
+        if refuse_new(self.sock):
+            self._accept_all(timeout=0.02)  # a handshake under way when the filter came completes
+        self._accept_all(timeout=0)
+        self.sock.close()
+        deadline = time.monotonic() + 2 * REFUSE_READ_S + 1
+        for thread in self._handlers:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+SO_ATTACH_FILTER = 26  # Linux's socket option for a classic BPF filter
+
+
+def refuse_new(sock: socket.socket) -> bool:
+    """Attach a socket filter that drops every packet (one instruction: return 0) to the listening
+    socket: no new connection reaches its backlog. Linux only; False where it cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    program = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0))  # BPF_RET|BPF_K, k=0
+    fprog = struct.pack("HL", 1, ctypes.addressof(program))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
+    except OSError:
+        return False
+    return True
+
+
 @dataclass
 class Worker:
     process: Any  # multiprocessing.Process (spawn context)
@@ -61,6 +186,7 @@ class Supervisor:
     context: Any = field(default_factory=lambda: multiprocessing.get_context("spawn"))
     running: list[Worker] = field(default_factory=list)
     stopping: bool = False
+    refuser: Refuser | None = None
 
     def _spawn(self) -> Worker:
         receiver, sender = self.context.Pipe(duplex=False)
@@ -102,12 +228,19 @@ class Supervisor:
     def pids(self) -> list[int]:
         return [w.process.pid for w in self.running if w.process.is_alive()]
 
-    def stop(self, timeout: float = workers.DRAIN_S + 10) -> None:
-        """SIGTERM every worker (each drains), wait for them, then close the socket."""
+    def stop_accepting(self) -> None:
+        """SIGTERM every worker (each stops accepting and drains); new connections get 503 here."""
+        if self.stopping:
+            return
         self.stopping = True
         for worker in self.running:
             if worker.process.is_alive():
                 worker.process.terminate()  # SIGTERM
+        self.refuser = Refuser(self.sock)
+
+    def stop(self, timeout: float = workers.DRAIN_S + 10) -> None:
+        """Stop accepting (if not yet), wait for the workers to drain, then close the socket."""
+        self.stop_accepting()
         deadline = time.monotonic() + timeout
         for worker in self.running:
             worker.process.join(max(0.0, deadline - time.monotonic()))
@@ -116,7 +249,10 @@ class Supervisor:
                 worker.process.kill()
                 worker.process.join()
             worker.ready.close()
-        self.sock.close()
+        if self.refuser is not None:
+            self.refuser.close()
+        else:
+            self.sock.close()
 
 
 def _wait_ready(worker: Worker) -> str | None:

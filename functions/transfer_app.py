@@ -18,7 +18,7 @@ _event: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("capsule
 
 def sources() -> Sources:
     service = app.service()
-    return Sources(service.store, learning().store, transfer_store(service.store))
+    return Sources(service.store, learning().store, transfer_store(service.store), policies=service.guard_policies)
 
 
 def raw_body() -> bytes:

@@ -10,6 +10,7 @@ handler plus parsing HTTP.
 
 from __future__ import annotations
 
+import asyncio
 import faulthandler
 import gc
 import importlib
@@ -42,6 +43,7 @@ class WorkerConfig:
     settings: Settings
     data_dir: Path
     region: str
+    head_timeout_s: float = 10.0  # functions.asgi.HEAD_TIMEOUT_S: a request's line and headers, else 408
 
 
 class Invoker(Protocol):
@@ -133,14 +135,39 @@ def build_gateway(config: WorkerConfig):
 
 
 class WorkerServer(uvicorn.Server):
-    """uvicorn's server, draining on SIGTERM only (SIGINT is the parent's to act on)."""
+    """uvicorn's server, draining on SIGTERM only (SIGINT is the parent's to act on).
+
+    Told to stop, it stops accepting at once (the listener leaves the event loop as soon as
+    the loop is free, not at uvicorn's next tick after the request in hand), and every
+    connection made from then on is answered 503 (functions.asgi.STOPPING); the requests it
+    has read are served, then it exits. Connections still in the shared backlog are the
+    supervisor's to answer."""
+
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().startup(sockets)
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         if sig != signal.SIGINT:
-            self.should_exit = True
+            self.stop()
 
     def stop(self) -> None:
+        from .asgi import STOPPING
+
+        STOPPING.set()
         self.should_exit = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._stop_accepting)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+
+    def _stop_accepting(self) -> None:
+        for server in getattr(self, "servers", []):
+            server.close()
 
 
 def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.connection.Connection) -> None:
@@ -163,8 +190,9 @@ def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.conn
         raise SystemExit(3) from None
     settle_heap()
     application = GatewayApp(gateway, accesslog.stderr_writer())
+    protocol = type("WorkerProtocol", (JsonErrorsProtocol,), {"head_timeout_s": config.head_timeout_s})
     server = WorkerServer(uvicorn.Config(
-        application, http=JsonErrorsProtocol, lifespan="off", log_config=None, access_log=False,
+        application, http=protocol, lifespan="off", log_config=None, access_log=False,
         server_header=False, timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=DRAIN_S,
     ))
     application.stopping = lambda: server.should_exit

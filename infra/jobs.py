@@ -40,6 +40,8 @@ JOBS: tuple[Job, ...] = (
         "Mines recurring error patterns and links them to solutions", timeout_s=900),
     Job("Backfill", "functions.jobs:backfill_handler", events.Schedule.rate(Duration.minutes(5)),
         "Embeds memories stored while the embedding provider was down", timeout_s=240),
+    Job("Redact", "functions.jobs:redact_handler", events.Schedule.rate(Duration.days(1)),
+        "Redacts stored memories and their history by the current secret rules", timeout_s=900),
 )
 
 

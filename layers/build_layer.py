@@ -49,7 +49,7 @@ PYTHON_VERSION = "3.12"
 BASE_EXTRAS = ("mongo",)
 # The extras each embedder needs in the layer (the remote ones call their APIs over HTTP).
 EMBEDDER_EXTRAS: dict[str, tuple[str, ...]] = {
-    "voyage": ("voyage",), "openai": ("openai",), "hashing": (), "minilm": ("local",),
+    "voyage": ("voyage",), "openai": ("openai",), "hashing": (), "minilm": ("minilm",),  # not "local": no MCP server
 }
 DEFAULT_EMBEDDER = "voyage"
 # The AWS SDK is in the Lambda runtime; pip, setuptools and wheel are only for building.

@@ -11,21 +11,22 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 from urllib.parse import urlsplit
 
-from capsule import Settings, models
+from capsule import Settings, idprefix, models
 from capsule.errors import CapsuleError, InvalidInput
-from capsule.learning import LearningService
 from capsule.governance import models as gm
 from capsule.learning import models as lm
-from capsule.learning.runtime import build_learning
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
 from .auth import Auth, LazyAuth, NoAuth, SigV4Auth
 from .auth_choice import AUTO, AuthChoice, bearer_for, check_method, choose_auth
 from .client import CapsuleClient, Retry
+
+if TYPE_CHECKING:
+    from capsule.learning import LearningService
 
 log = logging.getLogger("capsule.mcp")
 LOCAL_TENANT = "local"  # the embedded store's one tenant, as the CLI uses
@@ -82,8 +83,15 @@ class EmbeddedBackend:
     def learning(self) -> LearningService:
         """Opened on first use: the memory tools and hooks never pay for it."""
         if self._learning is None:
+            from capsule.learning.runtime import build_learning  # the memory tools and hooks never load it
+
             self._learning = build_learning(self.service)
         return self._learning
+
+    def _id(self, given: str) -> str:
+        """The whole id ``given`` names: itself, its first characters (the 12 the CLI prints), or an
+        imported Vector Bridge chunk_id (capsule.idprefix)."""
+        return idprefix.resolve(self.service.store, self.tenant, given)
 
     def store(self, request: Mapping[str, Any]) -> models.StoreResult:
         return self.service.store_memory(self.tenant, dict(request))
@@ -98,28 +106,28 @@ class EmbeddedBackend:
         return self.service.list_memories(self.tenant, dict(request))
 
     def pin(self, memory_id: str, pinned: bool) -> models.MemoryResult:
-        return self.service.pin(self.tenant, memory_id, pinned)
+        return self.service.pin(self.tenant, self._id(memory_id), pinned)
 
     def forget(self, memory_id: str, reason: str | None, force: bool = False) -> models.MemoryResult:
-        return self.service.forget(self.tenant, memory_id, {"reason": reason, "force": force})
+        return self.service.forget(self.tenant, self._id(memory_id), {"reason": reason, "force": force})
 
     def update(self, memory_id: str, request: Mapping[str, Any], if_match: str | None) -> gm.UpdateResult:
-        return self.service.history.update(self.tenant, memory_id, dict(request), if_match=if_match)
+        return self.service.history.update(self.tenant, self._id(memory_id), dict(request), if_match=if_match)
 
     def history(self, memory_id: str) -> gm.HistoryResult:
-        return self.service.history.history(self.tenant, memory_id)
+        return self.service.history.history(self.tenant, self._id(memory_id))
 
     def revert(self, memory_id: str, request: Mapping[str, Any], if_match: str | None) -> gm.UpdateResult:
-        return self.service.history.revert(self.tenant, memory_id, dict(request), if_match=if_match)
+        return self.service.history.revert(self.tenant, self._id(memory_id), dict(request), if_match=if_match)
 
     def get(self, memory_id: str) -> models.MemoryResult:
-        return self.service.get(self.tenant, memory_id)
+        return self.service.get(self.tenant, self._id(memory_id))
 
     def restore(self, memory_id: str) -> models.RestoreResult:
-        return self.service.restore(self.tenant, memory_id)
+        return self.service.restore(self.tenant, self._id(memory_id))
 
     def feedback(self, memory_id: str, request: Mapping[str, Any]) -> models.MemoryResult:
-        return self.service.feedback(self.tenant, memory_id, dict(request))
+        return self.service.feedback(self.tenant, self._id(memory_id), dict(request))
 
     def projects(self) -> models.ProjectsResult:
         return self.service.projects(self.tenant)

@@ -547,8 +547,15 @@ def cmd_bench(args: argparse.Namespace) -> None:
         "seconds": round(time.time() - started, 1),
         "results": results,
     }
+    from capsule.guard.bench import per_kib  # the secrets guard every stored text passes (issue 37)
+
+    report["guard"] = per_kib()
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(table(results))
+    guard = report["guard"]
+    print(f"guard (secrets and personal data, 16 KiB texts): {guard['typical_us_per_kib']} µs per KiB typical, "
+          f"{guard['worst_us_per_kib']} worst ({max(guard['us_per_kib'], key=guard['us_per_kib'].get)}); "
+          "each text's in the JSON")
     skipped = {r["chromadb"]["skipped"] for r in results if "skipped" in r.get("chromadb", {})}
     for note in skipped:
         print(f"chromadb skipped: {note}")

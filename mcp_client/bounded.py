@@ -16,10 +16,11 @@ if TYPE_CHECKING:  # the hooks use excerpt() and must start without pydantic (or
 
     T = TypeVar("T")
 
-DEFAULT_MAX_CHARS = 6000
+DEFAULT_MAX_CHARS = 12_000  # twenty search hits (an excerpt, an id and every score signal each) fit
 MIN_MAX_CHARS = 500
 MAX_MAX_CHARS = 40_000
-EXCERPT_CHARS = 1200       # one hit's or memory's content in a list
+EXCERPT_CHARS = 1200       # one memory's content in a list
+HIT_EXCERPT_CHARS = 200    # one search hit's: twenty fit the default budget; memory_get reads it whole
 ECHO_CHARS = 200           # content echoed back by store/pin/forget/feedback
 
 
@@ -52,4 +53,4 @@ def fit(items: Sequence[T], budget: int, measure: Callable[[T], int]) -> tuple[l
 
 
 __all__ = ["excerpt", "fit", "size", "DEFAULT_MAX_CHARS", "MIN_MAX_CHARS", "MAX_MAX_CHARS",
-           "EXCERPT_CHARS", "ECHO_CHARS"]
+           "EXCERPT_CHARS", "HIT_EXCERPT_CHARS", "ECHO_CHARS"]

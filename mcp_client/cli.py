@@ -1,13 +1,15 @@
 """The ``capsule`` command: the composition root that wires settings, store, embedder and
 service, and that nothing else imports.
 
-Memory commands call the library directly on the embedded store; ``store`` and ``search``
-ask the running ``capsule serve`` of the same data folder first (:mod:`mcp_client.local_server`),
-which has the embedding model loaded. Other command groups (serve, keys, mcp, hook, install,
+Memory commands (store, search, list, get, pin, unpin, forget, restore, feedback, projects,
+limit) ask the running ``capsule serve`` of the same data folder first
+(:mod:`mcp_client.local_server`), which has the library loaded, and call the library directly
+on the embedded store when none answers. Other command groups (serve, keys, mcp, hook, install,
 jobs, solutions, bench, eval) live in their own modules and register themselves through
 :data:`COMMAND_MODULES`. Start-up time is the hooks' and the commands' main cost, so heavy
-modules load where they are used, and a command line names the one module it needs
-(:data:`COMMAND_HOMES`).
+modules load where they are used: a command line names the one module it needs
+(:data:`COMMAND_INDEX`), and ``capsule --help`` lists every command from that index without
+importing any of them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from capsule.errors import CapsuleError
 
 from . import local_server, project_name, render
-from .strict_cli import StrictParser
+from .strict_cli import HINT, StrictParser
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, datetime and logging are start-up costs the warm route does not pay
@@ -39,10 +41,35 @@ COMMAND_MODULES: list[str] = [
     "mcp_client.mcp_server", "mcp_client.hooks", "mcp_client.install", "mcp_client.tenants_cmd",
     "mcp_client.transfer_cmd", "mcp_client.capture_cmd", "mcp_client.sync_cmd", "mcp_client.governance_cmd",
 ]
-# Commands whose start-up an agent waits on, and the one module that adds each: a command line
-# naming one imports that module alone (any other imports every module above).
-COMMAND_HOMES: dict[str, str] = {"hook": "mcp_client.hooks", "mcp": "mcp_client.mcp_server",
-                                 "serve": "mcp_client.serve"}
+# Every command a module above adds: its module and its one-line help. A command line naming one
+# imports that module alone; ``capsule --help`` (and a mistyped command) lists them from here,
+# importing none. tests/cli/test_cli_start.py checks it against what the modules register.
+COMMAND_INDEX: dict[str, tuple[str, str]] = {
+    "serve": ("mcp_client.serve", "run the HTTP API and the web console on this machine"),
+    "keys": ("mcp_client.keys", "API keys and SigV4 access keys for capsule serve"),
+    "loadtest": ("mcp_client.loadtest", "measure capsule serve: requests/s and latency for store and search"),
+    "cloud": ("mcp_client.cloud", "one-off steps for the AWS deployment"),
+    "bench": ("mcp_client.bench", "measure ingest, cold/warm search and recall against other methods"),
+    "eval": ("mcp_client.evaluate", "retrieval benchmarks through the real service"),
+    "jobs": ("mcp_client.jobs_cmd", "run the scheduled jobs (retention, mining, backfill, redact) now"),
+    "solutions": ("mcp_client.solutions_cmd", "solutions (fixpacks): import, list, show, search, delete"),
+    "patterns": ("mcp_client.patterns_cmd", "recurring error patterns: mine, detect, golden paths"),
+    "mcp": ("mcp_client.mcp_server", "run the MCP server on stdio (for Claude and other MCP clients)"),
+    "hook": ("mcp_client.hooks", "Claude Code hook commands (read the hook JSON on stdin; never block)"),
+    "install": ("mcp_client.install", "connect Claude Desktop or Claude Code to Capsule Memory"),
+    "tenants": ("mcp_client.tenants_cmd", "tenant maintenance (hosted deployments)"),
+    "export": ("mcp_client.transfer_cmd", "write the local store's data as JSON Lines (lossless)"),
+    "import": ("mcp_client.transfer_cmd", "import an export file (or -), or: vector-bridge URI, capsule-mongo URI"),
+    "capture": ("mcp_client.capture_cmd", "propose memories from conversation events (JSON or JSON Lines, or -)"),
+    "candidates": ("mcp_client.capture_cmd", "the capture queue (pending by default), newest first"),
+    "approve": ("mcp_client.capture_cmd", "approve a capture candidate (optionally edited): store it as a memory"),
+    "reject": ("mcp_client.capture_cmd", "reject a capture candidate: never proposed again"),
+    "capture-threshold": ("mcp_client.capture_cmd", "set the project's auto-approve threshold (0-1)"),
+    "sync": ("mcp_client.sync_cmd", "sync the local store with a remote capsule serve or hosted tenant"),
+    "update": ("mcp_client.governance_cmd", "change a memory in place (the earlier version is kept)"),
+    "history": ("mcp_client.governance_cmd", "every version of a memory, oldest first"),
+    "revert": ("mcp_client.governance_cmd", "bring back an earlier version of a memory"),
+}
 
 
 def default_project() -> str:
@@ -64,16 +91,37 @@ def service_from(args: argparse.Namespace) -> "MemoryService":
     return build_service(settings_from(args))
 
 
-def served(args: argparse.Namespace, route: str, body: Any) -> Any:
-    """The running ``capsule serve``'s answer for this data folder, or None: run embedded."""
+def served(args: argparse.Namespace, route: str, body: Any = None, *, memory_id: str | None = None,
+           query: dict[str, Any] | None = None) -> Any:
+    """The running ``capsule serve``'s answer for this data folder, or None: run embedded.
+
+    ``memory_id`` (the id as typed: whole, or the first characters a table shows) goes into the
+    route's path once this data folder's store names one memory by it; otherwise None, and the
+    embedded run resolves it with its own errors (capsule.idprefix)."""
     server = local_server.find(os.environ, data_dir=getattr(args, "data_dir", None),
                                embedder=getattr(args, "embedder", None))
     if server is None:
         return None
+    params = None
+    if memory_id is not None:
+        whole = local_server.short_id(os.environ, memory_id, data_dir=getattr(args, "data_dir", None),
+                                      tenant=LOCAL_TENANT)
+        if whole is None:
+            return None
+        params = {"id": whole}
     try:
-        return server.call(route, body)
+        return server.call(route, body, path_params=params, query=query)
     except local_server.NotAnswering:
         return None
+
+
+def _when(value: Any) -> str:
+    """A time as the tables show it: a datetime (embedded run) or ISO text (the server's JSON)."""
+    if not value:
+        return ""
+    if isinstance(value, str):
+        return value[:16].replace("T", " ")
+    return value.strftime("%Y-%m-%d %H:%M")
 
 
 def _meta(args: argparse.Namespace) -> dict[str, Any]:
@@ -128,7 +176,7 @@ def cmd_ingest(args: argparse.Namespace) -> None:
         raise CapsuleError(f"no such file or folder: {', '.join(missing)}; nothing was ingested")
     from .files import ingestible
 
-    service = service_from(args)
+    service = None  # opened on the first file the running server (if any) does not take
     candidates = list(ingestible([Path(p) for p in args.paths]))
     summary = {"files": 0, "chunks": 0, "stored": 0, "deduplicated": 0, "skipped": [], "evicted": 0}
     from .progress import Progress
@@ -139,10 +187,12 @@ def cmd_ingest(args: argparse.Namespace) -> None:
         if skip:
             summary["skipped"].append({"path": str(path), "reason": skip})
             continue
-        result = service.ingest(LOCAL_TENANT, {
-            "project": args.project, "text": path.read_text("utf-8", "replace"), "path": str(path),
-            "meta": _meta(args),
-        })
+        request = {"project": args.project, "text": path.read_text("utf-8", "replace"), "path": str(path),
+                   "meta": _meta(args)}
+        result = served(args, "ingest", request) if service is None else None
+        if result is None:
+            service = service or service_from(args)
+            result = service.ingest(LOCAL_TENANT, request)
         summary["files"] += 1
         summary["chunks"] += result.chunks
         summary["deduplicated"] += len(result.deduplicated)
@@ -185,24 +235,39 @@ def cmd_search(args: argparse.Namespace) -> None:
 
 
 def _memory_rows(memories) -> list[tuple]:
-    return [(m.id, "yes" if m.pinned else "", m.created_at.strftime("%Y-%m-%d %H:%M"),
-             m.content) for m in memories]
+    return [(m.id, "yes" if m.pinned else "", _when(m.created_at), m.content) for m in memories]
 
 
 def cmd_list(args: argparse.Namespace) -> None:
-    result = service_from(args).list_memories(LOCAL_TENANT, {
+    request = {
         "project": args.project, "pinned_only": args.pinned, "limit": args.limit, "cursor": args.cursor,
         **{k: v for k, v in (("retention", args.retention), ("visibility", args.visibility),
                              ("subject", args.subject)) if v},
-    })
+    }
+    result = served(args, "list", query=request)
+    if result is None:
+        result = service_from(args).list_memories(LOCAL_TENANT, request)
     _out(args, result, lambda: "\n".join(
         [render.table(["id", "pinned", "created", "content"], _memory_rows(result.memories), wide="content"),
          result.explanation] + ([f"next: --cursor {result.next_cursor}"] if result.next_cursor else [])
     ))
 
 
+def _served_memory(args: argparse.Namespace, operation: str) -> Any:
+    """The running server's answer for a one-memory command, or None (run embedded)."""
+    if operation == "forget":
+        return served(args, "forget", memory_id=args.id, query={"reason": args.reason, "force": args.force})
+    if operation == "feedback":
+        return served(args, "feedback", {"helpful": args.helpful, "context": args.context}, memory_id=args.id)
+    return served(args, operation, memory_id=args.id)
+
+
 def _memory_command(operation: str) -> Callable[[argparse.Namespace], None]:
     def run(args: argparse.Namespace) -> None:
+        result = _served_memory(args, operation)
+        if result is not None:
+            _out(args, result, lambda: _memory_text(result) if operation == "get" else result.explanation)
+            return
         from capsule import idprefix
 
         service = service_from(args)
@@ -217,25 +282,46 @@ def _memory_command(operation: str) -> Callable[[argparse.Namespace], None]:
             result = service.restore(LOCAL_TENANT, args.id)
         else:
             result = service.feedback(LOCAL_TENANT, args.id, {"helpful": args.helpful, "context": args.context})
-        _out(args, result, lambda: (
-            f"{result.memory.content}\n\n{result.explanation}" if operation == "get" else result.explanation
-        ))
+        _out(args, result, lambda: _memory_text(result) if operation == "get" else result.explanation)
 
     return run
 
 
+def _memory_text(result: Any) -> str:
+    """``capsule get``: the memory's facts, one per line, then its whole text."""
+    m = result.memory
+    meta = m.meta or {}
+    facts = [("id", m.id), ("project", m.project), ("path", m.path), ("pinned", "yes" if m.pinned else None),
+             ("tags", ", ".join(meta.get("tags") or []) or None), ("type", meta.get("type")),
+             ("outcome", meta.get("outcome_status") if meta.get("outcome_status") != "unknown" else None),
+             ("retention", m.effective_retention), ("created", _when(m.created_at)),
+             ("updated", _when(m.updated_at) if m.updated_at != m.created_at else None),
+             ("feedback", f"{m.helpful} helpful, {m.unhelpful} not" if m.helpful or m.unhelpful else None)]
+    head = "\n".join(f"{name + ':':<10} {value}" for name, value in facts if value)
+    return f"{head}\n\n{m.content}\n\n{result.explanation}"
+
+
+def _when(at: Any) -> str:
+    # A datetime embedded; the ISO text a running server sent (the warm route parses no dates).
+    return at.isoformat(timespec="seconds") if hasattr(at, "isoformat") else str(at)[:19] + "Z"
+
+
 def cmd_projects(args: argparse.Namespace) -> None:
-    result = service_from(args).projects(LOCAL_TENANT)
+    result = served(args, "projects")
+    if result is None:
+        result = service_from(args).projects(LOCAL_TENANT)
     _out(args, result, lambda: render.table(
         ["project", "memories", "pinned", "forgotten", "limit", "last activity"],
-        [(p.project, p.memories, p.pinned, p.forgotten, p.retention_limit,
-          p.last_activity.strftime("%Y-%m-%d %H:%M") if p.last_activity else "") for p in result.projects],
+        [(p.project, p.memories, p.pinned, p.forgotten, p.retention_limit, _when(p.last_activity))
+         for p in result.projects],
         wide="project",
     ))
 
 
 def cmd_limit(args: argparse.Namespace) -> None:
-    result = service_from(args).set_retention_limit(LOCAL_TENANT, args.project, {"retention_limit": args.limit})
+    result = served(args, "project_settings", {"project": args.project, "retention_limit": args.limit})
+    if result is None:
+        result = service_from(args).set_retention_limit(LOCAL_TENANT, args.project, {"retention_limit": args.limit})
     _out(args, result, lambda: result.explanation)
 
 
@@ -248,8 +334,9 @@ def _common(parser: argparse.ArgumentParser, *, project: bool = True) -> None:
     parser.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"],
                         help="which embedder (default: CAPSULE_EMBEDDER, else auto)")
     if project:
-        parser.add_argument("--project", "-p", default=default_project(),
-                            help="project name (default CAPSULE_PROJECT, else the git repository's or the current folder's name)")
+        parser.add_argument("--project", "-p", default=default_project(), type=project_name.client_project,
+                            help="project name or folder (default CAPSULE_PROJECT, else the git repository's or the"
+                                 " current folder's full path)")
 
 
 def _meta_options(parser: argparse.ArgumentParser) -> None:
@@ -280,12 +367,15 @@ def _iso(value: str) -> datetime:
         raise argparse.ArgumentTypeError(f"not an ISO date/time: {value!r}") from exc
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; given the command a line names, only the modules it needs."""
+def build_parser(command: str | None = None, *, whole: bool = False) -> argparse.ArgumentParser:
+    """The parser of the command a line names: the memory commands' own, and of the other
+    commands only the module that adds ``command`` (a hook starts without the others). With no
+    command (``capsule --help``) the others are listed by name and help from
+    :data:`COMMAND_INDEX`, importing none; ``whole`` imports every module instead."""
     parser = StrictParser(prog="capsule", description="Long-term memory for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    if command in COMMAND_HOMES:  # its own module's parser alone: a hook starts without the others
-        importlib.import_module(COMMAND_HOMES[command]).register(sub)
+    if command in COMMAND_INDEX and not whole:  # its own module's parser alone
+        importlib.import_module(COMMAND_INDEX[command][0]).register(sub)
         return parser
 
     p = sub.add_parser("store", help="store one memory")
@@ -361,16 +451,40 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     _common(p)
     p.set_defaults(run=cmd_limit)
 
-    if command in sub.choices:
+    if command in sub.choices and not whole:
         return parser
-    for module in COMMAND_MODULES:
-        importlib.import_module(module).register(sub)
+    if whole:
+        for module in COMMAND_MODULES:
+            importlib.import_module(module).register(sub)
+    else:
+        for name, (_, text) in COMMAND_INDEX.items():
+            sub.add_parser(name, help=text, add_help=False)
     return parser
+
+
+def unknown_command(word: str) -> str | None:
+    """The one-line refusal of a command line whose command is none of ours, or None."""
+    known = [*BUILTIN_COMMANDS, *COMMAND_INDEX]
+    if word in known:
+        return None
+    from .strict_cli import nearest
+
+    return f"unknown command {word!r} (did you mean {nearest(word, known)!r}?)"
+
+
+# The commands this module adds itself (build_parser), in its order.
+BUILTIN_COMMANDS = ("store", "ingest", "search", "list", "get", "pin", "unpin", "forget", "restore", "feedback",
+                    "projects", "limit")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = argv[0] if argv and not argv[0].startswith("-") else None
+    if command is not None:
+        refused = unknown_command(command)
+        if refused:
+            print(f"capsule: error: {refused}\n{HINT.format(command='capsule')}", file=sys.stderr)
+            return 2
     args = build_parser(command).parse_args(argv)
     try:
         args.run(args)

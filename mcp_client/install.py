@@ -4,6 +4,13 @@ that connects Claude to Capsule Memory.
 Merging never clobbers: other MCP servers and other hooks are kept, a hook already present is
 not added twice, and a config file that is not valid JSON is refused (nothing is written).
 The previous file is kept beside the new one as ``<name>.bak``.
+
+The project (issue 30): Claude Desktop starts its servers in ``/`` or the home folder, which name
+no project, so its config names one: ``--project``, else :data:`DESKTOP_PROJECT`. Claude Code
+starts the server and the hooks in the checkout, so its config names none unless ``--project``
+is given: the default rule (``mcp_client.project_name``) then gives the checkout's full path, as
+a committed ``.mcp.json`` must not name one machine's folders; the command says which project
+that is. A root or home folder is refused as ``--project``.
 """
 
 from __future__ import annotations
@@ -19,7 +26,10 @@ from typing import Any, Mapping
 
 from capsule.errors import InvalidInput
 
+from . import vb_shim
+
 SERVER_NAME = "capsule-memory"
+DESKTOP_PROJECT = "desktop"  # Claude Desktop's memories, when --project names none
 # Claude Code hook event -> (matcher, hook command argument, timeout in seconds)
 HOOKS: dict[str, tuple[str | None, str, int]] = {
     "Stop": (None, "stop", 30),
@@ -48,12 +58,49 @@ def not_portable_note() -> str | None:
             " or activate the virtualenv, and run this again to write the portable 'capsule'")
 
 
+def project_option(value: str) -> str:
+    """``--project``: a name, or a folder made canonical here; never the root or the home folder."""
+    from .project_name import canonical_folder, client_project, is_path
+
+    name = client_project(value)
+    if not name:
+        raise argparse.ArgumentTypeError("a project needs a name")
+    if is_path(name) and name in _not_projects():
+        raise argparse.ArgumentTypeError(f"{value!r} is the root or the home folder, which is no project: give a "
+                                         "name (--project notes) or a checkout's folder")
+    return name if not is_path(name) else canonical_folder(name)
+
+
+def _not_projects() -> set[str]:
+    from .project_name import canonical_folder
+
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    return {"/", canonical_folder(home)} if home and home != "~" else {"/"}
+
+
+def project_of(args: argparse.Namespace, *, code: bool) -> str | None:
+    """The project the config names: --project; Claude Desktop's own name; for Claude Code none."""
+    return args.project or (None if code else DESKTOP_PROJECT)
+
+
+def code_project(args: argparse.Namespace) -> str:
+    """Where Claude Code's memories go: --project, else the checkout of --dir as the default rule
+    names it from there (its git repository's top folder as a full path)."""
+    from .project_name import default_project
+
+    if args.project:
+        return args.project
+    return default_project({k: v for k, v in os.environ.items() if k != "CAPSULE_PROJECT"},
+                           cwd=Path(args.dir).resolve())
+
+
 def server_entry(args: argparse.Namespace, *, code: bool) -> dict[str, Any]:
     command = capsule_command(portable=code)
     mcp_args = [*command[1:], "mcp"]
     env = {name: value for name, value in [
         ("CAPSULE_MEMORY_URL", args.url), ("CAPSULE_AUTH", args.auth), ("AWS_PROFILE", args.profile),
-        ("AWS_REGION", args.region), ("CAPSULE_DATA_DIR", args.data_dir), ("CAPSULE_PROJECT", args.project),
+        ("AWS_REGION", args.region), ("CAPSULE_DATA_DIR", args.data_dir),
+        ("CAPSULE_PROJECT", project_of(args, code=code)),
     ] if value}
     entry: dict[str, Any] = {"command": command[0], "args": mcp_args}
     if code:
@@ -169,19 +216,29 @@ def cmd_desktop(args: argparse.Namespace) -> None:
     path = Path(args.config) if args.config else desktop_config_path()
     if not args.write:
         # stdout is the JSON alone (it can be piped into jq or a file); the hint goes to stderr.
-        print(f"# Merge into {path} (or run again with --write):", file=sys.stderr)
+        print(f"# Merge into {path} (or run again with --write); memories go to project "
+              f"'{entry['env']['CAPSULE_PROJECT']}' (--project to name another):", file=sys.stderr)
         print(json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2))
         return
     merged, note = merge_server(read_json(path), entry)
     write_json(path, merged)
-    print(f"{path}: {note}. Restart Claude Desktop to load it.")
+    print(f"{path}: {note}; memories go to project '{entry['env']['CAPSULE_PROJECT']}'. "
+          "Restart Claude Desktop to load it.")
 
 
 def cmd_code(args: argparse.Namespace) -> None:
     entry = server_entry(args, code=True)
     hooks = hooks_config(_env_prefix(args))
     mcp_path, settings_path = code_paths(args.scope, Path(args.dir))
+    if args.project:
+        where = f"# Memories go to project '{args.project}' (--project)."
+    elif args.scope == "user":
+        where = "# Memories go to the project of the checkout Claude Code runs in (its full path)."
+    else:
+        where = (f"# Memories go to project '{code_project(args)}': the checkout Claude Code runs in, by its full"
+                 " path (no folder is written into the file, which a team commits).")
     if not args.write:
+        print(where)
         print(f"# MCP server: merge into {mcp_path}")
         print(json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2))
         if not args.no_hooks:
@@ -198,6 +255,7 @@ def cmd_code(args: argparse.Namespace) -> None:
     if settings is not None:
         write_json(settings_path, settings[0])
         print(f"{settings_path}: " + "; ".join(settings[1]) + ".")
+    print(where.lstrip("# "))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -212,7 +270,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         q.add_argument("--profile", help="AWS profile for SigV4")
         q.add_argument("--region", help="AWS region for SigV4")
         q.add_argument("--data-dir", help="embedded: data folder")
-        q.add_argument("--project", help="fixed default project (default: the folder Claude runs in)")
+        q.add_argument("--project", type=project_option,
+                       help=f"the project (default: '{DESKTOP_PROJECT}')" if name == "claude-desktop" else
+                       "a fixed project (default: the checkout Claude Code runs in, by its full path)")
         if name == "claude-desktop":
             q.add_argument("--config", help="the config file (default: Claude Desktop's, for this OS)")
         else:
@@ -222,6 +282,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             q.add_argument("--dir", default=".", help="the project folder (default: the current one)")
             q.add_argument("--no-hooks", action="store_true", help="only the MCP server, no hooks")
         q.set_defaults(run=run)
+    vb_shim.register(sub, capsule_command)
 
 
 __all__ = ["register", "merge_server", "merge_hooks", "hooks_config", "server_entry", "desktop_config_path"]

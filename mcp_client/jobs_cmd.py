@@ -12,8 +12,10 @@ from . import cli, render
 
 def cmd_run(args: argparse.Namespace) -> None:
     budget = {k: v for k, v in (("max_evictions", args.max_evictions), ("max_tenants", args.max_tenants),
-                                ("batch", args.batch), ("max_batches", args.max_batches)) if v}
-    allowed = {"retention": {"max_evictions"}, "mining": {"max_tenants"}, "backfill": {"batch", "max_batches"}}
+                                ("batch", args.batch), ("max_batches", args.max_batches),
+                                ("max_memories", args.max_memories)) if v}
+    allowed = {"retention": {"max_evictions"}, "mining": {"max_tenants"}, "backfill": {"batch", "max_batches"},
+               "redact": {"max_memories"}}
     extra = set(budget) - allowed[args.name]
     if extra:
         raise cli.CapsuleError(f"'{args.name}' takes no --{', --'.join(sorted(extra)).replace('_', '-')}")
@@ -22,7 +24,7 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    jobs = sub.add_parser("jobs", help="run the scheduled jobs (retention, mining, backfill) now")
+    jobs = sub.add_parser("jobs", help="run the scheduled jobs (retention, mining, backfill, redact) now")
     jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
     p = jobs_sub.add_parser("run", help="run one job and print what it did")
     p.add_argument("name", choices=JOB_NAMES)
@@ -30,5 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-tenants", type=int, help="mining: tenants per run")
     p.add_argument("--batch", type=int, help="backfill: memories per batch")
     p.add_argument("--max-batches", type=int, help="backfill: batches per run")
+    p.add_argument("--max-memories", type=int, help="redact: memories swept per run")
     cli._common(p, project=False)
     p.set_defaults(run=cmd_run)

@@ -80,7 +80,7 @@ class LocalServer:
         return f"LocalServer(url={self.url!r})"
 
     def call(self, route: str, body: Any = None, *, path_params: Mapping[str, str] | None = None,
-             timeout_s: float = REQUEST_TIMEOUT_S) -> View:
+             query: Mapping[str, Any] | None = None, timeout_s: float = REQUEST_TIMEOUT_S) -> View:
         """The answer of the route named ``route`` (:mod:`functions.routes`).
 
         Raises :class:`NotAnswering` before anything was sent (the caller may run embedded
@@ -89,6 +89,10 @@ class LocalServer:
         """
         method, template = _route(self.routes, route)
         path = template.format(**{k: quote(v, safe="") for k, v in (path_params or {}).items()})
+        pairs = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()
+                 if v is not None and v is not False]
+        if pairs:
+            path += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in pairs)
         parts = urlsplit(self.url)
         payload = None if body is None else json.dumps(body, default=_jsonable).encode("utf-8")
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
@@ -187,6 +191,36 @@ def find(environ: Mapping[str, str], *, data_dir: str | Path | None = None,
     return LocalServer(announced["url"], token, routes if isinstance(routes, dict) else None)
 
 
+def short_id(environ: Mapping[str, str], text: str, *, data_dir: str | Path | None = None,
+             tenant: str = "local") -> str | None:
+    """The whole id of the one memory whose id starts with ``text``, read from the SQLite file of
+    this data folder (read-only, one indexed range), for a command that sends the id to the
+    running server: the HTTP API takes whole ids, the CLI the 12 characters its tables print.
+    None when this cannot say for sure (no such file, no match, several, a number that may be
+    an imported Vector Bridge id, under 8 characters): the caller then resolves it as an
+    embedded run does (capsule.idprefix), with its errors."""
+    if len(text) < 8 or text.isdigit():
+        return None
+    import sqlite3
+
+    path = data_dir_from(environ, data_dir).expanduser() / "capsule.db"
+    if not path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=2.0)
+        try:
+            rows = db.execute("SELECT id FROM memories WHERE +tenant = ? AND id >= ? AND id < ? ORDER BY id LIMIT 2",
+                              (tenant, text, text + "\U0010ffff")).fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    found = [row[0] for row in rows if isinstance(row[0], str) and row[0].startswith(text)]
+    if text in found:
+        return text
+    return found[0] if len(found) == 1 else None
+
+
 def _token_file(folder: Path, announced: Any) -> Path:
     """The server's token file: the one it announced when that is in its data folder (this
     one), else where the credentials module keeps it."""
@@ -252,4 +286,5 @@ class ServerBackend:
             self._embedded.close()
 
 
-__all__ = ["ANNOUNCE_FILE", "LocalServer", "NotAnswering", "ServerBackend", "View", "announce", "find"]
+__all__ = ["ANNOUNCE_FILE", "LocalServer", "NotAnswering", "ServerBackend", "View", "announce", "find",
+           "short_id"]

@@ -133,7 +133,7 @@ def register(tools: ToolRegistry) -> None:
         if not all_projects:
             request["project"] = s.project(project)
         found = run(lambda: s.backend.search(request))
-        return result(*out.search_output(found, s.budget(max_chars)))
+        return result(*out.search_output(found, s.budget(max_chars), every_project=all_projects))
 
     @tools.tool(annotations=READ)
     def memory_list(

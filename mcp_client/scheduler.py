@@ -1,9 +1,10 @@
 """The scheduled jobs inside ``capsule serve``: one small daemon thread with intervals.
 
 Backfill runs often (memories stored while the embedder was down become searchable by
-meaning soon), mining hourly, retention daily; each first runs shortly after start. A run
-that fails is logged and retried at its next interval; the leases in the store keep this
-thread and a ``capsule jobs run`` (or a second ``serve``) from working at the same time.
+meaning soon), mining hourly, retention and redact (the secrets sweep) daily; each first runs
+shortly after start. A run that fails is logged and retried at its next interval; the leases in
+the store keep this thread and a ``capsule jobs run`` (or a second ``serve``) from working at the
+same time.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from capsule.service import MemoryService
 
 log = logging.getLogger("capsule.jobs")
 
-INTERVALS_S: Mapping[str, float] = {"backfill": 300.0, "mining": 3600.0, "retention": 86400.0}
+# redact: a sweep by the secret rules; once finished under the current rules a run does nothing.
+INTERVALS_S: Mapping[str, float] = {"backfill": 300.0, "mining": 3600.0, "retention": 86400.0, "redact": 86400.0}
 FIRST_DELAY_S = 30.0
 
 

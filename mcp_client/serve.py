@@ -92,7 +92,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
     token, created = credentials.ensure_token()
     if args.workers < 1:
         raise InvalidInput("--workers must be at least 1", field="workers")
-    config = workers.WorkerConfig(settings, settings.data_dir, args.region)
+    if not 0 < args.head_timeout <= 600:
+        raise InvalidInput("--head-timeout must be more than 0 and at most 600 seconds", field="head_timeout")
+    config = workers.WorkerConfig(settings, settings.data_dir, args.region, head_timeout_s=args.head_timeout)
     try:
         sock = supervisor.listen(args.host, args.port)
     except OSError as exc:
@@ -118,6 +120,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         while not stopping.wait(0.2):
             pool.replace_dead()
     finally:
+        pool.stop_accepting()  # at once: new connections get 503 while the workers finish what they hold
         withdraw()
         print("capsule serve: stopping; finishing requests in flight", file=sys.stderr, flush=True)
         for stop in stops:
@@ -137,4 +140,6 @@ def register(subparsers) -> None:
                    help="handler worker processes (default: CPUs, at most 4)")
     p.add_argument("--region", default=default_region(),
                    help="the region SigV4 signatures must name (default AWS_REGION, else us-east-1)")
+    p.add_argument("--head-timeout", type=float, default=workers.WorkerConfig.head_timeout_s, metavar="SECONDS",
+                   help="a request's line and headers must arrive within this (default 10); else 408")
     p.set_defaults(run=cmd_serve)

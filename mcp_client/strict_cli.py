@@ -5,7 +5,8 @@ the subcommand's options to suggest from, and it silently expands abbreviations 
 would be ``--project`` today and an error once a ``--proj-dir`` exists). :class:`StrictParser`
 remembers which (sub)parser parsed last, refuses leftovers with that parser's usage and the
 nearest of its options, and takes every option by its full name. Exit status 2, before any
-command runs, so a refused command changes nothing.
+command runs, so a refused command changes nothing. Every refusal is one line, and a second
+that says where the usage is (:data:`HINT`), not argparse's usage block.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is a start-up cost a command does not otherwise pay
-    from typing import Any, Sequence
+    from typing import Any, NoReturn, Sequence
 
+HINT = "hint: '{command} --help' shows the usage"
 OWNER = "_capsule_parser"  # the deepest parser of a command line, kept on the namespace while parsing
 
 
@@ -33,6 +35,10 @@ class StrictParser(argparse.ArgumentParser):
         from .render import terminal_columns
 
         return self.formatter_class(prog=self.prog, width=terminal_columns(80) - 2)
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        """One line saying what is wrong, and where the usage is; exit status 2."""
+        self.exit(2, f"{self.prog}: error: {message}\n{HINT.format(command=self.prog)}\n")
 
     def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
         namespace, extras = super().parse_known_args(args, namespace)

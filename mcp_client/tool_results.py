@@ -6,14 +6,14 @@ result (a model below, published as the tool's output schema) and the text an ag
 
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+from typing import Any, Sequence, TypeVar
 
 from pydantic import BaseModel, Field
 
 from capsule import models
 
 from . import vector_bridge
-from .bounded import ECHO_CHARS, EXCERPT_CHARS, excerpt, fit, size
+from .bounded import ECHO_CHARS, EXCERPT_CHARS, HIT_EXCERPT_CHARS, excerpt, fit, size
 
 
 class Bounded(BaseModel):
@@ -21,16 +21,12 @@ class Bounded(BaseModel):
     truncated: list[str] = Field(default_factory=list, description="Ids whose content was cut to an excerpt.")
 
 
-class OutputHit(models.SearchHit):
-    """A hit as the tools show it: ours, and the Vector Bridge's ``chunk`` and ``meta`` scores beside."""
+class SearchOutput(Bounded):
+    """Each hit once: an excerpt and its id (memory_get reads it whole), each score signal once, and of
+    the hit's other fields only those that say something (a default is left out)."""
 
-    # Ours was the chunk's position (now ``position``); the Vector Bridge's is its text, which its agents read.
-    chunk: str = Field(description="The text, as in content.")  # type: ignore[assignment]
-    position: models.Chunk | None = Field(None, description="Which chunk of an ingested text this is.")
-
-
-class SearchOutput(models.SearchResult, Bounded):
-    results: list[OutputHit]  # type: ignore[assignment]
+    results: list[dict[str, Any]]
+    explanation: str
 
 
 class ListOutput(models.ListResult, Bounded):
@@ -51,7 +47,7 @@ class GetOutput(models.MemoryResult):
     total_chars: int = Field(description="The whole content's length, in characters.")
 
 
-M = TypeVar("M", OutputHit, models.Memory)
+M = TypeVar("M", bound=models.Memory)
 
 
 def _short_memory(memory: models.Memory, limit: int = ECHO_CHARS) -> models.Memory:
@@ -72,25 +68,40 @@ def _shortened(items: Sequence[M], max_chars: int) -> tuple[list[M], int, list[s
         content, was_cut = excerpt(item.content, EXCERPT_CHARS)
         if was_cut:
             cut.add(item.id)
-        same = {"chunk": content} if isinstance(item, OutputHit) else {}  # the Vector Bridge's copy of it
-        short.append(item.model_copy(update={"content": content, **same}))
+        short.append(item.model_copy(update={"content": content}))
     kept, omitted = fit(short, max_chars, size)
     return kept, omitted, [item.id for item in kept if item.id in cut]
 
 
-def _output_hit(hit: models.SearchHit) -> OutputHit:
-    fields = {**hit.model_dump(), "position": hit.chunk}
-    return OutputHit(**{**fields, **vector_bridge.hit_fields(hit, hit.content)})
+# A hit's fields left out where they hold their default (most hits): every listed one is paid for.
+HIT_DEFAULTS = {"pinned": False, "retention": "replaceable", "visibility": "private", "subject": None,
+                "supersedes": None, "superseded": [], "chunk": None, "path": None}
 
 
-def search_output(result: models.SearchResult, max_chars: int) -> tuple[SearchOutput, str]:
-    kept, omitted, truncated = _shortened([_output_hit(h) for h in result.results], max_chars)
+def _output_hit(hit: models.SearchHit, every_project: bool) -> dict[str, Any]:
+    out = hit.model_dump(mode="json", exclude={"created_at"})
+    out["content"], _ = excerpt(hit.content, HIT_EXCERPT_CHARS)
+    out["score"] = round(hit.score, 4)
+    out["components"] = {name: round(value, 3) for name, value in out["components"].items()}  # every signal
+    out["meta"] = {k: v for k, v in out["meta"].items() if v not in ([], None) and not (k, v) == ("outcome_status", "unknown")}
+    if not every_project:
+        del out["project"]  # the one asked for
+    return {k: v for k, v in out.items() if not (k in HIT_DEFAULTS and v == HIT_DEFAULTS[k])}
+
+
+def search_output(result: models.SearchResult, max_chars: int, every_project: bool = False
+                  ) -> tuple[SearchOutput, str]:
+    hits = [_output_hit(h, every_project) for h in result.results]
+    kept, omitted = fit(hits, max_chars, size)
+    truncated = [h["id"] for h, full in zip(kept, result.results) if len(full.content) > HIT_EXCERPT_CHARS]
     out = SearchOutput(results=kept, explanation=result.explanation, omitted=omitted, truncated=truncated)
-    lines = [f"{n}. [{h.score:.2f}] {h.id}" + (f" ({h.path})" if h.path else "")
-             + (" pinned" if h.pinned else "") + f"\n   {_one_line(h.content, 400)}"
+    lines = [f"{n}. [{h['score']:.2f}] {h['id']}" + (f" ({h['path']})" if h.get("path") else "")
+             + (" pinned" if h.get("pinned") else "") + f"\n   {_one_line(h['content'], HIT_EXCERPT_CHARS)}"
              for n, h in enumerate(kept, start=1)]
     if omitted:
         lines.append(f"({omitted} more left out to stay within max_chars; lower k or raise max_chars)")
+    if truncated:
+        lines.append("Excerpts: memory_get reads a memory whole.")
     lines.append(result.explanation)
     return out, "\n".join(lines) if kept else "No memories matched. " + result.explanation
 

@@ -23,6 +23,16 @@ NO_NODE = shutil.which("node") is None and not os.environ.get("CI")
 collect_ignore = ["infra"] if NO_NODE else []
 
 
+def not_installed(reason: str, *, module: bool = False) -> None:
+    """A tool a test drives is not on this machine: skip here, naming it (``./scripts/test`` run as
+    root installs it, or says how); under CI (``CI`` set, as .ci/run does) fail instead: CI runs
+    every test but the real-MongoDB ones (CAPSULE_TEST_MONGODB_URI)."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI must run this test, not skip it (./scripts/test installs it as root)",
+                    pytrace=False)
+    pytest.skip(f"{reason} (./scripts/test installs it when run as root)", allow_module_level=module)
+
+
 def pytest_report_header(config):
     return "infra tests left out: the CDK synthesizer needs Node.js on PATH" if NO_NODE else None
 

@@ -10,9 +10,9 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from capsule import limits
+from capsule import authz, limits
 from capsule.transfer.export import export_page
-from functions import app, transfer_app
+from functions import app, scopes, transfer_app
 
 PAGE_BYTES = 4 * 1024 * 1024
 NEXT_CURSOR = "X-Capsule-Next-Cursor"
@@ -24,7 +24,10 @@ def export(
     cursor: Annotated[str | None, Query(min_length=1, max_length=4096, pattern=r"^[A-Za-z0-9_-]+$",
                                         description="X-Capsule-Next-Cursor of the page before")] = None,
 ) -> str:
-    page = export_page(transfer_app.sources(), app.tenant(), project, cursor, max_bytes=PAGE_BYTES)
+    sources = transfer_app.sources()
+    page = export_page(sources, app.tenant(), project, cursor, max_bytes=PAGE_BYTES, keep=authz.export_keep(
+        scopes.readable(app.tenant(), app.service), lambda tag, category: sources.learning.get_pattern(
+            app.tenant(), tag, category)))
     headers = {NEXT_CURSOR: page.next_cursor} if page.next_cursor else {}
     return Response(200, MEDIA_TYPE, page.text, headers=headers)  # type: ignore[return-value]
 

@@ -74,7 +74,9 @@ def _message(err: dict[str, Any], model: type[BaseModel] | None, loc: Sequence[A
 
 
 def field_name(loc: Sequence[Any]) -> str:
-    return ".".join(str(p) for p in loc) or "body"
+    # A union's member shows in the location as its validator's tag ("function-after[...]",
+    # "literal['unlimited']"): not a field a caller could name, so it is left out.
+    return ".".join(str(p) for p in loc if not (isinstance(p, str) and ("[" in p or "(" in p))) or "body"
 
 
 def details_of(errors: Iterable[dict[str, Any]], model: type[BaseModel] | None = None,

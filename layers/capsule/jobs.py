@@ -1,4 +1,6 @@
-"""The scheduled jobs: retention, pattern mining and embedding backfill.
+"""The scheduled jobs: retention, pattern mining, embedding backfill and the secrets sweep
+(``redact``: memories stored before the current secret rules, redacted with their history,
+:mod:`capsule.guard.sweep`).
 
 Each job is idempotent (running it twice does what running it once did), bounded per run
 (it stops after a budget and says so), resumable (the next run continues where the last
@@ -32,7 +34,7 @@ from .store.base import MemoryStore
 from .store.governance import governance_store
 from .store.learning import LearningStore
 
-JOB_NAMES = ("retention", "mining", "backfill")
+JOB_NAMES = ("retention", "mining", "backfill", "redact")
 PENDING_COUNTED = 1000  # how far a report counts what is still pending
 LEASE_SECONDS = 15 * 60
 BATCH_RESERVE_S = 20.0  # a backfill batch (embed, then one write per memory) is not started with less left
@@ -179,6 +181,23 @@ class Jobs:
                 self.memories.set_embedding(record.tenant, record.id, vector, self.embedder.model_id)
             embedded += len(pending)
         return embedded, self._pending(), None
+
+    # ---- redact ----------------------------------------------------------------
+
+    def _redact(self, max_memories: int = 5000, page: int = 200) -> tuple[bool, dict[str, int], str]:
+        """Sweep stored memories (and their old versions) by the current secret rules; resumes
+        where the last run stopped, and does nothing once a sweep under these rules finished."""
+        from .guard.policy import Policies
+        from .guard.stored import store_policies
+        from .guard.sweep import Sweep
+
+        policies = store_policies(self.memories, Policies(secrets=self.settings.secrets_policy,
+                                                          pii=self.settings.pii_policy))
+        sweep = Sweep(self.memories, self.embedder, policies=policies, clock=self.clock,
+                      session_words=self.settings.session_context_words)
+        report = sweep.run(self.store.job_state("redact"), max_memories=max_memories, page=page)
+        self.store.save_job_state("redact", report.state, at=self.clock())
+        return report.complete, report.counts, report.explanation
 
     def _pending(self) -> int:
         return len(self.memories.pending_embeddings(limit=PENDING_COUNTED, model=self.embedder.model_id))

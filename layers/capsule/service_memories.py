@@ -121,7 +121,12 @@ class ServiceMemories:
                  ) -> models.MemoryResult:
         memory_id = legacy_ids.memory_id(self.store, tenant, memory_id)  # an imported Vector Bridge chunk_id too
         req = validate(models.FeedbackRequest, request)
-        record = self.store.add_feedback(tenant, memory_id, helpful=req.helpful, context=req.context,
+        context = req.context
+        if context:  # a feedback's context is a text that enters too: guarded as a memory's (capsule.guard)
+            from .guard.policy import guard_text
+            project = self.store.get(tenant, memory_id, include_forgotten=True).project
+            context = guard_text(context, self.guard_policies(tenant, project), field="context").text
+        record = self.store.add_feedback(tenant, memory_id, helpful=req.helpful, context=context,
                                          at=self.clock())
         vote = "helpful" if req.helpful else "not helpful"
         return models.MemoryResult(

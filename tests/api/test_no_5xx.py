@@ -148,6 +148,8 @@ def fill_cache_pages(service) -> None:
 
 def test_a_full_store_is_503_with_retry_after_and_nothing_half_written(service, call):
     stored(call)
+    # No rolling limit, so the long ingest below is not refused for its size (409) before it is tried.
+    assert call(event("project_settings", body={"project": "api", "retention_limit": "unlimited"})).status == 200
     fill_up(service)
     before = call(event("list", query={"project": "api"})).json["memories"]
     text = " ".join(f"line {i} of a long text about disks." for i in range(20_000))

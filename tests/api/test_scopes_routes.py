@@ -56,7 +56,7 @@ def test_every_route_declares_the_scope_it_needs():
     assert declared - names == set(), "a scope declared for a route that does not exist"
     for name, (access, reach) in scopes.ROUTE_SCOPES.items():
         assert access in ("read", "write", "admin")
-        assert reach in ("memory", "project", "project_all", "filtered", "tenant", "any")
+        assert reach in ("memory", "project", "project_all", "filtered", "derived", "tenant", "any")
 
 
 def test_an_undeclared_route_needs_admin_of_the_whole_tenant():

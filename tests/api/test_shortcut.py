@@ -77,7 +77,8 @@ def test_store_and_search_take_the_shortcut():
     assert search.handler.shortcut is not None and store.handler.shortcut is not None
 
 
-@pytest.mark.parametrize("headers", [{}, {"content-type": "application/json; charset=utf-8"}])
+@pytest.mark.parametrize("headers", [{"content-type": "application/json"},
+                                     {"content-type": "application/json; charset=utf-8"}])
 def test_a_valid_search_is_answered_as_the_resolver_answers_it(scripted, monkeypatch, headers):
     fake = scripted(SEARCH_RESULT)
     e = event("search", body={"project": "p", "query": "café", "k": 3})

@@ -126,3 +126,11 @@ def test_the_mcp_server_uses_the_same_default_project(tmp_path, folders):
     memory = anyio.run(main)
     assert memory["project"] == os.path.realpath(repo)
     assert memory["meta"]["tags"] == ["b", "a"]  # tags beside meta.tags: both, meta.tags first, no repeat
+
+
+def test_get_shows_the_memorys_facts_before_its_whole_text(tmp_path):
+    memory_id = json.loads(run(tmp_path, "store", "Use WAL mode for SQLite", "--project", "api", "--tag", "sqlite",
+                               "--json").stdout)["memory"]["id"]
+    shown = run(tmp_path, "get", memory_id[:12]).stdout
+    assert shown.startswith(f"id:        {memory_id}\nproject:   api\n")
+    assert "tags:      sqlite" in shown and "\n\nUse WAL mode for SQLite\n\n" in shown

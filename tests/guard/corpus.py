@@ -15,14 +15,16 @@ def _b64(obj) -> str:
     return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
 
 
-AKIA = "AKIA" + "IOSFODNN7EXAMPLE"
+AKIA = "AKIA" + "Q3EGRJ7XUHB4WZLM"  # fake, format-valid (AWS's documented AKIA...EXAMPLE is a placeholder)
 ASIA = "ASIA" + "Y34FZKBOKMUTVV7A"
-AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+AWS_SECRET = "q8Zr2Lm9/Vx4Tn7Kp1Wb" + "6Hy3Jd5Fs0Gc+Na8Re2U"
+AWS_EXAMPLE_ACCESS = "AKIA" + "IOSFODNN7EXAMPLE"  # AWS's documentation examples: not secrets
+AWS_EXAMPLE_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
 GHP = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
 GHO = "gho_" + "16C7e42F292c6912E7710c838347Ae178B4a"
 GHS = "ghs_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe9Dc8"
-GH_PAT = "github_pat_" + "11ABCDEFG0123456789abc" + "_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4Y5z6A7b8C9d"
-SLACK_BOT = "xoxb-" + "1234567890123-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+GH_PAT = "github_pat_" + "11AQZ7R2Y0kX9vB3mT5nLc" + "_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4Y5z6A7b8C9d"
+SLACK_BOT = "xoxb-" + "2718281828459-3141592653589-Qm7ZtR2vLx9KpW4nBc8YhJ3d"
 SLACK_USER = "xoxp-" + "2345678901-2345678901-3456789012-0a1b2c3d4e5f60718293a4b5c6d7e8f9"
 OPENAI = "sk-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7OT3BlbkFJOp8Qr9St0Uv1Wx2Yz3Ab4Cd"
 OPENAI_PROJ = "sk-proj-" + "Xy7_Zw6-Vu5Ts4Rq3Po2Nm1Lk0Ji9Hg8Fe7Dc6Ba5Zy4Xw3Vu2Ts1Rq0Po9Nm8Lk7Ji6Hg5Fe4Dc3Ba2"
@@ -80,6 +82,7 @@ TRUE_POSITIVES = [
 ]
 
 FALSE_POSITIVES = [
+    f"aws configure: {AWS_EXAMPLE_ACCESS} / aws_secret_access_key = {AWS_EXAMPLE_SECRET} (from the AWS docs)",
     "request id 550e8400-e29b-41d4-a716-446655440000 failed",
     "fixed in commit 3f52e02a9c4b7d1e8f6a5b4c3d2e1f0a9b8c7d6e",
     "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",

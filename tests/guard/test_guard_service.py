@@ -156,3 +156,30 @@ def test_an_update_is_guarded_as_a_store_is(sqlite_store, clock, tmp_path, embed
     with pytest.raises(InvalidInput):
         refusing.history.update("t1", stored.id, {"content": f"again {AKIA}"})
     assert refusing.get("t1", stored.id).memory.content == updated.content  # nothing changed
+
+
+def test_a_feedback_context_is_guarded(sqlite_store, clock, tmp_path, embedder):
+    """Issue 37: the context of a vote is a text that enters too; it never reaches the file."""
+    from .labelled import FAKE
+    service = make(sqlite_store, clock, tmp_path, embedder)
+    stored = service.store_memory("t1", {"project": "p", "content": "retry the upload with backoff"}).memory
+    service.feedback("t1", stored.id, {"helpful": True,
+                                       "context": f"worked once I set STRIPE_SECRET_KEY={FAKE['stripe_live']}"})
+    service.settle()
+    raw = db_bytes(Path(sqlite_store.path))
+    assert FAKE["stripe_live"].encode() not in raw and b"[REDACTED:stripe-key]" in raw
+
+
+def test_the_new_rules_reach_the_store_path(sqlite_store, clock, tmp_path, embedder):
+    """A connection string's password and a provider key are redacted on a store, never embedded."""
+    from .labelled import FAKE
+    service = make(sqlite_store, clock, tmp_path, embedder)
+    text = (f"DATABASE_URL=postgresql://app:{FAKE['pw_url1']}@db.internal:5432/prod\n"
+            f"ANTHROPIC_API_KEY={FAKE['ant']}\nHF_TOKEN={FAKE['hf']}")
+    memory = service.store_memory("t1", {"project": "p", "content": text}).memory
+    assert [f["kind"] for f in memory.meta["_guard"]["secrets"]] == ["url-credential", "anthropic-key", "huggingface-token"]
+    assert memory.meta["_guard"].get("pii", []) == []
+    service.settle()
+    raw = db_bytes(Path(sqlite_store.path))
+    for name in ("pw_url1", "ant", "hf"):
+        assert FAKE[name].encode() not in raw and not any(FAKE[name] in t for t in embedder.seen)

@@ -20,7 +20,9 @@ def test_cdk_synth_runs_offline_without_credentials_and_with_the_api_key_flag(tm
     checked in test_stack.py and test_operations.py)."""
     cdk = shutil.which("cdk")
     if cdk is None:
-        pytest.skip("the aws-cdk CLI is not installed (`npm install -g aws-cdk`; .ci/run does it)")
+        from tests.conftest import not_installed
+
+        not_installed("the aws-cdk CLI is not installed (npm install -g aws-cdk@2)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(AWS_EC2_METADATA_DISABLED="true", CDK_DISABLE_VERSION_CHECK="1", CI="true",
                JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="18,20", AWS_CONFIG_FILE=str(tmp_path / "none"),

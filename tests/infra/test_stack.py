@@ -60,7 +60,8 @@ def test_jobs_run_on_schedules_with_dead_letter_queues(template):
     by_handler = functions_by_handler(template)
     rules = list(resources(template, "AWS::Events::Rule").values())
     queues = resources(template, "AWS::SQS::Queue")
-    expected = {"Retention": "rate(1 hour)", "Mining": "rate(1 day)", "Backfill": "rate(5 minutes)"}
+    expected = {"Retention": "rate(1 hour)", "Mining": "rate(1 day)", "Backfill": "rate(5 minutes)",
+                "Redact": "rate(1 day)"}
     assert {job.name for job in JOBS} == set(expected)
     for job in JOBS:
         logical_id, props = by_handler[lambda_handler(job.handler)]
@@ -72,7 +73,7 @@ def test_jobs_run_on_schedules_with_dead_letter_queues(template):
         assert rule["Properties"]["Targets"][0]["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0] == queue_id
     handlers = {job.handler for job in JOBS}
     assert handlers == {"functions.jobs:retention_handler", "functions.jobs:mining_handler",
-                        "functions.jobs:backfill_handler"}
+                        "functions.jobs:backfill_handler", "functions.jobs:redact_handler"}
 
 
 def _statements(template: dict):

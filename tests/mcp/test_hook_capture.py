@@ -6,13 +6,17 @@ from capsule import Settings
 from mcp_client.backends import EmbeddedBackend
 from mcp_client.capture_ops import capture_ops
 from mcp_support import hook_input, new_data_dir
-from test_mcp_hooks import PROJECT, run_hook, stored
+from test_mcp_hooks import run_hook, stored
+
+CHECKOUT = "/home/dev/shop"  # the recorded hook inputs' cwd
 
 
 def queued(data_dir, status="pending"):
     backend = EmbeddedBackend.from_settings(Settings(data_dir=data_dir, embedder="hashing"))
     try:
-        return capture_ops(backend).candidates(project=PROJECT, status=status, cursor=None, limit=200).candidates
+        # The hook names the checkout by its full path (capsule.project_identity); a queue with no memory
+        # yet has no project its label could find.
+        return capture_ops(backend).candidates(project=CHECKOUT, status=status, cursor=None, limit=200).candidates
     finally:
         backend.close()
 

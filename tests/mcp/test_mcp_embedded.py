@@ -28,7 +28,7 @@ def test_tools_are_listed_with_schemas_and_descriptions(tmp_path):
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert MEMORY_TOOLS <= set(tools)
         for tool in tools.values():
-            assert len(tool.description or "") > 80, tool.name  # written for an agent: when, and what returns
+            assert len(tool.description or "") > 40, tool.name  # for an agent, and short: every conversation pays
             assert tool.input_schema["type"] == "object"
             # No output schemas: they were most of tools/list's size, and a client that sees one demands
             # structured content from answers that, for a Vector Bridge caller, are one text item.

@@ -47,7 +47,7 @@ def test_governance_tools_embedded(tmp_path):
         async with Client(mcp_params(new_data_dir(tmp_path), "--embedded", "--project", "people")) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             update = tools["memory_update"].input_schema["properties"]
-            assert set(update["retention"]["anyOf"][0]["enum"]) >= {"irreplaceable", "ephemeral", "auto"}
+            assert set(update["retention"]["enum"]) >= {"irreplaceable", "ephemeral", "auto"}
             await _governance_round(ToolSession(client))
 
     anyio.run(main)

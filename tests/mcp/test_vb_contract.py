@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import anyio
 import pytest
@@ -227,8 +228,6 @@ def test_the_first_capsules_tools_answer_in_its_shapes(tmp_path):
 
 
 def test_the_readme_counts_the_tools_the_server_lists(tmp_path):
-    from pathlib import Path
-
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
     said = re.search(r"`capsule mcp` is an MCP server on stdio with (\d+) tools, of which it lists (\d+) by", readme)
     every, listed = int(said.group(1)), int(said.group(2))
@@ -297,3 +296,21 @@ def tools_list_all_models() -> dict:
     for module in TOOL_MODULES:
         importlib.import_module(module).register(registry)
     return {tool.name: tool.parameters for tool in registry.tools}
+
+
+def test_twenty_hits_over_long_memories_fit_the_default_budget_each_field_once(tmp_path):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+
+    async def body(client):
+        await text_of(client, "memory_ingest", {"text": readme, "path": "README.md"})
+        text, is_error, found = await text_of(client, "memory_search", {"query": "search ranking memory project",
+                                                                        "k": 20})
+        assert not is_error and len(found["results"]) == 20 and found["omitted"] == 0
+        for hit in found["results"]:
+            assert hit["id"] in text and len(hit["content"]) <= 200  # an excerpt; memory_get reads it whole
+            assert "chunk_id" not in hit["meta"] and "vector_score" not in hit["meta"]  # scores once: components
+            assert not isinstance(hit.get("chunk"), str)  # the text once: content
+        whole, _, got = await text_of(client, "memory_get", {"id": found["results"][0]["id"][:12]})
+        assert len(got["memory"]["content"]) > 200
+
+    run_session(tmp_path, body)

@@ -35,6 +35,7 @@ def test_quick_bench_writes_every_method(tmp_path):
     # The original algorithm sees only the latest 500 of 2,000 memories.
     assert report["results"][1]["original"]["recall@10"] < 0.6
     assert "orig R@10" in run.stdout and "JSON written" in run.stdout
+    assert report["guard"]["typical_us_per_kib"] > 0 and "guard (secrets" in run.stdout  # its cost per KiB
 
 
 def test_synthetic_data_is_seeded_and_clustered():

@@ -27,7 +27,7 @@ README = ROOT / "README.md"
 BLOCK = re.compile(r"^```(bash|json)\n(.*?)^```$", re.S | re.M)
 # First line of a block -> the folder it runs in ("repo": the checkout, for the files it names).
 RUN = {
-    "capsule limit 500 --project api": "repo",
+    "source .venv/bin/activate": "repo",
     "TOKEN=$(capsule keys token)": "scratch",
     "capsule install claude-desktop ": "scratch",
     "capsule install claude-code ": "scratch",
@@ -37,7 +37,7 @@ RUN = {
 NOT_RUN = {
     "python3 -m venv .venv && .venv/bin/pip install -e '.[local]'": "the install itself (test_readme_install checks "
                                                                     "what it leaves on PATH)",
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'": "the test command: it runs this suite",
+    "./scripts/test": "the test command: it runs this suite (tests/cli/test_test_script.py runs its checks)",
     "capsule bench ": "benchmarks and evals take minutes and need the datasets",
     "capsule import vector-bridge": "needs the original projects' databases",
     "python3 -m venv .venv && .venv/bin/pip install -e '.[infra,mongo]'": "deploys to an AWS account",
@@ -102,6 +102,8 @@ def test_the_shell_examples_run_as_printed(live, tmp_path):
         if where is None:
             continue
         script = block.replace("127.0.0.1:8787", f"127.0.0.1:{live.port}")
+        # The venv the README's first command made is the one running these tests, wherever it is.
+        script = script.replace("source .venv/bin/activate", f"source {Path(sys.prefix) / 'bin' / 'activate'}")
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT if where == "repo" else scratch,
                               env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"{block}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
@@ -173,3 +175,6 @@ def test_the_first_command_says_how_capsule_gets_on_path(tmp_path):
                            timeout=120)
     assert shell.returncode == 0, shell.stderr
     assert shell.stdout.splitlines()[0].endswith("/bin/capsule")
+    # ...and the first block of capsule commands starts with that step, so it works in a new shell as printed.
+    first_cli = next(b for b in blocks("bash") if "\ncapsule " in b)
+    assert first_cli.splitlines()[0].startswith(activate.group(1)), first_cli.splitlines()[0]

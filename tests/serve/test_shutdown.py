@@ -134,3 +134,73 @@ def test_workers_end_when_serve_is_killed_outright(tmp_path):
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert workers and not left, f"workers {left} outlived a killed capsule serve"
+
+
+def test_sigterm_under_load_resets_no_connection(tmp_path):
+    """Requests sent across SIGTERM, each on a new connection, by clients that keep sending until
+    the port is closed: each is answered (201 before or as the stop begins, 503 after it) or,
+    once the socket is gone, refused; none is reset or closed unanswered. Every 201 is kept."""
+    import collections
+    import json as jsonlib
+    import socket
+
+    server = Server(tmp_path)
+    token = server.token.encode()
+    outcomes: collections.Counter = collections.Counter()
+    stored: list[str] = []
+    lock = threading.Lock()
+    enough, signalled = threading.Event(), threading.Event()
+
+    def one(n: int, i: int) -> str:
+        body = jsonlib.dumps({"project": "stop", "content": f"client {n} request {i}"}).encode()
+        try:
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        except ConnectionRefusedError:
+            return "refused"
+        try:
+            sock.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
+                         + b"\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
+                         % len(body) + body)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            return "reset"
+        except OSError as exc:
+            return type(exc).__name__
+        finally:
+            sock.close()
+        if not answer:
+            return "closed unanswered"
+        status = answer.split(b" ", 2)[1].decode()
+        if status == "201":
+            with lock:
+                stored.append(jsonlib.loads(answer.partition(b"\r\n\r\n")[2])["memory"]["id"])
+        return status
+
+    def client(n: int) -> None:
+        for i in range(100_000):
+            outcome = one(n, i)
+            with lock:
+                outcomes[outcome] += 1
+                if outcomes["201"] >= 60:
+                    enough.set()
+            if outcome == "refused" or (signalled.is_set() and outcome not in ("201", "503")):
+                return
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(12)]
+    for t in threads:
+        t.start()
+    assert enough.wait(120), "".join(server.stderr)
+    signalled.set()
+    code = server.stop(signal.SIGTERM)
+    for t in threads:
+        t.join(60)
+    assert code == 0, "".join(server.stderr)
+    assert set(outcomes) <= {"201", "503", "refused"}, outcomes  # no reset, nothing unanswered
+    assert outcomes["refused"] == 12 and outcomes["201"] >= 60, outcomes
+    store = SQLiteStore(tmp_path / "capsule.db")
+    try:
+        assert [store.get("local", mid, include_forgotten=True).id for mid in stored] == stored
+    finally:
+        store.close()

@@ -189,7 +189,7 @@ def test_only_a_server_of_the_same_settings_is_asked(served):
     assert local_server.find({**env, "CAPSULE_STORE": "mongo"}, data_dir=served.data_dir) is None
     assert local_server.find({**env, "CAPSULE_SERVER": "off"}, data_dir=served.data_dir) is None
     assert local_server.find(env, data_dir=served.data_dir / "elsewhere") is None
-    other = run("projects", data_dir=served.data_dir)  # not a warm-route command: embedded as before
+    other = run("projects", data_dir=served.data_dir, env={"CAPSULE_EMBEDDER": "minilm"})  # another server's
     assert other.returncode == 0 and "numpy" in imported(other)
 
 
@@ -250,3 +250,44 @@ def _children_of(pid: int) -> list[int]:
         if f"PPid:\t{pid}" in lines:
             found.append(int(status.parent.name))
     return found
+
+
+def test_every_memory_command_goes_to_the_running_server_without_loading_the_heavy_modules(served):
+    """Issue 30: beside a server every memory command answers as store and search do (none
+    loads numpy, pydantic or the model); a short id is the one memory of this data folder it names."""
+    def ok(*args: str) -> subprocess.CompletedProcess:
+        done = run(*args, data_dir=served.data_dir)
+        assert done.returncode == 0, messages(done)
+        # A short id is looked up in the data folder's SQLite file (sqlite3 imports datetime: 7 ms).
+        allowed = {"datetime"} if args[0] in ("get", "pin", "unpin", "feedback", "forget", "restore") else set()
+        assert heavy(done) == [] and sorted(imported(done) & set(NOT_FOR_A_QUERY) - allowed) == [], (
+            args, messages(done))
+        return done
+
+    memory_id = json.loads(ok("store", "Vacuum the SQLite file monthly", "--project", "every", "--json").stdout)[
+        "memory"]["id"]
+    short = memory_id[:12]
+    assert memory_id in ok("list", "--project", "every").stdout
+    listed = json.loads(ok("list", "--project", "every", "--limit", "5", "--json").stdout)
+    assert [m["id"] for m in listed["memories"]] == [memory_id]
+    assert "every" in ok("projects").stdout
+    assert "Vacuum the SQLite file monthly" in ok("get", short).stdout
+    assert "Pinned" in ok("pin", short).stdout
+    assert json.loads(ok("list", "--project", "every", "--pinned", "--json").stdout)["memories"][0]["pinned"]
+    ok("unpin", short)
+    assert "helpful" in ok("feedback", short, "--helpful").stdout
+    assert f"Forgot {memory_id}" in ok("forget", short, "--reason", "tidy").stdout
+    assert f"Restored {memory_id}" in ok("restore", memory_id).stdout
+    assert "at most 40" in ok("limit", "40", "--project", "every").stdout
+    got = json.loads(ok("get", short, "--json").stdout)["memory"]
+    assert got["helpful"] == 1 and got["pinned"] is False
+
+    note = served.data_dir / "note.md"
+    note.write_text("Rotate the gateway token yearly.\n")
+    ingested = run("ingest", str(note), "--project", "every", data_dir=served.data_dir)
+    assert ingested.returncode == 0 and heavy(ingested) == [], messages(ingested)  # files may ask git: not "lean"
+    assert "1 stored" in ingested.stdout and "Rotate the gateway token" in ok("list", "--project", "every").stdout
+
+    # What the server cannot be asked (an id no memory starts with) runs embedded, with its error.
+    unknown = run("pin", "ffffffffffff", data_dir=served.data_dir)
+    assert unknown.returncode == 1 and "no memory ffffffffffff" in messages(unknown)

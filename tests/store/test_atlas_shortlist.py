@@ -82,8 +82,9 @@ def test_a_large_project_is_ranked_from_the_clusters_shortlist(cluster):
     result = service(store).search("t1", {"project": "big", "query": "redis timeout in the worker", "k": 5})
     assert [h.project for h in result.results] == ["big"] * 5
     assert all("redis timeout" in h.content for h in result.results)
-    # the project versions, the project sizes (counters), $vectorSearch, $text: nothing else
-    assert counter.commands == ["find", "find", "aggregate", "find"]
+    # which project "big" names (one indexed read: capsule.project_identity), the project versions, the
+    # project sizes (counters), $vectorSearch, $text: nothing else
+    assert counter.commands == ["find_one", "find", "find", "aggregate", "find"]
 
 
 @pytest.mark.parametrize("how", ["bm25", "down", "global"])

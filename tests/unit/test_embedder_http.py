@@ -145,7 +145,9 @@ def certificate(tmp_path_factory):
     import subprocess
 
     if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
+        from tests.conftest import not_installed
+
+        not_installed("openssl is not installed (Debian: openssl)")
     folder = tmp_path_factory.mktemp("tls")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
                     "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(folder / "key.pem"),

@@ -180,7 +180,7 @@ def test_the_cli_and_its_default_name_one_project(tmp_path):
     import subprocess
     import sys
 
-    from conftest import cli_env
+    from tests.conftest import cli_env
 
     repo = tmp_path / "my-app"
     (repo / ".git").mkdir(parents=True)

@@ -93,6 +93,7 @@ class CaptureService:
 
     def capture(self, tenant: str, request: cm.CaptureRequest | dict) -> cm.CaptureResult:
         req = validate(cm.CaptureRequest, request)
+        req.project = self.memories.project_of(tenant, req.project)  # one checkout, one project
         fresh: dict[str, CandidateRecord] = {}
         skipped: list[cm.Skipped] = []
         policies = self.memories.guard_policies(tenant, req.project)
@@ -180,6 +181,7 @@ class CaptureService:
         if not 1 <= limit <= 200:
             raise InvalidInput("limit must be between 1 and 200", field="limit")
         before = None if cursor is None else decode_cursor(cursor)
+        project = self.memories.project_of(tenant, project) if project else project
         found = self.queue.list(tenant, project, status, before=before, limit=limit + 1)
         more = len(found) > limit
         page = found[:limit]

@@ -72,13 +72,20 @@ _VERIFIED: set[tuple[str, int, int]] = set()
 
 def available(model_dir: str | Path | None = None) -> bool:
     try:
-        import onnxruntime  # noqa: F401
-        import tokenizers  # noqa: F401
-
+        _runtime_installed()
         locate_files(model_dir)
-    except (ImportError, Unavailable):
+    except Unavailable:
         return False
     return True
+
+
+def _runtime_installed() -> None:
+    """Raises Unavailable unless onnxruntime and tokenizers are installed; imports neither (they
+    load when the first text is embedded: a command that embeds nothing never pays for them)."""
+    from importlib.util import find_spec
+
+    if find_spec("onnxruntime") is None or find_spec("tokenizers") is None:
+        raise Unavailable("the offline embedder needs: pip install 'capsule-memory[local]'")
 
 
 class MiniLMEmbedder:
@@ -87,27 +94,52 @@ class MiniLMEmbedder:
     dim = 384
 
     def __init__(self, model_dir: str | Path | None = None, *, batch_size: int = 32, threads: int = 0) -> None:
-        try:
-            import onnxruntime
-            from tokenizers import Tokenizer
-        except ImportError as exc:
-            raise Unavailable("the offline embedder needs: pip install 'capsule-memory[local]'") from exc
-        model, tokenizer = locate_files(model_dir)
-        self._tokenizer = Tokenizer.from_file(str(tokenizer))
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.no_padding()
-        options = onnxruntime.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-        self._session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        # The files are checked now (a missing or altered model fails at start-up, not on the first
+        # request); the runtime and the model load on the first embedding (:meth:`_loaded`), so a
+        # process that never embeds (listing, pinning, a handler worker that only reads) holds
+        # no model: the session alone is ~165 MB of RSS.
+        _runtime_installed()
+        self._files = locate_files(model_dir)
+        self._threads = threads
+        self._session = None
+        self._tokenizer = None
+        self._inputs: set[str] = set()
         self._batch_size = batch_size
         self._lock = threading.Lock()  # one inference at a time keeps memory flat
+        self._load_lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def _loaded(self) -> None:
+        if self._session is not None:
+            return
+        with self._load_lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise Unavailable("the offline embedder needs: pip install 'capsule-memory[local]'") from exc
+            model, tokenizer_file = self._files
+            tokenizer = Tokenizer.from_file(str(tokenizer_file))
+            tokenizer.enable_truncation(MAX_TOKENS)
+            tokenizer.no_padding()
+            options = onnxruntime.SessionOptions()
+            if self._threads:
+                options.intra_op_num_threads = self._threads
+            session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+            self._inputs = {i.name for i in session.get_inputs()}
+            self._tokenizer = tokenizer
+            self._session = session
 
     def embed(self, texts: Sequence[str], *, kind: str = "document") -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
+        self._loaded()
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for start in range(0, len(order), self._batch_size):

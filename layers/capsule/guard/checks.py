@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
+import zlib
 
 # IBAN lengths by country (SWIFT IBAN registry); a country not listed is not an IBAN.
 IBAN_LENGTHS = {
@@ -78,3 +80,94 @@ def jwt_header_ok(part: str) -> bool:
 def mixed_case_and_digits(value: str) -> bool:
     """A generated key has upper, lower and digits; words and kebab-case names do not."""
     return any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value)
+
+
+# --- secrets: what tells a generated credential from a placeholder, a name or a reference ---------
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+# Words documentation and templates put where a credential goes; a value holding one is not a secret.
+PLACEHOLDER_WORDS = ("example", "xxxx", "your", "changeme", "change_me", "change-me", "placeholder", "dummy",
+                     "redacted", "sample", "replace", "insert", "fixme", "todo", "notreal", "not_real",
+                     "abcdefgh", "12345678", "01234567", "...", "***", "•", "<", ">", "${", "{{", "$(", "%(")
+# Whole values that stand for a password in docs and connection-string templates.
+PLACEHOLDER_VALUES = frozenset((
+    "password", "passwd", "pass", "pw", "pwd", "secret", "token", "apikey", "api_key", "key", "user", "username",
+    "changeme", "admin", "root", "test", "none", "null", "nil", "true", "false", "undefined", "empty", "default",
+    "foo", "bar", "foobar", "mypassword", "mysecret", "secretpassword", "supersecret", "letmein", "qwerty",
+    "p@ssw0rd", "p@ssword", "passw0rd", "hunter2", "guest", "postgres", "mysql", "redis", "rabbitmq", "mongo",
+))
+
+
+def shannon(value: str) -> float:
+    """Bits per character of ``value``'s own character distribution."""
+    if not value:
+        return 0.0
+    counts: dict[str, int] = {}
+    for char in value:
+        counts[char] = counts.get(char, 0) + 1
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def char_classes(value: str) -> int:
+    lower = upper = digit = other = 0
+    for c in value:
+        if c.islower():
+            lower = 1
+        elif c.isupper():
+            upper = 1
+        elif c.isdigit():
+            digit = 1
+        else:
+            other = 1
+    return lower + upper + digit + other
+
+
+def placeholder(value: str) -> bool:
+    """A documentation or template value: ``<your-token-here>``, ``${VAR}``, ``xxxx``, ``changeme``,
+    AWS's ``...EXAMPLE`` keys, a run of one character."""
+    low = value.lower()
+    if low in PLACEHOLDER_VALUES or any(word in low for word in PLACEHOLDER_WORDS):
+        return True
+    return bool(value) and max(value.count(c) for c in set(value)) > len(value) / 2
+
+
+def random_enough(body: str, *, bits: float = 3.0, classes: int = 2) -> bool:
+    """A generated value: not a placeholder, several character classes, and close to the entropy a
+    random string of its length has (a short one cannot reach ``bits``, so the bar scales)."""
+    if placeholder(body) or char_classes(body) < classes:
+        return False
+    return shannon(body) >= min(bits, 0.8 * math.log2(max(len(body), 2)))
+
+
+def github_checksum_ok(token: str) -> bool:
+    """GitHub's token format (2021): prefix, 30 random base62 characters and a 6-character base62
+    CRC32 of them; either way of computing it (random part, or prefix and random part) is taken."""
+    prefix, _, body = token.partition("_")
+    if len(body) != 36:
+        return False
+    random_part, check = body[:30], body[30:]
+    return check in (_base62(zlib.crc32(random_part.encode())), _base62(zlib.crc32(f"{prefix}_{random_part}".encode())))
+
+
+def _base62(number: int) -> str:
+    out = ""
+    while number:
+        number, digit = divmod(number, 62)
+        out = _BASE62[digit] + out
+    return out.rjust(6, "0")
+
+
+def github_checksum(prefix: str, random_part: str) -> str:
+    """The token GitHub would issue for ``random_part`` (tests build format-valid fakes with it)."""
+    return f"{prefix}_{random_part}{_base62(zlib.crc32(random_part.encode()))}"
+
+
+def basic_auth_ok(value: str) -> bool:
+    """``Authorization: Basic <base64 of user:password>`` with a password that is not a placeholder."""
+    try:
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return False
+    user, sep, password = raw.partition(":")
+    return bool(sep and password) and not placeholder(password) and password.isprintable()

@@ -1,25 +1,34 @@
 """Find secrets and personal data in text: ``detect(text) -> [Finding]``, pure and deterministic.
 
-Every pattern is validated beyond its shape where a check exists (Luhn and an issuer range for
-card numbers, mod-97 and the country's length for IBANs, a JSON header with ``alg`` for JWTs,
-mixed case and digits for OpenAI keys, a ``secret``-named assignment for AWS secret keys), so
-UUIDs, git SHAs, base64 blobs, order numbers and dates are not flagged. Documentation addresses
-(RFC 2606/6761: example.com, .test, .invalid, ...) are not personal data.
+Secrets: the table in :mod:`.rules` (providers' published token formats, credentials inside URLs,
+values assigned to a secret's name, auth headers), private key blocks, JWTs and card numbers, all
+matched by RE2 (linear in the text, whatever it holds). Every pattern is validated beyond its
+shape where a check exists (entropy and character classes for a generated value, GitHub's CRC32,
+Luhn and an issuer range for card numbers, mod-97 and the country's length for IBANs, a JSON header
+with ``alg`` for JWTs), so UUIDs, git SHAs, hashes, base64 blobs, versions, order numbers, dates and
+documentation placeholders (``<your-token-here>``, ``${VAR}``, ``xxxx``, AWS's ``...EXAMPLE`` keys)
+are not flagged. Documentation addresses (RFC 2606/6761: example.com, .test, .invalid, ...) are not
+personal data, nor is the user part of a URL (``scheme://user:pw@host``).
+
+Personal data keeps the standard library's ``re``: its patterns have bounded quantifiers only
+(no nested unbounded repetition), so their work per position is bounded.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import namedtuple
 
+import re2
+
 from . import checks
+from .rules import SECRET_KINDS, Rule, compiled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable, Iterator
 
-SECRET_KINDS = ("aws-access-key", "aws-secret-key", "github-token", "slack-token", "openai-key",
-                "private-key", "jwt", "card-number")
 PII_KINDS = ("email", "phone", "iban")
 # Card numbers count as secrets: PCI DSS forbids storing a full card number in clear text, so the
 # default (redact) applies, not the PII default (flag).
@@ -41,15 +50,6 @@ class Finding(namedtuple("Finding", "kind start end")):
 Span = tuple[int, int]
 _W = r"A-Za-z0-9"
 
-AWS_ACCESS = re.compile(rf"(?<![{_W}])(?:AKIA|ASIA)[A-Z0-9]{{16}}(?![{_W}])")
-AWS_SECRET = re.compile(
-    r"(?i:aws_?secret(?:_?access)?_?key|secret_?access_?key|aws_?secret)[\"']?\s*(?:[:=]|=>)\s*[\"']?"
-    r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
-GITHUB = re.compile(rf"(?<![{_W}_])(?:(?:ghp|gho|ghu|ghs|ghr)_[{_W}]{{36}}|github_pat_[{_W}]{{22}}_[{_W}]{{59}})(?![{_W}_])")
-SLACK = re.compile(rf"(?<![{_W}])xox[baprs]-[0-9]+-[{_W}-]{{8,}}(?![{_W}-])")
-OPENAI = re.compile(rf"(?<![{_W}_-])sk-(?:proj-|svcacct-|admin-)?([{_W}_-]{{20,}})(?![{_W}_-])")
-PEM = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.S)
-JWT = re.compile(r"(?<![A-Za-z0-9_.-])(eyJ[A-Za-z0-9_-]{8,})\.([A-Za-z0-9_-]{2,})\.([A-Za-z0-9_-]*)(?![A-Za-z0-9_.-])")
 EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})@((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24})(?![A-Za-z0-9-])")
 CARD = re.compile(r"(?<![\d.-])\d(?:[ -]?\d){11,18}(?![\d-])")
 IBAN_START = re.compile(r"(?<![A-Za-z0-9])([A-Z]{2})(\d{2})(?=[ A-Z0-9])")
@@ -64,39 +64,13 @@ DOC_TLDS = ("test", "example", "invalid", "localhost", "local", "internal")
 NOT_PERSONAL_LOCALS = ("git",)  # git@github.com:owner/repo is a remote, not a person
 
 
-def _aws_access(text: str) -> Iterator[Span]:
-    return (m.span() for m in AWS_ACCESS.finditer(text))
-
-
-def _aws_secret(text: str) -> Iterator[Span]:
-    return (m.span(1) for m in AWS_SECRET.finditer(text))
-
-
-def _github(text: str) -> Iterator[Span]:
-    return (m.span() for m in GITHUB.finditer(text))
-
-
-def _slack(text: str) -> Iterator[Span]:
-    return (m.span() for m in SLACK.finditer(text))
-
-
-def _openai(text: str) -> Iterator[Span]:
-    return (m.span() for m in OPENAI.finditer(text) if checks.mixed_case_and_digits(m.group(1)))
-
-
-def _pem(text: str) -> Iterator[Span]:
-    return (m.span() for m in PEM.finditer(text))
-
-
-def _jwt(text: str) -> Iterator[Span]:
-    return (m.span() for m in JWT.finditer(text) if checks.jwt_header_ok(m.group(1)))
-
-
 def _email(text: str) -> Iterator[Span]:
     for m in EMAIL.finditer(text):
         domain, local = m.group(2).lower(), m.group(1).lower()
         documentation = domain in DOC_DOMAINS or domain.endswith(tuple("." + d for d in DOC_DOMAINS))
         if documentation or domain.rsplit(".", 1)[-1] in DOC_TLDS or local in NOT_PERSONAL_LOCALS:
+            continue
+        if m.start() and text[m.start() - 1] in ":/" and _in_url_authority(text, m.start()):
             continue
         yield m.span()
 
@@ -147,19 +121,100 @@ def _phone(text: str) -> Iterator[Span]:
         yield m.start(), m.start() + len(raw)
 
 
+PEM_BEGIN = re2.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----")
+JWT = re2.compile(r"(eyJ[A-Za-z0-9_-]{8,})\.([A-Za-z0-9_-]{2,})\.([A-Za-z0-9_-]*)")
+JWT_EDGE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_COMPILED: list[tuple[Rule, object]] = compiled()
+
+
+def _subject(text: str) -> str | bytes:
+    """What RE2 scans: the ASCII bytes when the text is ASCII (its offsets are then the string's,
+    and the binding skips re-encoding and re-counting characters per match), the string otherwise."""
+    return text.encode("ascii") if text.isascii() else text
+
+
+def _pem(text: str) -> Iterator[Span]:
+    """A private key block to its END line (of the same label), or to the end of a truncated text."""
+    cursor = 0
+    for m in PEM_BEGIN.finditer(_subject(text)):
+        if m.start() < cursor:
+            continue
+        label = text[m.start(1):m.end(1)]
+        closing = f"-----END {label}PRIVATE KEY{' BLOCK' if m.start(2) >= 0 else ''}-----"
+        end = text.find(closing, m.end())
+        cursor = len(text) if end < 0 else end + len(closing)
+        yield m.start(), cursor
+
+
+def _jwt(text: str) -> Iterator[Span]:
+    for m in JWT.finditer(_subject(text)):
+        start, end = m.span()
+        if start and text[start - 1] in JWT_EDGE or end < len(text) and text[end] in JWT_EDGE:
+            continue
+        if checks.jwt_header_ok(text[m.start(1):m.end(1)]):
+            yield start, end
+
+
+def _rule_spans(rule: Rule, regex, text: str, subject: str | bytes) -> Iterator[Span]:
+    """The spans of one rule's matches that pass its edges, length range and check: group 1 (or
+    the first group that took part) is the span, the next one that took part the part checked."""
+    for m in regex.finditer(subject):
+        groups = [m.span(i) for i in range(1, regex.groups + 1) if m.span(i)[0] >= 0]
+        (start, end), (body_start, body_end) = groups[0], groups[1] if len(groups) > 1 else groups[0]
+        matched_end = end
+        while rule.trim and end > start and text[end - 1] in rule.trim:
+            end -= 1
+        if ".." in text[end:matched_end]:
+            continue  # an elided value: ``pypi-AgEIcHlwaS5vcmc...``
+        body_end = min(body_end, end)
+        if start and text[start - 1] in rule.before or end < len(text) and text[end] in rule.after:
+            continue
+        body = text[body_start:body_end]
+        if rule.lo <= len(body) <= rule.hi and (rule.check is None or rule.check(body)):
+            yield start, end
+
+
+def _secrets(text: str) -> Iterator[tuple[str, int, int]]:
+    subject = _subject(text)
+    for rule, regex in _COMPILED:
+        for start, end in _rule_spans(rule, regex, text, subject):
+            yield rule.kind, start, end
+
+
+def _in_url_authority(text: str, start: int) -> bool:
+    """``scheme://user:password@host``: the part before ``@`` is a URL's user, not a mailbox."""
+    head = text[max(0, start - 300):start]
+    word = head.rsplit(None, 1)[-1] if head and not head[-1].isspace() else ""
+    return "://" in word
+
+
+# The order is the priority where two findings overlap: a private key block holds base64 that may
+# look like anything; a provider's token beats the generic assignment it stands in.
 DETECTORS: dict[str, Callable[[str], Iterator[Span]]] = {
-    "private-key": _pem, "aws-access-key": _aws_access, "aws-secret-key": _aws_secret,
-    "github-token": _github, "slack-token": _slack, "openai-key": _openai, "jwt": _jwt,
+    "private-key": _pem, "jwt": _jwt, "secrets": None,  # type: ignore[dict-item]
     "card-number": _card, "iban": _iban, "email": _email, "phone": _phone,
 }
+KINDS: tuple[str, ...] = (*SECRET_KINDS, *PII_KINDS)
 
 
 def detect(text: str) -> list[Finding]:
-    """Every finding in ``text``, in order; where two overlap, the one listed first in
-    ``DETECTORS`` (a private key block holds base64 that may look like anything) wins."""
-    found: list[Finding] = []
+    """Every finding in ``text``, in order; where two overlap, the one found first (the order of
+    ``DETECTORS``, then of :data:`.rules.RULES`) wins."""
+    found: list[Finding] = []  # disjoint, kept in order of start: an overlap is two neighbours away
+    starts: list[int] = []
+
+    def add(kind: str, start: int, end: int) -> None:
+        at = bisect.bisect_right(starts, start)
+        if end <= start or at and found[at - 1].end > start or at < len(found) and found[at].start < end:
+            return
+        starts.insert(at, start)
+        found.insert(at, Finding(kind, start, end))
+
     for kind, find in DETECTORS.items():
-        for start, end in find(text):
-            if not any(f.start < end and start < f.end for f in found):
-                found.append(Finding(kind, start, end))
-    return sorted(found, key=lambda f: f.start)
+        if find is None:
+            for rule_kind, start, end in _secrets(text):
+                add(rule_kind, start, end)
+        else:
+            for start, end in find(text):
+                add(kind, start, end)
+    return found

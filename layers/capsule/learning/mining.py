@@ -224,6 +224,12 @@ def evidence(
     vectors: dict[str, np.ndarray], options: MiningOptions = MiningOptions(),
 ) -> list[Evidence]:
     """What followed the cluster's failures in the same project, within the window."""
+    return [*success_evidence(found, successes, vectors, options), *own_evidence(found, applications, options)]
+
+
+def following(found: Cluster, options: MiningOptions = MiningOptions()):
+    """``follows(project, at)``: whether a moment in a project falls in the window after one of
+    the cluster's failures there (what :func:`success_evidence` asks first, needing no vector)."""
     first_failure = _first_failures(found)
     window = timedelta(days=options.window_days)
 
@@ -231,6 +237,14 @@ def evidence(
         start = first_failure.get(project or "")
         return start is not None and start < at <= start + window
 
+    return follows
+
+
+def success_evidence(found: Cluster, successes: Sequence[MemoryRecord], vectors: dict[str, np.ndarray],
+                     options: MiningOptions = MiningOptions()) -> list[Evidence]:
+    """The fix memories that followed the cluster (and the solutions they name); successes may
+    come a page at a time (capsule.learning.mining_pages)."""
+    follows = following(found, options)
     out: list[Evidence] = []
     for memory in successes:  # a fix memory, and the solution it names
         if follows(memory.project, memory.occurred_at) and _related(
@@ -238,6 +252,15 @@ def evidence(
             out.append(Evidence("memory", memory.id, True, f"memory:{memory.id}"))
             if solution := _named_solution(memory):
                 out.append(Evidence("solution", solution, True, f"memory:{memory.id}"))
+    return out
+
+
+def own_evidence(found: Cluster, applications: Sequence[ApplicationRecord],
+                 options: MiningOptions = MiningOptions()) -> list[Evidence]:
+    """The solutions the cluster's failures name (they did not help), and the applications of
+    solutions that followed it."""
+    follows = following(found, options)
+    out: list[Evidence] = []
     for m in found.members:  # a failure that names the solution that did not help
         if solution := _named_solution(m.record):
             out.append(Evidence("solution", solution, False, f"memory:{m.record.id}"))

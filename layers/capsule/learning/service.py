@@ -21,11 +21,11 @@ from ..embedders.base import Embedder
 from ..errors import NotFound, Unavailable
 from ..guard.policy import Policies
 from ..guard.tree import TreeReport, guard_tree
-from ..records import Filters, MemoryRecord
+from ..records import MemoryRecord
 from ..service import decode_cursor, encode_cursor, validate
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
-from . import fixpack_format, mining, models
+from . import fixpack_format, mining, mining_pages, models
 from .patterns import MAX_PATTERNS_SCANNED, Patterns
 from .records import ApplicationRecord, PatternRecord, SolutionRecord
 from .solution_search import SolutionSearch
@@ -303,13 +303,14 @@ class LearningService:
     def detect_patterns(self, tenant: str, request: models.DetectPatternsRequest | dict | None = None
                         ) -> models.DetectPatternsResult:
         req = validate(models.DetectPatternsRequest, request or {})
-        # A memory sealed at rest (capsule.crypto) is left out: a pattern keeps its signature terms
-        # and evidence in the clear.
-        records = [r for r in self.memories.candidates(tenant, None, Filters()) if not getattr(r, "sealed", "")]
+        # Read a page at a time (capsule.learning.mining_pages), never the whole tenant: the latest
+        # failures first, then the successes as evidence after the clusters are known. A memory
+        # sealed at rest (capsule.crypto) is left out: a pattern keeps its signature terms and
+        # evidence in the clear.
         options = self.mining_options
-        vectors = self._vectors(records)
-        items = mining.occurrences(records, vectors, options.max_memories)
-        successes = [r for r in records if mining.is_success(r)]
+        failures = mining_pages.latest_failures(self.memories, tenant, options.max_memories)
+        vectors = self._vectors(failures)
+        items = mining.occurrences(failures, vectors, options.max_memories)
         applications = self.store.applications(tenant, limit=options.max_memories)
         existing = self.store.patterns(tenant, category=None, min_occurrences=0, limit=MAX_PATTERNS_SCANNED)
         clusters: list[mining.Cluster] = []
@@ -323,9 +324,19 @@ class LearningService:
                              if p.category == found.category and p.tag not in taken}
             found.tag = mining.name(found, same_category, taken)
             self._save_pattern(tenant, found, existing)
-            counted += self._record_evidence(tenant, found, mining.evidence(found, successes, applications, vectors,
-                                                                             options))
             clusters.append(found)
+        if clusters:
+            windows = [mining.following(c, options) for c in clusters]
+            for page in mining_pages.successes(self.memories, tenant):
+                following = [r for r in page if any(w(r.project, r.occurred_at) for w in windows)]
+                if not following:
+                    continue
+                page_vectors = self._vectors(following)
+                for found in clusters:
+                    counted += self._record_evidence(
+                        tenant, found, mining.success_evidence(found, following, page_vectors, options))
+        for found in clusters:  # after the successes, as mining.evidence orders them
+            counted += self._record_evidence(tenant, found, mining.own_evidence(found, applications, options))
         wanted = self.store.patterns(tenant, category=req.category, min_occurrences=req.min_occurrences,
                                      limit=req.k)
         return models.DetectPatternsResult(

@@ -38,6 +38,20 @@ from .sqlite_schema import CONTENT_KEY, MIGRATIONS, content_key
 from ..governance.retention import effective_class, eviction_reason
 
 
+# The dedupe look-up: one range of ``memories_content`` (the rows sharing the hash's first 64
+# bits), each row's whole hash, tenant, project and time checked on it. "+sha256", not
+# "sha256": with a plain ``sha256 = ?`` beside it, SQLite's constant propagation (3.40, the
+# Python 3.11-3.13 builds' SQLite) rewrites the indexed ``substr(sha256, 1, 16)`` into
+# ``substr(?, 1, 16)``, which no longer names the index's expression, and the forced index was
+# scanned whole: every active memory of every tenant, on every store (issue 32). The unary
+# plus makes the column an expression the propagation leaves alone; the newest SQLite plans
+# both spellings the same (tests/store/test_query_plans.py checks the plan of every statement).
+DEDUPE_LOOKUP = (
+    f"SELECT id FROM memories INDEXED BY memories_content WHERE {CONTENT_KEY} = ? AND deleted_at IS NULL "
+    "AND +sha256 = ? AND tenant = ? AND project = ? AND created_at >= ? ORDER BY created_at LIMIT 1"
+)
+
+
 class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects, SQLiteJobs):
     """The :class:`~capsule.store.base.MemoryStore` on one SQLite file."""
 
@@ -125,9 +139,7 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
     ) -> str | None:
         if dedupe_after is None:
             return None
-        row = conn.execute(
-            f"SELECT id FROM memories INDEXED BY memories_content WHERE {CONTENT_KEY} = ? AND deleted_at IS NULL "
-            "AND sha256 = ? AND tenant = ? AND project = ? AND created_at >= ? ORDER BY created_at LIMIT 1",
+        row = conn.execute(DEDUPE_LOOKUP,
             (content_key(record.sha256), record.sha256, record.tenant, record.project, to_epoch(dedupe_after)),
         ).fetchone()
         return row["id"] if row else None

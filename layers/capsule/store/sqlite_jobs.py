@@ -39,12 +39,18 @@ class SQLiteJobs(SQLiteConnections):
         return len(rows)
 
     def pending_embeddings(self, *, limit: int, model: str | None = None) -> list[MemoryRecord]:
-        sql = f"SELECT {COLUMNS} FROM memories WHERE deleted_at IS NULL AND (status = 'pending_embedding'"
-        params: list[Any] = []
-        if model is not None:
-            sql += " OR model IS NULL OR model != ?"
-            params.append(model)
-        rows = self._read(sql + ") ORDER BY seq LIMIT ?", (*params, limit))
+        # Each branch one index range (memories_pending; memories_model, migration 13), merged by
+        # seq: as one statement with ORs and ORDER BY seq LIMIT, SQLite walked the whole table in
+        # seq order looking for them, and on a store with nothing pending read every row. Oldest
+        # first within each branch (a model switch leaves one other model, in seq order).
+        found = self._read(f"SELECT seq, {COLUMNS} FROM memories INDEXED BY memories_pending "
+                           "WHERE status != 'ready' AND deleted_at IS NULL ORDER BY seq LIMIT ?", (limit,))
+        if model is not None:  # in index order (model, then seq): no sort of a whole range
+            for where, params in (("model IS NULL", ()), ("model < ?", (model,)), ("model > ?", (model,))):
+                found += self._read(f"SELECT seq, {COLUMNS} FROM memories INDEXED BY memories_model "
+                                    f"WHERE deleted_at IS NULL AND {where} ORDER BY model, seq LIMIT ?",
+                                    (*params, limit))
+        rows = sorted({row["seq"]: row for row in found}.values(), key=lambda row: row["seq"])[:limit]
         return [row_to_record(row) for row in rows]
 
     def cache_get(self, model: str, sha256s: Sequence[str], *, fresh_after: datetime) -> dict[str, np.ndarray]:

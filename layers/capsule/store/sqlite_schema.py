@@ -221,4 +221,16 @@ MIGRATIONS: list[str] = [
     """,
     # solutions' last_applied_at and verified_on (capsule.store.sqlite_learning_schema)
     sqlite_learning_schema.MIGRATION,
+    # 13: no job or page reads a table whole (issue 32; tests/store/test_query_plans.py):
+    #    - the embedding cache's purge by age read the whole cache;
+    #    - the backfill after a model switch (model IS NULL, or another model) read every row in
+    #      seq order until it found one: an active row's model, appended per model (rowid last),
+    #      so a store writes at the end of its model's range, not at a random place;
+    #    - an export page of a project walked the whole file by rowid from its cursor, filtering
+    #      by tenant and project: (tenant, project) with the rowid after them is one range per page.
+    """
+    CREATE INDEX IF NOT EXISTS embedding_cache_age ON embedding_cache (created_at);
+    CREATE INDEX IF NOT EXISTS memories_model ON memories (model) WHERE deleted_at IS NULL;
+    CREATE INDEX IF NOT EXISTS memories_rows ON memories (tenant, project);
+    """,
 ]

@@ -68,8 +68,15 @@ class SQLiteTransferStore:
 
     def memory_pages(self, tenant: str, project: str | None, *, page: int, after: str | None = None
                      ) -> Iterator[list[tuple[str, MemoryRecord]]]:
-        scope, params = ("AND project = ?", (tenant, project)) if project is not None else ("", (tenant,))
-        sql = f"SELECT rowid, {COLUMNS} FROM memories WHERE tenant = ? {scope}"
+        # A project's page is one range of memories_rows (tenant, project, then the rowid;
+        # migration 13); without it the page walked the file by rowid from its cursor, reading
+        # every other project's rows on the way. A tenant's pages walk the rowid, filtering by
+        # tenant: reads grow with the other tenants' share of the file, not with the tenant.
+        if project is not None:
+            sql = f"SELECT rowid, {COLUMNS} FROM memories INDEXED BY memories_rows WHERE tenant = ? AND project = ?"
+            params: tuple[Any, ...] = (tenant, project)
+        else:
+            sql, params = f"SELECT rowid, {COLUMNS} FROM memories WHERE tenant = ?", (tenant,)
         for rows in self._pages(sql, params, page, after):
             yield [(str(row[0]), row_to_record(row)) for row in rows]
 

@@ -1,13 +1,20 @@
 """The two halves of a sync exchange, on one side's service: the memories changed after a
 position (:func:`changes`), and rows that arrive merged in by the conflict rule
 (:func:`apply`, see :mod:`capsule.sync.merge`). ``capsule serve`` (and the hosted API) run
-them for a remote caller; ``capsule sync`` runs them on the local store."""
+them for a remote caller; ``capsule sync`` runs them on the local store.
+
+Rows that arrive pass this side's secrets and personal-data policies before they are merged,
+as a store's texts do (:mod:`capsule.guard.stored`): a memory's content, explanation and meta,
+and its votes' context. A memory whose content is redacted gets its sha256 computed again and
+drops the vector it carried (``pending_embedding``: this side's backfill embeds it); the answer
+says so. Under ``refuse`` the request is refused (422 naming the item), nothing written."""
 
 from __future__ import annotations
 
 import json
 
 from ..errors import Conflict, InvalidInput
+from ..guard import stored as guard
 from ..service import MemoryService, validate
 from ..store.sync import Position, sync_store
 from ..store.transfer import FeedbackRow, transfer_store
@@ -48,9 +55,39 @@ def _check_ids(service: MemoryService, tenant: str, ids: list[str]) -> None:
                        details=[{"field": "items.memory.id", "message": f"id {taken[0]} is taken"}])
 
 
+def _guarded(service: MemoryService, tenant: str, project: str, parsed: list) -> tuple[list, str]:
+    """The arrived rows with the project's policies applied, and the sentence saying what changed."""
+    policies = service.guard_policies(tenant, project)
+    out, kinds, rows, reembed, votes_redacted = [], set(), 0, 0, 0
+    for n, (record, votes, names) in enumerate(parsed):
+        cleaned_record, cleaned = guard.clean_memory(record, policies, field=f"items[{n}].memory")
+        if cleaned.changed:
+            rows += 1
+            kinds |= cleaned.kinds
+            reembed += cleaned_record.content != record.content
+        kept_votes = []
+        for v, vote in enumerate(votes):
+            context, found = guard.clean_text(vote.context, policies, field=f"items[{n}].votes[{v}].context")
+            if found:
+                votes_redacted += 1
+                kinds |= found
+                vote = FeedbackRow(vote.memory_id, vote.helpful, context, vote.at)
+            kept_votes.append(vote)
+        out.append((cleaned_record, kept_votes, names))
+    if not kinds:
+        return out, ""
+    text = (f" Guard: redacted {', '.join(sorted(kinds))} before writing ({rows} memory row(s), {votes_redacted} "
+            f"vote context(s)), by project '{project}''s secrets and personal-data policies.")
+    if reembed:
+        text += (f" {reembed} memory(ies) whose content changed got a new sha256 and did not keep the vector they "
+                 "carried: they are pending_embedding, embedded by this side's backfill job.")
+    return out, text
+
+
 def apply(service: MemoryService, tenant: str, request: sm.ApplyRequest | dict) -> sm.ApplyResult:
     req = validate(sm.ApplyRequest, request)
     parsed = [from_item(tenant, req.project, item.model_dump(), f"items[{n}]") for n, item in enumerate(req.items)]
+    parsed, redacted = _guarded(service, tenant, req.project, parsed)
     store = sync_store(service.store)
     _check_ids(service, tenant, [record.id for record, _, _ in parsed])
     kept = store.current(tenant, [record.id for record, _, _ in parsed])
@@ -82,5 +119,6 @@ def apply(service: MemoryService, tenant: str, request: sm.ApplyRequest | dict) 
             f"{unchanged} already so, {len(conflicts)} conflict(s) resolved ({RULE}).")
     if unknown:
         text += f" Fields this side does not know were not kept: {', '.join(unknown)}."
+    text += redacted
     return sm.ApplyResult(project=req.project, applied=len(writes), unchanged=unchanged, votes=kept_votes,
                           conflicts=conflicts, version=version, quiet=quiet, unknown_fields=unknown, explanation=text)

@@ -15,4 +15,4 @@ def open_sources(service) -> Sources:
     from ..store.transfer import transfer_store
 
     return Sources(service.store, open_learning_store(service.store, service.settings),
-                   transfer_store(service.store))
+                   transfer_store(service.store), policies=service.guard_policies)

@@ -12,7 +12,7 @@ import base64
 from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Annotated, Any, Iterator
+from typing import Annotated, Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -39,6 +39,9 @@ class Sources:
     learning: LearningStore
     transfer: TransferStore
     governance: Any = None  # capsule.store.governance.GovernanceStore; None: the memory store's own
+    # (tenant, project) -> capsule.guard.Policies an import applies (the service's guard_policies);
+    # None: the project's own settings in the store over the defaults (capsule.guard.stored).
+    policies: Any = None
 
     @property
     def versions(self) -> Any:
@@ -224,9 +227,11 @@ class Position(BaseModel):
 
 
 def export_chunks(src: Sources, tenant: str, project: str | None = None, *, start: Position | None = None,
-                  clock: Clock = system_clock, page: int = PAGE) -> Iterator[tuple[Position, list[str]]]:
+                  clock: Clock = system_clock, page: int = PAGE,
+                  keep: Callable[[dict[str, Any]], bool] | None = None) -> Iterator[tuple[Position, list[str]]]:
     """The export in chunks of lines, each with the position just after it (``start``: go on
-    from a position an earlier call gave; None: from the header)."""
+    from a position an earlier call gave; None: from the header). ``keep``: the rows a limited
+    caller receives (capsule.authz.export_keep; None: every row)."""
     begin = start or Position(project=project, section=0, after=None, counts={})
     counts: Counter[str] = Counter(begin.counts)
     if start is None:
@@ -235,6 +240,7 @@ def export_chunks(src: Sources, tenant: str, project: str | None = None, *, star
     for index in range(begin.section, len(SECTIONS)):
         after = begin.after if index == begin.section else None
         for key, rows in SECTIONS[index](src, tenant, project, after, page):
+            rows = rows if keep is None else [row for row in rows if keep(row)]
             counts.update(row["kind"] for row in rows)
             where = (index, key) if key is not None else (index + 1, None)
             yield Position(project=project, section=where[0], after=where[1], counts=dict(counts)), \
@@ -259,14 +265,15 @@ class ExportPage:
 
 
 def export_page(src: Sources, tenant: str, project: str | None, cursor: str | None, *, max_bytes: int,
-                clock: Clock = system_clock, page: int = 100) -> ExportPage:
+                clock: Clock = system_clock, page: int = 100,
+                keep: Callable[[dict[str, Any]], bool] | None = None) -> ExportPage:
     """Lines of the export from ``cursor`` until about ``max_bytes`` (at least one chunk, so every
     call moves on; a chunk is ``page`` memories and their votes). The pages' texts one after
     another are the whole export, as :func:`export_lines` gives it at this page size."""
     start = None if cursor is None else Position.decode(cursor, project)
     parts: list[str] = []
     size = 0
-    for position, lines in export_chunks(src, tenant, project, start=start, clock=clock, page=page):
+    for position, lines in export_chunks(src, tenant, project, start=start, clock=clock, page=page, keep=keep):
         parts += lines
         size += sum(map(len, lines))
         if position.section == len(SECTIONS):

@@ -102,10 +102,41 @@ class Pending:
     votes: list[FeedbackRow] = field(default_factory=list)
 
 
+def guard_batch(src: Sources, tenant: str, batch: Sequence[Pending], tally: Tally) -> list[Pending]:
+    """The batch with the project's secrets and personal-data policies applied, as a store's
+    texts are (capsule.guard.stored): content, explanation, meta and votes' context; a redacted
+    memory's sha256 is made again and its vector dropped. A row a ``refuse`` policy refuses is
+    refused with its row number."""
+    from ..errors import InvalidInput
+    from ..guard import stored
+
+    if not batch:
+        return []
+    policies = (src.policies or stored.store_policies(src.memories))(tenant, batch[0].record.project)
+    kept = []
+    for item in batch:
+        try:
+            record, cleaned = stored.clean_memory(item.record, policies)
+            votes = []
+            for vote in item.votes:
+                context, kinds = stored.clean_text(vote.context, policies, field="context")
+                tally.guarded("feedback", kinds)
+                votes.append(FeedbackRow(vote.memory_id, vote.helpful, context, vote.at) if kinds else vote)
+        except InvalidInput as refused:
+            tally.refuse(item.row, refused.field or "row", refused.message)
+            continue
+        tally.guarded("memory", cleaned.kinds)
+        tally.reembed += record.content != item.record.content
+        kept.append(Pending(item.row, record, votes))
+    return kept
+
+
 def write_memories(src: Sources, tenant: str, batch: Sequence[Pending], tally: Tally) -> None:
-    """Write the batch's new memories (all of one project) and their votes. A memory whose id
-    is already here, or whose content an active memory of the project already holds, is
-    skipped as present (its votes then count as present too when they are kept)."""
+    """Write the batch's new memories (all of one project) and their votes, guarded first
+    (:func:`guard_batch`). A memory whose id is already here, or whose content an active memory
+    of the project already holds, is skipped as present (its votes then count as present too
+    when they are kept)."""
+    batch = guard_batch(src, tenant, batch, tally)
     if not batch:
         return
     project = batch[0].record.project

@@ -12,15 +12,24 @@ evidence by all of their fields.
 Everything imported lands in the caller's tenant, whatever tenant the header names.
 Memories are written as they were (no eviction, no dedupe window); a memory whose
 model is not the deployment's is re-embedded by the backfill job like any other.
+
+Every text that enters passes the project's secrets and personal-data policies first, as a
+store's does (:mod:`capsule.guard.stored`): memories (content, explanation, meta), old
+versions, votes' context and audit reasons. A memory whose content is redacted gets its
+sha256 computed again and loses the carried vector (``pending_embedding``: the backfill job
+embeds it); a row a ``refuse`` policy refuses is refused with its line. The result says how
+many rows of each kind were redacted, and of what kinds.
 """
 
 from __future__ import annotations
 
 import uuid
+from functools import partial
 from typing import Any, Callable, Iterable
 
 from ..clock import Clock, system_clock
 from ..errors import Conflict, InvalidInput, NotFound
+from ..guard import stored as guard
 from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from ..records import AuditRecord, MemoryRecord
 from ..store.governance import VersionRecord
@@ -60,6 +69,8 @@ class Importer:
         self._kind: str | None = None  # the batch being gathered: its kind and (line, row)s
         self._rows: list[tuple[int, Any]] = []
         self.renamed = 0
+        self._policy_of = src.policies or guard.store_policies(src.memories)
+        self._policies: dict[str, Any] = {}  # project -> Policies (projects are few)
         self._solution_ids: dict[str, str] = {}  # solutions are few: their local ids are kept
         self._writers: dict[str, Callable[[list[tuple[int, Any]]], None]] = {
             "memory": self._memories, "feedback": self._feedback, "audit": self._audit,
@@ -117,6 +128,29 @@ class Importer:
         if kind is not None and rows:
             self._writers[kind](rows)
 
+    # ---- the guard --------------------------------------------------------------
+
+    def _policies_of(self, project: str) -> Any:
+        if project not in self._policies:
+            self._policies[project] = self._policy_of(self.tenant, project)
+        return self._policies[project]
+
+    def _guarded(self, kind: str, number: int, clean: Callable[[], tuple[Any, set[str]]]) -> Any:
+        """``clean()``'s row, counted when it redacted something; None (refused with its line)
+        when a ``refuse`` policy refuses it."""
+        try:
+            row, kinds = clean()
+        except InvalidInput as refused:
+            self.tally.refuse(number, refused.field or "row", refused.message)
+            return None
+        self.tally.guarded(kind, kinds)
+        return row
+
+    def _clean_memory(self, record: MemoryRecord) -> tuple[MemoryRecord, set[str]]:
+        out, cleaned = guard.clean_memory(record, self._policies_of(record.project))
+        self.tally.reembed += out.content != record.content
+        return out, cleaned.kinds
+
     def _count(self, kind: str, numbers: list[int], written: Written) -> None:
         self.tally.imported[kind] += written.written
         self.tally.skipped[kind] += written.present
@@ -145,7 +179,9 @@ class Importer:
             if memory_id in present:
                 self.tally.skipped["memory"] += 1
                 continue
-            record = memory_record(self.tenant, row)
+            record = self._guarded("memory", number, partial(self._clean_memory, memory_record(self.tenant, row)))
+            if record is None:
+                continue
             record.id = memory_id
             by_project.setdefault(row.project, []).append(record)
             self.renamed += memory_id in renamed
@@ -156,24 +192,52 @@ class Importer:
 
     def _versions(self, rows: list[tuple[int, fmt.MemoryVersion]]) -> None:
         local = self._local_ids(list({row.memory_id for _, row in rows}))
-        versions = [VersionRecord(
-            tenant=self.tenant, memory_id=local[r.memory_id], number=r.number, project=r.project, content=r.content,
-            sha256=r.sha256, path=r.path, explanation=r.explanation, meta=dict(r.meta), retention=r.retention,
-            expires_at=r.expires_at, pinned=r.pinned, created_at=r.created_at, replaced_at=r.replaced_at,
-            actor=r.actor, reason=r.reason) for _, r in rows]
+        versions, numbers = [], []
+        for number, r in rows:
+            version = self._guarded("version", number, partial(self._clean_version, VersionRecord(
+                tenant=self.tenant, memory_id=local[r.memory_id], number=r.number, project=r.project, content=r.content,
+                sha256=r.sha256, path=r.path, explanation=r.explanation, meta=dict(r.meta), retention=r.retention,
+                expires_at=r.expires_at, pinned=r.pinned, created_at=r.created_at, replaced_at=r.replaced_at,
+                actor=r.actor, reason=r.reason)))
+            if version is not None:
+                versions.append(version)
+                numbers.append(number)
+        if not versions:
+            return
         written = self.src.versions.put_versions(self.tenant, versions)
-        self._count("version", [n for n, _ in rows], Written(written=written, present=len(rows) - written))
+        self._count("version", numbers, Written(written=written, present=len(versions) - written))
+
+    def _clean_version(self, version: VersionRecord) -> tuple[VersionRecord, set[str]]:
+        out, cleaned = guard.clean_version(version, self._policies_of(version.project))
+        return out, cleaned.kinds
 
     def _feedback(self, rows: list[tuple[int, fmt.Feedback]]) -> None:
         local = self._local_ids([r.memory_id for _, r in rows])
-        votes = [FeedbackRow(local[r.memory_id], r.helpful, r.context, r.at) for _, r in rows]
-        self._count("feedback", [n for n, _ in rows], self.src.transfer.put_feedback(self.tenant, votes))
+        # A vote's context is guarded by its memory's project's policies (one read per batch).
+        projects = {m.id: m.project for m in self.src.memories.get_many(self.tenant, list(set(local.values())))}
+        votes, numbers = [], []
+        for number, r in rows:
+            policies = self._policies_of(projects.get(local[r.memory_id], ""))
+            context = self._guarded("feedback", number, partial(guard.clean_text, r.context, policies,
+                                                                field="context"))
+            if context is not None or r.context is None:
+                votes.append(FeedbackRow(local[r.memory_id], r.helpful, context, r.at))
+                numbers.append(number)
+        if votes:
+            self._count("feedback", numbers, self.src.transfer.put_feedback(self.tenant, votes))
 
     def _audit(self, rows: list[tuple[int, fmt.Audit]]) -> None:
         local = self._local_ids([r.memory_id for _, r in rows])
-        records = [AuditRecord(tenant=self.tenant, memory_id=local[r.memory_id], project=r.project, action=r.action,
-                               actor=r.actor, reason=r.reason, at=r.at) for _, r in rows]
-        self._count("audit", [n for n, _ in rows], self.src.transfer.put_audit(self.tenant, records))
+        records, numbers = [], []
+        for number, r in rows:
+            record = self._guarded("audit", number, partial(guard.clean_audit, AuditRecord(
+                tenant=self.tenant, memory_id=local[r.memory_id], project=r.project, action=r.action, actor=r.actor,
+                reason=r.reason, at=r.at), self._policies_of(r.project)))
+            if record is not None:
+                records.append(record)
+                numbers.append(number)
+        if records:
+            self._count("audit", numbers, self.src.transfer.put_audit(self.tenant, records))
 
     def _applications(self, rows: list[tuple[int, fmt.Application]]) -> None:
         records = []
@@ -216,8 +280,25 @@ class Importer:
             self._solution_ids[solution_id] = solution_id if own else derived
         return self._solution_ids[solution_id]
 
+    def _clean_solution(self, row: fmt.Solution) -> tuple[fmt.Solution, set[str]]:
+        """A fixpack's every string guarded by the deployment's policies (a solution belongs to
+        no project), as a created one's is; a redacted one loses its carried vectors (the backfill job
+        embeds its signatures again)."""
+        from ..guard.tree import TreeReport, guard_tree
+
+        found = TreeReport()
+        body = guard_tree(dict(row.body), self._policies_of(""), found, where="body")
+        title = guard_tree(row.title, self._policies_of(""), found, where="title")
+        if not found.redacted:
+            return row, set()
+        return row.model_copy(update={"body": body, "title": title, "embeddings": None, "dims": None,
+                                      "model": None}), set(found.redacted)
+
     def _solution(self, number: int, row: fmt.Solution) -> None:
         learning = self.src.learning
+        row = self._guarded("solution", number, partial(self._clean_solution, row))
+        if row is None:
+            return
         if self._has_solution(self._local_solution(row.id)) or learning.find_solution(
                 self.tenant, row.title, row.category) is not None:
             self.tally.skipped["solution"] += 1

@@ -47,6 +47,24 @@ class Tally:
         self.complete = False
         self.notes: list[str] = []
         self.not_placed: list[NotPlaced] = []
+        self.redacted: Counter[str] = Counter()  # row kind -> rows the guard redacted (capsule.guard.stored)
+        self.redacted_kinds: set[str] = set()
+        self.reembed = 0  # memories whose content changed: new sha256, the carried vector dropped
+
+    def guarded(self, kind: str, kinds: set[str]) -> None:
+        """Count a row the guard redacted (``kinds``: what it redacted; none: nothing)."""
+        if kinds:
+            self.redacted[kind] += 1
+            self.redacted_kinds |= kinds
+
+    def _redaction_note(self) -> str:
+        rows = ", ".join(f"{n} {kind}" for kind, n in sorted(self.redacted.items()))
+        text = (f" Guard: redacted {', '.join(sorted(self.redacted_kinds))} before writing ({rows} row(s)), by each"
+                " project's secrets and personal-data policies.")
+        if self.reembed:
+            text += (f" {self.reembed} memory(ies) whose content changed got a new sha256 and lost the vector they"
+                     " carried: they are pending_embedding, embedded by the backfill job.")
+        return text
 
     def unplaced(self, column: str, reason: str) -> None:
         """Name a source column this import has no place for (once per column)."""
@@ -69,6 +87,8 @@ class Tally:
             text += f" First refusal: {self.unit} {first.line}, {first.field}: {first.message}."
         if not self.complete:
             text += " The input ended before its end line: it was cut short, so rows after that are missing."
+        if self.redacted:
+            text += self._redaction_note()
         text += "".join(f" {note}" for note in self.notes)
         if self.not_placed:
             text += (f" Not placed ({len(self.not_placed)} source column(s), each with its reason in not_placed): "
