@@ -112,7 +112,8 @@ _ERROR_DESCRIPTIONS = {
     409: "The memory's state does not allow it",
     412: "If-Match does not match: the memory changed since it was read (nothing was changed)",
     413: "Body over the limit",
-    415: "The body is declared as something other than JSON (Content-Type)",
+    415: "The body is not declared as application/json in UTF-8 (Content-Type, required with a body), or is "
+         "sent encoded (Content-Encoding other than identity)",
     422: "Invalid input; details name each field",
     503: "A dependency (the store) is unavailable or full; nothing was changed; retry after Retry-After seconds",
     500: "Unexpected error; nothing about it is revealed",

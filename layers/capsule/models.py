@@ -366,7 +366,9 @@ class ProjectSettingsRequest(_Request):
     model_config = ConfigDict(json_schema_extra=any_given(PROJECT_SETTINGS))
 
     # Not nullable: a setting not given is left out, and null is refused (the schema says so too).
-    retention_limit: Annotated[int, BeforeValidator(json_int), Field(ge=1, le=limits.MAX_RETENTION_LIMIT)] | Literal[
+    # The Field first (as Ttl): after a BeforeValidator, in a union member, its bounds are published as
+    # "ge"/"le" keys instead of minimum/maximum.
+    retention_limit: Annotated[int, Field(ge=1, le=limits.MAX_RETENTION_LIMIT), BeforeValidator(json_int)] | Literal[
         "unlimited"] = Field(None, description=(  # type: ignore[assignment]
             "The most memories the project keeps (a store beyond it evicts the oldest unpinned one, naming it;"
             " lowering it evicts at once, naming them), or 'unlimited': no rolling limit."))

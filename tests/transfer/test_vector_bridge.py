@@ -365,3 +365,20 @@ def test_the_cli_imports_and_the_old_ids_work_through_mcp(tmp_path, vector_bridg
     anyio.run(main)
     got = json.loads(run(tmp_path, "get", "2", "--json").stdout)["memory"]
     assert got["content"] == REDIS and got["helpful"] == 3
+
+
+def _many(conn) -> None:
+    conn.execute("INSERT INTO projects (root_path, label) VALUES (%s, 'my-app')", (ROOT,))
+    for i in range(130):
+        _document(conn, 1, f"notes/{i}.md", f"Decision {i}: queue {i} keeps its own Redis database {i}.",
+                  vector_text(i + 1), "infra", "decision", [], {"outcome_status": "none"})
+
+
+def test_an_import_over_the_default_limit_keeps_every_memory_and_later_writes_evict_none(make, postgres):
+    # The Vector Bridge had no rolling limit: 130 chunks against our default of 100 all stay, and stay.
+    d = make()
+    result = _run(d, _database(postgres, _many))
+    assert result.imported["memory"] == 130, result.explanation
+    assert len(_memories(d)) == 130
+    stored = d.memories.store_memory("t", {"project": ROOT, "content": "one more decision after the import"})
+    assert stored.evicted == [] and len(_memories(d)) == 131

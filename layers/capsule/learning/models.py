@@ -290,10 +290,6 @@ def kept_keys(fixpack: "Fixpack") -> list[str]:
     return found
 
 
-def _no_null_text(value: Any) -> Any:
-    return "" if value is None else value  # a file's or database's null description is none
-
-
 Stamp = AwareDatetime | None
 
 
@@ -305,7 +301,7 @@ class Fixpack(_Kept):
     are not part of its stored content."""
 
     title: ShortText
-    description: Annotated[LongText, BeforeValidator(_no_null_text)] = ""
+    description: LongText = ""
     category: Name = "general"
     component: Name | None = Field(None, description="What part of a system it fixes; a search naming a "
                                                      "component also finds solutions with none.")
@@ -339,6 +335,13 @@ class Fixpack(_Kept):
         if size > MAX_FIXPACK_BYTES:
             raise ValueError(f"the fixpack is {size} bytes of JSON; the limit is {MAX_FIXPACK_BYTES}")
         return data
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _null_description(cls, value: Any, info: ValidationInfo) -> Any:
+        # A Vector Bridge file's or database's null description is none (""); our own API takes
+        # the string its schema states, as for every other text field.
+        return "" if value is None and cls._lenient(info) else value
 
     @field_validator("signatures")
     @classmethod
