@@ -3,15 +3,15 @@
 A call speaks the Vector Bridge's dialect when it uses one of its tools that we have no own
 version of (solution_preview, solution_upsert, the credential helpers), or one of its argument
 names that ours do not share (``project_root``, ``chunk_id``, ``error_message``, ...)
-(:func:`speaks`). memory_projects and golden_paths, which their callers call with ``{}``, answer
-everyone with the original's text (:func:`projects_json`, :func:`.vb_markdown.golden_paths`) beside
-our structured result. Such a
-call is checked by the original's rules (:mod:`.vb_args`), run on the same backend as ours, and
-answered as the original answered: one text item, pretty-printed JSON for memory_* tools and
-Markdown for the others (:mod:`.vb_markdown`), with the keys its callers read (``success``,
-``error``, ``message``, ``chunks``, ``results``, ``total``, ``project_id``). Search and ingest
-answers also carry ``success``/``results``/``chunks`` beside the content, where the original's
-unmodified hooks look for them (COMPAT §6). Everything else stays in our own strict dialect.
+(:func:`speaks`). Such a call is checked by the original's rules (:mod:`.vb_args`), run on the
+same backend as ours, and answered as the original answered: one text item, pretty-printed JSON
+for memory_* tools and Markdown for the others (:mod:`.vb_markdown`), with the keys its callers
+read (``success``, ``error``, ``message``, ``chunks``, ``results``, ``total``, ``project_id``).
+Search and ingest answers also carry ``success``/``results``/``chunks`` beside the content, where
+the original's unmodified hooks look for them (COMPAT §6). Everything else stays in our own
+strict dialect; memory_projects and golden_paths, which its callers call with ``{}``, answer
+everyone with the original's text (:func:`projects_json`, :func:`.vb_markdown.golden_paths`)
+beside our structured result.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from contextvars import ContextVar
 from typing import Any, Awaitable, Callable, Mapping
 
 import anyio
-
 from mcp.types import CallToolResult, TextContent
 from pydantic import ConfigDict
 
@@ -40,7 +39,7 @@ ONLY_THEIRS = frozenset({"solution_preview", "solution_upsert", "auto_setup_cred
 # Argument names that only a Vector Bridge caller sends to a tool both of us have.
 THEIR_NAMES = {
     "memory_ingest": {"project_root"}, "memory_search": {"project_root", "global"},
-    "memory_feedback": {"chunk_id"}, "solution_search": {"error_message", "limit", "component"},
+    "memory_feedback": {"chunk_id"}, "solution_search": {"error_message", "limit"},
     "pattern_detect": {"query_text", "limit"}, "pattern_solutions": {"pattern_tag", "pattern_category", "limit"},
     "pattern_link": {"pattern_tag", "pattern_category"}, "golden_paths": {"limit"},
 }

@@ -201,6 +201,8 @@ def test_our_own_dialect_of_the_shared_names_stays_ours(tmp_path):
         assert is_error and "bogus" in text  # ours refuses an unknown name
         text, is_error, _ = await text_of(client, "memory_projects", {"max_char": 600})
         assert is_error and "max_chars" in text
+        _, is_error, found = await text_of(client, "solution_search", {"error": "ENOTFOUND", "component": "api"})
+        assert not is_error and found["results"] == []  # component is ours too: our dialect, our answer
 
     run_session(tmp_path, body)
 
