@@ -65,7 +65,9 @@ class LiteralMetadata(FuncMetadata):
 
 
 def strict_tool(fn: Callable[..., Any], **options: Any) -> StrictTool:
-    tool = StrictTool.from_function(fn, **options)
+    # No output schema is built: none is published (below), and building them was most of start-up's
+    # tool registration, which a hook's 3 s pays for.
+    tool = StrictTool.from_function(fn, structured_output=False, **options)
     loose = tool.fn_metadata
     config = ConfigDict(**{**loose.arg_model.model_config, "extra": "forbid", "strict": True})
     strict = type(loose.arg_model.__name__, (loose.arg_model,), {"model_config": config,
