@@ -44,6 +44,9 @@ class WorkerConfig:
     data_dir: Path
     region: str
     head_timeout_s: float = 10.0  # functions.asgi.HEAD_TIMEOUT_S: a request's line and headers, else 408
+    # capsule.embedders.shared.EmbedServer.client_spec(): the model is held by the serve parent and
+    # this worker embeds through it; None: the worker builds the embedder the settings pick.
+    shared_embedder: dict[str, Any] | None = None
 
 
 class Invoker(Protocol):
@@ -129,7 +132,12 @@ def build_gateway(config: WorkerConfig):
     from .credentials import Credentials
     from .gateway import Gateway
 
-    app.set_service(build_service(config.settings))
+    embedder = None
+    if config.shared_embedder is not None:
+        from capsule.embedders.shared import SharedEmbedder
+
+        embedder = SharedEmbedder(**config.shared_embedder)
+    app.set_service(build_service(config.settings, embedder=embedder))
     warm()
     return Gateway(Credentials(config.data_dir), LocalInvoker(), region=config.region)
 

@@ -519,7 +519,11 @@ def cmd_bench(args: argparse.Namespace) -> None:
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "PYTHONPATH": os.pathsep.join(sys.path)}
         raise SystemExit(subprocess.call([sys.executable, "-m", "mcp_client", *sys.argv[1:]], env=env))
-    sizes = [300, 2000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    if args.ops:  # the CPU cost of every single operation by size (issue 32), mcp_client.bench_ops
+        from .bench_ops import cmd_ops
+
+        return cmd_ops(args)
+    sizes = [300, 2000] if args.quick else [int(s) for s in (args.sizes or "1000,10000,100000").split(",")]
     dims = [64] if args.quick else [int(d) for d in args.dims.split(",")]
     queries = 20 if args.quick else args.queries
     results = []
@@ -565,7 +569,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
 def register(subparsers) -> None:
     p = subparsers.add_parser("bench", help="measure ingest, cold/warm search and recall against other methods")
     p.add_argument("--quick", action="store_true", help="tiny sizes for a smoke test (seconds)")
-    p.add_argument("--sizes", default="1000,10000,100000", help="comma-separated N (default 1k,10k,100k)")
+    p.add_argument("--sizes", default=None, help="comma-separated N (default 1k,10k,100k; with --ops 1k,100k)")
     p.add_argument("--dims", default="384,1024", help="comma-separated dimensions (default 384,1024)")
     p.add_argument("--queries", type=int, default=200, help="queries per configuration")
     p.add_argument("--cold-runs", type=int, default=3, help="fresh processes per configuration")
@@ -580,6 +584,10 @@ def register(subparsers) -> None:
     p.add_argument("--only-global", action="store_true", help="measure only the global search")
     p.add_argument("--vector-only", action="store_true",
                    help="only the vector stage, its index built from columns (no store, no ingest)")
+    p.add_argument("--ops", action="store_true",
+                   help="instead: CPU per operation (store, ingest, get, ... mining) by size, ratio to the smallest")
+    p.add_argument("--op-runs", type=int, default=20, help="--ops: runs of each single operation")
+    p.add_argument("--job-runs", type=int, default=3, help="--ops: runs of export page, retention and mining")
     p.add_argument("--workdir", default=None, help="where the databases go (default: the temporary folder)")
     p.set_defaults(run=cmd_bench)
 

@@ -22,6 +22,8 @@ import threading
 from typing import Callable
 
 from capsule.config import Settings
+from capsule.embedders import Embedder, build_embedder
+from capsule.embedders.shared import EmbedServer, worth_sharing
 from capsule.errors import InvalidInput, Unavailable
 from capsule.runtime import build_service
 from functions import supervisor, workers
@@ -40,10 +42,10 @@ def default_region() -> str:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
-def start_jobs(settings: Settings) -> list[Callable[[], None]]:
+def start_jobs(settings: Settings, embedder: Embedder | None = None) -> list[Callable[[], None]]:
     if not BACKGROUND_JOBS:
         return []
-    service = build_service(settings)
+    service = build_service(settings, embedder=embedder)
     stops = []
     for entry in BACKGROUND_JOBS:
         module_name, _, name = entry.partition(":")
@@ -94,7 +96,6 @@ def cmd_serve(args: argparse.Namespace) -> None:
         raise InvalidInput("--workers must be at least 1", field="workers")
     if not 0 < args.head_timeout <= 600:
         raise InvalidInput("--head-timeout must be more than 0 and at most 600 seconds", field="head_timeout")
-    config = workers.WorkerConfig(settings, settings.data_dir, args.region, head_timeout_s=args.head_timeout)
     try:
         sock = supervisor.listen(args.host, args.port)
     except OSError as exc:
@@ -106,13 +107,29 @@ def cmd_serve(args: argparse.Namespace) -> None:
     print(_banner(url, credentials, token, created, args.workers), flush=True)
     if not _loopback(args.host):
         log.warning("listening beyond loopback (%s): every request still needs a token, key or signature", args.host)
+    # One embedder for this server: a model held in memory (the offline MiniLM, ~165 MB once loaded)
+    # is held here only, and the workers and the scheduled jobs embed through it
+    # (capsule.embedders.shared); the others (hashing, hosted) hold no model: each process builds its own.
+    embedder: Embedder | None = None
+    embed_server: EmbedServer | None = None
+    try:
+        if worth_sharing(settings):
+            embedder = build_embedder(settings)
+            embed_server = EmbedServer(embedder)
+    except BaseException:
+        sock.close()
+        raise
+    config = workers.WorkerConfig(settings, settings.data_dir, args.region, head_timeout_s=args.head_timeout,
+                                  shared_embedder=embed_server.client_spec() if embed_server else None)
     pool = supervisor.Supervisor(config, sock, args.workers)
     try:
         pool.start()  # fails here, not on the first request, if the store or embedder cannot start
     except BaseException:
         pool.stop()
+        if embed_server is not None:
+            embed_server.close()
         raise
-    stops = start_jobs(settings)
+    stops = start_jobs(settings, embedder)
     # From here the CLI and the hooks on this data folder ask this server (mcp_client.local_server).
     withdraw = local_server.announce(settings.data_dir, url, embedder=settings.embedder, store=settings.store,
                                      token_file=credentials.token_path, write=write_private)
@@ -126,6 +143,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
         for stop in stops:
             stop()
         pool.stop()
+        if embed_server is not None:
+            embed_server.close()
         print("capsule serve: stopped", file=sys.stderr, flush=True)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .clock import Clock, system_clock
 from .config import Settings
-from .embedders import build_embedder
+from .embedders import Embedder, build_embedder
 from .embedders.cached import CachedEmbedder
 from .service import MemoryService
 from .store.base import MemoryStore
@@ -37,9 +37,10 @@ def seal_store(store: MemoryStore, settings: Settings, clock: Clock = system_clo
     return sealed(store, wrapper_for(settings), clock=clock)  # type: ignore[return-value]
 
 
-def build_service(settings: Settings, *, store: MemoryStore | None = None, clock: Clock = system_clock
-                  ) -> MemoryService:
+def build_service(settings: Settings, *, store: MemoryStore | None = None, clock: Clock = system_clock,
+                  embedder: Embedder | None = None) -> MemoryService:
+    """``embedder``: one built already (``capsule serve``'s shared model), else the settings pick one."""
     store = store or open_store(settings)
     store = seal_store(store, settings, clock)
-    embedder = CachedEmbedder(build_embedder(settings), store, clock)
+    embedder = CachedEmbedder(embedder or build_embedder(settings), store, clock)
     return MemoryService(store, embedder, clock=clock, settings=settings)

@@ -44,3 +44,26 @@ def test_synthetic_data_is_seeded_and_clustered():
     truth = exact_top(a.vectors, a.queries)
     assert recall(truth, truth) == 1.0
     assert float(a.vectors[truth[0][0]] @ a.queries[0]) > 0.5
+
+
+def test_ops_bench_gives_every_operation_and_its_ratio(tmp_path):
+    """``capsule bench --ops``: CPU per operation at each size, each with its ratio to the smallest."""
+    from mcp_client.bench_ops import OPS
+
+    out = tmp_path / "ops.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)])}
+    run = subprocess.run([sys.executable, "-m", "mcp_client", "bench", "--ops", "--sizes", "200,2000",
+                          "--global-projects", "10", "--op-runs", "5", "--job-runs", "1", "--out", str(out)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    assert [(r["n"], r["projects"]) for r in report["ops"]] == [(200, 1), (2000, 1), (2000, 10)]
+    assert list(report["ops_table"]) == ["200", "2,000", "2,000 / 10p"]
+    for result in report["ops"]:
+        assert list(result["ops"]) == list(OPS)
+        assert all(row["cpu_ms"] > 0 and row["ratio"] > 0 for row in result["ops"].values())
+        assert result["checks"]["ingest_chunks"] == 10 and result["checks"]["mining_scanned"] > 0
+    assert all(row["ratio"] == 1.0 for row in report["ops"][0]["ops"].values())
+    for name in OPS:
+        assert name in run.stdout
+    assert "ratio" in run.stdout and "JSON written" in run.stdout

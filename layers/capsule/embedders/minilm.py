@@ -88,6 +88,27 @@ def _runtime_installed() -> None:
         raise Unavailable("the offline embedder needs: pip install 'capsule-memory[local]'")
 
 
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None (another C library, another system)."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def _release_freed() -> None:
+    """Give the memory the model freed back to the system: glibc keeps it in the heap otherwise
+    (loading the model leaves ~60 MB freed there, a large batch as much again). Costs well under
+    a millisecond a call (a query takes ~15 ms either way)."""
+    if _TRIM is not None:
+        _TRIM(0)
+
+
 class MiniLMEmbedder:
     name = "minilm"
     model_id = MODEL_ID
@@ -128,6 +149,10 @@ class MiniLMEmbedder:
             tokenizer.enable_truncation(MAX_TOKENS)
             tokenizer.no_padding()
             options = onnxruntime.SessionOptions()
+            # No memory arena: it keeps the peak of every batch run so far (a 40-text batch of long
+            # texts left ~450 MB more RSS held for good); without it a run frees what it took, at
+            # no measurable cost in speed (a query or a 64-text batch took as long either way).
+            options.enable_cpu_mem_arena = False
             if self._threads:
                 options.intra_op_num_threads = self._threads
             session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
@@ -145,6 +170,7 @@ class MiniLMEmbedder:
         for start in range(0, len(order), self._batch_size):
             batch = order[start:start + self._batch_size]
             out[batch] = self._run([encodings[i] for i in batch])
+        _release_freed()
         return normalize(out)
 
     def _run(self, encodings: list) -> np.ndarray:
