@@ -14,6 +14,8 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer
 
+from capsule import limits
+
 from . import routes
 from .app import Endpoint, new_resolver, register
 
@@ -25,7 +27,9 @@ DESCRIPTION = (
     "Errors are `{\"error\": {\"code\", \"message\", \"details\"}}`. Each operation's `x-capsule-scope` "
     "says the access a key or principal needs (`read`, `write`, `admin`; also its security roles) and what it "
     "reaches (`memory`, `project`, `project_all`, `filtered`, `derived`, `tenant`, `any`: see capsule.authz.needs); a "
-    "request outside the caller's scope is a 403 naming what is missing."
+    "request outside the caller's scope is a 403 naming what is missing. A request body over "
+    "`x-capsule-max-body-bytes` bytes (an extension of this document) is refused with 413 before it is parsed, "
+    "whatever else it holds."
 )
 
 
@@ -70,4 +74,6 @@ def document() -> dict[str, Any]:
                             **{"x-amazon-apigateway-authtype": "awsSigv4"}),
         },
     )
-    return _media_types(json.loads(text))
+    doc = _media_types(json.loads(text))
+    doc["x-capsule-max-body-bytes"] = limits.MAX_BODY_BYTES
+    return doc

@@ -10,13 +10,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
-from capsule import InvalidInput
-from capsule.capture import build_capture
-from capsule.capture import models as cm
+from capsule.errors import InvalidInput
 
 from . import cli, render
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the library (capsule.capture, pydantic) loads only where a command runs embedded
+    from typing import Any
+
+    from capsule.capture import models as cm
+
+
+def build_capture(service: Any) -> Any:
+    from capsule.capture import build_capture as build
+
+    return build(service)
 
 
 def read_events(text: str) -> list[Any]:
@@ -62,9 +71,12 @@ def _read(path: str) -> str:
 
 
 def cmd_candidates(args: argparse.Namespace) -> None:
-    result = build_capture(cli.service_from(args)).candidates(
-        cli.LOCAL_TENANT, project=None if args.all_projects else args.project, status=args.status,
-        cursor=args.cursor, limit=args.limit)
+    project = None if args.all_projects else args.project
+    result = cli.served(args, "candidates", query={"project": project, "status": args.status,
+                                                   "cursor": args.cursor, "limit": args.limit})
+    if result is None:
+        result = build_capture(cli.service_from(args)).candidates(
+            cli.LOCAL_TENANT, project=project, status=args.status, cursor=args.cursor, limit=args.limit)
     print(render.as_json(result) if args.json else "\n".join(
         [_table(result.candidates), result.explanation] + ([f"next: --cursor {result.next_cursor}"]
                                                            if result.next_cursor else [])))

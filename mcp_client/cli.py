@@ -92,23 +92,24 @@ def service_from(args: argparse.Namespace) -> "MemoryService":
 
 
 def served(args: argparse.Namespace, route: str, body: Any = None, *, memory_id: str | None = None,
-           query: dict[str, Any] | None = None) -> Any:
+           query: dict[str, Any] | None = None, path: dict[str, str] | None = None) -> Any:
     """The running ``capsule serve``'s answer for this data folder, or None: run embedded.
 
     ``memory_id`` (the id as typed: whole, or the first characters a table shows) goes into the
     route's path once this data folder's store names one memory by it; otherwise None, and the
-    embedded run resolves it with its own errors (capsule.idprefix)."""
+    embedded run resolves it with its own errors (capsule.idprefix). ``path`` gives other path
+    parameters as they are (a solution's id)."""
     server = local_server.find(os.environ, data_dir=getattr(args, "data_dir", None),
                                embedder=getattr(args, "embedder", None))
     if server is None:
         return None
-    params = None
+    params = dict(path) if path else None
     if memory_id is not None:
         whole = local_server.short_id(os.environ, memory_id, data_dir=getattr(args, "data_dir", None),
                                       tenant=LOCAL_TENANT)
         if whole is None:
             return None
-        params = {"id": whole}
+        params = {**(params or {}), "id": whole}
     try:
         return server.call(route, body, path_params=params, query=query)
     except local_server.NotAnswering:
@@ -181,7 +182,8 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     summary = {"files": 0, "chunks": 0, "stored": 0, "deduplicated": 0, "skipped": [], "evicted": 0}
     from .progress import Progress
 
-    bar = Progress("ingest (files)", len(candidates))
+    # Piped, a line every few seconds: the first ingest loads the model (half a minute) before its first file.
+    bar = Progress("ingest (files)", len(candidates), piped="lines")
     for path, skip in candidates:
         bar.advance()
         if skip:
@@ -191,7 +193,9 @@ def cmd_ingest(args: argparse.Namespace) -> None:
                    "meta": _meta(args)}
         result = served(args, "ingest", request) if service is None else None
         if result is None:
-            service = service or service_from(args)
+            if service is None:
+                bar.note("opening the store and the embedder (the first run loads the model)")
+                service = service_from(args)
             result = service.ingest(LOCAL_TENANT, request)
         summary["files"] += 1
         summary["chunks"] += result.chunks
@@ -234,8 +238,8 @@ def cmd_search(args: argparse.Namespace) -> None:
     ]))
 
 
-def _memory_rows(memories) -> list[tuple]:
-    return [(m.id, "yes" if m.pinned else "", _when(m.created_at), m.content) for m in memories]
+def _memory_rows(memories) -> list[tuple]:  # the id's 12 characters, as search shows (--json: whole)
+    return [(m.id[:12], "yes" if m.pinned else "", _when(m.created_at), m.content) for m in memories]
 
 
 def cmd_list(args: argparse.Namespace) -> None:

@@ -12,14 +12,11 @@ import argparse
 import json
 import secrets
 
-from capsule.config import Settings
-from functions.auth import key_hash
-from functions.credentials import KEY_PREFIX
-
 from . import render
 
 
 def cmd_setup_atlas(args: argparse.Namespace) -> None:
+    from capsule.config import Settings  # the library: not for `capsule cloud --help`
     from capsule.store.mongo import MongoStore  # the 'mongo' extra; the CLI starts without it
 
     settings = Settings.from_env(store="mongo")
@@ -31,6 +28,9 @@ def cmd_setup_atlas(args: argparse.Namespace) -> None:
 
 
 def cmd_new_api_key(args: argparse.Namespace) -> None:
+    from functions.auth import key_hash
+    from functions.credentials import KEY_PREFIX
+
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     entry = {args.name: {"sha256": key_hash(key), "tenant": args.tenant}}
     if args.json:

@@ -44,12 +44,24 @@ def cmd_update(args: argparse.Namespace) -> None:
     cli._out(args, result, lambda: result.explanation)
 
 
+def _minute(at: Any) -> str:
+    """A time to the minute: a datetime (embedded) or the ISO text a running server sent."""
+    if not at:
+        return ""
+    return at[:16].replace("T", " ") if isinstance(at, str) else at.strftime("%Y-%m-%d %H:%M")
+
+
 def cmd_history(args: argparse.Namespace) -> None:
-    result = cli.service_from(args).history.history(cli.LOCAL_TENANT, args.id)
+    result = cli.served(args, "history", memory_id=args.id)
+    if result is None:
+        from capsule import idprefix
+
+        service = cli.service_from(args)
+        result = service.history.history(cli.LOCAL_TENANT, idprefix.resolve(service.store, cli.LOCAL_TENANT, args.id))
     cli._out(args, result, lambda: "\n".join([
         render.table(["version", "class", "written", "by", "reason", "content"],
                      [(f"{v.version}{' (current)' if v.current else ''}", v.retention,
-                       v.created_at.strftime("%Y-%m-%d %H:%M") if v.created_at else "", v.actor or "",
+                       _minute(v.created_at), v.actor or "",
                        v.reason or "", v.content) for v in result.versions], wide="content"),
         result.explanation]))
 

@@ -4,17 +4,34 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
 import sys
 
+from capsule.paths import data_dir_from
 from functions.credentials import LOCAL_TENANT, Credentials
-from functions.scopes import describe, parse_scope
 
 from . import render
-from .cli import settings_from
+
+# functions.scopes (pydantic, the models) loads only to check or describe a scope: `capsule keys
+# --help` and a list of unscoped keys start without it (issue 30).
+
+
+def describe(scope) -> str:
+    if not scope:
+        return "full"
+    from functions.scopes import describe as described
+
+    return described(scope)
+
+
+def parse_scope(scope):
+    from functions.scopes import parse_scope as parsed
+
+    return parsed(scope)
 
 
 def _credentials(args: argparse.Namespace) -> Credentials:
-    data_dir = settings_from(args).data_dir
+    data_dir = data_dir_from(os.environ, getattr(args, "data_dir", None)).expanduser()
     data_dir.mkdir(parents=True, exist_ok=True)
     return Credentials(data_dir)
 

@@ -28,11 +28,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from capsule.config import Settings
+if TYPE_CHECKING:  # the library loads when a load test runs, not for `capsule loadtest --help`
+    from capsule.config import Settings
+
 from capsule.errors import InvalidInput
-from capsule.runtime import build_service
 
 from . import render
 from .cli import LOCAL_TENANT
@@ -50,6 +51,8 @@ def sentence(rng: random.Random, words: int = 14) -> str:
 
 def seed(settings: Settings, count: int, rng: random.Random) -> float:
     """Store ``count`` memories in one project through the library; returns the seconds it took."""
+    from capsule.runtime import build_service
+
     service = build_service(settings)
     started = time.perf_counter()
     try:
@@ -142,6 +145,8 @@ Make = Callable[[random.Random, int], tuple[str, str, dict]]
 
 def in_process(name: str, settings: Settings, total: int, make: Make) -> Outcome:
     """The same operations through the library in this process, one at a time: the floor."""
+    from capsule.runtime import build_service
+
     service = build_service(settings)
     rng = random.Random(99_999)  # queries no HTTP phase sends
     latencies = []
@@ -257,6 +262,8 @@ def cmd_loadtest(args: argparse.Namespace) -> None:
     modes = {"keep-alive": [True], "new": [False], "both": [True, False]}[args.connection]
     with tempfile.TemporaryDirectory(prefix="capsule-loadtest-") as tmp:
         data_dir = Path(args.data_dir or tmp)
+        from capsule.config import Settings
+
         settings = Settings.from_env(data_dir=data_dir, embedder=args.embedder)
         rng = random.Random(7)
         seeded = seed(settings, args.memories, rng)

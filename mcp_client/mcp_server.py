@@ -14,14 +14,12 @@ import os
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, AsyncIterator, Callable
 
-from capsule import __version__
-
-from .backends import Connection, open_backend
 from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
 from .options import connection_from, connection_options
 from .project_name import client_project, default_project
 
 if TYPE_CHECKING:  # the SDK is imported when a server is built, so other commands start fast
+    from .backends import Connection
     from mcp.server import MCPServer
 
     from .tool_sets import Listing
@@ -67,6 +65,8 @@ def build_server(open_state: Callable[[], ServerState], listing: Listing | None 
     from .tool_sets import choose, listing_middleware
     from .vb_dialect import beside_content
 
+    from capsule import __version__  # the library: not for `capsule mcp --help`
+
     return MCPServer("capsule-memory", title="Capsule Memory", version=__version__,
                      instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING", tools=registry.tools,
                      middleware=[beside_content, listing_middleware(listing or choose(None))])
@@ -78,6 +78,8 @@ def state_opener(conn: Connection, project: str, max_chars: int = DEFAULT_MAX_CH
         from .tool_kit import ServerState
 
         # Never raises for settings a user can fix while it runs: each call then says why.
+        from .backends import open_backend
+
         backend = open_backend(conn)
         return ServerState(backend=backend, default_project=project, max_chars=max_chars)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from capsule.learning.runtime import build_learning
-
 from . import cli, render
 
 
 def _learning(args: argparse.Namespace):
+    from capsule.learning.runtime import build_learning  # not for `capsule patterns --help`
+
     return build_learning(cli.service_from(args))
 
 

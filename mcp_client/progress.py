@@ -4,7 +4,11 @@ On a terminal: one line redrawn in place, ``label [#####-----] 120/400 30%  45.2
 (count, rate, time left; without a total, count and rate). When standard error is not a
 terminal: nothing, unless ``CAPSULE_PROGRESS=json``, which writes one JSON object a line
 (``{"progress": label, "done": n, "total": t, "rate": r, "eta_s": s}``) at most once a second
-and at the end. ``CAPSULE_PROGRESS=off`` silences the bar on a terminal too.
+and at the end. ``CAPSULE_PROGRESS=off`` silences the bar on a terminal too. A command whose
+first run can be long and silent (``capsule ingest``: the first one loads the model) asks for
+``piped="lines"``: when standard error is not a terminal it then writes the bar's text as plain
+lines, the first at once and then at most one every :data:`LINES_EVERY_S` seconds, and a
+:meth:`Progress.note` (what it is waiting for) as a line of its own.
 No dependency: a few lines of our own keep ``capsule`` quick to start.
 """
 
@@ -19,6 +23,8 @@ from typing import Callable, Mapping, TextIO
 BAR_WIDTH = 24
 REDRAW_S = 0.1
 JSON_EVERY_S = 1.0
+LINES_EVERY_S = 3.0
+_EVERY_S = {"bar": REDRAW_S, "json": JSON_EVERY_S, "lines": LINES_EVERY_S}
 
 
 def clock_text(seconds: float) -> str:
@@ -48,12 +54,13 @@ def bar_line(label: str, done: int, total: int | None, elapsed: float, width: in
     return head + tail
 
 
-def mode_for(stream: TextIO, environ: Mapping[str, str]) -> str:
+def mode_for(stream: TextIO, environ: Mapping[str, str], piped: str = "off") -> str:
+    """bar on a terminal, else ``piped`` (off, or lines); CAPSULE_PROGRESS=off|json decides first."""
     wanted = (environ.get("CAPSULE_PROGRESS") or "").strip().lower()
     if wanted in ("off", "json"):
         return wanted
     isatty = getattr(stream, "isatty", None)
-    return "bar" if isatty is not None and isatty() else "off"
+    return "bar" if isatty is not None and isatty() else piped
 
 
 class Progress:
@@ -61,10 +68,10 @@ class Progress:
 
     def __init__(self, label: str, total: int | None = None, *, stream: TextIO | None = None,
                  environ: Mapping[str, str] | None = None, clock: Callable[[], float] = time.monotonic,
-                 mode: str | None = None) -> None:
+                 mode: str | None = None, piped: str = "off") -> None:
         self.label, self.total, self.done = label, total, 0
         self.stream = stream or sys.stderr
-        self.mode = mode or mode_for(self.stream, os.environ if environ is None else environ)
+        self.mode = mode or mode_for(self.stream, os.environ if environ is None else environ, piped)
         self._clock = clock
         self._start = clock()
         self._drawn = -1e9
@@ -78,14 +85,26 @@ class Progress:
     def advance(self, n: int = 1) -> None:
         self.done += n
         now = self._clock()
-        if now - self._drawn >= (REDRAW_S if self.mode == "bar" else JSON_EVERY_S):
+        if now - self._drawn >= _EVERY_S.get(self.mode, JSON_EVERY_S):
             self._draw(now)
+
+    def note(self, text: str) -> None:
+        """Say what the work waits for (the model loading) when piped as lines; the bar and JSON stay as they are."""
+        if self.mode == "lines":
+            self.stream.write(f"{self.label}: {text}\n")
+            self.stream.flush()
 
     def _draw(self, now: float, final: bool = False) -> None:
         self._drawn = now
         elapsed = now - self._start
         if self.mode == "bar":
             self.stream.write("\r\x1b[2K" + bar_line(self.label, self.done, self.total, elapsed) + ("\n" if final else ""))
+            self.stream.flush()
+        elif self.mode == "lines":
+            line = bar_line(self.label, self.done, self.total, elapsed, width=0).replace(" [] ", " ")
+            if elapsed < 1:  # no rate yet worth the name
+                line = line.split("  ", 1)[0]
+            self.stream.write(line + ("  done" if final else "") + "\n")
             self.stream.flush()
         elif self.mode == "json":
             rate, left = figures(self.done, self.total, elapsed)

@@ -19,18 +19,21 @@ import os
 import signal
 import sys
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from capsule.config import Settings
-from capsule.embedders import Embedder, build_embedder
-from capsule.embedders.shared import EmbedServer, worth_sharing
 from capsule.errors import InvalidInput, Unavailable
-from capsule.runtime import build_service
-from functions import supervisor, workers
-from functions.credentials import Credentials, write_private
 
 from . import local_server
 from .cli import settings_from
+
+if TYPE_CHECKING:  # the library and the server load when it starts: `capsule serve --help` needs none
+    from capsule.config import Settings
+    from capsule.embedders import Embedder
+    from capsule.embedders.shared import EmbedServer
+    from functions.credentials import Credentials
+
+# functions.workers.WorkerConfig.head_timeout_s, written out for --help (tests/cli/test_cli_start.py checks)
+HEAD_TIMEOUT_S = 10.0
 
 # "module:function" entries; function(service) starts background work and returns its stop().
 BACKGROUND_JOBS: list[str] = ["mcp_client.scheduler:start"]
@@ -45,6 +48,8 @@ def default_region() -> str:
 def start_jobs(settings: Settings, embedder: Embedder | None = None) -> list[Callable[[], None]]:
     if not BACKGROUND_JOBS:
         return []
+    from capsule.runtime import build_service
+
     service = build_service(settings, embedder=embedder)
     stops = []
     for entry in BACKGROUND_JOBS:
@@ -86,6 +91,11 @@ def _stop_on_signals() -> threading.Event:
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
+    from capsule.embedders import build_embedder
+    from capsule.embedders.shared import EmbedServer, worth_sharing
+    from functions import supervisor, workers
+    from functions.credentials import Credentials, write_private
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     stopping = _stop_on_signals()
     settings = settings_from(args)
@@ -159,6 +169,6 @@ def register(subparsers) -> None:
                    help="handler worker processes (default: CPUs, at most 4)")
     p.add_argument("--region", default=default_region(),
                    help="the region SigV4 signatures must name (default AWS_REGION, else us-east-1)")
-    p.add_argument("--head-timeout", type=float, default=workers.WorkerConfig.head_timeout_s, metavar="SECONDS",
+    p.add_argument("--head-timeout", type=float, default=HEAD_TIMEOUT_S, metavar="SECONDS",
                    help="a request's line and headers must arrive within this (default 10); else 408")
     p.set_defaults(run=cmd_serve)

@@ -7,13 +7,17 @@ import json
 import sys
 from pathlib import Path
 
-from capsule import CapsuleError, InvalidInput
-from capsule.learning.runtime import build_learning
+from capsule.errors import CapsuleError, InvalidInput
 
 from . import cli, render
 
+# The library (capsule.learning, pydantic, the store) loads where a command runs embedded: `--help`
+# and a command a running `capsule serve` answers (cli.served) import none of it (issue 30).
+
 
 def _learning(args: argparse.Namespace):
+    from capsule.learning.runtime import build_learning
+
     return build_learning(cli.service_from(args))
 
 
@@ -49,8 +53,10 @@ def cmd_import(args: argparse.Namespace) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> None:
-    result = _learning(args).list_solutions(cli.LOCAL_TENANT, {"category": args.category, "limit": args.limit,
-                                                                "cursor": args.cursor})
+    request = {"category": args.category, "limit": args.limit, "cursor": args.cursor}
+    result = cli.served(args, "solution_list", query=request)
+    if result is None:
+        result = _learning(args).list_solutions(cli.LOCAL_TENANT, request)
     cli._out(args, result, lambda: "\n".join([
         render.table(["id", "category", "ok", "failed", "title"],
                      [(s.id, s.category, s.success_count, s.failure_count, s.title) for s in result.solutions],
@@ -60,13 +66,20 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> None:
-    result = _learning(args).get_solution(cli.LOCAL_TENANT, args.id)
-    cli._out(args, result, lambda: json.dumps(result.solution.model_dump(mode="json"), indent=2))
+    result = cli.served(args, "solution_get", path={"id": args.id})
+    if result is None:
+        result = _learning(args).get_solution(cli.LOCAL_TENANT, args.id)
+    solution = result.solution
+    cli._out(args, result, lambda: json.dumps(
+        solution if isinstance(solution, dict) else solution.model_dump(mode="json"), indent=2))
 
 
 def cmd_search(args: argparse.Namespace) -> None:
     error = sys.stdin.read() if args.error == "-" else args.error
-    result = _learning(args).solution_search(cli.LOCAL_TENANT, {"error": error, "k": args.k})
+    request = {"error": error, "k": args.k}
+    result = cli.served(args, "solution_search", request)
+    if result is None:
+        result = _learning(args).solution_search(cli.LOCAL_TENANT, request)
     cli._out(args, result, lambda: "\n".join(
         [f"{m.score:.3f}  {m.solution.id}  {m.solution.title}\n       {m.explanation}" for m in result.results]
         + [result.explanation]))

@@ -10,17 +10,18 @@ next run resumes after the last batch the remote confirmed.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from capsule import CapsuleError
-from capsule.sync import LocalPeer, Watermarks, run_sync, state_path
-from capsule.sync import models as sm
+from capsule.errors import CapsuleError
 
 from . import cli, render
-from .auth_choice import METHODS
-from .backends import Connection, check_url, make_auth
-from .client import CapsuleClient, Retry
+from .options import METHODS
 from .progress import Progress
+
+if TYPE_CHECKING:  # the library and the HTTP client load when a sync runs: `capsule sync --help` needs neither
+    from capsule.sync import models as sm
+
+    from .client import CapsuleClient
 
 
 class HttpPeer:
@@ -30,10 +31,14 @@ class HttpPeer:
         self.client, self.name = client, client.base_url
 
     def changes(self, project: str, after: list[int] | None, limit: int) -> sm.ChangesPage:
+        from capsule.sync import models as sm
+
         query = {"project": project, "limit": limit, "after": None if after is None else f"{after[0]}.{after[1]}"}
         return sm.ChangesPage.model_validate(self.client.request("GET", "/v1/sync/changes", query=query))
 
     def apply(self, request: dict[str, Any]) -> sm.ApplyResult:
+        from capsule.sync import models as sm
+
         # Idempotent: a batch merged twice writes nothing the second time, so a retry is safe.
         return sm.ApplyResult.model_validate(self.client.request("POST", "/v1/sync/apply", body=request))
 
@@ -42,6 +47,9 @@ class HttpPeer:
 
 
 def remote_peer(args: argparse.Namespace) -> HttpPeer:
+    from .backends import Connection, check_url, make_auth
+    from .client import CapsuleClient, Retry
+
     conn = Connection(url=check_url(args.url), auth=None if args.auth in (None, "auto") else args.auth,
                       region=args.region, profile=args.profile, api_key_file=args.api_key_file,
                       data_dir=args.data_dir)
@@ -58,6 +66,8 @@ def _text(report) -> str:
 
 
 def cmd_sync(args: argparse.Namespace) -> None:
+    from capsule.sync import LocalPeer, Watermarks, run_sync, state_path
+
     service = cli.service_from(args)
     remote = remote_peer(args)
     marks = Watermarks(state_path(service.settings.data_dir / "sync", remote.name, cli.LOCAL_TENANT), remote.name)

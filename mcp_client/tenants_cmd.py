@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 
-from capsule import tenants
-from capsule.runtime import open_store
-
 from . import cli, render
 
 
 def cmd_merge(args: argparse.Namespace) -> None:
+    from capsule import tenants  # the library: not for `capsule tenants --help`
+    from capsule.runtime import open_store
+
     settings = cli.settings_from(args)
     store = open_store(settings)
     try:

@@ -15,11 +15,12 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, TYPE_CHECKING, Iterator
 
-from capsule import CapsuleError, InvalidInput
-from capsule.transfer import DataImportResult, export_lines, import_lines, open_sources
-from capsule.transfer.format import read_lines
+if TYPE_CHECKING:  # capsule.transfer (the library) loads where the data is read or written, not for --help
+    from capsule.transfer import DataImportResult
+
+from capsule.errors import CapsuleError, InvalidInput
 
 from . import cli, render
 from .progress import Progress
@@ -47,6 +48,8 @@ def _memory_count(service, project: str | None) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
+    from capsule.transfer import export_lines, open_sources
+
     service = cli.service_from(args)
     rows = 0
     with _output(args.output) as out, Progress("export (memories)", _memory_count(service, args.project)) as bar:
@@ -74,6 +77,8 @@ def _input(source: str) -> Iterator[IO[bytes]]:
 def _foreign(args: argparse.Namespace, service) -> DataImportResult:
     if not args.uri:
         raise InvalidInput(f"capsule import {args.source} needs the database URI", field="uri")
+    from capsule.transfer import open_sources
+
     sources = open_sources(service)
     if args.source == "vector-bridge":
         from capsule.transfer.vector_bridge import import_vector_bridge
@@ -112,6 +117,9 @@ def _learning(service):
 
 
 def cmd_import(args: argparse.Namespace) -> None:
+    from capsule.transfer import import_lines, open_sources
+    from capsule.transfer.format import read_lines
+
     service = cli.service_from(args)
     if args.source in FOREIGN:
         result = _foreign(args, service)

@@ -101,8 +101,10 @@
     return flat.length > n ? flat.slice(0, n - 1) + '…' : flat;
   }
 
+  // The id's first 12 characters, as the CLI's tables print them (and as capsule get/pin take
+  // them); the whole id is the element's title and what every request sends.
   function shortId(id) {
-    return id.length > 12 ? id.slice(0, 8) + '…' + id.slice(-4) : id;
+    return id.slice(0, 12);
   }
 
   function whenText(iso) {

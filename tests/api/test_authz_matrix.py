@@ -473,6 +473,36 @@ def test_a_shared_key_cannot_rewrite_a_private_memory_through_sync_apply(copied)
     assert "TOKREWRITTEN" not in got.json["memory"]["content"]
 
 
+def test_sync_apply_answers_an_id_held_by_another_tenant_as_one_nobody_holds(copied):
+    """No existence oracle across tenants: the other tenant's row with this tenant's id S2 is
+    answered as its row with a fresh id is (it once answered 409 "held by another tenant")."""
+    import uuid
+
+    held = json.loads(json.dumps(copied.sync_row))
+    fresh = json.loads(json.dumps(copied.sync_row))
+    fresh["memory"]["id"] = uuid.uuid4().hex
+    for row in (held, fresh):
+        for vote in row.get("votes") or []:
+            vote["memory_id"] = row["memory"]["id"]
+    answers = []
+    for row in (held, fresh, held):  # the third: the same row again is merged, not refused
+        r = _invoke(event("sync_apply", tenant=None, authorizer=_as("other_tenant"),
+                          body={"project": "secret", "items": [row]}))
+        answers.append(r)
+    assert answers[0].status == answers[1].status == 200, answers
+
+    def same(r: Called) -> dict:
+        return {k: v for k, v in r.json.items() if k not in ("version", "quiet")}
+
+    assert same(answers[0]) == same(answers[1]), answers
+    assert answers[2].status == 200 and answers[2].json["applied"] == 0, answers[2]
+    got = _invoke(event("get", path_params={"id": copied.ids["S2"]}, authorizer=_full()))
+    assert got.status == 200 and "TOKREWRITTEN" not in got.json["memory"]["content"], got
+    mine = _invoke(event("sync_changes", tenant=None, query={"project": "secret"}, authorizer=_as("other_tenant")))
+    assert mine.status == 200 and len(mine.json["items"]) == 2, mine
+    assert {i["memory"]["content"] for i in mine.json["items"]} == {held["memory"]["content"]}
+
+
 def test_patterns_show_a_scoped_key_only_what_it_can_read(copied):
     error = {"error": "connect ECONNREFUSED 10.0.0.9:6379 while loading"}
     everyone = _invoke(event("pattern_detect", body=error, authorizer=_full()))

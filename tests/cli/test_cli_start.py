@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -68,3 +70,66 @@ def test_a_mistake_is_one_line_and_a_hint(tmp_path, args, first):
     assert len(lines) == 2, done.stderr
     assert lines[0].startswith(first), lines[0]
     assert lines[1].startswith("hint: '") and "--help' shows the usage" in lines[1]
+
+
+# ---- every command fast (issue 30): --help loads no library, and beside a server no command does ----
+
+LIBRARY = ("numpy", "pydantic", "onnxruntime", "capsule.service", "capsule.models", "functions.scopes")
+
+
+def loaded_modules(done: subprocess.CompletedProcess) -> set[str]:
+    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize("command", [*cli.BUILTIN_COMMANDS, *cli.COMMAND_INDEX])
+def test_every_commands_help_builds_its_parser_without_the_library(tmp_path, command):
+    done = run(tmp_path, command, "--help", importtime=True)
+    assert done.returncode == 0 and "usage: capsule " in done.stdout, done.stderr[-2000:]
+    # bench measures with numpy arrays (its own module's import; 0.2 s), nothing more
+    allowed = {"numpy"} if command == "bench" else set()
+    assert sorted(m for m in LIBRARY if m in loaded_modules(done) and m not in allowed) == [], command
+
+
+def test_the_values_written_out_for_help_are_the_librarys():
+    from capsule.jobs import JOB_NAMES
+    from functions.workers import WorkerConfig
+    from mcp_client import jobs_cmd, serve
+
+    assert jobs_cmd.JOB_NAMES == JOB_NAMES
+    assert serve.HEAD_TIMEOUT_S == WorkerConfig.head_timeout_s
+
+
+@pytest.fixture(scope="module")
+def beside_a_server(tmp_path_factory):
+    from tests.serve.server import Server
+
+    data_dir = tmp_path_factory.mktemp("beside")
+    srv = Server(data_dir)
+    deadline = time.monotonic() + 120
+    while not (data_dir / "serve.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield srv
+    assert srv.stop() == 0
+
+
+def test_the_other_commands_ask_the_running_server_without_the_library(beside_a_server):
+    from tests.serve.server import environment
+
+    def ok(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "mcp_client", *args], capture_output=True,
+                              text=True, timeout=120,
+                              env={**environment(), "CAPSULE_DATA_DIR": str(beside_a_server.data_dir)})
+        messages = "\n".join(line for line in done.stderr.splitlines() if not line.startswith("import time:"))
+        assert done.returncode == 0, (args, messages)
+        assert sorted(m for m in LIBRARY if m in loaded_modules(done)) == [], (args, messages)
+        return done
+
+    memory_id = json.loads(ok("store", "Vacuum the SQLite file monthly", "--project", "beside", "--json").stdout)[
+        "memory"]["id"]
+    history = ok("history", memory_id[:12])
+    assert "1 (current)" in history.stdout and "Vacuum the SQLite file monthly" in history.stdout
+    assert json.loads(ok("history", memory_id, "--json").stdout)["versions"][0]["version"] == 1
+    assert "pending candidate(s)" in ok("candidates", "--project", "beside").stdout
+    assert json.loads(ok("solutions", "list", "--json").stdout)["solutions"] == []
+    assert "matched" in ok("solutions", "search", "ModuleNotFoundError: No module named 'mcp'").stdout
+    assert "API KEY" in ok("keys", "list").stdout

@@ -134,3 +134,18 @@ def test_get_shows_the_memorys_facts_before_its_whole_text(tmp_path):
     shown = run(tmp_path, "get", memory_id[:12]).stdout
     assert shown.startswith(f"id:        {memory_id}\nproject:   api\n")
     assert "tags:      sqlite" in shown and "\n\nUse WAL mode for SQLite\n\n" in shown
+
+
+def test_a_person_reads_the_same_12_characters_of_an_id_everywhere(tmp_path):
+    """Issue 30: ids appeared as 32, 12 and `b762…a2d7` characters. Every table (list, search) and
+    the web console show the first 12, which every one-memory command takes; JSON has the whole id."""
+    memory_id = json.loads(run(tmp_path, "store", "Vacuum the SQLite file monthly", "-p", "ids", "--json").stdout)[
+        "memory"]["id"]
+    assert len(memory_id) == 32
+    for table in (run(tmp_path, "list", "-p", "ids").stdout, run(tmp_path, "search", "vacuum", "-p", "ids").stdout):
+        assert memory_id[:12] in table and memory_id not in table
+    assert json.loads(run(tmp_path, "list", "-p", "ids", "--json").stdout)["memories"][0]["id"] == memory_id
+    assert "Vacuum the SQLite file monthly" in run(tmp_path, "get", memory_id[:12]).stdout
+    app = (Path(__file__).parents[2] / "functions" / "console" / "app.js").read_text("utf-8")
+    short = app[app.index("function shortId(id) {"):]
+    assert short[:short.index("}")].split("{", 1)[1].strip() == "return id.slice(0, 12);"

@@ -63,3 +63,19 @@ def test_piped_it_is_quiet_and_json_lines_when_asked(tmp_path, seeded):
     lines = [json.loads(line) for line in asked.stderr.splitlines()]
     assert lines[-1]["progress"] == "import (bytes)" and lines[-1]["final"] is True
     assert lines[-1]["done"] == lines[-1]["total"] == (tmp_path / "a.jsonl").stat().st_size
+
+
+def test_a_piped_ingest_reports_its_progress_as_lines(tmp_path):
+    """Issue 30: the first ingest piped was silent for 35-40 s; now a line at once, one every few
+    seconds, what it waits for, and the last; stdout keeps the summary alone."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for n in range(3):
+        (notes / f"n{n}.md").write_text(f"note {n}: rotate the token yearly\n")
+    done = run(tmp_path / "data", "ingest", str(notes), "--project", "api")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ingested 3 files")
+    lines = done.stderr.splitlines()
+    assert lines[0] == "ingest (files) 1/3 33%"
+    assert "ingest (files): opening the store and the embedder (the first run loads the model)" in lines
+    assert lines[-1].startswith("ingest (files) 3/3 100%") and lines[-1].endswith("done")

@@ -47,3 +47,25 @@ def test_the_bar_redraws_in_place_and_ends_with_a_newline():
             bar.advance()
     text = out.getvalue()
     assert text.startswith("\r") and text.endswith("3/3 100%  1.0/s  ETA 0:00\n")
+
+
+def test_a_long_silent_command_asks_for_plain_lines_when_piped():
+    """Issue 30: the first `capsule ingest` piped said nothing for 35-40 s (the model loading)."""
+    assert mode_for(io.StringIO(), {}, piped="lines") == "lines" and mode_for(Tty(), {}, piped="lines") == "bar"
+    assert mode_for(io.StringIO(), {"CAPSULE_PROGRESS": "off"}, piped="lines") == "off"
+    now = [0.0]
+    out = io.StringIO()
+    p = Progress("ingest (files)", 10, stream=out, environ={}, clock=lambda: now[0], piped="lines")
+    p.advance()  # the first line at once
+    p.note("opening the store and the embedder")
+    for _ in range(8):
+        now[0] += 1.0
+        p.advance()  # then one every LINES_EVERY_S (3 s)
+    p.close()
+    assert out.getvalue().splitlines() == [
+        "ingest (files) 1/10 10%",
+        "ingest (files): opening the store and the embedder",
+        "ingest (files) 4/10 40%  1.3/s  ETA 0:04",
+        "ingest (files) 7/10 70%  1.2/s  ETA 0:02",
+        "ingest (files) 9/10 90%  1.1/s  ETA 0:00  done",
+    ]
