@@ -12,7 +12,6 @@ from pydantic import BaseModel, Field
 
 from capsule import models
 
-from . import vector_bridge
 from .bounded import ECHO_CHARS, EXCERPT_CHARS, HIT_EXCERPT_CHARS, excerpt, fit, size
 
 
@@ -83,7 +82,7 @@ def _output_hit(hit: models.SearchHit, every_project: bool) -> dict[str, Any]:
     out["content"], _ = excerpt(hit.content, HIT_EXCERPT_CHARS)
     out["score"] = round(hit.score, 4)
     out["components"] = {name: round(value, 3) for name, value in out["components"].items()}  # every signal
-    out["meta"] = {k: v for k, v in out["meta"].items() if v not in ([], None) and not (k, v) == ("outcome_status", "unknown")}
+    out["meta"] = {k: v for k, v in out["meta"].items() if v not in ([], None) and (k, v) != ("outcome_status", "unknown")}
     if not every_project:
         del out["project"]  # the one asked for
     return {k: v for k, v in out.items() if not (k in HIT_DEFAULTS and v == HIT_DEFAULTS[k])}

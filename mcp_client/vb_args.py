@@ -16,7 +16,6 @@ SPEC: dict[str, dict[str, tuple[str, bool]]] = {
                       "meta": ("object", False)},
     "memory_search": {"project_root": ("string|null", True), "query": ("string", True), "k": ("number", False),
                       "global": ("boolean", False), "component": ("string", False), "category": ("string", False)},
-    "memory_projects": {},
     "memory_feedback": {"chunk_id": ("id", True), "helpful": ("boolean", True), "context": ("string", False)},
     "solution_search": {"error_message": ("string", True), "category": ("string", False),
                         "component": ("string", False), "limit": ("number", False)},

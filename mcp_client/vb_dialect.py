@@ -211,10 +211,6 @@ def chunk_preview(text: str) -> str:
     return units[:2 * CHUNK_UNITS].decode("utf-16-le", errors="ignore") + "..."
 
 
-def memory_projects(state: ServerState, args: dict[str, Any], unused: list[str]) -> CallToolResult:
-    return _text(projects_json(state.backend.projects().projects))
-
-
 def projects_json(found: list[Any]) -> str:
     """The original's memory_projects text: most recently active first (COMPAT §1.5)."""
     found = sorted(found, key=lambda p: p.last_activity.timestamp() if p.last_activity else 0.0, reverse=True)
@@ -322,7 +318,7 @@ def golden_paths(state: ServerState, args: dict[str, Any], unused: list[str]) ->
 
 
 HANDLERS: dict[str, Callable[[ServerState, dict[str, Any], list[str]], CallToolResult]] = {
-    "memory_ingest": memory_ingest, "memory_search": memory_search, "memory_projects": memory_projects,
+    "memory_ingest": memory_ingest, "memory_search": memory_search,
     "memory_feedback": memory_feedback, "solution_search": solution_search, "solution_preview": solution_preview,
     "solution_apply": solution_apply, "solution_upsert": solution_upsert, "pattern_detect": pattern_detect,
     "pattern_solutions": pattern_solutions, "pattern_link": pattern_link, "golden_paths": golden_paths,

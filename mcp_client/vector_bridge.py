@@ -1,18 +1,14 @@
 """The Vector Bridge's MCP names, mapped onto ours: the one place that knows them.
 
-Agents written for the Vector Bridge MCP server send its argument names (``project_root``,
-``error_message``, ``chunk_id``, ``limit``, ...) and read its result fields (``chunk``,
-``meta.chunk_id``, ``meta.vector_score``, ...). :func:`translate` turns its arguments into
-ours before they are validated, and :func:`hit_fields` adds its fields to a search hit, so
-both interfaces are served by the same tools. Its ids are integers; ours are strings, so
-an integer id is taken as the string of its digits.
+Our own tools take a Vector Bridge argument name beside ours where the two mean the same
+(``project_root`` for ``project``, ...): :func:`translate` turns its names into ours before they
+are validated. A call in its whole dialect is answered by :mod:`.vb_dialect` instead. Its ids are
+integers; ours are strings, so an integer id is taken as the string of its digits.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
-
-from capsule import models
 
 # Per tool: its Vector Bridge argument name -> ours. A rename applies only to a tool that has the target.
 COMMON = {"project_root": "project"}
@@ -72,15 +68,4 @@ def _id_schema(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {**kept, "anyOf": [{k: v for k, v in schema.items() if k not in kept}, {"type": "integer"}]}
 
 
-def hit_fields(hit: models.SearchHit, excerpt: str) -> dict[str, Any]:
-    """The Vector Bridge's fields of one search result: ``chunk`` (the text) and its scores in ``meta``.
-    Its feedback_score is the helpful ratio; ours is that ratio's Wilson lower bound (one vote is not 100 %)."""
-    c = hit.components
-    return {
-        "chunk": excerpt,
-        "meta": {**hit.meta, "chunk_id": hit.id, "vector_score": c.vector, "bm25_score": c.bm25,
-                 "time_score": c.time, "feedback_score": c.feedback, "outcome_bonus": c.outcome},
-    }
-
-
-__all__ = ["translate", "renames", "published", "hit_fields", "Conflict", "ID_ARGUMENTS"]
+__all__ = ["translate", "renames", "published", "Conflict", "ID_ARGUMENTS"]

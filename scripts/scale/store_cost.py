@@ -9,7 +9,6 @@ import tempfile
 import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "layers"))
 from datetime import datetime, timedelta, timezone
-from capsule.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
 from capsule.records import MemoryRecord

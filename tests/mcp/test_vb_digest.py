@@ -59,7 +59,7 @@ def test_every_spelling_the_original_accepted_is_read(text):
     f"```json\n{BODY}\n```",           # no DIGEST word
     f"```json DIGEST {BODY}",          # never closed
     f"```json-ld DIGEST {BODY}```",    # a tag of more than letters and digits
-    f"```json DIGEST\n{{}}\n```",      # an empty object is no digest (the original tested its truth)
+    "```json DIGEST\n{}\n```",      # an empty object is no digest (the original tested its truth)
     "```json DIGEST {\"agent\": \"x\"\n``` not closed right",
 ])
 def test_what_the_original_refused_is_not_a_digest(text):

@@ -5,7 +5,6 @@ or stuck answers Unavailable (503) within the call's time, never a hang."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import numpy as np

@@ -5,7 +5,6 @@ the MCP server's default, an import and the service lands in one project; split 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 import pytest
 
-from capsule import models
 from mcp_client import strict_cli, strict_tools, vector_bridge
 
 SEARCH_FIELDS = {"query", "project", "all_projects", "k", "mode", "tags", "component", "category"}
@@ -29,17 +26,6 @@ def test_a_name_maps_only_where_the_tool_has_its_target():
 def test_both_names_at_once_are_refused():
     with pytest.raises(vector_bridge.Conflict, match="'project' or 'project_root'"):
         vector_bridge.translate("memory_search", {"project": "a", "project_root": "b"}, SEARCH_FIELDS)
-
-
-def test_a_hit_carries_its_fields():
-    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    hit = models.SearchHit(id="m1", project="p", content="text", score=0.9, meta={"type": "code"},
-                           components=models.Components(vector=0.8, bm25=0.4, time=0.9, feedback=0.2, outcome=0.1),
-                           occurred_at=at, created_at=at)
-    fields = vector_bridge.hit_fields(hit, "text")
-    assert fields["chunk"] == "text"
-    assert fields["meta"] == {"type": "code", "chunk_id": "m1", "vector_score": 0.8, "bm25_score": 0.4,
-                              "time_score": 0.9, "feedback_score": 0.2, "outcome_bonus": 0.1}
 
 
 def test_the_published_schema_takes_integer_ids_and_lists_only_our_names():

@@ -30,7 +30,6 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from .. import limits
-from .names import CLASSES, EFFECTIVE
 
 RetentionClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral", "auto"]
 EffectiveClass = Literal["irreplaceable", "permanent", "replaceable", "ephemeral"]

@@ -78,10 +78,15 @@ def check_reserved(meta: dict[str, Any]) -> None:
                            " detector", field=f"meta.{GUARD_KEY}")
 
 
-def rescan(text: str, policies: Policies) -> Guarded:
+def rescan(text: str, policies: Policies, *, field: str = "content") -> Guarded:
     """:func:`guard_text` of a piece of an already guarded text (an ingest chunk): its own flags,
     and the placeholders the whole text's redaction left in it, as redacted findings."""
-    guarded = guard_text(text, policies)
+    return with_placeholders(guard_text(text, policies, field=field))
+
+
+def with_placeholders(guarded: Guarded) -> Guarded:
+    """``guarded``'s flags, and every placeholder in its text as a redacted finding: what a text
+    guarded more than once reports (each redaction once, whichever pass made it)."""
     report = {"secrets": [f for f in guarded.report["secrets"] if f["action"] == "flagged"],
               "pii": [f for f in guarded.report["pii"] if f["action"] == "flagged"]}
     for match in PLACEHOLDER.finditer(guarded.text):

@@ -27,8 +27,7 @@ from typing import Any, Callable
 from ..records import AuditRecord, MemoryRecord
 from ..text import sha256
 from .apply import GuardedWrite
-from .detect import Finding
-from .policy import GUARD_KEY, PLACEHOLDER, Guarded, Policies, guard_text
+from .policy import GUARD_KEY, Guarded, Policies, guard_text, with_placeholders
 from .tree import TreeReport, guard_tree
 
 PolicyOf = Callable[[str, str], Policies]  # (tenant, project) -> the project's policies
@@ -64,15 +63,7 @@ def _rescan(text: str, policies: Policies, field: str) -> tuple[Guarded, set[str
     """``text`` guarded, with earlier placeholders as redacted findings; and the kinds redacted now."""
     guarded = guard_text(text, policies, field=field)
     now = {f["kind"] for fs in guarded.report.values() for f in fs if f["action"] == "redacted"}
-    report = {"secrets": [f for f in guarded.report["secrets"] if f["action"] == "flagged"],
-              "pii": [f for f in guarded.report["pii"] if f["action"] == "flagged"]}
-    for match in PLACEHOLDER.finditer(guarded.text):
-        category = "secrets" if Finding(match.group(1), 0, 0).category == "secrets" else "pii"
-        report[category].append({"kind": match.group(1), "start": match.start(), "end": match.end(),
-                                 "action": "redacted"})
-    for findings in report.values():
-        findings.sort(key=lambda f: f["start"])
-    return Guarded(guarded.text, report), now
+    return with_placeholders(guarded), now
 
 
 class Cleaned:

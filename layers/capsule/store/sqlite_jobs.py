@@ -4,7 +4,7 @@ forgotten, the backfill's queue and the embedding cache."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 

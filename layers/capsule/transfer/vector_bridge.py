@@ -53,6 +53,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Callable, Iterator
 
+from pydantic import ValidationError
+
 from .. import legacy_ids
 from ..clock import Clock, system_clock
 from ..compat.vector_bridge import KEPT_KEY, meta_request
@@ -381,8 +383,8 @@ class _Run:
             typed[KEPT_KEY] = json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
         try:
             return MemoryMeta.model_validate(typed).plain()
-        except Exception as exc:  # pydantic's ValidationError: a column value our meta cannot hold
-            err = getattr(exc, "errors", lambda **_: [{"loc": (), "msg": str(exc)}])(include_url=False)[0]
+        except ValidationError as exc:  # a column value our meta cannot hold
+            err = exc.errors(include_url=False)[0]
             where = ".".join(str(p) for p in err["loc"])
             raise BadValue(where or "meta", err["msg"]) from None
 
