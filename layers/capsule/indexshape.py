@@ -9,10 +9,20 @@ not part of keeping or reading them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from .indexrows import IndexRows
+
+class Rows(Protocol):
+    """The row arrays a shape reads (an :class:`~capsule.indexrows.IndexRows` has them)."""
+
+    n: int
+    alive: np.ndarray
+    key: np.ndarray
+    session: np.ndarray
+    length: np.ndarray
+    occurred: np.ndarray
 
 
 @dataclass(slots=True)
@@ -30,7 +40,7 @@ class Shape:
     median_session: float
 
     @classmethod
-    def of(cls, index: IndexRows) -> "Shape":
+    def of(cls, index: Rows) -> "Shape":
         n = index.n
         prev = np.full(n, -1, dtype=np.int64)
         nxt = np.full(n, -1, dtype=np.int64)
