@@ -33,7 +33,8 @@ from typing import Annotated, Any, Callable, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from capsule import authz, legacy_ids
-from capsule.errors import CapsuleError, InvalidInput, from_validation_error
+from capsule.errors import CapsuleError, InvalidInput
+from capsule.fielderrors import from_validation_error
 from capsule.governance.visibility import ACCESS_LEVELS, FULL, Reach, pattern_problem
 from capsule.models import Subject, Visibility
 

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, V
 from pydantic_core import PydanticCustomError
 
 from . import limits
-from .errors import InvalidInput, from_validation_error
+from .errors import InvalidInput
+from .fielderrors import from_validation_error
 from .paths import default_data_dir
 from .ranking import Weights
 

@@ -103,11 +103,3 @@ class Unavailable(CapsuleError):
 class KeyUnavailable(Unavailable):
     code = "key_unavailable"
     retry_after_s = 5
-
-
-def from_validation_error(exc: Any, model: Any = None) -> InvalidInput:
-    """Turn a pydantic ``ValidationError`` into ours, naming each field (and, for an unknown
-    field, the nearest known name of ``model``)."""
-    from .fielderrors import invalid_input  # it reads pydantic models; this module stays plain
-
-    return invalid_input(exc.errors(include_url=False, include_input=False), model)

@@ -16,6 +16,10 @@ from pydantic import BaseModel
 
 from .errors import InvalidInput
 
+# What a pattern means, for the error a caller reads: the models register theirs here
+# (capsule.models fills it), so this module reads no model.
+PATTERN_MESSAGES: dict[str, str] = {}
+
 
 def _models_in(annotation: Any) -> Iterable[type[BaseModel]]:
     """The pydantic models an annotation can hold (through Optional, list, dict, Annotated)."""
@@ -61,8 +65,6 @@ def _message(err: dict[str, Any], model: type[BaseModel] | None, loc: Sequence[A
         owner = model_at(model, loc[:-1])
         return f"unknown field '{name}'" + (suggestion(name, _names(owner)) if owner else "")
     if err.get("type") == "string_pattern_mismatch":
-        from .models import PATTERN_MESSAGES
-
         plain = PATTERN_MESSAGES.get(str((err.get("ctx") or {}).get("pattern")))
         if plain:
             return plain
@@ -99,3 +101,7 @@ def invalid_input(errors: Iterable[dict[str, Any]], model: type[BaseModel] | Non
     return InvalidInput(message, field=first["field"], details=details)
 
 
+def from_validation_error(exc: Any, model: Any = None) -> InvalidInput:
+    """Turn a pydantic ``ValidationError`` into ours, naming each field (and, for an unknown
+    field, the nearest known name of ``model``)."""
+    return invalid_input(exc.errors(include_url=False, include_input=False), model)

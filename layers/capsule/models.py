@@ -28,6 +28,8 @@ from pydantic import (
 )
 
 from . import limits, project_identity
+# What a pattern means, for the error a caller reads: models fill the registry fielderrors reads.
+from .fielderrors import PATTERN_MESSAGES
 from .schema_rules import any_given
 
 Outcome = Literal["success", "failure", "unknown"]
@@ -37,9 +39,6 @@ from .governance.policy import EXPIRY_SCHEMA  # noqa: E402  (the expiry rules th
 # A page's position: the last item's creation time (epoch seconds) and its id as hex; any
 # string of this shape is a position, so a client can never send one that is refused.
 CURSOR_PATTERN = r"^[0-9]{1,12}\.[0-9]{6}~([0-9a-f]{2}){1,512}$"
-
-# What a pattern means, for the error a caller reads (fielderrors reads it).
-PATTERN_MESSAGES: dict[str, str] = {}
 
 
 def _utf8_within(max_bytes: int, what: str):

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ValidationError
 
 from . import models
 from .clock import to_epoch
-from .errors import InvalidInput, from_validation_error
+from .errors import InvalidInput
+from .fielderrors import from_validation_error
 from .governance.retention import effective_class
 from .records import MemoryRecord
 from .store.base import Cursor

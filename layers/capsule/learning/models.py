@@ -36,7 +36,8 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from .. import limits
-from ..errors import InvalidInput, from_validation_error
+from ..errors import InvalidInput
+from ..fielderrors import from_validation_error
 from ..models import (
     CURSOR_PATTERN, META_SCHEMA_EXTRA, NO_CONTROL, AwareDatetime, MetaObject, MetaValue, NO_NUL, JsonInt, ProjectName, Tag,
     check_meta_keys, json_int,
