@@ -339,7 +339,7 @@ class CapsuleClient:
 
 
 def _if_match(sha: str | None) -> dict[str, str]:
-    from capsule.governance.history import check_if_match
+    from capsule.governance.models import check_if_match
 
     return {} if check_if_match(sha) is None else {"If-Match": f'"{check_if_match(sha)}"'}
 

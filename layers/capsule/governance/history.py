@@ -10,21 +10,36 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol
 
 from .. import limits
 from ..context import text_to_embed
+from ..config import Settings
 from ..errors import InvalidInput, NotFound, PreconditionFailed
 from ..records import MemoryRecord
+from ..service_edge import to_memory, validate
 from ..text import sha256
 from . import audit as actions
 from . import models as gm
 from .intake import admit
+from .models import check_if_match
 from .policy import for_update
 from .retention import effective_class
 
-if TYPE_CHECKING:
-    from ..service import MemoryService
+
+class Service(Protocol):
+    """What history reads of the :class:`~capsule.service.MemoryService` it serves."""
+
+    store: Any
+    clock: Callable[[], Any]
+    settings: Settings
+
+    @property
+    def governance_store(self) -> Any: ...
+
+    def guard_policies(self, tenant: str, project: str) -> Any: ...
+
+    def get_record(self, tenant: str, memory_id: str) -> MemoryRecord: ...
 
 MAX_CHAIN = 20  # supersession links walked for one hit
 
@@ -40,28 +55,16 @@ def _dedupe_key(before: MemoryRecord, content: str) -> str:
     return sha256(f"{content}\x00{before.occurred_at.isoformat()}")
 
 
-def check_if_match(value: str | None) -> str | None:
-    """The sha256 an If-Match header names (quotes dropped), or None; a malformed one is refused."""
-    if value is None:
-        return None
-    if not re.fullmatch(gm.IF_MATCH_PATTERN.strip("^$"), value):
-        raise InvalidInput("If-Match: must be the memory's sha256 (64 lowercase hex digits, optionally quoted)",
-                           field="If-Match")
-    return value.strip('"')
-
-
 class History:
     """Update, history and revert for one :class:`~capsule.service.MemoryService`."""
 
-    def __init__(self, service: "MemoryService") -> None:
+    def __init__(self, service: Service) -> None:
         self.service = service
 
     # ---- update ------------------------------------------------------------
 
     def update(self, tenant: str, memory_id: str, request: gm.UpdateRequest | dict, *,
                if_match: str | None = None, actor: str | None = None) -> gm.UpdateResult:
-        from ..service import validate
-
         expected = check_if_match(if_match)
         req = validate(gm.UpdateRequest, request)
         before = self.service.store.get(tenant, memory_id)
@@ -116,8 +119,6 @@ class History:
 
     def _write(self, before: MemoryRecord, after: MemoryRecord, actor: str, reason: str | None, *,
                revert_of: int | None) -> gm.UpdateResult:
-        from ..service import to_memory
-
         reembedded = after.content != before.content
         if reembedded:
             after = self._reembed(before, after)
@@ -177,8 +178,6 @@ class History:
     # ---- history and revert ---------------------------------------------------
 
     def history(self, tenant: str, memory_id: str) -> gm.HistoryResult:
-        from ..service import to_memory
-
         record = self.service.get_record(tenant, memory_id)
         kept = self.service.governance_store.versions(tenant, memory_id, limit=limits.MAX_VERSIONS_LISTED)
         versions = [_version(v.number, v) for v in kept]
@@ -194,8 +193,6 @@ class History:
 
     def revert(self, tenant: str, memory_id: str, request: gm.RevertRequest | dict, *,
                if_match: str | None = None, actor: str | None = None) -> gm.UpdateResult:
-        from ..service import validate
-
         expected = check_if_match(if_match)
         req = validate(gm.RevertRequest, request)
         before = self.service.store.get(tenant, memory_id)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import limits
+from ..errors import InvalidInput
 from ..schema_rules import any_given
 from .policy import EXPIRY_SCHEMA
 from ..models import (
@@ -17,6 +19,18 @@ from ..models import (
 
 # The If-Match header: the content's sha256 as a memory result gives it (an ETag's quotes allowed).
 IF_MATCH_PATTERN = r'^"?[0-9a-f]{64}"?$'
+
+
+def check_if_match(value: str | None) -> str | None:
+    """The sha256 an If-Match header names (quotes dropped), or None; a malformed one is refused."""
+    if value is None:
+        return None
+    if not re.fullmatch(IF_MATCH_PATTERN.strip("^$"), value):
+        raise InvalidInput("If-Match: must be the memory's sha256 (64 lowercase hex digits, optionally quoted)",
+                           field="If-Match")
+    return value.strip('"')
+
+
 UPDATABLE = ("content", "tags", "meta", "explanation", "retention", "ttl", "expires_at", "visibility", "subject")
 
 
