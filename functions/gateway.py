@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 from urllib.parse import parse_qsl, unquote
 
 from capsule.errors import CapsuleError, NotFound
@@ -26,7 +26,6 @@ from capsule.errors import CapsuleError, NotFound
 from . import keys_api, routes
 from .auth import HttpRequest, authorize
 from .credentials import Credentials
-from .workers import Invoker
 
 log = logging.getLogger("capsule.gateway")
 
@@ -34,6 +33,14 @@ CONSOLE_DIR = Path(__file__).parent / "console"
 # API Gateway passes these on; here no credential reaches a handler or its logs.
 SECRET_HEADERS = frozenset({"authorization", "x-api-key"})
 TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded", "application/xml")
+
+
+class Invoker(Protocol):
+    """Runs a route's Lambda handler (functions.workers.LocalInvoker: in this process)."""
+
+    def invoke(self, handler: str, event: dict[str, Any]) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
 
 
 # ---- routing ------------------------------------------------------------------------------

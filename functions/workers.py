@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 import uvicorn
 
@@ -47,12 +47,6 @@ class WorkerConfig:
     # capsule.embedders.shared.EmbedServer.client_spec(): the model is held by the serve parent and
     # this worker embeds through it; None: the worker builds the embedder the settings pick.
     shared_embedder: dict[str, Any] | None = None
-
-
-class Invoker(Protocol):
-    def invoke(self, handler: str, event: dict[str, Any]) -> dict[str, Any]: ...
-
-    def close(self) -> None: ...
 
 
 _resolved: dict[str, Callable[[dict[str, Any], Any], dict[str, Any]]] = {}
