@@ -30,7 +30,7 @@ from capsule.paths import default_data_dir
 from capsule.errors import InvalidInput, Unauthorized
 
 from .auth import BearerAuth, region_from_url
-from .options import AUTO, METHODS
+from .auth_methods import AUTO, METHODS
 
 
 @dataclass(frozen=True)

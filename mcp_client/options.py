@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from .auth_methods import METHODS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hooks register these options without loading the backends (or typing)
     from .backends import Connection
 
-AUTO = "auto"
-# --auth's choices (mcp_client.auth_choice decides what each means); here, so that the hooks
-# register their options without the auth modules' imports.
-METHODS = ("auto", "sigv4", "apikey", "none")
 
 
 def connection_options(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from capsule.errors import CapsuleError
 
 from . import cli, render
-from .options import METHODS
+from .auth_methods import METHODS
 from .progress import Progress
 
 if TYPE_CHECKING:  # the library and the HTTP client load when a sync runs: `capsule sync --help` needs neither
