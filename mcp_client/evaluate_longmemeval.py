@@ -26,7 +26,7 @@ from typing import Any
 
 from capsule import InvalidInput
 
-from .evaluate import MODES, TENANT, build_eval_service, prewarm, scores, store_turns
+from .evaluate_common import MODES, TENANT, build_eval_service, prewarm, scores, store_turns
 
 _DATE = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\(\w+\))?(?:\s+(\d{1,2}):(\d{2}))?")
 
