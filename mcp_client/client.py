@@ -37,7 +37,7 @@ from pydantic import BaseModel, ValidationError
 from capsule import errors, models
 from capsule.governance import models as gm
 from capsule.learning import models as lm
-from capsule.service_edge import validate
+from capsule.fielderrors import validate
 
 from .auth import Auth, NoAuth
 from .transport import Dropped, NotConnected, PooledTransport, Response, TimedOut

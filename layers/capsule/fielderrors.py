@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import difflib
 import typing
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, Type, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from .errors import InvalidInput
 
@@ -105,3 +105,16 @@ def from_validation_error(exc: Any, model: Any = None) -> InvalidInput:
     """Turn a pydantic ``ValidationError`` into ours, naming each field (and, for an unknown
     field, the nearest known name of ``model``)."""
     return invalid_input(exc.errors(include_url=False, include_input=False), model)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: Type[M], data: Any) -> M:
+    """Validate ``data`` into ``model``; a failure is InvalidInput naming the field."""
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, model) from exc

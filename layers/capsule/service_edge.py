@@ -8,30 +8,15 @@ client) import them from.
 from __future__ import annotations
 
 import re
-from typing import Any, Type, TypeVar
-
-from pydantic import BaseModel, ValidationError
 
 from . import models
 from .clock import to_epoch
 from .errors import InvalidInput
-from .fielderrors import from_validation_error
+from .fielderrors import validate  # noqa: F401  (the service's modules read it here)
 from .governance.retention import effective_class
 from .records import MemoryRecord
 from .store.base import Cursor
 from .text import sha256
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def validate(model: Type[M], data: Any) -> M:
-    """Validate ``data`` into ``model``; a failure is InvalidInput naming the field."""
-    if isinstance(data, model):
-        return data
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise from_validation_error(exc, model) from exc
 
 
 def encode_cursor(record: MemoryRecord) -> str:

@@ -22,7 +22,7 @@ class RotateResult(BaseModel):
 def rotate_for(service, tenant: str, request: RotateRequest | dict) -> RotateResult:
     """Rotate the caller's own data key (a tenant with its own key must send it: X-Capsule-BYOK)."""
     from ..errors import Conflict
-    from ..service import validate
+    from ..fielderrors import validate
     from .reseal import rotate
 
     req = validate(RotateRequest, request)
