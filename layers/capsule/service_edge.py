@@ -7,29 +7,13 @@ client) import them from.
 
 from __future__ import annotations
 
-import re
 
 from . import models
-from .clock import to_epoch
-from .errors import InvalidInput
 from .fielderrors import validate  # noqa: F401  (the service's modules read it here)
 from .governance.retention import effective_class
 from .records import MemoryRecord
-from .store.base import Cursor
+from .cursor import decode_cursor, encode_cursor  # noqa: F401  (the service's modules read them here)
 from .text import sha256
-
-
-def encode_cursor(record: MemoryRecord) -> str:
-    """A page's position (see ``models.CURSOR_PATTERN``): every string of that shape decodes."""
-    return f"{to_epoch(record.created_at):.6f}~{record.id.encode('utf-8').hex()}"
-
-
-def decode_cursor(cursor: str) -> Cursor:
-    if not re.fullmatch(models.CURSOR_PATTERN.strip("^$"), cursor):
-        raise InvalidInput("cursor: is not a cursor this service returned", field="cursor")
-    created, _, hex_id = cursor.partition("~")
-    # Only a position to compare against: bytes that are not UTF-8 still order correctly enough.
-    return float(created), bytes.fromhex(hex_id).decode("utf-8", "replace")
 
 
 def to_memory(record: MemoryRecord) -> models.Memory:

@@ -22,7 +22,8 @@ from ..errors import NotFound, Unavailable
 from ..guard.policy import Policies
 from ..guard.tree import TreeReport, guard_tree
 from ..records import MemoryRecord
-from ..service import decode_cursor, encode_cursor, validate
+from ..cursor import decode_cursor, encode_cursor
+from ..fielderrors import validate
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
 from . import fixpack_format, mining, mining_pages, models
