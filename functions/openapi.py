@@ -29,7 +29,9 @@ DESCRIPTION = (
     "reaches (`memory`, `project`, `project_all`, `filtered`, `derived`, `tenant`, `any`: see capsule.authz.needs); a "
     "request outside the caller's scope is a 403 naming what is missing. A request body over "
     "`x-capsule-max-body-bytes` bytes (an extension of this document) is refused with 413 before it is parsed, "
-    "whatever else it holds."
+    "whatever else it holds. An operation's `x-capsule-rules` lists the rules its schemas cannot state (relative "
+    "to now, to what is stored, or across fields), each with the status (`422`, `412`) a request the schemas "
+    "allow gets when it breaks that rule; the error names the field."
 )
 
 

@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# API Gateway answers 503 after its integration timeout (30 s at most; the stack sets 29, the
+# most CDK accepts) whatever the function does, and a cold start (the init phase, ~2.5 s for
+# the search path at 512 MB) is not part of the function's timeout: a route's timeout leaves
+# that margin, so the function answers (or its deadline gives a 503, capsule.deadline) before
+# the gateway gives up on a request that may still commit.
+GATEWAY_TIMEOUT_S = 29
+COLD_START_MARGIN_S = 4
+MAX_TIMEOUT_S = GATEWAY_TIMEOUT_S - COLD_START_MARGIN_S
+
 
 @dataclass(frozen=True, slots=True)
 class Route:
@@ -29,7 +38,7 @@ ROUTES: tuple[Route, ...] = (
     Route("health", "GET", "/v1/health", _h("health"), timeout_s=5, memory_mb=256),
     Route("store", "POST", "/v1/memories", _h("store")),
     Route("list", "GET", "/v1/memories", _h("list")),
-    Route("ingest", "POST", "/v1/memories/ingest", _h("ingest"), timeout_s=60, memory_mb=1024),
+    Route("ingest", "POST", "/v1/memories/ingest", _h("ingest"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024),
     Route("search", "POST", "/v1/memories/search", _h("search"), timeout_s=15, memory_mb=1024),
     Route("get", "GET", "/v1/memories/{id}", _h("get")),
     Route("forget", "DELETE", "/v1/memories/{id}", _h("forget")),
@@ -43,7 +52,7 @@ ROUTES: tuple[Route, ...] = (
     Route("revert", "POST", "/v1/memories/{id}/revert", _h("revert"), timeout_s=15),
     Route("projects", "GET", "/v1/projects", _h("projects")),
     # capture: memories proposed from conversations (capsule.capture)
-    Route("capture", "POST", "/v1/memories/capture", _h("capture"), timeout_s=30),
+    Route("capture", "POST", "/v1/memories/capture", _h("capture"), timeout_s=MAX_TIMEOUT_S),
     Route("capture_settings", "PUT", "/v1/memories/capture/settings", _h("capture_settings")),
     Route("candidates", "GET", "/v1/memories/candidates", _h("candidates")),
     Route("candidate_approve", "POST", "/v1/memories/candidates/{id}/approve", _h("candidate_approve")),
@@ -65,13 +74,14 @@ ROUTES: tuple[Route, ...] = (
     Route("pattern_solutions", "POST", "/v1/patterns/solutions", _h("pattern_solutions")),
     Route("pattern_link", "POST", "/v1/patterns/link", _h("pattern_link")),
     Route("golden_paths", "GET", "/v1/patterns/golden-paths", _h("golden_paths")),
-    Route("detect_patterns", "POST", "/v1/patterns/mine", _h("detect_patterns"), timeout_s=60, memory_mb=1024),
+    Route("detect_patterns", "POST", "/v1/patterns/mine", _h("detect_patterns"), timeout_s=MAX_TIMEOUT_S,
+          memory_mb=1024),
     # data in and out: capsule.transfer
-    Route("export", "GET", "/v1/export", _h("export"), timeout_s=30, memory_mb=1024),  # API Gateway: 30 s at most
-    Route("import_data", "POST", "/v1/import", _h("import_data"), timeout_s=30, memory_mb=1024),
+    Route("export", "GET", "/v1/export", _h("export"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024),
+    Route("import_data", "POST", "/v1/import", _h("import_data"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024),
     # one memory across peers: capsule.sync
-    Route("sync_changes", "GET", "/v1/sync/changes", _h("sync_changes"), timeout_s=30, memory_mb=1024),
-    Route("sync_apply", "POST", "/v1/sync/apply", _h("sync_apply"), timeout_s=30, memory_mb=1024),
+    Route("sync_changes", "GET", "/v1/sync/changes", _h("sync_changes"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024),
+    Route("sync_apply", "POST", "/v1/sync/apply", _h("sync_apply"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024),
     # scoped access: the caller's scope, the tenant's principal scopes (functions.scopes)
     Route("whoami", "GET", "/v1/scopes/me", _h("whoami"), timeout_s=5, memory_mb=256),
     Route("principal_scopes", "GET", "/v1/scopes/principals", _h("principal_scopes")),

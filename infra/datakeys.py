@@ -1,6 +1,7 @@
 """The KMS key that wraps every tenant's data key (capsule.crypto): one the stack creates
 (rotated yearly by KMS), or the customer's own, by ARN (``-c kms_key_arn=...``). Every function
-may use it for exactly what the library asks of it: GenerateDataKey, Encrypt, Decrypt."""
+that seals or opens memories may use it for exactly what the library asks of it: GenerateDataKey,
+Encrypt, Decrypt (infra/stack.py leaves out the public document and the authorizer)."""
 
 from __future__ import annotations
 

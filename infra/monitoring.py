@@ -1,6 +1,10 @@
 """Alarms: the API's 5xx, 4xx and 429 rates, and per function its throttles, its errors (jobs)
 and its duration near the timeout. They notify one SNS topic (encrypted, TLS only).
 
+A function's alarms live in the function's own stack (the routes' nested stacks, infra/api.py),
+so the main stack does not grow with the route table; throttles are summed over up to 10
+functions an alarm (CloudWatch's most metrics in one alarm), one resource instead of ten.
+
 The topic is encrypted with a key of our own: the AWS-managed ``alias/aws/sns`` key's policy
 cannot be changed, does not let CloudWatch use it, and an alarm's publish to a topic under it
 fails silently (the alarm changes state, nobody is told). Our key's policy lets
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -39,6 +43,7 @@ THROTTLED_RATE_PERCENT = 1.0  # any sustained throttling means the stage limits 
 METRIC_NAMESPACE = "CapsuleMemory"
 THROTTLED_METRIC = "Api429"
 DURATION_SHARE_OF_TIMEOUT = 0.8
+MAX_ALARM_METRICS = 10  # CloudWatch: the metrics one alarm's math may read
 
 
 CLOUDWATCH = iam.ServicePrincipal("cloudwatch.amazonaws.com")
@@ -68,8 +73,8 @@ class Alarms(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: list[cloudwatch.Alarm] = []
 
-    def _alarm(self, id: str, **props) -> cloudwatch.Alarm:
-        alarm = cloudwatch.Alarm(self, id, evaluation_periods=props.pop("evaluation_periods", 1),
+    def _alarm(self, id: str, scope: Construct | None = None, **props) -> cloudwatch.Alarm:
+        alarm = cloudwatch.Alarm(scope or self, id, evaluation_periods=props.pop("evaluation_periods", 1),
                                  treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING, **props)
         alarm.add_alarm_action(actions.SnsAction(self.topic))
         self.alarms.append(alarm)
@@ -99,15 +104,34 @@ class Alarms(Construct):
                         alarm_description=text)
 
     def functions(self, functions: Mapping[str, lambda_.Function], *, timeouts_s: Mapping[str, int]) -> None:
+        by_stack: dict[Stack, list[tuple[str, lambda_.Function]]] = {}
         for name, fn in functions.items():
-            self._alarm(f"{name}Throttles", metric=fn.metric_throttles(period=FIVE_MINUTES, statistic="Sum"),
-                        threshold=0, comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                        alarm_description=f"{name} was throttled")
-            limit_ms = timeouts_s[name] * 1000 * DURATION_SHARE_OF_TIMEOUT
-            self._alarm(f"{name}Duration", metric=fn.metric_duration(period=FIVE_MINUTES, statistic="p99"),
-                        threshold=limit_ms, evaluation_periods=3,
-                        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                        alarm_description=f"{name}'s p99 duration is over 80% of its timeout")
+            by_stack.setdefault(Stack.of(fn), []).append((name, fn))
+        for stack, members in by_stack.items():
+            scope = self._scope_in(stack)
+            for start in range(0, len(members), MAX_ALARM_METRICS):
+                group = members[start:start + MAX_ALARM_METRICS]
+                names = ", ".join(name for name, _ in group)
+                throttles = cloudwatch.MathExpression(
+                    expression="SUM(METRICS())", label="throttles", period=FIVE_MINUTES,
+                    using_metrics={f"t{n}": fn.metric_throttles(period=FIVE_MINUTES, statistic="Sum")
+                                   for n, (_, fn) in enumerate(group)})
+                self._alarm(f"{group[0][0]}Throttles", scope, metric=throttles, threshold=0,
+                            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                            alarm_description=f"one of {names} was throttled")
+            for name, fn in members:
+                limit_ms = timeouts_s[name] * 1000 * DURATION_SHARE_OF_TIMEOUT
+                self._alarm(f"{name}Duration", scope, metric=fn.metric_duration(period=FIVE_MINUTES, statistic="p99"),
+                            threshold=limit_ms, evaluation_periods=3,
+                            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                            alarm_description=f"{name}'s p99 duration is over 80% of its timeout")
+
+    def _scope_in(self, stack: Stack) -> Construct:
+        """Where alarms on functions of ``stack`` go: this construct in the main stack, an
+        ``Alarms`` construct in a nested one."""
+        if stack is Stack.of(self):
+            return self
+        return stack.node.try_find_child("Alarms") or Construct(stack, "Alarms")
 
     def jobs(self, functions: Mapping[str, lambda_.Function], queues: Mapping[str, sqs.Queue]) -> None:
         for name, fn in functions.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Acknowledgment, CfnOutput, Stack, Validations
+from aws_cdk import Acknowledgment, Aws, CfnOutput, Stack, Validations
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
@@ -70,9 +70,11 @@ class CapsuleStack(Stack):
             },
         )
         self.api = CapsuleApi(self, "Api", shared=shared, secret=self.secret, api_key_auth=options.api_key_auth,
-                              throttle=options.throttle)
+                              throttle=options.throttle, functions_asset=options.functions_asset)
         self.jobs = ScheduledJobs(self, "Jobs", shared=shared, secret=self.secret)
-        self.data_keys.grant([*self.api.functions.values(), *self.jobs.functions.values()])
+        # The data key only where memories are sealed or opened: not the public document, not the authorizer.
+        sealing = [fn for name, fn in self.api.functions.items() if name in {r.name for r in ROUTES if r.auth}]
+        self.data_keys.grant([*sealing, *self.jobs.functions.values()])
         self.alarms = Alarms(self, "Alarms", alarm_email=options.alarm_email)
         self.alarms.api(self.api.http_api, self.api.access_logs)
         timeouts = {route.name: route.timeout_s for route in ROUTES}
@@ -81,6 +83,13 @@ class CapsuleStack(Stack):
         self.alarms.functions(self.jobs.functions, timeouts_s={job.name: job.timeout_s for job in JOBS})
         self.alarms.jobs(self.jobs.functions, self.jobs.queues)
         CfnOutput(self, "ApiUrl", value=self.api.http_api.api_endpoint)
+        # Callers sign with SigV4 and need execute-api:Invoke on the API: the ARN and a policy to attach.
+        api_arn = f"arn:{Aws.PARTITION}:execute-api:{Aws.REGION}:{Aws.ACCOUNT_ID}:{self.api.http_api.api_id}"
+        CfnOutput(self, "ApiArn", value=api_arn, description="The API's ARN (execute-api), for callers' IAM policies")
+        CfnOutput(self, "InvokePolicy", description="Attach to a caller's role or user (aws iam put-role-policy "
+                  "--policy-document): it may call every route of this API's $default stage",
+                  value=self.to_json_string({"Version": "2012-10-17", "Statement": [{
+                      "Effect": "Allow", "Action": "execute-api:Invoke", "Resource": f"{api_arn}/$default/*"}]}))
         CfnOutput(self, "DataKeyArn", value=self.data_keys.key.key_arn,
                   description="The KMS key that wraps the tenants' data keys (encryption at rest)")
         CfnOutput(self, "SecretArn", value=self.secret.secret_arn,
@@ -97,7 +106,7 @@ class CapsuleStack(Stack):
             Validations.of(fn).acknowledge(Acknowledgment(
                 id="AwsSolutions-L1",
                 reason="Pinned to Python 3.12: the shared layer's binary wheels are built for cp312"))
-        openapi = self.api.http_api.node.try_find_child("GET--openapi.json")
+        openapi = self.api.routes.get("openapi")
         if openapi is not None:
             Validations.of(openapi).acknowledge(Acknowledgment(
                 id="AwsSolutions-APIG4",

@@ -57,8 +57,10 @@ def _table(candidates: list[cm.Candidate]) -> str:
 
 def cmd_capture(args: argparse.Namespace) -> None:
     text = sys.stdin.read() if args.file == "-" else _read(args.file)
-    result = build_capture(cli.service_from(args)).capture(cli.LOCAL_TENANT, {
-        "project": args.project, "events": read_events(text), "auto_approve": args.auto_approve})
+    request = {"project": args.project, "events": read_events(text), "auto_approve": args.auto_approve}
+    result = cli.served(args, "capture", request)
+    if result is None:
+        result = build_capture(cli.service_from(args)).capture(cli.LOCAL_TENANT, request)
     print(render.as_json(result) if args.json else "\n".join([_table(result.candidates), result.explanation]))
 
 
@@ -83,18 +85,23 @@ def cmd_candidates(args: argparse.Namespace) -> None:
 
 
 def cmd_decide(args: argparse.Namespace) -> None:
-    capture = build_capture(cli.service_from(args))
     if args.decision == "approve":
-        request = {k: v for k, v in {"text": args.text, "tags": args.tag, "type": args.type}.items() if v is not None}
-        result = capture.approve(cli.LOCAL_TENANT, args.id, {**request, "pinned": args.pin})
+        edits = {k: v for k, v in {"text": args.text, "tags": args.tag, "type": args.type}.items() if v is not None}
+        request = {**edits, "pinned": args.pin}
     else:
-        result = capture.reject(cli.LOCAL_TENANT, args.id, {"reason": args.reason} if args.reason else {})
+        request = {"reason": args.reason} if args.reason else {}
+    result = cli.served(args, f"candidate_{args.decision}", request, path={"id": args.id})
+    if result is None:
+        decide = getattr(build_capture(cli.service_from(args)), args.decision)  # approve | reject
+        result = decide(cli.LOCAL_TENANT, args.id, request)
     print(render.as_json(result) if args.json else result.explanation)
 
 
 def cmd_threshold(args: argparse.Namespace) -> None:
-    result = build_capture(cli.service_from(args)).set_threshold(
-        cli.LOCAL_TENANT, {"project": args.project, "threshold": args.threshold})
+    request = {"project": args.project, "threshold": args.threshold}
+    result = cli.served(args, "capture_settings", request)
+    if result is None:
+        result = build_capture(cli.service_from(args)).set_threshold(cli.LOCAL_TENANT, request)
     print(render.as_json(result) if args.json else result.explanation)
 
 

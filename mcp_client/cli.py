@@ -4,12 +4,13 @@ service, and that nothing else imports.
 Memory commands (store, search, list, get, pin, unpin, forget, restore, feedback, projects,
 limit) ask the running ``capsule serve`` of the same data folder first
 (:mod:`mcp_client.local_server`), which has the library loaded, and call the library directly
-on the embedded store when none answers. Other command groups (serve, keys, mcp, hook, install,
-jobs, solutions, bench, eval) live in their own modules and register themselves through
-:data:`COMMAND_MODULES`. Start-up time is the hooks' and the commands' main cost, so heavy
-modules load where they are used: a command line names the one module it needs
-(:data:`COMMAND_INDEX`), and ``capsule --help`` lists every command from that index without
-importing any of them.
+on the embedded store when none answers; so do the other commands the HTTP API serves (capture,
+governance, solutions, export: :func:`served`, :func:`served_pages`). Other command groups
+(serve, keys, mcp, hook, install, jobs, solutions, bench, eval) live in their own modules and
+register themselves through :data:`COMMAND_MODULES`. Start-up time is the hooks' and the
+commands' main cost, so heavy modules load where they are used: a command line names the one
+module it needs (:data:`COMMAND_INDEX`), and ``capsule --help`` lists every command from that
+index without importing any of them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import sys
 from pathlib import Path
 
+from capsule import errors
 from capsule.errors import CapsuleError
 
 from . import local_server, project_name, render
@@ -28,7 +30,7 @@ from .strict_cli import HINT, StrictParser
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, datetime and logging are start-up costs the warm route does not pay
     from datetime import datetime
-    from typing import Any, Callable
+    from typing import Any, Callable, Iterator
 
     from capsule import MemoryService, Settings
 
@@ -91,16 +93,22 @@ def service_from(args: argparse.Namespace) -> "MemoryService":
     return build_service(settings_from(args))
 
 
+def _server(args: argparse.Namespace) -> local_server.LocalServer | None:
+    return local_server.find(os.environ, data_dir=getattr(args, "data_dir", None),
+                             embedder=getattr(args, "embedder", None))
+
+
 def served(args: argparse.Namespace, route: str, body: Any = None, *, memory_id: str | None = None,
-           query: dict[str, Any] | None = None, path: dict[str, str] | None = None) -> Any:
+           query: dict[str, Any] | None = None, path: dict[str, str] | None = None,
+           headers: dict[str, str] | None = None) -> Any:
     """The running ``capsule serve``'s answer for this data folder, or None: run embedded.
 
     ``memory_id`` (the id as typed: whole, or the first characters a table shows) goes into the
     route's path once this data folder's store names one memory by it; otherwise None, and the
     embedded run resolves it with its own errors (capsule.idprefix). ``path`` gives other path
-    parameters as they are (a solution's id)."""
-    server = local_server.find(os.environ, data_dir=getattr(args, "data_dir", None),
-                               embedder=getattr(args, "embedder", None))
+    parameters as they are (a solution's id). A body over the HTTP edge's size limit (413) runs
+    embedded too: the limit is the edge's, nothing was done, and the library applies its own."""
+    server = _server(args)
     if server is None:
         return None
     params = dict(path) if path else None
@@ -111,13 +119,40 @@ def served(args: argparse.Namespace, route: str, body: Any = None, *, memory_id:
             return None
         params = {**(params or {}), "id": whole}
     try:
-        return server.call(route, body, path_params=params, query=query)
-    except local_server.NotAnswering:
+        return server.call(route, body, path_params=params, query=query, headers=headers)
+    except (local_server.NotAnswering, errors.PayloadTooLarge):
         return None
 
 
+def served_pages(args: argparse.Namespace, route: str, query: dict[str, Any], *, next_header: str,
+                 accept: str) -> Iterator[bytes] | None:
+    """The running server's paged text answer (``capsule export``), page by page as each arrives,
+    or None: run embedded. The first page is asked for here, so None still means nothing was
+    written; a server that stops answering after it is an error (Unavailable), not a fallback."""
+    server = _server(args)
+    if server is None:
+        return None
+    try:
+        first, cursor = server.page(route, query=query, next_header=next_header, accept=accept)
+    except local_server.NotAnswering:
+        return None
+
+    def pages(body: bytes, cursor: str | None) -> Iterator[bytes]:
+        yield body
+        while cursor:
+            try:
+                body, cursor = server.page(route, query={**query, "cursor": cursor}, next_header=next_header,
+                                           accept=accept)
+            except local_server.NotAnswering as exc:
+                raise errors.Unavailable(f"the capsule serve stopped answering in the middle: {exc}") from exc
+            yield body
+
+    return pages(first, cursor)
+
+
 def _when(value: Any) -> str:
-    """A time as the tables show it: a datetime (embedded run) or ISO text (the server's JSON)."""
+    """A time as the tables show it, to the minute: a datetime (embedded run) or ISO text (the
+    server's JSON) alike."""
     if not value:
         return ""
     if isinstance(value, str):
@@ -298,16 +333,17 @@ def _memory_text(result: Any) -> str:
     facts = [("id", m.id), ("project", m.project), ("path", m.path), ("pinned", "yes" if m.pinned else None),
              ("tags", ", ".join(meta.get("tags") or []) or None), ("type", meta.get("type")),
              ("outcome", meta.get("outcome_status") if meta.get("outcome_status") != "unknown" else None),
-             ("retention", m.effective_retention), ("created", _when(m.created_at)),
-             ("updated", _when(m.updated_at) if m.updated_at != m.created_at else None),
+             ("retention", m.effective_retention), ("created", _instant(m.created_at)),
+             ("updated", _instant(m.updated_at) if m.updated_at != m.created_at else None),
              ("feedback", f"{m.helpful} helpful, {m.unhelpful} not" if m.helpful or m.unhelpful else None)]
     head = "\n".join(f"{name + ':':<10} {value}" for name, value in facts if value)
     return f"{head}\n\n{m.content}\n\n{result.explanation}"
 
 
-def _when(at: Any) -> str:
-    # A datetime embedded; the ISO text a running server sent (the warm route parses no dates).
-    return at.isoformat(timespec="seconds") if hasattr(at, "isoformat") else str(at)[:19] + "Z"
+def _instant(at: Any) -> str:
+    """A time to the second in UTC, ``2026-12-03T16:27:07Z``, the same from a datetime (embedded
+    run) as from the ISO text a running server sent (the warm route parses no dates)."""
+    return at.isoformat(timespec="seconds").replace("+00:00", "Z") if hasattr(at, "isoformat") else str(at)[:19] + "Z"
 
 
 def cmd_projects(args: argparse.Namespace) -> None:

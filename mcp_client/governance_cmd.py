@@ -40,15 +40,31 @@ def cmd_update(args: argparse.Namespace) -> None:
             request[name] = getattr(args, name)
     if args.tag is not None:
         request["tags"] = args.tag
-    result = cli.service_from(args).history.update(cli.LOCAL_TENANT, args.id, request, if_match=args.if_match)
+    result = _changed(args, "update", request)
     cli._out(args, result, lambda: result.explanation)
 
 
-def _minute(at: Any) -> str:
-    """A time to the minute: a datetime (embedded) or the ISO text a running server sent."""
-    if not at:
-        return ""
-    return at[:16].replace("T", " ") if isinstance(at, str) else at.strftime("%Y-%m-%d %H:%M")
+# capsule.governance.models.IF_MATCH_PATTERN, written out so that the warm route loads no library
+# (tests/cli/test_cli_start.py checks it): an If-Match the route would refuse by its pattern runs
+# embedded, so that the refusal is the library's, as without a server.
+IF_MATCH_PATTERN = r'^"?[0-9a-f]{64}"?$'
+
+
+def _changed(args: argparse.Namespace, operation: str, request: dict[str, Any]) -> Any:
+    """update or revert: through the running server (If-Match as its header), else on the store
+    opened here; the id as typed, whole or the first characters a table shows."""
+    import re
+
+    if args.if_match is None or re.fullmatch(IF_MATCH_PATTERN, args.if_match):
+        result = cli.served(args, operation, request, memory_id=args.id,
+                            headers={"If-Match": args.if_match} if args.if_match is not None else None)
+        if result is not None:
+            return result
+    from capsule import idprefix
+
+    service = cli.service_from(args)
+    memory_id = idprefix.resolve(service.store, cli.LOCAL_TENANT, args.id)
+    return getattr(service.history, operation)(cli.LOCAL_TENANT, memory_id, request, if_match=args.if_match)
 
 
 def cmd_history(args: argparse.Namespace) -> None:
@@ -61,14 +77,14 @@ def cmd_history(args: argparse.Namespace) -> None:
     cli._out(args, result, lambda: "\n".join([
         render.table(["version", "class", "written", "by", "reason", "content"],
                      [(f"{v.version}{' (current)' if v.current else ''}", v.retention,
-                       _minute(v.created_at), v.actor or "",
+                       cli._when(v.created_at), v.actor or "",
                        v.reason or "", v.content) for v in result.versions], wide="content"),
         result.explanation]))
 
 
 def cmd_revert(args: argparse.Namespace) -> None:
     request = {"version": args.version, **({"reason": args.reason} if args.reason else {})}
-    result = cli.service_from(args).history.revert(cli.LOCAL_TENANT, args.id, request, if_match=args.if_match)
+    result = _changed(args, "revert", request)
     cli._out(args, result, lambda: result.explanation)
 
 

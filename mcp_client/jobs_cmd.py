@@ -1,4 +1,10 @@
-"""``capsule jobs run NAME``: run a scheduled job now, on the local store, and print its report."""
+"""``capsule jobs run NAME``: run a scheduled job now, on the local store, and print its report.
+
+Always embedded, a running ``capsule serve`` or not: a job works on every tenant of the store
+(capsule.jobs), and the HTTP API's widest reach is the caller's own tenant (capsule.authz.needs),
+so no route runs one; the server runs them on its schedule. ``retention`` and ``redact`` load no
+embedding model; ``backfill`` embeds.
+"""
 
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
 """``capsule loadtest``: requests/s and latency of ``capsule serve`` for store and search, beside
 the same calls made in-process through the library, in one run.
 
-It seeds a fresh data folder with N memories through the library, measures store and search
-in-process (one caller, the library's own speed), then starts ``capsule serve`` on loopback in
-a subprocess and drives it: one client alone (what a request adds to the in-process call), then
-C concurrent clients (threads), first storing, then searching. Clients keep their connection
-alive as real clients (SDKs, browsers, ``requests.Session``) do; ``--connection new`` (or
-``both``) opens a new connection per request instead. Bounded: loopback only, at most 100,000
-memories and 100,000 requests, and the data folder is a temporary one unless given.
+It seeds a fresh data folder with N memories through the library's bulk path (10,000 embedded
+and written a transaction), measures store and search in-process (one caller, the library's
+own speed), then starts ``capsule serve`` on loopback in a subprocess and drives it: one client
+alone (what a request adds to the in-process call), then C concurrent clients (threads), first
+storing, then searching. Clients keep their connection alive as real clients (SDKs, browsers,
+``requests.Session``) do; ``--connection new`` (or ``both``) opens a new connection per request
+instead. Bounded: loopback only, at most 1,000,000 memories and 100,000 requests, and the data
+folder is a temporary one unless given.
 
     capsule loadtest --memories 10000 --clients 8 --workers 2 --requests 4000 --searches 4000
 """
@@ -42,25 +43,43 @@ PROJECT = "loadtest"
 WORDS = ("sqlite lock retry timeout index cache vector ranking deploy lambda gateway token key signature "
          "tenant project memory pinned evict feedback search query embed chunk ingest python error fix "
          "decision config schema migrate backup restore latency throughput worker thread process").split()
-MAX_COUNT = 100_000
+MAX_COUNT = 100_000  # requests of each kind
+MAX_MEMORIES = 1_000_000  # seeded
+SEED_BATCH = 10_000
 
 
 def sentence(rng: random.Random, words: int = 14) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words))
 
 
-def seed(settings: Settings, count: int, rng: random.Random) -> float:
-    """Store ``count`` memories in one project through the library; returns the seconds it took."""
+def seed(settings: Settings, count: int, rng: random.Random, *, batch: int = SEED_BATCH) -> float:
+    """Seed ``count`` memories in one project through the library's bulk path; returns the
+    seconds it took. Each ``batch`` (:data:`SEED_BATCH`) is embedded in one call by the
+    deployment's embedder and written by the store's bulk insert (one transaction, the rows a
+    store writes): one store per memory would take about half an hour at 1M (issue 32)."""
+    import uuid
+
+    from capsule.records import MemoryRecord
     from capsule.runtime import build_service
+    from capsule.service_writes import NO_LIMIT_FOR_STORE
+    from capsule.text import sha256
 
     service = build_service(settings)
+    store, embedder = service.store, service.embedder
+    write = getattr(store, "insert_bulk", None) or store.insert
     started = time.perf_counter()
-    try:
-        service.set_retention_limit(LOCAL_TENANT, PROJECT, {"retention_limit": MAX_COUNT * 3})
-        for i in range(count):
-            service.store_memory(LOCAL_TENANT, {"project": PROJECT, "content": f"seed {i}: {sentence(rng)}"})
+    try:  # no rolling limit: the seeded memories and the measured stores all stay
+        service.set_project_settings(LOCAL_TENANT, PROJECT, {"retention_limit": "unlimited"})
+        for first in range(0, count, batch):
+            texts = [f"seed {i}: {sentence(rng)}" for i in range(first, min(first + batch, count))]
+            vectors, now = embedder.embed(texts), service.clock()
+            write([MemoryRecord(id=uuid.uuid4().hex, tenant=LOCAL_TENANT, project=PROJECT, content=text,
+                                sha256=sha256(text), occurred_at=now, created_at=now, updated_at=now,
+                                embedding=vector, model=embedder.model_id)
+                   for text, vector in zip(texts, vectors)],
+                  limit=NO_LIMIT_FOR_STORE, dedupe_after=None, actor="loadtest")
     finally:
-        service.store.close()
+        store.close()
     return time.perf_counter() - started
 
 
@@ -254,9 +273,10 @@ def measure(server: ServeProcess, args: argparse.Namespace, keep_alive: bool) ->
 
 
 def cmd_loadtest(args: argparse.Namespace) -> None:
-    for name in ("memories", "requests", "searches", "single"):
-        if not 0 <= getattr(args, name) <= MAX_COUNT:
-            raise InvalidInput(f"--{name} must be 0-{MAX_COUNT}", field=name)
+    for name, most in (("memories", MAX_MEMORIES), ("requests", MAX_COUNT), ("searches", MAX_COUNT),
+                       ("single", MAX_COUNT)):
+        if not 0 <= getattr(args, name) <= most:
+            raise InvalidInput(f"--{name} must be 0-{most}", field=name)
     if not 1 <= args.clients <= 64:
         raise InvalidInput("--clients must be 1-64", field="clients")
     modes = {"keep-alive": [True], "new": [False], "both": [True, False]}[args.connection]
@@ -302,7 +322,7 @@ def _added_by_http(rows: list[dict[str, Any]]) -> float | None:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("loadtest", help="measure capsule serve: requests/s and latency for store and search")
-    p.add_argument("--memories", type=int, default=10_000, help="memories seeded before measuring (default 10000)")
+    p.add_argument("--memories", type=int, default=10_000, help="memories seeded before measuring, by the bulk path (default 10000, at most 1000000)")
     p.add_argument("--clients", type=int, default=8, help="concurrent clients (default 8)")
     p.add_argument("--requests", type=int, default=2000, help="store requests (default 2000)")
     p.add_argument("--searches", type=int, default=2000, help="search requests (default 2000)")

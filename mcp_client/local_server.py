@@ -1,4 +1,4 @@
-"""The warm route: ``capsule search``/``store`` and the hooks ask a running ``capsule serve``.
+"""The warm route: the commands the HTTP API serves and the hooks ask a running ``capsule serve``.
 
 A fresh process that opens the store itself pays for numpy, pydantic, onnxruntime and the
 embedding model before it reads one memory; a running server has them loaded. So
@@ -43,7 +43,8 @@ REQUEST_TIMEOUT_S = 30.0        # once connected: as long as an embedded run cou
 # status -> the library's error for it, from the error classes themselves (one place for the mapping)
 _BY_STATUS: dict[int, type[errors.CapsuleError]] = {
     cls.status: cls for cls in (errors.InvalidInput, errors.MalformedBody, errors.UnsupportedMediaType,
-                                errors.PayloadTooLarge, errors.Forbidden, errors.NotFound, errors.Conflict)
+                                errors.PayloadTooLarge, errors.Forbidden, errors.NotFound, errors.Conflict,
+                                errors.PreconditionFailed)
 }
 
 
@@ -80,13 +81,28 @@ class LocalServer:
         return f"LocalServer(url={self.url!r})"
 
     def call(self, route: str, body: Any = None, *, path_params: Mapping[str, str] | None = None,
-             query: Mapping[str, Any] | None = None, timeout_s: float = REQUEST_TIMEOUT_S) -> View:
+             query: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None,
+             timeout_s: float = REQUEST_TIMEOUT_S) -> View:
         """The answer of the route named ``route`` (:mod:`functions.routes`).
 
         Raises :class:`NotAnswering` before anything was sent (the caller may run embedded
         instead, nothing was done), the library's error for a 4xx, and Unavailable when the
         server failed or stopped answering after the request was sent.
         """
+        status, _, data = self._send(route, body, path_params, query, headers, timeout_s)
+        return _answer(status, data, self.url)
+
+    def page(self, route: str, *, query: Mapping[str, Any], next_header: str, accept: str) -> tuple[bytes, str | None]:
+        """One page of a route whose answer is text in pages (the export's JSON Lines): its body
+        as sent, and the next page's cursor from the header ``next_header`` (None: the last page).
+        Raises as :meth:`call` does."""
+        status, fields, data = self._send(route, None, None, query, {"Accept": accept}, REQUEST_TIMEOUT_S)
+        if not 200 <= status < 300:
+            _answer(status, data, self.url)  # raises the error the server answered
+        return data, fields.get(next_header.lower()) or None
+
+    def _send(self, route: str, body: Any, path_params: Mapping[str, str] | None, query: Mapping[str, Any] | None,
+              extra: Mapping[str, str] | None, timeout_s: float) -> tuple[int, dict[str, str], bytes]:
         method, template = _route(self.routes, route)
         path = template.format(**{k: quote(v, safe="") for k, v in (path_params or {}).items()})
         pairs = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()
@@ -95,17 +111,16 @@ class LocalServer:
             path += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in pairs)
         parts = urlsplit(self.url)
         payload = None if body is None else json.dumps(body, default=_jsonable).encode("utf-8")
-        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json", **(extra or {})}
         if payload is not None:
             headers["Content-Type"] = "application/json"
         try:
-            status, data = loopback_http.exchange(parts.hostname, parts.port, method, path, headers, payload,
-                                                  connect_timeout_s=CONNECT_TIMEOUT_S, timeout_s=timeout_s)
+            return loopback_http.round_trip(parts.hostname, parts.port, method, path, headers, payload,
+                                            connect_timeout_s=CONNECT_TIMEOUT_S, timeout_s=timeout_s)
         except loopback_http.ConnectFailed as exc:
             raise NotAnswering(f"{self.url}: {exc}") from exc
         except OSError as exc:
             raise errors.Unavailable(f"the capsule serve at {self.url} stopped answering: {exc}") from exc
-        return _answer(status, data, self.url)
 
 
 def _route(announced: Mapping[str, Any] | None, name: str) -> tuple[str, str]:

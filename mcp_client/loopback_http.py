@@ -26,6 +26,15 @@ def exchange(host: str, port: int, method: str, path: str, headers: dict, body: 
              connect_timeout_s: float, timeout_s: float) -> tuple[int, bytes]:
     """(status, body) of one request. :class:`ConnectFailed` before anything was sent; any
     other :class:`OSError` (a timeout, a reset, :class:`BadReply`) after."""
+    status, _, data = round_trip(host, port, method, path, headers, body, connect_timeout_s=connect_timeout_s,
+                                 timeout_s=timeout_s)
+    return status, data
+
+
+def round_trip(host: str, port: int, method: str, path: str, headers: dict, body: bytes | None, *,
+               connect_timeout_s: float, timeout_s: float) -> tuple[int, dict[str, str], bytes]:
+    """(status, header fields by lower-case name, body) of one request, raising as :func:`exchange`
+    does: for a caller that reads a header too (the export's next-page cursor)."""
     try:
         # an ASCII host as bytes: getaddrinfo would import the idna codec to encode a str
         sock = socket.create_connection((_ascii(host), port), timeout=connect_timeout_s)
@@ -49,7 +58,7 @@ def _request(host: str, port: int, method: str, path: str, headers: dict, body: 
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
 
 
-def _response(sock: socket.socket, *, head_only: bool) -> tuple[int, bytes]:
+def _response(sock: socket.socket, *, head_only: bool) -> tuple[int, dict[str, str], bytes]:
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = sock.recv(65536)
@@ -59,11 +68,11 @@ def _response(sock: socket.socket, *, head_only: bool) -> tuple[int, bytes]:
     head, rest = data.split(b"\r\n\r\n", 1)
     status, fields = _head(head)
     if head_only or status in (204, 304) or 100 <= status < 200:
-        return status, b""
+        return status, fields, b""
     if fields.get("transfer-encoding", "").lower() == "chunked":
-        return status, _dechunk(sock, rest)
+        return status, fields, _dechunk(sock, rest)
     length = fields.get("content-length")
-    return status, _read_length(sock, rest, int(length)) if length is not None else _read_all(sock, rest)
+    return status, fields, _read_length(sock, rest, int(length)) if length is not None else _read_all(sock, rest)
 
 
 def _head(head: bytes) -> tuple[int, dict[str, str]]:
@@ -120,4 +129,4 @@ def _more(sock: socket.socket, data: bytes) -> bytes:
     return data + chunk
 
 
-__all__ = ["BadReply", "ConnectFailed", "exchange"]
+__all__ = ["BadReply", "ConnectFailed", "exchange", "round_trip"]

@@ -1,4 +1,9 @@
-"""``capsule patterns ...``: mine recurring errors, match an error, list golden paths."""
+"""``capsule patterns ...``: mine recurring errors, match an error, list golden paths.
+
+Beside a running ``capsule serve`` of the same data folder each asks it (POST /v1/patterns/mine,
+POST /v1/patterns/detect, GET /v1/patterns/golden-paths: :func:`mcp_client.cli.served`) and
+loads no library; without one it runs the library here (issue 30). The answer is the same.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,17 @@ from . import cli, render
 
 
 def _learning(args: argparse.Namespace):
-    from capsule.learning.runtime import build_learning  # not for `capsule patterns --help`
+    # not for `capsule patterns --help`, nor for a command a running server answers
+    from capsule.learning.runtime import build_learning
 
     return build_learning(cli.service_from(args))
 
 
 def cmd_mine(args: argparse.Namespace) -> None:
-    result = _learning(args).detect_patterns(cli.LOCAL_TENANT, {
-        "min_occurrences": args.min_occurrences, "category": args.category, "k": args.limit})
+    request = {"min_occurrences": args.min_occurrences, "category": args.category, "k": args.limit}
+    result = cli.served(args, "detect_patterns", request)
+    if result is None:
+        result = _learning(args).detect_patterns(cli.LOCAL_TENANT, request)
     cli._out(args, result, lambda: "\n".join([
         render.table(["tag", "category", "seen", "projects", "terms"],
                      [(p.tag, p.category, p.occurrences, len(p.projects), ", ".join(p.terms)) for p in result.patterns],
@@ -27,7 +35,10 @@ def cmd_mine(args: argparse.Namespace) -> None:
 
 def cmd_detect(args: argparse.Namespace) -> None:
     error = sys.stdin.read() if args.error == "-" else args.error
-    result = _learning(args).pattern_detect(cli.LOCAL_TENANT, {"error": error, "k": args.k})
+    request = {"error": error, "k": args.k}
+    result = cli.served(args, "pattern_detect", request)
+    if result is None:
+        result = _learning(args).pattern_detect(cli.LOCAL_TENANT, request)
     lines = []
     for match in result.results:
         lines.append(f"{match.score:.3f}  {match.pattern.tag} ({match.pattern.category}): {match.explanation}")
@@ -36,8 +47,10 @@ def cmd_detect(args: argparse.Namespace) -> None:
 
 
 def cmd_golden(args: argparse.Namespace) -> None:
-    result = _learning(args).golden_paths(cli.LOCAL_TENANT, {
-        "min_applications": args.min_applications, "category": args.category, "k": args.limit})
+    request = {"min_applications": args.min_applications, "category": args.category, "k": args.limit}
+    result = cli.served(args, "golden_paths", query=request)
+    if result is None:
+        result = _learning(args).golden_paths(cli.LOCAL_TENANT, request)
     cli._out(args, result, lambda: "\n".join([p.explanation for p in result.paths] + [result.explanation]))
 
 

@@ -6,6 +6,11 @@ reads a Vector Bridge database; ``capsule import capsule-mongo URI --project P``
 first Capsule's ``memories`` collection. Each prints what it imported, skipped as already
 present and refused (by line or row, and field), and exits 1 when it refused anything or
 the input was cut short.
+
+Beside a running ``capsule serve`` of the same data folder, ``capsule export`` streams its
+``GET /v1/export`` pages (no library loaded); the rows are the same, a memory's votes following
+its page of memories. An import runs embedded: the API's import takes one body of at most the
+body limit and names its source "the request body", where the command names the file.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ from . import cli, render
 from .progress import Progress
 
 FOREIGN = ("vector-bridge", "capsule-mongo")
+# GET /v1/export's media type and next-page header (functions.handlers.export), written out so
+# an export a running server answers loads no library; tests/cli/test_cli_start.py checks them.
+EXPORT_MEDIA_TYPE = "application/x-ndjson"
+EXPORT_NEXT_CURSOR = "X-Capsule-Next-Cursor"
 
 
 @contextmanager
@@ -41,19 +50,41 @@ def _output(target: str | None) -> Iterator[IO[str]]:
         raise InvalidInput(f"cannot write {path}: {exc.strerror}", field="output") from exc
 
 
-def _memory_count(service, project: str | None) -> int:
+def _memory_count(projects, project: str | None) -> int:
     """The memory rows an export will write (forgotten ones too): the progress bar's total."""
-    return sum(p.memories + p.forgotten for p in service.projects(cli.LOCAL_TENANT).projects
-               if project is None or p.project == project)
+    return sum(p.memories + p.forgotten for p in projects.projects if project is None or p.project == project)
 
 
-def cmd_export(args: argparse.Namespace) -> None:
+def _page_lines(pages: Iterator[bytes]) -> Iterator[str]:
+    """The lines of a served export's pages, each ending with its newline (a page holds whole
+    lines; split at newlines only, as a row's text may hold other line separators)."""
+    for page in pages:
+        *lines, rest = page.decode("utf-8").split("\n")
+        yield from (line + "\n" for line in lines)
+        if rest:
+            yield rest
+
+
+def _export(args: argparse.Namespace) -> tuple[Iterator[str], int | None]:
+    """The export's lines and its memory count: from the running server (its /v1/export pages,
+    streamed), else from the store opened here."""
+    pages = cli.served_pages(args, "export", {"project": args.project}, next_header=EXPORT_NEXT_CURSOR,
+                             accept=EXPORT_MEDIA_TYPE)
+    if pages is not None:
+        projects = cli.served(args, "projects")  # None if it stopped since: a bar without a total
+        return _page_lines(pages), None if projects is None else _memory_count(projects, args.project)
     from capsule.transfer import export_lines, open_sources
 
     service = cli.service_from(args)
+    count = _memory_count(service.projects(cli.LOCAL_TENANT), args.project)
+    return export_lines(open_sources(service), cli.LOCAL_TENANT, args.project), count
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    lines, count = _export(args)
     rows = 0
-    with _output(args.output) as out, Progress("export (memories)", _memory_count(service, args.project)) as bar:
-        for line in export_lines(open_sources(service), cli.LOCAL_TENANT, args.project):
+    with _output(args.output) as out, Progress("export (memories)", count) as bar:
+        for line in lines:
             out.write(line)
             rows += 1
             if line.startswith('{"kind":"memory"'):

@@ -1,9 +1,13 @@
-"""A stand-in for an Atlas cluster that executes ``$vectorSearch`` honestly, for tests and benches.
+"""A stand-in for an Atlas cluster that executes ``$vectorSearch`` and ``$search`` honestly, for tests and benches.
 
-mongomock has no ``$vectorSearch`` (nor ``$text``). This fake answers both: exact cosine over
-every memory that passes the pre-filter (numCandidates and limit respected, Atlas's score
-``(1 + cos) / 2``), and a ``$text`` search that, like the server, refuses a query without an
-equality on the text index's prefix keys. It refuses every other read of the memories
+mongomock has no ``$vectorSearch``, ``$search`` (nor ``$text``). This fake answers them: exact
+cosine over every memory that passes the pre-filter (numCandidates and limit respected, Atlas's
+score ``(1 + cos) / 2``); Atlas Search's ``$search`` with the index's own custom analyzer and
+Lucene's BM25 over the whole index (scripts/atlas_fake_search.py); and a ``$text`` search that,
+like the server, refuses a query without an equality on the text index's prefix keys. Search
+indexes are listed as ``$listSearchIndexes`` lists them and become queryable after
+``ready_after`` listings (a query before then answers nothing, as on Atlas); creating one that
+exists fails as on Atlas. It refuses every other read of the memories
 (:class:`ProjectLoaded`), so a test that searches through it proves nothing else read the
 project. The other collections are mongomock.
 
@@ -17,6 +21,7 @@ pymongo listener: ``MongoClient(uri, event_listeners=[counter])`` counts a real 
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import time
 from datetime import timedelta
@@ -28,6 +33,14 @@ from bson.binary import Binary, BinaryVectorDtype
 from bson.codec_options import CodecOptions
 from pymongo import monitoring
 from pymongo.errors import OperationFailure
+
+from scripts.atlas_fake_search import (
+    Postings,
+    analyzer_for,
+    bm25,
+    filter_query,
+    mapped_fields,
+)
 
 CODEC = CodecOptions(tz_aware=True)
 FIRST_BATCH = 101
@@ -180,6 +193,9 @@ class DocsCorpus:
     def doc(self, row: int) -> dict[str, Any]:
         return self.docs[row]
 
+    def content(self, row: int) -> str:
+        return self.docs[row]["content"]
+
     def vector(self, row: int) -> np.ndarray | None:
         return self.vectors[row]
 
@@ -187,6 +203,10 @@ class DocsCorpus:
         counts = self._postings.get(word, {})
         return np.fromiter(counts, dtype=np.int64, count=len(counts)), np.fromiter(
             counts.values(), dtype=np.int64, count=len(counts))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
 def _encode(vector: np.ndarray | None) -> Binary | None:
@@ -208,10 +228,13 @@ class FakeMemories:
 
     name = "memories"
 
-    def __init__(self, corpus: Any, wire: Wire, *, applies: Callable[[dict, dict], bool]) -> None:
+    def __init__(self, corpus: Any, wire: Wire, *, applies: Callable[[dict, dict], bool], ready_after: int = 0) -> None:
         self.corpus, self._wire, self._applies = corpus, wire, applies
-        self.search_indexes: dict[str, dict[str, Any]] = {}
+        self.search_indexes: dict[str, dict[str, Any]] = {}  # name -> definition
+        self.search_state: dict[str, dict[str, Any]] = {}    # name -> type, status, listings left
+        self.ready_after = ready_after
         self.indexes: dict[str, list[tuple[str, Any]]] = {}
+        self._postings: tuple[Any, Postings] | None = None
 
     # -- indexes
     def create_index(self, keys: list[tuple[str, Any]], **options: Any) -> str:
@@ -226,8 +249,42 @@ class FakeMemories:
 
     def create_search_index(self, model: Any) -> str:
         document = model.document
-        self.search_indexes[document["name"]] = document["definition"]
-        return document["name"]
+        name = document["name"]
+        self._wire.call("createSearchIndexes", {"createSearchIndexes": self.name}, {"ok": 1.0}, 0.0)
+        if name in self.search_indexes:
+            raise OperationFailure(f"Index already exists with name {name}", code=68)
+        self.search_indexes[name] = document["definition"]
+        self.search_state[name] = {"type": document.get("type", "search"), "left": self.ready_after, "version": 0}
+        return name
+
+    def update_search_index(self, name: str, definition: dict[str, Any]) -> None:
+        self._wire.call("updateSearchIndex", {"updateSearchIndex": self.name}, {"ok": 1.0}, 0.0)
+        if name not in self.search_indexes:
+            raise OperationFailure(f"Index {name} not found", code=27)
+        self.search_indexes[name] = definition  # Atlas serves the old definition until the new one is built
+        self.search_state[name]["version"] += 1
+
+    def list_search_indexes(self, name: str | None = None, **_: Any) -> list[dict[str, Any]]:
+        docs = []
+        for index, state in self.search_state.items():
+            if name is not None and index != name:
+                continue
+            queryable = state["left"] <= 0
+            state["left"] -= 1
+            docs.append({"id": f"id-{index}", "name": index, "type": state["type"],
+                         "status": "READY" if queryable else "BUILDING", "queryable": queryable,
+                         "latestDefinitionVersion": {"version": state["version"]},
+                         "latestDefinition": self.search_indexes[index]})
+        return self._wire.cursor("aggregate", {"aggregate": self.name, "pipeline": "[$listSearchIndexes]"}, docs, 0.0)
+
+    def _queryable(self, name: str, kind: str) -> dict[str, Any] | None:
+        """The definition of a queryable index of ``kind``; None (no hits, as on Atlas) while it builds."""
+        state = self.search_state.get(name)
+        if state is None or state["left"] > 0:
+            return None
+        if state["type"] != kind:
+            raise OperationFailure(f"index '{name}' is a {state['type']} index, not {kind}")
+        return self.search_indexes[name]
 
     def __getattr__(self, attr: str) -> Any:
         raise ProjectLoaded(f"memories.{attr}: only $vectorSearch and $text reads are bounded")
@@ -259,16 +316,114 @@ class FakeMemories:
     def _reply_doc(self, row: int) -> dict[str, Any]:
         return {**self.corpus.doc(row), "embedding": _encode(self.corpus.vector(row))}
 
-    # -- $vectorSearch
     def aggregate(self, pipeline: list[dict[str, Any]], batchSize: int | None = None, **_: Any) -> list[dict]:
-        start = time.perf_counter()
+        if pipeline and "$search" in pipeline[0]:
+            return self._search(pipeline, batchSize)
         if not pipeline or "$vectorSearch" not in pipeline[0]:
-            raise ProjectLoaded(f"memories.aggregate without $vectorSearch first: {list(pipeline[0])}")
+            raise ProjectLoaded(f"memories.aggregate without $vectorSearch or $search first: {list(pipeline[0])}")
+        return self._vector_search(pipeline, batchSize)
+
+    # -- $search
+    def _search(self, pipeline: list[dict[str, Any]], batchSize: int | None) -> list[dict]:
+        start = time.perf_counter()
+        stage = pipeline[0]["$search"]
+        found = self._matches(stage, counting=False)
+        if found is None:
+            return self._wire.cursor("aggregate", {"aggregate": "memories"}, [], 0.0)
+        hits, score = found
+        own = [s for s in pipeline[1:] if "$unionWith" not in s]
+        docs = self._after_search(hits, score, own)
+        for union in (s["$unionWith"] for s in pipeline[1:] if "$unionWith" in s):
+            docs.extend(self._union(union))
+        return self._wire.cursor("aggregate", {"aggregate": "memories", "pipeline": "[$search...]"}, docs,
+                                 time.perf_counter() - start, first=batchSize or FIRST_BATCH)
+
+    def _union(self, union: dict[str, Any]) -> list[dict[str, Any]]:
+        """A ``$unionWith`` of this collection whose pipeline is ``$searchMeta`` (a count), then ``$addFields``."""
+        sub = union["pipeline"]
+        if union["coll"] != self.name or not sub or "$searchMeta" not in sub[0]:
+            raise OperationFailure("the fake evaluates $unionWith [$searchMeta, ...] on the memories only")
+        meta = sub[0]["$searchMeta"]
+        if meta.get("count", {}).get("type") != "total":
+            raise OperationFailure("the fake counts with count: {type: total} only")
+        found = self._matches(meta, counting=True)
+        doc: dict[str, Any] = {"count": {"total": 0 if found is None else int(found[0].size)}}
+        for extra in sub[1:]:
+            doc.update(extra["$addFields"])
+        return [doc]
+
+    def _matches(self, stage: dict[str, Any], *, counting: bool) -> tuple[np.ndarray, np.ndarray] | None:
+        """The rows a ``compound {filter, must: [text]}`` matches, best first, and every row's
+        score; None while the index is not queryable. ``counting``: a filter alone is allowed."""
+        definition = self._queryable(stage["index"], "search")
+        if definition is None:
+            return None
+        fields = mapped_fields(definition)
+        compound = stage["compound"]
+        must = compound.get("must", [])
+        if set(compound) - {"filter", "must"} or len(must) > 1 or (must and set(must[0]) != {"text"}) \
+                or (not must and not counting):
+            raise OperationFailure("the fake evaluates compound {filter, must: [text]} only")
+        mask = self._eligible(filter_query(compound.get("filter", []), fields))
+        if not must:
+            return np.flatnonzero(mask), np.zeros(self.corpus.n)
+        text = must[0]["text"]
+        field = fields.get(text["path"], {})
+        if field.get("type") != "string":
+            raise OperationFailure(f"text: path '{text['path']}' is not indexed as string")
+        analyzers = {a["name"]: a for a in definition.get("analyzers", [])}
+        postings = self._postings_for(analyzers[field["analyzer"]])
+        terms, _ = analyzer_for(_json(analyzers[field.get("searchAnalyzer", field["analyzer"])])).analyze(text["query"])
+        score = bm25(postings, terms)
+        hits = np.flatnonzero(mask & (score > 0))
+        return hits[np.argsort(-score[hits], kind="stable")], score
+
+    def build_search_indexes(self) -> None:
+        """Analyze the corpus now, as Atlas does when it builds an index (benches: not inside a search)."""
+        for name, state in self.search_state.items():
+            if state["type"] == "search":
+                definition = self.search_indexes[name]
+                fields = mapped_fields(definition)
+                analyzers = {a["name"]: a for a in definition.get("analyzers", [])}
+                self._postings_for(analyzers[fields["content"]["analyzer"]])
+
+    def _postings_for(self, analyzer: dict[str, Any]) -> Postings:
+        key = (_json(analyzer), self.corpus.n)
+        if self._postings is None or self._postings[0] != key:
+            analyze = analyzer_for(key[0]).analyze
+            self._postings = (key, Postings((self.corpus.content(r) for r in range(self.corpus.n)), analyze))
+        return self._postings[1]
+
+    def _after_search(self, hits: np.ndarray, score: np.ndarray, stages: list[dict[str, Any]]) -> list[dict]:
+        """$match, $limit, $addFields ({$meta: searchScore}) and an exclusion $project, in order,
+        reading documents lazily (a $limit after a $search stops the walk, as mongot's cursor does)."""
+        limit = next((s["$limit"] for s in stages if "$limit" in s), None)
+        matches = [s["$match"] for s in stages if "$match" in s]
+        added = next((s["$addFields"] for s in stages if "$addFields" in s), {})
+        projection = next((s["$project"] for s in stages if "$project" in s), None)
+        out = []
+        for row in hits:
+            doc = self._reply_doc(int(row))
+            if not all(self._applies(m, doc) for m in matches):
+                continue
+            for key, spec in added.items():
+                doc[key] = float(score[row]) if spec == {"$meta": "searchScore"} else spec
+            out.append(_project(doc, projection, {}))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    # -- $vectorSearch
+    def _vector_search(self, pipeline: list[dict[str, Any]], batchSize: int | None) -> list[dict]:
+        start = time.perf_counter()
         stage = pipeline[0]["$vectorSearch"]
-        definition = self.search_indexes.get(stage["index"])
+        definition = self._queryable(stage["index"], "vectorSearch")
         if definition is None:
             return self._wire.cursor("aggregate", {"aggregate": "memories"}, [], 0.0)  # Atlas: no index, no hits
         fields = {f["path"]: f for f in definition["fields"]}
+        quantization = fields[stage["path"]].get("quantization", "none")
+        if quantization not in ("none", "scalar", "binary"):
+            raise OperationFailure(f"quantization must be none, scalar or binary, not {quantization!r}")
         paths = {key for clause in stage["filter"].get("$and", [stage["filter"]]) for key in clause}
         missing = sorted(p for p in paths if fields.get(p, {}).get("type") != "filter")
         if missing:
@@ -335,12 +490,13 @@ class FakeAtlasDatabase:
     """A database for :class:`~capsule.store.mongo.MongoStore`: mongomock, with the memories on
     a :class:`FakeMemories` and every call counted by ``listeners``."""
 
-    def __init__(self, mock_db: Any, corpus: Any, listeners: Sequence[monitoring.CommandListener] = ()) -> None:
+    def __init__(self, mock_db: Any, corpus: Any, listeners: Sequence[monitoring.CommandListener] = (), *,
+                 ready_after: int = 0) -> None:
         from mongomock.filtering import filter_applies
 
         self._mock, self.name, self.client = mock_db, mock_db.name, mock_db.client
         self.wire = Wire(listeners, mock_db.name)
-        self.memories = FakeMemories(corpus, self.wire, applies=filter_applies)
+        self.memories = FakeMemories(corpus, self.wire, applies=filter_applies, ready_after=ready_after)
         self._collections: dict[str, Monitored] = {}
 
     def list_collection_names(self) -> list[str]:

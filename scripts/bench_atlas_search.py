@@ -3,9 +3,11 @@
     .venv/bin/python scripts/bench_atlas_search.py 10000 100000 [1000000] [--dim 1024]
 
 One tenant's project of N memories on the fake Atlas cluster (scripts/atlas_fake.py: exact
-$vectorSearch, $text with the tenant prefix, every other read of the memories refused), searched
+$vectorSearch, $search with Lucene's BM25 over the Atlas Search index (analyzed when the index is
+built, before the first search), every other read of the memories refused), searched
 through the whole service as a search Lambda runs it: MongoStore with the stack's threshold
-(5,000), the embedding cache in the database, the hybrid ranking. Measured per search:
+(5,000), the embedder behind the store's cache (which on Atlas keeps no query's vector: a
+search writes nothing), the hybrid ranking. Measured per search:
 
 - operations and reply bytes: a pymongo CommandListener (the fake publishes each round trip with
   its BSON reply, batched as a server batches);
@@ -129,6 +131,7 @@ def measure(n: int, dim: int, queries: int) -> dict:
     store = MongoStore(db, transactions=False, vector_search_min=THRESHOLD)
     store.migrate()
     store.ensure_vector_index(dim)
+    db.memories.build_search_indexes()
     db["projects"].insert_one({"tenant": "bench", "name": "p", "version": 1, "purged_version": 0,
                                "memories": n, "seq": n, "updated_at": 0.0})
     service = MemoryService(store, CachedEmbedder(TopicEmbedder(corpus), store, FrozenClock(T0)),

@@ -1,6 +1,7 @@
 """GET /v1/export?project=...: the tenant's (or one project's) data as JSON Lines.
 
-One response carries about 4 MB (a Lambda response is at most 6 MB); when more follows,
+One response carries at most 5 MiB as Lambda sends it (its text escaped again inside Lambda's
+answer, capsule.wire; a Lambda answer is at most 6 MB); when more follows,
 the ``X-Capsule-Next-Cursor`` header gives the cursor for the next request. The bodies of
 all the pages, one after another, are the whole export file.
 """
@@ -10,11 +11,11 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from capsule import authz, limits
+from capsule import authz, limits, wire
 from capsule.transfer.export import export_page
 from functions import app, scopes, transfer_app
 
-PAGE_BYTES = 4 * 1024 * 1024
+PAGE_BYTES = wire.PAGE_BUDGET
 NEXT_CURSOR = "X-Capsule-Next-Cursor"
 MEDIA_TYPE = "application/x-ndjson"
 
@@ -25,9 +26,10 @@ def export(
                                         description="X-Capsule-Next-Cursor of the page before")] = None,
 ) -> str:
     sources = transfer_app.sources()
-    page = export_page(sources, app.tenant(), project, cursor, max_bytes=PAGE_BYTES, keep=authz.export_keep(
-        scopes.readable(app.tenant(), app.service), lambda tag, category: sources.learning.get_pattern(
-            app.tenant(), tag, category)))
+    keep = authz.export_keep(scopes.readable(app.tenant(), app.service), lambda tag, category:
+                             sources.learning.get_pattern(app.tenant(), tag, category))
+    page = export_page(sources, app.tenant(), project, cursor, max_bytes=PAGE_BYTES, size_of=wire.wrapped_bytes,
+                       keep=keep)
     headers = {NEXT_CURSOR: page.next_cursor} if page.next_cursor else {}
     return Response(200, MEDIA_TYPE, page.text, headers=headers)  # type: ignore[return-value]
 

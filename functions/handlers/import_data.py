@@ -18,5 +18,8 @@ def import_data() -> DataImportResult:
 ENDPOINT = app.Endpoint("import_data", import_data, summary="Import JSON Lines of an export (idempotent)")
 handler = transfer_app.with_event(app.make_handler(ENDPOINT))
 handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi
+    "x-capsule-rules": [
+        {"status": 422, "rule": "the body's first line is an export's header line"},
+    ],
     "requestBody": {"required": True, "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
 }

@@ -14,3 +14,9 @@ def ingest(request: Annotated[models.IngestRequest, Body()]) -> models.IngestRes
 
 ENDPOINT = app.Endpoint("ingest", ingest, summary="Chunk a text and store the chunks", status_code=201)
 handler = app.make_handler(ENDPOINT)
+# Rules its schema cannot state (functions.openapi): a body it allows may still be refused so.
+handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi
+    "x-capsule-rules": [
+        {"status": 422, "rule": "expires_at is 1 s to 10 years ahead of now"},
+    ],
+}

@@ -17,3 +17,10 @@ def revert(id: MemoryId, request: Annotated[gm.RevertRequest, Body()], if_match:
 ENDPOINT = app.Endpoint("revert", revert, summary="Revert a memory to an earlier version",
                         errors=(401, 404, 412, 413, 422, 500, 503))
 handler = app.make_handler(ENDPOINT)
+# Rules its schema cannot state (functions.openapi): a body it allows may still be refused so.
+handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi
+    "x-capsule-rules": [
+        {"status": 412, "rule": "If-Match, when given, names the memory's current sha256"},
+        {"status": 422, "rule": "the version is an earlier version of this memory"},
+    ],
+}

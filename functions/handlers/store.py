@@ -14,3 +14,10 @@ def store(request: Annotated[models.StoreRequest, Body()]) -> models.StoreResult
 
 ENDPOINT = app.Endpoint("store", store, summary="Store one memory", status_code=201)
 handler = app.make_handler(ENDPOINT)
+# Rules its schema cannot state (functions.openapi): a body it allows may still be refused so.
+handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi
+    "x-capsule-rules": [
+        {"status": 422, "rule": "expires_at is 1 s to 10 years ahead of now"},
+        {"status": 422, "rule": "supersedes names an active memory of the caller's"},
+    ],
+}

@@ -23,3 +23,11 @@ def update(id: MemoryId, request: Annotated[gm.UpdateRequest, Body()], if_match:
 ENDPOINT = app.Endpoint("update", update, summary="Update a memory in place (content, tags, meta, class, expiry)",
                         errors=(401, 404, 412, 413, 422, 500, 503))
 handler = app.make_handler(ENDPOINT)
+# Rules its schema cannot state (functions.openapi): a body it allows may still be refused so.
+handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi
+    "x-capsule-rules": [
+        {"status": 412, "rule": "If-Match, when given, names the memory's current sha256"},
+        {"status": 422, "rule": "a ttl or expires_at without retention only for a memory already ephemeral"},
+        {"status": 422, "rule": "expires_at is 1 s to 10 years ahead of now"},
+    ],
+}

@@ -10,7 +10,9 @@ and the caller ranks with numpy: the same candidates but for ties at the cut.
 
 from __future__ import annotations
 
+import functools
 import logging
+from typing import Any
 
 import numpy as np
 
@@ -18,17 +20,22 @@ import numpy as np
 # support due to: ModuleNotFoundError"): under serve's INFO logging that reads as an error at every start.
 logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
-try:  # pinned in pyproject.toml; optional here so a bare numpy install still searches
-    import faiss
-except ImportError:  # pragma: no cover - exercised only where faiss is missing
-    faiss = None
-else:
+
+@functools.cache
+def _faiss() -> Any:
+    """faiss, loaded at the first search of a large index (None where it is not installed): a
+    cold start of any hosted route (health, get) would otherwise pay its 0.08 s CPU and 15 MB."""
+    try:  # pinned in pyproject.toml; optional here so a bare numpy install still searches
+        import faiss
+    except ImportError:  # pragma: no cover - exercised only where faiss is missing
+        return None
     # One thread per search: the server runs a search per worker, the machine has 2 cores.
     faiss.omp_set_num_threads(1)
+    return faiss
 
 
 def available() -> bool:
-    return faiss is not None
+    return _faiss() is not None
 
 
 def nearest(codes: np.ndarray, query: np.ndarray, count: int, eligible: np.ndarray | None) -> np.ndarray | None:
@@ -36,6 +43,7 @@ def nearest(codes: np.ndarray, query: np.ndarray, count: int, eligible: np.ndarr
     uint64): the ``count`` smallest distances among the ``eligible`` rows (None: all), in
     ascending distance; of rows tied at the cut, those faiss meets first (the same rows for
     the same index). None without faiss."""
+    faiss = _faiss()
     if faiss is None:
         return None
     n, words = codes.shape

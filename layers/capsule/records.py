@@ -83,6 +83,18 @@ class ProjectStats:
     last_activity: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class KeywordStats:
+    """BM25's statistics over a whole search scope, counted by a search engine's index (Atlas
+    Search), for ranking a shortlist of it by the rarity of its terms in the scope instead of in
+    the few hundred memories shortlisted: ``n`` memories, ``df`` holding each term; ``avgdl`` their
+    average length (None: the shortlist's)."""
+
+    n: int
+    avgdl: float | None
+    df: dict[str, int]
+
+
 @dataclass(slots=True)
 class AuditRecord:
     tenant: str

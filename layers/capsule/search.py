@@ -38,7 +38,7 @@ from . import hamming
 from .index import ProjectIndex, Records, Shape, sign_codes, stable_key
 from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
 from .query import asks_when, named_authors
-from .records import ChangeSet, Filters, MemoryRecord
+from .records import ChangeSet, Filters, KeywordStats, MemoryRecord
 from .text import ends_with_question, says_when, tokens
 
 
@@ -195,6 +195,10 @@ def _top_positive(values: np.ndarray, count: int, keys: np.ndarray) -> np.ndarra
 
 def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> None:
     """Raw BM25 of every searched row, with n, length and df over exactly those rows."""
+    stats = getattr(views[0].index, "keyword_stats", None) if len(views) == 1 else None
+    if stats is not None:
+        _keyword_indexed(views[0], terms, options, stats)
+        return
     single = len(views) == 1 and views[0].plain
     if single:
         n, total = views[0].index.alive_stats()
@@ -220,6 +224,26 @@ def _keyword(views: list[_View], terms: list[str], options: SearchOptions) -> No
             continue
         for v, rows, tf in hits:
             v.keyword[rows] += _term_scores(v.index, rows, tf, df, n, avg, options)
+
+
+def _keyword_indexed(v: _View, terms: list[str], options: SearchOptions, stats: KeywordStats) -> None:
+    """Raw BM25 of a hosted shortlist (capsule.store.atlas_search) with the statistics of the scope
+    it was taken from, counted by the index: a term common in a keyword shortlist is not common in
+    the project. A term the index gave no count for keeps the shortlist's (never below it)."""
+    v.keyword = np.zeros(v.index.n, dtype=np.float64)
+    avg = stats.avgdl
+    if avg is None:
+        shown = int(v.mask.sum())
+        avg = float(v.index.length[: v.index.n][v.mask].sum()) / shown if shown else 1.0
+    for term in terms:
+        rows, tfs = v.index.postings_of(term)
+        keep = v.mask[rows]
+        rows = rows[keep]
+        if not rows.size:
+            continue
+        df = max(stats.df.get(term, rows.size), rows.size)
+        v.keyword[rows] += _term_scores(v.index, rows, tfs[keep].astype(np.float64), df, max(stats.n, df),
+                                        avg or 1.0, options)
 
 
 def _length_b(index: ProjectIndex, options: SearchOptions) -> float:

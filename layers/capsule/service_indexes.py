@@ -153,7 +153,15 @@ class ServiceIndexes:
         shortlist = self.store.nearest_candidates(
             tenant, projects, filters, query=query, query_vector=query_vector, model=self.embedder.model_id,
         )
-        return None if shortlist is None else [self._cold_index(tenant, shortlist)]
+        if shortlist is None:
+            return None
+        index = self._cold_index(tenant, shortlist)
+        # Which half of the shortlist did not answer (capsule.store.mongo_candidates.Shortlist):
+        # the answer says so instead of failing the search.
+        index.degraded = getattr(shortlist, "degraded", "")
+        # BM25 of the shortlist by its terms' rarity in the index it came from (capsule.search).
+        index.keyword_stats = getattr(shortlist, "keyword_stats", None)
+        return [index]
 
     def _cold_index(self, tenant: str, records: list[MemoryRecord]) -> ProjectIndex:
         """An index built for one search from the given records."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Callable
 
-from . import legacy_ids, limits, models
+from . import legacy_ids, limits, models, wire
 from .clock import Clock
 from .errors import Conflict, NotFound
 from .governance import audit as gov_actions
@@ -48,8 +48,14 @@ class ServiceMemories:
         rows = self.store.list(tenant, req.project, pinned_only=req.pinned_only, after=after, limit=req.limit + 1,
                                forgotten=req.forgotten, **by_class, **seen)
         page, more = rows[: req.limit], len(rows) > req.limit
+        memories = [to_memory(r) for r in page]
+        # 100 memories of 64 KiB pass a Lambda answer's 6 MB: the page ends where its bytes, as
+        # Lambda sends them, fill the budget (capsule.wire), and the cursor goes on from there.
+        kept = wire.fitting(wire.wrapped_json_bytes(m.model_dump_json()) for m in memories)
+        if kept < len(page):
+            page, memories, more = page[:kept], memories[:kept], True
         return models.ListResult(
-            memories=[to_memory(r) for r in page],
+            memories=memories,
             next_cursor=encode_cursor(page[-1]) if more else None,
             explanation=f"{len(page)} {page_kind(req)} {'memory' if len(page) == 1 else 'memories'} of project"
             f" '{req.project}', newest first" + ("; more follow the cursor." if more else "."),
@@ -107,7 +113,7 @@ class ServiceMemories:
         memory_id = legacy_ids.memory_id(self.store, tenant, memory_id)  # an imported Vector Bridge chunk_id too
         record = self.store.restore(tenant, memory_id, at=self.clock(), actor=tenant)
         limit = self.retention_limit(tenant, record.project)
-        held = next((s.memories for s in self.store.projects(tenant) if s.project == record.project), 0)
+        held = next((s.memories for s in self.store.projects(tenant, only=record.project)), 0)
         text = f"Restored {memory_id}."
         if limit is not None and held > limit:
             # A restore undoes a forget or an eviction: it never makes another memory go in its place.

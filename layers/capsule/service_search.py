@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from . import models
+from . import limits, models
 from .answers import Answer, search_result, superseded_note
 from .clock import Clock
 from .config import Settings
@@ -29,9 +29,13 @@ from .records import Filters, MemoryRecord
 from .search import SearchOptions, describe, search_indexes
 from .service_edge import validate
 from .store.base import MemoryStore
+from .text import sha256
 
 if TYPE_CHECKING:
     from .snapshot import Snapshots
+
+# Query vectors kept per warm process: 4 KiB each at 1024 dimensions, so 4 MiB at most.
+QUERY_VECTOR_ENTRIES = 1024
 
 
 def weights_for(weights: Weights, req: models.SearchRequest) -> Weights:
@@ -78,6 +82,12 @@ class ServiceSearch:
                                          tables=lambda: getattr(self.snapshots, "tables", None))
         self._options = SearchOptions(candidates=self.settings.search_candidates,
                                       exact=self.settings.search_exact)
+        # The query's vector by (tenant, model, sha256 of the text), in this process only: a
+        # search then writes nothing to the store (a hosted cluster's operations are its limit),
+        # and, per tenant, how fast one tenant's search answers never tells whether another asked
+        # the same text. The price: a query is embedded once per warm container and tenant.
+        self._query_vectors: QueryCache[np.ndarray] = QueryCache(
+            ttl_seconds=limits.EMBEDDING_CACHE_DAYS * 86_400, max_entries=QUERY_VECTOR_ENTRIES, copy=None)
 
     def search(self, tenant: str, request: models.SearchRequest | dict, *, reach: Reach = FULL
                ) -> models.SearchResult:
@@ -115,10 +125,11 @@ class ServiceSearch:
     def _search_afresh(self, tenant: str, req: models.SearchRequest, projects: list[str] | None,
                        markers: dict[str, int] | None, filters: Filters, weights: Weights
                        ) -> tuple[Answer, str | None]:
-        """The answer ranked from the indexes, and why the embedder could not help (None if it did)."""
+        """The answer ranked from the indexes, and why it is not the whole answer (None if it is):
+        the embedder could not help, or a half of a hosted shortlist did not answer."""
         query_vector, embed_error = None, None
         if weights.vector > 0:
-            vectors, embed_error = self._embed_query(req.query)
+            vectors, embed_error = self._embed_query(tenant, req.query)
             query_vector = None if vectors is None else vectors[0]
         indexes = (self._shortlist(tenant, projects, filters, req.query, query_vector)
                    or self._indexes(tenant, projects, markers, filters))
@@ -127,7 +138,11 @@ class ServiceSearch:
         explanation = f"Searched {searched} memories in {scope} ({req.mode}); {describe(hits, weights)}."
         if embed_error:
             explanation += f" Ranked by keyword only: the embedder is unavailable ({embed_error})."
-        return self._answer(tenant, hits, explanation, req.include_superseded), embed_error
+        degraded = getattr(indexes[0], "degraded", "") if indexes else ""
+        if degraded:
+            explanation += f" Partial candidates: {degraded}."
+        # Neither a keyword-only nor a partial answer is cached: the next search may do better.
+        return self._answer(tenant, hits, explanation, req.include_superseded), embed_error or degraded or None
 
     def _reached_projects(self, tenant: str, req: models.SearchRequest, reach: Reach) -> list[str] | None:
         """The projects a search covers (None: every project of the tenant)."""
@@ -138,11 +153,21 @@ class ServiceSearch:
             return None
         return reach.projects_among(s.project for s in self.store.projects(tenant))
 
-    def _embed_query(self, query: str) -> tuple[np.ndarray | None, str | None]:
+    def _embed_query(self, tenant: str, query: str) -> tuple[np.ndarray | None, str | None]:
+        worth_keeping = getattr(self.embedder, "worth_caching", True)  # not the hashing embedder
+        key = (tenant, self.embedder.model_id, sha256(query))
+        kept = self._query_vectors.get(key, self.clock()) if worth_keeping else None
+        if kept is not None:
+            return kept, None
         try:
-            return self.embedder.embed([query], kind="query"), None
+            vectors = self.embedder.embed([query], kind="query")
         except Unavailable as exc:
             return None, exc.message
+        if worth_keeping:
+            vectors = np.array(vectors, dtype=np.float32)  # our own copy, read-only: hits share it
+            vectors.setflags(write=False)
+            self._query_vectors.put(key, vectors, self.clock())
+        return vectors, None
 
     def _search_locked(self, indexes: list[ProjectIndex], filters: Filters, req: models.SearchRequest,
                        query_vector: np.ndarray | None, weights: Weights) -> tuple[list, int]:

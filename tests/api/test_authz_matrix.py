@@ -24,10 +24,11 @@ import importlib
 import json
 import shutil
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -501,6 +502,72 @@ def test_sync_apply_answers_an_id_held_by_another_tenant_as_one_nobody_holds(cop
     mine = _invoke(event("sync_changes", tenant=None, query={"project": "secret"}, authorizer=_as("other_tenant")))
     assert mine.status == 200 and len(mine.json["items"]) == 2, mine
     assert {i["memory"]["content"] for i in mine.json["items"]} == {held["memory"]["content"]}
+    # Ids are unique per tenant: both rows are kept under the ids they arrived with, and read back by them.
+    assert {i["memory"]["id"] for i in mine.json["items"]} == {copied.ids["S2"], fresh["memory"]["id"]}, mine
+    for memory_id in (copied.ids["S2"], fresh["memory"]["id"]):
+        r = _invoke(event("get", tenant=None, path_params={"id": memory_id}, authorizer=_as("other_tenant")))
+        assert r.status == 200 and r.json["memory"]["id"] == memory_id, r
+
+
+@contextmanager
+def _serving_a_copy(template: Path, data_dir: Path) -> Iterator[None]:
+    shutil.copytree(template, data_dir)
+    svc = build_service(Settings(data_dir=data_dir, embedder="hashing"))
+    app.set_service(svc)
+    try:
+        yield
+    finally:
+        app.set_service(None)
+        svc.store.close()
+
+
+def test_an_import_answers_ids_held_by_another_tenant_as_ids_nobody_holds(world, tmp_path):
+    """No existence oracle across tenants: the other tenant imports this tenant's export of
+    project secret, once as it is (every id held here: memories, the solution, its
+    applications) and once, on another copy of the same store, with every such id swapped for a
+    fresh one. Every answer (the import's counts and notes, a read of each memory and solution,
+    the changes feed, the export) is the same but for the ids themselves."""
+    import uuid
+
+    template, w = world
+    rows = [json.loads(line) for line in w.export_text.splitlines()]
+    held = [r["id"] for r in rows if r["kind"] == "memory"]
+    solutions = [r["id"] for r in rows if r["kind"] == "solution"]
+    applications = [r["id"] for r in rows if r["kind"] == "application"]
+    assert held and solutions == [w.ids["SOL"]], w.export_text[:300]
+    fresh = {old: uuid.uuid4().hex for old in (*held, *solutions, *applications)}
+    renamed = w.export_text
+    for old, new in fresh.items():
+        renamed = renamed.replace(old, new)
+    seen: dict[str, str] = {}
+    for name, text, ids, sids in (("held", w.export_text, held, solutions),
+                                  ("fresh", renamed, [fresh[i] for i in held], [fresh[i] for i in solutions])):
+        with _serving_a_copy(template, tmp_path / name):
+            other = _as("other_tenant")
+            answers = [_invoke(event("import_data", tenant=None, raw_body=text, authorizer=other))]
+            answers += [_invoke(event("get", tenant=None, path_params={"id": i}, authorizer=other)) for i in ids]
+            answers.append(_invoke(event("sync_changes", tenant=None, query={"project": "secret"}, authorizer=other)))
+            got = [_invoke(event("solution_get", tenant=None, path_params={"id": i}, authorizer=other)) for i in sids]
+            exported = _invoke(event("export", tenant=None, authorizer=other))
+            assert all(a.status == 200 for a in (*answers, *got, exported)), (answers, got, exported)
+            assert [a.json["memory"]["id"] for a in answers[1:-1]] == ids
+            assert {i["memory"]["id"] for i in answers[-1].json["items"]} == set(ids)
+            assert [g.json["solution"]["id"] for g in got] == sids  # kept as sent
+            said = answers[0].raw["body"]
+            assert "held by another tenant" not in said and answers[0].json["imported"].get("solution") == 1, said
+            theirs = [json.loads(line) for line in exported.raw["body"].splitlines()]
+            assert [r["id"] for r in theirs if r["kind"] == "solution"] == sids
+            assert len([r for r in theirs if r["kind"] == "application"]) == len(applications)
+            # this tenant's own memories and solution are untouched
+            mine = [_invoke(event("get", path_params={"id": i}, authorizer=_full())) for i in held]
+            assert all(m.status == 200 and "TOKREWRITTEN" not in m.raw["body"] for m in mine), mine
+            own = _invoke(event("solution_get", path_params={"id": w.ids["SOL"]}, authorizer=_full()))
+            assert own.status == 200 and own.json["solution"]["title"] == FIXPACK["title"], own
+        body = json.dumps([a.json for a in (*answers, *got)], sort_keys=True)
+        for old, new in fresh.items():
+            body = body.replace(new, old)
+        seen[name] = body
+    assert seen["held"] == seen["fresh"]
 
 
 def test_patterns_show_a_scoped_key_only_what_it_can_read(copied):

@@ -224,3 +224,21 @@ def test_every_field_an_item_carries_beside_its_row_is_a_field_of_the_row():
     from capsule.sync.rows import EXPORTED
 
     assert {f.name for f in fields(MemoryRecord)} - EXPORTED <= set(fmt.Memory.model_fields)
+
+
+def test_each_rule_a_schema_cannot_state_is_an_x_capsule_rules_entry_with_a_documented_status():
+    """What the schemas cannot say (relative to now, to the stored data, across fields) is stated
+    beside them, as `x-capsule-rules` (the fuzz test reads it: tests/serve/test_fuzz.py)."""
+    doc = document()
+    stated = {}
+    for item in doc["paths"].values():
+        for op in item.values():
+            for rule in op.get("x-capsule-rules", []):
+                assert set(rule) == {"status", "rule"} and rule["rule"].strip(), (op["operationId"], rule)
+                assert rule["status"] in (412, 422), (op["operationId"], rule)
+                assert str(rule["status"]) in op["responses"], (op["operationId"], rule)  # a documented answer
+                stated.setdefault(op["operationId"], []).append(rule["status"])
+    assert "x-capsule-rules" in doc["info"]["description"]
+    assert stated.keys() == {"store", "ingest", "update", "revert", "solution_create", "solution_update",
+                             "solution_import", "sync_apply", "import_data"}, stated
+    assert 412 in stated["update"] and 412 in stated["revert"]

@@ -29,3 +29,12 @@ def test_setup_atlas_without_a_uri_fails_with_one_line(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         "capsule: error: the MongoDB store needs CAPSULE_MONGODB_URI (or the deployment's secret)"]
+
+
+def test_setup_atlas_refuses_dimensions_that_are_not_the_embedders_before_touching_the_cluster(tmp_path):
+    # the hashing embedder makes 384-dimension vectors; nothing listens on port 9
+    result = run(tmp_path, "setup-atlas", "--dimensions", "1536",
+                 CAPSULE_MONGODB_URI="mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=100")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "capsule: error: --dimensions 1536 is not the embedder's 384 (hashing")

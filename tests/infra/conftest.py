@@ -37,10 +37,50 @@ def synthesized(tmp_path_factory):
     return assembly, stack
 
 
+def stack_templates(assembly, stack) -> dict[str, dict]:
+    """The main stack's template and each nested stack's (the routes' shares, infra/api.py), by name."""
+    found = {stack.stack_name: assembly.get_stack_by_name(stack.stack_name).template}
+    for nested in stack.api.route_stacks:
+        with open(os.path.join(assembly.directory, nested.template_file)) as handle:
+            found[nested.node.id] = json.load(handle)
+    return found
+
+
+def _substitute(value, parameters: dict):
+    if isinstance(value, dict):
+        if set(value) == {"Ref"} and value["Ref"] in parameters:
+            return parameters[value["Ref"]]
+        return {k: _substitute(v, parameters) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, parameters) for v in value]
+    return value
+
+
+def merged_template(assembly, stack) -> dict:
+    """One template holding the main stack's resources and its nested stacks', each reference to
+    a nested stack's parameter replaced by what the main stack passes in (a Ref or GetAtt of its
+    own resource), so assertions read the deployment as one whole."""
+    main = assembly.get_stack_by_name(stack.stack_name).template
+    merged = {**main, "Resources": dict(main["Resources"])}
+    for nested in stack.api.route_stacks:
+        resource = main["Resources"][stack.resolve(stack.get_logical_id(nested.nested_stack_resource))]
+        with open(os.path.join(assembly.directory, nested.template_file)) as handle:
+            template = json.load(handle)
+        parameters = resource["Properties"].get("Parameters", {})
+        for logical_id, value in template["Resources"].items():
+            assert logical_id not in merged["Resources"], logical_id
+            merged["Resources"][logical_id] = _substitute(value, parameters)
+    return merged
+
+
+@pytest.fixture(scope="session")
+def templates(synthesized) -> dict[str, dict]:
+    return stack_templates(*synthesized)
+
+
 @pytest.fixture(scope="session")
 def template(synthesized) -> dict:
-    assembly, stack = synthesized
-    return assembly.get_stack_by_name(stack.stack_name).template
+    return merged_template(*synthesized)
 
 
 @pytest.fixture(scope="session")

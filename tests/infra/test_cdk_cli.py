@@ -37,8 +37,9 @@ def test_cdk_synth_runs_offline_without_credentials_and_with_the_api_key_flag(tm
         cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    template = json.loads((out / "CapsuleMemory.template.json").read_text())
-    resources = template["Resources"].values()
+    # The main stack and the routes' nested stacks (infra/api.py): the routes are in the latter.
+    resources = [r for path in sorted(out.glob("CapsuleMemory*.template.json"))
+                 for r in json.loads(path.read_text())["Resources"].values()]
     (authorizer,) = [r for r in resources if r["Type"] == "AWS::ApiGatewayV2::Authorizer"]
     assert authorizer["Properties"]["AuthorizerType"] == "REQUEST"
     assert authorizer["Properties"]["EnableSimpleResponses"] is True

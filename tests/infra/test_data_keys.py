@@ -1,6 +1,6 @@
 """The stack's KMS key for encryption at rest (capsule.crypto): made and retained by the stack, or
-the customer's by ARN; every function may GenerateDataKey, Encrypt and Decrypt with it and is told
-which key it is."""
+the customer's by ARN; every function that seals or opens memories (not the public document) may
+GenerateDataKey, Encrypt and Decrypt with it, and every one is told which key it is."""
 
 from __future__ import annotations
 
@@ -26,7 +26,11 @@ def test_the_stack_makes_a_rotated_retained_key(template):
 
 
 def test_every_function_may_use_the_key_for_what_the_library_asks(template):
-    functions = _functions(template)
+    from functions.routes import ROUTES
+
+    public = {f"{r.handler.replace(':', '.')}" for r in ROUTES if not r.auth}
+    functions = {k: v for k, v in _functions(template).items() if v["Properties"]["Handler"] not in public}
+    assert len(functions) < len(_functions(template))  # the public document may not use the key
     granted = {}
     for policy in (v for v in template["Resources"].values() if v["Type"] == "AWS::IAM::Policy"):
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
@@ -36,6 +40,9 @@ def test_every_function_may_use_the_key_for_what_the_library_asks(template):
                     granted[role["Ref"]] = set(actions)
     roles = {fn["Properties"]["Role"]["Fn::GetAtt"][0] for fn in functions.values()}
     assert roles <= set(granted), roles - set(granted)
+    public_roles = {fn["Properties"]["Role"]["Fn::GetAtt"][0] for k, fn in _functions(template).items()
+                    if k not in functions}
+    assert not public_roles & set(granted)
     assert all(actions == {"kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"} for actions in granted.values())
 
 

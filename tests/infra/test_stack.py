@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from functions.routes import ROUTES
 from infra.jobs import JOBS
 
@@ -141,7 +143,13 @@ def test_alarms_on_5xx_rate_throttles_duration_and_job_failures(template):
             by_metric[name] = by_metric.get(name, 0) + 1
         assert alarm["Properties"]["AlarmActions"]
     functions = len(resources(template, "AWS::Lambda::Function"))
-    assert by_metric["Throttles"] == functions and by_metric["Duration"] == functions
+    # Throttles are summed over up to 10 functions an alarm: every function is in one of them.
+    throttled = [m["MetricStat"]["Metric"] for a in alarms for m in a["Properties"].get("Metrics", [])
+                 if m.get("MetricStat", {}).get("Metric", {}).get("MetricName") == "Throttles"]
+    assert len(throttled) == functions
+    assert len({str(m["Dimensions"]) for m in throttled}) == functions
+    assert all(len(a["Properties"].get("Metrics", [])) <= 11 for a in alarms)  # 10 metrics and their sum
+    assert by_metric["Duration"] == functions
     assert by_metric["Errors"] == len(JOBS)
     assert by_metric["ApproximateNumberOfMessagesVisible"] == len(JOBS)
 
@@ -159,3 +167,59 @@ def test_cdk_nag_findings_are_acknowledged_with_reasons(synthesized):
     flat = str(acknowledged)
     for rule in ("AwsSolutions-SMG4", "AwsSolutions-L1", "AwsSolutions-APIG4", "AwsSolutions-SQS3"):
         assert rule in flat
+
+
+def test_every_stack_stays_well_under_cloudformations_500_resources(templates):
+    """About 9 resources a route: the routes are spread over nested stacks (infra/api.py), each
+    under 250 with room for 10 more routes, and the main stack does not grow with the routes."""
+    from infra.api import ROUTE_STACKS, route_stack_of
+
+    counts = {name: len(t["Resources"]) for name, t in templates.items()}
+    assert len(counts) == ROUTE_STACKS + 1
+    assert all(count < 250 for count in counts.values()), counts
+    per_share = [sum(route_stack_of(r.name) == n for r in ROUTES) for n in range(ROUTE_STACKS)]
+    assert max(per_share) * 9 + 10 * 9 < 250, per_share
+    main = next(iter(templates.values()))
+    assert len(resources(main, "AWS::Lambda::Function")) == len(JOBS)  # the routes' are all nested
+    assert len(resources(main, "AWS::ApiGatewayV2::Route")) == 0
+    print("resources per stack:", counts)
+
+
+def test_a_routes_share_is_fixed_by_its_name_alone():
+    from infra.api import ROUTE_STACKS, route_stack_of
+
+    assert route_stack_of("search") == route_stack_of("search")
+    assert {route_stack_of(r.name) for r in ROUTES} == set(range(ROUTE_STACKS))
+
+
+def test_every_route_answers_within_the_gateways_30_seconds_cold_start_included(template):
+    from functions.routes import COLD_START_MARGIN_S, GATEWAY_TIMEOUT_S, MAX_TIMEOUT_S
+
+    assert MAX_TIMEOUT_S + COLD_START_MARGIN_S <= GATEWAY_TIMEOUT_S
+    for route in ROUTES:
+        assert route.timeout_s <= MAX_TIMEOUT_S, route.name
+    by_handler = functions_by_handler(template)
+    for route in ROUTES:
+        assert by_handler[lambda_handler(route.handler)][1]["Timeout"] <= MAX_TIMEOUT_S
+    for integration in resources(template, "AWS::ApiGatewayV2::Integration").values():
+        assert integration["Properties"]["TimeoutInMillis"] == GATEWAY_TIMEOUT_S * 1000
+
+
+def test_the_stack_outputs_the_api_arn_and_a_policy_callers_attach(template):
+    outputs = template["Outputs"]
+    arn = json.dumps(outputs["ApiArn"]["Value"])
+    assert "execute-api" in arn and "ApiHttpApi" in arn
+    policy = json.dumps(outputs["InvokePolicy"]["Value"])
+    assert "execute-api:Invoke" in policy and "$default/*" in policy and "ApiHttpApi" in policy
+
+
+def test_the_public_document_has_its_own_small_throttle(template):
+    from infra.api import PUBLIC_BURST, PUBLIC_RATE
+
+    (stage,) = resources(template, "AWS::ApiGatewayV2::Stage").values()
+    settings = stage["Properties"]["RouteSettings"]
+    assert settings == {f"{r.method} {r.path}": {"ThrottlingRateLimit": PUBLIC_RATE, "ThrottlingBurstLimit": PUBLIC_BURST}
+                        for r in ROUTES if not r.auth}
+    assert PUBLIC_RATE < stage["Properties"]["DefaultRouteSettings"]["ThrottlingRateLimit"]
+    # The stage names the route by key: it waits for the nested stack that creates the route.
+    assert any("Routes" in d for d in stage.get("DependsOn", [])), stage.get("DependsOn")

@@ -259,3 +259,22 @@ def test_backfill_embeds_a_chat_turn_as_a_store_would_have(world, tmp_path):
     backfilled = world.store.get("t", late).embedding
     assert np.array_equal(backfilled, live.store.get("t", direct).embedding)
     assert not np.allclose(backfilled, world.embedder.embed(["Joanna: It's a mix of drama and romance!"])[0])
+
+
+def test_mining_reads_a_tenant_again_only_when_something_it_depends_on_changed(world):
+    for project in ("a", "b"):
+        world.remember(project, "E11000 duplicate key error index: email_1", **FAIL)
+    first = world.jobs.run("mining")
+    assert (first.counts["tenants"], first.counts["unchanged"], first.counts["clusters"]) == (1, 0, 1)
+    again = world.jobs.run("mining")  # nothing changed: the tenant is not read
+    assert (again.counts["tenants"], again.counts["scanned"], again.counts["unchanged"]) == (0, 0, 1)
+    assert "not read again" in again.explanation
+    world.remember("a", "E11000 duplicate key error index: email_1 once more", **FAIL)
+    third = world.jobs.run("mining")
+    assert (third.counts["tenants"], third.counts["scanned"]) == (1, 3)
+    assert world.learning.detect_patterns("t", {}).patterns[0].occurrences == 3
+    solution = world.learning.create_solution("t", fixpack()).solution
+    assert world.jobs.run("mining").counts["unchanged"] == 1  # a solution alone changes no pattern
+    world.learning.solution_apply("t", solution.id, {"success": True, "project": "a",
+                                                      "error": "E11000 duplicate key error"})
+    assert world.jobs.run("mining").counts["tenants"] == 1  # an application is evidence: read again

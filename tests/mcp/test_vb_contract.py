@@ -230,9 +230,13 @@ def test_the_first_capsules_tools_answer_in_its_shapes(tmp_path):
 
 
 def test_the_readme_counts_the_tools_the_server_lists(tmp_path):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
-    said = re.search(r"`capsule mcp` is an MCP server on stdio with (\d+) tools, of which it lists (\d+) by", readme)
-    every, listed = int(said.group(1)), int(said.group(2))
+    root = Path(__file__).resolve().parents[2]
+    said = [re.search(r"`capsule mcp` is an MCP server on stdio with (\d+) tools, of which it lists (\d+) by",
+                      re.sub(r"\s+", " ", (root / page).read_text("utf-8"))) for page in ("README.md", "docs/claude.md")]
+    assert all(said), "the README and docs/claude.md each state the counts"
+    counts = {(int(found.group(1)), int(found.group(2))) for found in said}
+    assert len(counts) == 1, counts
+    [(every, listed)] = counts
     assert len(tools_list(tmp_path / "all", "all")["tools"]) == every
     assert len(tools_list(tmp_path / "default", "default")["tools"]) == listed
 
@@ -301,7 +305,9 @@ def tools_list_all_models() -> dict:
 
 
 def test_twenty_hits_over_long_memories_fit_the_default_budget_each_field_once(tmp_path):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    root = Path(__file__).resolve().parents[2]
+    # A long document: the README and its docs/ pages, one after another (the README alone is short).
+    readme = "\n\n".join(page.read_text("utf-8") for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))])
 
     async def body(client):
         await text_of(client, "memory_ingest", {"text": readme, "path": "README.md"})

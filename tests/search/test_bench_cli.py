@@ -63,7 +63,8 @@ def test_ops_bench_gives_every_operation_and_its_ratio(tmp_path):
         assert list(result["ops"]) == list(OPS)
         assert all(row["cpu_ms"] > 0 and row["ratio"] > 0 for row in result["ops"].values())
         assert result["checks"]["ingest_chunks"] == 10 and result["checks"]["mining_scanned"] > 0
+        assert result["ops"]["mining"]["peak_mib"] > 0
     assert all(row["ratio"] == 1.0 for row in report["ops"][0]["ops"].values())
     for name in OPS:
         assert name in run.stdout
-    assert "ratio" in run.stdout and "JSON written" in run.stdout
+    assert "ratio" in run.stdout and "JSON written" in run.stdout and "mining peak MiB" in run.stdout

@@ -1,9 +1,10 @@
-"""Search of a large project through the cluster's indexes only ($vectorSearch, $text).
+"""Search of a large project through the cluster's indexes only ($vectorSearch, $search).
 
 The cluster is scripts/atlas_fake.py: it executes $vectorSearch exactly (cosine over every
-memory passing the pre-filter), refuses filters the shipped index does not declare, refuses a
-$text query without the text index's tenant prefix, and raises ProjectLoaded on any other read
-of the memories, so every search here proves the project was never read whole.
+memory passing the pre-filter), refuses filters the shipped index does not declare, answers
+$search with Lucene's BM25 over the Atlas Search index (filters refused unless the index maps
+them), and raises ProjectLoaded on any other read of the memories, so every search here proves
+the project was never read whole.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from capsule.embedders import HashingEmbedder  # noqa: E402
 from capsule.errors import Unavailable  # noqa: E402
 from capsule.records import Filters, MemoryRecord  # noqa: E402
 from capsule.service import MemoryService  # noqa: E402
+from capsule.store import atlas_search  # noqa: E402
 from capsule.store import mongo_vector as vs  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
 from capsule.store.mongo_docs import record_to_doc  # noqa: E402
@@ -83,8 +85,8 @@ def test_a_large_project_is_ranked_from_the_clusters_shortlist(cluster):
     assert [h.project for h in result.results] == ["big"] * 5
     assert all("redis timeout" in h.content for h in result.results)
     # which project "big" names (one indexed read: capsule.project_identity), the project versions, the
-    # project sizes (counters), $vectorSearch, $text: nothing else
-    assert counter.commands == ["find_one", "find", "find", "aggregate", "find"]
+    # project sizes (counters), $vectorSearch, $search: nothing else
+    assert counter.commands == ["find_one", "find", "find", "aggregate", "aggregate"]
 
 
 @pytest.mark.parametrize("how", ["bm25", "down", "global"])
@@ -102,7 +104,7 @@ def test_keyword_mode_a_down_embedder_and_global_search_take_the_bounded_path(cl
     if how == "global":
         assert {h.project for h in result.results} == {"big", "other"}
     if how != "global":
-        assert counter.commands.count("aggregate") == 0  # no vector: keyword candidates only
+        assert counter.commands.count("aggregate") == 1  # no vector: keyword candidates ($search) only
 
 
 def test_the_old_full_load_is_what_the_fake_refuses(cluster):
@@ -126,15 +128,17 @@ def test_filters_become_prefilters_the_shipped_index_declares(cluster):
             "numCandidates": 10, "limit": 5, "filter": {"$and": [{"tenant": "t1"}, {"status": "ready"}]}}}])
 
 
-def test_the_keyword_index_is_prefixed_by_the_tenant_and_a_query_without_it_is_refused(cluster):
+def test_the_keyword_half_filters_inside_the_search_index_and_refuses_an_unmapped_path(cluster):
     store, _ = cluster
-    keys = vs.TEXT_INDEX[0]
-    assert keys[0] == ("tenant", 1) and ("content", "text") in keys and ("project", 1) in keys
-    assert "tenant_text" in store.memories.index_information()
+    found, _ = atlas_search.split_counts(list(store.memories.aggregate(atlas_search.keyword_pipeline(
+        tenant="t2", projects=None, filters=Filters(), query="redis"))))
+    assert found and {d["tenant"] for d in found} == {"t2"}
     from pymongo.errors import OperationFailure
 
-    with pytest.raises(OperationFailure, match="prefix"):
-        store.memories.find({"$text": {"$search": "redis"}, "project": "big"}, limit=5)
+    with pytest.raises(OperationFailure, match="status"):  # a filter the index does not map: refused
+        store.memories.aggregate([{"$search": {"index": atlas_search.SEARCH_INDEX, "compound": {
+            "filter": [{"equals": {"path": "status", "value": "ready"}}],
+            "must": [{"text": {"path": "content", "query": "redis"}}]}}}])
 
 
 def test_the_vector_half_sees_only_the_tenants_own_memories(cluster):

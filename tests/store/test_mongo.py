@@ -102,16 +102,16 @@ def test_every_query_has_its_index_and_the_ttls_match_the_limits(store, db):
     store.migrate()  # idempotent
 
 
-def test_migrate_runs_once_per_schema_version_and_adds_the_text_index_when_needed(store, db):
+def test_migrate_runs_once_per_schema_version(store, db):
     assert db.meta.find_one({"_id": "schema"})["version"] >= 1
     db.memories.drop_index("path")
     store.migrate()  # the schema is current: no index calls
     assert "path" not in db.memories.index_information()
-    db.memories.create_index([("content", "text")], name="content_text")  # schema 3's, tenant-less
     db.meta.update_one({"_id": "schema"}, {"$set": {"version": 3}})
     MongoStore(db, transactions=False, vector_search_min=10).migrate()
     info = db.memories.index_information()
-    assert "tenant_text" in info and "content_text" not in info  # one text index, prefixed by the tenant
+    # the keyword half is Atlas Search now (capsule.store.atlas_search): no classic text index
+    assert "path" in info and not any("text" in name for name in info)
 
 
 def test_forget_stamps_the_ttl_date_from_the_server_clock(store, db, wall):

@@ -2,6 +2,11 @@
 
 An embedder whose ``worth_caching`` is False (the hashing one: a vector costs less than the
 store's read of it, and a fiftieth of the write) is passed through: nothing is read or written.
+
+Query vectors (``kind="query"``) skip a store whose ``keeps_query_vectors`` is False (the hosted
+one, :class:`~capsule.store.mongo.MongoStore`): there a search would pay a read and two writes of
+the cluster's operations for a vector the service keeps per tenant in memory instead
+(:mod:`capsule.service_search`). A store without the attribute (SQLite) keeps them as before.
 """
 
 from __future__ import annotations
@@ -32,9 +37,10 @@ class CachedEmbedder:
         self._store = store
         self._clock = clock
         self.worth_caching = getattr(inner, "worth_caching", True)
+        self._queries_in_store = getattr(store, "keeps_query_vectors", True)
 
     def embed(self, texts: Sequence[str], *, kind: str = "document") -> np.ndarray:
-        if not self.worth_caching:
+        if not self.worth_caching or (kind == "query" and not self._queries_in_store):
             return self.inner.embed(texts, kind=kind)
         keys = [sha256(f"{kind}\x00{t}") for t in texts]
         now = self._clock()

@@ -151,8 +151,9 @@ class MemoryStore(Protocol):
         """Up to ``limit`` ids of the tenant's memories (forgotten ones too) that start with
         ``prefix`` (case-sensitive), sorted; for resolving the short ids people type."""
 
-    def projects(self, tenant: str) -> list[ProjectStats]:
-        """Per project of the tenant: counts, limit and last activity."""
+    def projects(self, tenant: str, *, only: str | None = None) -> list[ProjectStats]:
+        """Per project of the tenant: counts, limit and last activity, read from counts the
+        writes keep (no read of the memories); ``only``: that project's alone (or none)."""
 
     def set_retention_limit(self, tenant: str, project: str, limit: int, *, at: datetime) -> None:
         """Set a project's own rolling limit."""

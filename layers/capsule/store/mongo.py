@@ -34,7 +34,6 @@ from ..config import Settings
 from ..errors import Unavailable
 from ..records import MemoryRecord, WriteOutcome
 from . import mongo_counters as counters
-from . import mongo_vector as vs
 from .mongo_changes import MongoChanges
 from .mongo_client import guarded, shared_client, supports_transactions
 from .mongo_docs import record_to_doc
@@ -52,6 +51,12 @@ def _wall() -> datetime:
 
 class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
     """The :class:`~capsule.store.base.MemoryStore` on one MongoDB database."""
+
+    # Searches write nothing here: a query's vector is not kept in ``embedding_cache`` (it cost a
+    # find, a delete_many and an insert_many on the primary per uncached search, 3 of 8
+    # operations, in a collection every tenant shares) but per tenant in the warm process
+    # (capsule.service_search). Documents' vectors still are: an ingest writes anyway.
+    keeps_query_vectors = False
 
     def __init__(
         self,
@@ -101,41 +106,35 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         return self._transactions
 
     def migrate(self) -> None:
-        """Create the indexes once per schema version: a cold start then costs one read, not 16 calls."""
-        wanted = {"_id": "schema", "version": SCHEMA_VERSION, "text_index": self.vector_search_min is not None}
+        """Create the indexes once per schema version: a cold start then costs one read, not 16 calls.
+
+        The Atlas Search and Vector Search indexes are not created here: they build in the
+        background for minutes, so ``capsule cloud setup-atlas`` (:mod:`.atlas_setup`) makes them
+        before the first request and waits until they answer."""
+        wanted = {"_id": "schema", "version": SCHEMA_VERSION}
         with guarded("create the indexes"):
             current = self.db["meta"].find_one({"_id": "schema"}) or {}
         # One checkout, one project (capsule.project_identity): split names merged, once per database.
         self.settle_identity(at=datetime.now(timezone.utc))
         with guarded("create the indexes"):
-            if current.get("version", 0) >= SCHEMA_VERSION and bool(current.get("text_index")) >= wanted["text_index"]:
+            if current.get("version", 0) >= SCHEMA_VERSION:
                 return
             for name, indexes in INDEXES.items():
                 for keys, options in indexes:
                     self.db[name].create_index(keys, **options)
-            if wanted["text_index"]:
-                self._text_index()
             self.db["meta"].replace_one({"_id": "schema"}, wanted, upsert=True)
-
-    def _text_index(self) -> None:
-        existing = self.memories.index_information()
-        for old in vs.OLD_TEXT_INDEXES:  # one text index per collection: the old one goes first
-            if old in existing:
-                self.memories.drop_index(old)
-        self.memories.create_index(vs.TEXT_INDEX[0], **vs.TEXT_INDEX[1])
 
     def close(self) -> None:
         """The client is shared by the process (see mongo_client); nothing to release per store."""
 
-    def ensure_vector_index(self, dimensions: int) -> None:
-        """Create the Atlas Vector Search index (Atlas only; the deploy step runs it once)."""
-        from pymongo.operations import SearchIndexModel
+    def ensure_vector_index(self, dimensions: int, *, quantization: str | None = None) -> None:
+        """Create the Atlas Vector Search and Atlas Search indexes if absent (tests and benches;
+        ``capsule cloud setup-atlas`` also checks, updates and waits: :mod:`.atlas_setup`)."""
+        from .atlas_setup import ensure_search_indexes, wanted_indexes
 
-        index = vs.vector_index_definition(dimensions, name=self.vector_index)
-        with guarded("create the vector search index"):
-            self.memories.create_search_index(
-                SearchIndexModel(definition=index["definition"], name=index["name"], type=index["type"])
-            )
+        with guarded("create the search indexes"):
+            ensure_search_indexes(self.memories, wanted_indexes(dimensions, vector_index=self.vector_index,
+                                                                quantization=quantization), wait_s=0)
 
     # ---- inserting ---------------------------------------------------------
 

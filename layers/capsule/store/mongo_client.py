@@ -29,13 +29,33 @@ CLIENT_OPTIONS: dict[str, Any] = {
     "appname": "capsule-memory",
     "tz_aware": True,
 }
-# Connections per process. A Lambda container serves one request at a time, plus the one
-# background worker (capsule.background): 2, so a thousand warm containers hold 2,000
-# connections of Atlas's limit, not 10,000. A server process (capsule serve) keeps pymongo's
-# usual 10 for its threads. A maxPoolSize in the URI wins over both.
+# Connections per process: the pool, plus the driver's monitoring, which the pool size does not
+# cover. pymongo keeps one monitoring connection to *every* member of the replica set (a
+# heartbeat each 10 s while the process runs), and in its streaming mode a second per member for
+# round-trip times. A Lambda container serves one request at a time, plus the one background
+# worker (capsule.background) that may read beside it, so its pool is 2, all to the primary
+# (every read and write goes there), and its monitoring polls: one connection per member. On
+# Atlas's 3-member replica set that is at most 3 + 2 = 5 connections per warm container, 3 of
+# them to the primary (1 monitor + 2 pooled; the second only once the worker read beside a
+# request, as minPoolSize is 0). A container frozen between requests keeps what it had open, so
+# count warm containers, not concurrent requests: Atlas's connection limits are per member, and
+# N warm containers hold at most 3N on the primary. ``maxConnecting`` 1: a cold
+# container opens its pooled connections one TLS handshake at a time instead of two at once.
+# A server process (capsule serve) keeps pymongo's usual pool of 10 for its threads and its
+# streaming monitor (2 per member): 3 x 2 + 10 = 16 at most. An option in the URI wins.
 LAMBDA_POOL_SIZE = 2
 SERVER_POOL_SIZE = 10
 IDLE_CLOSE_MS = 60_000  # a pooled connection idle this long is closed, not reused
+LAMBDA_OPTIONS: dict[str, Any] = {"maxPoolSize": LAMBDA_POOL_SIZE, "maxConnecting": 1,
+                                  "serverMonitoringMode": "poll"}
+MONITOR_CONNECTIONS = {"poll": 1, "stream": 2}  # per replica-set member
+
+
+def connections_per_process(members: int, pool: int, monitoring: str) -> tuple[int, int]:
+    """(all, to the primary) connections one process holds at most: a monitor (or two) per
+    member, and the pool to the primary (the only member this service reads from)."""
+    monitors = MONITOR_CONNECTIONS[monitoring]
+    return members * monitors + pool, monitors + pool
 
 
 def pool_options(uri: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -43,8 +63,8 @@ def pool_options(uri: str, environ: Mapping[str, str] | None = None) -> dict[str
     environ = os.environ if environ is None else environ
     given = {key.lower() for key, _ in parse_qsl(urlsplit(uri).query)}
     options: dict[str, Any] = {} if "maxidletimems" in given else {"maxIdleTimeMS": IDLE_CLOSE_MS}
-    if "maxpoolsize" not in given:
-        options["maxPoolSize"] = LAMBDA_POOL_SIZE if environ.get("AWS_LAMBDA_FUNCTION_NAME") else SERVER_POOL_SIZE
+    wanted = LAMBDA_OPTIONS if environ.get("AWS_LAMBDA_FUNCTION_NAME") else {"maxPoolSize": SERVER_POOL_SIZE}
+    options.update({key: value for key, value in wanted.items() if key.lower() not in given})
     return options
 
 OPERATION_S = CLIENT_OPTIONS["timeoutMS"] / 1000

@@ -72,8 +72,8 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
               ([("tenant", 1), ("_id", -1)], {"name": "audit_recent"}),
               ([("tenant", 1), ("project", 1), ("_id", 1)], {"name": "audit_project"})],
     # The transfer's keyset export pages (tenant, _id > last); the learning store's own
-    # indexes on these collections are in mongo_learning.
-    "solution_applications": [([("tenant", 1), ("_id", 1)], {"name": "applications_export"})],
+    # indexes on this collection are in mongo_learning. (Applications' pages read the learning
+    # store's unique (tenant, id), mongo_learning_ids, which dropped applications_export.)
     "pattern_evidence": [([("tenant", 1), ("_id", 1)], {"name": "evidence_export"})],
     "embedding_cache": [
         ([("created_at", 1)], {"name": "cache_age"}),

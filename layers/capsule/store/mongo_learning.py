@@ -1,7 +1,9 @@
 """The learning store on MongoDB (Atlas in the hosted mode), beside the memories.
 
 Collections: ``solutions``, ``solution_applications``, ``patterns``, ``pattern_links``,
-``pattern_evidence``, ``job_leases``, ``job_state``. Embeddings are BSON binary (float32
+``pattern_evidence``, ``job_leases``, ``job_state``. Solutions and applications are keyed by
+(tenant, ``id``), as memories are: two tenants may hold one id (:mod:`.mongo_learning_ids`,
+learning schema 2; their ``_id`` is opaque). Embeddings are BSON binary (float32
 bytes), never arrays of doubles; times are epoch seconds, as in SQLite. Counters change with
 ``$inc`` in one document; an evidence key is a unique ``_id``, so a second (or concurrent)
 recording of the same evidence fails on the key and is not counted. Every ``PyMongoError``
@@ -24,11 +26,12 @@ from .. import limits
 from ..clock import from_epoch, to_epoch
 from ..errors import Conflict, NotFound, Unavailable
 from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
+from . import mongo_learning_ids
 from .base import Cursor
 from .mongo_schema import ensure_version
 
 F = TypeVar("F", bound=Callable[..., Any])
-SCHEMA_VERSION = 1  # bump when the indexes in _create_indexes change
+SCHEMA_VERSION = 2  # bump when the indexes in _create_indexes change; 2: ids per tenant (mongo_learning_ids)
 
 
 def _guarded(method: F) -> F:
@@ -61,7 +64,7 @@ def _epoch(value: datetime | None) -> float | None:
 
 def _solution_doc(r: SolutionRecord) -> dict[str, Any]:
     return {
-        "_id": r.id, "tenant": r.tenant, "title": r.title, "category": r.category, "body": r.body,
+        "id": r.id, "tenant": r.tenant, "title": r.title, "category": r.category, "body": r.body,
         "embeddings": _binary(r.embeddings), "signatures": 0 if r.embeddings is None else len(r.embeddings),
         "model": r.model, "success": r.success, "failure": r.failure,
         "created_at": to_epoch(r.created_at), "updated_at": to_epoch(r.updated_at),
@@ -72,7 +75,7 @@ def _solution_doc(r: SolutionRecord) -> dict[str, Any]:
 def _solution(d: dict[str, Any]) -> SolutionRecord:
     rows = d.get("signatures") or 0
     return SolutionRecord(
-        id=d["_id"], tenant=d["tenant"], title=d["title"], category=d["category"], body=d["body"],
+        id=d["id"], tenant=d["tenant"], title=d["title"], category=d["category"], body=d["body"],
         created_at=from_epoch(d["created_at"]), updated_at=from_epoch(d["updated_at"]),
         success=d["success"], failure=d["failure"],
         embeddings=_array(d.get("embeddings"), rows) if rows else None, model=d.get("model"),
@@ -121,10 +124,7 @@ class MongoLearningStore:
         ensure_version(self._db, "learning_schema", SCHEMA_VERSION, self._create_indexes)
 
     def _create_indexes(self) -> None:
-        self._solutions.create_index([("tenant", ASCENDING), ("created_at", DESCENDING), ("_id", DESCENDING)])
-        self._solutions.create_index([("tenant", ASCENDING), ("title", ASCENDING), ("category", ASCENDING)])
-        self._applications.create_index([("tenant", ASCENDING), ("at", DESCENDING)])
-        self._applications.create_index([("tenant", ASCENDING), ("solution_id", ASCENDING)])
+        mongo_learning_ids.migrate(self._db)  # solutions' and applications' indexes, after their ids
         self._patterns.create_index([("tenant", ASCENDING), ("occurrences", DESCENDING)])
         self._links.create_index([("tenant", ASCENDING), ("kind", ASCENDING), ("target_id", ASCENDING)])
 
@@ -143,7 +143,7 @@ class MongoLearningStore:
 
     @_guarded
     def get_solution(self, tenant: str, solution_id: str) -> SolutionRecord:
-        doc = self._solutions.find_one({"_id": solution_id, "tenant": tenant})
+        doc = self._solutions.find_one({"tenant": tenant, "id": solution_id})
         if doc is None:
             raise NotFound(f"no solution {solution_id}")
         return _solution(doc)
@@ -151,7 +151,7 @@ class MongoLearningStore:
     @_guarded
     def find_solution(self, tenant: str, title: str, category: str) -> SolutionRecord | None:
         docs = list(self._solutions.find({"tenant": tenant, "title": title, "category": category})
-                    .sort([("created_at", ASCENDING), ("_id", ASCENDING)]).limit(1))
+                    .sort([("created_at", ASCENDING), ("id", ASCENDING)]).limit(1))
         return _solution(docs[0]) if docs else None
 
     def _query(self, tenant: str, category: str | None) -> dict[str, Any]:
@@ -166,9 +166,9 @@ class MongoLearningStore:
     ) -> list[SolutionRecord]:
         query = self._query(tenant, category)
         if after is not None:
-            query["$or"] = [{"created_at": {"$lt": after[0]}}, {"created_at": after[0], "_id": {"$lt": after[1]}}]
+            query["$or"] = [{"created_at": {"$lt": after[0]}}, {"created_at": after[0], "id": {"$lt": after[1]}}]
         docs = self._solutions.find(query, {"embeddings": 0}).sort(
-            [("created_at", DESCENDING), ("_id", DESCENDING)]).limit(limit)
+            [("created_at", DESCENDING), ("id", DESCENDING)]).limit(limit)
         return [_solution({**d, "signatures": 0}) for d in docs]
 
     @_guarded
@@ -178,26 +178,27 @@ class MongoLearningStore:
         if component is not None:  # those naming it and those naming none (COMPAT.md §1.7)
             query["body.component"] = {"$in": [component, None]}
         docs = self._solutions.find(query).sort(
-            [("created_at", DESCENDING), ("_id", DESCENDING)]).limit(limit)
+            [("created_at", DESCENDING), ("id", DESCENDING)]).limit(limit)
         return [_solution(d) for d in docs]
 
     @_guarded
     def replace_solution(self, record: SolutionRecord) -> None:
         doc = _solution_doc(record)
         changes = {k: doc[k] for k in ("title", "category", "body", "embeddings", "signatures", "model", "updated_at")}
-        if not self._solutions.update_one({"_id": record.id, "tenant": record.tenant}, {"$set": changes}).matched_count:
+        if not self._solutions.update_one({"tenant": record.tenant, "id": record.id},
+                                          {"$set": changes}).matched_count:
             raise NotFound(f"no solution {record.id}")
 
     @_guarded
     def set_solution_embeddings(self, tenant: str, solution_id: str, embeddings: np.ndarray, model: str) -> None:
         self._solutions.update_one(
-            {"_id": solution_id, "tenant": tenant},
+            {"tenant": tenant, "id": solution_id},
             {"$set": {"embeddings": _binary(embeddings), "signatures": len(embeddings), "model": model}},
         )
 
     @_guarded
     def delete_solution(self, tenant: str, solution_id: str) -> None:
-        if not self._solutions.delete_one({"_id": solution_id, "tenant": tenant}).deleted_count:
+        if not self._solutions.delete_one({"tenant": tenant, "id": solution_id}).deleted_count:
             raise NotFound(f"no solution {solution_id}")
         self._applications.delete_many({"tenant": tenant, "solution_id": solution_id})
         for collection in (self._links, self._evidence):
@@ -209,7 +210,7 @@ class MongoLearningStore:
         column = "success" if a.success else "failure"
         # A success also verifies the solution (verified_on); either outcome is its last application.
         times = {"last_applied_at": to_epoch(a.at), **({"verified_on": to_epoch(a.at)} if a.success else {})}
-        solution = {"_id": a.solution_id, "tenant": a.tenant}
+        solution = {"tenant": a.tenant, "id": a.solution_id}
         # Saturating: a count at the limit stays there, so it always reads back as valid.
         doc = self._solutions.find_one_and_update(
             {**solution, column: {"$lt": limits.MAX_COUNT}}, {"$inc": {column: 1}, "$set": times},
@@ -218,7 +219,7 @@ class MongoLearningStore:
         if doc is None:
             raise NotFound(f"no solution {a.solution_id}")
         self._applications.insert_one({
-            "_id": a.id, "tenant": a.tenant, "solution_id": a.solution_id, "success": a.success,
+            "id": a.id, "tenant": a.tenant, "solution_id": a.solution_id, "success": a.success,
             "project": a.project, "error": a.error, "context": a.context, "at": to_epoch(a.at),
         })
         return _solution(doc)
@@ -228,7 +229,7 @@ class MongoLearningStore:
         docs = self._applications.find({"tenant": tenant}).sort([("at", DESCENDING), ("_id", DESCENDING)]).limit(limit)
         return [
             ApplicationRecord(
-                id=d["_id"], tenant=d["tenant"], solution_id=d["solution_id"], success=d["success"],
+                id=d["id"], tenant=d["tenant"], solution_id=d["solution_id"], success=d["success"],
                 at=from_epoch(d["at"]), project=d.get("project"), error=d.get("error"), context=d.get("context"),
             )
             for d in docs

@@ -23,10 +23,11 @@ class MongoProjects(ProjectWrites):
         with guarded("list the tenants"):
             return sorted(self.projects_.distinct("tenant"))
 
-    def projects(self, tenant: str) -> list[ProjectStats]:
+    def projects(self, tenant: str, *, only: str | None = None) -> list[ProjectStats]:
         """From the project documents' counters: no read of the memories (see mongo_counters)."""
+        scope = {"tenant": tenant} if only is None else {"tenant": tenant, "name": only}
         with guarded("read the projects"):
-            docs = list(self.projects_.find({"tenant": tenant}, projection=counters.PROJECTION))
+            docs = list(self.projects_.find(scope, projection=counters.PROJECTION))
             counts = [counters.read(self.memories, {**doc, "tenant": tenant}) for doc in docs]
         stats = [
             ProjectStats(project=doc["name"], memories=c["memories"], pinned=c["pinned"], forgotten=c["forgotten"],

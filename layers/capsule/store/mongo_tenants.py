@@ -19,6 +19,7 @@ changes.
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
 from pymongo.errors import DuplicateKeyError
@@ -38,6 +39,8 @@ PRINCIPALS = "principal_scopes"  # capsule.store.mongo_visibility.PRINCIPAL_SCOP
 KNOWN = ("memories", "projects", *RETAGGED, *REKEYED, PRINCIPALS)
 UNTENANTED = ("embedding_cache", "query_cache", "job_leases", "job_state", "meta")
 SEALING = ("data_keys", "project_encryption")  # capsule.crypto: see move()
+# Collections whose ids are unique per (tenant, id), and what their documents are called.
+ID_KEYED = (("memories", "memory"), ("solutions", "solution"), ("solution_applications", "application"))
 
 
 def moved_counts(docs: list[dict[str, Any]]) -> dict[str, int]:
@@ -82,6 +85,7 @@ class MongoTenantMover:
             raise Conflict(f"tenant {source} has encrypted memories (data keys of its own): they cannot be"
                            " merged into another tenant, whose keys do not open them")
         with guarded("merge the tenants"):
+            self._refuse_shared_ids(source, target)
             for project in self._projects(source):
                 self._move_project(source, target, project)
             for name in RETAGGED:
@@ -91,6 +95,21 @@ class MongoTenantMover:
             self._move_evidence(source, target)
             self._move_principals(source, target)
         return moved
+
+    def _refuse_shared_ids(self, source: str, target: str) -> None:
+        """Ids are unique per tenant: two tenants may each hold one id, and one tenant cannot
+        hold both documents. Checked before anything moves (the move is batches, not one
+        transaction), so a refused merge changes nothing; an operator's command, which no
+        tenant's caller sees. The source's ids are read a batch at a time."""
+        for name, what in ID_KEYED:
+            collection = self._db[name]
+            ids = collection.find({"tenant": source}, projection={"id": 1})
+            while batch := [d["id"] for d in islice(ids, self._batch)]:
+                clash = sorted(d["id"] for d in collection.find({"tenant": target, "id": {"$in": batch}},
+                                                                projection={"id": 1}))
+                if clash:
+                    raise Conflict(f"tenants {source} and {target} both hold {what} id(s) {', '.join(clash[:5])}: "
+                                   "they cannot be merged while both do")
 
     def _move_principals(self, source: str, target: str) -> None:
         """The source's principal scopes go to the target only when it has none: the target's

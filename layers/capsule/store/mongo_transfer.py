@@ -50,18 +50,19 @@ class MongoTransferStore:
         self._db = store.db
 
     def _pages(self, collection: str, query: dict[str, Any], page: int, after: str | None,
-               projection: dict[str, Any] | None = None, *, object_ids: bool = True
+               projection: dict[str, Any] | None = None, *, object_ids: bool = True, key: str = "_id"
                ) -> Iterator[list[dict[str, Any]]]:
-        """Keyset pages on ``_id`` (an ObjectId, or the row's own string id)."""
+        """Keyset pages on ``key``: ``_id`` (an ObjectId, or the row's own string id), or a
+        string field unique in the query's scope (an application's ``id`` in its tenant)."""
         last: Any = _object_id(after) if object_ids else after
         while True:
-            keyed = query if last is None else {**query, "_id": {"$gt": last}}
+            keyed = query if last is None else {**query, key: {"$gt": last}}
             with guarded(f"read the {collection}"):
-                docs = list(self._db[collection].find(keyed, projection=projection).sort("_id", 1).limit(page))
+                docs = list(self._db[collection].find(keyed, projection=projection).sort(key, 1).limit(page))
             if not docs:
                 return
             yield docs
-            last = docs[-1]["_id"]
+            last = docs[-1][key]
 
     @staticmethod
     def _scope(tenant: str, project: str | None) -> dict[str, Any]:
@@ -188,8 +189,9 @@ class MongoTransferStore:
 
     def application_pages(self, tenant: str, *, page: int, after: str | None = None
                           ) -> Iterator[list[tuple[str, ApplicationRecord]]]:
-        for docs in self._pages("solution_applications", {"tenant": tenant}, page, after, object_ids=False):
-            yield [(d["_id"], ApplicationRecord(id=d["_id"], tenant=d["tenant"], solution_id=d["solution_id"],
+        # By the application's id, unique in its tenant (mongo_learning_ids); its _id is opaque.
+        for docs in self._pages("solution_applications", {"tenant": tenant}, page, after, object_ids=False, key="id"):
+            yield [(d["id"], ApplicationRecord(id=d["id"], tenant=d["tenant"], solution_id=d["solution_id"],
                                      success=bool(d["success"]), at=from_epoch(d["at"]), project=d.get("project"),
                                      error=d.get("error"), context=d.get("context"))) for d in docs]
 
@@ -199,7 +201,7 @@ class MongoTransferStore:
             for a in rows:
                 try:
                     self._db["solution_applications"].insert_one({
-                        "_id": a.id, "tenant": tenant, "solution_id": a.solution_id, "success": a.success,
+                        "id": a.id, "tenant": tenant, "solution_id": a.solution_id, "success": a.success,
                         "project": a.project, "error": a.error, "context": a.context, "at": to_epoch(a.at)})
                     out.written += 1
                 except DuplicateKeyError:

@@ -4,9 +4,10 @@ Search normally scores every active memory of the project with numpy. Past
 ``Settings.mongodb_vector_search_min`` memories, the store instead asks ``$vectorSearch``
 (tenant, project and the search filters as pre-filters, so the index never looks at
 another tenant's vectors) for the nearest few hundred, adds the best keyword matches
-(a ``$text`` query) so a pure keyword hit is not lost, and the service re-ranks that
-shortlist with the same numpy ranking. The index definition ships beside this module
-(``atlas/vector_index.json``); :func:`vector_index_definition` sizes it for an embedder.
+(Atlas Search, :mod:`.atlas_search`) so a pure keyword hit is not lost, and the service re-ranks
+that shortlist with the same numpy ranking. The index definition ships beside this module
+(``atlas/vector_index.json``: scalar quantization, a quarter of the float vectors' search-node
+RAM); :func:`vector_index_definition` sizes it for an embedder.
 """
 
 from __future__ import annotations
@@ -26,16 +27,14 @@ from .mongo_docs import RECORD_PROJECTION, encode_vector
 
 INDEX_FILE = Path(__file__).with_name("atlas") / "vector_index.json"
 VECTOR_LIMIT = 200          # nearest memories taken from the index
-NUM_CANDIDATES_FACTOR = 10  # ANN breadth per result (Atlas recommends 10-20x the limit)
-KEYWORD_LIMIT = 100         # best $text matches added to the shortlist
-# The keyword half's index. MongoDB allows one text index per collection, and a $text query
-# must match every key before the text key by equality: the tenant (which every query has) is
-# the prefix; project and active follow the text key, so they filter inside the index and a
-# global search's ``project: {$in: [...]}`` is served by the same index. Replaces the
-# tenant-less ``content_text`` of schema 3 (see MongoStore.migrate).
-TEXT_INDEX = ([("tenant", 1), ("content", "text"), ("project", 1), ("active", 1)],
-              {"name": "tenant_text", "default_language": "none"})
-OLD_TEXT_INDEXES = ("content_text",)
+# ANN breadth per result: Atlas's guidance is at least 20x the limit (recall of the HNSW walk,
+# more so with quantized vectors), and it accepts at most 10,000.
+NUM_CANDIDATES_FACTOR = 20
+MAX_NUM_CANDIDATES = 10_000
+QUANTIZATIONS = ("none", "scalar", "binary")
+# The classic text indexes the keyword half used before Atlas Search (schema 3's, then the
+# tenant-prefixed one): ``capsule cloud setup-atlas`` drops them, as every write paid for them.
+OLD_TEXT_INDEXES = ("content_text", "tenant_text")
 
 
 @lru_cache(maxsize=1)
@@ -43,12 +42,19 @@ def _index_file() -> dict[str, Any]:
     return json.loads(INDEX_FILE.read_text())
 
 
-def vector_index_definition(dimensions: int, *, name: str | None = None) -> dict[str, Any]:
-    """The shipped Atlas Vector Search index, sized for ``dimensions``."""
+def vector_index_definition(dimensions: int, *, name: str | None = None, quantization: str | None = None
+                            ) -> dict[str, Any]:
+    """The shipped Atlas Vector Search index, sized for ``dimensions``; ``quantization`` (none,
+    scalar, binary) replaces the shipped ``scalar``. Atlas keeps the full-fidelity vectors on disk
+    and re-scores a quantized search's candidates with them, so both cost little recall."""
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization must be one of {', '.join(QUANTIZATIONS)}, not {quantization!r}")
     index = copy.deepcopy(_index_file())
     for field in index["definition"]["fields"]:
         if field["type"] == "vector":
             field["numDimensions"] = dimensions
+            if quantization is not None:
+                field["quantization"] = quantization
     if name:
         index["name"] = name
     return index
@@ -111,7 +117,7 @@ def vector_pipeline(
             "index": index,
             "path": "embedding",
             "queryVector": encode_vector(query_vector),
-            "numCandidates": min(10_000, limit * NUM_CANDIDATES_FACTOR),
+            "numCandidates": min(MAX_NUM_CANDIDATES, limit * NUM_CANDIDATES_FACTOR),
             "limit": limit,
             "filter": _vector_prefilter(scope_filter(tenant, projects, filters), model),
         }
@@ -120,13 +126,3 @@ def vector_pipeline(
         stages.append({"$match": post_filter(filters)})
     stages.append({"$project": RECORD_PROJECTION})
     return stages
-
-
-def keyword_terms(query: str) -> bool:
-    """Whether ``query`` has anything a ``$text`` search can match."""
-    return bool(query.strip())
-
-
-def keyword_query(tenant: str, projects: Sequence[str] | None, filters: Filters, query: str) -> dict[str, Any]:
-    """The ``$text`` match for the keyword half of the shortlist."""
-    return {**scope_filter(tenant, projects, filters), **post_filter(filters), "$text": {"$search": query}}

@@ -64,8 +64,11 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
         with self._write() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-                for statement in filter(str.strip, script.split(";")):
-                    conn.execute(statement)
+                if callable(script):
+                    script(conn)
+                else:
+                    for statement in filter(str.strip, script.split(";")):
+                        conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number}")
             # Outside the numbered migrations (nothing depends on its order): a random id for
             # this database, so files derived from it (index snapshots) are never mixed up.
@@ -180,8 +183,8 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
             reason = "evicted: " + eviction_reason(limit, klass)
             conn.execute(
                 "UPDATE memories SET deleted_at = ?, deleted_reason = 'evicted', updated_at = ?, version = ? "
-                "WHERE id = ?",
-                (now, now, version, memory_id),
+                "WHERE tenant = ? AND id = ?",
+                (now, now, version, tenant, memory_id),
             )
             self._audit(conn, tenant, memory_id, project, "evict", actor, reason, now)
         return evicted

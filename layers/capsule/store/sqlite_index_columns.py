@@ -119,7 +119,7 @@ class SQLiteIndexColumns(SQLiteConnections):
                 hashed = list(hashed)
                 if contents.count(None) != len(contents) or (keys is not None and None in keys):
                     keys = list(keys or [stable_key(i) for i in ids])
-                    self._refresh(ids, keys, hashed, contents, stale)
+                    self._refresh(tenant, ids, keys, hashed, contents, stale)
                 out.ids += ids
                 if not defer:
                     out.keys += keys
@@ -128,7 +128,7 @@ class SQLiteIndexColumns(SQLiteConnections):
                 out.helpful += helpful
                 out.unhelpful += unhelpful
                 if defer and metas.count(None) != len(metas) and any(m is not None and m[0] == "!" for m in metas):
-                    metas = self._refacet(ids, metas, stale)
+                    metas = self._refacet(tenant, ids, metas, stale)
                 out.metas += [None if meta is None else json.loads(meta) for meta in metas]
             if defer:
                 self._repack(conn, tenant, out.ids, packed, stale)
@@ -141,13 +141,15 @@ class SQLiteIndexColumns(SQLiteConnections):
         return out, stale
 
     @staticmethod
-    def _refacet(ids: Sequence[str], metas: Sequence[str | None], stale: list[tuple[str, tuple]]) -> list[str | None]:
+    def _refacet(tenant: str, ids: Sequence[str], metas: Sequence[str | None],
+                 stale: list[tuple[str, tuple]]) -> list[str | None]:
         """Facets for rows written before they were kept (their whole meta came, marked "!")."""
         out: list[str | None] = []
         for memory_id, meta in zip(ids, metas):
             if meta is not None and meta[0] == "!":
                 meta = facets(json.loads(meta[1:]))
-                stale.append(("UPDATE memories SET facets = ? WHERE id = ? AND facets IS NULL", (meta, memory_id)))
+                stale.append(("UPDATE memories SET facets = ? WHERE tenant = ? AND id = ? AND facets IS NULL",
+                              (meta, tenant, memory_id)))
             out.append(meta or None)
         return out
 
@@ -159,17 +161,18 @@ class SQLiteIndexColumns(SQLiteConnections):
         for start in range(0, len(missing), 500):
             part = missing[start:start + 500]
             found = {row[0]: row[1:] for row in conn.execute(
-                "SELECT id, sort_key, occurred_at, created_at, embedding FROM memories WHERE +tenant = ? "
+                "SELECT id, sort_key, occurred_at, created_at, embedding FROM memories WHERE tenant = ? "
                 f"AND id IN ({', '.join('?' * len(part))})", (tenant, *[ids[i] for i in part]))}
             for i in part:
                 key, occurred, created, blob = found[ids[i]]
                 vector = None if blob is None else np.frombuffer(blob, dtype="<f4")
                 packed[i] = pack_row(stable_key(ids[i]) if key is None else key, occurred, created, vector)
                 # Only where still missing: a vector set meanwhile came with its own packed row.
-                stale.append(("UPDATE memories SET packed = ? WHERE id = ? AND packed IS NULL", (packed[i], ids[i])))
+                stale.append(("UPDATE memories SET packed = ? WHERE tenant = ? AND id = ? AND packed IS NULL",
+                              (packed[i], tenant, ids[i])))
 
     @staticmethod
-    def _refresh(ids: Sequence[str], keys: list[int | None], hashed: list[bytes | None],
+    def _refresh(tenant: str, ids: Sequence[str], keys: list[int | None], hashed: list[bytes | None],
                  contents: Sequence[str | None], stale: list[tuple[str, tuple]]) -> None:
         """Tie-break keys and term hashes for rows that lack them or hold another tokenizer's."""
         for i, content in enumerate(contents):
@@ -177,8 +180,8 @@ class SQLiteIndexColumns(SQLiteConnections):
                 keys[i] = stable_key(ids[i])
             if content is not None:
                 hashed[i] = terms.encode(content)
-                stale.append(("UPDATE memories SET terms = ?, terms_version = ?, sort_key = ? WHERE id = ?",
-                              (hashed[i], terms.TOKENIZER, keys[i], ids[i])))
+                stale.append((("UPDATE memories SET terms = ?, terms_version = ?, sort_key = ? "
+                               "WHERE tenant = ? AND id = ?"), (hashed[i], terms.TOKENIZER, keys[i], tenant, ids[i])))
 
     def _store_derived(self, stale: list[tuple[str, tuple]]) -> None:
         """Keep recomputed term hashes and sign bits; derived data, so no version bump, and a
@@ -212,8 +215,8 @@ class _DeferredVectors:
         for start in range(0, len(ids), 500):
             part = list(ids[start:start + 500])
             rows = self.store._read(
-                # "+": look the ids up by their unique index, not the tenant's whole range.
-                f"SELECT id, embedding FROM memories WHERE +tenant = ? AND +model IS ? AND embedding IS NOT NULL "
+                # "+model": look the ids up by their unique key (tenant, id), not the model's range.
+                f"SELECT id, embedding FROM memories WHERE tenant = ? AND +model IS ? AND embedding IS NOT NULL "
                 f"AND id IN ({', '.join('?' * len(part))})", (self.tenant, model, *part))
             found.update((row[0], row[1]) for row in rows)
         return found

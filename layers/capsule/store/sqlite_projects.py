@@ -12,7 +12,7 @@ from datetime import datetime
 from .. import limits
 from ..clock import from_epoch, to_epoch
 from ..records import AuditRecord, ProjectStats
-from . import guard_policies
+from . import guard_policies, sqlite_counts
 from .sqlite_connection import SQLiteConnections
 
 
@@ -20,19 +20,12 @@ class SQLiteProjects(SQLiteConnections):
     def tenants(self) -> list[str]:
         return [row["tenant"] for row in self._read("SELECT DISTINCT tenant FROM projects ORDER BY tenant")]
 
-    def projects(self, tenant: str) -> list[ProjectStats]:
-        rows = self._read(
-            """
-            SELECT p.name AS project, p.retention_limit AS retention_limit,
-                   count(m.id) FILTER (WHERE m.deleted_at IS NULL) AS memories,
-                   count(m.id) FILTER (WHERE m.deleted_at IS NULL AND m.pinned = 1) AS pinned,
-                   count(m.id) FILTER (WHERE m.deleted_at IS NOT NULL) AS forgotten,
-                   max(coalesce(max(m.updated_at), p.updated_at), p.updated_at) AS last_activity
-            FROM projects p LEFT JOIN memories m ON m.tenant = p.tenant AND m.project = p.name
-            WHERE p.tenant = ? GROUP BY p.name ORDER BY last_activity DESC
-            """,
-            (tenant,),
-        )
+    def projects(self, tenant: str, *, only: str | None = None) -> list[ProjectStats]:
+        # The kept counts: no read of the memories.
+        if only is None:
+            rows = self._read(sqlite_counts.STATS, (tenant,))
+        else:
+            rows = self._read(sqlite_counts.STATS_ONE, (tenant, only))
         return [
             ProjectStats(
                 project=row["project"], memories=row["memories"], pinned=row["pinned"],
@@ -111,10 +104,10 @@ class SQLiteProjects(SQLiteConnections):
             version = self._bump(conn, tenant, target)
             for d in dupes:
                 conn.execute("UPDATE memories SET pinned = max(pinned, ?), helpful = helpful + ?, "
-                             "unhelpful = unhelpful + ?, updated_at = ?, version = ? WHERE id = ?",
-                             (d["pinned"], d["helpful"], d["unhelpful"], now, version, d["kept"]))
+                             "unhelpful = unhelpful + ?, updated_at = ?, version = ? WHERE tenant = ? AND id = ?",
+                             (d["pinned"], d["helpful"], d["unhelpful"], now, version, tenant, d["kept"]))
                 conn.execute("UPDATE memories SET deleted_at = ?, deleted_reason = 'merged', updated_at = ? "
-                             "WHERE id = ?", (now, now, d["id"]))
+                             "WHERE tenant = ? AND id = ?", (now, now, tenant, d["id"]))
                 self._audit(conn, tenant, d["id"], target, "merge", actor,
                             f"merged: project '{source}' is the checkout '{target}', which holds the same content"
                             f" as memory {d['kept']}", now)

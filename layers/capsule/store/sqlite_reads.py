@@ -28,8 +28,8 @@ class SQLiteReads(SQLiteConnections):
         return row_to_record(rows[0])
 
     def ids_with_prefix(self, tenant: str, prefix: str, *, limit: int) -> list[str]:
-        # A range on the id index (LIKE would fold case and read '_' as a wildcard).
-        rows = self._read("SELECT id FROM memories WHERE +tenant = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
+        # A range on the unique key (tenant, id) (LIKE would fold case and read '_' as a wildcard).
+        rows = self._read("SELECT id FROM memories WHERE tenant = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
                           (tenant, prefix, prefix + "\U0010ffff", limit))
         return [row["id"] for row in rows if row["id"].startswith(prefix)]
 
@@ -39,8 +39,8 @@ class SQLiteReads(SQLiteConnections):
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), 500):
             part = unique[start:start + 500]
-            # "+tenant": look the ids up by their unique index, not the tenant's whole range.
-            rows = self._read(f"SELECT {NO_VECTOR} FROM memories WHERE +tenant = ? "
+            # One probe each of the unique key (tenant, id) (migration 14).
+            rows = self._read(f"SELECT {NO_VECTOR} FROM memories WHERE tenant = ? "
                               f"AND id IN ({', '.join('?' * len(part))})", (tenant, *part))
             found.extend(row_to_record(row) for row in rows)
         return found

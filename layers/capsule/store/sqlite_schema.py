@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import re
+import sqlite3
+from typing import Callable
+
 from . import sqlite_governance_schema, sqlite_keys, sqlite_learning_schema, sqlite_visibility_schema
 
 # The dedupe index's key (migration 11): a query must name this very expression to use it,
@@ -15,7 +19,59 @@ def content_key(sha256: str) -> str:
     return sha256[:16]
 
 
-MIGRATIONS: list[str] = [
+def rebuild_ids_per_tenant(conn: sqlite3.Connection, table: str, key: str, number: int) -> None:
+    """Make ``table``'s ``id TEXT NOT NULL UNIQUE`` (unique per store) unique per (tenant, id).
+
+    SQLite cannot drop a column's UNIQUE, so the table is rebuilt: created again from its own
+    CREATE (with every column later migrations added) minus that UNIQUE, filled by one
+    INSERT ... SELECT, the old table dropped, the new one renamed, its indexes made again from
+    their own CREATEs (after the copy: one sort per index, not a B-tree insert per row), and
+    ``(tenant, id)`` made the unique index ``key``. The AUTOINCREMENT counter is carried over so
+    no ``seq`` is ever handed out twice. Triggers go with the old table: a table that has any
+    makes them again itself (the memories' count triggers: ``migrate``)."""
+    table_sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()[0]
+    indexes = [row[0] for row in conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", (table,))]
+    rebuilt_name = f"{table}_rebuilt"
+    rebuilt = table_sql.replace("id TEXT NOT NULL UNIQUE", "id TEXT NOT NULL", 1)
+    # A table once renamed is stored as CREATE TABLE "name": either form is this table's.
+    rebuilt = re.sub(rf'^CREATE TABLE "?{table}"?(?=\s*\()', f"CREATE TABLE {rebuilt_name}", rebuilt, count=1)
+    if rebuilt.count("UNIQUE") != table_sql.count("UNIQUE") - 1 or rebuilt_name not in rebuilt:
+        raise RuntimeError(f"migration {number}: the {table} table is not the one its first migration made")
+    columns = ", ".join(f'"{row[1]}"' for row in conn.execute(f"PRAGMA table_info({table})"))
+    conn.execute(rebuilt)
+    conn.execute(f"INSERT INTO {rebuilt_name} ({columns}) SELECT {columns} FROM {table} ORDER BY seq")
+    conn.execute("DELETE FROM sqlite_sequence WHERE name = ?", (rebuilt_name,))
+    conn.execute("INSERT INTO sqlite_sequence (name, seq) SELECT ?, seq FROM sqlite_sequence WHERE name = ?",
+                 (rebuilt_name, table))
+    conn.execute(f"DROP TABLE {table}")
+    conn.execute(f"ALTER TABLE {rebuilt_name} RENAME TO {table}")
+    for sql in indexes:
+        conn.execute(sql)
+    conn.execute(f"CREATE UNIQUE INDEX {key} ON {table} (tenant, id)")
+
+
+def ids_per_tenant(conn: sqlite3.Connection) -> None:
+    """Migration 14: a memory id is unique within its tenant, as in Mongo, not across the store.
+
+    With ``id TEXT NOT NULL UNIQUE`` (migration 1) a row another tenant's id could not be
+    stored as sent, and every way around that (a refusal, a derived id, a note) told the
+    caller the id exists elsewhere (issue 31). The count triggers (:mod:`.sqlite_counts`) go
+    with the old table; ``migrate`` makes them again."""
+    rebuild_ids_per_tenant(conn, "memories", "memories_id", 14)
+
+
+def solution_ids_per_tenant(conn: sqlite3.Connection) -> None:
+    """Migration 15: solution and application ids unique within their tenant, as memory ids
+    are since 14 (and as on Mongo): an import or a create of an id another tenant holds no
+    longer fails, is renamed or is noted, any of which told the caller it exists (issue 31)."""
+    rebuild_ids_per_tenant(conn, "solutions", "solutions_id", 15)
+    rebuild_ids_per_tenant(conn, "solution_applications", "applications_id", 15)
+
+
+# A migration is a script (statements split on ';') or, where SQL alone cannot say it, a
+# function run on the migrating connection inside the same write transaction.
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     # 1: memories, projects, feedback, audit, embedding cache
     """
     CREATE TABLE memories (
@@ -233,4 +289,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX IF NOT EXISTS memories_model ON memories (model) WHERE deleted_at IS NULL;
     CREATE INDEX IF NOT EXISTS memories_rows ON memories (tenant, project);
     """,
+    # 14: memory ids unique per (tenant, id), not per store (issue 31): a table rebuild
+    ids_per_tenant,
+    # 15: solution and application ids unique per (tenant, id) (issue 31): the same rebuild
+    solution_ids_per_tenant,
 ]

@@ -32,7 +32,7 @@ class SQLiteSyncStore:
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), 500):
             part = unique[start:start + 500]
-            rows = self._db._read(f"SELECT version, seq, {COLUMNS} FROM memories WHERE +tenant = ? "
+            rows = self._db._read(f"SELECT version, seq, {COLUMNS} FROM memories WHERE tenant = ? "
                                   f"AND id IN ({', '.join('?' * len(part))})", (tenant, *part))
             found.update((row["id"], ((row["version"], row["seq"]), row_to_record(row))) for row in rows)
         return found

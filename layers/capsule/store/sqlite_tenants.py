@@ -22,6 +22,8 @@ COMBINED = ("projects", "memories", "patterns", "pattern_links", "pattern_eviden
 # Encryption at rest (capsule.crypto): a tenant's sealed memories are bound to it and to its data
 # keys, so a tenant that has data keys is not moved (its memories would no longer open).
 SEALING = ("data_keys",)
+# Tables whose ids are unique per (tenant, id), and what their rows are called.
+ID_KEYED = (("memories", "memory"), ("solutions", "solution"), ("solution_applications", "application"))
 # Tables SQLite keeps from the memories by triggers (capsule.store.sqlite_counts): they follow the move.
 DERIVED = ("project_counts",)
 # A pattern both hold keeps the one seen more often (the mining job re-derives it from the
@@ -119,6 +121,15 @@ class SQLiteTenantMover:
             if conn.execute("SELECT 1 FROM data_keys WHERE tenant = ? LIMIT 1", (source,)).fetchone():
                 raise Conflict(f"tenant {source} has encrypted memories (data keys of its own): they cannot be"
                                " merged into another tenant, whose keys do not open them")
+            # Ids are unique per tenant (migrations 14, 15): two tenants may each hold one id, and
+            # one tenant cannot hold both rows (an operator's command; no tenant's caller sees it).
+            for table, what in ID_KEYED:
+                clash = [r[0] for r in conn.execute(
+                    f"SELECT s.id FROM {table} s JOIN {table} t ON t.tenant = ? AND t.id = s.id WHERE s.tenant = ? "
+                    "ORDER BY s.id LIMIT 5", (target, source))]
+                if clash:
+                    raise Conflict(f"tenants {source} and {target} both hold {what} id(s) {', '.join(clash)}: "
+                                   "they cannot be merged while both do")
             moved = {t: conn.execute(f"SELECT count(*) FROM {t} WHERE tenant = ?", (source,)).fetchone()[0]
                      for t in (*COMBINED, *RETAGGED)}
             self._move_projects(conn, source, target)

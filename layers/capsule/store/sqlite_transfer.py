@@ -102,9 +102,10 @@ class SQLiteTransferStore:
     def existing_memories(self, tenant: str, ids: Sequence[str]) -> dict[str, bool]:
         found: dict[str, bool] = {}
         for part in _chunks(list(ids)):
-            rows = self._db._read(f"SELECT id, tenant FROM memories WHERE id IN ({', '.join('?' * len(part))})",
-                                  tuple(part))
-            found.update((r["id"], r["tenant"] == tenant) for r in rows)
+            # Ids are unique per tenant (migration 14): another tenant's equal id is no obstacle.
+            rows = self._db._read(f"SELECT id FROM memories WHERE tenant = ? AND id IN ({', '.join('?' * len(part))})",
+                                  (tenant, *part))
+            found.update((r["id"], True) for r in rows)
         return found
 
     def existing_content(self, tenant: str, project: str, sha256s: Sequence[str]) -> set[str]:
@@ -175,7 +176,7 @@ class SQLiteTransferStore:
     def put_applications(self, tenant: str, rows: Sequence[ApplicationRecord]) -> Written:
         return self._insert_each(
             "INSERT INTO solution_applications (id, tenant, solution_id, success, project, error, context, at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING",
             [(a.id, tenant, a.solution_id, int(a.success), a.project, a.error, a.context, to_epoch(a.at))
              for a in rows])
 

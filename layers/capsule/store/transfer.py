@@ -62,8 +62,8 @@ class TransferStore(Protocol):
         """Every audit record of the tenant or project, oldest first."""
 
     def existing_memories(self, tenant: str, ids: Sequence[str]) -> dict[str, bool]:
-        """Of these ids, those already stored: id -> True when the tenant's own (False: another
-        tenant holds that id, so it cannot be imported here)."""
+        """Of these ids, those the tenant already holds (id -> True). Ids are unique per tenant,
+        so another tenant's equal id is not here: answering it would tell the caller it exists."""
 
     def existing_content(self, tenant: str, project: str, sha256s: Sequence[str]) -> set[str]:
         """Of these content hashes, those of memories already stored (active) in the project."""

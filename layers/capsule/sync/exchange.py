@@ -12,19 +12,18 @@ says so. Under ``refuse`` the request is refused (422 naming the item), nothing 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
+from .. import wire
 from ..errors import InvalidInput
 from ..guard import stored as guard
 from ..service import MemoryService, validate
 from ..store.sync import Position, sync_store
 from ..store.transfer import FeedbackRow, transfer_store
-from ..transfer.importer import derived_id
 from . import models as sm
 from .merge import merge
 from .rows import from_item, to_item
 
-PAGE_BYTES = 4 * 1024 * 1024  # one answer stays well under a Lambda response's 6 MB
+PAGE_BYTES = wire.PAGE_BUDGET  # items summed as Lambda sends them (capsule.wire), under its 6 MB
 RULE = "latest change wins per field; counters take the larger; a forget wins over an older edit"
 
 
@@ -40,35 +39,13 @@ def changes(service: MemoryService, tenant: str, project: str, *, after: Positio
     items, positions, size = [], [], 0
     for position, record in found[:limit]:
         item = to_item(record, votes.get(record.id, []))
-        size += len(json.dumps(item, default=str))
+        size += wire.wrapped_json_bytes(json.dumps(item, default=str))
         if items and size > max_bytes:
             break
         items.append(item)
         positions.append(list(position))
     return sm.ChangesPage(project=project, items=items, positions=positions, version=version,
                           model=service.embedder.model_id, more=len(items) < len(found))
-
-
-def _own_ids(service: MemoryService, tenant: str, parsed: list) -> tuple[list, dict[str, str]]:
-    """The arrived rows with each id as this tenant stores it, and derived id -> arrived id.
-
-    Ids are unique per store, not per tenant: where another tenant holds an arrived id, the row
-    takes the id derived from it (:func:`capsule.transfer.importer.derived_id`, as an import
-    does, the same on every apply). The answer names the id as it arrived, so it is the same as
-    for an id nobody holds: refusing it (it once answered 409 "held by another tenant") told the
-    caller that the id exists in another tenant."""
-    held = transfer_store(service.store).existing_memories(tenant, [record.id for record, _, _ in parsed])
-    arrived: dict[str, str] = {}
-    out = []
-    for record, votes, names in parsed:
-        if held.get(record.id, True):
-            out.append((record, votes, names))
-            continue
-        own = derived_id(tenant, record.id)
-        arrived[own] = record.id
-        votes = [FeedbackRow(own, v.helpful, v.context, v.at) for v in votes]
-        out.append((replace(record, id=own), votes, names))
-    return out, arrived
 
 
 def _guarded(service: MemoryService, tenant: str, project: str, parsed: list) -> tuple[list, str]:
@@ -105,20 +82,18 @@ def apply(service: MemoryService, tenant: str, request: sm.ApplyRequest | dict) 
     parsed = [from_item(tenant, req.project, item.model_dump(), f"items[{n}]") for n, item in enumerate(req.items)]
     parsed, redacted = _guarded(service, tenant, req.project, parsed)
     store = sync_store(service.store)
-    parsed, arrived = _own_ids(service, tenant, parsed)
     kept = store.current(tenant, [record.id for record, _, _ in parsed])
     base = tuple(req.base) if req.base is not None else None
     writes, conflicts, unchanged = [], [], 0
     for n, (record, _, _) in enumerate(parsed):
         position, own = kept.get(record.id, (None, None))
         if own is not None and own.project != req.project:
-            shown = arrived.get(record.id, record.id)
-            raise InvalidInput(f"items[{n}].memory.project: memory {shown} is in project '{own.project}' here",
+            raise InvalidInput(f"items[{n}].memory.project: memory {record.id} is in project '{own.project}' here",
                                field=f"items[{n}].memory.project")
         changed_here = position is not None and (base is None or position > base)
         outcome = merge(own, record, kept_changed=changed_here, own_model=service.embedder.model_id)
         if outcome.conflict:
-            conflicts.append(sm.Conflict(id=arrived.get(record.id, record.id), fields=outcome.winners, rule=RULE))
+            conflicts.append(sm.Conflict(id=record.id, fields=outcome.winners, rule=RULE))
         if outcome.record is None:
             unchanged += 1
         else:

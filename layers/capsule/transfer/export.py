@@ -131,7 +131,7 @@ Page = Iterator[tuple[str | None, list[dict[str, Any]]]]
 
 def _projects(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
     yield None, [{"kind": "project", "name": s.project, "retention_limit": s.retention_limit}
-                 for s in src.memories.projects(tenant) if project is None or s.project == project]
+                 for s in src.memories.projects(tenant, only=project)]
 
 
 def _memories(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
@@ -170,14 +170,25 @@ def _applications(src: Sources, tenant: str, project: str | None, after: str | N
         yield pairs[-1][0], [application_row(a) for _, a in pairs]
 
 
+def _slices(items: list[Any], after: str | None, page: int) -> Iterator[tuple[str | None, list[Any]]]:
+    """A section read whole, ``page`` items a chunk: the key is how many items came before, so
+    a position holds whatever chunk size the page that gave it was read in (None: the last)."""
+    start = int(after or 0)
+    for begin in range(start, max(len(items), start + 1), page):
+        end = begin + page
+        yield (str(end) if end < len(items) else None), items[begin:end]
+
+
 def _patterns(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
     patterns = src.learning.patterns(tenant, category=None, min_occurrences=0, limit=_ALL)
-    yield None, [pattern_row(p) for p in sorted(patterns, key=lambda p: (p.tag, p.category))]
+    for key, chunk in _slices(sorted(patterns, key=lambda p: (p.tag, p.category)), after, page):
+        yield key, [pattern_row(p) for p in chunk]
 
 
 def _links(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
     links = src.learning.links(tenant, limit=_ALL)
-    yield None, [link_row(x) for x in sorted(links, key=lambda x: (x.tag, x.category, x.kind, x.target_id))]
+    for key, chunk in _slices(sorted(links, key=lambda x: (x.tag, x.category, x.kind, x.target_id)), after, page):
+        yield key, [link_row(x) for x in chunk]
 
 
 def _evidence(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
@@ -187,11 +198,13 @@ def _evidence(src: Sources, tenant: str, project: str | None, after: str | None,
 
 def _versions(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
     # Last, so a position an earlier export gave still names the same section.
+    # The key is how many versions came before (not pages), so any chunk size goes on from it.
     pages = src.versions.version_pages(tenant, project, page=page)
-    skip = int(after or 0)
-    for number, versions in enumerate(pages, start=1):
-        if number > skip:
-            yield str(number), [version_row(v) for v in versions]
+    skip, seen = int(after or 0), 0
+    for versions in pages:
+        first, seen = seen, seen + len(versions)
+        if seen > skip:
+            yield str(seen), [version_row(v) for v in versions[max(0, skip - first):]]
 
 
 SECTIONS = (_projects, _memories, _audit, _solutions, _applications, _patterns, _links, _evidence, _versions)
@@ -266,18 +279,32 @@ class ExportPage:
 
 def export_page(src: Sources, tenant: str, project: str | None, cursor: str | None, *, max_bytes: int,
                 clock: Clock = system_clock, page: int = 100,
-                keep: Callable[[dict[str, Any]], bool] | None = None) -> ExportPage:
-    """Lines of the export from ``cursor`` until about ``max_bytes`` (at least one chunk, so every
-    call moves on; a chunk is ``page`` memories and their votes). The pages' texts one after
-    another are the whole export, as :func:`export_lines` gives it at this page size."""
-    start = None if cursor is None else Position.decode(cursor, project)
+                keep: Callable[[dict[str, Any]], bool] | None = None,
+                size_of: Callable[[str], int] = len) -> ExportPage:
+    """Lines of the export from ``cursor``: whole chunks while ``size_of`` their text stays
+    within ``max_bytes`` (a chunk is ``page`` memories and their votes; the hosted API passes
+    :func:`capsule.wire.wrapped_bytes`, the size Lambda sends). A chunk that would pass it is
+    read again in smaller chunks (``page`` / 8 at a time, down to one row) to fill what is
+    left, so 100 memories of 64 KiB never make a page too large to send; a single row larger
+    than ``max_bytes`` makes a page of its own, so every call moves on. The pages' texts one
+    after another are the whole export, as :func:`export_lines` gives it."""
+    position = None if cursor is None else Position.decode(cursor, project)
     parts: list[str] = []
-    size = 0
-    for position, lines in export_chunks(src, tenant, project, start=start, clock=clock, page=page, keep=keep):
-        parts += lines
-        size += sum(map(len, lines))
-        if position.section == len(SECTIONS):
-            return ExportPage("".join(parts), None)
-        if size >= max_bytes:
+    size, chunk = 0, page
+    while True:
+        for after, lines in export_chunks(src, tenant, project, start=position, clock=clock, page=chunk, keep=keep):
+            text = "".join(lines)
+            grown = size + size_of(text)
+            if grown > max_bytes and (parts or chunk > 1):
+                break  # left for a smaller chunk, or for the next page
+            parts.append(text)
+            size, position = grown, after
+            if after.section == len(SECTIONS):
+                return ExportPage("".join(parts), None)
+        else:
+            raise AssertionError("an export always ends with its end line")  # pragma: no cover
+        # Half full, or down to single rows: what is left waits for the next page.
+        if chunk == 1 or (parts and size >= max_bytes // 2):
+            assert position is not None  # parts is not empty: some chunk moved it
             return ExportPage("".join(parts), position.encode())
-    raise AssertionError("an export always ends with its end line")  # pragma: no cover
+        chunk = max(1, chunk // 8)

@@ -23,7 +23,6 @@ many rows of each kind were redacted, and of what kinds.
 
 from __future__ import annotations
 
-import uuid
 from functools import partial
 from typing import Any, Callable, Iterable
 
@@ -40,11 +39,6 @@ from .report import DataImportResult, Tally
 
 BATCH = 500
 _BATCHED = ("memory", "feedback", "audit", "application", "evidence", "version")
-
-
-def derived_id(tenant: str, memory_id: str) -> str:
-    """The id a memory takes in ``tenant`` when its own is held by another tenant."""
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"capsule-import:{tenant}:{memory_id}").hex
 
 
 def memory_record(tenant: str, row: fmt.Memory) -> MemoryRecord:
@@ -68,10 +62,8 @@ class Importer:
         self.tally = Tally(source)
         self._kind: str | None = None  # the batch being gathered: its kind and (line, row)s
         self._rows: list[tuple[int, Any]] = []
-        self.renamed = 0
         self._policy_of = src.policies or guard.store_policies(src.memories)
         self._policies: dict[str, Any] = {}  # project -> Policies (projects are few)
-        self._solution_ids: dict[str, str] = {}  # solutions are few: their local ids are kept
         self._writers: dict[str, Callable[[list[tuple[int, Any]]], None]] = {
             "memory": self._memories, "feedback": self._feedback, "audit": self._audit,
             "application": self._applications, "evidence": self._evidence, "version": self._versions,
@@ -92,9 +84,6 @@ class Importer:
                 continue
             self._take(number, row)
         self._flush()
-        if self.renamed:
-            self.tally.notes.append(f"{self.renamed} id(s) are held by another tenant of this store: "
-                                    "those rows were given ids derived from theirs (the same on every run).")
         return self.tally.result()
 
     def _header(self, first: tuple[int, str | bytes] | None) -> None:
@@ -160,42 +149,31 @@ class Importer:
 
     # ---- batched rows ---------------------------------------------------------------
 
-    def _local_ids(self, ids: list[str]) -> dict[str, str]:
-        """Each memory id as this tenant stores it: the id itself, or, where another tenant of
-        this store holds that id (ids are unique per store in SQLite), the one derived from it."""
-        existing = self.src.transfer.existing_memories(self.tenant, ids)
-        local = {i: (i if existing.get(i, True) else derived_id(self.tenant, i)) for i in ids}
-        return local
-
     def _memories(self, rows: list[tuple[int, fmt.Memory]]) -> None:
-        local = self._local_ids([row.id for _, row in rows])
-        renamed = {local[row.id] for _, row in rows if local[row.id] != row.id}
-        # Present: stored before, or earlier in this batch (a line repeated); rows of earlier
-        # batches are in the store by now, so nothing of the whole run needs keeping.
-        present = set(self.src.transfer.existing_memories(self.tenant, [*local.values()]))
+        # Present: stored before in this tenant, or earlier in this batch (a line repeated);
+        # rows of earlier batches are in the store by now, so nothing of the whole run needs
+        # keeping. Ids are unique per tenant: another tenant's equal id is no obstacle, and
+        # the id is kept as sent.
+        present = set(self.src.transfer.existing_memories(self.tenant, [row.id for _, row in rows]))
         by_project: dict[str, list[MemoryRecord]] = {}
         for number, row in rows:
-            memory_id = local[row.id]
-            if memory_id in present:
+            if row.id in present:
                 self.tally.skipped["memory"] += 1
                 continue
             record = self._guarded("memory", number, partial(self._clean_memory, memory_record(self.tenant, row)))
             if record is None:
                 continue
-            record.id = memory_id
             by_project.setdefault(row.project, []).append(record)
-            self.renamed += memory_id in renamed
-            present.add(memory_id)
+            present.add(row.id)
         for project, records in by_project.items():
             self.src.transfer.put_memories(self.tenant, project, records)
             self.tally.imported["memory"] += len(records)
 
     def _versions(self, rows: list[tuple[int, fmt.MemoryVersion]]) -> None:
-        local = self._local_ids(list({row.memory_id for _, row in rows}))
         versions, numbers = [], []
         for number, r in rows:
             version = self._guarded("version", number, partial(self._clean_version, VersionRecord(
-                tenant=self.tenant, memory_id=local[r.memory_id], number=r.number, project=r.project, content=r.content,
+                tenant=self.tenant, memory_id=r.memory_id, number=r.number, project=r.project, content=r.content,
                 sha256=r.sha256, path=r.path, explanation=r.explanation, meta=dict(r.meta), retention=r.retention,
                 expires_at=r.expires_at, pinned=r.pinned, created_at=r.created_at, replaced_at=r.replaced_at,
                 actor=r.actor, reason=r.reason)))
@@ -212,26 +190,25 @@ class Importer:
         return out, cleaned.kinds
 
     def _feedback(self, rows: list[tuple[int, fmt.Feedback]]) -> None:
-        local = self._local_ids([r.memory_id for _, r in rows])
         # A vote's context is guarded by its memory's project's policies (one read per batch).
-        projects = {m.id: m.project for m in self.src.memories.get_many(self.tenant, list(set(local.values())))}
+        voted = list({r.memory_id for _, r in rows})
+        projects = {m.id: m.project for m in self.src.memories.get_many(self.tenant, voted)}
         votes, numbers = [], []
         for number, r in rows:
-            policies = self._policies_of(projects.get(local[r.memory_id], ""))
+            policies = self._policies_of(projects.get(r.memory_id, ""))
             context = self._guarded("feedback", number, partial(guard.clean_text, r.context, policies,
                                                                 field="context"))
             if context is not None or r.context is None:
-                votes.append(FeedbackRow(local[r.memory_id], r.helpful, context, r.at))
+                votes.append(FeedbackRow(r.memory_id, r.helpful, context, r.at))
                 numbers.append(number)
         if votes:
             self._count("feedback", numbers, self.src.transfer.put_feedback(self.tenant, votes))
 
     def _audit(self, rows: list[tuple[int, fmt.Audit]]) -> None:
-        local = self._local_ids([r.memory_id for _, r in rows])
         records, numbers = [], []
         for number, r in rows:
             record = self._guarded("audit", number, partial(guard.clean_audit, AuditRecord(
-                tenant=self.tenant, memory_id=local[r.memory_id], project=r.project, action=r.action, actor=r.actor,
+                tenant=self.tenant, memory_id=r.memory_id, project=r.project, action=r.action, actor=r.actor,
                 reason=r.reason, at=r.at), self._policies_of(r.project)))
             if record is not None:
                 records.append(record)
@@ -240,13 +217,9 @@ class Importer:
             self._count("audit", numbers, self.src.transfer.put_audit(self.tenant, records))
 
     def _applications(self, rows: list[tuple[int, fmt.Application]]) -> None:
-        records = []
-        for _, r in rows:
-            solution = self._local_solution(r.solution_id)
-            # An application of a solution that took a derived id takes one too (ids are per store).
-            own = r.id if solution == r.solution_id else derived_id(self.tenant, r.id)
-            records.append(ApplicationRecord(id=own, tenant=self.tenant, solution_id=solution, success=r.success,
-                                             at=r.at, project=r.project, error=r.error, context=r.context))
+        # Application ids, like solution ids, are unique per tenant: kept as sent.
+        records = [ApplicationRecord(id=r.id, tenant=self.tenant, solution_id=r.solution_id, success=r.success,
+                                     at=r.at, project=r.project, error=r.error, context=r.context) for _, r in rows]
         self._count("application", [n for n, _ in rows], self.src.transfer.put_applications(self.tenant, records))
 
     def _evidence(self, rows: list[tuple[int, fmt.Evidence]]) -> None:
@@ -271,15 +244,6 @@ class Importer:
         except NotFound:
             return False
 
-    def _local_solution(self, solution_id: str) -> str:
-        """A solution's id as this tenant holds it (solution ids are unique per store: one held
-        by another tenant was imported under the id derived from it)."""
-        if solution_id not in self._solution_ids:
-            derived = derived_id(self.tenant, solution_id)
-            own = self._has_solution(solution_id) or not self._has_solution(derived)
-            self._solution_ids[solution_id] = solution_id if own else derived
-        return self._solution_ids[solution_id]
-
     def _clean_solution(self, row: fmt.Solution) -> tuple[fmt.Solution, set[str]]:
         """A fixpack's every string guarded by the deployment's policies (a solution belongs to
         no project), as a created one's is; a redacted one loses its carried vectors (the backfill job
@@ -299,7 +263,9 @@ class Importer:
         row = self._guarded("solution", number, partial(self._clean_solution, row))
         if row is None:
             return
-        if self._has_solution(self._local_solution(row.id)) or learning.find_solution(
+        # Solution ids are unique per tenant (as memory ids are): another tenant's equal id is
+        # no obstacle, and the id is kept as sent.
+        if self._has_solution(row.id) or learning.find_solution(
                 self.tenant, row.title, row.category) is not None:
             self.tally.skipped["solution"] += 1
             return
@@ -310,10 +276,9 @@ class Importer:
             model=row.model, last_applied_at=row.last_applied_at, verified_on=row.verified_on)
         try:
             learning.insert_solution(record)
-        except Conflict:  # another tenant of this store holds the id
-            record.id = self._solution_ids[row.id] = derived_id(self.tenant, row.id)
-            self.renamed += 1
-            learning.insert_solution(record)
+        except Conflict:  # this tenant's own, written since the look-up above (a concurrent import)
+            self.tally.skipped["solution"] += 1
+            return
         self.tally.imported["solution"] += 1
 
     def _pattern(self, number: int, row: fmt.Pattern) -> None:
@@ -332,13 +297,9 @@ class Importer:
         self.tally.imported["pattern"] += 1
 
     def _link(self, number: int, row: fmt.Link) -> None:
-        if row.target_kind == "memory":
-            target = self._local_ids([row.target_id])[row.target_id]
-        else:
-            target = self._local_solution(row.target_id)
         written = self.src.transfer.put_link(LinkRecord(
             tenant=self.tenant, tag=row.tag, category=row.category, kind=row.target_kind,
-            target_id=target, success=row.success, failure=row.failure, last_at=row.last_at))
+            target_id=row.target_id, success=row.success, failure=row.failure, last_at=row.last_at))
         (self.tally.imported if written else self.tally.skipped)["link"] += 1
 
     def _end(self, number: int, row: fmt.End) -> None:
