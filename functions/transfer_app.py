@@ -7,7 +7,7 @@ import base64
 import contextvars
 from typing import Any, Callable
 
-from capsule.store.transfer import transfer_store
+from capsule.store.sides import transfer_store
 from capsule.transfer import Sources
 
 from . import app

@@ -34,7 +34,7 @@ from .errors import InvalidInput, Unavailable
 from .governance.retention import over_limit
 from .learning.service import LearningService
 from .store.base import MemoryStore
-from .store.governance import governance_store
+from .store.sides import governance_store
 from .store.learning import LearningStore
 
 JOB_NAMES = ("retention", "mining", "backfill", "redact")

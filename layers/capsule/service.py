@@ -58,7 +58,7 @@ class MemoryService(ServiceWrites, ServiceSearch, ServiceIndexes, ServiceMemorie
     def governance_store(self):
         """The governance side of the store (capsule.store.governance), in the same database."""
         if self._governance_store is None:
-            from .store.governance import governance_store
+            from .store.sides import governance_store
 
             self._governance_store = governance_store(self.store)
         return self._governance_store

@@ -143,6 +143,6 @@ def test_a_project_refusing_secrets_skips_the_candidate_and_names_why(service, c
 
 
 def _queued(service):
-    from capsule.store.capture import candidate_store
+    from capsule.store.sides import candidate_store
 
     return candidate_store(service.store).list(ALICE, "cap", "pending", before=None, limit=10)

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from capsule.errors import Conflict, NotFound
-from capsule.store.capture import CandidateRecord, candidate_store
+from capsule.store.capture import CandidateRecord
+from capsule.store.sides import candidate_store
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
 

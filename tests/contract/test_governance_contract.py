@@ -11,7 +11,8 @@ import pytest
 
 from capsule.errors import NotFound, PreconditionFailed
 from capsule.records import AuditRecord
-from capsule.store.governance import GovernanceStore, governance_store
+from capsule.store.governance import GovernanceStore
+from capsule.store.sides import governance_store
 
 from test_store_contract import T0, put, rec  # beside this module (rootdir-relative import)
 

@@ -20,8 +20,8 @@ from capsule.learning.runtime import open_learning_store
 from capsule.records import MemoryRecord
 from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
-from capsule.store.governance import governance_store
-from capsule.store.transfer import transfer_store
+from capsule.store.sides import governance_store
+from capsule.store.sides import transfer_store
 from capsule.text import sha256
 
 T = "t1"

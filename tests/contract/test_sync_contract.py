@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from capsule.records import MemoryRecord
-from capsule.store.sync import sync_store
-from capsule.store.transfer import transfer_store
+from capsule.store.sides import sync_store
+from capsule.store.sides import transfer_store
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 

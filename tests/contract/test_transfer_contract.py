@@ -10,7 +10,8 @@ import pytest
 from capsule.errors import InvalidInput
 from capsule.learning.records import ApplicationRecord, LinkRecord
 from capsule.records import AuditRecord, Filters, MemoryRecord
-from capsule.store.transfer import EvidenceRow, FeedbackRow, TransferStore, transfer_store
+from capsule.store.transfer import EvidenceRow, FeedbackRow, TransferStore
+from capsule.store.sides import transfer_store
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 

@@ -12,7 +12,7 @@ import pytest
 
 from capsule.index import ProjectIndex, store_fetcher
 from capsule.records import ChangeSet, Filters
-from capsule.store.governance import governance_store
+from capsule.store.sides import governance_store
 from capsule.store.scopes import scope_settings
 
 from test_store_contract import T0, put, rec  # beside this module (rootdir-relative import)

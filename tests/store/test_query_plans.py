@@ -130,7 +130,7 @@ def traced(tmp_path_factory):
 
 
 def run_paths(store: SQLiteStore, trace: Traced, folder) -> None:
-    from capsule.store.transfer import transfer_store
+    from capsule.store.sides import transfer_store
     from capsule.sync.exchange import changes
     from capsule.transfer.export import Sources, export_page
 

@@ -15,7 +15,7 @@ from capsule.config import Settings
 from capsule.learning import LearningService
 from capsule.learning.runtime import open_learning_store
 from capsule.service import MemoryService
-from capsule.store.transfer import transfer_store
+from capsule.store.sides import transfer_store
 from capsule.transfer import Sources
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "learning"))

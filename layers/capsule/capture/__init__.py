@@ -30,7 +30,7 @@ def __getattr__(name: str) -> Any:
 
 def build_capture(service: Any) -> CaptureService:
     """The capture service on a built :class:`~capsule.service.MemoryService`'s store."""
-    from ..store.capture import candidate_store
+    from ..store.sides import candidate_store
     from .service import CaptureService
 
     return CaptureService(service, candidate_store(service.store))

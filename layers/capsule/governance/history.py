@@ -8,7 +8,6 @@ down) and re-indexed: the write stamps the project's version, so warm indexes re
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any, Callable, Protocol
 

@@ -31,10 +31,10 @@ from .. import deadline
 from ..context import text_to_embed
 from ..errors import CapsuleError, Unavailable
 from ..records import AuditRecord, MemoryRecord
-from ..store.governance import governance_store
+from ..store.sides import governance_store
 from ..store.redaction import redaction_store
-from ..store.sync import sync_store
-from ..store.transfer import transfer_store
+from ..store.sides import sync_store
+from ..store.sides import transfer_store
 from . import stored
 from .policy import Policies
 

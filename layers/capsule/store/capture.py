@@ -75,21 +75,3 @@ class CandidateStore(Protocol):
 
     def set_threshold(self, tenant: str, project: str, threshold: float, *, at: datetime) -> None:
         """Set the project's auto-approve threshold."""
-
-
-def candidate_store(memories: object) -> CandidateStore:
-    """The capture queue in the same database as a memory store, migrated."""
-    memories = getattr(memories, "backing_store", memories)  # a sealed store: the sealed rows as stored
-    from .sqlite import SQLiteStore
-
-    store: CandidateStore
-    if isinstance(memories, SQLiteStore):
-        from .sqlite_capture import SQLiteCandidateStore
-
-        store = SQLiteCandidateStore(memories)
-    else:
-        from .mongo_capture import MongoCandidateStore  # needs the 'mongo' extra
-
-        store = MongoCandidateStore(memories.db)  # type: ignore[attr-defined]
-    store.migrate()
-    return store

@@ -90,19 +90,3 @@ class GovernanceStore(Protocol):
 
     def put_versions(self, tenant: str, rows: Sequence[VersionRecord]) -> int:
         """Keep these versions (import); one already kept is skipped. Returns how many written."""
-
-
-def governance_store(memories: object) -> GovernanceStore:
-    """The governance side of a memory store, in the same database."""
-    view = getattr(memories, "governance_view", None)
-    if view is not None:  # a sealed store (capsule.crypto): its governance seals and opens too
-        return view(governance_store(memories.backing_store))  # type: ignore[attr-defined]
-    from .sqlite import SQLiteStore
-
-    if isinstance(memories, SQLiteStore):
-        from .sqlite_governance import SQLiteGovernanceStore
-
-        return SQLiteGovernanceStore(memories)
-    from .mongo_governance import MongoGovernanceStore  # needs the 'mongo' extra
-
-    return MongoGovernanceStore(memories)  # type: ignore[arg-type]

@@ -37,16 +37,3 @@ class SyncStore(Protocol):
         inserting the others) under the project's next version. Returns that version, and whether
         the project's version just before this write was ``quiet_since`` (nothing else was
         written since then), read in the same write."""
-
-
-def sync_store(memories: object) -> SyncStore:
-    memories = getattr(memories, "backing_store", memories)  # a sealed store: the sealed rows as stored
-    from .sqlite import SQLiteStore
-
-    if isinstance(memories, SQLiteStore):
-        from .sqlite_sync import SQLiteSyncStore
-
-        return SQLiteSyncStore(memories)
-    from .mongo_sync import MongoSyncStore  # needs the 'mongo' extra
-
-    return MongoSyncStore(memories)  # type: ignore[arg-type]

@@ -95,17 +95,3 @@ class TransferStore(Protocol):
 
     def put_evidence(self, tenant: str, rows: Sequence[EvidenceRow]) -> Written:
         """Keep these pieces of evidence; one already kept is present."""
-
-
-def transfer_store(memories: object) -> TransferStore:
-    """The transfer side of a memory store, in the same database."""
-    memories = getattr(memories, "backing_store", memories)  # a sealed store: the sealed rows as stored
-    from .sqlite import SQLiteStore
-
-    if isinstance(memories, SQLiteStore):
-        from .sqlite_transfer import SQLiteTransferStore
-
-        return SQLiteTransferStore(memories)
-    from .mongo_transfer import MongoTransferStore  # needs the 'mongo' extra
-
-    return MongoTransferStore(memories)  # type: ignore[arg-type]

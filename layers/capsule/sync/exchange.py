@@ -17,8 +17,9 @@ from .. import wire
 from ..errors import InvalidInput
 from ..guard import stored as guard
 from ..service import MemoryService, validate
-from ..store.sync import Position, sync_store
-from ..store.transfer import FeedbackRow, transfer_store
+from ..store.sides import sync_store, transfer_store
+from ..store.sync import Position
+from ..store.transfer import FeedbackRow
 from . import models as sm
 from .merge import merge
 from .rows import from_item, to_item

@@ -46,7 +46,7 @@ class Sources:
     @property
     def versions(self) -> Any:
         if self.governance is None:
-            from ..store.governance import governance_store
+            from ..store.sides import governance_store
 
             object.__setattr__(self, "governance", governance_store(self.memories))
         return self.governance
