@@ -198,8 +198,6 @@ def cmd_store(args: argparse.Namespace) -> None:
 
 def _governed(args: argparse.Namespace) -> dict[str, Any]:
     """The governance options a command was given (capsule.governance), left out when not."""
-    from .governance_cmd import retention_fields
-
     fields = retention_fields(args)
     if getattr(args, "supersedes", None):
         fields["supersedes"] = args.supersedes
@@ -392,10 +390,23 @@ def _meta_options(parser: argparse.ArgumentParser) -> None:
 EFFECTIVE_CLASSES = ("irreplaceable", "permanent", "replaceable", "ephemeral")
 
 
-def _governance_options(parser: argparse.ArgumentParser) -> None:
-    from .governance_cmd import retention_options
+def retention_options(parser: argparse.ArgumentParser) -> None:
+    """--retention, --ttl and --expires-at, as store and update take them."""
+    from capsule.governance.names import CLASSES, VISIBILITIES  # `capsule store` starts without the rules' imports
 
-    retention_options(parser)
+    parser.add_argument("--retention", choices=CLASSES, help="retention class (default auto)")
+    parser.add_argument("--ttl", type=int, help="seconds until an ephemeral memory expires (1 to 10 years)")
+    parser.add_argument("--expires-at", type=_iso, help="when an ephemeral memory expires (ISO 8601)")
+    parser.add_argument("--visibility", choices=VISIBILITIES,
+                        help="who in the tenant may read it: private (default), shared or public")
+    parser.add_argument("--subject", help="the person or end-user it is about")
+
+
+def retention_fields(args: argparse.Namespace) -> dict[str, Any]:
+    fields = {"retention": getattr(args, "retention", None), "ttl": getattr(args, "ttl", None),
+              "expires_at": getattr(args, "expires_at", None), "visibility": getattr(args, "visibility", None),
+              "subject": getattr(args, "subject", None)}
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 def _iso(value: str) -> datetime:
@@ -425,7 +436,7 @@ def build_parser(command: str | None = None, *, whole: bool = False) -> argparse
     p.add_argument("--explanation", help="why it is worth remembering")
     p.add_argument("--occurred-at", type=_iso, help="when it happened (ISO 8601), for imports")
     p.add_argument("--supersedes", metavar="ID", help="the older memory this one replaces (the fact changed)")
-    _governance_options(p)
+    retention_options(p)
     _meta_options(p)
     _common(p)
     p.set_defaults(run=cmd_store)

@@ -9,30 +9,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is a start-up cost the warm route (capsule serve answering) does not pay
     from typing import Any
 
-from capsule.governance.names import CLASSES, VISIBILITIES  # `capsule store` starts without the rules' imports
-
 from . import cli, render
 
 
-def retention_options(parser: argparse.ArgumentParser) -> None:
-    """--retention, --ttl and --expires-at, as store and update take them."""
-    parser.add_argument("--retention", choices=CLASSES, help="retention class (default auto)")
-    parser.add_argument("--ttl", type=int, help="seconds until an ephemeral memory expires (1 to 10 years)")
-    parser.add_argument("--expires-at", type=cli._iso, help="when an ephemeral memory expires (ISO 8601)")
-    parser.add_argument("--visibility", choices=VISIBILITIES,
-                        help="who in the tenant may read it: private (default), shared or public")
-    parser.add_argument("--subject", help="the person or end-user it is about")
-
-
-def retention_fields(args: argparse.Namespace) -> dict[str, Any]:
-    fields = {"retention": getattr(args, "retention", None), "ttl": getattr(args, "ttl", None),
-              "expires_at": getattr(args, "expires_at", None), "visibility": getattr(args, "visibility", None),
-              "subject": getattr(args, "subject", None)}
-    return {k: v for k, v in fields.items() if v is not None}
-
-
 def cmd_update(args: argparse.Namespace) -> None:
-    request: dict[str, Any] = retention_fields(args)
+    request: dict[str, Any] = cli.retention_fields(args)
     if args.content is not None:
         request["content"] = sys.stdin.read() if args.content == "-" else args.content
     for name in ("explanation", "reason"):
@@ -96,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--explanation")
     p.add_argument("--reason", help="why it changed (kept in the audit record)")
     p.add_argument("--if-match", help="the sha256 last read: refused if the memory changed since")
-    retention_options(p)
+    cli.retention_options(p)
     cli._common(p, project=False)
     p.set_defaults(run=cmd_update)
 
