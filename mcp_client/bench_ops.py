@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .bench import LOCAL_TENANT, PROJECT, ingest, make_dataset
+from .bench_data import LOCAL_TENANT, PROJECT, ingest, make_dataset
 
 DIM = 384  # the hashing embedder's default
 OPS = ("store", "ingest10", "get", "list_page", "pin", "forget", "restore", "update", "feedback",

@@ -22,13 +22,13 @@ K = 10
 
 
 def _percentiles(samples_ms: list[float]) -> dict[str, float]:
-    from .bench import percentiles
+    from .bench_data import percentiles
 
     return percentiles(samples_ms)
 
 
 def _recall(found, truth) -> float:
-    from .bench import recall
+    from .bench_data import recall
 
     return recall(found, truth)
 
@@ -200,7 +200,7 @@ def _worker(db: str, dim: str, query_file: str, scope: str) -> None:
     from capsule.service import MemoryService
     from capsule.store.sqlite import SQLiteStore
 
-    from .bench import LOCAL_TENANT, PROJECT, TableEmbedder
+    from .bench_data import LOCAL_TENANT, PROJECT, TableEmbedder
 
     saved = np.load(query_file)
     texts = [str(t) for t in saved["texts"]]
@@ -230,7 +230,7 @@ def global_search(db: Path, make_service: Callable[[], Any], texts: list[str], t
     """Searches with ``global: true`` over ``projects`` projects holding the memories between
     them: the first (loads every index), then warm p50/p95 and recall@10 (vector mode)."""
     service = make_service()
-    from .bench import LOCAL_TENANT
+    from .bench_data import LOCAL_TENANT
 
     start = time.perf_counter()
     service.search(LOCAL_TENANT, {"global": True, "query": texts[0], "k": K})
@@ -269,7 +269,7 @@ def vector_only(n: int, dim: int, queries: int, workdir: Path, workers_count: in
     from capsule.snapshot import Snapshots
     from capsule.search import SearchOptions
 
-    from .bench import exact_top, make_dataset, numpy_brute, Dataset
+    from .bench_data import Dataset, exact_top, make_dataset, numpy_brute
 
     started = time.perf_counter()
     data = make_dataset(n, dim, queries, seed=n + dim)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from capsule.records import MemoryRecord
-from mcp_client.bench import LOCAL_TENANT, Dataset, service_for
+from mcp_client.bench_data import LOCAL_TENANT, Dataset, service_for
 
 db, dim = Path(sys.argv[1]), int(sys.argv[2])
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 24

@@ -26,7 +26,7 @@ from capsule.config import Settings
 from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 
-from mcp_client.bench import LOCAL_TENANT, PROJECT, TableEmbedder
+from mcp_client.bench_data import LOCAL_TENANT, PROJECT, TableEmbedder
 from mcp_client.bench_scale import memory_status
 
 req = {"global": True} if scope == "global" else {"project": PROJECT}

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mcp_client.bench import exact_top, make_dataset, recall
+from mcp_client.bench_data import exact_top, make_dataset, recall
 
 ROOT = Path(__file__).resolve().parents[2]
 

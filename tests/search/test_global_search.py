@@ -29,7 +29,7 @@ from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from capsule.tenantpostings import TenantPostings
 
-from mcp_client.bench import TableEmbedder, exact_top, make_dataset
+from mcp_client.bench_data import TableEmbedder, exact_top, make_dataset
 
 PROJECTS, PER, DIM, QUERIES = 12, 800, 256, 40
 MODEL = f"bench-{DIM}"

@@ -20,7 +20,7 @@ from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from capsule.tenantpostings import PostingsTable
 
-from mcp_client.bench import TableEmbedder, make_dataset
+from mcp_client.bench_data import TableEmbedder, make_dataset
 
 PROJECTS, PER, DIM, QUERIES = 5, 300, 64, 12
 MODEL = f"bench-{DIM}"

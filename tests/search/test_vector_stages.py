@@ -23,7 +23,7 @@ from capsule.search import SearchOptions, _View, _vector_rows
 from capsule.service import MemoryService
 from capsule.snapshot import Snapshots
 from capsule.store.sqlite import SQLiteStore
-from mcp_client.bench import TableEmbedder, exact_top, make_dataset
+from mcp_client.bench_data import TableEmbedder, exact_top, make_dataset
 
 N, DIM, QUERIES = 20_000, 256, 60
 MODEL = f"bench-{DIM}"

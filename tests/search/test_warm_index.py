@@ -176,7 +176,7 @@ def test_the_two_pass_binary_stage_on_a_large_index():
     from capsule.index import ProjectIndex
     from capsule.records import Filters, MemoryRecord
     from capsule.search import search_indexes
-    from mcp_client.bench import exact_top, make_dataset, recall
+    from mcp_client.bench_data import exact_top, make_dataset, recall
 
     data = make_dataset(3000, 512, 20, seed=11)
     now = datetime(2026, 1, 1, tzinfo=timezone.utc)
