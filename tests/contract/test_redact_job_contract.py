@@ -16,7 +16,7 @@ from capsule.embedders.hashing import HashingEmbedder
 from capsule.errors import Unavailable
 from capsule.jobs import Jobs
 from capsule.learning import LearningService
-from capsule.learning.runtime import open_learning_store
+from capsule.store.sides import open_learning_store
 from capsule.records import MemoryRecord
 from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore

@@ -7,7 +7,7 @@ from capsule.clock import FrozenClock
 from capsule.config import Settings
 from capsule.jobs import Jobs
 from capsule.learning import LearningService
-from capsule.learning.runtime import open_learning_store
+from capsule.store.sides import open_learning_store
 from capsule.service import MemoryService
 from capsule.store.mongo_learning import MongoLearningStore
 

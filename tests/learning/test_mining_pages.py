@@ -13,7 +13,7 @@ from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
 from capsule.learning import LearningService, mining, mining_pages
 from capsule.learning.patterns import MAX_PATTERNS_SCANNED
-from capsule.learning.runtime import open_learning_store
+from capsule.store.sides import open_learning_store
 from capsule.records import Filters
 from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore

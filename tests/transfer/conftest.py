@@ -13,7 +13,7 @@ import pytest
 from capsule.clock import FrozenClock
 from capsule.config import Settings
 from capsule.learning import LearningService
-from capsule.learning.runtime import open_learning_store
+from capsule.store.sides import open_learning_store
 from capsule.service import MemoryService
 from capsule.store.sides import transfer_store
 from capsule.transfer import Sources

@@ -1,5 +1,5 @@
-"""The side stores of a memory store (capture queue, governance, transfer, sync), each in the
-same database, chosen by the memory store's backend.
+"""The side stores of a memory store (capture queue, governance, transfer, sync, learning), each
+in the same database, chosen by the memory store's backend.
 
 Kept apart from the contracts (capture.py, governance.py, transfer.py, sync.py) because a
 backend's half imports its contract: the choice imports the halves, the halves never import it.
@@ -7,8 +7,12 @@ backend's half imports its contract: the choice imports the halves, the halves n
 
 from __future__ import annotations
 
+from ..config import Settings
+from ..errors import InvalidInput
+from .base import MemoryStore
 from .capture import CandidateStore
 from .governance import GovernanceStore
+from .learning import LearningStore
 from .sync import SyncStore
 from .transfer import TransferStore
 
@@ -72,3 +76,29 @@ def sync_store(memories: object) -> SyncStore:
     from .mongo_sync import MongoSyncStore  # needs the 'mongo' extra
 
     return MongoSyncStore(memories)  # type: ignore[arg-type]
+
+
+def open_learning_store(memories: MemoryStore, settings: Settings) -> LearningStore:
+    """The learning store in the same database as ``memories``, migrated."""
+    store: LearningStore
+    if settings.store == "mongo":
+        from .mongo_learning import MongoLearningStore
+
+        db = getattr(memories, "db", None)
+        if db is None:  # the memory store keeps its database elsewhere: open our own client
+            import pymongo
+
+            if settings.mongodb_uri is None:
+                raise InvalidInput("CAPSULE_STORE=mongo needs CAPSULE_MONGODB_URI", field="mongodb_uri")
+            db = pymongo.MongoClient(settings.mongodb_uri.get_secret_value(), tz_aware=True)[settings.mongodb_db]
+        store = MongoLearningStore(db)
+    else:
+        from .sqlite import SQLiteStore
+        from .sqlite_learning import SQLiteLearningStore
+
+        memories = getattr(memories, "backing_store", memories)  # a sealed store: its SQLite file
+        if not isinstance(memories, SQLiteStore):
+            raise InvalidInput("the SQLite learning store lives beside a SQLite memory store", field="store")
+        store = SQLiteLearningStore(memories)
+    store.migrate()
+    return store
