@@ -162,9 +162,9 @@ def original(db: Path, data: Dataset, truth: np.ndarray, service) -> dict[str, A
     for first in range(0, len(data.queries), 10):
         count = min(10, len(data.queries) - first)
         for mode, times in warm.items():
-            times += timed(lambda i: service.search(LOCAL_TENANT, {
+            times += timed(lambda i, first=first, mode=mode: service.search(LOCAL_TENANT, {
                 "project": PROJECT, "query": data.query_texts[first + i], "k": K, "mode": mode}), count)[0]
-        took, picked = timed(lambda i: one(first + i), count)
+        took, picked = timed(lambda i, first=first: one(first + i), count)
         samples += took
         found += picked
     conn.close()

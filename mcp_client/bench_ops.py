@@ -147,7 +147,7 @@ def measure(n: int, projects: int, workdir: Path, repeats: int, job_repeats: int
     for name in OPS:
         count = job_repeats if name in ("retention", "mining", "mining_unchanged", "export_page") else repeats
         last: list[Any] = []
-        samples = _cpu_ms(lambda i: last.append(ops[name](i)), count, before.get(name))
+        samples = _cpu_ms(lambda i, last=last, name=name: last.append(ops[name](i)), count, before.get(name))
         if name == "ingest10":
             checks["ingest_chunks"] = last[-1].chunks
         elif name == "export_page":
@@ -169,7 +169,7 @@ def measure(n: int, projects: int, workdir: Path, repeats: int, job_repeats: int
     out["ops"]["mining"]["peak_mib"] = peak_mib(lambda: jobs.run("mining"))
     out["checks"] = checks
     store.close()
-    del service, jobs, sources
+    service = jobs = sources = None  # freed before the collection (not `del`: the lambdas above read them)
     gc.collect()
     for path in workdir.glob(f"ops-{n}-{projects}.db*"):
         path.unlink(missing_ok=True)

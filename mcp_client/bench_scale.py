@@ -237,7 +237,7 @@ def global_search(db: Path, make_service: Callable[[], Any], texts: list[str], t
     first_s = time.perf_counter() - start
     service.settle()
     samples, found = [], []
-    for i, text in enumerate(texts):
+    for text in texts:
         t = time.perf_counter()
         service.search(LOCAL_TENANT, {"global": True, "query": text, "k": K})
         samples.append((time.perf_counter() - t) * 1000)

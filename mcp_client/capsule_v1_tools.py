@@ -89,7 +89,7 @@ def register(tools: ToolRegistry) -> None:
         while len(items) < limit:  # our pages hold at most MAX_PAGE
             request = {"project": s.default_project, "limit": min(limit - len(items), limits.MAX_PAGE),
                        **({"cursor": cursor} if cursor else {})}
-            page = run(lambda: s.backend.list_memories(request))
+            page = run(lambda request=request: s.backend.list_memories(request))
             items += [_item(m) for m in page.memories]
             cursor = page.next_cursor
             if not cursor:

@@ -67,7 +67,7 @@ def measure(front: TlsFront, ways: list[tuple[str, Callable[[], None]]], calls: 
     """Each way's call times (ms) and what stunnel counted during them. The ways take turns, a
     block of calls each, so a change in the machine's load weighs on all of them alike."""
     results = {name: {"ms": [], "connections": 0} for name, _ in ways}
-    for name, call in ways:
+    for _name, call in ways:
         call()  # warm: imports, the server's caches, a first session to resume
     for _ in range(0, calls, BLOCK):
         for name, call in ways:

@@ -51,7 +51,7 @@ missing = [m for m in acked if store.get("local", m, include_forgotten=True) is 
 store.close()
 print(f"mixed: {len(acked)} acknowledged stores by 16 clients x {ops} ops, {len(missing)} lost")
 bad = 0
-for k in range(rounds):
+for _ in range(rounds):
     server = Server(root)
     stop = threading.Event()
     ts, acked = load(server, 8, 10_000, stop)

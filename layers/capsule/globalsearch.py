@@ -238,7 +238,7 @@ def search_global(
     now: datetime,
     weights: ranking.Weights,
     k: int,
-    options: SearchOptions = SearchOptions(),
+    options: SearchOptions = SearchOptions(),  # noqa: B008 - frozen
     codes: TenantCodes | None = None,
 ) -> tuple[list[Scored], int]:
     """The k best rows of ``indexes`` for the query, and how many rows were searched: what

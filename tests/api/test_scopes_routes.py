@@ -54,7 +54,7 @@ def test_every_route_declares_the_scope_it_needs():
     names = {r.name for r in routes.ROUTES}
     assert names - declared == set(), "a route without a scope in functions.scopes.ROUTE_SCOPES"
     assert declared - names == set(), "a scope declared for a route that does not exist"
-    for name, (access, reach) in scopes.ROUTE_SCOPES.items():
+    for access, reach in scopes.ROUTE_SCOPES.values():
         assert access in ("read", "write", "admin")
         assert reach in ("memory", "project", "project_all", "filtered", "derived", "tenant", "any")
 

@@ -19,7 +19,7 @@ def test_a_line_is_what_logging_wrote():
     line = '127.0.0.1 "POST /v1/memories/search" 200 4762 3.2ms tenant=local request=abc'
     for at in (1_780_000_000.0, 1_780_000_000.999, 1_780_000_001.0405, 1_780_003_600.5):
         out = io.StringIO()
-        accesslog.stderr_writer(out, clock=lambda: at)(line)
+        accesslog.stderr_writer(out, clock=lambda at=at: at)(line)
         assert out.getvalue() == logged(line, at)
 
 

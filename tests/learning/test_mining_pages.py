@@ -123,9 +123,9 @@ def test_mining_a_page_at_a_time_finds_what_mining_the_whole_tenant_found(backen
         store, settings = backend(tmp_path / name)
         clock = FrozenClock()
         ids = (f"{n:032x}" for n in itertools.count())  # the same ids in both stores
-        service = MemoryService(store, HashingEmbedder(), clock=clock, settings=settings, new_id=lambda: next(ids))
+        service = MemoryService(store, HashingEmbedder(), clock=clock, settings=settings, new_id=lambda ids=ids: next(ids))
         learning = LearningService(open_learning_store(store, settings), store, service.embedder, clock=clock,
-                                   new_id=lambda: next(ids), mining_options=mining.MiningOptions(max_memories=30, window_days=3))
+                                   new_id=lambda ids=ids: next(ids), mining_options=mining.MiningOptions(max_memories=30, window_days=3))
         seed(service, clock, learning)
         made.append((store, learning))
     (_, whole), (paged_store, paged) = made

@@ -15,7 +15,7 @@ from capsule import limits  # noqa: E402
 from capsule.clock import FrozenClock  # noqa: E402
 from capsule.config import Settings  # noqa: E402
 from capsule.embedders import HashingEmbedder  # noqa: E402
-from capsule.errors import Unavailable  # noqa: E402
+from capsule.errors import NotFound, Unavailable  # noqa: E402
 from capsule.records import Filters, MemoryRecord  # noqa: E402
 from capsule.service import MemoryService  # noqa: E402
 from capsule.store import mongo_vector as vs  # noqa: E402
@@ -140,7 +140,7 @@ def test_an_unpublished_write_is_invisible_and_cleaned_up(store, db, wall):
     ghost = {**db.memories.find_one({"id": "a"}, {"_id": 0}), "id": "ghost", "active": False,
              "pending": "dead-writer", "pending_on": wall.now}
     db.memories.insert_one(ghost)
-    with pytest.raises(Exception):
+    with pytest.raises(NotFound):
         store.get("t1", "ghost")
     assert [r.id for r in store.list("t1", "p", pinned_only=False, after=None, limit=10)] == ["a"]
     assert [r.id for r in store.candidates("t1", None, Filters())] == ["a"]

@@ -15,7 +15,7 @@ def test_connections_creating_one_new_database_together_all_open_it(tmp_path):
         path = tmp_path / f"{round_}.db"
         start = threading.Barrier(4)
 
-        def migrate() -> None:
+        def migrate(path=path, start=start, round_=round_) -> None:
             store = SQLiteStore(path)
             start.wait()
             try:

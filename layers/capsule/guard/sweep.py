@@ -185,7 +185,7 @@ class Sweep:
         self.counts["skipped"] += len(changed) - len(fresh)
         self._embed(list(fresh.values()))
         by_project: dict[str, list[MemoryRecord]] = {}
-        for memory_id, record in fresh.items():
+        for record in fresh.values():
             by_project.setdefault(record.project, []).append(self._seal(record))
         for project, records in by_project.items():
             sync.replace_memories(tenant, project, records)

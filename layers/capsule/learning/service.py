@@ -81,9 +81,9 @@ class LearningService:
         *,
         clock: Clock = system_clock,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
-        mining_options: mining.MiningOptions = mining.MiningOptions(),
+        mining_options: mining.MiningOptions = mining.MiningOptions(),  # noqa: B008 - frozen
         search_embed_budget: int = SEARCH_EMBED_BUDGET,
-        guard: Policies = Policies(),
+        guard: Policies = Policies(),  # noqa: B008 - a named tuple
     ) -> None:
         self.guard = guard
         self.store = store
