@@ -44,7 +44,10 @@ for q in texts:
     c, t = time.thread_time(), time.perf_counter()
     svc.search(LOCAL_TENANT, {**req, "query": q, "k": 10})
     cpu.append((time.thread_time() - c) * 1000); wall.append((time.perf_counter() - t) * 1000)
-pct = lambda a, p: round(float(np.percentile(a, p)), 2)
+def pct(a, p):
+    return round(float(np.percentile(a, p)), 2)
+
+
 out.update({"queries": count, "p50_ms": pct(wall, 50), "p95_ms": pct(wall, 95), "cpu_p50_ms": pct(cpu, 50), "cpu_p95_ms": pct(cpu, 95),
             "memory_after_warm": memory_status()})
 out["load_average"] = os.getloadavg()

@@ -232,12 +232,12 @@ def test_links_filters_and_order(learning_store):
     learning_store.link("t", "p", "general", "solution", "once", success=True, at=T0, evidence=None)
     learning_store.link("t", "q", "build", "memory", "m", success=True, at=T0, evidence=None)
     learning_store.link("other", "p", "general", "solution", "theirs", success=True, at=T0, evidence=None)
-    assert [l.target_id for l in learning_store.links("t", tag="p")] == ["best", "once"]
-    assert [l.target_id for l in learning_store.links("t", min_success=2)] == ["best"]
-    assert [l.target_id for l in learning_store.links("t", category="build")] == ["m"]
-    assert [l.target_id for l in learning_store.links("t", kind="memory")] == ["m"]
-    assert [l.target_id for l in learning_store.links("t", limit=1)] == ["best"]
-    assert [l.target_id for l in learning_store.links("other")] == ["theirs"]
+    assert [link.target_id for link in learning_store.links("t", tag="p")] == ["best", "once"]
+    assert [link.target_id for link in learning_store.links("t", min_success=2)] == ["best"]
+    assert [link.target_id for link in learning_store.links("t", category="build")] == ["m"]
+    assert [link.target_id for link in learning_store.links("t", kind="memory")] == ["m"]
+    assert [link.target_id for link in learning_store.links("t", limit=1)] == ["best"]
+    assert [link.target_id for link in learning_store.links("other")] == ["theirs"]
 
 
 def test_lease_excludes_other_holders_until_it_expires(learning_store):

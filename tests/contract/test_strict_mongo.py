@@ -60,9 +60,8 @@ def test_writes_run_in_transactions_that_survive_a_retry(strict):
 
 def test_an_operation_without_the_session_inside_a_transaction_fails(strict):
     store, client = strict
-    with client.start_session() as session:
-        with pytest.raises(AssertionError, match="outside the transaction"):
-            session.with_transaction(lambda s: store.projects_.find_one({"tenant": "t1", "name": "p"}))
+    with client.start_session() as session, pytest.raises(AssertionError, match="outside the transaction"):
+        session.with_transaction(lambda s: store.projects_.find_one({"tenant": "t1", "name": "p"}))
 
 
 def test_a_failed_transaction_leaves_nothing(strict):

@@ -122,10 +122,10 @@ def test_the_layer_holds_every_dependency_of_what_it_holds(host_layer):
     missing = []
     for info in host_layer.glob("*.dist-info"):
         for req in _requires(info):
-            if req.marker is None or req.marker.evaluate(environment):
-                if build_layer.canonical(req.name) not in have and build_layer.canonical(req.name) not in (
-                        "boto3", "botocore"):
-                    missing.append(f"{info.name} needs {req}")
+            needed = req.marker is None or req.marker.evaluate(environment)
+            name = build_layer.canonical(req.name)
+            if needed and name not in have and name not in ("boto3", "botocore"):
+                missing.append(f"{info.name} needs {req}")
     assert missing == []
     assert "jmespath" in have and not {"boto3", "botocore", "s3transfer"} & set(have)
     assert have["numpy"] == numpy.__version__  # the tests' numpy, not an older wheel

@@ -114,7 +114,7 @@ def test_overlapping_mining_runs_count_evidence_once(tmp_path):
     for t in threads:
         t.join()
     assert [r.ran for r in reports] == [True, True]
-    links = {(l.kind, l.target_id): l.success for l in seed.learning.store.links("t")}
+    links = {(link.kind, link.target_id): link.success for link in seed.learning.store.links("t")}
     assert links[("solution", s.id)] == 3 and len(links) == 4
     for w in worlds + [seed]:
         w.store.close()

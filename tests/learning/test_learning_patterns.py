@@ -61,11 +61,11 @@ def test_end_to_end_failures_in_three_projects_become_a_golden_path(world):
 def test_mining_is_idempotent_and_names_patterns_stably(world):
     _seed(world)
     first = world.learning.detect_patterns("t", {})
-    links_before = [(l.tag, l.kind, l.target_id, l.success) for l in world.learning.store.links("t")]
+    links_before = [(link.tag, link.kind, link.target_id, link.success) for link in world.learning.store.links("t")]
     second = world.learning.detect_patterns("t", {})
     assert second.linked == 0 and first.linked > 0
     assert [p.tag for p in second.patterns] == [p.tag for p in first.patterns]
-    assert [(l.tag, l.kind, l.target_id, l.success) for l in world.learning.store.links("t")] == links_before
+    assert [(link.tag, link.kind, link.target_id, link.success) for link in world.learning.store.links("t")] == links_before
 
 
 def test_a_new_occurrence_keeps_the_pattern_tag(world):

@@ -201,9 +201,8 @@ def test_credentials_never_reach_a_log_line_a_message_or_a_repr(server, waits, c
     secret = "cmk_super-secret-value-1234"
     server.then(503, {"message": "busy"}).then(401, {"error": {"code": "unauthorized", "message": "bad key"}})
     client = client_for(server, waits, auth=BearerAuth(secret))
-    with caplog.at_level(logging.DEBUG):
-        with pytest.raises(errors.Unauthorized) as caught:
-            client.projects()
+    with caplog.at_level(logging.DEBUG), pytest.raises(errors.Unauthorized) as caught:
+        client.projects()
     assert server.requests[0]["headers"]["Authorization"] == f"Bearer {secret}"  # it was sent...
     assert "retry 1" in caplog.text
     for shown in (caplog.text, str(caught.value), repr(caught.value.details), repr(client)):

@@ -203,7 +203,7 @@ def _readme_install_extras() -> list[str]:
 
     readme = (ROOT / "README.md").read_text("utf-8")
     run_it = readme[readme.index("**Run it**"):]
-    line = next(l for l in run_it.splitlines() if "pip install" in l)
+    line = next(line for line in run_it.splitlines() if "pip install" in line)
     found = re.search(r"pip install -e '\.\[([a-z,]+)\]'", line)
     assert found, line
     return found.group(1).split(",")

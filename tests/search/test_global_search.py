@@ -399,8 +399,11 @@ def test_a_project_without_vectors_beside_others(indexes, data, mode):
 def test_kept_term_scores_give_the_same_answers_and_go_with_a_change(data, monkeypatch):
     indexes = build_indexes(data)
     codes = TenantCodes()
-    args = lambda q: dict(filters=Filters(), query=data.query_texts[q], query_vector=data.queries[q],  # noqa: E731
-                          model_id=MODEL, now=NOW, weights=WEIGHTS, k=10)
+
+    def args(q):
+        return dict(filters=Filters(), query=data.query_texts[q], query_vector=data.queries[q],
+                    model_id=MODEL, now=NOW, weights=WEIGHTS, k=10)
+
     looked = []
     original = TenantPostings.rows_of
     monkeypatch.setattr(TenantPostings, "rows_of", lambda self, *a: looked.append(1) or original(self, *a))

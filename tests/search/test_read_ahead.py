@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -117,7 +118,7 @@ def test_a_snapshot_load_reads_ahead_all_but_a_large_float32_matrix(make_service
 def mapped_kb(path) -> int:
     """How much of ``path`` this process has mapped (its mappings' Rss in /proc/self/smaps)."""
     total, inside = 0, False
-    for line in open("/proc/self/smaps"):
+    for line in Path("/proc/self/smaps").read_text().splitlines(keepends=True):
         if line[0] in "0123456789abcdef" and "-" in line.split()[0]:
             inside = line.rstrip().endswith(str(path))
         elif inside and line.startswith("Rss:"):

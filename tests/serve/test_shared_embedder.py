@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -106,7 +107,7 @@ def _children(pid: int) -> list[int]:
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                stat = open(f"/proc/{name}/stat").read()
+                stat = Path(f"/proc/{name}/stat").read_text()
             except OSError:
                 continue
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
@@ -146,7 +147,7 @@ def test_serve_holds_the_model_once(tmp_path):
         stored = server.request("POST", "/v1/memories", {"project": "web", "content": "Use WAL mode for SQLite readers"})
         assert stored.status == 201, stored
         workers = [p for p in _children(server.process.pid) if "multiprocessing.spawn" in
-                   open(f"/proc/{p}/cmdline").read()]
+                   Path(f"/proc/{p}/cmdline").read_text()]
         assert len(workers) == 2
         # Distinct queries (each one embedded, none cached) on fresh connections until both workers asked.
         answers = {}

@@ -185,8 +185,9 @@ def test_the_cli_and_its_default_name_one_project(tmp_path):
     (repo / ".git").mkdir(parents=True)
     (repo / "sub").mkdir()
     env = cli_env(tmp_path / "data", CAPSULE_EMBEDDER="hashing", HOME=str(tmp_path))
-    run = lambda *args, cwd=repo: subprocess.run([sys.executable, "-m", "mcp_client", *args], cwd=cwd, env=env,
-                                                  capture_output=True, text=True, timeout=120)
+    def run(*args, cwd=repo):
+        return subprocess.run([sys.executable, "-m", "mcp_client", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=120)
     stored = run("store", "--project", "my-app", "kept under the folder's name", cwd=tmp_path)
     assert stored.returncode == 0, stored.stderr
     stored = run("store", "a note from the checkout", cwd=repo / "sub")  # the default: the checkout's path

@@ -79,8 +79,8 @@ def scores(events: list[Labelled], floor: float = min(CURVE)) -> list[float | No
 def _report(events: list[Labelled], scored: list[float | None], threshold: float | None) -> dict[str, dict[str, float]]:
     at = PROPOSE_AT if threshold is None else threshold
     results = [(item.split, s is not None and s >= at, item.label) for item, s in zip(events, scored)]
-    report = {split: metrics((p, l) for s, p, l in results if s == split) for split in sorted({r[0] for r in results})}
-    report["all"] = metrics((p, l) for _, p, l in results)
+    report = {split: metrics((p, label) for s, p, label in results if s == split) for split in sorted({r[0] for r in results})}
+    report["all"] = metrics((p, label) for _, p, label in results)
     return report
 
 

@@ -94,7 +94,7 @@ class Patterns:
 
     def _linked(self, tenant: str, links: Sequence[LinkRecord], k: int
                 ) -> tuple[list[models.LinkedSolution], list[models.LinkedFix]]:
-        ranked = sorted(links, key=lambda l: (-rate(l.success, l.failure), -l.success, l.target_id))
+        ranked = sorted(links, key=lambda link: (-rate(link.success, link.failure), -link.success, link.target_id))
         solutions: list[models.LinkedSolution] = []
         fixes: list[models.LinkedFix] = []
         for link in ranked:
@@ -174,7 +174,7 @@ class Patterns:
                 raise NotFound(f"no pattern '{req.tag}' in any category")
             pattern = found[0]  # the most frequent stands for the tag
             categories = {p.category for p in found}
-            links = _merged([l for l in self.store.links(tenant, tag=req.tag) if l.category in categories])
+            links = _merged([link for link in self.store.links(tenant, tag=req.tag) if link.category in categories])
             where = f" in {len(categories)} categor{'y' if len(categories) == 1 else 'ies'} " \
                     f"({', '.join(sorted(categories))}; counts summed across them)"
         solutions, fixes = self._linked(tenant, links, req.k)
@@ -199,7 +199,7 @@ class Patterns:
 
     def golden_paths(self, tenant: str, req: models.GoldenPathsRequest) -> models.GoldenPathsResult:
         links = self.store.links(tenant, category=req.category, min_success=req.min_applications, limit=10 * req.k)
-        links = sorted(links, key=lambda l: (-rate(l.success, l.failure), -l.success, l.tag, l.target_id))
+        links = sorted(links, key=lambda link: (-rate(link.success, link.failure), -link.success, link.tag, link.target_id))
         paths: list[models.GoldenPath] = []
         for link in links:
             if len(paths) >= req.k:
