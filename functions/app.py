@@ -18,38 +18,46 @@ import functools
 import json
 import re
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     ResponseValidationError,
     ValidationException,
 )
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.shared.json_encoder import Encoder
+from pydantic import BaseModel
+from pydantic_core import to_json
 
 from capsule import authz, deadline, limits
 from capsule.errors import (
-    CapsuleError, InvalidInput, MalformedBody, NotFound, PayloadTooLarge, Unauthorized, Unavailable,
+    CapsuleError,
+    InvalidInput,
+    MalformedBody,
+    NotFound,
+    PayloadTooLarge,
+    Unauthorized,
+    Unavailable,
     UnsupportedMediaType,
 )
 from capsule.fielderrors import invalid_input
 from capsule.models import ErrorResponse
-from pydantic import BaseModel
-from pydantic_core import to_json
 from capsule.runtime import build_service
 from capsule.service import MemoryService
 
-from . import byok, query_names, routes, scopes
 from . import body as bodies
-from .body import body_text, parse as parse_body
+from . import byok, query_names, routes, scopes
+from .body import body_text
+from .body import parse as parse_body
 from .secrets import load_settings
 from .shortcut import Shortcut, replaying
 from .tenancy import tenant_of

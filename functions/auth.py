@@ -22,10 +22,11 @@ import hashlib
 import hmac
 import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import quote, unquote
 
 from capsule.errors import Forbidden, Unauthorized
@@ -175,7 +176,7 @@ def string_to_sign(amz_date: str, scope: str, canonical: str) -> str:
 
 
 def signing_key(secret: str, date: str, region: str, service: str = SERVICE) -> bytes:
-    key = f"AWS4{secret}".encode("utf-8")
+    key = f"AWS4{secret}".encode()
     for part in (date, region, service, "aws4_request"):
         key = hmac.new(key, part.encode("utf-8"), hashlib.sha256).digest()
     return key
@@ -191,10 +192,10 @@ def request_time(request: HttpRequest) -> tuple[str, datetime]:
     amz = request.header("x-amz-date")
     try:
         if amz is not None:
-            return amz, datetime.strptime(amz, AMZ_DATE).replace(tzinfo=timezone.utc)
+            return amz, datetime.strptime(amz, AMZ_DATE).replace(tzinfo=UTC)
         date = request.header("date")
         if date is not None:
-            when = parsedate_to_datetime(date).astimezone(timezone.utc)
+            when = parsedate_to_datetime(date).astimezone(UTC)
             return when.strftime(AMZ_DATE), when
     except (ValueError, TypeError) as exc:
         raise Forbidden("the request date is not a valid x-amz-date (YYYYMMDDTHHMMSSZ)") from exc

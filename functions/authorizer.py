@@ -11,7 +11,8 @@ with a ``scope`` (functions.scopes) passes it on as ``lambda.scope`` (JSON text)
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from capsule.errors import CapsuleError
 

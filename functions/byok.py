@@ -6,8 +6,9 @@ is not a 32-byte key in base64 is refused with 422 naming it. The key is never l
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from capsule.crypto.context import BYOK_HEADER, request_key
 from capsule.errors import CapsuleError

@@ -19,9 +19,10 @@ import os
 import re
 import secrets
 import threading
-from datetime import datetime, timezone
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from capsule.errors import Conflict, InvalidInput, NotFound
 
@@ -140,7 +141,7 @@ class Credentials:
         limits = parse_scope(scope or {}).plain()
         key = KEY_PREFIX + secrets.token_urlsafe(32)
         keys[name] = {"sha256": key_hash(key), "tenant": _check_tenant(tenant),
-                      "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                      "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
                       **({"scope": limits} if limits else {})}
         self._keys.write(keys)
         return key

@@ -15,10 +15,11 @@ import logging
 import mimetypes
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote
 
 from capsule.errors import CapsuleError, NotFound
@@ -109,7 +110,7 @@ def _text(content_type: str | None, body: bytes) -> str | None:
 @functools.lru_cache(maxsize=4)
 def _clock_text(second: int) -> str:
     """requestContext.time of a whole second (one strftime per second, not per request)."""
-    return datetime.fromtimestamp(second, timezone.utc).strftime("%d/%b/%Y:%H:%M:%S +0000")
+    return datetime.fromtimestamp(second, UTC).strftime("%d/%b/%Y:%H:%M:%S +0000")
 
 
 def build_event(request: HttpRequest, match: Match, *, authorizer: dict[str, Any] | None, source_ip: str,
@@ -202,7 +203,7 @@ class Gateway:
     invoker: Invoker
     region: str = "us-east-1"
     console_dir: Path = CONSOLE_DIR
-    clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     router: Router = field(default_factory=Router)
 
     def handle(self, request: HttpRequest, source_ip: str) -> Reply:

@@ -14,7 +14,8 @@ document, which describes the route table's API (hosted and local alike).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import unquote
 
 from capsule.errors import Forbidden, InvalidInput, MalformedBody, PayloadTooLarge

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import inspect
 import typing
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from capsule.errors import InvalidInput
 from capsule.fielderrors import suggestion

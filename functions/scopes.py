@@ -28,7 +28,8 @@ import contextvars
 import fnmatch
 import json
 import time
-from typing import Annotated, Any, Callable, Literal, Mapping
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 

@@ -9,7 +9,8 @@ they never appear in plain text in the function's configuration.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from capsule.config import Settings
 from capsule.errors import Unavailable

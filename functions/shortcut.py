@@ -22,8 +22,9 @@ from __future__ import annotations
 import contextvars
 import functools
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, content_types
 from aws_lambda_powertools.event_handler.api_gateway import ProxyEventType, ResponseBuilder

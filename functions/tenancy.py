@@ -33,7 +33,8 @@ stored under session ARNs into the role's tenant (:mod:`capsule.tenants`).
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from capsule.errors import Unauthorized
 from capsule.tenants import role_of_session

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import base64
 import contextvars
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from capsule.store.sides import transfer_store
 from capsule.transfer import Sources

@@ -5,7 +5,7 @@ Encrypt, Decrypt (infra/stack.py leaves out the public document and the authoriz
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_kms as kms

@@ -3,8 +3,8 @@ log group with a retention, and a role that may write only to that log group."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam

@@ -19,7 +19,7 @@ filter on the access log counts the requests the stage throttled.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_apigatewayv2 as apigwv2

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from capsule.errors import InvalidInput, Unauthorized
@@ -45,7 +46,7 @@ class BearerAuth:
         self.source = source  # where the key came from, for error messages; never the key
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, key_file: str | Path | None = None) -> "BearerAuth":
+    def from_env(cls, environ: Mapping[str, str] | None = None, key_file: str | Path | None = None) -> BearerAuth:
         """The key from ``key_file``, else ``CAPSULE_API_KEY``, else the file ``CAPSULE_API_KEY_FILE`` names."""
         environ = os.environ if environ is None else environ
         path = key_file or (None if environ.get("CAPSULE_API_KEY") else environ.get("CAPSULE_API_KEY_FILE"))
@@ -134,7 +135,7 @@ class SigV4Auth:
 
     @classmethod
     def for_url(cls, url: str, *, region: str | None = None, profile: str | None = None,
-                credentials: Any = None, environ: Mapping[str, str] | None = None) -> "SigV4Auth":
+                credentials: Any = None, environ: Mapping[str, str] | None = None) -> SigV4Auth:
         """The region is ``region``, else the one in the URL, else AWS_REGION / AWS_DEFAULT_REGION."""
         environ = os.environ if environ is None else environ
         region = region or region_from_url(url) or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")

@@ -21,13 +21,13 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 from urllib.parse import urlsplit
 
-from capsule.paths import default_data_dir
 from capsule.errors import InvalidInput, Unauthorized
+from capsule.paths import default_data_dir
 
 from .auth import BearerAuth, region_from_url
 from .auth_methods import AUTO, METHODS

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from capsule import Settings, idprefix, models
@@ -76,7 +77,7 @@ class EmbeddedBackend:
         self.tenant = tenant
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "EmbeddedBackend":
+    def from_settings(cls, settings: Settings) -> EmbeddedBackend:
         return cls(build_service(settings))
 
     @property
@@ -277,7 +278,7 @@ class Connection:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, embedded: bool = False,
-                 **given: Any) -> "Connection":
+                 **given: Any) -> Connection:
         """Arguments win over the environment: CAPSULE_MEMORY_URL, CAPSULE_AUTH.
 
         An unknown auth method is refused here, naming the nearest one; leaving it unset (or

@@ -38,8 +38,19 @@ from typing import Any
 import numpy as np
 
 from .bench_data import (
-    K, LOCAL_TENANT, PROJECT, Dataset, exact_top, ingest, make_dataset, numpy_brute, percentiles,
-    recall, rss_mb, service_for, timed,
+    LOCAL_TENANT,
+    PROJECT,
+    Dataset,
+    K,
+    exact_top,
+    ingest,
+    make_dataset,
+    numpy_brute,
+    percentiles,
+    recall,
+    rss_mb,
+    service_for,
+    timed,
 )
 
 ORIGINAL_WINDOW = 500
@@ -113,7 +124,7 @@ def warm_hybrid(service, data: Dataset) -> dict[str, Any]:
 def warm_vector(service, data: Dataset, truth: np.ndarray) -> dict[str, Any]:
     """The vector stage alone on the warm index: first stage, exact re-scoring, top 10."""
     from capsule.records import Filters
-    from capsule.search import _View, _vector_rows
+    from capsule.search import _vector_rows, _View
 
     index = service.indexes.get(LOCAL_TENANT, PROJECT, service.embedder.model_id)
     mask = index.mask(Filters())

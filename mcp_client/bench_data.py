@@ -8,10 +8,11 @@ import math
 import os
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -130,7 +131,7 @@ def ingest(db: Path, data: Dataset, projects: int = 1) -> dict[str, float]:
 
     store = SQLiteStore(db)
     store.migrate()
-    base = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    base = datetime(2025, 1, 1, tzinfo=UTC)
     model = f"bench-{data.vectors.shape[1]}"
     n = len(data.texts)
     tenth = max(1000, -(-n // 10000) * 1000)

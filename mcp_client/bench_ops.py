@@ -27,8 +27,9 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -13,8 +13,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -266,8 +267,8 @@ def vector_only(n: int, dim: int, queries: int, workdir: Path, workers_count: in
     not measured this way (``capsule bench`` without ``--vector-only`` runs them)."""
     from capsule.index import ProjectIndex, stable_key
     from capsule.records import ChangeSet, IndexColumns
-    from capsule.snapshot import Snapshots
     from capsule.search import SearchOptions
+    from capsule.snapshot import Snapshots
 
     from .bench_data import Dataset, exact_top, make_dataset, numpy_brute
 
@@ -330,7 +331,7 @@ def _vector_worker(folder: str, model: str, query_file: str) -> None:
     start = time.perf_counter()
     from capsule.index import ProjectIndex
     from capsule.records import Filters
-    from capsule.search import SearchOptions, _View, _vector_rows
+    from capsule.search import SearchOptions, _vector_rows, _View
     from capsule.snapshot import Snapshots
 
     imports_ms = (time.perf_counter() - start) * 1000

@@ -8,9 +8,11 @@ cut is reported (``omitted``, ``truncated``), so the agent knows to page or narr
 from __future__ import annotations
 
 import json
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hooks use excerpt() and must start without pydantic (or typing)
-    from typing import Any, Callable, Sequence, TypeVar
+    from collections.abc import Callable, Sequence
+    from typing import Any, TypeVar
 
     from pydantic import BaseModel
 
@@ -32,7 +34,7 @@ def excerpt(text: str, limit: int) -> tuple[str, bool]:
     return text[:keep] + f" … [+{len(text) - keep} chars]", True
 
 
-def size(item: "BaseModel | dict | list | Any") -> int:
+def size(item: BaseModel | dict | list | Any) -> int:
     if hasattr(item, "model_dump_json"):  # a pydantic model
         return len(item.model_dump_json(by_alias=True))
     return len(json.dumps(item, default=str))

@@ -8,7 +8,7 @@ whose rolling limit (100 by default, oldest unpinned evicted first) is the first
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
@@ -32,7 +32,7 @@ def _iso(at: datetime | None) -> str | None:
     """As the first Capsule sent dates: ISO-8601 UTC with milliseconds and a Z."""
     if at is None:
         return None
-    utc = at.astimezone(timezone.utc) if at.tzinfo else at
+    utc = at.astimezone(UTC) if at.tzinfo else at
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 

@@ -3,7 +3,8 @@ store, or the HTTP API through the client's public ``request`` (one call per ope
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from capsule.capture import build_capture

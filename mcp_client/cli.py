@@ -29,8 +29,9 @@ from .strict_cli import HINT, StrictParser
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing, datetime and logging are start-up costs the warm route does not pay
+    from collections.abc import Callable, Iterator
     from datetime import datetime
-    from typing import Any, Callable, Iterator
+    from typing import Any
 
     from capsule import MemoryService, Settings
 
@@ -78,13 +79,13 @@ def default_project() -> str:
     return project_name.default_project()
 
 
-def settings_from(args: argparse.Namespace) -> "Settings":
+def settings_from(args: argparse.Namespace) -> Settings:
     from capsule import Settings
 
     return Settings.from_env(data_dir=getattr(args, "data_dir", None), embedder=getattr(args, "embedder", None))
 
 
-def service_from(args: argparse.Namespace) -> "MemoryService":
+def service_from(args: argparse.Namespace) -> MemoryService:
     import logging
 
     from capsule.runtime import build_service

@@ -28,16 +28,17 @@ import json
 import logging
 import random
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Type, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 from pydantic import BaseModel, ValidationError
 
 from capsule import errors, models
+from capsule.fielderrors import validate
 from capsule.governance import models as gm
 from capsule.learning import models as lm
-from capsule.fielderrors import validate
 
 from .auth import Auth, NoAuth
 from .transport import Dropped, NotConnected, PooledTransport, Response, TimedOut
@@ -49,7 +50,7 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _WHY = {NotConnected: "not connected", Dropped: "connection closed", TimedOut: "timed out"}  # for the log
 # Statuses after which the server has certainly changed nothing.
 NOTHING_DONE_STATUSES = frozenset({429, 503})
-_ERRORS_BY_STATUS: dict[int, Type[errors.CapsuleError]] = {
+_ERRORS_BY_STATUS: dict[int, type[errors.CapsuleError]] = {
     400: errors.InvalidInput, 413: errors.PayloadTooLarge, 422: errors.InvalidInput,
     401: errors.Unauthorized, 403: errors.Forbidden, 404: errors.NotFound, 409: errors.Conflict,
     412: errors.PreconditionFailed,
@@ -120,7 +121,7 @@ class CapsuleClient:
         if close is not None:
             close()
 
-    def __enter__(self) -> "CapsuleClient":
+    def __enter__(self) -> CapsuleClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -182,7 +183,7 @@ class CapsuleClient:
         log.info("%s %s: %s; retry %d in %.2fs", method, path, why, attempt + 1, delay)
         self.retry.sleep(delay)
 
-    def _call(self, result: Type[M], method: str, path: str, **kwargs: Any) -> M:
+    def _call(self, result: type[M], method: str, path: str, **kwargs: Any) -> M:
         data = self.request(method, path, **kwargs)
         try:
             return result.model_validate(data)
@@ -191,7 +192,7 @@ class CapsuleClient:
                                      f"{exc.errors()[0].get('msg')}") from exc
 
     @staticmethod
-    def _body(model: Type[BaseModel], request: Any) -> dict[str, Any]:
+    def _body(model: type[BaseModel], request: Any) -> dict[str, Any]:
         return validate(model, request).model_dump(mode="json", by_alias=True, exclude_unset=True)
 
     @staticmethod

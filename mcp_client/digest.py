@@ -37,7 +37,8 @@ from .vb_digest import Latest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the stop hook starts without typing
-    from typing import Any, Iterator
+    from collections.abc import Iterator
+    from typing import Any
 
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*digest[ \t]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S | re.I)
 _TAGGED = re.compile(r"<digest>[ \t]*\n?(.*?)</digest>", re.S | re.I)

@@ -18,10 +18,11 @@ import re
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from capsule import InvalidInput
 
@@ -49,7 +50,7 @@ def parse_session_date(text: str) -> datetime:
     cleaned = re.sub(r"\s+", " ", text.strip())
     for pattern in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y"):
         try:
-            return datetime.strptime(cleaned, pattern).replace(tzinfo=timezone.utc)
+            return datetime.strptime(cleaned, pattern).replace(tzinfo=UTC)
         except ValueError:
             continue
     raise InvalidInput(f"cannot read the session date {text!r}", field="session_date_time")

@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ def parse_date(text: str) -> datetime:
     if not match:
         raise InvalidInput(f"cannot read the date {text!r}", field="haystack_dates")
     year, month, day, hour, minute = (int(g) if g else 0 for g in match.groups())
-    return datetime(year, month, day, hour, minute, tzinfo=timezone.utc)
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 @dataclass

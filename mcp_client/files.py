@@ -5,8 +5,8 @@ from __future__ import annotations
 import fnmatch
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from capsule import limits
 

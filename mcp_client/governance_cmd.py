@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is a start-up cost the warm route (capsule serve answering) does not pay
     from typing import Any

@@ -13,7 +13,8 @@ from capsule import limits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the stop hook imports this module; typing is a start-up cost it need not pay
-    from typing import Any, Iterator, Mapping
+    from collections.abc import Iterator, Mapping
+    from typing import Any
 
 # capsule.capture.models.MAX_EVENT_CHARS, read without importing pydantic (the hooks start fast).
 MAX_EVENT_CHARS = limits.MAX_CONTENT_BYTES

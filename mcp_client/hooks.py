@@ -42,7 +42,8 @@ from .spool import RETRYABLE, Spool, send
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and dataclasses are start-up costs pre-tool-use does not pay
-    from typing import Any, Callable, Mapping, TextIO
+    from collections.abc import Callable, Mapping
+    from typing import Any, TextIO
 
     from .backends import Backend
     from .digest import Digest

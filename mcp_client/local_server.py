@@ -33,7 +33,8 @@ from . import loopback_http
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing itself is a start-up cost the warm route does not pay
-    from typing import Any, Callable, Mapping
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 ANNOUNCE_FILE = "serve.json"
 SWITCH = "CAPSULE_SERVER"       # "off" (or 0/no/false): always run embedded

@@ -11,20 +11,20 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS
 from .options import connection_from, connection_options
 from .project_name import client_project, default_project
 
 if TYPE_CHECKING:  # the SDK is imported when a server is built, so other commands start fast
-    from .backends import Connection
     from mcp.server import MCPServer
 
-    from .tool_sets import Listing
-
+    from .backends import Connection
     from .tool_kit import ServerState
+    from .tool_sets import Listing
 
 INSTRUCTIONS = """\
 Capsule Memory: long-term memory shared across sessions and agents.
@@ -62,10 +62,10 @@ def build_server(open_state: Callable[[], ServerState], listing: Listing | None 
     registry = ToolRegistry()
     for module in TOOL_MODULES:
         importlib.import_module(module).register(registry)
+    from capsule import __version__  # the library: not for `capsule mcp --help`
+
     from .tool_sets import choose, listing_middleware
     from .vb_dialect import beside_content
-
-    from capsule import __version__  # the library: not for `capsule mcp --help`
 
     return MCPServer("capsule-memory", title="Capsule Memory", version=__version__,
                      instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING", tools=registry.tools,
@@ -75,10 +75,9 @@ def build_server(open_state: Callable[[], ServerState], listing: Listing | None 
 def state_opener(conn: Connection, project: str, max_chars: int = DEFAULT_MAX_CHARS
                  ) -> Callable[[], ServerState]:
     def open_state() -> ServerState:
-        from .tool_kit import ServerState
-
         # Never raises for settings a user can fix while it runs: each call then says why.
         from .backends import open_backend
+        from .tool_kit import ServerState
 
         backend = open_backend(conn)
         return ServerState(backend=backend, default_project=project, max_chars=max_chars)

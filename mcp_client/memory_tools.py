@@ -12,10 +12,10 @@ from capsule import limits, models
 
 from . import tool_results as out
 from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS, size
-from .strict_tools import ToolRegistry
 from .governance_tools import RetentionArg, TtlArg
-from .vb_dialect import projects_json
+from .strict_tools import ToolRegistry
 from .tool_kit import MaxChars, MemoryId, Meta, Project, Tags, drop_none, merged_meta, result, run, state
+from .vb_dialect import projects_json
 
 Outcome = Literal["success", "failure", "unknown"]
 Kind = Annotated[str | None, Field(max_length=64, description="What kind of memory: decision, fix, error, code, "

@@ -33,7 +33,7 @@ def connection_options(parser: argparse.ArgumentParser) -> None:
                         help="embedded: which embedder (default: CAPSULE_EMBEDDER, else auto)")
 
 
-def connection_from(args: argparse.Namespace) -> "Connection":
+def connection_from(args: argparse.Namespace) -> Connection:
     from .backends import Connection
 
     return Connection.from_env(embedded=args.embedded, url=args.url, auth=args.auth, region=args.region,

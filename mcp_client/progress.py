@@ -18,7 +18,8 @@ import json
 import os
 import sys
 import time
-from typing import Callable, Mapping, TextIO
+from collections.abc import Callable, Mapping
+from typing import TextIO
 
 BAR_WIDTH = 24
 REDRAW_S = 0.1
@@ -76,7 +77,7 @@ class Progress:
         self._start = clock()
         self._drawn = -1e9
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is a start-up cost the warm route does not pay
-    from typing import Mapping
+    from collections.abc import Mapping
 
 MAX_PARENTS = 64  # bounds the walk up to the repository's top
 NAMED_DEFAULT = "default"  # the project of a client started in "/" or the home folder

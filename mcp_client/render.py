@@ -8,12 +8,13 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a command answered by the local server prints without loading pydantic or typing
-    from typing import Any, Sequence
+    from collections.abc import Sequence
+    from typing import Any
 
     from pydantic import BaseModel
 
 
-def as_json(result: "BaseModel | dict | list") -> str:
+def as_json(result: BaseModel | dict | list) -> str:
     if hasattr(result, "model_dump_json"):  # a pydantic model
         return result.model_dump_json(indent=2, by_alias=True)
     return json.dumps(result, indent=2, default=str, ensure_ascii=False)

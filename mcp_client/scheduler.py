@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from capsule.errors import CapsuleError
 from capsule.jobs import Jobs
@@ -60,7 +60,7 @@ class Scheduler:
             wait = max(0.5, min(self._due.values()) - self._monotonic())
             self._stop.wait(min(wait, 60.0))
 
-    def start(self) -> "Scheduler":
+    def start(self) -> Scheduler:
         self._thread.start()
         return self
 

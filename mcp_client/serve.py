@@ -19,7 +19,8 @@ import os
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from capsule.errors import InvalidInput, Unavailable
 

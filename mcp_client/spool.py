@@ -24,7 +24,8 @@ from capsule.errors import Forbidden, InvalidInput, Unauthorized, Unavailable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hooks start without the backends' imports (or typing)
-    from typing import Any, Mapping
+    from collections.abc import Mapping
+    from typing import Any
 
     from .backends import Backend
 
@@ -66,7 +67,7 @@ class Spool:
         abandoned = [p for p in self.folder.glob(f"*{INFLIGHT}") if _mtime(p) < cutoff]
         return sorted([*self.folder.glob("*.json"), *abandoned], key=lambda p: p.name)
 
-    def drain(self, backend: "Backend", limit: int = 20) -> tuple[int, int]:
+    def drain(self, backend: Backend, limit: int = 20) -> tuple[int, int]:
         """Send up to ``limit`` kept requests, oldest first; stop at the first retryable failure.
         Returns (delivered, rejected)."""
         delivered = rejected = 0
@@ -95,7 +96,7 @@ def _mtime(path: Path) -> float:
         return float("inf")
 
 
-def send(backend: "Backend", kind: str, request: Mapping[str, Any]) -> Any:
+def send(backend: Backend, kind: str, request: Mapping[str, Any]) -> Any:
     if kind == "store":
         return backend.store(request)
     if kind == "ingest":

@@ -16,7 +16,8 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is a start-up cost a command does not otherwise pay
-    from typing import Any, NoReturn, Sequence
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
 
 HINT = "hint: '{command} --help' shows the usage"
 OWNER = "_capsule_parser"  # the deepest parser of a command line, kept on the namespace while parsing

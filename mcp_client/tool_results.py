@@ -6,7 +6,8 @@ result (a model below, published as the tool's output schema) and the text an ag
 
 from __future__ import annotations
 
-from typing import Any, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 

@@ -9,7 +9,8 @@ not listed still works when called: listing is a budget, not a permission.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 SETS: dict[str, tuple[str, ...]] = {
     "memory": ("memory_store", "memory_ingest", "memory_search", "memory_list", "memory_get", "memory_pin",

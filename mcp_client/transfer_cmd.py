@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Iterator
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:  # capsule.transfer (the library) loads where the data is read or written, not for --help
     from capsule.transfer import DataImportResult

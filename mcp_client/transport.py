@@ -24,8 +24,8 @@ import ssl
 import threading
 import urllib.request
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 from urllib.parse import urlsplit
 
 MAX_IDLE = 4  # connections kept open for the next calls (more only while calls overlap)
@@ -65,7 +65,7 @@ class ResumingContext(ssl.SSLContext):
         self._open: weakref.WeakSet[ssl.SSLSocket] = weakref.WeakSet()
         self.sslsocket_class = _make_remembering(self)
 
-    def __new__(cls, protocol: int = ssl.PROTOCOL_TLS_CLIENT) -> "ResumingContext":
+    def __new__(cls, protocol: int = ssl.PROTOCOL_TLS_CLIENT) -> ResumingContext:
         return super().__new__(cls, protocol)
 
     def wrap_socket(self, sock, *args, session: ssl.SSLSession | None = None, **kwargs):  # type: ignore[override]
@@ -140,8 +140,14 @@ class PooledTransport:
         self._manager = urllib3.ProxyManager(proxy, **options) if proxy else urllib3.PoolManager(**options)
 
     def __call__(self, method: str, url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> Response:
-        from urllib3.exceptions import (ConnectTimeoutError, HTTPError, NewConnectionError, ProxyError,
-                                        ReadTimeoutError, SSLError)
+        from urllib3.exceptions import (
+            ConnectTimeoutError,
+            HTTPError,
+            NewConnectionError,
+            ProxyError,
+            ReadTimeoutError,
+            SSLError,
+        )
 
         try:
             reply = self._manager.request(

@@ -8,7 +8,8 @@ keys we do not use are named back to the caller rather than dropped silently.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 # Per tool: argument -> (JSON type, required). "id" is an integer or a string of an id.
 SPEC: dict[str, dict[str, tuple[str, bool]]] = {

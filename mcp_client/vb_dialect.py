@@ -20,8 +20,9 @@ import json
 import math
 import sys
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 
 import anyio
 from mcp.types import CallToolResult, TextContent

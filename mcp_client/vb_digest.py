@@ -33,7 +33,8 @@ import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the stop hook starts without typing
-    from typing import Any, Iterable, Mapping
+    from collections.abc import Iterable, Mapping
+    from typing import Any
 
 # The original's pattern, with the tag spelled ASCII on purpose: under IGNORECASE, [a-zA-Z]
 # would also take the Kelvin sign and the long s. DIGEST itself is case-insensitive, as there.

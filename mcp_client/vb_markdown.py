@@ -8,7 +8,8 @@ stay exactly as the original wrote them. Pure functions of our result models.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from capsule.learning import models as lm
 

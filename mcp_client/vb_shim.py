@@ -13,8 +13,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 RELATIVE = Path(".claude") / "mcp-servers" / "vector-bridge" / "dist" / "index.js"
 MARK = "// capsule-memory: stands in for the Vector Bridge"

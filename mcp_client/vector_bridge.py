@@ -8,7 +8,8 @@ integers; ours are strings, so an integer id is taken as the string of its digit
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 # Per tool: its Vector Bridge argument name -> ours. A rename applies only to a tool that has the target.
 COMMON = {"project_root": "project"}

@@ -24,8 +24,9 @@ import itertools
 import json
 import re
 import time
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import bson
 import numpy as np

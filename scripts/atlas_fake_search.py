@@ -24,8 +24,9 @@ import json
 import math
 import re
 from array import array
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 import snowballstemmer

@@ -29,7 +29,7 @@ import statistics
 import sys
 import time
 import tracemalloc
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +46,7 @@ from capsule.service import MemoryService  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
 from scripts.atlas_fake import FakeAtlasDatabase, OperationCounter  # noqa: E402
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 TOPICS, VOCAB, WORDS = 1000, 5000, 60
 THRESHOLD = 5_000  # infra/stack.py StackOptions.vector_search_min
 

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT / "layers"))
 import numpy as np  # noqa: E402
 
 from capsule.records import MemoryRecord  # noqa: E402
-from capsule.store.transfer import FeedbackRow  # noqa: E402
 from capsule.store.sides import transfer_store  # noqa: E402
+from capsule.store.transfer import FeedbackRow  # noqa: E402
 from capsule.text import sha256  # noqa: E402
 from capsule.transfer import Sources, export_lines, import_lines  # noqa: E402
 from capsule.transfer.format import read_lines  # noqa: E402
@@ -71,7 +71,7 @@ def sources(store) -> Sources:
 
 def seed(store, n: int, dims: int) -> None:
     rng = np.random.default_rng(7)
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     transfer = transfer_store(store)
     # Text from a vocabulary of 5,000 words, as real notes repeat their words: the tokenizer's
     # word caches (bounded at 262,144 words) then stay small, as they do on real text.

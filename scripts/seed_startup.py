@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 SUBJECTS = ["the checkout service", "the SQLite store", "the login page", "the nightly job", "the search API",
@@ -45,7 +45,7 @@ def seed(data_dir: Path, n: int, project: str, first_id: int = 0) -> None:
     service.set_retention_limit("local", project, {"retention_limit": max(2 * n, 1000)})
     embedder = MiniLMEmbedder()
     texts = notes(n)
-    base = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    base = datetime(2026, 1, 1, tzinfo=UTC)
     start = time.perf_counter()
     for first in range(first_id, n, 1000):
         batch = texts[first:first + 1000]

@@ -4,13 +4,22 @@ kill -9 of the server mid-load (8 clients), each followed by SQLite's integrity 
 
     .venv/bin/python scripts/serve_durability.py /tmp/capsule-durability 10000 20
 """
-import http.client, json, os, random, signal, sqlite3, sys, threading, time
+import http.client
+import json
+import os
+import random
+import signal
+import sqlite3
+import sys
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "layers"), str(ROOT)]
-from tests.serve.server import Server
 from capsule.store.sqlite import SQLiteStore
+from tests.serve.server import Server
+
 
 def load(server, clients, ops, stop=None):
     acked, lock = [], threading.Lock()

@@ -10,8 +10,8 @@ caller, the first included, gets models built for it alone (:func:`search_result
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from . import models
 from .construct import built

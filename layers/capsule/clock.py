@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 Clock = Callable[[], datetime]
 
 
 def system_clock() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class FrozenClock:
     """A clock for tests and imports: returns ``now`` until moved."""
 
     def __init__(self, now: datetime | None = None) -> None:
-        self.now = now or datetime(2026, 1, 1, tzinfo=timezone.utc)
+        self.now = now or datetime(2026, 1, 1, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         return self.now
@@ -28,12 +28,12 @@ class FrozenClock:
 
 def to_epoch(value: datetime) -> float:
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.timestamp()
 
 
-_MIN_EPOCH = datetime(1, 1, 2, tzinfo=timezone.utc).timestamp()
-_MAX_EPOCH = datetime(9999, 12, 30, tzinfo=timezone.utc).timestamp()
+_MIN_EPOCH = datetime(1, 1, 2, tzinfo=UTC).timestamp()
+_MAX_EPOCH = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
 
 
 def from_epoch(value: float | None) -> datetime | None:
@@ -43,4 +43,4 @@ def from_epoch(value: float | None) -> datetime | None:
         return None
     if value != value:  # NaN
         value = 0.0
-    return datetime.fromtimestamp(min(max(value, _MIN_EPOCH), _MAX_EPOCH), tz=timezone.utc)
+    return datetime.fromtimestamp(min(max(value, _MIN_EPOCH), _MAX_EPOCH), tz=UTC)

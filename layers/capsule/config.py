@@ -7,8 +7,9 @@ so nothing needs patching.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
@@ -146,7 +147,7 @@ class Settings(BaseModel):
         return value
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         environ = os.environ if environ is None else environ
         values: dict[str, object] = {
             name: environ[var] for name, var in ENVIRONMENT.items() if environ.get(var, "") != ""

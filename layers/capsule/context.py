@@ -45,7 +45,7 @@ def embedding_text(content: str, before: str | None, *, max_words: int = DEFAULT
     return f"{_STAMP.sub('', before, count=1)}\n{content}"
 
 
-def text_to_embed(store: "MemoryStore", record: "MemoryRecord", *, max_words: int = DEFAULT_MAX_WORDS) -> str:
+def text_to_embed(store: MemoryStore, record: MemoryRecord, *, max_words: int = DEFAULT_MAX_WORDS) -> str:
     """What ``record`` is embedded as, reading the turn before it from ``store`` when it has one.
 
     The one rule for every path that embeds a memory (a store, the backfill job), so a memory

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from calendar import monthrange
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -64,7 +64,7 @@ class Window:
 def windows(query: str, as_of: datetime) -> list[Window]:
     """The windows of time ``query`` speaks of, seen from ``as_of`` (most precise first)."""
     if as_of.tzinfo is None:
-        as_of = as_of.replace(tzinfo=timezone.utc)
+        as_of = as_of.replace(tzinfo=UTC)
     found = [Window(s.start, s.end) for s in named_dates(query)]  # written with a year: exact
     taken = " ".join(query.split())
     for reader in (_relative, _calendar, _partial):

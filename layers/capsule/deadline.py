@@ -17,9 +17,9 @@ The deadline lives in a context variable: each request (thread, task) has its ow
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, Iterator
 
 from .errors import Unavailable
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import difflib
 import typing
-from typing import Any, Iterable, Sequence, Type, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -110,7 +111,7 @@ def from_validation_error(exc: Any, model: Any = None) -> InvalidInput:
 M = TypeVar("M", bound=BaseModel)
 
 
-def validate(model: Type[M], data: Any) -> M:
+def validate(model: type[M], data: Any) -> M:
     """Validate ``data`` into ``model``; a failure is InvalidInput naming the field."""
     if isinstance(data, model):
         return data

@@ -24,10 +24,11 @@ to the smaller key fixed per memory, as in one project.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,7 +36,9 @@ from . import dates, hamming, quantized, ranking
 from .clock import to_epoch
 from .index import ProjectIndex, sign_codes, stable_key
 from .indexrecords import Records, prefetch_together
+from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
 from .matrix import read_rows, row_dots, take_parts
+from .postings import TermScores
 from .query import named_authors
 from .records import Filters
 from .search import (
@@ -58,8 +61,6 @@ from .search import (
     where_it_counts,
     wilson,
 )
-from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
-from .postings import TermScores
 from .tenantpostings import PostingsTable, Resorter, TenantPostings
 
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ class _Columns:
 
     @classmethod
     def of(cls, indexes: Sequence[ProjectIndex], stamp: tuple, postings: PostingsTable | None = None,
-           resorter: Resorter | None = None) -> "_Columns":
+           resorter: Resorter | None = None) -> _Columns:
         """``postings``: the table an earlier search sorted, kept where few indexes changed since."""
         starts = np.concatenate(([0], np.cumsum([i.n for i in indexes]))).astype(np.int64)
         joined = {name: np.concatenate([getattr(i, name)[: i.n] for i in indexes])
@@ -372,7 +373,7 @@ class _TenantSlice:
 
 def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool], plain: list[bool],
                 columns: _Columns, q: np.ndarray | None, now: datetime, weights: ranking.Weights,
-                options: SearchOptions, top_keyword: float, k: int, spans: list[dates.Window]) -> "_Tenant | None":
+                options: SearchOptions, top_keyword: float, k: int, spans: list[dates.Window]) -> _Tenant | None:
     """The candidates of every plain-scored view (:func:`_plain_scoring`), scored together:
     what :func:`capsule.search._rank_rows` computes for them (their boosts are all 0 but the
     time the query names), tenant-wide."""

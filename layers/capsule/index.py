@@ -35,8 +35,8 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .indexchanges import IndexChanges
 from .indexfilters import IndexFilters

@@ -14,7 +14,6 @@ from .governance.retention import effective_class
 from .indexrows import IndexRows
 from .records import Filters, MemoryRecord
 
-
 _NONE = Filters()
 
 

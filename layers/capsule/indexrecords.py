@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import fields
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -116,7 +116,7 @@ class Records:
         return [item if item is None or isinstance(item, (tuple, str)) else item.id if getattr(item, "sealed", "")
                 else pack(item) for item in self._items]
 
-    def keep(self, rows: np.ndarray) -> "Records":
+    def keep(self, rows: np.ndarray) -> Records:
         return Records([self._items[row] for row in rows.tolist()], self.fetch)
 
 

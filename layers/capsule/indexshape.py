@@ -40,7 +40,7 @@ class Shape:
     median_session: float
 
     @classmethod
-    def of(cls, index: Rows) -> "Shape":
+    def of(cls, index: Rows) -> Shape:
         n = index.n
         prev = np.full(n, -1, dtype=np.int64)
         nxt = np.full(n, -1, dtype=np.int64)

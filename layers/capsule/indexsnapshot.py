@@ -9,12 +9,12 @@ state it names, so that one list says what a snapshot holds.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from .indexrecords import Records
 from .indexpostings import IndexPostings
+from .indexrecords import Records
 from .indexvectors import IndexVectors
 from .matrix import SplitRows
 

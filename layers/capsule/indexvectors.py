@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .indexrows import IndexRows, grow
-from .matrix import SplitRows, Spill, blocked_dot, is_mapped, read_rows, row_dots
 from . import quantized
+from .indexrows import IndexRows, grow
+from .matrix import Spill, SplitRows, blocked_dot, is_mapped, read_rows, row_dots
 from .quantized import Quantized, build
 from .records import DeferredVectors
 from .signbits import sign_codes

@@ -20,8 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Callable
 
 from pydantic import BaseModel, Field
 
@@ -34,8 +34,8 @@ from .errors import InvalidInput, Unavailable
 from .governance.retention import over_limit
 from .learning.service import LearningService
 from .store.base import MemoryStore
-from .store.sides import governance_store
 from .store.learning import LearningStore
+from .store.sides import governance_store
 
 JOB_NAMES = ("retention", "mining", "backfill", "redact")
 PENDING_COUNTED = 1000  # how far a report counts what is still pending

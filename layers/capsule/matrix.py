@@ -21,8 +21,9 @@ import sys
 import threading
 import weakref
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -220,7 +221,7 @@ class SplitRows:
     def nbytes(self) -> int:
         return self.base.nbytes + self.tail.nbytes
 
-    def grown(self, capacity: int) -> "SplitRows":
+    def grown(self, capacity: int) -> SplitRows:
         grown = SplitRows(self.base, capacity)
         grown.tail[: len(self.tail)] = self.tail
         return grown

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
-from typing import Annotated, Any, Literal, Union
-
-from typing_extensions import TypeAliasType
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -26,15 +24,17 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from typing_extensions import TypeAliasType
 
 from . import limits, project_identity
+
 # What a pattern means, for the error a caller reads: models fill the registry fielderrors reads.
 from .fielderrors import PATTERN_MESSAGES
 from .schema_rules import any_given
 
 Outcome = Literal["success", "failure", "unknown"]
-from .governance.retention import EffectiveClass, RetentionClass  # noqa: E402  (one place for the classes)
 from .governance.policy import EXPIRY_SCHEMA  # noqa: E402  (the expiry rules the service checks)
+from .governance.retention import EffectiveClass, RetentionClass  # noqa: E402  (one place for the classes)
 
 # A page's position: the last item's creation time (epoch seconds) and its id as hex; any
 # string of this shape is a position, so a client can never send one that is refused.
@@ -53,7 +53,7 @@ def _utf8_within(max_bytes: int, what: str):
 
 def _aware(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
+        return value.replace(tzinfo=UTC)
     return value
 
 
@@ -121,7 +121,7 @@ MetaKey = Annotated[str, Field(pattern=META_KEY_PATTERN)]
 MetaObject = Annotated[dict[MetaKey, "MetaValue"], Field(json_schema_extra={"additionalProperties": False})]
 # Integers fit in 64 bits: MongoDB (BSON) holds no larger, and a value must store in either backend.
 MetaInt = Annotated[int, Field(ge=-limits.INT_END, lt=limits.INT_END)]
-MetaValue = TypeAliasType("MetaValue", "Union[str, MetaInt, float, bool, None, list[MetaValue], MetaObject]")
+MetaValue = TypeAliasType("MetaValue", "str | MetaInt | float | bool | None | list[MetaValue] | MetaObject")
 META_SCHEMA_EXTRA = {"propertyNames": {"pattern": META_KEY_PATTERN}}
 _META_KEY = re.compile(META_KEY_PATTERN)  # check_meta_keys reads the pattern the schema states
 PATTERN_MESSAGES.update({
@@ -173,7 +173,7 @@ class MemoryMeta(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _size(self) -> "MemoryMeta":
+    def _size(self) -> MemoryMeta:
         # After the fields, so 10,000 tags are named as tags, not as a meta too large.
         try:
             size = len(json.dumps(self.model_dump(mode="json"), default=str))
@@ -325,7 +325,7 @@ class SearchRequest(_Request):
         "Also return, on each hit, the older memories it superseded (the chain, newest first)."))
 
     @model_validator(mode="after")
-    def _scope(self) -> "SearchRequest":
+    def _scope(self) -> SearchRequest:
         if not self.global_ and self.project is None:
             raise ValueError("give a project, or set global to search every project")
         return self
@@ -384,7 +384,7 @@ class ProjectSettingsRequest(_Request):
         " default: those with secrets or personal data found) or 'all' (every memory stored or changed from now on)."))
 
     @model_validator(mode="after")
-    def _something(self) -> "ProjectSettingsRequest":
+    def _something(self) -> ProjectSettingsRequest:
         if all(getattr(self, name) is None for name in PROJECT_SETTINGS):
             raise ValueError(f"give at least one of {', '.join(PROJECT_SETTINGS)}")
         return self

@@ -4,9 +4,10 @@ commands that a running ``capsule serve`` answers need only this much of the set
 from __future__ import annotations
 
 from pathlib import Path
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is a start-up cost the warm route (capsule serve answering) does not pay
-    from typing import Mapping
+    from collections.abc import Mapping
 
 DATA_DIR_VARIABLE = "CAPSULE_DATA_DIR"
 

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 _DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 _SLASHES = re.compile(r"/{2,}")

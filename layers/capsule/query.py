@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from calendar import monthrange
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from .text import tokens
 
@@ -35,7 +35,7 @@ class Span:
 
 def _day(year: int, month: int, day: int) -> Span | None:
     try:
-        start = datetime(year, month, day, tzinfo=timezone.utc)
+        start = datetime(year, month, day, tzinfo=UTC)
     except ValueError:
         return None
     return Span(start, start + timedelta(days=1))
@@ -64,13 +64,13 @@ def named_dates(query: str) -> list[Span]:
     for match in _MONTH_YEAR.finditer(query):
         if free(match):
             year, month = int(match.group(2)), MONTHS[match.group(1).lower()[:3]]
-            start = datetime(year, month, 1, tzinfo=timezone.utc)
+            start = datetime(year, month, 1, tzinfo=UTC)
             spans.append(Span(start, start + timedelta(days=monthrange(year, month)[1])))
             taken.append(match.span())
     if not spans:
         for match in _YEAR.finditer(query):
             year = int(match.group(1))
-            spans.append(Span(datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc)))
+            spans.append(Span(datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)))
     return spans
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import copy
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from datetime import date, datetime, time, timedelta
 from enum import Enum
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 

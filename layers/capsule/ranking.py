@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ class Weights:
     feedback: float = 0.15
     half_life_days: float = 30.0
 
-    def replace(self, **changes: float | None) -> "Weights":
+    def replace(self, **changes: float | None) -> Weights:
         values = {name: getattr(self, name) for name in self.__dataclass_fields__}
         values.update({k: v for k, v in changes.items() if v is not None})
         return Weights(**values)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -132,7 +133,7 @@ class IndexColumns:
     # first search needs; ``deferred`` reads the vectors themselves later.
     packed: bytearray = field(default_factory=bytearray)  # every row's packed row, one after another
     packed_lengths: list[int] = field(default_factory=list)
-    deferred: "DeferredVectors | None" = None
+    deferred: DeferredVectors | None = None
 
 
 class DeferredVectors(Protocol):

@@ -26,15 +26,14 @@ The pipeline, the same for a warm index and a cold one built for this search:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Callable, Sequence
 
 import numpy as np
 
-from . import dates, ranking
+from . import dates, hamming, ranking
 from .clock import to_epoch
-from . import hamming
 from .index import ProjectIndex, Records, Shape, sign_codes, stable_key
 from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
 from .query import asks_when, named_authors
@@ -584,7 +583,7 @@ def _score_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime,
 
 def _rank_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime, weights: ranking.Weights,
                options: SearchOptions, top_keyword: float, k: int, query: str = "",
-               spans: list[dates.Window] | None = None) -> "_Ranked":
+               spans: list[dates.Window] | None = None) -> _Ranked:
     """:func:`_score_rows` without building the results (records are read only for hits)."""
     index = v.index
     windowed = _windowed(index.shape(), options)

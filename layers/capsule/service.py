@@ -16,7 +16,8 @@ parts do): :mod:`.service_writes` (store and ingest), :mod:`.service_search` (se
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .clock import Clock, system_clock
 from .config import Settings

@@ -7,12 +7,11 @@ client) import them from.
 
 from __future__ import annotations
 
-
 from . import models
+from .cursor import decode_cursor, encode_cursor  # noqa: F401  (the service's modules read them here)
 from .fielderrors import validate  # noqa: F401  (the service's modules read it here)
 from .governance.retention import effective_class
 from .records import MemoryRecord
-from .cursor import decode_cursor, encode_cursor  # noqa: F401  (the service's modules read them here)
 from .text import sha256
 
 

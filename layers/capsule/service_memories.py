@@ -4,8 +4,9 @@ one without force), restore it, and record feedback on it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 from . import legacy_ids, limits, models, wire
 from .clock import Clock

@@ -15,8 +15,8 @@ from .governance.retention import NO_LIMIT, project_limit
 from .guard.policy import Policies
 from .records import WriteOutcome
 from .service_edge import validate
-from .write_notes import retention_note
 from .store.base import MemoryStore
+from .write_notes import retention_note
 
 
 class ServiceProjects:

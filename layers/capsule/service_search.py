@@ -9,8 +9,9 @@ Search is the hot path: the steps are methods of the service itself, with no lay
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

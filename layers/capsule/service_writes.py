@@ -6,9 +6,10 @@ down), deduplicated, inserted under the project's retention limit, and explained
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

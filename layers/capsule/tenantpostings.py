@@ -16,8 +16,8 @@ meanwhile; without one it is done on the search's path.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

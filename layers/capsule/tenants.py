@@ -19,9 +19,10 @@ its own limit, and a merge must not hand them to the next eviction.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterable, Protocol
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from .limits import DEFAULT_RETENTION_LIMIT, MAX_RETENTION_LIMIT
 from .records import ProjectStats
@@ -124,7 +125,7 @@ def merge(mover: TenantMover, *, apply: bool = False, role: str | None = None, s
     ``store`` (the memory store the mover works on) lets the merge keep every merged memory
     under its project's retention limit (:func:`raised_limits`)."""
     report = MergeReport(applied=apply)
-    when = at or datetime.now(timezone.utc)
+    when = at or datetime.now(UTC)
     for source, target in plan(mover.tenants(), role=role):
         raised = {} if store is None else raised_limits(store.projects(source), store.projects(target), default_limit)
         if apply:

@@ -10,7 +10,7 @@ postings are sorted again on the service's index thread. It writes into the data
 """
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,7 @@ search(0)
 service.settle()
 warm = [search(i)[0] for i in range(1, 8)]
 print(f"warm global p50 {np.median(warm):.1f} ms CPU", flush=True)
-now = datetime.now(timezone.utc)
+now = datetime.now(UTC)
 for r in range(rounds):
     vector = rng.standard_normal(dim).astype(np.float32)
     vector /= np.linalg.norm(vector)

@@ -25,7 +25,6 @@ vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
 from capsule.config import Settings
 from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
-
 from mcp_client.bench_data import LOCAL_TENANT, PROJECT, TableEmbedder
 from mcp_client.bench_scale import memory_status
 

@@ -7,20 +7,23 @@ import pathlib
 import sys
 import tempfile
 import time
+
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "layers"))
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
 from capsule.records import MemoryRecord
 from capsule.service import MemoryService
 from capsule.store import sqlite as sq
 from capsule.text import sha256
+
 n, mode = int(sys.argv[1]), sys.argv[2]
 if mode == "before":
     sq.DEDUPE_LOOKUP = sq.DEDUPE_LOOKUP.replace("+sha256", "sha256")
 d = pathlib.Path(tempfile.mkdtemp())
 store = sq.SQLiteStore(d / "c.db"); store.migrate()
-emb = HashingEmbedder(); t0 = datetime.now(timezone.utc) - timedelta(hours=1)
+emb = HashingEmbedder(); t0 = datetime.now(UTC) - timedelta(hours=1)
 for start in range(0, n, 5000):
     texts = [f"memory {i} about w{i % 97} and w{i % 31}" for i in range(start, min(n, start + 5000))]
     vecs = emb.embed(texts)

@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -30,7 +30,7 @@ from .events import event
 
 pymongo = pytest.importorskip("pymongo", reason="pymongo is in the 'mongo' extra")
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 OWN_TIMEOUT_S = 5.0  # mongo_client.CLIENT_OPTIONS serverSelectionTimeoutMS: what a call waits without a deadline
 
 

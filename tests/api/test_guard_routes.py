@@ -1,8 +1,9 @@
 """Secrets and personal data over the HTTP handlers: the default redacts, a project set to
 refuse gets a 422 naming the kinds and nothing stored, bad settings are 422 naming the field."""
 
-from .events import event
 from tests.guard.corpus import AKIA
+
+from .events import event
 
 
 def test_a_key_is_redacted_by_default(service, call):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
@@ -26,7 +26,7 @@ from functions.openapi import document
 from .events import event
 
 ABSENT = object()  # a field left out of the body
-SOON = (datetime.now(timezone.utc) + timedelta(days=3)).isoformat()
+SOON = (datetime.now(UTC) + timedelta(days=3)).isoformat()
 
 
 def request_schema(operation: str) -> Draft202012Validator:

@@ -4,7 +4,7 @@ the endpoint once, and leaves everything it does not serve to the resolver."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,7 +16,7 @@ from functions.handlers import search, store
 
 from .events import event
 
-AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 HIT = models.SearchHit(id="m1", project="p", content="café ✓ \"quoted\" \u2028", score=0.123456789,
                        components=models.Components(vector=0.5, bm25=1e-7, time=1.0, feedback=0.0, outcome=0.0),
                        meta={"tags": ["ü"], "n": [1, 2.5, None, True]}, occurred_at=AT, created_at=AT)

@@ -9,7 +9,7 @@ before tuning, never tuned on). Run: python tests/capture/make_capture_set.py
 
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 DEV_POSITIVE = {
@@ -284,7 +284,7 @@ HELD_HARD = [
 
 
 def _hard(split: str, items: list, rng: random.Random) -> list[dict]:
-    events, start = [], datetime(2026, 4, 6, 9, 0, tzinfo=timezone.utc)
+    events, start = [], datetime(2026, 4, 6, 9, 0, tzinfo=UTC)
     for number, (role, text, label) in enumerate(items):
         events.append({"split": split, "session": f"{split}-hard-{number // 8}", "role": role, "text": text,
                        "time": (start + timedelta(minutes=number)).isoformat(), "label": label,
@@ -297,7 +297,7 @@ def _events(split: str, positive: dict, negative: list[str], noise: list[str], r
     items += [(text, False, "chatter") for text in negative]
     rng.shuffle(items)
     noise = list(noise)
-    events, session, start = [], 0, datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+    events, session, start = [], 0, datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     for number, (text, label, kind) in enumerate(items):
         if number % 9 == 0:
             session += 1

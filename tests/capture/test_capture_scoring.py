@@ -2,6 +2,7 @@
 user's asides, each a case the scorer before the user-fact model got wrong."""
 
 import pytest
+
 from capsule.capture.scoring import Event, score_event
 
 

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+
 from capsule import InvalidInput
 from capsule.capture import fact_labels
 from capsule.capture.evaluation import evaluate
-
 from mcp_client import evaluate_capture
 
 HERE = Path(__file__).parent

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from capsule.capture import user_facts
 from capsule.capture.features import NAMES, user_turn_features
 

@@ -144,7 +144,7 @@ def browser():
 
 
 @pytest.fixture
-def page(browser: "Browser", server: Api):
+def page(browser: Browser, server: Api):
     context = browser.new_context(viewport={"width": 1360, "height": 1000})
     context.set_default_timeout(WAIT_MS)
     opened = context.new_page()
@@ -158,26 +158,26 @@ def page(browser: "Browser", server: Api):
     assert errors == [], f"the page threw: {errors}"
 
 
-def settle(page: "Page") -> None:
+def settle(page: Page) -> None:
     """Wait until the page has no request in flight (it counts them on body[data-pending])."""
     expect(page.locator("body")).to_have_attribute("data-pending", "0")
 
 
-def connect(page: "Page", token: str) -> None:
+def connect(page: Page, token: str) -> None:
     page.get_by_label("API token").fill(token)
     page.get_by_label("API token").press("Enter")
     expect(page.locator("#workspace")).to_be_visible()
     settle(page)
 
 
-def open_project(page: "Page", project: str) -> None:
+def open_project(page: Page, project: str) -> None:
     page.get_by_label("Open or start a project").fill(project)
     page.get_by_role("button", name="Open", exact=True).click()
     expect(page.locator("#project-name")).to_have_text(project)
     settle(page)
 
 
-def store_in_page(page: "Page", content: str, tags: str = "", pinned: bool = False) -> None:
+def store_in_page(page: Page, content: str, tags: str = "", pinned: bool = False) -> None:
     page.get_by_label("Content").fill(content)
     page.get_by_label("Tags", exact=True).fill(tags)
     page.get_by_label("Pinned").set_checked(pinned)
@@ -188,11 +188,11 @@ def store_in_page(page: "Page", content: str, tags: str = "", pinned: bool = Fal
     expect(page.get_by_label("Content")).to_have_value("")
 
 
-def card(page: "Page", where: str, memory_id: str):
+def card(page: Page, where: str, memory_id: str):
     return page.locator(f"#{where} li.card-item[data-id='{memory_id}']")
 
 
-def notice(page: "Page"):
+def notice(page: Page):
     return page.locator("#notice")
 
 

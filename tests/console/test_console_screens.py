@@ -14,13 +14,22 @@ import urllib.request
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-
-from tests.console.test_console import (  # noqa: F401  (fixtures)
-    CHROMIUM, UNNAMED_CONTROLS, WAIT_MS, Api, browser, card, connect, notice, open_project, server, settle,
-)
-from tests.conftest import REPO
-
 from playwright.sync_api import expect
+
+from tests.conftest import REPO
+from tests.console.test_console import (  # noqa: F401  (fixtures)
+    CHROMIUM,
+    UNNAMED_CONTROLS,
+    WAIT_MS,
+    Api,
+    browser,
+    card,
+    connect,
+    notice,
+    open_project,
+    server,
+    settle,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -38,9 +38,9 @@ def _mongomock_strict(tmp_path) -> Iterator:
     """mongomock with the transaction path (enforced sessions) and every query checked against
     the declared indexes (strict_mongo.py)."""
     mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
-    from capsule.store.mongo import INDEXES, MongoStore
-
     from strict_mongo import StrictDatabase, TxnClient  # beside this conftest (rootdir-relative import)
+
+    from capsule.store.mongo import INDEXES, MongoStore
 
     client = TxnClient(mongomock.MongoClient())
     store = MongoStore(StrictDatabase(client, client._mock.get_database("contract"), INDEXES), transactions=True)

@@ -96,7 +96,7 @@ class UnindexedQuery(AssertionError):
 
 
 class IndexedCollection:
-    def __init__(self, inner: Any, indexes: list, txn: "TxnClient") -> None:
+    def __init__(self, inner: Any, indexes: list, txn: TxnClient) -> None:
         self._inner, self._indexes, self._txn = inner, [([("_id", 1)], {"unique": True}), *indexes], txn
         self.name = inner.name
 
@@ -130,10 +130,10 @@ class IndexedCollection:
 
 
 class TxnSession:
-    def __init__(self, client: "TxnClient") -> None:
+    def __init__(self, client: TxnClient) -> None:
         self.client, self.in_transaction, self.ended = client, False, False
 
-    def __enter__(self) -> "TxnSession":
+    def __enter__(self) -> TxnSession:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -10,7 +10,7 @@ from capsule.errors import Conflict, NotFound
 from capsule.store.capture import CandidateRecord
 from capsule.store.sides import candidate_store
 
-T0 = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
 
 
 @pytest.fixture(params=["sqlite", "mongomock"])

@@ -8,13 +8,12 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from test_store_contract import T0, put, rec  # beside this module (rootdir-relative import)
 
 from capsule.errors import NotFound, PreconditionFailed
 from capsule.records import AuditRecord
 from capsule.store.governance import GovernanceStore
 from capsule.store.sides import governance_store
-
-from test_store_contract import T0, put, rec  # beside this module (rootdir-relative import)
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """A project's own secrets/personal-data policies, on every backend in conftest.BACKENDS."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def test_policies_are_none_until_set_then_kept_per_project(store):

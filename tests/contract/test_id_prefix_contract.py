@@ -4,11 +4,10 @@ capsule.idprefix turns a prefix into the one id it names, or a clear error."""
 from __future__ import annotations
 
 import pytest
+from test_store_contract import T0, put, rec  # beside this file (rootdir-relative import)
 
 from capsule import idprefix
 from capsule.errors import InvalidInput, NotFound
-
-from test_store_contract import T0, put, rec  # beside this file (rootdir-relative import)
 
 
 def test_ids_with_prefix_is_the_tenants_ids_starting_with_it_forgotten_too(store):

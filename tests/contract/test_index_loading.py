@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import count
 
 import numpy as np
 
-from capsule.index import ProjectIndex, store_fetcher, stable_key
+from capsule.index import ProjectIndex, stable_key, store_fetcher
 from capsule.records import MemoryRecord
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 _ids = count()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,7 @@ from capsule.errors import Conflict, NotFound
 from capsule.learning.records import ApplicationRecord, PatternRecord, SolutionRecord
 from capsule.store.learning import LearningStore
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 BACKENDS = ["sqlite", "mongomock"] + (["mongodb"] if os.environ.get("CAPSULE_TEST_MONGODB_URI") else [])
 
 

@@ -5,7 +5,7 @@ a run stopped at its budget resumes; with the embedder down they wait for the ba
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -16,12 +16,10 @@ from capsule.embedders.hashing import HashingEmbedder
 from capsule.errors import Unavailable
 from capsule.jobs import Jobs
 from capsule.learning import LearningService
-from capsule.store.sides import open_learning_store
 from capsule.records import MemoryRecord
 from capsule.service import MemoryService
+from capsule.store.sides import governance_store, open_learning_store, transfer_store
 from capsule.store.sqlite import SQLiteStore
-from capsule.store.sides import governance_store
-from capsule.store.sides import transfer_store
 from capsule.text import sha256
 
 T = "t1"
@@ -40,7 +38,7 @@ class Switch(HashingEmbedder):
 
 @pytest.fixture
 def world(store, tmp_path):
-    clock, embedder = FrozenClock(datetime(2026, 3, 1, tzinfo=timezone.utc)), Switch()
+    clock, embedder = FrozenClock(datetime(2026, 3, 1, tzinfo=UTC)), Switch()
     mongo = not isinstance(store, SQLiteStore)
     settings = Settings(data_dir=tmp_path, embedder="hashing", store="mongo" if mongo else "sqlite")
     service = MemoryService(store, embedder, clock=clock, settings=settings)
@@ -51,7 +49,7 @@ def world(store, tmp_path):
 
 def old_memory(store, content: str, memory_id: str, project: str = "app") -> None:
     """A row as a store kept it before the current rules: written as it is (no guard)."""
-    at = datetime(2025, 6, 1, tzinfo=timezone.utc)
+    at = datetime(2025, 6, 1, tzinfo=UTC)
     vector = HashingEmbedder().embed([content])[0]
     transfer_store(store).put_memories(T, project, [MemoryRecord(
         id=memory_id, tenant=T, project=project, content=content, sha256=sha256(content), occurred_at=at,
@@ -160,7 +158,7 @@ def test_sealed_memories_and_versions_are_redacted_and_stay_sealed(store, tmp_pa
     from capsule.guard.stored import store_policies
     from capsule.guard.sweep import Sweep
 
-    clock = FrozenClock(datetime(2026, 3, 1, tzinfo=timezone.utc))
+    clock = FrozenClock(datetime(2026, 3, 1, tzinfo=UTC))
     svc = MemoryService(sealed(store, LocalKeyFile(tmp_path / "k" / "capsule.key"), clock=clock), HashingEmbedder(),
                         clock=clock)
     svc.set_project_settings(T, "app", {"secrets_policy": "flag"})  # flagged: sealed at rest

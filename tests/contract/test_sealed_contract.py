@@ -5,7 +5,7 @@ found by keyword, kept sealed through an update and its history, and rotated wit
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from capsule.crypto import envelope
 from capsule.crypto.reseal import rotate, sweep
@@ -14,7 +14,7 @@ from capsule.crypto.wrappers import LocalKeyFile
 from capsule.embedders import HashingEmbedder
 from capsule.service import MemoryService
 
-NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
 TEXT = "email hortensia.blackwood@tallowmere.net about the lorikeet shipment"
 WORDS = ["hortensia", "blackwood", "tallowmere", "lorikeet", "Wexcombe"]
 

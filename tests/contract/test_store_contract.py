@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ from capsule.errors import Conflict, NotFound
 from capsule.records import Filters, MemoryRecord
 from capsule.store.base import MemoryStore
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 _counter = iter(range(10**9))
 
 

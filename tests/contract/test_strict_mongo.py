@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
 
-from capsule.records import MemoryRecord  # noqa: E402
-from capsule.store.mongo import INDEXES, MongoStore  # noqa: E402
 from strict_mongo import StrictDatabase, TxnClient, UnindexedQuery, served  # noqa: E402
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+from capsule.records import MemoryRecord  # noqa: E402
+from capsule.store.mongo import INDEXES, MongoStore  # noqa: E402
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 MEMORIES = INDEXES["memories"]
 
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
 from capsule.records import MemoryRecord
-from capsule.store.sides import sync_store
-from capsule.store.sides import transfer_store
+from capsule.store.sides import sync_store, transfer_store
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 @pytest.fixture(params=["sqlite", "mongomock"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -10,10 +10,10 @@ import pytest
 from capsule.errors import InvalidInput
 from capsule.learning.records import ApplicationRecord, LinkRecord
 from capsule.records import AuditRecord, Filters, MemoryRecord
-from capsule.store.transfer import EvidenceRow, FeedbackRow, TransferStore
 from capsule.store.sides import transfer_store
+from capsule.store.transfer import EvidenceRow, FeedbackRow, TransferStore
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def rec(n: int, *, tenant: str = "t1", project: str = "p", forgotten: bool = False) -> MemoryRecord:

@@ -9,13 +9,12 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from test_store_contract import T0, put, rec  # beside this module (rootdir-relative import)
 
 from capsule.index import ProjectIndex, store_fetcher
 from capsule.records import ChangeSet, Filters
-from capsule.store.sides import governance_store
 from capsule.store.scopes import scope_settings
-
-from test_store_contract import T0, put, rec  # beside this module (rootdir-relative import)
+from capsule.store.sides import governance_store
 
 
 def seen(content: str, visibility: str = "private", subject: str | None = None, **kw):

@@ -6,7 +6,7 @@ KMS key refuses to store what must be sealed rather than storing it in the clear
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -38,7 +38,7 @@ def mongo_service(db, client) -> MemoryService:
 
     store = MongoStore(db, transactions=False)
     store.migrate()
-    return MemoryService(sealed(store, KmsWrapper(client, ARN), clock=lambda: datetime.now(timezone.utc)),
+    return MemoryService(sealed(store, KmsWrapper(client, ARN), clock=lambda: datetime.now(UTC)),
                          HashingEmbedder())
 
 
@@ -93,7 +93,7 @@ def test_an_unreachable_kms_is_a_503_too():
 def test_without_a_kms_key_the_hosted_store_refuses_what_must_be_sealed():
     wrapper = wrapper_for(Settings(store="mongo", mongodb_uri="mongodb://h/"))
     assert isinstance(wrapper, NoKeys)
-    svc = MemoryService(sealed(_mongo(), wrapper, clock=lambda: datetime.now(timezone.utc)), HashingEmbedder())
+    svc = MemoryService(sealed(_mongo(), wrapper, clock=lambda: datetime.now(UTC)), HashingEmbedder())
     with pytest.raises(KeyUnavailable, match="CAPSULE_KMS_KEY_ID"):
         svc.store_memory("t1", {"project": "p", "content": TEXT})
     plain = svc.store_memory("t1", {"project": "p", "content": "nothing personal here"})  # still works

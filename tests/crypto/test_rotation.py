@@ -5,7 +5,7 @@ the while; re-wrapping under another key file changes no memory. Both are audit 
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -15,11 +15,10 @@ from capsule.crypto.reseal import rewrap, rotate
 from capsule.crypto.wrappers import LocalKeyFile
 from capsule.learning.runtime import build_jobs
 from capsule.runtime import build_service
-
 from tests.serve.server import capsule
 
 T = "t1"
-NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
 TEXTS = [f"write to ann.{n}@holloway-farms.org about crate {word}" for n, word in
          enumerate(["pomegranix", "turnipolis", "quincewold"])]
 

@@ -5,6 +5,7 @@ and an unknown key is a 503 naming KMS. (tests/crypto stub botocore.)"""
 from __future__ import annotations
 
 import pytest
+
 from capsule.crypto.wrappers import KmsWrapper
 from capsule.errors import KeyUnavailable
 

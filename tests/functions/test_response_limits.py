@@ -13,12 +13,12 @@ import json
 from dataclasses import replace
 
 import pytest
+
 from capsule import limits, wire
 from capsule.config import Settings
 from capsule.runtime import build_service
 from capsule.store.transfer import transfer_store
 from capsule.transfer.export import export_lines
-
 from functions import app, transfer_app
 from functions.handlers import export as export_handler
 from functions.handlers import list as list_handler

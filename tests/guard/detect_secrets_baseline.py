@@ -13,7 +13,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import FALSE_POSITIVES, TRUE_POSITIVES  # noqa: E402
-
 from detect_secrets.core.scan import scan_line  # noqa: E402
 from detect_secrets.settings import default_settings  # noqa: E402
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from capsule.guard.detect import KINDS, detect
 

@@ -11,7 +11,6 @@ from aws_cdk.assertions import Match, Template
 from capsule.jobs import LEASE_SECONDS
 from infra.app import options_from
 from infra.jobs import JOBS
-
 from tests.infra.conftest import stub_layer
 
 

@@ -2,7 +2,6 @@
 (behind a switch that can make it unavailable) and a frozen clock."""
 
 import pytest
-
 from learning_helpers import World, make_world
 
 

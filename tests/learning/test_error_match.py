@@ -2,18 +2,16 @@
 
 import itertools
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-import pytest
+from error_match_eval import run
+from learning_helpers import fixpack
 
 from capsule.embedders.hashing import HashingEmbedder
 from capsule.learning import matching, mining
 from capsule.learning.signature import salient_text, terms
 from capsule.learning.tags import readable_tag
 from capsule.records import MemoryRecord
-
-from error_match_eval import run
-from learning_helpers import fixpack
 
 FAIL = {"type": "error", "outcome_status": "failure"}
 BROAD_REDIS = fixpack("Start the local Redis", signatures=[{
@@ -121,7 +119,7 @@ def test_readable_tags_take_no_numbers_and_do_not_depend_on_order():
 
 
 def test_a_tag_held_by_other_memories_gets_a_suffix_and_a_linked_one_is_taken_over():
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
     texts = ["connect ECONNREFUSED 10.0.0.1:6379 (redis)", "redis ECONNREFUSED :6379"]
     records = [MemoryRecord(id=f"m{i}", tenant="t", project="p", content=text, sha256=str(i), occurred_at=t0,
                             created_at=t0, updated_at=t0, meta=FAIL) for i, text in enumerate(texts)]

@@ -7,10 +7,10 @@ from __future__ import annotations
 import copy
 
 import pytest
+from fixpack_files import FILE, FILES, KEPT, KINDS, in_file, kept_in, load
 
 from capsule.errors import InvalidInput
 from capsule.learning import fixpack_format
-from fixpack_files import FILE, FILES, KEPT, KINDS, in_file, kept_in, load
 
 SIGNATURES = [{"text": "Error: getaddrinfo ENOTFOUND redis.railway.internal"}]
 

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from capsule.errors import InvalidInput, NotFound, Unavailable
+from learning_helpers import fixpack, make_world
 
 import functions.jobs as lambda_jobs
-from learning_helpers import fixpack, make_world
+from capsule.errors import InvalidInput, NotFound, Unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 FAIL = {"type": "error", "outcome_status": "failure"}

@@ -1,6 +1,6 @@
 """Clustering on a small fixed corpus: what joins two errors and what keeps them apart."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -9,7 +9,7 @@ from capsule.learning import mining
 from capsule.learning.signature import terms
 from capsule.records import MemoryRecord
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 EMBEDDER = HashingEmbedder()
 
 

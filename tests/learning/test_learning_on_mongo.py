@@ -2,16 +2,15 @@
 through the same runtime function the Lambda handlers use."""
 
 import pytest
+from learning_helpers import FlakyEmbedder, fixpack
 
 from capsule.clock import FrozenClock
 from capsule.config import Settings
 from capsule.jobs import Jobs
 from capsule.learning import LearningService
-from capsule.store.sides import open_learning_store
 from capsule.service import MemoryService
 from capsule.store.mongo_learning import MongoLearningStore
-
-from learning_helpers import FlakyEmbedder, fixpack
+from capsule.store.sides import open_learning_store
 
 mongomock = pytest.importorskip("mongomock")
 FAIL = {"type": "error", "outcome_status": "failure"}

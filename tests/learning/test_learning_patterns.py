@@ -1,8 +1,7 @@
 import pytest
+from learning_helpers import fixpack
 
 from capsule.errors import InvalidInput, NotFound
-
-from learning_helpers import fixpack
 
 FAIL = {"type": "error", "outcome_status": "failure"}
 REDIS_FAILURES = [

@@ -1,10 +1,9 @@
 import copy
 
 import pytest
+from learning_helpers import fixpack
 
 from capsule.errors import InvalidInput, NotFound, PayloadTooLarge
-
-from learning_helpers import fixpack
 
 
 def _count(world, tenant="t"):

@@ -4,17 +4,17 @@ without a category, and ``solution_apply``'s times on both stores."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from fixpack_files import REAL, load
+from learning_helpers import FlakyEmbedder, fixpack
 
 from capsule.clock import FrozenClock
 from capsule.errors import InvalidInput, NotFound
 from capsule.learning import LearningService
-from fixpack_files import REAL, load
-from learning_helpers import FlakyEmbedder, fixpack
 
-T0 = datetime(2025, 3, 1, 12, tzinfo=timezone.utc)
+T0 = datetime(2025, 3, 1, 12, tzinfo=UTC)
 
 
 def test_always_new_inserts_beside_a_solution_with_the_same_title(world):
@@ -33,11 +33,11 @@ def test_an_importer_sets_the_counts_and_times_of_a_new_solution(world):
     solution = world.learning.import_solution("t", body, always_new=True).solution
     shown = world.learning.get_solution("t", solution.id).solution
     assert (shown.success_count, shown.failure_count) == (7, 2)
-    assert shown.last_applied_at == datetime(2025, 2, 1, 10, tzinfo=timezone.utc) and shown.verified_on == T0
+    assert shown.last_applied_at == datetime(2025, 2, 1, 10, tzinfo=UTC) and shown.verified_on == T0
     stored = world.learning.store.get_solution("t", solution.id).body
     assert not {"success_count", "failure_count", "last_applied_at", "verified_on"} & set(stored)
     naive = world.learning.import_solution("t", {**body, "verified_on": "2025-02-01T10:00:00"}, always_new=True)
-    assert naive.solution.verified_on == datetime(2025, 2, 1, 10, tzinfo=timezone.utc)  # a time without offset: UTC
+    assert naive.solution.verified_on == datetime(2025, 2, 1, 10, tzinfo=UTC)  # a time without offset: UTC
     for bad in ({"verified_on": "yesterday"}, {"last_applied_at": 1738400000}, {"success_count": -1}):
         with pytest.raises(InvalidInput) as caught:
             world.learning.import_solution("t", {**load(REAL[1]), **bad}, always_new=True)

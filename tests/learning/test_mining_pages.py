@@ -7,18 +7,17 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from learning_helpers import fixpack
 
 from capsule.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
 from capsule.learning import LearningService, mining, mining_pages
 from capsule.learning.patterns import MAX_PATTERNS_SCANNED
-from capsule.store.sides import open_learning_store
 from capsule.records import Filters
 from capsule.service import MemoryService
+from capsule.store.sides import open_learning_store
 from capsule.store.sqlite import SQLiteStore
-
-from learning_helpers import fixpack
 
 ERRORS = ["connect ECONNREFUSED 10.0.0.2:6379", "E11000 duplicate key error collection users email_1",
           "TypeError: cannot read properties of undefined (reading 'map') in OrderTable",

@@ -7,9 +7,9 @@ from __future__ import annotations
 import copy
 
 import pytest
+from fixpack_files import REAL, REAL_KEPT, in_file, kept_in, load
 
 from capsule.learning import fixpack_format
-from fixpack_files import REAL, REAL_KEPT, in_file, kept_in, load
 
 REAL_FILE = {f.stem: f for f in REAL}
 TOP = ("title", "description", "category", "component", "tags", "package_manager", "monorepo_tool")

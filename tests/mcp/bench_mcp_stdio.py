@@ -2,8 +2,15 @@
 
     PYTHONPATH=layers:. python tests/mcp/bench_mcp_stdio.py          # EMB=minilm for the real embedder
 """
-import anyio, os, sys, tempfile, time, statistics
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import anyio
 from mcp import Client, StdioServerParameters
+
 d = tempfile.mkdtemp()
 env = {"PYTHONPATH": "layers:.", "CAPSULE_EMBEDDER": os.environ.get("EMB", "hashing"), "CAPSULE_DATA_DIR": d, "CAPSULE_PROJECT": "bench"}
 async def main():

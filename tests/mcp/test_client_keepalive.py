@@ -14,10 +14,9 @@ import urllib.request
 import anyio
 import pytest
 from mcp import Client
+from mcp_support import mcp_params, new_data_dir, signing_serve
 
 from capsule import errors
-
-from mcp_support import mcp_params, new_data_dir, signing_serve
 from scripts.tls_front import TlsFront, stunnel_binary
 
 ACCESS_KEY = "AKIACAPSULETEST0002"

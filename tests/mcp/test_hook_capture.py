@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from mcp_support import hook_input, new_data_dir
+from test_mcp_hooks import run_hook, stored
+
 from capsule import Settings
 from mcp_client.backends import EmbeddedBackend
 from mcp_client.capture_ops import capture_ops
-from mcp_support import hook_input, new_data_dir
-from test_mcp_hooks import run_hook, stored
 
 CHECKOUT = "/home/dev/shop"  # the recorded hook inputs' cwd
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import anyio
 from mcp import Client
-
 from mcp_support import ToolSession, mcp_params, new_data_dir
 
 EVENTS = [

@@ -76,7 +76,7 @@ class Scripted:
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
-    def then(self, status: int | None, body: object, headers: dict | None = None, delay_s: float = 0.0) -> "Scripted":
+    def then(self, status: int | None, body: object, headers: dict | None = None, delay_s: float = 0.0) -> Scripted:
         self.script.append((status, body, headers or {}, delay_s))
         return self
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from mcp_support import FIXTURES
 
 from mcp_client.digest import (
     find_digests,
@@ -11,7 +12,6 @@ from mcp_client.digest import (
     parse_digest,
     transcript_digests,
 )
-from mcp_support import FIXTURES
 
 TRANSCRIPT = FIXTURES / "transcript.jsonl"
 

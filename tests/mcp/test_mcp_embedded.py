@@ -6,7 +6,6 @@ import json
 
 import anyio
 from mcp import Client
-
 from mcp_support import ToolSession, mcp_params, new_data_dir
 
 MEMORY_TOOLS = {"memory_store", "memory_ingest", "memory_search", "memory_list", "memory_pin", "memory_forget",

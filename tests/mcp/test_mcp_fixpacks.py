@@ -10,8 +10,8 @@ from pathlib import Path
 
 import anyio
 from mcp import Client
-
 from mcp_support import ROOT, ToolSession, capsule_env, mcp_params, new_data_dir
+
 from tests.learning.fixpack_files import FILES, KEPT, in_file, kept_in, load
 
 SUMMARIES = {  # one line of each file's steps, as the text result gives it

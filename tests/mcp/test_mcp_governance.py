@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import anyio
 from mcp import Client
-
 from mcp_support import ToolSession, mcp_params, new_data_dir
 from test_mcp_remote import ACCESS_KEY, REGION, SECRET, run_remote, serve  # noqa: F401 (the fixture)
 

@@ -10,10 +10,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from mcp_support import capsule_command, capsule_env, hook_input, new_data_dir
+
 from capsule import Settings
 from mcp_client.backends import EmbeddedBackend
 from mcp_client.spool import INFLIGHT_STALE_S, Spool
-from mcp_support import capsule_command, capsule_env, hook_input, new_data_dir
 
 PROJECT = "shop"  # the recorded cwd /home/dev/shop, by its folder name
 

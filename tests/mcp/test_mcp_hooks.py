@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from mcp_support import FIXTURES, capsule_command, capsule_env, hook_input, new_data_dir
 
 from capsule import Settings
 from mcp_client.backends import EmbeddedBackend
-from mcp_support import FIXTURES, capsule_command, capsule_env, hook_input, new_data_dir
 
 PROJECT = "shop"  # the name of the recorded hook inputs' cwd, /home/dev/shop (the default-project rule)
 

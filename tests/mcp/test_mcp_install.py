@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from mcp_support import ROOT, capsule_env, hook_input, new_data_dir
 
 from mcp_client.cli import main
-from mcp_support import ROOT, capsule_env, hook_input, new_data_dir
 
 OTHER_SERVER = {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"]}
 OTHER_HOOK = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./check-bash.sh"}]}

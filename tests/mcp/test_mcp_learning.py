@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import anyio
 from mcp import Client
+from mcp_support import ERROR, FIXPACK, ToolSession, mcp_params, new_data_dir
 
 from capsule import Settings
 from mcp_client.backends import EmbeddedBackend
-from mcp_support import ERROR, FIXPACK, ToolSession, mcp_params, new_data_dir
 
 ALL_TOOLS = {"memory_store", "memory_ingest", "memory_search", "memory_list", "memory_pin", "memory_forget",
              "memory_feedback", "memory_projects", "memory_get", "memory_restore", "solution_search",

@@ -8,7 +8,6 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-
 from mcp_support import ERROR, FIXPACK, ToolSession, mcp_params, new_data_dir, signing_serve
 
 ACCESS_KEY = "AKIACAPSULETEST0001"

@@ -15,8 +15,8 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-
 from mcp_support import ROOT, ToolSession, capsule_command
+
 from tests.support.fake_provider import FakeProvider
 
 VOYAGE_KEY = "pa-test-key"

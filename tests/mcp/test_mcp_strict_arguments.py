@@ -9,11 +9,11 @@ import json
 import anyio
 import pytest
 from mcp import Client
+from mcp_support import ERROR, FIXPACK, ToolSession, mcp_params, new_data_dir
 
 from capsule import Settings
 from mcp_client import vb_dialect
 from mcp_client.backends import EmbeddedBackend
-from mcp_support import ERROR, FIXPACK, ToolSession, mcp_params, new_data_dir
 
 PROJECT = "shop"
 MEMORY, SOLUTION = "{memory}", "{solution}"  # filled in with the seeded ids

@@ -12,11 +12,11 @@ import json
 
 import anyio
 from mcp import Client
+from mcp_support import ToolSession, mcp_params, new_data_dir
 
 from capsule import Settings
 from capsule.learning import models as lm
 from mcp_client.backends import EmbeddedBackend
-from mcp_support import ToolSession, mcp_params, new_data_dir
 
 MY_APP = "/Users/me/my-app"
 MY_PROJECT = "/Users/name/my-project"

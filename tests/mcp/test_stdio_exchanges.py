@@ -14,7 +14,6 @@ import json
 import subprocess
 
 import pytest
-
 from mcp_support import capsule_command, capsule_env, new_data_dir
 
 pytestmark = pytest.mark.slow

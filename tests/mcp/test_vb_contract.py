@@ -12,13 +12,13 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
+from mcp_support import capsule_command, capsule_env
 
 from capsule import Settings
 from mcp_client import tool_sets
 from mcp_client.backends import EmbeddedBackend
 from mcp_client.mcp_server import build_server
 from mcp_client.tool_kit import ServerState
-from mcp_support import capsule_command, capsule_env
 
 ROOT = "/Users/me/my-app"
 SCORES = {"chunk_id", "vector_score", "bm25_score", "time_score", "feedback_score", "outcome_bonus"}
@@ -294,9 +294,10 @@ def test_every_advanced_argument_is_a_real_optional_argument():
 
 
 def tools_list_all_models() -> dict:
+    import importlib
+
     from mcp_client.mcp_server import TOOL_MODULES
     from mcp_client.strict_tools import ToolRegistry
-    import importlib
 
     registry = ToolRegistry()
     for module in TOOL_MODULES:

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from mcp_support import capsule_command, capsule_env, new_data_dir
 
 from capsule import Settings
 from capsule.compat.vector_bridge import meta_as_sent
@@ -27,7 +28,6 @@ from mcp_client.vb_digest import (
     prepare,
     project_id_hash,
 )
-from mcp_support import capsule_command, capsule_env, new_data_dir
 
 BODY = '{"agent": "backend-dev", "task_id": "auth-fix", "summary": "Fixed the SSO logout loop"}'
 PARSED = json.loads(BODY)

@@ -11,9 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from mcp_support import capsule_command, capsule_env, new_data_dir
 
 from tests.conftest import not_installed
-from mcp_support import capsule_command, capsule_env, new_data_dir
 
 NODE = shutil.which("node")
 PROJECT = "/Users/me/my-app"

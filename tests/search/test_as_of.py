@@ -3,13 +3,13 @@ memories that happened then, and ``filters.since/until`` window when memories ha
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from capsule import InvalidInput
 
-AS_OF = datetime(2026, 3, 15, 12, 0, tzinfo=timezone.utc)  # the clock says 2026-03-01
+AS_OF = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)  # the clock says 2026-03-01
 
 
 def remember(service, content, when, outcome="unknown", project="p"):
@@ -24,7 +24,7 @@ def search(service, query, **extra):
 @pytest.fixture
 def history(service):
     """Fixes tried over three months, some of which worked."""
-    at = lambda month, day: datetime(2026, month, day, 9, 0, tzinfo=timezone.utc)  # noqa: E731
+    at = lambda month, day: datetime(2026, month, day, 9, 0, tzinfo=UTC)  # noqa: E731
     return {
         "feb_pin": remember(service, "Pinning numpy below 2.0 made the wheel build pass.", at(2, 10), "success"),
         "feb_retry": remember(service, "Retrying the upload with backoff stopped the flaky deploys.", at(2, 18),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import sqlite3
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -19,7 +19,7 @@ from capsule.records import Filters, MemoryRecord
 from capsule.search import search_indexes
 from capsule.store.sqlite import SQLiteStore
 
-NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
 WORDS = "deploy redis worker timeout mongo gateway cache token retry queue schema getUserById HTTP 503".split()
 QUERIES = ["redis timeout", "getUserById schema", "HTTP 503 gateway", "cache token retry"]
 EMBEDDER = HashingEmbedder()

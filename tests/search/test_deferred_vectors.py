@@ -20,7 +20,7 @@ from capsule.index import ProjectIndex, store_fetcher
 from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 
-from .test_cold_columns import EMBEDDER, NOW, QUERIES, assert_same, by_records, memories, results
+from .test_cold_columns import EMBEDDER, NOW, assert_same, by_records, memories
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -43,8 +43,8 @@ def tiny(path: Path) -> Path:
 
 
 def test_dates_are_read():
-    assert parse_date("2023/05/20 (Sat) 02:21") == datetime(2023, 5, 20, 2, 21, tzinfo=timezone.utc)
-    assert parse_date("2023/05/20") == datetime(2023, 5, 20, tzinfo=timezone.utc)
+    assert parse_date("2023/05/20 (Sat) 02:21") == datetime(2023, 5, 20, 2, 21, tzinfo=UTC)
+    assert parse_date("2023/05/20") == datetime(2023, 5, 20, tzinfo=UTC)
     with pytest.raises(InvalidInput):
         parse_date("May 20")
 
@@ -54,8 +54,8 @@ def test_turns_are_memories_dated_by_their_session(tmp_path):
     assert q1.relevant == ["q1/0/0"] and q3.relevant == [] and q4.abstention and not q1.abstention
     first = q2.turns[0]
     assert (first.author, first.session, first.relevant) == ("user", "sq20", True)
-    assert q2.turns[1].occurred_at == datetime(2023, 6, 1, 8, 0, 1, tzinfo=timezone.utc)
-    assert q2.asked_at == datetime(2023, 6, 8, 9, 0, tzinfo=timezone.utc)
+    assert q2.turns[1].occurred_at == datetime(2023, 6, 1, 8, 0, 1, tzinfo=UTC)
+    assert q2.asked_at == datetime(2023, 6, 8, 9, 0, tzinfo=UTC)
 
 
 def run_cli(tmp_path, *args):

@@ -8,10 +8,11 @@ small; no timing is asserted."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+
 from capsule import globalsearch, hamming, tenantpostings
 from capsule.config import Settings
 from capsule.globalsearch import TenantCodes, candidate_rows, search_global
@@ -28,13 +29,12 @@ from capsule.search import (
 from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from capsule.tenantpostings import TenantPostings
-
 from mcp_client.bench_data import TableEmbedder, exact_top, make_dataset
 
 PROJECTS, PER, DIM, QUERIES = 12, 800, 256, 40
 MODEL = f"bench-{DIM}"
-BASE = datetime(2025, 1, 1, tzinfo=timezone.utc)
-NOW = datetime(2025, 6, 1, tzinfo=timezone.utc)
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
 WEIGHTS = Settings().weights
 needs_faiss = pytest.mark.skipif(not hamming.available(), reason="faiss-cpu is not installed")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,7 @@ from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 
 GOLDEN = Path(__file__).with_name("golden") / "search_results.json"
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 WORDS = ("deploy redis worker timeout mongo index gateway cache token retry queue schema migration lambda "
          "container build test flaky network latency thread project billing invoice login session").split()
 AUTHORS = ["Ann", "Bo", "Caro"]

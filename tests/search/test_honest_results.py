@@ -3,8 +3,6 @@ the explanation names the signal that gave the top result the most of its score.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 
 from capsule import InvalidInput

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC
 
 from capsule import snapshot
 from capsule.index import ProjectIndex
@@ -65,12 +66,12 @@ def test_a_snapshot_of_another_database_is_never_used(make_service, tmp_path):
 
 
 def test_records_pack_and_unpack_whole():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from capsule.index import pack, unpack
     from capsule.records import MemoryRecord
 
-    at = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+    at = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
     record = MemoryRecord(id="m", tenant="t", project="p", content="c", sha256="s", occurred_at=at, created_at=at,
                           updated_at=at, path="a/b.py", chunk_index=1, chunk_count=3, model="m1", pinned=True,
                           explanation="why", meta={"tags": ["x"], "author": "Ana"}, helpful=2, unhelpful=1,

@@ -6,9 +6,9 @@ turn that holds the fact; chats of short turns keep ``b`` and their own priors."
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-AT = datetime(2023, 5, 1, tzinfo=timezone.utc)
+AT = datetime(2023, 5, 1, tzinfo=UTC)
 ANSWER = ("Sure! Here are some thoughts on a commute by bike: " + " ".join(
     f"tip{i} about routes, gear and safety when you commute by bike every day" for i in range(8)))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 
 def test_a_repeated_search_comes_from_the_cache(service):
     service.store_memory("t", {"project": "p", "content": "redis timeout on deploy"})
@@ -66,12 +68,12 @@ def test_neither_the_first_caller_nor_a_later_one_can_change_what_is_cached(serv
 
 
 def test_a_fresh_copy_equals_a_deep_copy_and_shares_nothing_mutable():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from capsule import models
     from capsule.querycache import fresh
 
-    at = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    at = datetime(2026, 1, 2, tzinfo=UTC)
     hit = models.SearchHit(id="m", project="p", content="c", score=0.5, occurred_at=at, created_at=at,
                            components=models.Components(vector=0.1, bm25=0.2, time=1.0, feedback=0.0,
                                                         outcome=0.0, boost=0.0),

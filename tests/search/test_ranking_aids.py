@@ -3,13 +3,13 @@ neighbour window and session score, long memories do not; named authors and date
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from capsule.query import named_authors, named_dates
 
-DAY = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 FILLER = ["How was your weekend?", "Pretty quiet, mostly reading.", "Any good books?", "A novel about sailing.",
           "Sounds lovely.", "It was, thanks for asking."]
 
@@ -100,9 +100,9 @@ def test_of_two_named_authors_the_one_spoken_to_is_not_lifted(service):
 
 def test_a_named_date_lifts_what_happened_then(service):
     early = service.store_memory("t", {"project": "p", "content": "Went to the support group",
-                                       "occurred_at": datetime(2023, 5, 7, 18, tzinfo=timezone.utc)}).memory.id
+                                       "occurred_at": datetime(2023, 5, 7, 18, tzinfo=UTC)}).memory.id
     late = service.store_memory("t", {"project": "p", "content": "Went to the support group again",
-                                      "occurred_at": datetime(2023, 6, 20, 18, tzinfo=timezone.utc)}).memory.id
+                                      "occurred_at": datetime(2023, 6, 20, 18, tzinfo=UTC)}).memory.id
     result = service.search("t", {"project": "p", "query": "support group on 20 June, 2023"})
     hits = {h.id: h for h in result.results}
     assert result.results[0].id == late

@@ -8,7 +8,7 @@ implementation in :mod:`capsule.ranking`, time decay and the Wilson bound from t
 from __future__ import annotations
 
 import math
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -17,9 +17,7 @@ from capsule import InvalidInput, ranking
 from capsule.search import SearchOptions
 from capsule.text import tokens
 
-from datetime import datetime, timezone
-
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)  # the clock fixture's time
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)  # the clock fixture's time
 
 CORPUS = [
     ("deploy", "Deploy failed: the worker could not reach redis.railway.internal (ENOTFOUND)"),

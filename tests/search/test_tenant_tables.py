@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+
 from capsule import tenantpostings
 from capsule.config import Settings
 from capsule.records import Filters, MemoryRecord
@@ -19,12 +20,11 @@ from capsule.search import search_indexes
 from capsule.service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from capsule.tenantpostings import PostingsTable
-
 from mcp_client.bench_data import TableEmbedder, make_dataset
 
 PROJECTS, PER, DIM, QUERIES = 5, 300, 64, 12
 MODEL = f"bench-{DIM}"
-BASE = datetime(2025, 1, 1, tzinfo=timezone.utc)
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -15,7 +15,7 @@ from capsule import ranking
 from capsule.query import asks_when
 from capsule.text import ends_with_question, says_when, tokens
 
-DAY = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 # Ten short turns of four keyword tokens each (no stop words), so the median length is 4.
 FILLER = [f"alpha{c} bravo{c} charlie{c} delta{c}." for c in "abcdefghij"]
 

@@ -7,19 +7,17 @@ from the store into a file (spilled). Sizes are small (20k x 256); no timing is 
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
-from capsule import hamming
-from capsule import indexload
+from capsule import hamming, indexload
 from capsule.config import Settings
 from capsule.index import ProjectIndex
 from capsule.matrix import SplitRows, is_mapped
 from capsule.records import ChangeSet, Filters, MemoryRecord
-from capsule.search import SearchOptions, _View, _vector_rows
+from capsule.search import SearchOptions, _vector_rows, _View
 from capsule.service import MemoryService
 from capsule.snapshot import Snapshots
 from capsule.store.sqlite import SQLiteStore
@@ -27,7 +25,7 @@ from mcp_client.bench_data import TableEmbedder, exact_top, make_dataset
 
 N, DIM, QUERIES = 20_000, 256, 60
 MODEL = f"bench-{DIM}"
-BASE = datetime(2025, 1, 1, tzinfo=timezone.utc)
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
 needs_faiss = pytest.mark.skipif(not hamming.available(), reason="faiss-cpu is not installed")
 
 

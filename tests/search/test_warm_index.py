@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+from datetime import UTC
 
 import numpy as np
 import pytest
@@ -133,12 +134,12 @@ def test_sign_codes_and_hamming():
 def test_the_cache_drops_least_recently_used_projects():
     cache = IndexCache(max_bytes=1)
     rng = np.random.default_rng(0)
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from capsule.records import MemoryRecord
 
     def fill(index: ProjectIndex) -> None:
-        now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        now = datetime(2026, 1, 1, tzinfo=UTC)
         vec = rng.standard_normal(8).astype(np.float32)
         index.apply(ChangeSet(version=1, reset=True, changed=[MemoryRecord(
             id=index.project, tenant="t", project=index.project, content="x", sha256="s",
@@ -171,7 +172,7 @@ def test_a_memory_without_embedding_is_found_by_keyword(make_service, exact):
 
 def test_the_two_pass_binary_stage_on_a_large_index():
     """Large enough for the 256-bit first pass: the nearest rows survive both passes."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from capsule.index import ProjectIndex
     from capsule.records import Filters, MemoryRecord
@@ -179,7 +180,7 @@ def test_the_two_pass_binary_stage_on_a_large_index():
     from mcp_client.bench_data import exact_top, make_dataset, recall
 
     data = make_dataset(3000, 512, 20, seed=11)
-    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
     index = ProjectIndex("t", "p", "m")
     index.apply(ChangeSet(version=1, reset=True, changed=[
         MemoryRecord(id=f"m{i:05d}", tenant="t", project="p", content=data.texts[i], sha256=str(i),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -37,4 +37,4 @@ def sign(method: str, url: str, body: bytes = b"", *, key: str, secret: str, reg
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

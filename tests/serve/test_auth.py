@@ -7,8 +7,16 @@ import pytest
 
 from capsule.errors import Forbidden, Unauthorized
 from functions.auth import (
-    Bearer, HttpRequest, SigV4Key, authorize, canonical_query, canonical_uri, key_hash, parse_authorization,
-    verify_bearer, verify_sigv4,
+    Bearer,
+    HttpRequest,
+    SigV4Key,
+    authorize,
+    canonical_query,
+    canonical_uri,
+    key_hash,
+    parse_authorization,
+    verify_bearer,
+    verify_sigv4,
 )
 
 from .sigv4 import now, sign

@@ -1,7 +1,7 @@
 """functions.gateway without sockets: routing, events, the console's files, refusals."""
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -65,7 +65,7 @@ def test_event_has_the_v2_shape():
                            ("X-Multi", "b"), ("Cookie", "a=1; b=2"), ("Authorization", "Bearer t"), ("X-Api-Key", "k")],
                           b'{"helpful": true}')
     match = Router().match("POST", request.raw_path)
-    at = datetime(2026, 11, 29, 22, 0, tzinfo=timezone.utc)
+    at = datetime(2026, 11, 29, 22, 0, tzinfo=UTC)
     event = build_event(request, match, authorizer={"lambda": {"tenant": "t"}}, source_ip="127.0.0.1",
                         request_id="rid", now=at)
     assert event["version"] == "2.0" and event["routeKey"] == "POST /v1/memories/{id}/feedback"
@@ -84,7 +84,7 @@ def test_event_has_the_v2_shape():
 def test_binary_body_is_base64():
     request = HttpRequest("POST", "/v1/memories", "", [("Content-Type", "application/octet-stream")], b"\xff\x00")
     event = build_event(request, Router().match("POST", "/v1/memories"), authorizer=None, source_ip="x",
-                        request_id="r", now=datetime.now(timezone.utc))
+                        request_id="r", now=datetime.now(UTC))
     assert event["isBase64Encoded"] is True and event["body"] == "/wA="
 
 

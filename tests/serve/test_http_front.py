@@ -24,7 +24,7 @@ def raw(server, data: bytes, timeout: float = 10) -> bytes:
         try:
             while chunk := sock.recv(65536):
                 answer += chunk
-        except socket.timeout:
+        except TimeoutError:
             pass
     return answer
 

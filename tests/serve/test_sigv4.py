@@ -5,8 +5,8 @@ from datetime import timedelta
 
 import pytest
 
-from .sigv4 import now, sign
 from .conftest import SIGV4_KEY, SIGV4_SECRET, SIGV4_TENANT
+from .sigv4 import now, sign
 
 
 def signed(server, method, path, body=None, *, secret=SIGV4_SECRET, key=SIGV4_KEY, at=None, send=None):

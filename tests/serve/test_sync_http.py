@@ -17,10 +17,10 @@ from capsule.config import Settings
 from capsule.errors import CapsuleError
 from capsule.runtime import build_service
 from capsule.sync import LocalPeer, Watermarks, run_sync
-from mcp_client.client import CapsuleClient, Response, Retry
-from mcp_client.transport import PooledTransport
 from mcp_client.auth import BearerAuth
+from mcp_client.client import CapsuleClient, Response, Retry
 from mcp_client.sync_cmd import HttpPeer
+from mcp_client.transport import PooledTransport
 
 from .server import ROOT, Server, capsule, environment
 

@@ -9,8 +9,8 @@ import os
 import signal
 import socket
 import subprocess
-import time
 import sys
+import time
 from pathlib import Path
 
 import pytest

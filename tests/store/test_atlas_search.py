@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
+
+from pymongo.errors import ExecutionTimeout, OperationFailure  # noqa: E402
 
 from capsule import text  # noqa: E402
 from capsule.clock import FrozenClock  # noqa: E402
@@ -28,12 +30,10 @@ from capsule.store import mongo_vector as vs  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
 from capsule.store.mongo_docs import record_to_doc  # noqa: E402
 from capsule.store.sqlite import SQLiteStore  # noqa: E402
-from pymongo.errors import ExecutionTimeout, OperationFailure  # noqa: E402
-
 from scripts.atlas_fake import DocsCorpus, FakeAtlasDatabase, OperationCounter  # noqa: E402
 from scripts.atlas_fake_search import Analyzer  # noqa: E402
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 T1_SIZE = 1200  # several times the shortlist (<= 300), so the hosted answer is not the whole project re-ranked
 EMBEDDER = HashingEmbedder(64)
 SUBJECTS = ["the sqlite checkpoint deadlocked while workers were writing", "redis timeouts in the queue worker",

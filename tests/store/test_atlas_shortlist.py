@@ -9,7 +9,7 @@ the project was never read whole.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -28,7 +28,7 @@ from capsule.store.mongo import MongoStore  # noqa: E402
 from capsule.store.mongo_docs import record_to_doc  # noqa: E402
 from scripts.atlas_fake import DocsCorpus, FakeAtlasDatabase, OperationCounter, ProjectLoaded  # noqa: E402
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 EMBEDDER = HashingEmbedder(64)
 TOPICS = ["sqlite deadlock on checkpoint", "redis timeout in the worker", "docker build cache miss",
           "terraform state lock held", "python import cycle in the loader"]

@@ -5,17 +5,18 @@ cache put back afterwards. The contract suite runs ``insert_bulk`` on every back
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+
 from capsule import terms
 from capsule.records import MemoryRecord
 from capsule.store import sqlite_bulk
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.sqlite_rows import record_params
 
-BASE = datetime(2025, 1, 1, tzinfo=timezone.utc)
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
 TEXTS = [
     "Fix ECONNREFUSED in getUserById (HTTP 503) on redis.railway.internal",
     "the cat and the dog went to the market and bought apples",

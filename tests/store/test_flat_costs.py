@@ -10,7 +10,7 @@ test_query_plans finds scans by their plan; this finds the ranges a plan calls a
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -26,7 +26,7 @@ from capsule.store.transfer import transfer_store
 from capsule.text import sha256
 from capsule.transfer.export import Sources, export_page
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SMALL, LARGE = 150, 1500
 STEP = 10  # instructions per progress-handler call
 # The largest ratio of a large store's count to a small one's: a deeper B-tree or a larger

@@ -3,7 +3,7 @@ driver failures, and the Atlas Vector Search shortlist."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -24,7 +24,7 @@ from capsule.store.mongo_client import drop_clients, shared_client  # noqa: E402
 from capsule.store.mongo_docs import decode_vector, encode_vector  # noqa: E402
 from capsule.store.sqlite import SQLiteStore  # noqa: E402
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 class Wall:
@@ -32,7 +32,7 @@ class Wall:
 
     def __init__(self) -> None:
         # Starts at the real time: mongomock, like a server, expires TTL dates by the real clock.
-        self.now = datetime.now(timezone.utc).replace(microsecond=0)
+        self.now = datetime.now(UTC).replace(microsecond=0)
 
     def __call__(self) -> datetime:
         return self.now
@@ -117,7 +117,7 @@ def test_migrate_runs_once_per_schema_version(store, db):
 def test_forget_stamps_the_ttl_date_from_the_server_clock(store, db, wall):
     put(store, rec("a"))
     store.forget("t1", "a", at=T0, actor="x", reason="r")
-    assert db.memories.find_one({"id": "a"})["deleted_on"].replace(tzinfo=timezone.utc) == wall.now
+    assert db.memories.find_one({"id": "a"})["deleted_on"].replace(tzinfo=UTC) == wall.now
     store.restore("t1", "a", at=T0, actor="x")
     assert "deleted_on" not in db.memories.find_one({"id": "a"})
 

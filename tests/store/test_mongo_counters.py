@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ from capsule.records import MemoryRecord  # noqa: E402
 from capsule.store import mongo_counters as counters  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 class NoReads:

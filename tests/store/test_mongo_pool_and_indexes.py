@@ -8,7 +8,11 @@ pytest.importorskip("pymongo")
 
 from capsule.store import mongo_learning  # noqa: E402
 from capsule.store.mongo_client import (  # noqa: E402
-    LAMBDA_POOL_SIZE, connections_per_process, drop_clients, pool_options, shared_client,
+    LAMBDA_POOL_SIZE,
+    connections_per_process,
+    drop_clients,
+    pool_options,
+    shared_client,
 )
 from capsule.store.mongo_learning import MongoLearningStore  # noqa: E402
 from capsule.store.mongo_schema import ensure_version  # noqa: E402

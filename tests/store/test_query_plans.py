@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections import defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -29,7 +29,7 @@ from capsule.store import sqlite_connection
 from capsule.store.sqlite import SQLiteStore
 from capsule.text import sha256
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TENANTS = ("t0", "t1", "t2", "t3")
 PROJECTS = ("p0", "p1", "p2")
 PER_PROJECT = 300  # 3,600 memories in all

@@ -3,7 +3,7 @@ process, not in the cluster's cross-tenant ``embedding_cache``; the embedded sto
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -20,10 +20,9 @@ from capsule.store.mongo import MongoStore  # noqa: E402
 from capsule.store.mongo_docs import record_to_doc  # noqa: E402
 from capsule.store.sqlite import SQLiteStore  # noqa: E402
 from capsule.text import sha256  # noqa: E402
-
 from scripts.atlas_fake import DocsCorpus, FakeAtlasDatabase, OperationCounter  # noqa: E402
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 SIZE = 150  # over the store's threshold below: the search goes to $vectorSearch and $search
 WRITES = ("insert", "update", "delete", "replace", "find_one_and", "bulk", "create", "drop")
 

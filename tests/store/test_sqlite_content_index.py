@@ -6,14 +6,14 @@ before the index finds its old rows through it once migrated."""
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from capsule.records import MemoryRecord
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.sqlite_schema import MIGRATIONS
 from capsule.store.sqlite_transfer import SQLiteTransferStore
 
-AT = datetime(2025, 1, 1, tzinfo=timezone.utc)
+AT = datetime(2025, 1, 1, tzinfo=UTC)
 PREFIX = "ab" * 8  # 16 characters: every hash below shares the index's key
 
 

@@ -4,7 +4,7 @@ and what ``SQLiteStore.projects`` answers without reading the memories (issue 32
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,7 +13,7 @@ from capsule.records import MemoryRecord
 from capsule.store import sqlite_counts
 from capsule.store.sqlite import SQLiteStore
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 RECOUNT = ("SELECT tenant, project, sum(deleted_at IS NULL), sum(deleted_at IS NULL AND pinned = 1), "
            "sum(deleted_at IS NOT NULL) FROM memories GROUP BY tenant, project")
 

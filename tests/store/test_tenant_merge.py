@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -20,7 +20,7 @@ S1 = f"arn:aws:sts::{ACCOUNT}:assumed-role/capsule-dev/botocore-session-17959896
 S2 = f"arn:aws:sts::{ACCOUNT}:assumed-role/capsule-dev/botocore-session-1795993200"
 OTHER = f"arn:aws:sts::{ACCOUNT}:assumed-role/capsule-ci/GitHubActions"
 USER = f"arn:aws:iam::{ACCOUNT}:user/alice"
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture(params=["sqlite", "mongomock"])

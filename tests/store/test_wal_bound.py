@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from capsule.records import MemoryRecord
 from capsule.store import sqlite_connection
@@ -15,7 +15,7 @@ from capsule.store.sqlite import SQLiteStore
 
 
 def _records(start: int, count: int) -> list[MemoryRecord]:
-    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
     return [MemoryRecord(id=f"m-{n}", tenant="t", project="p", content=f"memory {n} " + "x" * 2000,
                          sha256=f"s-{n}", occurred_at=now, created_at=now, updated_at=now)
             for n in range(start, start + count)]

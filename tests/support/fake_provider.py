@@ -23,8 +23,9 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 CLOSE = "close"  # close the connection without answering, as a host going away does
 Answer = Union[int, tuple[int, dict], str]
@@ -69,7 +70,7 @@ class FakeProvider(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
-    def start(self) -> "FakeProvider":
+    def start(self) -> FakeProvider:
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
         self._thread.start()
         return self
@@ -78,7 +79,7 @@ class FakeProvider(ThreadingHTTPServer):
         self.shutdown()
         self.server_close()
 
-    def __enter__(self) -> "FakeProvider":
+    def __enter__(self) -> FakeProvider:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

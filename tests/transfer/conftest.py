@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from capsule.clock import FrozenClock
 from capsule.config import Settings
 from capsule.learning import LearningService
-from capsule.store.sides import open_learning_store
 from capsule.service import MemoryService
-from capsule.store.sides import transfer_store
+from capsule.store.sides import open_learning_store, transfer_store
 from capsule.transfer import Sources
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "learning"))

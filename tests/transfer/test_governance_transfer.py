@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from capsule.transfer import import_lines
-from capsule.transfer import format as fmt
-
 from test_roundtrip import export_text, without_header
+
+from capsule.transfer import format as fmt
+from capsule.transfer import import_lines
 
 
 def govern(d) -> dict[str, str]:

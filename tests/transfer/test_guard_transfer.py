@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_roundtrip import export_text
 
 from capsule.jobs import Jobs
 from capsule.sync import exchange
 from capsule.text import sha256
 from capsule.transfer import import_lines
-
-from test_roundtrip import export_text
 
 STRIPE = "sk_live_4eC39HqLyjWDarjtT1zdp7dcXq9wZ2"
 DB_URL = "postgresql://app:Zq8vR2kLp9xTm4Wd@db.internal:5432/prod"

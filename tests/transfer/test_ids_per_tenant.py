@@ -12,12 +12,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from test_roundtrip import export_text, populate
 
 from capsule.errors import Conflict, NotFound
 from capsule.sync import exchange
 from capsule.transfer import import_lines
-
-from test_roundtrip import export_text, populate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "learning"))
 from learning_helpers import fixpack  # noqa: E402
@@ -176,11 +175,10 @@ def test_migration_14_rebuilds_the_memories_table_keyed_by_tenant_and_id(make, t
     """A store made before migration 14 (ids unique per store) keeps every row, its seq, the
     AUTOINCREMENT counter, every index and the project counts; after it two tenants may hold
     one id and one tenant may not hold it twice."""
+    from capsule.config import Settings
     from capsule.store import sqlite_counts
     from capsule.store.sqlite import SQLiteStore
     from capsule.store.sqlite_schema import MIGRATIONS
-
-    from capsule.config import Settings
 
     deployment = type(make())  # this directory's Deployment, on a store of the test's own below
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from capsule import models
 from capsule.construct import built
 
-AT = datetime(2026, 3, 1, tzinfo=timezone.utc)
+AT = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def same(a, b) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import numpy as np
 import pytest
 
@@ -77,10 +79,10 @@ def test_a_forgotten_turn_is_no_context_and_the_setting_turns_it_off(sqlite_stor
 
 
 def test_an_import_takes_the_turn_that_happened_before_not_the_one_stored_last(service, sqlite_store):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     embedder = HashingEmbedder()
-    at = lambda minute: datetime(2023, 5, 8, 13, minute, tzinfo=timezone.utc)  # noqa: E731
+    at = lambda minute: datetime(2023, 5, 8, 13, minute, tzinfo=UTC)  # noqa: E731
     late = "[8 May] Nate: And what about the ending?"
     for content, minute in ((late, 30), (ASK, 10)):  # stored out of order
         service.store_memory("t", {"project": "chat", "content": content, "occurred_at": at(minute),

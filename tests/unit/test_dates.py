@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import numpy as np
 import pytest
 
 from capsule.dates import Window, closeness, windows
 
-MONDAY = datetime(2023, 5, 29, 15, 0, tzinfo=timezone.utc)  # a Monday
+MONDAY = datetime(2023, 5, 29, 15, 0, tzinfo=UTC)  # a Monday
 
 
 def days(query: str, as_of: datetime = MONDAY) -> list[tuple[str, str]]:
@@ -63,25 +63,25 @@ def test_recently_is_the_last_fortnight_softly():
 
 
 def test_as_of_decides_the_year_and_the_day():
-    assert days("in February", datetime(2024, 1, 10, tzinfo=timezone.utc)) == [("2023-02-01", "2023-02-28")]
-    assert days("yesterday", datetime(2024, 3, 1, tzinfo=timezone.utc)) == [("2024-02-29", "2024-02-29")]
-    assert days("on 2/29", datetime(2023, 5, 1, tzinfo=timezone.utc)) == [("2020-02-29", "2020-02-29")]
+    assert days("in February", datetime(2024, 1, 10, tzinfo=UTC)) == [("2023-02-01", "2023-02-28")]
+    assert days("yesterday", datetime(2024, 3, 1, tzinfo=UTC)) == [("2024-02-29", "2024-02-29")]
+    assert days("on 2/29", datetime(2023, 5, 1, tzinfo=UTC)) == [("2020-02-29", "2020-02-29")]
 
 
 def test_calendar_days_are_those_of_as_of_own_zone():
     tokyo = timezone(timedelta(hours=9))
     [w] = windows("yesterday", datetime(2023, 5, 29, 1, 0, tzinfo=tokyo))  # still 28 May in UTC
     assert w.start == datetime(2023, 5, 28, tzinfo=tokyo)
-    assert w.start.astimezone(timezone.utc).date() == date(2023, 5, 27)
+    assert w.start.astimezone(UTC).date() == date(2023, 5, 27)
 
 
 def test_a_naive_as_of_is_utc():
-    utc = datetime(2023, 5, 29, tzinfo=timezone.utc)
+    utc = datetime(2023, 5, 29, tzinfo=UTC)
     assert windows("yesterday", datetime(2023, 5, 29)) == windows("yesterday", utc)
 
 
 def test_closeness_is_one_inside_and_fades_over_the_slack():
-    start = datetime(2023, 5, 1, tzinfo=timezone.utc)
+    start = datetime(2023, 5, 1, tzinfo=UTC)
     w = Window(start, start + timedelta(days=1), timedelta(days=2))
     at = np.array([start + timedelta(hours=h) for h in (12, 24 + 24, -24, 24 + 72)])
     got = closeness(np.array([t.timestamp() for t in at]), [w])

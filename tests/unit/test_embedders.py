@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+
 import numpy as np
 import pytest
 
 from capsule.config import Settings
-from capsule.embedders import HashingEmbedder, build_embedder
-from capsule.embedders import minilm
+from capsule.embedders import HashingEmbedder, build_embedder, minilm
 from capsule.embedders.cached import CachedEmbedder
 from capsule.embedders.remote import OpenAIEmbedder, VoyageEmbedder
 from capsule.errors import InvalidInput, Unavailable

@@ -5,6 +5,7 @@ the MCP server's default, an import and the service lands in one project; split 
 from __future__ import annotations
 
 import os
+from datetime import UTC
 
 import pytest
 
@@ -165,12 +166,12 @@ def test_a_merge_raises_the_limit_to_hold_what_it_brought(svc, store):
 
 
 def _record(memory_id, project, text):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from capsule.records import MemoryRecord
     from capsule.text import sha256
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return MemoryRecord(id=memory_id, tenant="t", project=project, content=text, sha256=sha256(text),
                         occurred_at=now, created_at=now, updated_at=now, status="pending_embedding")
 

@@ -4,8 +4,9 @@ what is missing; nothing has been read or changed when one is raised."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import Forbidden, NotFound
 from ..governance.visibility import Reach

@@ -14,7 +14,8 @@ What is not shown is left out of a list, or withheld in place where the answer h
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 

@@ -10,8 +10,9 @@ questions alternate between the ``even`` and ``odd`` splits so a tuning half sta
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ..errors import InvalidInput
 from .scoring import PROPOSE_AT, Event, score_event

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import limits
-from ..models import AwareDatetime, Content, Memory, NO_CONTROL, ProjectName, Tag
+from ..models import NO_CONTROL, AwareDatetime, Content, Memory, ProjectName, Tag
 
 Role = Literal["user", "assistant", "tool", "system"]
 Status = Literal["pending", "approved", "rejected"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable
 
 from ..errors import CapsuleError, InvalidInput
 from ..guard.policy import GUARD_KEY, Policies, guard_text

@@ -12,7 +12,8 @@ spelling -> success/failure/unknown, which ranking reads) and keeps what was sen
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import ValidationError
 

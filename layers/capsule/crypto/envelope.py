@@ -13,7 +13,6 @@ import base64
 import os
 import re
 
-
 PREFIX = "cme1"
 _TOKEN = re.compile(r"cme1\.([A-Za-z0-9_:-]{1,80})\.([0-9]{1,9})\.([A-Za-z0-9_-]+={0,2})")
 NONCE = 12

@@ -17,15 +17,15 @@ import hmac
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import datetime
-from typing import Callable, Protocol
+from functools import lru_cache
+from typing import Protocol
 
 from ..errors import Conflict, KeyRefused, KeyUnavailable
-from .wrappers import BYOK_HEADER, CustomerKey, KeyWrapper
-
 from .context import request_key  # noqa: E402  (the customer key of the request being served)
+from .wrappers import BYOK_HEADER, CustomerKey, KeyWrapper
 
 
 @dataclass(slots=True)

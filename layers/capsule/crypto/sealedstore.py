@@ -10,8 +10,9 @@ opened (:data:`OPENS`). Code that needs the store itself (its SQL, export, sync)
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..records import ChangeSet, MemoryRecord
 from .sealing import Sealer

@@ -14,8 +14,9 @@ project whose ``encryption`` setting is ``all``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -129,7 +129,7 @@ class CustomerKey(_AesWrapper):
     kind = "byok"
 
     @classmethod
-    def from_header(cls, value: str) -> "CustomerKey":
+    def from_header(cls, value: str) -> CustomerKey:
         try:
             key = base64.b64decode(value.strip(), validate=True)
         except ValueError:

@@ -12,16 +12,16 @@ the cluster's operations for a vector the service keeps per tenant in memory ins
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Sequence
 
 import numpy as np
 
 from .. import limits
 from ..clock import Clock, system_clock
+from ..errors import Unavailable
 from ..store.base import MemoryStore
 from ..text import sha256
-from ..errors import Unavailable
 from .base import Embedder
 
 logger = logging.getLogger("capsule.embedders")

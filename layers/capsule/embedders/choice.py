@@ -19,8 +19,8 @@ all of this, and a missing key is then an error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from pydantic import SecretStr
 

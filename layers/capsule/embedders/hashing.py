@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Sequence
 from itertools import chain
-from typing import Sequence
 
 import numpy as np
 
 from ..text import tokens
 from .base import normalize
-
 
 _KNOWN_MAX = 100_000  # words whose features' buckets are kept (a few MB)
 

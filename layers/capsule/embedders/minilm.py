@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

@@ -19,7 +19,8 @@ that time whatever the client does (a DNS lookup, say, that no socket timeout bo
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,6 @@ from .. import deadline
 from ..errors import Unavailable
 from .base import normalize
 from .http import JsonClient
-
 
 # Inside a 10-15 s function: one attempt, one retry, and the whole call bounded by the request
 # (then FailFast answers at once for a while, so the memory is stored as pending without waiting).

@@ -19,9 +19,10 @@ import shutil
 import socket
 import tempfile
 import threading
+from collections.abc import Sequence
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

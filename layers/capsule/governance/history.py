@@ -8,12 +8,13 @@ down) and re-indexed: the write stamps the project's version, so warm indexes re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from .. import limits
-from ..context import text_to_embed
 from ..config import Settings
+from ..context import text_to_embed
 from ..errors import InvalidInput, NotFound, PreconditionFailed
 from ..records import MemoryRecord
 from ..service_edge import to_memory, validate

@@ -10,12 +10,24 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import limits
 from ..errors import InvalidInput
+from ..models import (
+    RETENTION_DESCRIPTION,
+    VISIBILITY_DESCRIPTION,
+    AwareDatetime,
+    Content,
+    EffectiveClass,
+    JsonInt,
+    Memory,
+    MemoryMeta,
+    RetentionClass,
+    Subject,
+    Tag,
+    Ttl,
+    Visibility,
+    _Request,
+)
 from ..schema_rules import any_given
 from .policy import EXPIRY_SCHEMA
-from ..models import (
-    RETENTION_DESCRIPTION, VISIBILITY_DESCRIPTION, AwareDatetime, Content, EffectiveClass, JsonInt, Memory,
-    MemoryMeta, RetentionClass, Subject, Tag, Ttl, Visibility, _Request,
-)
 
 # The If-Match header: the content's sha256 as a memory result gives it (an ETag's quotes allowed).
 IF_MATCH_PATTERN = r'^"?[0-9a-f]{64}"?$'
@@ -58,7 +70,7 @@ class UpdateRequest(_Request):
                                description="Why it changed (kept in the audit record and the version).")
 
     @model_validator(mode="after")
-    def _something(self) -> "UpdateRequest":
+    def _something(self) -> UpdateRequest:
         if not any(getattr(self, name) is not None for name in UPDATABLE):
             raise ValueError(f"give at least one of {', '.join(UPDATABLE)} to change")
         return self

@@ -5,8 +5,9 @@ Kept beside the service (not in it) so the service's write path gains one line p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .policy import GUARD_KEY, Guarded, Policies, check_reserved, guard_text, rescan
 from .tree import TreeReport, guard_tree

@@ -27,7 +27,7 @@ from .rules import SECRET_KINDS, Rule, compiled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable, Iterator
+    from collections.abc import Callable, Iterator
 
 PII_KINDS = ("email", "phone", "iban")
 # Card numbers count as secrets: PCI DSS forbids storing a full card number in clear text, so the

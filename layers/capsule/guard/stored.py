@@ -21,8 +21,9 @@ naming the field); the redact job cannot refuse what is already stored, so it re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from ..records import AuditRecord, MemoryRecord
 from ..text import sha256

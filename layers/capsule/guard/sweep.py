@@ -23,18 +23,17 @@ to the next sweep (the sweep is then not marked finished).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .. import deadline
 from ..context import text_to_embed
 from ..errors import CapsuleError, Unavailable
 from ..records import AuditRecord, MemoryRecord
-from ..store.sides import governance_store
 from ..store.redaction import redaction_store
-from ..store.sides import sync_store
-from ..store.sides import transfer_store
+from ..store.sides import governance_store, sync_store, transfer_store
 from . import stored
 from .policy import Policies
 

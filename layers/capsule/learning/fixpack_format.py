@@ -20,8 +20,9 @@ model knows are kept under ``extra`` by :func:`keep_unknown`, when the caller as
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 STEP_KINDS = ("cmd", "patch", "copy", "script", "env")
 

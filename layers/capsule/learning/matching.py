@@ -27,9 +27,10 @@ regex and meaning, nor one whose signature means the same as the error.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,7 @@ class ErrorText:
     vector: np.ndarray | None
 
     @classmethod
-    def of(cls, text: str, vector: np.ndarray | None) -> "ErrorText":
+    def of(cls, text: str, vector: np.ndarray | None) -> ErrorText:
         return cls(text, frozenset(terms(text)), frozenset(codes(text)), vector)
 
 

@@ -19,16 +19,16 @@ Pure functions over plain records, so the clustering can be tested on a fixed co
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Sequence
 
 import numpy as np
 
 from ..records import MemoryRecord
 from ..text import tokens
-from .records import ApplicationRecord
 from . import tags
+from .records import ApplicationRecord
 from .signature import common_terms, overlap, terms
 
 

@@ -12,7 +12,8 @@ Memory held: one page, the kept failures and the clusters, at any tenant size.
 from __future__ import annotations
 
 import heapq
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..clock import to_epoch
 from ..records import MemoryRecord

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Mapping
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     AfterValidator,
@@ -39,8 +40,18 @@ from .. import limits
 from ..errors import InvalidInput
 from ..fielderrors import from_validation_error
 from ..models import (
-    CURSOR_PATTERN, META_SCHEMA_EXTRA, NO_CONTROL, AwareDatetime, MetaObject, MetaValue, NO_NUL, JsonInt, ProjectName, Tag,
-    check_meta_keys, json_int,
+    CURSOR_PATTERN,
+    META_SCHEMA_EXTRA,
+    NO_CONTROL,
+    NO_NUL,
+    AwareDatetime,
+    JsonInt,
+    MetaObject,
+    MetaValue,
+    ProjectName,
+    Tag,
+    check_meta_keys,
+    json_int,
 )
 from . import fixpack_format, payloads
 from .safe_regex import compile_safe
@@ -211,7 +222,7 @@ class Step(_Kept):
                          "(an import keeps a step of any other kind as written)")
 
     @model_validator(mode="after")
-    def _payload_fits_kind(self, info: ValidationInfo) -> "Step":
+    def _payload_fits_kind(self, info: ValidationInfo) -> Step:
         if self._lenient(info):
             return self
         try:
@@ -259,7 +270,7 @@ class Check(_Kept):
     timeout_ms: Timeout = CHECK_TIMEOUT_MS
 
     @model_validator(mode="after")
-    def _expects_something(self, info: ValidationInfo) -> "Check":
+    def _expects_something(self, info: ValidationInfo) -> Check:
         if self.expect_substring is None and self.expect_exit_code is None:
             if not self._lenient(info):
                 raise ValueError("a check needs expect_substring or expect_exit_code")
@@ -278,7 +289,7 @@ def _place(items: list, attribute: str) -> list:
     return items
 
 
-def kept_keys(fixpack: "Fixpack") -> list[str]:
+def kept_keys(fixpack: Fixpack) -> list[str]:
     """Where the fixpack keeps keys its file had and this format does not know, in file order
     (a step payload's stay in the payload; those of the other levels are under 'extra')."""
     found = list(fixpack.extra)
@@ -363,7 +374,7 @@ class Fixpack(_Kept):
         return _place(checks, "check_order")
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Fixpack":
+    def _ordered(self) -> Fixpack:
         # Named before sorting, so places are the file's.
         self._kept = kept_keys(self)
         self._numbered = [f"{name}[{place}]" for name in ("steps", "checks")

@@ -18,9 +18,9 @@ does not match (as for solutions, :mod:`capsule.learning.matching`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -41,7 +41,7 @@ class ErrorWords:
     codes: frozenset[str]
 
     @classmethod
-    def of(cls, text: str, found_terms: Iterable[str]) -> "ErrorWords":
+    def of(cls, text: str, found_terms: Iterable[str]) -> ErrorWords:
         words = frozenset(tokens(text)) | frozenset(tokens(text, stem=False))
         return cls(frozenset(found_terms), words, frozenset(codes(text)))
 

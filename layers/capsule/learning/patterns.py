@@ -8,7 +8,7 @@ counts how often a solution (or a fix memory) worked for the pattern.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..clock import Clock
 from ..embedders.base import Embedder

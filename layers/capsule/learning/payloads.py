@@ -9,7 +9,8 @@ original did. Errors name the key the caller used (``payload.run``, ``payload.va
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Mapping
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -60,7 +61,7 @@ class PatchView(_View):
     diff: Source | None = None
 
     @model_validator(mode="after")
-    def _one_shape(self) -> "PatchView":
+    def _one_shape(self) -> PatchView:
         if self.diff is not None:
             if self.search is not None or self.replace is not None:
                 raise ValueError("give a diff, or search and replace, not both")
@@ -89,7 +90,7 @@ class ScriptView(_View):
     cwd: FilePath | None = None
 
     @model_validator(mode="after")
-    def _script_or_file(self) -> "ScriptView":
+    def _script_or_file(self) -> ScriptView:
         if (self.script is None) == (self.file is None):
             raise ValueError("give the script's text (script or run) or a file, one of them")
         return self

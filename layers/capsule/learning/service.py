@@ -11,26 +11,28 @@ validates its request at the edge (:mod:`.models`) and returns a result with an
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from .. import legacy_ids
 from ..clock import Clock, system_clock
+from ..cursor import decode_cursor, encode_cursor
 from ..embedders.base import Embedder
 from ..errors import NotFound, Unavailable
+from ..fielderrors import validate
 from ..guard.policy import Policies
 from ..guard.tree import TreeReport, guard_tree
 from ..records import MemoryRecord
-from ..cursor import decode_cursor, encode_cursor
-from ..fielderrors import validate
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
 from . import fixpack_format, mining, mining_pages, models
 from .patterns import MAX_PATTERNS_SCANNED, Patterns
 from .records import ApplicationRecord, PatternRecord, SolutionRecord
 from .solution_search import SolutionSearch
-from .views import rate as _rate, to_pattern, to_solution
+from .views import rate as _rate
+from .views import to_pattern, to_solution
 
 SEARCH_EMBED_BUDGET = 64  # solutions a search may embed (the rest wait for the backfill job)
 

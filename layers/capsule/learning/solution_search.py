@@ -8,7 +8,7 @@ with :mod:`.matching`.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..text import STOP_WORDS, tokens
 from .signature import NOISE, codes, is_incidental

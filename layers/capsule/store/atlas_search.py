@@ -25,7 +25,8 @@ camel-case identifier kept whole is stemmed (``handleRequests`` -> ``handlereque
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .. import text
 from ..clock import to_epoch

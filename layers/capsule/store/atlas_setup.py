@@ -10,7 +10,8 @@ and waits, reporting progress, until ``$listSearchIndexes`` says each index is `
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..errors import Conflict, Unavailable
 from . import atlas_search

@@ -19,8 +19,9 @@ anything changed (the query cache keys on it, which keeps it right across proces
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 

@@ -11,9 +11,10 @@ id)``. Both backends (SQLite, MongoDB) implement it; ``tests/contract`` runs on 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 STATUSES = ("pending", "approved", "rejected")
 

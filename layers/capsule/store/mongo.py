@@ -26,12 +26,14 @@ This module holds construction, indexes and the insert path; the project-write m
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from ..clock import to_epoch
 from ..config import Settings
 from ..errors import Unavailable
+from ..governance.retention import NEVER_EVICTED, effective_class, eviction_reason
 from ..records import MemoryRecord, WriteOutcome
 from . import mongo_counters as counters
 from .mongo_changes import MongoChanges
@@ -42,11 +44,10 @@ from .mongo_jobs import MongoJobs
 from .mongo_projects import MongoProjects
 from .mongo_reads import MongoReads
 from .mongo_writes import _Write
-from ..governance.retention import NEVER_EVICTED, effective_class, eviction_reason
 
 
 def _wall() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
@@ -89,7 +90,7 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         self.cache = self.db["embedding_cache"]
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "MongoStore":
+    def from_settings(cls, settings: Settings) -> MongoStore:
         if settings.mongodb_uri is None:
             raise Unavailable("the MongoDB store needs CAPSULE_MONGODB_URI (or the deployment's secret)")
         client = shared_client(settings.mongodb_uri.get_secret_value())
@@ -115,7 +116,7 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         with guarded("create the indexes"):
             current = self.db["meta"].find_one({"_id": "schema"}) or {}
         # One checkout, one project (capsule.project_identity): split names merged, once per database.
-        self.settle_identity(at=datetime.now(timezone.utc))
+        self.settle_identity(at=datetime.now(UTC))
         with guarded("create the indexes"):
             if current.get("version", 0) >= SCHEMA_VERSION:
                 return
@@ -163,7 +164,7 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         return self._in_project(tenant, project, "evict over the limit",
                                 lambda w: self._enforce_body(w, tenant, project, limit, to_epoch(at), actor))
 
-    def _enforce_body(self, w: "_Write", tenant: str, project: str, limit: int, now: float, actor: str) -> list[str]:
+    def _enforce_body(self, w: _Write, tenant: str, project: str, limit: int, now: float, actor: str) -> list[str]:
         doc = self.projects_.find_one({"tenant": tenant, "name": project}, session=w.session)
         active = counters.ensure(self.projects_, self.memories, doc, w.session)["memories"]
         evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, [], active)
@@ -171,7 +172,7 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         return evicted
 
     def _insert_body(
-        self, w: "_Write", records: Sequence[MemoryRecord], limit: int, dedupe_after: datetime | None,
+        self, w: _Write, records: Sequence[MemoryRecord], limit: int, dedupe_after: datetime | None,
         actor: str, now: float,
     ) -> WriteOutcome:
         outcome = WriteOutcome(limit=limit)  # built afresh: a transaction may run this twice
@@ -209,7 +210,7 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
                      pinned=sum(1 for d in docs if d["pinned"]), forgotten=len(outcome.evicted))
         return outcome
 
-    def _new_doc(self, record: MemoryRecord, seq: int, w: "_Write") -> dict[str, Any]:
+    def _new_doc(self, record: MemoryRecord, seq: int, w: _Write) -> dict[str, Any]:
         doc = record_to_doc(record, seq=seq)
         doc["version"] = w.version
         if w.token:
@@ -229,7 +230,7 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         return found["id"] if found else batch.get(record.sha256)
 
     def _evict_over_limit(
-        self, w: "_Write", tenant: str, project: str, limit: int, now: float, actor: str,
+        self, w: _Write, tenant: str, project: str, limit: int, now: float, actor: str,
         protected: Sequence[str], active: int, classes: dict[str, str] | None = None,
     ) -> list[str]:
         """Evict the oldest unpinned beyond ``limit``, given the project's ``active`` count."""

@@ -7,9 +7,10 @@ two processes adding the same candidate keep one), decided with a conditional up
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError
@@ -18,7 +19,6 @@ from ..clock import from_epoch, to_epoch
 from ..errors import Conflict, NotFound
 from .capture import CandidateRecord
 from .mongo_client import guarded
-
 
 _TIMES = ("created_at", "occurred_at", "decided_at")  # kept as epoch seconds: no naive datetimes back
 

@@ -3,8 +3,9 @@ feedback and a backfilled embedding, each a conditional update under the project
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -12,8 +12,9 @@ cursors and comparisons are exact; the TTL indexes read separate BSON date field
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from bson.binary import Binary, BinaryVectorDtype

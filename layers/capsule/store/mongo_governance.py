@@ -7,8 +7,9 @@ versions live in their own collection; every query has its index in :mod:`.mongo
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ..clock import from_epoch, to_epoch
 from ..errors import NotFound, PreconditionFailed
@@ -19,8 +20,7 @@ from .governance import SAME_TIME_S, VersionRecord, version_of
 from .mongo import MongoStore
 from .mongo_changes import CHANGE_PROJECTION
 from .mongo_client import guarded
-from .mongo_docs import visibility_fields
-from .mongo_docs import doc_to_record, encode_vector, governance_fields
+from .mongo_docs import doc_to_record, encode_vector, governance_fields, visibility_fields
 from .mongo_governance_schema import VERSIONS, drop_versions
 
 

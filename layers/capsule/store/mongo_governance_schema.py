@@ -3,7 +3,8 @@ retention classes and versions (the indexes serving them are in :mod:`.mongo_ind
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..governance.retention import AUTO_LIKE
 

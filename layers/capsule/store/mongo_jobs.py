@@ -3,8 +3,9 @@ forgotten, the backfill's queue and the embedding cache."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class MongoJobs(ProjectWrites):
             self.memories.delete_many({"pending": {"$ne": None}, "pending_on": {"$lt": stale}})
         return len(docs)
 
-    def _purge(self, w: "_Write", docs: list[dict[str, Any]], cutoff: float, when: float) -> None:
+    def _purge(self, w: _Write, docs: list[dict[str, Any]], cutoff: float, when: float) -> None:
         for doc in docs:
             self._audit(w.session, doc["tenant"], doc["id"], doc["project"], "purge", "retention",
                         "forgotten longer than the recovery window", when)

@@ -13,7 +13,6 @@ from ..errors import Conflict
 from .mongo_client import guarded
 
 
-
 class MongoKeyStore:
     def __init__(self, db: Any) -> None:
         self.keys = db["data_keys"]

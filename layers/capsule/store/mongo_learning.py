@@ -13,8 +13,9 @@ becomes :class:`Unavailable` here.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from bson.binary import Binary

@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import Any
 
 from .. import limits
-
 from ..clock import from_epoch, to_epoch
 from ..records import AuditRecord, ProjectStats
 from . import guard_policies

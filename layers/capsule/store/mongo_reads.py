@@ -3,8 +3,9 @@ before, candidates for a search, and the changes a warm index applies."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -8,7 +8,8 @@ the indexes are created only when that version is older than the code's.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 META = "meta"
 

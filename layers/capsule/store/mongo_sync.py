@@ -5,7 +5,8 @@ moved by the difference."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..clock import to_epoch
 from ..records import MemoryRecord

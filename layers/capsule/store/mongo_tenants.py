@@ -27,9 +27,9 @@ from pymongo.errors import DuplicateKeyError
 from ..errors import Conflict, Unavailable
 from . import mongo_counters as counters
 from .mongo import MongoStore
-from .mongo_writes import NEW_PROJECT
 from .mongo_client import guarded
 from .mongo_learning import _link_id
+from .mongo_writes import NEW_PROJECT
 
 BATCH = 500
 MOVED_FIELDS = {"_id": 1, "seq": 1, "active": 1, "pinned": 1, "deleted_at": 1, "pending": 1, "updated_at": 1}

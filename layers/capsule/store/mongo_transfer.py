@@ -7,7 +7,8 @@ the project's lease otherwise, with the rows hidden as ``pending`` until the wri
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from bson.errors import InvalidId
 from bson.objectid import ObjectId

@@ -15,9 +15,10 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

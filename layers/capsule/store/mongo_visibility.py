@@ -3,7 +3,8 @@ the tenant's principal scopes (their indexes are in :mod:`.mongo_indexes`)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 PRINCIPAL_SCOPES = "principal_scopes"
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from .. import deadline as request_deadline
 from ..errors import Unavailable
@@ -60,7 +61,7 @@ class ProjectWrites:
     _wall: Callable[[], datetime]
     _sleep: Callable[[float], None]
 
-    def _in_project(self, tenant: str, project: str, what: str, body: Callable[["_Write"], T], *,
+    def _in_project(self, tenant: str, project: str, what: str, body: Callable[[_Write], T], *,
                     purged: bool = False) -> T:
         """Run ``body`` as one write to the project, under the project's next version.
 
@@ -81,7 +82,7 @@ class ProjectWrites:
                 self.projects_.update_one({"tenant": tenant, "name": project, "lock": token}, {"$set": raised})
                 return result
 
-    def _versioned_txn(self, session: Any, tenant: str, project: str, body: Callable[["_Write"], T],
+    def _versioned_txn(self, session: Any, tenant: str, project: str, body: Callable[[_Write], T],
                        purged: bool) -> T:
         doc = self.projects_.find_one_and_update(
             {"tenant": tenant, "name": project}, {"$inc": {"version": 1}},

@@ -5,7 +5,8 @@ contracts: the kept versions of a page of memories in one read, and versions rew
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from .governance import VersionRecord
 

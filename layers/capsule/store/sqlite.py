@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from ..clock import from_epoch, to_epoch
+from ..governance.retention import effective_class, eviction_reason
 from ..records import MemoryRecord, WriteOutcome
 from . import guard_policies, sqlite_bulk, sqlite_counts, sqlite_governance_schema
 from .sqlite_changes import SQLiteChanges
@@ -35,8 +36,6 @@ from .sqlite_projects import SQLiteProjects
 from .sqlite_reads import SQLiteReads
 from .sqlite_rows import INSERT_MEMORY, record_params
 from .sqlite_schema import CONTENT_KEY, MIGRATIONS, content_key
-from ..governance.retention import effective_class, eviction_reason
-
 
 # The dedupe look-up: one range of ``memories_content`` (the rows sharing the hash's first 64
 # bits), each row's whole hash, tenant, project and time checked on it. "+sha256", not
@@ -78,7 +77,7 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
             conn.execute("INSERT OR IGNORE INTO store_info (name, value) VALUES ('identity', ?)",
                          (uuid.uuid4().hex,))
         # One checkout, one project (capsule.project_identity): split names merged, once per database.
-        self.settle_identity(at=datetime.now(timezone.utc))
+        self.settle_identity(at=datetime.now(UTC))
 
     def identity(self) -> str:
         """A random id made when this database was created (see :mod:`capsule.snapshot`)."""

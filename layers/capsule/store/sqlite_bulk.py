@@ -21,9 +21,10 @@ active memory created at or after ``dedupe_after``, earlier rows of the batch in
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

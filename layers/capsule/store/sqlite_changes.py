@@ -4,8 +4,9 @@ feedback and a backfilled embedding, each under its project's next version."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 

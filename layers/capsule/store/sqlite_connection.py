@@ -11,9 +11,10 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ..errors import Conflict, Unavailable
 from .sqlite_checkpoint import Checkpointer

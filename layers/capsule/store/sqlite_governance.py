@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from .. import terms
 from ..clock import from_epoch, to_epoch
@@ -19,8 +20,8 @@ from ..index import pack_row, stable_key
 from ..records import AuditRecord, MemoryRecord
 from .governance import SAME_TIME_S, VersionRecord, version_of
 from .sqlite import SQLiteStore
-from .sqlite_rows import encode_vector, facets
 from .sqlite_governance_schema import drop_versions
+from .sqlite_rows import encode_vector, facets
 
 _VERSION_COLUMNS = ("tenant, memory_id, number, project, content, sha256, path, explanation, meta, retention, "
                     "expires_at, pinned, created_at, replaced_at, actor, reason")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 import json
 import sqlite3
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 

@@ -3,8 +3,8 @@ forgotten, the backfill's queue and the embedding cache."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Sequence
 
 import numpy as np
 

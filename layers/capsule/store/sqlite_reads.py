@@ -3,8 +3,9 @@ before, and the candidates of a search read whole."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 from ..clock import to_epoch
 from ..errors import NotFound

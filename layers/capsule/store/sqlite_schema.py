@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from typing import Callable
+from collections.abc import Callable
 
 from . import sqlite_governance_schema, sqlite_keys, sqlite_learning_schema, sqlite_visibility_schema
 

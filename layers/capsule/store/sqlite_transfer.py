@@ -8,16 +8,17 @@ the tenant. Writes share the :class:`~capsule.store.sqlite.SQLiteStore`'s connec
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from ..clock import from_epoch, to_epoch
 from ..errors import InvalidInput
 from ..learning.records import ApplicationRecord, LinkRecord
 from ..records import AuditRecord, MemoryRecord
 from .sqlite import SQLiteStore
+from .sqlite_bulk import bulk_params
 from .sqlite_rows import COLUMNS, INSERT_MEMORY, record_params, row_to_record
 from .sqlite_schema import CONTENT_KEY, content_key
-from .sqlite_bulk import bulk_params
 from .transfer import EvidenceRow, FeedbackRow, Written
 
 _INSERT = INSERT_MEMORY

@@ -8,7 +8,8 @@ record's fields become parameters and back, and the SQL the store's list adds.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..records import MemoryRecord
 

@@ -13,7 +13,8 @@ indexes follow), one that does not exist is inserted.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 from ..records import MemoryRecord
 

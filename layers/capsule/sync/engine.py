@@ -14,8 +14,9 @@ target's new version is taken as seen, so the rows just moved do not come back.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 from ..service import MemoryService
 from . import exchange

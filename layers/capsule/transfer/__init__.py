@@ -11,8 +11,7 @@ __all__ = ["DataImportResult", "Refusal", "Sources", "export_lines", "import_lin
 
 def open_sources(service) -> Sources:
     """The stores behind a built :class:`~capsule.service.MemoryService`."""
-    from ..store.sides import open_learning_store
-    from ..store.sides import transfer_store
+    from ..store.sides import open_learning_store, transfer_store
 
     return Sources(service.store, open_learning_store(service.store, service.settings),
                    transfer_store(service.store), policies=service.guard_policies)

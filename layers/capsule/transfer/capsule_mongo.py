@@ -17,8 +17,9 @@ the result and otherwise left behind.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timezone
-from typing import Any, Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 from ..embedders.base import Embedder
 from ..errors import InvalidInput, Unavailable
@@ -100,7 +101,7 @@ def _memory(tenant: str, project: str, doc: dict[str, Any], embedder: Embedder, 
     created = doc.get("createdAt")
     if not isinstance(created, datetime):
         raise BadValue("createdAt", "a date")
-    created = created if created.tzinfo else created.replace(tzinfo=timezone.utc)  # BSON dates are UTC
+    created = created if created.tzinfo else created.replace(tzinfo=UTC)  # BSON dates are UTC
     pinned = doc.get("pinned", False)
     if not isinstance(pinned, bool):
         raise BadValue("pinned", "true or false")

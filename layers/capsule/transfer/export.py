@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import base64
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Annotated, Any, Callable, Iterator
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import limits
 from ..clock import Clock, system_clock, to_epoch
-from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from ..errors import InvalidInput, NotFound
+from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from ..records import AuditRecord, MemoryRecord
 from ..store.base import MemoryStore
-from ..store.learning import LearningStore
 from ..store.governance import VersionRecord
+from ..store.learning import LearningStore
 from ..store.transfer import EvidenceRow, FeedbackRow, TransferStore
 from . import format as fmt
 
@@ -226,7 +227,7 @@ class Position(BaseModel):
         return base64.urlsafe_b64encode(self.model_dump_json().encode()).decode().rstrip("=")
 
     @classmethod
-    def decode(cls, cursor: str, project: str | None) -> "Position":
+    def decode(cls, cursor: str, project: str | None) -> Position:
         try:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
             position = cls.model_validate_json(raw)

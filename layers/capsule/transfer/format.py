@@ -25,12 +25,20 @@ import base64
 import difflib
 import json
 import re
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Annotated, Any, Iterator, Literal, Union
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (
-    AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator,
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
 )
 from typing_extensions import TypeAliasType
 
@@ -72,7 +80,7 @@ def _meta_keys(meta: dict[str, Any]) -> dict[str, Any]:
 # limit, MAX_META_DEPTH, is left unstated). Unlike a stored memory's meta, numbers are not bounded here.
 ExportMeta = TypeAliasType(
     "ExportMeta", Annotated[dict[MetaKey, "ExportMetaValue"], Field(json_schema_extra={"additionalProperties": False})])
-ExportMetaValue = TypeAliasType("ExportMetaValue", "Union[str, int, float, bool, None, list[ExportMetaValue], ExportMeta]")
+ExportMetaValue = TypeAliasType("ExportMetaValue", "str | int | float | bool | None | list[ExportMetaValue] | ExportMeta")
 Meta = Annotated[dict[str, Any], AfterValidator(_meta_keys), SchemaOf(ExportMeta)]
 
 
@@ -150,7 +158,7 @@ class Memory(_Row):
     subject: Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]*$")] | None = None
 
     @model_validator(mode="after")
-    def _vector(self) -> "Memory":
+    def _vector(self) -> Memory:
         _check_vector(self.embedding, self.dims)
         if self.embedding is not None and self.model is None:
             raise ValueError("model: a vector needs the id of the model that made it")
@@ -193,7 +201,7 @@ class Solution(_Row):
     verified_on: datetime | None = None
 
     @model_validator(mode="after")
-    def _vectors(self) -> "Solution":
+    def _vectors(self) -> Solution:
         _check_vector(self.embeddings, self.dims, self.signatures)
         return self
 
@@ -227,7 +235,7 @@ class Pattern(_Row):
     updated_at: datetime
 
     @model_validator(mode="after")
-    def _vector(self) -> "Pattern":
+    def _vector(self) -> Pattern:
         _check_vector(self.embedding, self.dims)
         return self
 
@@ -279,8 +287,7 @@ class End(_Row):
 
 
 Row = Annotated[
-    Union[Header, Project, Memory, Feedback, Audit, Solution, Application, Pattern, Link, Evidence, MemoryVersion,
-          End],
+    Header | Project | Memory | Feedback | Audit | Solution | Application | Pattern | Link | Evidence | MemoryVersion | End,
     Field(discriminator="kind"),
 ]
 ROWS: dict[str, type[_Row]] = {

@@ -23,8 +23,9 @@ many rows of each kind were redacted, and of what kinds.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..clock import Clock, system_clock
 from ..errors import Conflict, InvalidInput, NotFound

@@ -49,9 +49,10 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -60,9 +61,9 @@ from ..clock import Clock, system_clock
 from ..compat.vector_bridge import KEPT_KEY, meta_request
 from ..embedders.base import Embedder
 from ..errors import CapsuleError, InvalidInput, NotFound, Unavailable
+from ..governance.retention import NO_LIMIT
 from ..learning.records import LinkRecord, PatternRecord
 from ..learning.signature import terms
-from ..governance.retention import NO_LIMIT
 from ..models import MemoryMeta
 from ..project_identity import absorb_bare, canonical, label_of
 from ..store.transfer import FeedbackRow
