@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import overload
 
 Clock = Callable[[], datetime]
 
@@ -34,6 +35,14 @@ def to_epoch(value: datetime) -> float:
 
 _MIN_EPOCH = datetime(1, 1, 2, tzinfo=UTC).timestamp()
 _MAX_EPOCH = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
+
+
+@overload
+def from_epoch(value: float) -> datetime: ...
+@overload
+def from_epoch(value: None) -> None: ...
+@overload
+def from_epoch(value: float | None) -> datetime | None: ...
 
 
 def from_epoch(value: float | None) -> datetime | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
@@ -134,7 +134,7 @@ class Settings(BaseModel):
     def _http_url(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None:
             return None
-        variable = ENVIRONMENT[info.field_name]
+        variable = ENVIRONMENT[info.field_name]  # type: ignore[index]  # a field validator: field_name is set
         try:
             parts = urlsplit(value)
             parts.port  # noqa: B018 - raises ValueError on a port that is not a number
@@ -149,7 +149,7 @@ class Settings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         environ = os.environ if environ is None else environ
-        values: dict[str, object] = {
+        values: dict[str, Any] = {
             name: environ[var] for name, var in ENVIRONMENT.items() if environ.get(var, "") != ""
         }
         values.update(_aliased(environ))

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -200,7 +200,7 @@ class _Columns:
            resorter: Resorter | None = None) -> _Columns:
         """``postings``: the table an earlier search sorted, kept where few indexes changed since."""
         starts = np.concatenate(([0], np.cumsum([i.n for i in indexes]))).astype(np.int64)
-        joined = {name: np.concatenate([getattr(i, name)[: i.n] for i in indexes])
+        joined: dict[str, Any] = {name: np.concatenate([getattr(i, name)[: i.n] for i in indexes])
                   for name in ("key", "length", "occurred", "helpful", "unhelpful", "outcome", "has_vec")}
         return cls(stamp, starts, postings=TenantPostings.of(indexes, starts, postings, resorter), **joined)
 
@@ -482,7 +482,7 @@ class _Tenant(_Ranked):
 
     def hits(self, keep: np.ndarray | None = None) -> list[Scored]:
         keep = self.keep if keep is None else keep
-        out = []
+        out: list[Scored] = []
         for o in np.unique(self.owner[keep]).tolist():
             mine = keep[self.owner[keep] == o]
             index = self.views[o].index  # its hits' records read already (search_global: prefetch_together)

@@ -141,7 +141,7 @@ class IndexCache:
 
     def trim(self, keep: Callable[[ProjectIndex], bool] = lambda _: False) -> list[tuple[str, str]]:
         """Drop least recently used indexes until the rest fit; returns what was dropped."""
-        dropped = []
+        dropped: list[tuple[str, str]] = []
         with self._lock:
             if all(keep(index) for index in self._indexes.values()):
                 return dropped  # nothing may go (a tenant's global search keeps every index it read)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import fields
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ def pack(record: MemoryRecord) -> tuple:
 
 
 def unpack(values: tuple) -> MemoryRecord:
-    fields = {name: (from_epoch(v) if name in _TIMES else v) for name, v in zip(_FIELDS, values)}
+    fields: dict[str, Any] = {name: (from_epoch(v) if name in _TIMES else v) for name, v in zip(_FIELDS, values)}
     return MemoryRecord(**fields)
 
 

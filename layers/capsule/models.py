@@ -122,7 +122,7 @@ MetaObject = Annotated[dict[MetaKey, "MetaValue"], Field(json_schema_extra={"add
 # Integers fit in 64 bits: MongoDB (BSON) holds no larger, and a value must store in either backend.
 MetaInt = Annotated[int, Field(ge=-limits.INT_END, lt=limits.INT_END)]
 MetaValue = TypeAliasType("MetaValue", "str | MetaInt | float | bool | None | list[MetaValue] | MetaObject")
-META_SCHEMA_EXTRA = {"propertyNames": {"pattern": META_KEY_PATTERN}}
+META_SCHEMA_EXTRA: dict[str, Any] = {"propertyNames": {"pattern": META_KEY_PATTERN}}
 _META_KEY = re.compile(META_KEY_PATTERN)  # check_meta_keys reads the pattern the schema states
 PATTERN_MESSAGES.update({
     NO_CONTROL: "must not contain control characters",
@@ -368,20 +368,40 @@ class ProjectSettingsRequest(_Request):
     # The Field first (as Ttl): after a BeforeValidator, in a union member, its bounds are published as
     # "ge"/"le" keys instead of minimum/maximum.
     retention_limit: Annotated[int, Field(ge=1, le=limits.MAX_RETENTION_LIMIT), BeforeValidator(json_int)] | Literal[
-        "unlimited"] = Field(None, description=(  # type: ignore[assignment]
+        "unlimited"] = Field(
+        None,  # type: ignore[arg-type]
+        description=(
             "The most memories the project keeps (a store beyond it evicts the oldest unpinned one, naming it;"
-            " lowering it evicts at once, naming them), or 'unlimited': no rolling limit."))
-    ephemeral_ttl: Ttl = Field(None, description=(  # type: ignore[assignment]
-        "Seconds an ephemeral memory of this project lives when stored without ttl or expires_at (1 to 10 years)."))
-    secrets_policy: GuardPolicy = Field(None, description=(  # type: ignore[assignment]
-        "Secrets found in a stored text (keys, tokens, private keys, card numbers): flag, redact"
-        " (the default: [REDACTED:<kind>] is stored and embedded), or refuse (422 naming the kinds)."))
-    pii_policy: GuardPolicy = Field(None, description=(  # type: ignore[assignment]
-        "Personal data found in a stored text (e-mail addresses, phone numbers, IBANs): flag (the"
-        " default: kinds and spans in meta._guard), redact, or refuse."))
-    encryption: Literal["flagged", "all"] = Field(None, description=(  # type: ignore[assignment]
-        "Which memories are encrypted at rest (AES-GCM under the tenant's data key): 'flagged' (the"
-        " default: those with secrets or personal data found) or 'all' (every memory stored or changed from now on)."))
+            " lowering it evicts at once, naming them), or 'unlimited': no rolling limit."
+        ),
+    )
+    ephemeral_ttl: Ttl = Field(
+        None,  # type: ignore[assignment]
+        description=(
+            "Seconds an ephemeral memory of this project lives when stored without ttl or expires_at (1 to 10 years)."
+        ),
+    )
+    secrets_policy: GuardPolicy = Field(
+        None,  # type: ignore[arg-type]
+        description=(
+            "Secrets found in a stored text (keys, tokens, private keys, card numbers): flag, redact"
+            " (the default: [REDACTED:<kind>] is stored and embedded), or refuse (422 naming the kinds)."
+        ),
+    )
+    pii_policy: GuardPolicy = Field(
+        None,  # type: ignore[arg-type]
+        description=(
+            "Personal data found in a stored text (e-mail addresses, phone numbers, IBANs): flag (the"
+            " default: kinds and spans in meta._guard), redact, or refuse."
+        ),
+    )
+    encryption: Literal["flagged", "all"] = Field(
+        None,  # type: ignore[arg-type]
+        description=(
+            "Which memories are encrypted at rest (AES-GCM under the tenant's data key): 'flagged' (the"
+            " default: those with secrets or personal data found) or 'all' (every memory stored or changed from now on)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _something(self) -> ProjectSettingsRequest:

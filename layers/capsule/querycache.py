@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from datetime import date, datetime, time, timedelta
 from enum import Enum
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -42,16 +42,16 @@ def fresh(value: T) -> T:
     if kind in _LEAVES:
         return value
     if kind is list:
-        return [item if type(item) in _LEAVES else fresh(item) for item in value]  # type: ignore[return-value]
+        return [item if type(item) in _LEAVES else fresh(item) for item in value]  # type: ignore[attr-defined, return-value]
     if kind is dict:
-        return {key: item if type(item) in _LEAVES else fresh(item)  # type: ignore[return-value]
-                for key, item in value.items()}
+        pairs: Any = value
+        return {key: item if type(item) in _LEAVES else fresh(item) for key, item in pairs.items()}  # type: ignore[return-value]
     if isinstance(value, BaseModel):
         return _model(value)  # type: ignore[return-value]
     if isinstance(value, _IMMUTABLE):  # their subclasses (an Enum's members, a str subclass)
         return value
     if kind is tuple:
-        return tuple(fresh(item) for item in value)  # type: ignore[return-value]
+        return tuple(fresh(item) for item in value)  # type: ignore[attr-defined, return-value]
     return copy.deepcopy(value)
 
 

@@ -34,7 +34,7 @@ def seal_store(store: MemoryStore, settings: Settings, clock: Clock = system_clo
         return store
     from .crypto.setup import sealed, wrapper_for
 
-    return sealed(store, wrapper_for(settings), clock=clock)  # type: ignore[return-value]
+    return sealed(store, wrapper_for(settings), clock=clock)
 
 
 def build_service(settings: Settings, *, store: MemoryStore | None = None, clock: Clock = system_clock,

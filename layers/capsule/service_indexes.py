@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from contextlib import nullcontext
 from functools import partial
+from typing import cast
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class ServiceIndexes:
                     name = None
                 self._snapshots = name and Snapshots(self.settings.data_dir / "index", name,
                                                      min_rows=self.settings.index_snapshot_min)
-        return self._snapshots or None
+        return self._snapshots or None  # type: ignore[return-value]  # never True: False, None or Snapshots
 
     def settle(self) -> None:
         """Wait until the work scheduled after earlier searches is done (indexes complete)."""
@@ -150,7 +151,7 @@ class ServiceIndexes:
         scope is never read whole for want of a vector."""
         if not self._has_shortlist:
             return None
-        shortlist = self.store.nearest_candidates(
+        shortlist = cast(NearestCandidates, self.store).nearest_candidates(  # _has_shortlist: it is one
             tenant, projects, filters, query=query, query_vector=query_vector, model=self.embedder.model_id,
         )
         if shortlist is None:

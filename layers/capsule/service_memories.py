@@ -14,6 +14,7 @@ from .errors import Conflict, NotFound
 from .governance import audit as gov_actions
 from .governance.retention import needs_force
 from .governance.visibility import FULL, Reach
+from .guard.policy import Policies
 from .records import AuditRecord, MemoryRecord
 from .service_edge import decode_cursor, encode_cursor, to_memory, validate
 from .store.base import MemoryStore
@@ -36,6 +37,7 @@ class ServiceMemories:
     governance_store: Any  # MemoryService.governance_store
     retention_limit: Callable[[str, str], int | None]  # ServiceProjects.retention_limit (None: no limit)
     project_of: Callable[[str, str], str]  # ServiceProjects.project_of
+    guard_policies: Callable[[str, str], Policies]  # ServiceProjects.guard_policies
 
     def list_memories(self, tenant: str, request: models.ListRequest | dict, *, reach: Reach = FULL
                       ) -> models.ListResult:
@@ -43,8 +45,8 @@ class ServiceMemories:
         req = req.model_copy(update={"project": self.project_of(tenant, req.project)})  # one checkout, one project
         reach.require_project(req.project)
         after = decode_cursor(req.cursor) if req.cursor else None
-        by_class = {} if req.retention is None else {"retention": req.retention}
-        seen = {k: v for k, v in (("visibility", reach.visibilities(req.visibility)),
+        by_class: dict[str, Any] = {} if req.retention is None else {"retention": req.retention}
+        seen: dict[str, Any] = {k: v for k, v in (("visibility", reach.visibilities(req.visibility)),
                                   ("subjects", reach.subjects_for(req.subject))) if v}
         rows = self.store.list(tenant, req.project, pinned_only=req.pinned_only, after=after, limit=req.limit + 1,
                                forgotten=req.forgotten, **by_class, **seen)
@@ -93,6 +95,7 @@ class ServiceMemories:
         if not req.force:
             self._refuse_unforced(tenant, self.store.get(tenant, memory_id), reason)
         record = self.store.forget(tenant, memory_id, at=self.clock(), actor=tenant, reason=reason)
+        assert record.deleted_at is not None  # forgotten just now
         until = record.deleted_at + timedelta(days=limits.FORGET_RECOVERABLE_DAYS)
         return models.MemoryResult(
             memory=to_memory(record),

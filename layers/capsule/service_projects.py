@@ -84,7 +84,8 @@ class ServiceProjects:
         req = validate(models.ProjectSettingsRequest, request)
         named = validate(models.ListRequest, {"project": project}).project  # the same name rules as everywhere
         project = self.project_of(tenant, named or project)
-        said, evicted = [], []
+        said: list[str] = []
+        evicted: list[models.Eviction] = []
         if req.retention_limit == "unlimited":
             self.store.set_retention_limit(tenant, project, NO_LIMIT, at=self.clock())
             said.append("has no rolling limit now: every memory is kept until forgotten")
@@ -94,7 +95,7 @@ class ServiceProjects:
         if req.ephemeral_ttl is not None:
             self.governance_store.set_project_ttl(tenant, project, req.ephemeral_ttl, at=self.clock())
             said.append(f"keeps an ephemeral memory stored without a ttl {req.ephemeral_ttl} seconds")
-        policies = {k: v for k, v in (("secrets_policy", req.secrets_policy), ("pii_policy", req.pii_policy)) if v}
+        policies: dict[str, str] = {k: v for k, v in (("secrets_policy", req.secrets_policy), ("pii_policy", req.pii_policy)) if v}
         if policies:
             self.store.set_guard_policies(tenant, project, policies, at=self.clock())
             said.append("will " + " and ".join(f"{v} {'secrets' if k == 'secrets_policy' else 'personal data'}"

@@ -33,6 +33,7 @@ from .store.base import MemoryStore
 from .text import sha256
 
 if TYPE_CHECKING:
+    from .background import Background
     from .snapshot import Snapshots
 
 # Query vectors kept per warm process: 4 KiB each at 1024 dimensions, so 4 MiB at most.
@@ -72,6 +73,7 @@ class ServiceSearch:
     _shortlist: Callable[..., list[ProjectIndex] | None]
     _indexes: Callable[..., list[ProjectIndex]]
     snapshots: Snapshots | None
+    background: Background  # ServiceIndexes.background
 
     def _setup_search(self) -> None:
         # Answers are kept as they are: nothing changes one, each caller gets models of its own.
@@ -148,6 +150,7 @@ class ServiceSearch:
     def _reached_projects(self, tenant: str, req: models.SearchRequest, reach: Reach) -> list[str] | None:
         """The projects a search covers (None: every project of the tenant)."""
         if not req.global_:
+            assert req.project is not None  # SearchRequest's rule: a project unless global
             reach.require_project(req.project)
             return [req.project]
         if reach.projects is None:
@@ -178,7 +181,7 @@ class ServiceSearch:
         for index in indexes:
             index.lock.acquire()
         try:
-            args = dict(filters=filters, query=req.query, query_vector=query_vector,
+            args: dict[str, Any] = dict(filters=filters, query=req.query, query_vector=query_vector,
                         model_id=self.embedder.model_id, now=req.as_of or self.clock(), weights=weights, k=req.k,
                         options=options)
             if len(indexes) > 1:  # candidates chosen across the projects, not per project

@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -122,7 +123,7 @@ class Snapshots:
         index.restore(state["index"])
         index.postings_file = (index.changes, state["files"]["postings"][0])
         # Only an index large enough for a copy has one (smaller ones skip two failed opens).
-        kept = quantized.load(quant) if copied else None
+        kept = quantized.load(quant) if copied else None  # type: ignore[arg-type]  # copied: quant is its path
         if kept is not None and kept.n <= index.n:
             index.quant = kept  # made from the same matrix file, whose rows never change
         return True
@@ -178,7 +179,7 @@ class Snapshots:
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self._path(index)
         unique = self._unique()
-        files = {name: f"{path.stem}.{unique}.{name}.npy" for name in MAPPED}
+        files: dict[str, Any] = {name: f"{path.stem}.{unique}.{name}.npy" for name in MAPPED}
         kept = self._kept_matrix(index, path.stem)
         if kept is not None:
             files["matrix"] = kept

@@ -75,7 +75,7 @@ def narrow(operation: str, result: Any, readable: Readable) -> Any:
     return _narrow(result, readable)
 
 
-def _kinds() -> tuple[type, type, type]:
+def _kinds() -> tuple[Any, Any, Any]:
     from ..learning import models as lm  # the learning package loads its own parts: only when needed
 
     return lm.Pattern, lm.LinkedFix, lm.GoldenPath

@@ -94,8 +94,10 @@ def _turn(questions: dict[str, tuple[int, dict]], number: int, item: dict) -> tu
 def sample(dataset: list[Any], labels: list[dict[str, Any]]) -> FactSample:
     """The labelled turns of a LongMemEval list, split as :mod:`.evaluation` splits it
     (questions at even positions: ``even``, at odd: ``odd``)."""
-    questions = {q.get("question_id"): (n, q) for n, q in enumerate(dataset) if isinstance(q, dict)}
-    facts, answers, agreement = [], [], {}
+    questions: dict[Any, tuple[int, dict]] = {q.get("question_id"): (n, q) for n, q in enumerate(dataset) if isinstance(q, dict)}
+    facts: list = []
+    answers: list = []
+    agreement: dict = {}
     for number, item in enumerate(labels):
         position, turn = _turn(questions, number, item)
         split = "even" if position % 2 == 0 else "odd"

@@ -42,7 +42,7 @@ def same_fact(a: str, b: str) -> bool:
 def to_candidate(r: CandidateRecord) -> cm.Candidate:
     return cm.Candidate(
         id=r.id, project=r.project, text=r.text, score=r.score, reason=r.reason, type=r.kind,
-        retention="permanent" if r.kind in _PERMANENT else "replaceable", tags=list(r.tags), status=r.status,  # type: ignore[arg-type]
+        retention="permanent" if r.kind in _PERMANENT else "replaceable", tags=list(r.tags), status=r.status,
         role=r.role, session=r.session, occurred_at=r.occurred_at, created_at=r.created_at,
         decided_at=r.decided_at, memory_id=r.memory_id, note=r.note)
 
@@ -57,7 +57,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     from ..clock import from_epoch
 
     at, _, candidate_id = cursor.partition("~")
-    return from_epoch(float(at)), candidate_id  # type: ignore[return-value]
+    return from_epoch(float(at)), candidate_id
 
 
 class CaptureService:

@@ -63,7 +63,7 @@ def sealed(store: Any, wrapper: KeyWrapper, *, clock: Callable[[], Any]) -> Seal
     keys = key_store(store)
     modes = _Modes(keys)
     sealer = Sealer(Keyring(keys, wrapper, clock=clock), modes)
-    sealer.modes = modes  # type: ignore[attr-defined]  (set_encryption drops the held value)
+    sealer.modes = modes  # type: ignore[attr-defined]  # set_encryption drops the held value
     return SealedStore(store, sealer)
 
 

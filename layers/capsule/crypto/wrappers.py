@@ -22,7 +22,9 @@ from .context import BYOK_HEADER  # noqa: E402
 
 
 class KeyWrapper(Protocol):
-    id: str  # names the wrapping key (kept beside each wrapped data key)
+    @property
+    def id(self) -> str:
+        """Names the wrapping key (kept beside each wrapped data key)."""
 
     def new_data_key(self, tenant: str) -> tuple[bytes, bytes]:
         """A fresh data key: (plaintext, wrapped)."""

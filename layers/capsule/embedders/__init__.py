@@ -39,7 +39,7 @@ def build_embedder(settings: Settings) -> Embedder:
         from .remote import OpenAIEmbedder
 
         embedder = FailFast(OpenAIEmbedder(_key(settings.openai_api_key, "openai"), base_url=settings.openai_base_url))
-    embedder.reason = choice.reason  # type: ignore[attr-defined]
+    embedder.reason = choice.reason  # type: ignore[union-attr]
     logger.info("embedder active: %s", describe(embedder).sentence())
     return embedder
 

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -122,8 +123,8 @@ class MiniLMEmbedder:
         _runtime_installed()
         self._files = locate_files(model_dir)
         self._threads = threads
-        self._session = None
-        self._tokenizer = None
+        self._session: Any = None  # onnxruntime.InferenceSession, made on first use
+        self._tokenizer: Any = None  # tokenizers.Tokenizer, as the session
         self._inputs: set[str] = set()
         self._batch_size = batch_size
         self._lock = threading.Lock()  # one inference at a time keeps memory flat

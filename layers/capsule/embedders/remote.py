@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -73,7 +74,7 @@ class _Remote:
             batch = list(texts[start:start + self.batch_size])
             seconds = deadline.for_embedder(self.timeout_s)  # Unavailable when no time is left
             try:
-                rows.extend(bounded(lambda batch=batch, seconds=seconds: self._call(batch, kind, seconds), seconds))
+                rows.extend(bounded(partial(self._call, batch, kind, seconds), seconds))
             except Exception as exc:  # any client error: the provider could not embed
                 raise Unavailable(f"{self.model_id} could not embed: {type(exc).__name__}: {exc}") from exc
         if not rows:

@@ -213,7 +213,8 @@ class History:
 
     def chain(self, tenant: str, record: MemoryRecord) -> list[MemoryRecord]:
         """The memories ``record`` superseded, newest first (a bounded walk)."""
-        found, seen, next_id = [], {record.id}, record.supersedes
+        found: list[MemoryRecord] = []
+        seen, next_id = {record.id}, record.supersedes
         while next_id and next_id not in seen and len(found) < MAX_CHAIN:
             seen.add(next_id)
             try:

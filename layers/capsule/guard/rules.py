@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 TOKEN = ALNUM | frozenset("_-")
 B64 = ALNUM | frozenset("+/=")
-NOTHING = frozenset()
+NOTHING: frozenset[str] = frozenset()
 DIGITS = frozenset("0123456789")
 TRAIL = ".,;:!?)]}>"  # punctuation that ends a sentence, not a bare value
 

@@ -160,7 +160,7 @@ def clean_text(text: str | None, policies: Policies, *, field: str) -> tuple[str
 
 def clean_audit(record: AuditRecord, policies: Policies, *, field: str = "reason") -> tuple[AuditRecord, set[str]]:
     reason, kinds = clean_text(record.reason, policies, field=field)
-    return (replace(record, reason=reason) if kinds else record), kinds
+    return (replace(record, reason=reason) if kinds else record), kinds  # type: ignore[arg-type]  # kinds: a text
 
 
 def where_said(where: dict[str, set[str]]) -> str:

@@ -246,7 +246,7 @@ class Sweep:
     def _seal_version(self, version: Any, *, sealed: bool) -> Any:
         if not sealed:
             return version
-        closed = self._sealer.seal(_as_record(version))
+        closed = self._sealer.seal(_as_record(version))  # type: ignore[union-attr]  # sealed: there is a sealer
         return replace(version, content=closed.content, meta=closed.meta, explanation=closed.explanation)
 
 

@@ -29,7 +29,7 @@ class TreeReport:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TreeReport) and (self.redacted, self.flagged) == (other.redacted, other.flagged)
 
-    __hash__ = None  # mutable, as the dataclass was
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
 
     def __repr__(self) -> str:
         return f"TreeReport(redacted={self.redacted!r}, flagged={self.flagged!r})"

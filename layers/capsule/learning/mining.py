@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -179,7 +180,7 @@ def describe_cluster(members: list[Occurrence]) -> Cluster:
     return Cluster(members=members, terms=shared, category=category, centroid=centroid)
 
 
-def name(found: Cluster, existing: dict[str, set[str]], taken: set[str] = frozenset()) -> str:
+def name(found: Cluster, existing: dict[str, set[str]], taken: AbstractSet[str] = frozenset()) -> str:
     """Keep the tag of an existing pattern of this category that holds the same memories;
     otherwise a readable tag from the cluster's salient terms (:func:`tags.readable_tag`), so a
     re-run names the same cluster the same way. A pattern made by a link, with no occurrences

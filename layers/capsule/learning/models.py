@@ -387,8 +387,8 @@ class Fixpack(_Kept):
             self._interpreted += [f"steps[{place}].payload.{name}" for name in reading.interpreted]
             self._doubled += [f"steps[{place}].payload gives both {' and '.join(names)}: read {reading.used[field]}"
                               for field, names in reading.doubled.items()]
-        self.steps = sorted(self.steps, key=lambda s: s.step_order)
-        self.checks = sorted(self.checks, key=lambda c: c.check_order)
+        self.steps = sorted(self.steps, key=lambda s: s.step_order)  # type: ignore[arg-type, return-value]  # _place gave each one
+        self.checks = sorted(self.checks, key=lambda c: c.check_order)  # type: ignore[arg-type, return-value]  # as steps
         return self
 
     @property
@@ -485,7 +485,7 @@ class PatternDetectRequest(_Strict):
 
 
 class PatternSolutionsRequest(PatternRef):
-    category: Name | None = Field(None, description="Absent: the pattern's tag in every category.")
+    category: Name | None = Field(None, description="Absent: the pattern's tag in every category.")  # type: ignore[assignment]
     k: JsonInt = Field(5, ge=1, le=limits.MAX_K)
 
 
@@ -516,7 +516,7 @@ class Solution(Fixpack):
     model_config = ConfigDict(extra="forbid", strict=False)
     LENIENT = True
 
-    steps: list[StoredStep] = Field(default_factory=list, max_length=MAX_STEPS)
+    steps: list[StoredStep] = Field(default_factory=list, max_length=MAX_STEPS)  # type: ignore[assignment]  # lenient steps
 
     id: str
     success_rate: float = Field(description="Wilson lower bound of successes / applications.")

@@ -81,7 +81,7 @@ class Patterns:
                 continue
             texts += [sig["text"] for sig in solution.body["signatures"]]
             if not self.stale(solution):
-                vectors += list(solution.embeddings)
+                vectors += list(solution.embeddings)  # type: ignore[arg-type]  # not stale: embedded
         found_terms, vector = pattern_match.linked_profile(pattern.tag, texts, vectors)
         if vector is None and only_with_vector:
             return pattern

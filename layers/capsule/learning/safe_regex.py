@@ -28,11 +28,11 @@ import re2
 from ..errors import InvalidInput
 
 try:  # the stdlib parser: private, but the only parser of Python regex syntax there is
-    from re import _constants as _c
-    from re import _parser as _sre
+    from re import _constants as _c  # type: ignore[attr-defined]  # private: not in typeshed
+    from re import _parser as _sre  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - Python < 3.11
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _sre  # type: ignore[no-redef]
+    import sre_constants as _c
+    import sre_parse as _sre
 
 MAX_PATTERN_CHARS = 512
 MAX_INPUT_CHARS = 16 * 1024

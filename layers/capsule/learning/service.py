@@ -183,7 +183,7 @@ class LearningService:
         page, more = rows[: req.limit], len(rows) > req.limit
         scope = f" in category '{req.category}'" if req.category else ""
         return models.SolutionList(
-            solutions=[to_solution(r) for r in page], next_cursor=encode_cursor(page[-1]) if more else None,
+            solutions=[to_solution(r) for r in page], next_cursor=encode_cursor(page[-1]) if more else None,  # type: ignore[arg-type]  # any row with created_at and id
             explanation=f"{len(page)} solution(s){scope}, newest first" + ("; more follow the cursor." if more else "."),
         )
 

@@ -19,6 +19,7 @@ anything changed (the query cache keys on it, which keeps it right across proces
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -107,10 +108,10 @@ class MemoryStore(Protocol):
 
     def candidates(
         self, tenant: str, projects: Sequence[str] | None, filters: Filters
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         """Active memories of the given projects (None: all of the tenant's), filtered."""
 
-    def tenants(self) -> list[str]:
+    def tenants(self) -> builtins.list[str]:
         """Every tenant that has a project, sorted (the scheduled jobs visit each)."""
 
     def change_markers(self, tenant: str, projects: Sequence[str] | None) -> dict[str, int]:
@@ -148,16 +149,20 @@ class MemoryStore(Protocol):
         without building a record per memory. A store may ignore it and return records.
         """
 
-    def ids_with_prefix(self, tenant: str, prefix: str, *, limit: int) -> list[str]:
+    def ids_with_prefix(self, tenant: str, prefix: str, *, limit: int) -> builtins.list[str]:
         """Up to ``limit`` ids of the tenant's memories (forgotten ones too) that start with
         ``prefix`` (case-sensitive), sorted; for resolving the short ids people type."""
 
-    def projects(self, tenant: str, *, only: str | None = None) -> list[ProjectStats]:
+    def projects(self, tenant: str, *, only: str | None = None) -> builtins.list[ProjectStats]:
         """Per project of the tenant: counts, limit and last activity, read from counts the
         writes keep (no read of the memories); ``only``: that project's alone (or none)."""
 
     def set_retention_limit(self, tenant: str, project: str, limit: int, *, at: datetime) -> None:
         """Set a project's own rolling limit."""
+
+    def set_retention_limit_if_unset(self, tenant: str, project: str, limit: int, *, at: datetime) -> int | None:
+        """Set the limit only where the project has none of its own; returns the one it keeps
+        (None: the deployment's default applied and ``limit`` is now set)."""
 
     def retention_limit(self, tenant: str, project: str) -> int | None:
         """The project's own limit, or None to use the deployment's."""
@@ -169,14 +174,14 @@ class MemoryStore(Protocol):
     def guard_policies(self, tenant: str, project: str) -> dict[str, str | None]:
         """``{"secrets_policy": ..., "pii_policy": ...}``, None where the project has not set one."""
 
-    def audit_log(self, tenant: str, *, memory_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
+    def audit_log(self, tenant: str, *, memory_id: str | None = None, limit: int = 100) -> builtins.list[AuditRecord]:
         """Audit records, newest first."""
 
     def purge_forgotten(self, *, before: datetime, at: datetime | None = None) -> int:
         """Delete for good the memories forgotten before ``before``, each audited as purged
         at ``at`` (default ``before``); returns how many."""
 
-    def pending_embeddings(self, *, limit: int, model: str | None = None) -> list[MemoryRecord]:
+    def pending_embeddings(self, *, limit: int, model: str | None = None) -> builtins.list[MemoryRecord]:
         """Active memories stored while no embedding could be made, oldest first; with
         ``model``, also those embedded by any other model (the deployment switched models)."""
 

@@ -101,7 +101,7 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         )
 
     @property
-    def transactions(self) -> bool:
+    def transactions(self) -> bool:  # type: ignore[override]  # MongoWrites declares it as a plain attribute
         if self._transactions is None:
             self._transactions = supports_transactions(self.client)
         return self._transactions
@@ -112,7 +112,7 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         The Atlas Search and Vector Search indexes are not created here: they build in the
         background for minutes, so ``capsule cloud setup-atlas`` (:mod:`.atlas_setup`) makes them
         before the first request and waits until they answer."""
-        wanted = {"_id": "schema", "version": SCHEMA_VERSION}
+        wanted: dict[str, Any] = {"_id": "schema", "version": SCHEMA_VERSION}
         with guarded("create the indexes"):
             current = self.db["meta"].find_one({"_id": "schema"}) or {}
         # One checkout, one project (capsule.project_identity): split names merged, once per database.
@@ -185,7 +185,8 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         )
         active = counters.ensure(self.projects_, self.memories, project_doc, w.session)["memories"]
         first_seq = project_doc["seq"] - len(records)
-        docs, batch = [], {}
+        docs: list[dict[str, Any]] = []
+        batch: dict[str, Any] = {}
         for i, record in enumerate(records):
             existing = self._find_duplicate(w.session, record, dedupe_after, batch)
             if existing:

@@ -126,7 +126,8 @@ class MongoGovernanceStore:
         done: list[AuditRecord] = []
         for (tenant, project), group in by_project.items():
             done += store._in_project(tenant, project, "purge expired memories",
-                                      lambda w, group=group: self._expire(w, group, at), purged=True)
+                                      lambda w, group=group: self._expire(w, group, at),  # type: ignore[misc]
+                                      purged=True)
         return done
 
     def _expire(self, w: Any, docs: list[dict[str, Any]], at: datetime) -> list[AuditRecord]:

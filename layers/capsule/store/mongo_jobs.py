@@ -32,7 +32,8 @@ class MongoJobs(ProjectWrites):
         for (tenant, project), group in by_project.items():
             # Purged rows leave no tombstone: the version moves and a reader older than it reloads.
             self._in_project(tenant, project, "purge forgotten memories",
-                             lambda w, group=group: self._purge(w, group, cutoff, when), purged=True)
+                             lambda w, group=group: self._purge(w, group, cutoff, when),  # type: ignore[misc]
+                             purged=True)
         with guarded("drop abandoned writes"):
             stale = from_epoch(self._wall().timestamp() - PENDING_TTL_S)
             self.memories.delete_many({"pending": {"$ne": None}, "pending_on": {"$lt": stale}})
@@ -69,7 +70,7 @@ class MongoJobs(ProjectWrites):
                 for doc in self.cache.find({"model": model, "sha256": {"$in": keys[start:start + 500]},
                                             "created_at": {"$gte": to_epoch(fresh_after)}},
                                            projection={"sha256": 1, "vector": 1}):
-                    found[doc["sha256"]] = decode_vector(doc["vector"])
+                    found[doc["sha256"]] = decode_vector(doc["vector"])  # type: ignore[assignment]  # a cached vector is there
         return found
 
     def cache_put(self, model: str, vectors: dict[str, np.ndarray], *, at: datetime) -> None:

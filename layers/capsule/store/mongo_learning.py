@@ -292,7 +292,7 @@ class MongoLearningStore:
             update["$set"] = {"last_at": to_epoch(at)}
         doc = self._links.find_one_and_update({"_id": link_id}, update, upsert=True,
                                               return_document=ReturnDocument.AFTER)
-        return _link(doc), counted
+        return _link(doc), counted  # type: ignore[arg-type]  # upserted: there is one
 
     @_guarded
     def links(

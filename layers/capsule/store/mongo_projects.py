@@ -34,7 +34,7 @@ class MongoProjects(ProjectWrites):
                          last_activity=from_epoch(max(doc["updated_at"], doc.get("last_activity") or 0.0)))
             for doc, c in zip(docs, counts)
         ]
-        return sorted(stats, key=lambda s: s.last_activity, reverse=True)
+        return sorted(stats, key=lambda s: s.last_activity, reverse=True)  # type: ignore[arg-type, return-value]  # always set (from_epoch of a number)
 
     def set_retention_limit(self, tenant: str, project: str, limit: int, *, at: datetime) -> None:
         now = to_epoch(at)

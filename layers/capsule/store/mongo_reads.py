@@ -3,6 +3,7 @@ before, candidates for a search, and the changes a warm index applies."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -75,13 +76,13 @@ class MongoReads(ProjectWrites):
             doc = self.memories.find_one(query, projection={"content": 1}, sort=[("occurred_at", -1), ("seq", -1)])
         return None if doc is None else doc["content"]
 
-    def candidates(self, tenant: str, projects: Sequence[str] | None, filters: Filters) -> list[MemoryRecord]:
+    def candidates(self, tenant: str, projects: Sequence[str] | None, filters: Filters) -> builtins.list[MemoryRecord]:
         return mc.scope_records(self.memories, tenant, projects, filters)
 
     def nearest_candidates(
         self, tenant: str, projects: Sequence[str] | None, filters: Filters, *, query: str,
         query_vector: np.ndarray | None, model: str,
-    ) -> list[MemoryRecord] | None:
+    ) -> builtins.list[MemoryRecord] | None:
         """A shortlist from the cluster's indexes (:mod:`.mongo_candidates`), or None: the
         scope is small enough to read whole (or ``vector_search_min`` is not set)."""
         if self.vector_search_min is None:

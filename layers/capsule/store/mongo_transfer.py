@@ -152,7 +152,7 @@ class MongoTransferStore:
                 vote = {"tenant": tenant, "memory_id": row.memory_id, "helpful": row.helpful,
                         "context": row.context, "at": to_epoch(row.at)}
                 out.present += self._keep_once("feedback", vote, VOTE_FIELDS, kept)
-        out.written = len(rows) - len(out.refused) - out.present
+        out.written = len(rows) - len(out.refused) - out.present  # type: ignore[arg-type]  # made as {}
         return out
 
     def put_audit(self, tenant: str, rows: Sequence[AuditRecord]) -> Written:

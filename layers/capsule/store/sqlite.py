@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ..clock import from_epoch, to_epoch
 from ..governance.retention import effective_class, eviction_reason
@@ -192,7 +193,7 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
     def as_stored(record: MemoryRecord) -> MemoryRecord:
         """A record just inserted as :meth:`get` would read it back, without reading it: its
         times as stored (UTC, to the microsecond), everything else as written."""
-        def stored(value: datetime | None) -> datetime | None:
+        def stored(value: Any) -> Any:  # datetime -> datetime, None -> None
             return None if value is None else from_epoch(to_epoch(value))
 
         return replace(record, occurred_at=stored(record.occurred_at), created_at=stored(record.created_at),

@@ -106,7 +106,8 @@ class SQLiteCandidateStore:
 
     def list(self, tenant: str, project: str | None, status: str | None, *,
              before: tuple[datetime, str] | None, limit: int) -> list[CandidateRecord]:
-        where, params = ["tenant = ?"], [tenant]
+        where: list[str] = ["tenant = ?"]
+        params: list[Any] = [tenant]
         if project is not None:
             where.append("project = ?")
             params.append(project)

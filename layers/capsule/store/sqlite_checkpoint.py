@@ -51,7 +51,7 @@ class Checkpointer:
                                                 daemon=True)
                 self._thread.start()
             wake = self._wake
-        wake.set()
+        wake.set()  # type: ignore[union-attr]  # made with the thread, above
 
     def _loop(self, wake: threading.Event) -> None:
         while wake.wait() and self._wake is wake:

@@ -116,7 +116,8 @@ class SQLiteLearningStore:
     def list_solutions(
         self, tenant: str, *, category: str | None, after: Cursor | None, limit: int
     ) -> list[SolutionRecord]:
-        sql, params = f"SELECT {_SOLUTION} FROM solutions WHERE tenant = ?", [tenant]
+        sql = f"SELECT {_SOLUTION} FROM solutions WHERE tenant = ?"
+        params: list[Any] = [tenant]
         if category is not None:
             sql += " AND category = ?"
             params.append(category)

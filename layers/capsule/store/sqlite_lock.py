@@ -63,7 +63,7 @@ class WriteLock:
             return True
         except FutureTimeout:
             # Given up: when the wait ends after all, the lock is let go at once.
-            waiting.add_done_callback(lambda done: done.exception() is None and self.release())
+            waiting.add_done_callback(lambda done: None if done.exception() is not None else self.release())
             return False
 
     def release(self) -> None:

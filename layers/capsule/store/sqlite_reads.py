@@ -3,6 +3,7 @@ before, and the candidates of a search read whole."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -73,7 +74,7 @@ class SQLiteReads(SQLiteConnections):
         rows = self._read(PREVIOUS_IN_SESSION, (tenant, project, session, to_epoch(before)))
         return rows[0]["content"] if rows else None
 
-    def candidates(self, tenant: str, projects: Sequence[str] | None, filters: Filters) -> list[MemoryRecord]:
+    def candidates(self, tenant: str, projects: Sequence[str] | None, filters: Filters) -> builtins.list[MemoryRecord]:
         sql = f"SELECT {COLUMNS} FROM memories WHERE tenant = ? AND deleted_at IS NULL"
         params: list[Any] = [tenant]
         if projects is not None:

@@ -79,7 +79,8 @@ def _chunks(items: list[dict[str, Any]], positions: list[list[int]]
             ) -> Iterator[tuple[list[dict[str, Any]], list[int]]]:
     """Batches of at most BATCH_ITEMS items and about BATCH_BYTES, each with its last position."""
     batch: list[dict[str, Any]] = []
-    size, last = 0, []
+    size = 0
+    last: list[Any] = []
     for item, position in zip(items, positions):
         length = len(json.dumps(item, default=str))
         if batch and (len(batch) >= BATCH_ITEMS or size + length > BATCH_BYTES):

@@ -12,6 +12,8 @@ says so. Under ``refuse`` the request is refused (422 naming the item), nothing 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from typing import Any
 
 from .. import wire
 from ..errors import InvalidInput
@@ -37,7 +39,9 @@ def changes(service: MemoryService, tenant: str, project: str, *, after: Positio
     votes: dict[str, list[FeedbackRow]] = {}
     for vote in transfer_store(service.store).feedback_of(tenant, [r.id for _, r in found[:limit]]):
         votes.setdefault(vote.memory_id, []).append(vote)
-    items, positions, size = [], [], 0
+    items: list[dict[str, Any]] = []
+    positions: list[Any] = []
+    size = 0
     for position, record in found[:limit]:
         item = to_item(record, votes.get(record.id, []))
         size += wire.wrapped_json_bytes(json.dumps(item, default=str))

@@ -58,15 +58,11 @@ Id = Annotated[str, Field(min_length=1, max_length=256)]
 Name = Annotated[str, Field(min_length=1, max_length=1024)]
 
 
-def _int(low: int, high: int | None = None) -> Any:
-    """A JSON integer, as JSON Schema reads one (5.0 is 5; "5", true and 5.5 are not), that the stores
-    hold (a larger count was a 500 on import and sync)."""
-    bound = {"le": high} if high is not None else {"lt": limits.INT_END}
-    return Annotated[int, Field(ge=low, **bound), BeforeValidator(json_int)]
-
-
-Count = _int(0)
-Dims = _int(1, 16384)
+# JSON integers, as JSON Schema reads one (5.0 is 5; "5", true and 5.5 are not), that the stores
+# hold (a larger count was a 500 on import and sync).
+Count = Annotated[int, Field(ge=0, lt=limits.INT_END), BeforeValidator(json_int)]
+Dims = Annotated[int, Field(ge=1, le=16384), BeforeValidator(json_int)]
+Positive = Annotated[int, Field(ge=1, lt=limits.INT_END), BeforeValidator(json_int)]
 # base64 of float32; the check of its length against dims (a rule no JSON Schema states) is _check_vector's
 Vector = Annotated[str, Field(max_length=1_000_000, json_schema_extra={"pattern": BASE64_PATTERN})]
 
@@ -98,9 +94,9 @@ def _decoded_size(encoded: str) -> int:
 def _check_vector(encoded: str | None, dims: int | None, rows: int = 1) -> None:
     if (encoded is None) != (dims is None):
         raise ValueError("a vector and its dims come together (both or neither)")
-    if encoded is not None:
+    if encoded is not None and dims is not None:  # both or neither, as just checked
         size = _decoded_size(encoded)
-        if size != rows * dims * 4:  # type: ignore[operator]
+        if size != rows * dims * 4:
             raise ValueError(f"the vector holds {size // 4} floats; dims {dims} x {rows} row(s) needs {rows * dims}")
 
 
@@ -116,7 +112,7 @@ class Header(_Row):
 class Project(_Row):
     kind: Literal["project"]
     name: ProjectName
-    retention_limit: _int(1) | None  # type: ignore[valid-type]
+    retention_limit: Positive | None
 
 
 class Memory(_Row):
@@ -265,7 +261,7 @@ class MemoryVersion(_Row):
 
     kind: Literal["version"]
     memory_id: Id
-    number: _int(1)  # type: ignore[valid-type]
+    number: Positive
     project: ProjectName
     content: Content
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]

@@ -110,7 +110,7 @@ class Importer:
             self._rows.append((number, row))
             return
         {"project": self._project, "solution": self._solution, "pattern": self._pattern, "link": self._link,
-         "end": self._end, "header": self._second_header}[kind](number, row)
+         "end": self._end, "header": self._second_header}[kind](number, row)  # type: ignore[operator]
 
     def _flush(self) -> None:
         kind, rows = self._kind, self._rows
