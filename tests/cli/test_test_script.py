@@ -1,6 +1,7 @@
 """The README's test command, ``./scripts/test`` (issue 30): the README and CI run that same line,
 and the script names what a machine lacks (or installs it as root), installs the checkout into
-``.venv`` once per pyproject.toml, and passes pytest's arguments through."""
+``.venv`` once per pyproject.toml, and passes pytest's arguments through; the whole suite starts
+with ruff and mypy."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def test_the_readme_and_ci_run_the_same_test_line():
 
 
 def _fake_checkout(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
-    """A copy of the script in a checkout whose .venv's pip and python only log their arguments,
+    """A copy of the script in a checkout whose .venv's pip, python, ruff and mypy only log their arguments,
     run as a user who is not root, on a PATH without openssl, curl, stunnel, node, npm or cdk."""
     checkout = tmp_path / "checkout"
     (checkout / "scripts").mkdir(parents=True)
@@ -39,7 +40,7 @@ def _fake_checkout(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
     log = tmp_path / "log"
     venv_bin = checkout / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
-    for name in ("pip", "python"):
+    for name in ("pip", "python", "ruff", "mypy"):
         (venv_bin / name).write_text(f"#!/bin/sh\necho {name} \"$@\" >> {log}\n")
         (venv_bin / name).chmod(0o755)
     tools = tmp_path / "bin"
@@ -69,4 +70,5 @@ def test_without_root_it_names_what_is_missing_then_installs_and_runs_pytest_wit
     again = subprocess.run([str(checkout / "scripts" / "test")], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=60)
     assert again.returncode == 0
-    assert log.read_text().splitlines()[2:] == ["python -m pytest"]  # installed once per pyproject.toml
+    # Installed once per pyproject.toml; the whole suite (no arguments) is linted and type-checked first.
+    assert log.read_text().splitlines()[2:] == ["ruff check --quiet .", "mypy", "python -m pytest"]
