@@ -60,5 +60,5 @@ def nearest(codes: np.ndarray, query: np.ndarray, count: int, eligible: np.ndarr
         selector = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bitmap))
     faiss.hammings_knn_mc(faiss.swig_ptr(query.view(np.uint8)), faiss.swig_ptr(codes.view(np.uint8)), 1, n,
                           count, 8 * words, faiss.swig_ptr(distances), faiss.swig_ptr(labels),
-                          selector)  # type: ignore[call-arg]  # the SWIG wrapper takes a selector since faiss 1.8
+                          selector)  # the SWIG wrapper takes a selector since faiss 1.8
     return labels[labels >= 0]

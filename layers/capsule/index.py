@@ -46,7 +46,7 @@ from .indexshape import Shape
 from .indexsnapshot import IndexSnapshot
 from .matrix import resident_bytes
 from .postings import TermScores
-from .records import MemoryRecord
+from .records import KeywordStats, MemoryRecord
 from .signbits import PACKED, Packed, pack_row, sign_codes, stable_key
 
 # What other modules import from here: the index and its cache, and (re-exported, as stores
@@ -79,6 +79,10 @@ class ProjectIndex(IndexChanges, IndexSnapshot, IndexFilters):
         self.spill_path: Callable[[], Path] | None = None
         # A query term's keyed hashes, for sealed memories (set by the owner; None: none sealed).
         self.term_variants: Callable[[str], list[int]] | None = None
+        # A hosted shortlist's: which half did not answer ("" when both did) and its keyword
+        # statistics from the index it came from (capsule.service_indexes sets both).
+        self.degraded = ""
+        self.keyword_stats: KeywordStats | None = None
         self._clear()
 
     def _clear(self) -> None:

@@ -88,7 +88,8 @@ def shortlist(
 ) -> Shortlist:
     """The nearest memories by vector (when there is a query vector) and the best by keyword."""
     docs: dict[str, dict[str, Any]] = {}
-    asked, failed, stats = 0, [], None
+    asked, stats = 0, None
+    failed: list[tuple[str, str]] = []
     if query_vector is not None:
         asked += 1
         pipeline = vs.vector_pipeline(tenant=tenant, projects=projects, filters=filters,
