@@ -3,7 +3,7 @@
 A handler module defines one endpoint function and one :class:`Endpoint`, then
 ``handler = make_handler(ENDPOINT)``. ``make_handler`` builds a Powertools
 ``APIGatewayHttpResolver`` (payload v2, pydantic validation) holding that one route,
-maps :mod:`capsule.errors` to HTTP statuses (the only place that happens), checks the
+maps :mod:`capsule.core.errors` to HTTP statuses (the only place that happens), checks the
 caller's identity and the body size before anything is parsed, and wraps the handler
 with a correlation-id logger and an EMF metric per operation.
 
@@ -38,8 +38,9 @@ from aws_lambda_powertools.shared.json_encoder import Encoder
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from capsule import authz, deadline, limits
-from capsule.errors import (
+from capsule import authz
+from capsule.core import deadline, limits
+from capsule.core.errors import (
     CapsuleError,
     InvalidInput,
     MalformedBody,
@@ -49,10 +50,10 @@ from capsule.errors import (
     Unavailable,
     UnsupportedMediaType,
 )
-from capsule.fielderrors import invalid_input
-from capsule.models import ErrorResponse
-from capsule.runtime import build_service
-from capsule.service import MemoryService
+from capsule.core.fielderrors import invalid_input
+from capsule.core.models import ErrorResponse
+from capsule.runtime.service import build_service
+from capsule.service.memory_service import MemoryService
 
 from . import body as bodies
 from . import byok, query_names, routes, scopes

@@ -20,7 +20,7 @@ from typing import Any
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from capsule import limits
+from capsule.core import limits
 
 from .auth import HttpRequest
 from .gateway import Gateway, Reply, http_error

@@ -10,10 +10,10 @@ Gateway would put in the event:
 - ``Authorization: Bearer <token or API key>`` (or ``x-api-key``) — the local token or a named
   API key, compared by hash in constant time; it becomes ``{"lambda": {"tenant": ...}}``, the
   shape a Lambda authorizer's context has.
-- nothing — :class:`~capsule.errors.Unauthorized` (401).
+- nothing — :class:`~capsule.core.errors.Unauthorized` (401).
 
 A SigV4 request that is well formed but wrong (unknown key, bad signature, stale date) is
-:class:`~capsule.errors.Forbidden` (403), as API Gateway answers.
+:class:`~capsule.core.errors.Forbidden` (403), as API Gateway answers.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote, unquote
 
-from capsule.errors import Forbidden, Unauthorized
+from capsule.core.errors import Forbidden, Unauthorized
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 SERVICE = "execute-api"

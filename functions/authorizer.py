@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from capsule.errors import CapsuleError
+from capsule.core.errors import CapsuleError
 
 from .auth import Bearer, verify_bearer
 from .secrets import SECRET_ARN_VARIABLE, fetch_secret

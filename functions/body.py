@@ -20,9 +20,9 @@ import json
 import sys
 from typing import Any
 
-from capsule.errors import InvalidInput, MalformedBody
+from capsule.core.errors import InvalidInput, MalformedBody
 
-# Deeper than any request needs: meta itself stops at capsule.limits.MAX_META_DEPTH under it.
+# Deeper than any request needs: meta itself stops at capsule.core.limits.MAX_META_DEPTH under it.
 MAX_DEPTH = 32
 # Python's own bound on converting digits to an int (sys.get_int_max_str_digits(), 4,300 by
 # default): a longer integer would fail to parse at all, so it is kept as text and refused by name.

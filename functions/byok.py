@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from capsule.crypto.context import BYOK_HEADER, request_key
-from capsule.errors import CapsuleError
+from capsule.core.errors import CapsuleError
 
 _NAME = BYOK_HEADER.lower()
 

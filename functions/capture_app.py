@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from capsule.capture import CaptureService, build_capture
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 
 from . import app
 

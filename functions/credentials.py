@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from capsule.errors import Conflict, InvalidInput, NotFound
+from capsule.core.errors import Conflict, InvalidInput, NotFound
 
 from .auth import Bearer, SigV4Key, key_hash
 

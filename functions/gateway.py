@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote
 
-from capsule.errors import CapsuleError, NotFound
+from capsule.core.errors import CapsuleError, NotFound
 
 from . import keys_api, routes
 from .auth import HttpRequest, authorize

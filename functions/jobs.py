@@ -10,14 +10,14 @@ import logging
 from functools import lru_cache
 from typing import Any
 
-from capsule import deadline
-from capsule.jobs import Jobs
-from capsule.learning.runtime import build_jobs
-from capsule.runtime import build_service
+from capsule.core import deadline
+from capsule.jobs.scheduled import Jobs
+from capsule.runtime.learning import build_jobs
+from capsule.runtime.service import build_service
 
 from .secrets import load_settings
 
-logger = logging.getLogger("capsule.jobs")
+logger = logging.getLogger("capsule.jobs.scheduled")
 
 BUDGET_KEYS = {
     "retention": ("max_evictions",),

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from capsule.errors import Forbidden, InvalidInput, MalformedBody, PayloadTooLarge
-from capsule.fielderrors import suggestion
+from capsule.core.errors import Forbidden, InvalidInput, MalformedBody, PayloadTooLarge
+from capsule.core.fielderrors import suggestion
 
 from . import body as bodies
 from .auth import HttpRequest

@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 
 from capsule.learning import LearningService
-from capsule.learning.runtime import build_learning
-from capsule.service import MemoryService
+from capsule.runtime.learning import build_learning
+from capsule.service.memory_service import MemoryService
 
 from . import app
 

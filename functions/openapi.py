@@ -14,7 +14,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, HTTPBearer
 
-from capsule import limits
+from capsule.core import limits
 
 from . import routes
 from .app import Endpoint, new_resolver, register

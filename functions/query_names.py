@@ -13,8 +13,8 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from capsule.errors import InvalidInput
-from capsule.fielderrors import suggestion
+from capsule.core.errors import InvalidInput
+from capsule.core.fielderrors import suggestion
 
 
 def declared(function: Callable[..., Any]) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 # API Gateway answers 503 after its integration timeout (30 s at most; the stack sets 29, the
 # most CDK accepts) whatever the function does, and a cold start (the init phase, ~2.5 s for
 # the search path at 512 MB) is not part of the function's timeout: a route's timeout leaves
-# that margin, so the function answers (or its deadline gives a 503, capsule.deadline) before
+# that margin, so the function answers (or its deadline gives a 503, capsule.core.deadline) before
 # the gateway gives up on a request that may still commit.
 GATEWAY_TIMEOUT_S = 29
 COLD_START_MARGIN_S = 4

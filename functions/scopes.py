@@ -33,11 +33,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
-from capsule import authz, legacy_ids
-from capsule.errors import CapsuleError, InvalidInput
-from capsule.fielderrors import from_validation_error
+from capsule import authz
+from capsule.core import legacy_ids
+from capsule.core.errors import CapsuleError, InvalidInput
+from capsule.core.fielderrors import from_validation_error
 from capsule.governance.visibility import ACCESS_LEVELS, FULL, Reach, pattern_problem
-from capsule.models import Subject, Visibility
+from capsule.core.models import Subject, Visibility
 
 from . import routes
 
@@ -324,7 +325,7 @@ def lockout(rules: list[PrincipalRule], principal: str | None) -> CapsuleError |
     reach = principal_reach([r.model_dump() for r in rules], principal)
     if reach.has_access("admin") and reach.projects is None and reach.subjects is None:
         return None
-    from capsule.errors import Conflict
+    from capsule.core.errors import Conflict
 
     return Conflict(f"rules: they would limit {principal}, who is setting them, to less than admin of the whole "
                     "tenant; add a rule for it first (first match wins)",

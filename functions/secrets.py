@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from capsule.config import Settings
-from capsule.errors import Unavailable
+from capsule.core.errors import Unavailable
 
 SECRET_ARN_VARIABLE = "CAPSULE_SECRET_ARN"
 SECRET_KEYS = ("mongodb_uri", "voyage_api_key", "openai_api_key")

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from capsule.errors import Unavailable
+from capsule.core.errors import Unavailable
 
 from . import workers
 

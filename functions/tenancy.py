@@ -27,7 +27,7 @@ Which principal is the tenant (:func:`principal_tenant`):
 ``CAPSULE_TENANT_PER_SESSION=true`` (the CDK context ``tenant_per_session``) keeps the raw
 ``userArn`` of assumed roles, one tenant per session, as before (Cognito identities stay
 their own either way). ``capsule tenants merge --from-sessions`` moves what earlier versions
-stored under session ARNs into the role's tenant (:mod:`capsule.tenants`).
+stored under session ARNs into the role's tenant (:mod:`capsule.store.tenants`).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from capsule.errors import Unauthorized
-from capsule.tenants import role_of_session
+from capsule.core.errors import Unauthorized
+from capsule.store.tenants import role_of_session
 
 PER_SESSION_VARIABLE = "CAPSULE_TENANT_PER_SESSION"
 

@@ -121,7 +121,7 @@ def _exit_with_parent(on_exit: Callable[[], None]) -> None:
 def build_gateway(config: WorkerConfig):
     """The service, the handlers and the gateway of this worker (raises if any cannot start)."""
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # no CloudWatch here; keep stdout quiet
-    from capsule.runtime import build_service
+    from capsule.runtime.service import build_service
 
     from . import app
     from .credentials import Credentials

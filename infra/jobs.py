@@ -1,7 +1,7 @@
 """The scheduled jobs: Lambda functions on EventBridge schedules.
 
 Two runs of one job never overlap: each run takes the job's lease in the store
-(``capsule.jobs``), and a run that finds it held returns at once. No reserved concurrency:
+(``capsule.jobs.scheduled``), and a run that finds it held returns at once. No reserved concurrency:
 reserving even 1 fails the first deploy on a new account whose concurrency quota is 10
 (Lambda keeps 10 unreserved), and the lease already does the job. Each has a dead-letter
 queue for events that could not be delivered or whose run kept failing, and an alarm on any

@@ -1,1 +1,3 @@
-"""The local side: the ``capsule`` command, the MCP server, the signing client and the hooks."""
+"""The local client: the signing proxy (client, auth, auth_choice, transport), the MCP server, its tools, hooks.
+May import: the library and functions (credentials, routes), never capsule_cli; the proxy never capsule.search.
+"""

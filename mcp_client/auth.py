@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from capsule.errors import InvalidInput, Unauthorized
+from capsule.core.errors import InvalidInput, Unauthorized
 
 SERVICE = "execute-api"
 # https://{api-id}.execute-api.{region}.amazonaws.com

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from capsule.errors import InvalidInput, Unauthorized
-from capsule.paths import default_data_dir
+from capsule.core.errors import InvalidInput, Unauthorized
+from capsule.core.paths import default_data_dir
 
 from .auth import BearerAuth, region_from_url
 from .auth_methods import AUTO, METHODS

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from capsule import Settings, idprefix, models
-from capsule.errors import CapsuleError, InvalidInput
+from capsule import Settings
+from capsule.core import idprefix, models
+from capsule.core.errors import CapsuleError, InvalidInput
 from capsule.governance import models as gm
 from capsule.learning import models as lm
-from capsule.runtime import build_service
-from capsule.service import MemoryService
+from capsule.runtime.service import build_service
+from capsule.service.memory_service import MemoryService
 
 from .auth import Auth, LazyAuth, NoAuth, SigV4Auth
 from .auth_choice import AUTO, AuthChoice, bearer_for, check_method, choose_auth
@@ -84,14 +85,14 @@ class EmbeddedBackend:
     def learning(self) -> LearningService:
         """Opened on first use: the memory tools and hooks never pay for it."""
         if self._learning is None:
-            from capsule.learning.runtime import build_learning  # the memory tools and hooks never load it
+            from capsule.runtime.learning import build_learning  # the memory tools and hooks never load it
 
             self._learning = build_learning(self.service)
         return self._learning
 
     def _id(self, given: str) -> str:
         """The whole id ``given`` names: itself, its first characters (the 12 the CLI prints), or an
-        imported Vector Bridge chunk_id (capsule.idprefix)."""
+        imported Vector Bridge chunk_id (capsule.core.idprefix)."""
         return idprefix.resolve(self.service.store, self.tenant, given)
 
     def store(self, request: Mapping[str, Any]) -> models.StoreResult:

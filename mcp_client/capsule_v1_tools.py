@@ -15,7 +15,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from capsule import limits, models
+from capsule.core import limits, models
 
 from .strict_tools import ToolRegistry
 from .tool_kit import run, state

@@ -8,7 +8,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from capsule import limits
+from capsule.core import limits
 from capsule.capture import models as cm
 
 from .capture_ops import capture_ops

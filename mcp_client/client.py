@@ -2,7 +2,7 @@
 
 One method per API operation; each validates its request with the same model the server
 uses (a bad request fails here, before any network call) and returns the typed result
-model from :mod:`capsule.models`::
+model from :mod:`capsule.core.models`::
 
     from mcp_client.client import CapsuleClient
     from mcp_client.auth import SigV4Auth
@@ -13,7 +13,7 @@ model from :mod:`capsule.models`::
     for hit in client.search({"project": "api", "query": "sqlite deadlock"}).results:
         print(hit.score, hit.content)
 
-Failures are :mod:`capsule.errors` exceptions chosen by the HTTP status (422 InvalidInput,
+Failures are :mod:`capsule.core.errors` exceptions chosen by the HTTP status (422 InvalidInput,
 401 Unauthorized, 403 Forbidden, 404 NotFound, ...), carrying the server's message. A 429,
 a 5xx, a timeout or a connection closed before the answer is retried with exponential backoff
 and full jitter; requests that are not safe to repeat (feedback, solution_apply, pattern_link)
@@ -35,8 +35,8 @@ from urllib.parse import quote, urlencode
 
 from pydantic import BaseModel, ValidationError
 
-from capsule import errors, models
-from capsule.fielderrors import validate
+from capsule.core import errors, models
+from capsule.core.fielderrors import validate
 from capsule.governance import models as gm
 from capsule.learning import models as lm
 

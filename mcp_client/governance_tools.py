@@ -9,9 +9,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from capsule import limits
+from capsule.core import limits
 from capsule.governance import models as gm
-from capsule.models import RetentionClass
+from capsule.core.models import RetentionClass
 
 from .strict_tools import ToolRegistry
 from .tool_kit import MemoryId, Tags, drop_none, result, run, state

@@ -9,7 +9,7 @@ approve at once those at or above the project's threshold).
 
 from __future__ import annotations
 
-from capsule import limits
+from capsule.core import limits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the stop hook imports this module; typing is a start-up cost it need not pay

@@ -30,9 +30,9 @@ import os
 import sys
 from pathlib import Path
 
-from capsule import limits
-from capsule.errors import CapsuleError
-from capsule.paths import data_dir_from
+from capsule.core import limits
+from capsule.core.errors import CapsuleError
+from capsule.core.paths import data_dir_from
 
 from . import local_server
 from .bounded import excerpt

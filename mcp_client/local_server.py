@@ -11,7 +11,7 @@ within :data:`CONNECT_TIMEOUT_S` or does not know the token, the caller runs emb
 before (:class:`NotAnswering`). ``CAPSULE_SERVER=off`` turns the route off.
 
 This module loads nothing heavy: the standard library's :mod:`socket` and :mod:`json`, and
-:mod:`capsule.errors`. The server announces the routes it serves and where its token is, so a
+:mod:`capsule.core.errors`. The server announces the routes it serves and where its token is, so a
 command reads neither the route table nor the credentials module (their imports cost more CPU
 than the request); an announcement without them (an older server) loads both. The request
 goes over a plain socket (:mod:`mcp_client.loopback_http`), not :mod:`http.client`. Answers
@@ -26,8 +26,8 @@ import os
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from capsule import errors
-from capsule.paths import data_dir_from
+from capsule.core import errors
+from capsule.core.paths import data_dir_from
 
 from . import loopback_http
 
@@ -214,7 +214,7 @@ def short_id(environ: Mapping[str, str], text: str, *, data_dir: str | Path | No
     running server: the HTTP API takes whole ids, the CLI the 12 characters its tables print.
     None when this cannot say for sure (no such file, no match, several, a number that may be
     an imported Vector Bridge id, under 8 characters): the caller then resolves it as an
-    embedded run does (capsule.idprefix), with its errors."""
+    embedded run does (capsule.core.idprefix), with its errors."""
     if len(text) < 8 or text.isdigit():
         return None
     import sqlite3

@@ -8,7 +8,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from capsule import limits, models
+from capsule.core import limits, models
 
 from . import tool_results as out
 from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS, size

@@ -1,5 +1,5 @@
 """The default project, and a project name given on this machine, one rule for the CLI, the MCP
-server and the hooks (the client side of capsule.project_identity: one checkout, one project).
+server and the hooks (the client side of capsule.core.project_identity: one checkout, one project).
 
 A project is named by its checkout's folder as a canonical full path -- what the Vector
 Bridge's hooks and its database name it (``/Users/me/my-app``), so memories they wrote and

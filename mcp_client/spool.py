@@ -20,7 +20,7 @@ import os
 import time
 from pathlib import Path
 
-from capsule.errors import Forbidden, InvalidInput, Unauthorized, Unavailable
+from capsule.core.errors import Forbidden, InvalidInput, Unauthorized, Unavailable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hooks start without the backends' imports (or typing)

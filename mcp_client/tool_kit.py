@@ -12,8 +12,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from capsule import limits
-from capsule.errors import CapsuleError
+from capsule.core import limits
+from capsule.core.errors import CapsuleError
 
 from .backends import Backend
 from .bounded import DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from capsule import models
+from capsule.core import models
 
 from .bounded import ECHO_CHARS, EXCERPT_CHARS, HIT_EXCERPT_CHARS, excerpt, fit, size
 

@@ -28,9 +28,9 @@ import anyio
 from mcp.types import CallToolResult, TextContent
 from pydantic import ConfigDict
 
-from capsule import limits
+from capsule.core import limits
 from capsule.compat.vector_bridge import meta_as_sent, meta_request
-from capsule.errors import CapsuleError, NotFound
+from capsule.core.errors import CapsuleError, NotFound
 
 from . import vb_markdown as md
 from .tool_kit import ServerState, describe_error

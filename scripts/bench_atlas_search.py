@@ -38,11 +38,11 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 import mongomock  # noqa: E402
 
-from capsule.clock import FrozenClock  # noqa: E402
+from capsule.core.clock import FrozenClock  # noqa: E402
 from capsule.config import Settings  # noqa: E402
 from capsule.embedders.base import normalize  # noqa: E402
 from capsule.embedders.cached import CachedEmbedder  # noqa: E402
-from capsule.service import MemoryService  # noqa: E402
+from capsule.service.memory_service import MemoryService  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
 from scripts.atlas_fake import FakeAtlasDatabase, OperationCounter  # noqa: E402
 

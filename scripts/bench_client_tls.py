@@ -44,7 +44,7 @@ from scripts.tls_front import TlsFront  # noqa: E402
 def start_serve(data_dir: Path) -> tuple[subprocess.Popen, int]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CAPSULE_", "AWS_"))}
     env.update(PYTHONPATH=os.pathsep.join([str(ROOT / "layers"), str(ROOT)]), CAPSULE_EMBEDDER="hashing")
-    process = subprocess.Popen([sys.executable, "-m", "mcp_client", "serve", "--port", "0", "--workers", "1",
+    process = subprocess.Popen([sys.executable, "-m", "capsule_cli", "serve", "--port", "0", "--workers", "1",
                                 "--data-dir", str(data_dir)], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True)
     deadline = time.monotonic() + 120

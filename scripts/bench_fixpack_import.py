@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "layers"), str(ROOT)]
 
 from capsule.config import Settings  # noqa: E402
-from capsule.learning.runtime import build_learning  # noqa: E402
-from capsule.runtime import build_service  # noqa: E402
+from capsule.runtime.learning import build_learning  # noqa: E402
+from capsule.runtime.service import build_service  # noqa: E402
 
 
 def main(n: int) -> None:

@@ -20,7 +20,7 @@ sys.path.insert(0, "layers")
 
 from capsule.config import Settings  # noqa: E402
 from capsule.embedders import HashingEmbedder  # noqa: E402
-from capsule.service import MemoryService  # noqa: E402
+from capsule.service.memory_service import MemoryService  # noqa: E402
 from capsule.store.sqlite import SQLiteStore  # noqa: E402
 
 

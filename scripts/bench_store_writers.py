@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "layers"), str(ROOT)]
 
 from capsule.config import Settings  # noqa: E402
-from capsule.runtime import build_service  # noqa: E402
-from mcp_client.loadtest import LOCAL_TENANT, seed, store_request  # noqa: E402
+from capsule.runtime.service import build_service  # noqa: E402
+from capsule_cli.loadtest import LOCAL_TENANT, seed, store_request  # noqa: E402
 
 
 def writer(data_dir: str, number: int, requests: int, start, out) -> None:

@@ -29,10 +29,10 @@ sys.path.insert(0, str(ROOT / "layers"))
 
 import numpy as np  # noqa: E402
 
-from capsule.records import MemoryRecord  # noqa: E402
+from capsule.core.records import MemoryRecord  # noqa: E402
 from capsule.store.sides import transfer_store  # noqa: E402
 from capsule.store.transfer import FeedbackRow  # noqa: E402
-from capsule.text import sha256  # noqa: E402
+from capsule.core.text import sha256  # noqa: E402
 from capsule.transfer import Sources, export_lines, import_lines  # noqa: E402
 from capsule.transfer.format import read_lines  # noqa: E402
 

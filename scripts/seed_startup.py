@@ -35,9 +35,9 @@ def notes(n: int, seed: int = 7) -> list[str]:
 def seed(data_dir: Path, n: int, project: str, first_id: int = 0) -> None:
     from capsule.config import Settings
     from capsule.embedders.minilm import MiniLMEmbedder
-    from capsule.records import MemoryRecord
-    from capsule.runtime import build_service
-    from capsule.text import sha256
+    from capsule.core.records import MemoryRecord
+    from capsule.runtime.service import build_service
+    from capsule.core.text import sha256
 
     settings = Settings(data_dir=data_dir, embedder="minilm")
     data_dir.mkdir(parents=True, exist_ok=True)

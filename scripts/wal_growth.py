@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "layers"), str(ROOT)]
 
 from capsule.config import Settings  # noqa: E402
-from capsule.runtime import build_service  # noqa: E402
+from capsule.runtime.service import build_service  # noqa: E402
 from capsule.store import sqlite_connection  # noqa: E402
-from mcp_client.loadtest import LOCAL_TENANT, search_request, store_request  # noqa: E402
+from capsule_cli.loadtest import LOCAL_TENANT, search_request, store_request  # noqa: E402
 
 
 def _service(folder: str, truncate: bool):

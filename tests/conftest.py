@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -133,7 +133,7 @@ def service(sqlite_store, clock, settings) -> MemoryService:
 
 
 def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    """Environment for running ``python -m mcp_client`` from this checkout, no install needed."""
+    """Environment for running ``python -m capsule_cli`` from this checkout, no install needed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPSULE_")}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "layers"), str(REPO)])
     env["CAPSULE_DATA_DIR"] = str(data_dir)
@@ -142,5 +142,5 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-CLI = [sys.executable, "-m", "mcp_client"]
+CLI = [sys.executable, "-m", "capsule_cli"]
 

@@ -135,7 +135,7 @@
 
   const utf8Bytes = (text) => new TextEncoder().encode(text).length;
 
-  // The API's limits (capsule.limits and the request models), checked before anything is sent.
+  // The API's limits (capsule.core.limits and the request models), checked before anything is sent.
   const LIMITS = { content: 65536, tags: 32, tag: 64, reason: 4096, ttl: 316224000, ingest: 1048576,
     body: 1048576 + 65536 };
 

@@ -4,7 +4,7 @@ from typing import Annotated, Literal
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from capsule import limits, models
+from capsule.core import limits, models
 from capsule.capture import models as cm
 from functions import app, capture_app
 

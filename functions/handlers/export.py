@@ -1,7 +1,7 @@
 """GET /v1/export?project=...: the tenant's (or one project's) data as JSON Lines.
 
 One response carries at most 5 MiB as Lambda sends it (its text escaped again inside Lambda's
-answer, capsule.wire; a Lambda answer is at most 6 MB); when more follows,
+answer, capsule.core.wire; a Lambda answer is at most 6 MB); when more follows,
 the ``X-Capsule-Next-Cursor`` header gives the cursor for the next request. The bodies of
 all the pages, one after another, are the whole export file.
 """
@@ -11,7 +11,8 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from capsule import authz, limits, wire
+from capsule import authz
+from capsule.core import limits, wire
 from capsule.transfer.export import export_page
 from functions import app, scopes, transfer_app
 

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from capsule import models
+from capsule.core import models
 from functions import app
 from functions.handlers.get import MemoryId
 

@@ -5,7 +5,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BeforeValidator
 
-from capsule import limits, models
+from capsule.core import limits, models
 from functions import app
 from functions.handlers.get import MemoryId
 from functions.params import query_bool

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Path
 
-from capsule import models
+from capsule.core import models
 from functions import app
 
 MemoryId = Annotated[str, Path(min_length=1, max_length=128, description="The memory's id")]

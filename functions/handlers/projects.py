@@ -1,6 +1,6 @@
 """GET /v1/projects: the caller's projects with counts and limits."""
 
-from capsule import models
+from capsule.core import models
 from functions import app
 
 

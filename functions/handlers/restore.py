@@ -1,6 +1,6 @@
 """POST /v1/memories/{id}/restore: bring back a forgotten memory (within 30 days)."""
 
-from capsule import models
+from capsule.core import models
 from functions import app
 from functions.handlers.get import MemoryId
 

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from capsule.crypto.models import RotateRequest, RotateResult, rotate_for
+from capsule.sealing.models import RotateRequest, RotateResult, rotate_for
 from functions import app
 
 

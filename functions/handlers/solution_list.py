@@ -4,7 +4,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from capsule import limits
+from capsule.core import limits
 from capsule.learning import models
 from functions import app
 from functions.learning_app import learning

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from capsule import limits, models
+from capsule.core import limits, models
 from capsule.sync import exchange
 from capsule.sync import models as sm
 from functions import app

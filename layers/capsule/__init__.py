@@ -3,13 +3,13 @@
 The public surface is listed in ``__all__``; everything else is internal.
 
 ``Settings`` and ``MemoryService`` load on first use (PEP 562): they bring pydantic and
-numpy, and a command that only needs :mod:`capsule.errors` or :mod:`capsule.limits` (a
+numpy, and a command that only needs :mod:`capsule.core.errors` or :mod:`capsule.core.limits` (a
 hook reaching the warm local server) must start without them.
 """
 
 from __future__ import annotations
 
-from .errors import (
+from .core.errors import (
     CapsuleError,
     Conflict,
     Forbidden,
@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .config import Settings
-    from .service import MemoryService
+    from .service.memory_service import MemoryService
 
-_LAZY = {"Settings": "config", "MemoryService": "service"}
+_LAZY = {"Settings": "config", "MemoryService": "service.memory_service"}
 
 __version__ = "0.1.0"
 

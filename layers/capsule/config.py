@@ -15,11 +15,11 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from . import limits
-from .errors import InvalidInput
-from .fielderrors import from_validation_error
-from .paths import default_data_dir
-from .ranking import Weights
+from .core import limits
+from .core.errors import InvalidInput
+from .core.fielderrors import from_validation_error
+from .core.paths import default_data_dir
+from .search.ranking import Weights
 
 EmbedderName = Literal["auto", "minilm", "hashing", "voyage", "openai"]
 
@@ -123,7 +123,7 @@ class Settings(BaseModel):
     # an index holds ids and reads its hits' records from the store (one read per search).
     records_in_ram: int = Field(200_000, ge=0)
     # A memory of a session this short (in words) is embedded with the session's memory
-    # before it, when that one is this short too (capsule.context); 0 embeds every memory alone.
+    # before it, when that one is this short too (capsule.service.context); 0 embeds every memory alone.
     session_context_words: int = Field(60, ge=0, le=10_000)
     # Hosted: the KMS key (id, ARN or alias) that wraps tenants' data keys (capsule.crypto);
     # unset, the embedded store wraps them with a local key file in data_dir.

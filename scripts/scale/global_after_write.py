@@ -5,7 +5,7 @@ beside the warm figure; on a database ``ingest_rate.py N 100 DIR --keep`` made.
     python scripts/scale/global_after_write.py DIR/glob-1000000-100-1024.db 1024 [ROUNDS, default 24]
 
 Each round prints (CPU ms, wall ms, indexes read from their own postings, a sort running
-beside the searches): past ``capsule.tenantpostings.STALE_MAX`` changed projects the tenant's
+beside the searches): past ``capsule.search.tenantpostings.STALE_MAX`` changed projects the tenant's
 postings are sorted again on the service's index thread. It writes into the database given.
 """
 import sys
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from capsule.records import MemoryRecord
-from mcp_client.bench_data import LOCAL_TENANT, Dataset, service_for
+from capsule.core.records import MemoryRecord
+from capsule_cli.bench_data import LOCAL_TENANT, Dataset, service_for
 
 db, dim = Path(sys.argv[1]), int(sys.argv[2])
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 24

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcp_client.bench_data import LOCAL_TENANT, PROJECT, make_dataset, service_for
+from capsule_cli.bench_data import LOCAL_TENANT, PROJECT, make_dataset, service_for
 
 
 def measure(db, data, req, count):

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from mcp_client.bench_data import ingest, make_dataset
+from capsule_cli.bench_data import ingest, make_dataset
 
 n, projects, folder = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 data = make_dataset(n, 1024, 10, seed=1 if projects == 1 else n + 1024)

@@ -23,10 +23,10 @@ vecs = np.stack([np.frombuffer(e, dtype="<f4") for _, e in rows])
 vecs = vecs + rng.standard_normal(vecs.shape).astype(np.float32) * (0.5 / np.sqrt(vecs.shape[1]))
 vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
 from capsule.config import Settings
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
-from mcp_client.bench_data import LOCAL_TENANT, PROJECT, TableEmbedder
-from mcp_client.bench_scale import memory_status
+from capsule_cli.bench_data import LOCAL_TENANT, PROJECT, TableEmbedder
+from capsule_cli.bench_scale import memory_status
 
 req = {"global": True} if scope == "global" else {"project": PROJECT}
 t0, c0 = time.perf_counter(), time.process_time()

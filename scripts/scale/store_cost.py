@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta
 
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
-from capsule.records import MemoryRecord
-from capsule.service import MemoryService
+from capsule.core.records import MemoryRecord
+from capsule.service.memory_service import MemoryService
 from capsule.store import sqlite as sq
-from capsule.text import sha256
+from capsule.core.text import sha256
 
 n, mode = int(sys.argv[1]), sys.argv[2]
 if mode == "before":

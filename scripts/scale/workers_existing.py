@@ -18,7 +18,7 @@ vecs = np.stack([np.frombuffer(e, dtype="<f4") for _, e in rows])
 vecs = vecs + rng.standard_normal(vecs.shape).astype(np.float32) * (0.5 / np.sqrt(vecs.shape[1]))
 vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
 np.savez(qf, texts=np.array(texts), vectors=vecs)
-from mcp_client.bench_scale import workers
+from capsule_cli.bench_scale import workers
 
 out = workers(db, 1024, qf, 2)
 out["load_average"] = os.getloadavg()

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from capsule.config import Settings
-from capsule.runtime import build_service
+from capsule.runtime.service import build_service
 from functions import app, authorizer, routes, scopes
 
 from .events import event

@@ -16,13 +16,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from capsule import deadline
-from capsule.clock import FrozenClock
+from capsule.core import deadline
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
 from capsule.embedders.remote import VoyageEmbedder
-from capsule.errors import Unavailable
-from capsule.service import MemoryService
+from capsule.core.errors import Unavailable
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from functions import app
 
@@ -166,7 +166,7 @@ def test_with_no_time_left_the_embedder_is_not_called(slow_embedder):
 
 def test_a_held_project_lease_is_waited_for_only_while_the_request_has_time():
     mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
-    from capsule.records import MemoryRecord
+    from capsule.core.records import MemoryRecord
     from capsule.store.mongo import MongoStore
 
     store = MongoStore(mongomock.MongoClient().get_database("lease"), transactions=False, lock_wait_s=10.0)

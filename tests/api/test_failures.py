@@ -6,8 +6,8 @@ import logging
 import pytest
 
 from capsule.embedders import HashingEmbedder
-from capsule.errors import Unavailable
-from capsule.service import MemoryService
+from capsule.core.errors import Unavailable
+from capsule.service.memory_service import MemoryService
 from functions import app
 
 from .events import event

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from capsule import limits
+from capsule.core import limits
 from functions import routes
 
 from .events import event

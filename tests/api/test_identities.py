@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from capsule.errors import Unauthorized
+from capsule.core.errors import Unauthorized
 from functions.tenancy import PER_SESSION_VARIABLE, tenant_of
 
 from . import identities as ids

@@ -2,9 +2,9 @@
 
 import pytest
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.embedders import HashingEmbedder
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 from functions import app
 
 from .events import event

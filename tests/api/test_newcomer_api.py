@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from capsule import limits
+from capsule.core import limits
 
 from .events import event
 

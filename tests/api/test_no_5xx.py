@@ -14,7 +14,7 @@ import sqlite3
 
 import pytest
 
-from capsule import limits
+from capsule.core import limits
 from functions.openapi import document
 
 from .events import event

@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from capsule.governance.models import UPDATABLE
 from capsule.governance.names import CLASSES
-from capsule.models import PROJECT_SETTINGS
+from capsule.core.models import PROJECT_SETTINGS
 from capsule.sync import exchange
 from capsule.transfer import format as fmt
 from functions.openapi import document
@@ -220,7 +220,7 @@ def test_every_field_an_item_carries_beside_its_row_is_a_field_of_the_row():
     """So each is checked by the row's model (a field the row lacked would be refused as unknown)."""
     from dataclasses import fields
 
-    from capsule.records import MemoryRecord
+    from capsule.core.records import MemoryRecord
     from capsule.sync.rows import EXPORTED
 
     assert {f.name for f in fields(MemoryRecord)} - EXPORTED <= set(fmt.Memory.model_fields)

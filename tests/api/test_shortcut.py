@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from capsule import models
-from capsule.errors import NotFound, Unavailable
+from capsule.core import models
+from capsule.core.errors import NotFound, Unavailable
 from functions import app
 from functions.handlers import search, store
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from capsule.capture.evaluation import CURVE, curve, evaluate, labelled_events
 from capsule.capture.scoring import score_event
-from mcp_client import evaluate_capture
+from capsule_cli import evaluate_capture
 
 SET = Path(__file__).with_name("coding_sessions.json")
 

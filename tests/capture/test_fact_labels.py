@@ -11,7 +11,7 @@ import pytest
 from capsule import InvalidInput
 from capsule.capture import fact_labels
 from capsule.capture.evaluation import evaluate
-from mcp_client import evaluate_capture
+from capsule_cli import evaluate_capture
 
 HERE = Path(__file__).parent
 DATA = Path("/work/shared/data/longmemeval-dev.json")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_client import cli
-from mcp_client.strict_cli import StrictParser
+from capsule_cli import cli
+from capsule_cli.strict_cli import StrictParser
 from tests.conftest import CLI, cli_env
 
 
@@ -46,7 +46,7 @@ def test_help_lists_every_command_without_importing_their_modules(tmp_path):
     assert done.returncode == 0
     loaded = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert not loaded & set(cli.COMMAND_MODULES)
-    assert not loaded & {"numpy", "pydantic", "capsule.service", "capsule.models"}
+    assert not loaded & {"numpy", "pydantic", "capsule.service.memory_service", "capsule.core.models"}
     for name in [*cli.BUILTIN_COMMANDS, *cli.COMMAND_INDEX]:
         assert f"    {name} " in done.stdout or f"    {name}\n" in done.stdout, name
 
@@ -76,7 +76,7 @@ def test_a_mistake_is_one_line_and_a_hint(tmp_path, args, first):
 
 # ---- every command fast (issue 30): --help loads no library, and beside a server no command does ----
 
-LIBRARY = ("numpy", "pydantic", "onnxruntime", "capsule.service", "capsule.models", "functions.scopes")
+LIBRARY = ("numpy", "pydantic", "onnxruntime", "capsule.service.memory_service", "capsule.core.models", "functions.scopes")
 
 
 def loaded_modules(done: subprocess.CompletedProcess) -> set[str]:
@@ -93,9 +93,9 @@ def test_every_commands_help_builds_its_parser_without_the_library(tmp_path, com
 
 
 def test_the_values_written_out_for_help_are_the_librarys():
-    from capsule.jobs import JOB_NAMES
+    from capsule.jobs.scheduled import JOB_NAMES
     from functions.workers import WorkerConfig
-    from mcp_client import jobs_cmd, serve
+    from capsule_cli import jobs_cmd, serve
 
     assert jobs_cmd.JOB_NAMES == JOB_NAMES
     assert serve.HEAD_TIMEOUT_S == WorkerConfig.head_timeout_s
@@ -118,7 +118,7 @@ def test_the_other_commands_ask_the_running_server_without_the_library(beside_a_
     from tests.serve.server import environment
 
     def ok(*args: str) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "mcp_client", *args], capture_output=True,
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "capsule_cli", *args], capture_output=True,
                               text=True, timeout=120,
                               env={**environment(), "CAPSULE_DATA_DIR": str(beside_a_server.data_dir)})
         messages = "\n".join(line for line in done.stderr.splitlines() if not line.startswith("import time:"))
@@ -143,7 +143,7 @@ def beside(srv, *args: str, embedded: bool = False, stdin: str | None = None) ->
     from tests.serve.server import environment
 
     env = {**environment(), "CAPSULE_DATA_DIR": str(srv.data_dir), **({"CAPSULE_SERVER": "off"} if embedded else {})}
-    return subprocess.run([sys.executable, "-X", "importtime", "-m", "mcp_client", *args], input=stdin,
+    return subprocess.run([sys.executable, "-X", "importtime", "-m", "capsule_cli", *args], input=stdin,
                           capture_output=True, text=True, timeout=120, env=env)
 
 
@@ -252,7 +252,7 @@ def test_the_commands_beside_a_server_answer_as_embedded_without_the_library(bes
 def test_the_values_written_out_for_the_warm_route_are_the_librarys():
     from capsule.governance.models import IF_MATCH_PATTERN
     from functions.handlers import export
-    from mcp_client import governance_cmd, transfer_cmd
+    from capsule_cli import governance_cmd, transfer_cmd
 
     assert (transfer_cmd.EXPORT_MEDIA_TYPE, transfer_cmd.EXPORT_NEXT_CURSOR) == (export.MEDIA_TYPE, export.NEXT_CURSOR)
     assert governance_cmd.IF_MATCH_PATTERN == IF_MATCH_PATTERN
@@ -402,7 +402,7 @@ def test_solutions_import_beside_a_server_names_the_file_as_embedded(beside_a_se
 
 def test_the_import_source_limit_written_out_is_the_routes():
     from functions import openapi
-    from mcp_client import solutions_cmd
+    from capsule_cli import solutions_cmd
 
     operation = openapi.document()["paths"]["/v1/solutions/import"]["post"]
     (source,) = [p for p in operation["parameters"] if p["name"] == "source"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 
 from capsule.config import Settings
-from capsule.runtime import build_service
-from mcp_client.cli import LOCAL_TENANT
-from mcp_client.loadtest import PROJECT, seed
+from capsule.runtime.service import build_service
+from capsule_cli.cli import LOCAL_TENANT
+from capsule_cli.loadtest import PROJECT, seed
 
 
 def test_the_seeded_memories_are_stored_embedded_and_found(tmp_path):

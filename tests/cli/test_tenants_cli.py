@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from tests.conftest import CLI, REPO, cli_env
 

@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule.errors import Conflict
+from capsule.core.errors import Conflict
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def batch(count: int, *, project: str = "p", prefix: str = "b", repeat: int | None = None, start: int = 0):
-    from capsule.records import MemoryRecord
+    from capsule.core.records import MemoryRecord
 
     out = []
     for i in range(start, start + count):

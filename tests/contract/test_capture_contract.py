@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from capsule.errors import Conflict, NotFound
+from capsule.core.errors import Conflict, NotFound
 from capsule.store.capture import CandidateRecord
 from capsule.store.sides import candidate_store
 

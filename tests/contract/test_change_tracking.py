@@ -10,7 +10,7 @@ import numpy as np
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 _ids = count()
 
-from capsule.records import MemoryRecord  # noqa: E402
+from capsule.core.records import MemoryRecord  # noqa: E402
 
 
 def rec(content: str, project: str = "p") -> MemoryRecord:

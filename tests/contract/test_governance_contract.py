@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from test_store_contract import T0, put, rec  # beside this module (rootdir-relative import)
 
-from capsule.errors import NotFound, PreconditionFailed
-from capsule.records import AuditRecord
+from capsule.core.errors import NotFound, PreconditionFailed
+from capsule.core.records import AuditRecord
 from capsule.store.governance import GovernanceStore
 from capsule.store.sides import governance_store
 

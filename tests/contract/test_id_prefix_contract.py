@@ -1,13 +1,13 @@
 """Short ids (``capsule pin c7a450e022de``): every store finds the ids a prefix starts, and
-capsule.idprefix turns a prefix into the one id it names, or a clear error."""
+capsule.core.idprefix turns a prefix into the one id it names, or a clear error."""
 
 from __future__ import annotations
 
 import pytest
 from test_store_contract import T0, put, rec  # beside this file (rootdir-relative import)
 
-from capsule import idprefix
-from capsule.errors import InvalidInput, NotFound
+from capsule.core import idprefix
+from capsule.core.errors import InvalidInput, NotFound
 
 
 def test_ids_with_prefix_is_the_tenants_ids_starting_with_it_forgotten_too(store):

@@ -7,8 +7,8 @@ from itertools import count
 
 import numpy as np
 
-from capsule.index import ProjectIndex, stable_key, store_fetcher
-from capsule.records import MemoryRecord
+from capsule.search.index import ProjectIndex, stable_key, store_fetcher
+from capsule.core.records import MemoryRecord
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 _ids = count()

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capsule import limits
-from capsule.errors import Conflict, NotFound
-from capsule.learning.records import ApplicationRecord, PatternRecord, SolutionRecord
+from capsule.core import limits
+from capsule.core.errors import Conflict, NotFound
+from capsule.core.learning_records import ApplicationRecord, PatternRecord, SolutionRecord
 from capsule.store.learning import LearningStore
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

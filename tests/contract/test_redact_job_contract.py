@@ -10,17 +10,17 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders.hashing import HashingEmbedder
-from capsule.errors import Unavailable
-from capsule.jobs import Jobs
+from capsule.core.errors import Unavailable
+from capsule.jobs.scheduled import Jobs
 from capsule.learning import LearningService
-from capsule.records import MemoryRecord
-from capsule.service import MemoryService
+from capsule.core.records import MemoryRecord
+from capsule.service.memory_service import MemoryService
 from capsule.store.sides import governance_store, open_learning_store, transfer_store
 from capsule.store.sqlite import SQLiteStore
-from capsule.text import sha256
+from capsule.core.text import sha256
 
 T = "t1"
 STRIPE = "sk_live_4eC39HqLyjWDarjtT1zdp7dcXq9wZ2"
@@ -152,11 +152,11 @@ def test_with_the_embedder_down_they_are_left_for_the_backfill_job(world, store)
 
 def test_sealed_memories_and_versions_are_redacted_and_stay_sealed(store, tmp_path):
     from capsule.crypto import envelope
-    from capsule.crypto.setup import sealed
+    from capsule.sealing.setup import sealed
     from capsule.crypto.wrappers import LocalKeyFile
     from capsule.guard.policy import Policies
     from capsule.guard.stored import store_policies
-    from capsule.guard.sweep import Sweep
+    from capsule.jobs.guard_sweep import Sweep
 
     clock = FrozenClock(datetime(2026, 3, 1, tzinfo=UTC))
     svc = MemoryService(sealed(store, LocalKeyFile(tmp_path / "k" / "capsule.key"), clock=clock), HashingEmbedder(),

@@ -8,11 +8,11 @@ import json
 from datetime import UTC, datetime
 
 from capsule.crypto import envelope
-from capsule.crypto.reseal import rotate, sweep
-from capsule.crypto.setup import sealed
+from capsule.sealing.reseal import rotate, sweep
+from capsule.sealing.setup import sealed
 from capsule.crypto.wrappers import LocalKeyFile
 from capsule.embedders import HashingEmbedder
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 TEXT = "email hortensia.blackwood@tallowmere.net about the lorikeet shipment"

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule.errors import Conflict, NotFound
-from capsule.records import Filters, MemoryRecord
+from capsule.core.errors import Conflict, NotFound
+from capsule.core.records import Filters, MemoryRecord
 from capsule.store.base import MemoryStore
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -11,7 +11,7 @@ mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' e
 
 from strict_mongo import StrictDatabase, TxnClient, UnindexedQuery, served  # noqa: E402
 
-from capsule.records import MemoryRecord  # noqa: E402
+from capsule.core.records import MemoryRecord  # noqa: E402
 from capsule.store.mongo import INDEXES, MongoStore  # noqa: E402
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

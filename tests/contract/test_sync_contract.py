@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule.records import MemoryRecord
+from capsule.core.records import MemoryRecord
 from capsule.store.sides import sync_store, transfer_store
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule.errors import InvalidInput
-from capsule.learning.records import ApplicationRecord, LinkRecord
-from capsule.records import AuditRecord, Filters, MemoryRecord
+from capsule.core.errors import InvalidInput
+from capsule.core.learning_records import ApplicationRecord, LinkRecord
+from capsule.core.records import AuditRecord, Filters, MemoryRecord
 from capsule.store.sides import transfer_store
 from capsule.store.transfer import EvidenceRow, FeedbackRow, TransferStore
 

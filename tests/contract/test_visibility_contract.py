@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 from test_store_contract import T0, put, rec  # beside this module (rootdir-relative import)
 
-from capsule.index import ProjectIndex, store_fetcher
-from capsule.records import ChangeSet, Filters
+from capsule.search.index import ProjectIndex, store_fetcher
+from capsule.core.records import ChangeSet, Filters
 from capsule.store.scopes import scope_settings
 from capsule.store.sides import governance_store
 
@@ -97,7 +97,7 @@ def test_principal_scopes_are_kept_per_tenant(store):
 def test_principal_scopes_are_kept_behind_the_sealing_wrapper(store):
     """build_service wraps every store in capsule.crypto's SealedStore: the rules must still be
     the store's own, not the "no rules, full access" of a store that keeps none."""
-    from capsule.crypto.sealedstore import SealedStore
+    from capsule.sealing.sealedstore import SealedStore
 
     rules = [{"principal": "arn:aws:iam::1:user/ci", "scope": {"access": "read"}}]
     scope_settings(SealedStore(store, sealer=None)).set_principal_rules("t1", rules, at=T0)

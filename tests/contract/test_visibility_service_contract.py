@@ -9,9 +9,9 @@ import pytest
 
 from capsule.config import Settings
 from capsule.embedders.hashing import HashingEmbedder
-from capsule.errors import Conflict, Forbidden
+from capsule.core.errors import Conflict, Forbidden
 from capsule.governance.visibility import Reach
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 
 T = "t1"
 EMAIL = "mail jane@acme.io the invoice"

@@ -14,8 +14,8 @@ import pytest
 
 from capsule.config import Settings
 from capsule.crypto import envelope
-from capsule.errors import KeyUnavailable
-from capsule.runtime import build_service
+from capsule.core.errors import KeyUnavailable
+from capsule.runtime.service import build_service
 
 from .disk import files_holding, rows_holding
 
@@ -150,7 +150,7 @@ def test_a_project_set_to_encrypt_everything_seals_unflagged_memories(service, t
     assert rows_holding(tmp_path / "capsule.db", ["okapiform"]) == []
     assert rows_holding(tmp_path / "capsule.db", ["wombatical"]) == ["memories.content"]
     # The one stored before is sealed lazily: by the retention job (or its next read).
-    from capsule.learning.runtime import build_jobs
+    from capsule.runtime.learning import build_jobs
 
     report = build_jobs(service).run("retention")
     assert report.counts["resealed"] == 1
@@ -161,7 +161,7 @@ def test_a_project_set_to_encrypt_everything_seals_unflagged_memories(service, t
 
 
 def test_the_setting_is_strict(service):
-    from capsule.errors import InvalidInput
+    from capsule.core.errors import InvalidInput
 
     with pytest.raises(InvalidInput) as bad:
         service.set_project_settings("t1", "p", {"encryption": "everything"})
@@ -171,9 +171,9 @@ def test_the_setting_is_strict(service):
 @pytest.mark.parametrize("bulk_from", [None, 2], ids=["row-by-row", "bulk-insert"])
 def test_ingested_chunks_with_personal_data_are_sealed(service, tmp_path, monkeypatch, bulk_from):
     if bulk_from is not None:  # the ingest's rows go through insert_bulk, which the wrapper must seal too
-        import capsule.service_writes
+        import capsule.service.writes
 
-        monkeypatch.setattr(capsule.service_writes, "BULK_FROM", bulk_from)
+        monkeypatch.setattr(capsule.service.writes, "BULK_FROM", bulk_from)
     text = " ".join(f"Paragraph {n} says the harbour tide table changed on day {n}." for n in range(400))
     text += " Reach dorabella.quince@saltmarrow.net for the keys."
     result = service.ingest("t1", {"project": "docs", "text": text, "path": "notes.md"})
@@ -185,8 +185,8 @@ def test_ingested_chunks_with_personal_data_are_sealed(service, tmp_path, monkey
 
 
 def test_a_tenant_with_data_keys_is_not_merged_into_another(service):
-    from capsule.errors import Conflict
-    from capsule.tenants import mover_for
+    from capsule.core.errors import Conflict
+    from capsule.store.tenants import mover_for
 
     memory_id = store_flagged(service).memory.id
     with pytest.raises(Conflict, match="encrypted memories"):

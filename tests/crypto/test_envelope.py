@@ -9,11 +9,11 @@ import stat
 
 import pytest
 
-from capsule import terms
+from capsule.search import terms
 from capsule.crypto import envelope
 from capsule.crypto.keys import DataKey, keyed_hash
 from capsule.crypto.wrappers import CustomerKey, LocalKeyFile
-from capsule.errors import InvalidInput, KeyRefused, KeyUnavailable
+from capsule.core.errors import InvalidInput, KeyRefused, KeyUnavailable
 
 KEY = os.urandom(32)
 

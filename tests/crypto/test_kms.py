@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 import pytest
 
 from capsule.config import Settings
-from capsule.crypto.setup import sealed, wrapper_for
+from capsule.sealing.setup import sealed, wrapper_for
 from capsule.crypto.wrappers import KmsWrapper, NoKeys
 from capsule.embedders import HashingEmbedder
-from capsule.errors import KeyUnavailable
-from capsule.service import MemoryService
+from capsule.core.errors import KeyUnavailable
+from capsule.service.memory_service import MemoryService
 
 boto3 = pytest.importorskip("boto3")
 mongomock = pytest.importorskip("mongomock")

@@ -11,10 +11,10 @@ import pytest
 
 from capsule.config import Settings
 from capsule.crypto import envelope
-from capsule.crypto.reseal import rewrap, rotate
+from capsule.sealing.reseal import rewrap, rotate
 from capsule.crypto.wrappers import LocalKeyFile
-from capsule.learning.runtime import build_jobs
-from capsule.runtime import build_service
+from capsule.runtime.learning import build_jobs
+from capsule.runtime.service import build_service
 from tests.serve.server import capsule
 
 T = "t1"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 
-from capsule.crypto.sealedstore import SealedStore
+from capsule.sealing.sealedstore import SealedStore
 from capsule.store.base import MemoryStore
 
 

@@ -120,7 +120,7 @@ def test_the_settings_table_is_the_code_s():
 def test_every_environment_variable_the_code_reads_is_on_the_operations_page():
     text = (DOCS / "operations.md").read_text("utf-8")
     read = set()
-    for folder in ("layers", "functions", "mcp_client", "infra"):
+    for folder in ("layers", "functions", "mcp_client", "capsule_cli", "infra"):
         for source in (ROOT / folder).rglob("*.py"):
             read |= set(re.findall(r"\bCAPSULE_[A-Z0-9_]*[A-Z0-9]\b", source.read_text("utf-8")))
     assert sorted(v for v in read if f"`{v}`" not in text) == []

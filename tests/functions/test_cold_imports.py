@@ -1,5 +1,5 @@
 """A cold start imports only what its route needs: ``health`` and ``get`` never load faiss
-(capsule.hamming loads it at the first search of a large index), nor pymongo or boto3 until
+(capsule.search.hamming loads it at the first search of a large index), nor pymongo or boto3 until
 the first request builds the service (its cost is then paid once per container). Each import runs in a fresh interpreter, as in Lambda."""
 
 from __future__ import annotations

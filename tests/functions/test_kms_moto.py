@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from capsule.crypto.wrappers import KmsWrapper
-from capsule.errors import KeyUnavailable
+from capsule.core.errors import KeyUnavailable
 
 moto = pytest.importorskip("moto", reason="moto is in the 'dev' extra")
 boto3 = pytest.importorskip("boto3")

@@ -14,9 +14,9 @@ from dataclasses import replace
 
 import pytest
 
-from capsule import limits, wire
+from capsule.core import limits, wire
 from capsule.config import Settings
-from capsule.runtime import build_service
+from capsule.runtime.service import build_service
 from capsule.store.transfer import transfer_store
 from capsule.transfer.export import export_lines
 from functions import app, transfer_app

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from capsule.errors import Unavailable
+from capsule.core.errors import Unavailable
 from functions.secrets import fetch_secret, load_settings
 
 ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:capsule-AbCdEf"

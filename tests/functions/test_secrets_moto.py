@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from capsule.errors import Unavailable
+from capsule.core.errors import Unavailable
 from functions.secrets import fetch_secret, load_settings
 
 moto = pytest.importorskip("moto", reason="moto is in the 'dev' extra")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from capsule.config import Settings
-from capsule.errors import Unavailable
+from capsule.core.errors import Unavailable
 from functions import supervisor, workers
 
 MARK = "CAPSULE_TEST_STARTS"

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from capsule.clock import FrozenClock
-from capsule.errors import InvalidInput
+from capsule.core.clock import FrozenClock
+from capsule.core.errors import InvalidInput
 from capsule.guard.policy import Policies
 from capsule.learning import LearningService
 from capsule.learning.safe_regex import compile_safe

@@ -9,8 +9,8 @@ import pytest
 
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
-from capsule.errors import InvalidInput
-from capsule.service import MemoryService
+from capsule.core.errors import InvalidInput
+from capsule.service.memory_service import MemoryService
 
 from .corpus import AKIA, AWS_SECRET, GHP, PEM
 
@@ -142,7 +142,7 @@ def test_meta_values_are_guarded_too(sqlite_store, clock, tmp_path, embedder):
 
 
 def test_an_update_is_guarded_as_a_store_is(sqlite_store, clock, tmp_path, embedder):
-    """PATCH (capsule.governance.history) goes through the same policies: an edit that pastes a
+    """PATCH (capsule.service.history) goes through the same policies: an edit that pastes a
     key stores it redacted, and neither the file, its WAL, the history nor the embedder sees it."""
     service = make(sqlite_store, clock, tmp_path, embedder)
     stored = service.store_memory("t1", {"project": "p", "content": "the deploy key lives in the vault"}).memory

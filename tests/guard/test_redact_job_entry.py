@@ -12,11 +12,11 @@ from pathlib import Path
 import functions.jobs as lambda_jobs
 from capsule.config import Settings
 from capsule.embedders.hashing import HashingEmbedder
-from capsule.jobs import JOB_NAMES
-from capsule.learning.runtime import build_jobs
-from capsule.service import MemoryService
+from capsule.jobs.scheduled import JOB_NAMES
+from capsule.runtime.learning import build_jobs
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
-from mcp_client.scheduler import INTERVALS_S
+from capsule_cli.scheduler import INTERVALS_S
 
 ROOT = Path(__file__).resolve().parents[2]
 STRIPE = "sk_live_4eC39HqLyjWDarjtT1zdp7dcXq9wZ2"
@@ -25,7 +25,7 @@ STRIPE = "sk_live_4eC39HqLyjWDarjtT1zdp7dcXq9wZ2"
 def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
            "CAPSULE_DATA_DIR": str(data_dir), "CAPSULE_EMBEDDER": "hashing"}
-    return subprocess.run([sys.executable, "-m", "mcp_client", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "capsule_cli", *args], capture_output=True, text=True, env=env,
                           timeout=120)
 
 

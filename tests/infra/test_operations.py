@@ -8,7 +8,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from capsule.jobs import LEASE_SECONDS
+from capsule.jobs.scheduled import LEASE_SECONDS
 from infra.app import options_from
 from infra.jobs import JOBS
 from tests.infra.conftest import stub_layer

@@ -115,7 +115,7 @@ def run(embedder, data: dict | None = None) -> Report:
 
 
 def _mine(store, embedder, learning, data: dict, report: Report) -> None:
-    from capsule.service import MemoryService
+    from capsule.service.memory_service import MemoryService
 
     memories = MemoryService(store, embedder)
     for i, case in enumerate(data["errors"]):

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.embedders.hashing import HashingEmbedder
-from capsule.errors import Unavailable
-from capsule.jobs import Jobs
+from capsule.core.errors import Unavailable
+from capsule.jobs.scheduled import Jobs
 from capsule.learning import LearningService
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.sqlite_learning import SQLiteLearningStore
 

@@ -11,7 +11,7 @@ from capsule.embedders.hashing import HashingEmbedder
 from capsule.learning import matching, mining
 from capsule.learning.signature import salient_text, terms
 from capsule.learning.tags import readable_tag
-from capsule.records import MemoryRecord
+from capsule.core.records import MemoryRecord
 
 FAIL = {"type": "error", "outcome_status": "failure"}
 BROAD_REDIS = fixpack("Start the local Redis", signatures=[{

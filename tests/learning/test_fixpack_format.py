@@ -9,7 +9,7 @@ import copy
 import pytest
 from fixpack_files import FILE, FILES, KEPT, KINDS, in_file, kept_in, load
 
-from capsule.errors import InvalidInput
+from capsule.core.errors import InvalidInput
 from capsule.learning import fixpack_format
 
 SIGNATURES = [{"text": "Error: getaddrinfo ENOTFOUND redis.railway.internal"}]

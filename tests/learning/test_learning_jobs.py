@@ -11,7 +11,7 @@ import pytest
 from learning_helpers import fixpack, make_world
 
 import functions.jobs as lambda_jobs
-from capsule.errors import InvalidInput, NotFound, Unavailable
+from capsule.core.errors import InvalidInput, NotFound, Unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 FAIL = {"type": "error", "outcome_status": "failure"}
@@ -163,7 +163,7 @@ def test_lambda_handler_builds_from_the_environment(tmp_path, monkeypatch):
 def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
            "CAPSULE_DATA_DIR": str(data_dir), "CAPSULE_EMBEDDER": "hashing"}
-    return subprocess.run([sys.executable, "-m", "mcp_client", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "capsule_cli", *args], capture_output=True, text=True, env=env,
                           timeout=120)
 
 
@@ -199,7 +199,7 @@ class _Ticks:
 
 
 def test_scheduler_runs_each_job_when_due(world):
-    from mcp_client.scheduler import Scheduler
+    from capsule_cli.scheduler import Scheduler
 
     ticks = _Ticks()
     scheduler = Scheduler(world.jobs, {"backfill": 10, "mining": 100}, first_delay_s=5, monotonic=ticks)
@@ -214,7 +214,7 @@ def test_scheduler_runs_each_job_when_due(world):
 
 
 def test_scheduler_survives_a_failing_job_and_stops(world):
-    from mcp_client.scheduler import Scheduler
+    from capsule_cli.scheduler import Scheduler
 
     class Failing:
         def run(self, name):

@@ -7,7 +7,7 @@ import pytest
 from capsule.embedders.hashing import HashingEmbedder
 from capsule.learning import mining
 from capsule.learning.signature import terms
-from capsule.records import MemoryRecord
+from capsule.core.records import MemoryRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 EMBEDDER = HashingEmbedder()

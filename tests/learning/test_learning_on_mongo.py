@@ -4,11 +4,11 @@ through the same runtime function the Lambda handlers use."""
 import pytest
 from learning_helpers import FlakyEmbedder, fixpack
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
-from capsule.jobs import Jobs
+from capsule.jobs.scheduled import Jobs
 from capsule.learning import LearningService
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 from capsule.store.mongo_learning import MongoLearningStore
 from capsule.store.sides import open_learning_store
 

@@ -1,7 +1,7 @@
 import pytest
 from learning_helpers import fixpack
 
-from capsule.errors import InvalidInput, NotFound
+from capsule.core.errors import InvalidInput, NotFound
 
 FAIL = {"type": "error", "outcome_status": "failure"}
 REDIS_FAILURES = [

@@ -1,6 +1,6 @@
 import pytest
 
-from capsule.errors import InvalidInput
+from capsule.core.errors import InvalidInput
 from capsule.learning.safe_regex import MAX_INPUT_CHARS, MAX_PATTERN_CHARS, UnsafePattern, compile_safe
 
 

@@ -3,7 +3,7 @@ import copy
 import pytest
 from learning_helpers import fixpack
 
-from capsule.errors import InvalidInput, NotFound, PayloadTooLarge
+from capsule.core.errors import InvalidInput, NotFound, PayloadTooLarge
 
 
 def _count(world, tenant="t"):

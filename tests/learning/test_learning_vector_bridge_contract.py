@@ -10,8 +10,8 @@ import pytest
 from fixpack_files import REAL, load
 from learning_helpers import FlakyEmbedder, fixpack
 
-from capsule.clock import FrozenClock
-from capsule.errors import InvalidInput, NotFound
+from capsule.core.clock import FrozenClock
+from capsule.core.errors import InvalidInput, NotFound
 from capsule.learning import LearningService
 
 T0 = datetime(2025, 3, 1, 12, tzinfo=UTC)

@@ -9,13 +9,13 @@ import itertools
 import pytest
 from learning_helpers import fixpack
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
 from capsule.learning import LearningService, mining, mining_pages
 from capsule.learning.patterns import MAX_PATTERNS_SCANNED
-from capsule.records import Filters
-from capsule.service import MemoryService
+from capsule.core.records import Filters
+from capsule.service.memory_service import MemoryService
 from capsule.store.sides import open_learning_store
 from capsule.store.sqlite import SQLiteStore
 

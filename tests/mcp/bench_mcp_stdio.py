@@ -15,7 +15,7 @@ d = tempfile.mkdtemp()
 env = {"PYTHONPATH": "layers:.", "CAPSULE_EMBEDDER": os.environ.get("EMB", "hashing"), "CAPSULE_DATA_DIR": d, "CAPSULE_PROJECT": "bench"}
 async def main():
     t0 = time.perf_counter()
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_client", "mcp", "--embedded"], env=env, cwd=os.getcwd())
+    params = StdioServerParameters(command=sys.executable, args=["-m", "capsule_cli", "mcp", "--embedded"], env=env, cwd=os.getcwd())
     async with Client(params) as c:
         await c.list_tools()
         print(f"start + initialize + list_tools: {time.perf_counter()-t0:.2f}s")

@@ -51,7 +51,7 @@ def capsule_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def capsule_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "mcp_client", *args]
+    return [sys.executable, "-m", "capsule_cli", *args]
 
 
 def hook_input(name: str) -> str:
@@ -89,7 +89,7 @@ class ToolSession:
 def mcp_params(data_dir: Path, *args: str, **env: str):
     from mcp import StdioServerParameters
 
-    return StdioServerParameters(command=sys.executable, args=["-m", "mcp_client", "mcp", *args],
+    return StdioServerParameters(command=sys.executable, args=["-m", "capsule_cli", "mcp", *args],
                                  env=capsule_env(data_dir, **env), cwd=str(ROOT))
 
 

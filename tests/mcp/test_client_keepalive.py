@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp_support import mcp_params, new_data_dir, signing_serve
 
-from capsule import errors
+from capsule.core import errors
 from scripts.tls_front import TlsFront, stunnel_binary
 
 ACCESS_KEY = "AKIACAPSULETEST0002"

@@ -15,7 +15,7 @@ CHECKOUT = "/home/dev/shop"  # the recorded hook inputs' cwd
 def queued(data_dir, status="pending"):
     backend = EmbeddedBackend.from_settings(Settings(data_dir=data_dir, embedder="hashing"))
     try:
-        # The hook names the checkout by its full path (capsule.project_identity); a queue with no memory
+        # The hook names the checkout by its full path (capsule.core.project_identity); a queue with no memory
         # yet has no project its label could find.
         return capture_ops(backend).candidates(project=CHECKOUT, status=status, cursor=None, limit=200).candidates
     finally:

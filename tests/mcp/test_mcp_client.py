@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from capsule import errors
+from capsule.core import errors
 from mcp_client.auth import BearerAuth, SigV4Auth, region_from_url
 from mcp_client.client import CapsuleClient, Retry
 

@@ -168,7 +168,7 @@ class FlakyBackend:
 
 
 def test_the_spool_keeps_order_stops_at_an_outage_and_sets_aside_the_invalid(tmp_path):
-    from capsule.errors import InvalidInput, Unavailable
+    from capsule.core.errors import InvalidInput, Unavailable
     from mcp_client.spool import Spool
 
     spool = Spool(tmp_path / "spool")

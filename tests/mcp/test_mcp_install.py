@@ -10,7 +10,7 @@ import sys
 import pytest
 from mcp_support import ROOT, capsule_env, hook_input, new_data_dir
 
-from mcp_client.cli import main
+from capsule_cli.cli import main
 
 OTHER_SERVER = {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"]}
 OTHER_HOOK = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./check-bash.sh"}]}
@@ -30,7 +30,7 @@ def _capsule_on_path(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     script = bin_dir / "capsule"
-    script.write_text(f"#!/bin/sh\nexec {sys.executable} -m mcp_client \"$@\"\n")
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} -m capsule_cli \"$@\"\n")
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return script
@@ -158,13 +158,13 @@ def test_claude_desktops_server_stores_in_that_project_wherever_it_starts(tmp_pa
     from mcp import Client, StdioServerParameters
 
     data_dir = new_data_dir(tmp_path)
-    printed = subprocess.run([sys.executable, "-m", "mcp_client", "install", "claude-desktop", "--config",
+    printed = subprocess.run([sys.executable, "-m", "capsule_cli", "install", "claude-desktop", "--config",
                               str(tmp_path / "c.json")], capture_output=True, text=True, timeout=60,
                              env=capsule_env(data_dir))
     entry = json.loads(printed.stdout)["mcpServers"]["capsule-memory"]
 
     async def stored() -> dict:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_client", "mcp"], cwd="/",
+        params = StdioServerParameters(command=sys.executable, args=["-m", "capsule_cli", "mcp"], cwd="/",
                                        env={**capsule_env(data_dir), **entry["env"]})
         async with Client(params) as client:
             result = await client.call_tool("memory_store", {"content": "Desktop remembers this"})
@@ -255,7 +255,7 @@ def test_the_readmes_install_includes_everything_capsule_mcp_embedded_imports(tm
     import importlib.metadata as md
 
     data_dir = new_data_dir(tmp_path)
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "mcp_client", "mcp", "--embedded"],
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "capsule_cli", "mcp", "--embedded"],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
                           env={**capsule_env(data_dir), "CAPSULE_EMBEDDER": "minilm"})
     assert done.returncode == 0, done.stderr[-2000:]

@@ -159,7 +159,7 @@ def test_output_printed_while_serving_goes_to_stderr_not_the_wire(tmp_path):
              "    import os; os.system('echo noise from a child process')\n"
              "    return built(*a)\n"
              "m.build_server = build\n"
-             "from mcp_client.cli import main\n"
+             "from capsule_cli.cli import main\n"
              "sys.exit(main(['mcp', '--embedded']))\n")
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_projects", "arguments": {}}}
     done = subprocess.run(capsule_command()[:1] + ["-c", noisy], input=json.dumps(call).encode(),

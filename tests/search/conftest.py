@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders.hashing import HashingEmbedder
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

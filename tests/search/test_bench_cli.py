@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mcp_client.bench_data import exact_top, make_dataset, recall
+from capsule_cli.bench_data import exact_top, make_dataset, recall
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_quick_bench_writes_every_method(tmp_path):
     out = tmp_path / "bench.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)])}
-    run = subprocess.run([sys.executable, "-m", "mcp_client", "bench", "--quick", "--no-external", "--out", str(out)],
+    run = subprocess.run([sys.executable, "-m", "capsule_cli", "bench", "--quick", "--no-external", "--out", str(out)],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
@@ -48,11 +48,11 @@ def test_synthetic_data_is_seeded_and_clustered():
 
 def test_ops_bench_gives_every_operation_and_its_ratio(tmp_path):
     """``capsule bench --ops``: CPU per operation at each size, each with its ratio to the smallest."""
-    from mcp_client.bench_ops import OPS
+    from capsule_cli.bench_ops import OPS
 
     out = tmp_path / "ops.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)])}
-    run = subprocess.run([sys.executable, "-m", "mcp_client", "bench", "--ops", "--sizes", "200,2000",
+    run = subprocess.run([sys.executable, "-m", "capsule_cli", "bench", "--ops", "--sizes", "200,2000",
                           "--global-projects", "10", "--op-runs", "5", "--job-runs", "1", "--out", str(out)],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
     assert run.returncode == 0, run.stderr

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from capsule.ranking import bm25_term
+from capsule.search.ranking import bm25_term
 
 
 @pytest.mark.parametrize("trial", range(60))

@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule import terms
+from capsule.search import terms
 from capsule.embedders.hashing import HashingEmbedder
-from capsule.index import ProjectIndex, store_fetcher
-from capsule.ranking import Weights
-from capsule.records import Filters, MemoryRecord
-from capsule.search import search_indexes
+from capsule.search.index import ProjectIndex, store_fetcher
+from capsule.search.ranking import Weights
+from capsule.core.records import Filters, MemoryRecord
+from capsule.search.hybrid import search_indexes
 from capsule.store.sqlite import SQLiteStore
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -125,7 +125,7 @@ def test_term_hashes_are_stable_and_match_the_tokenizer():
     assert 0 <= terms.term_hash("x") < 2**63
     text = "Fix ECONNREFUSED in getUserById (HTTP 503)"
     hashed = np.frombuffer(terms.encode(text), dtype="<i8")
-    from capsule.text import tokens
+    from capsule.core.text import tokens
     assert hashed.tolist() == [terms.term_hash(t) for t in tokens(text)]
 
 

@@ -13,11 +13,11 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders.hashing import HashingEmbedder
-from capsule.index import ProjectIndex, store_fetcher
-from capsule.service import MemoryService
+from capsule.search.index import ProjectIndex, store_fetcher
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 
 from .test_cold_columns import EMBEDDER, NOW, assert_same, by_records, memories
@@ -111,8 +111,8 @@ def test_packed_rows_written_before_they_were_kept_are_recomputed(store, tmp_pat
 
 
 def test_exact_search_reads_every_vector_first(store):
-    from capsule.ranking import Weights
-    from capsule.search import SearchOptions, search_indexes
+    from capsule.search.ranking import Weights
+    from capsule.search.hybrid import SearchOptions, search_indexes
 
     def exact(index):
         hits, _ = search_indexes([index], filters=Filters(), query="redis timeout",
@@ -120,7 +120,7 @@ def test_exact_search_reads_every_vector_first(store):
                                  now=NOW, weights=Weights(), k=8, options=SearchOptions(exact=True))
         return [(h.record.id, h.score) for h in hits]
 
-    from capsule.records import Filters
+    from capsule.core.records import Filters
 
     index = deferred(store)
     assert exact(index) == exact(by_records(store))

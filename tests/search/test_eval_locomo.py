@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from capsule import InvalidInput
-from mcp_client.evaluate import load_locomo, normalise_evidence, parse_session_date, scores
+from capsule_cli.evaluate import load_locomo, normalise_evidence, parse_session_date, scores
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,7 +81,7 @@ def test_the_command_reports_every_mode_and_category(tmp_path):
     out = tmp_path / "report.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
            "CAPSULE_EMBEDDER": "hashing"}
-    run = subprocess.run([sys.executable, "-m", "mcp_client", "eval", "locomo", str(data), "--out", str(out)],
+    run = subprocess.run([sys.executable, "-m", "capsule_cli", "eval", "locomo", str(data), "--out", str(out)],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "embedder: hashing-v1-384" in run.stdout
@@ -98,6 +98,6 @@ def test_a_bad_file_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)])}
-    run = subprocess.run([sys.executable, "-m", "mcp_client", "eval", "locomo", str(bad), "--embedder", "hashing"],
+    run = subprocess.run([sys.executable, "-m", "capsule_cli", "eval", "locomo", str(bad), "--embedder", "hashing"],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert run.returncode == 1 and "cannot read LoCoMo data" in run.stderr

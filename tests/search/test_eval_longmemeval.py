@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from capsule import InvalidInput
-from mcp_client.evaluate_longmemeval import load_longmemeval, parse_date
+from capsule_cli.evaluate_longmemeval import load_longmemeval, parse_date
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,7 +61,7 @@ def test_turns_are_memories_dated_by_their_session(tmp_path):
 def run_cli(tmp_path, *args):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
            "CAPSULE_EMBEDDER": "hashing"}
-    return subprocess.run([sys.executable, "-m", "mcp_client", "eval", "longmemeval", *args],
+    return subprocess.run([sys.executable, "-m", "capsule_cli", "eval", "longmemeval", *args],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from capsule.index import ProjectIndex, TermScores, pack_row
-from capsule.ranking import Weights
-from capsule.records import ChangeSet, Filters, IndexColumns
-from capsule.search import _best_rows, _top_positive, search_indexes
+from capsule.search.index import ProjectIndex, TermScores, pack_row
+from capsule.search.ranking import Weights
+from capsule.core.records import ChangeSet, Filters, IndexColumns
+from capsule.search.hybrid import _best_rows, _top_positive, search_indexes
 
 from .test_cold_columns import EMBEDDER, NOW, memories
 
@@ -77,7 +77,7 @@ def _copy(record):
 
 
 class MemoryVectors:
-    """A deferred-vector source over a dict (the contract of ``capsule.records.DeferredVectors``)."""
+    """A deferred-vector source over a dict (the contract of ``capsule.core.records.DeferredVectors``)."""
 
     def __init__(self, vectors: dict[str, np.ndarray]) -> None:
         self.vectors = vectors
@@ -99,14 +99,14 @@ def test_settling_a_large_deferred_index_reads_moves_and_sorts_without_changing_
     ids = [f"r{i:05d}" for i in range(n)]
     words = "alpha beta gamma delta epsilon zeta eta theta".split()
     texts = [" ".join(rng.choice(words, 6)) for _ in range(n)]
-    from capsule import terms
+    from capsule.search import terms
     packed = [pack_row(i, 1000.0 + i, 2000.0 + i, vectors[i]) for i in range(n)]
     columns = IndexColumns(ids=ids, keys=[], vectors=bytearray(), vector_sizes=[], models=["m"] * n,
                            terms=[terms.encode(t) for t in texts], occurred=[], created=[], helpful=[0] * n,
                            unhelpful=[0] * n, metas=[None] * n, packed=bytearray(b"".join(packed)),
                            packed_lengths=[len(p) for p in packed], deferred=MemoryVectors(dict(zip(ids, vectors))))
-    from capsule.clock import from_epoch
-    from capsule.records import MemoryRecord
+    from capsule.core.clock import from_epoch
+    from capsule.core.records import MemoryRecord
 
     def fetch(tenant, project, wanted):
         at = {i: k for k, i in enumerate(ids)}

@@ -1,5 +1,5 @@
 """Global search (``"global": true``) chooses its candidates across every project in one pass
-(capsule.globalsearch), and answers what the per-project path answers: the same hits with the
+(capsule.search.globalsearch), and answers what the per-project path answers: the same hits with the
 same scores on a seeded multi-project corpus, with filters, with a project of a few rows
 beside large ones, recall@10 >= 0.99 against exact float32 at each first stage, and a number
 of rows scored that follows the candidates asked for, not the number of projects. Sizes are
@@ -13,12 +13,12 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule import globalsearch, hamming, tenantpostings
+from capsule.search import globalsearch, hamming, tenantpostings
 from capsule.config import Settings
-from capsule.globalsearch import TenantCodes, candidate_rows, search_global
-from capsule.index import ProjectIndex
-from capsule.records import ChangeSet, Filters, MemoryRecord
-from capsule.search import (
+from capsule.search.globalsearch import TenantCodes, candidate_rows, search_global
+from capsule.search.index import ProjectIndex
+from capsule.core.records import ChangeSet, Filters, MemoryRecord
+from capsule.search.hybrid import (
     SearchOptions,
     _keyword_stage,
     _query_vector,
@@ -26,10 +26,10 @@ from capsule.search import (
     _views,
     search_indexes,
 )
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
-from capsule.tenantpostings import TenantPostings
-from mcp_client.bench_data import TableEmbedder, exact_top, make_dataset
+from capsule.search.tenantpostings import TenantPostings
+from capsule_cli.bench_data import TableEmbedder, exact_top, make_dataset
 
 PROJECTS, PER, DIM, QUERIES = 12, 800, 256, 40
 MODEL = f"bench-{DIM}"
@@ -460,11 +460,11 @@ def test_the_sparse_keyword_stage_over_projects_with_their_own_aids(mixed, data,
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])
 def test_int8_copies_give_the_same_answers_reading_few_vectors(data, mode, monkeypatch):
-    """Where indexes have int8 copies (capsule.quantized), the tenant's candidates are
+    """Where indexes have int8 copies (capsule.search.quantized), the tenant's candidates are
     re-scored from their bounds and only those that can be among the k best read their float32
     vectors: the very same hits and scores. Indexes without a copy, and rows a copy does not
     hold (added after it), are read exactly beside them."""
-    from capsule import quantized
+    from capsule.search import quantized
 
     monkeypatch.setattr(quantized, "QUANT_FROM", 100)
     monkeypatch.setattr(globalsearch, "JOIN_MAX", 0)  # each index read on its own, as at 1M
@@ -494,7 +494,7 @@ def test_int8_copies_give_the_same_answers_reading_few_vectors(data, mode, monke
 
 
 def test_a_postings_table_keeps_each_term_once_and_finds_every_posting():
-    from capsule.tenantpostings import PostingsTable
+    from capsule.search.tenantpostings import PostingsTable
 
     one = (np.array([3, 3, 7, 9]), np.array([0, 4, 1, 2], dtype=np.int32), np.array([1, 2, 1, 3], dtype=np.float32))
     two = (np.array([-5, 3, 9]), np.array([7, 8, 9], dtype=np.int32), np.array([4, 5, 6], dtype=np.float32))

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders.hashing import HashingEmbedder
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 
 GOLDEN = Path(__file__).with_name("golden") / "search_results.json"

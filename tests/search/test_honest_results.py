@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from capsule import InvalidInput
-from capsule.ranking import Weights
-from capsule.search import Scored, describe
+from capsule.search.ranking import Weights
+from capsule.search.hybrid import Scored, describe
 
 
 def store(service, content, **meta):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from datetime import UTC
 
-from capsule import snapshot
-from capsule.index import ProjectIndex
+from capsule.search import snapshot
+from capsule.search.index import ProjectIndex
 
 WORDS = "deploy redis worker timeout mongo gateway cache retry queue schema lambda build".split()
 QUERIES = ["redis timeout", "gateway cache", "schema retry queue"]
@@ -52,7 +52,7 @@ def test_small_projects_and_unreadable_snapshots(make_service, db_path):
 
 
 def test_a_snapshot_of_another_database_is_never_used(make_service, tmp_path):
-    from capsule.snapshot import Snapshots
+    from capsule.search.snapshot import Snapshots
 
     service = make_service(index_snapshot_min=10)
     fill(service, 12)
@@ -68,8 +68,8 @@ def test_a_snapshot_of_another_database_is_never_used(make_service, tmp_path):
 def test_records_pack_and_unpack_whole():
     from datetime import datetime
 
-    from capsule.index import pack, unpack
-    from capsule.records import MemoryRecord
+    from capsule.search.index import pack, unpack
+    from capsule.core.records import MemoryRecord
 
     at = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
     record = MemoryRecord(id="m", tenant="t", project="p", content="c", sha256="s", occurred_at=at, created_at=at,

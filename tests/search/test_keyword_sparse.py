@@ -1,5 +1,5 @@
 """A large index's keyword stage summed only where the query's strong terms reach
-(capsule.keywordsparse) gives exactly what summing every term into every row gives: the
+(capsule.search.keywordsparse) gives exactly what summing every term into every row gives: the
 same candidates, the same best score, the same score for any row read, and the same hits."""
 
 from __future__ import annotations
@@ -9,17 +9,17 @@ from datetime import timedelta
 
 import numpy as np
 
-from capsule import keywordsparse
-from capsule.index import ProjectIndex
-from capsule.ranking import Weights
-from capsule.records import ChangeSet, Filters, MemoryRecord
-from capsule.search import SearchOptions, _top_positive, search_indexes
+from capsule.search import keywordsparse
+from capsule.search.index import ProjectIndex
+from capsule.search.ranking import Weights
+from capsule.core.records import ChangeSet, Filters, MemoryRecord
+from capsule.search.hybrid import SearchOptions, _top_positive, search_indexes
 
 from .test_cold_columns import EMBEDDER, NOW
 
 
 def _per_row(parts, size: int) -> np.ndarray:
-    """The plain computation the sparse one stands for (as capsule.search does it)."""
+    """The plain computation the sparse one stands for (as capsule.search.hybrid does it)."""
     out = np.zeros(size)
     for rows, scores, _ in parts:
         if rows is None:
@@ -100,7 +100,7 @@ def test_a_search_by_the_sparse_stage_returns_what_the_per_row_stage_does(monkey
         calls.append(found is not None)
         return found
 
-    import capsule.search as search
+    import capsule.search.hybrid as search
     monkeypatch.setattr(search, "sparse_keyword", counted)
     rng = np.random.default_rng(9)
     for q in range(40):

@@ -39,7 +39,7 @@ def test_a_short_fact_beats_a_long_answer_that_repeats_the_words(make_service):
 
 
 def test_short_turns_keep_b(service):
-    from capsule.search import _length_b
+    from capsule.search.hybrid import _length_b
 
     turns(service, [("a", f"short turn number {i} about bikes") for i in range(6)])
     index = service.indexes.get("t", "p", service.embedder.model_id)

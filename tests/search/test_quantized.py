@@ -1,4 +1,4 @@
-"""The int8 copy of a large index (capsule.quantized): its bounds hold the float32 dot the exact
+"""The int8 copy of a large index (capsule.search.quantized): its bounds hold the float32 dot the exact
 re-score computes, a search that reads exact vectors only where they can decide the k best
 returns exactly what reading them all returns, and the copy is kept beside the snapshot."""
 
@@ -10,14 +10,14 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-import capsule.indexvectors as indexvectors
-import capsule.quantized as quantized_module
-import capsule.search as search
-from capsule.index import ProjectIndex
-from capsule.quantized import Quantized, build, quantize
-from capsule.ranking import Weights
-from capsule.records import ChangeSet, Filters, MemoryRecord
-from capsule.search import SearchOptions, search_indexes
+import capsule.search.indexvectors as indexvectors
+import capsule.search.quantized as quantized_module
+import capsule.search.hybrid as search
+from capsule.search.index import ProjectIndex
+from capsule.search.quantized import Quantized, build, quantize
+from capsule.search.ranking import Weights
+from capsule.core.records import ChangeSet, Filters, MemoryRecord
+from capsule.search.hybrid import SearchOptions, search_indexes
 
 from .test_cold_columns import NOW
 from .test_index_snapshot import fill
@@ -172,7 +172,7 @@ def test_a_copy_that_could_not_be_made_is_not_tried_again_on_every_search(monkey
 
 
 def test_a_copy_cut_short_leaves_no_file(tmp_path, monkeypatch):
-    import capsule.matrix as matrix
+    import capsule.search.matrix as matrix
 
     calls = []
 

@@ -70,8 +70,8 @@ def test_neither_the_first_caller_nor_a_later_one_can_change_what_is_cached(serv
 def test_a_fresh_copy_equals_a_deep_copy_and_shares_nothing_mutable():
     from datetime import datetime
 
-    from capsule import models
-    from capsule.querycache import fresh
+    from capsule.core import models
+    from capsule.search.querycache import fresh
 
     at = datetime(2026, 1, 2, tzinfo=UTC)
     hit = models.SearchHit(id="m", project="p", content="c", score=0.5, occurred_at=at, created_at=at,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from capsule.query import named_authors, named_dates
+from capsule.search.query import named_authors, named_dates
 
 DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 FILLER = ["How was your weekend?", "Pretty quiet, mostly reading.", "Any good books?", "A novel about sailing.",

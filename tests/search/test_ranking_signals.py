@@ -2,7 +2,7 @@
 
 The corpus is fixed, the embedder is the deterministic hashing one and the clock is frozen,
 so every component is known: cosine from the stored vectors, BM25 from the reference
-implementation in :mod:`capsule.ranking`, time decay and the Wilson bound from their formulas.
+implementation in :mod:`capsule.search.ranking`, time decay and the Wilson bound from their formulas.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule import InvalidInput, ranking
-from capsule.search import SearchOptions
-from capsule.text import tokens
+from capsule import InvalidInput
+from capsule.search import ranking
+from capsule.search.hybrid import SearchOptions
+from capsule.core.text import tokens
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)  # the clock fixture's time
 

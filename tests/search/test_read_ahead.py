@@ -1,5 +1,5 @@
 """A snapshot's files that every search reads a part of are read into the OS's cache when
-they are mapped (capsule.matrix.read_ahead): every byte advised, a window at a time, a large
+they are mapped (capsule.search.matrix.read_ahead): every byte advised, a window at a time, a large
 file in the background; a large float32 matrix, read a few rows a search, is not."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capsule import matrix, snapshot
+from capsule.search import matrix, snapshot
 
 from .test_index_snapshot import fill
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from capsule.matrix import SplitRows, read_rows, row_dots, take_parts
+from capsule.search.matrix import SplitRows, read_rows, row_dots, take_parts
 
 
 def test_a_caller_changing_its_hits_changes_no_later_search(make_service):
@@ -23,7 +23,7 @@ def test_row_dots_are_einsum_over_the_rows_read(tmp_path):
     rng = np.random.default_rng(5)
     matrix = rng.standard_normal((3000, 384)).astype(np.float32)
     np.save(tmp_path / "m.npy", matrix)
-    from capsule.matrix import map_npy
+    from capsule.search.matrix import map_npy
 
     mapped = map_npy(tmp_path / "m.npy")  # small: read through the mapping
     read = map_npy(tmp_path / "m.npy", pread_from=0)  # a system call per row, as a large file's
@@ -44,7 +44,7 @@ def test_row_dots_are_einsum_over_the_rows_read(tmp_path):
 
 
 def test_the_rows_of_many_arrays_are_gathered_one_after_another(tmp_path):
-    from capsule.matrix import map_npy
+    from capsule.search.matrix import map_npy
 
     rng = np.random.default_rng(6)
     matrix = rng.standard_normal((500, 64)).astype(np.float32)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 from capsule.config import Settings
-from capsule.runtime import build_service
+from capsule.runtime.service import build_service
 
 
 def test_a_search_commits_nothing(tmp_path):

@@ -1,4 +1,4 @@
-"""Snapshots are read with Python's cycle collector held off (capsule.snapshot.gc_paused):
+"""Snapshots are read with Python's cycle collector held off (capsule.search.snapshot.gc_paused):
 each collection during unpickling walked every object made so far (100 snapshots of 10k rows:
 6.4 s with it, 1.4 s without). It comes back as it was, whichever reader ends last."""
 
@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from capsule import snapshot
-from capsule.snapshot import gc_paused
+from capsule.search import snapshot
+from capsule.search.snapshot import gc_paused
 
 from .test_index_snapshot import fill
 

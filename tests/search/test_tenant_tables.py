@@ -1,4 +1,4 @@
-"""A tenant's postings table kept on disk beside the index snapshots (capsule.tenanttables):
+"""A tenant's postings table kept on disk beside the index snapshots (capsule.search.tenanttables):
 written once every index in it holds a snapshot's postings, mapped by the next process instead
 of sorted again, with the same answers as the per-project path; an index changed since is read
 from its own postings, and a table that does not fit (other snapshots, unreadable files) is
@@ -13,14 +13,14 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule import tenantpostings
+from capsule.search import tenantpostings
 from capsule.config import Settings
-from capsule.records import Filters, MemoryRecord
-from capsule.search import search_indexes
-from capsule.service import MemoryService
+from capsule.core.records import Filters, MemoryRecord
+from capsule.search.hybrid import search_indexes
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
-from capsule.tenantpostings import PostingsTable
-from mcp_client.bench_data import TableEmbedder, make_dataset
+from capsule.search.tenantpostings import PostingsTable
+from capsule_cli.bench_data import TableEmbedder, make_dataset
 
 PROJECTS, PER, DIM, QUERIES = 5, 300, 64, 12
 MODEL = f"bench-{DIM}"
@@ -163,7 +163,7 @@ def test_an_unreadable_table_is_ignored_and_sorted_again(folder, data, damage, c
         np.save(next(index_folder.glob("*.tenant.*.counts.npy")), np.zeros(3, dtype=np.float32))
     service = service_over(folder, data)
     try:
-        with caplog.at_level(logging.WARNING, logger="capsule.snapshot"):
+        with caplog.at_level(logging.WARNING, logger="capsule.search.snapshot"):
             answers = [global_ids(service, data.query_texts[q]) for q in range(QUERIES)]
         assert "postings table" in caplog.text
         assert answers == before
@@ -181,7 +181,7 @@ def test_an_unreadable_table_is_ignored_and_sorted_again(folder, data, damage, c
 
 
 def test_a_table_with_an_index_not_in_a_snapshot_is_not_kept(tmp_path):
-    from capsule.tenanttables import TenantTables
+    from capsule.search.tenanttables import TenantTables
 
     one = (np.array([3, 7]), np.array([0, 1], dtype=np.int32), np.array([1, 2], dtype=np.float32))
     tables = TenantTables(tmp_path, "store")

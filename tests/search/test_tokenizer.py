@@ -1,4 +1,4 @@
-from capsule.text import tokens
+from capsule.core.text import tokens
 
 
 def test_camel_and_snake_case_are_split_and_kept_whole():

@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule import ranking
-from capsule.query import asks_when
-from capsule.text import ends_with_question, says_when, tokens
+from capsule.search import ranking
+from capsule.search.query import asks_when
+from capsule.core.text import ends_with_question, says_when, tokens
 
 DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 # Ten short turns of four keyword tokens each (no stop words), so the median length is 4.

@@ -1,6 +1,6 @@
 """The vector stage at every path it can take keeps recall@10 >= 0.99 against exact float32,
 and what it returns is scored exactly: numpy's one pass over every sign bit, numpy's two
-passes (leading bits, then all), faiss's pass over the leading bits (capsule.hamming), each
+passes (leading bits, then all), faiss's pass over the leading bits (capsule.search.hamming), each
 with and without a filter; over an index in RAM, one loaded from a snapshot (mapped files),
 one with rows added after its snapshot (mapped rows + RAM rows), and one whose matrix was read
 from the store into a file (spilled). Sizes are small (20k x 256); no timing is asserted."""
@@ -12,16 +12,16 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule import hamming, indexload
+from capsule.search import hamming, indexload
 from capsule.config import Settings
-from capsule.index import ProjectIndex
-from capsule.matrix import SplitRows, is_mapped
-from capsule.records import ChangeSet, Filters, MemoryRecord
-from capsule.search import SearchOptions, _vector_rows, _View
-from capsule.service import MemoryService
-from capsule.snapshot import Snapshots
+from capsule.search.index import ProjectIndex
+from capsule.search.matrix import SplitRows, is_mapped
+from capsule.core.records import ChangeSet, Filters, MemoryRecord
+from capsule.search.hybrid import SearchOptions, _vector_rows, _View
+from capsule.service.memory_service import MemoryService
+from capsule.search.snapshot import Snapshots
 from capsule.store.sqlite import SQLiteStore
-from mcp_client.bench_data import TableEmbedder, exact_top, make_dataset
+from capsule_cli.bench_data import TableEmbedder, exact_top, make_dataset
 
 N, DIM, QUERIES = 20_000, 256, 60
 MODEL = f"bench-{DIM}"
@@ -94,7 +94,7 @@ def test_the_faiss_pass_picks_what_numpy_ranks_best(data):
     index = built(data, 5000)
     prefix = index.prefix_codes(2)
     assert prefix.flags.c_contiguous and prefix.shape == (5000, 2)
-    from capsule.index import sign_codes
+    from capsule.search.index import sign_codes
 
     for q in data.queries[:10]:
         code = sign_codes(q[None, :], index.words)[0][:2]

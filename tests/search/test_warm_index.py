@@ -9,9 +9,9 @@ from datetime import UTC
 import numpy as np
 import pytest
 
-from capsule.index import IndexCache, ProjectIndex, sign_codes
-from capsule.records import ChangeSet
-from capsule.search import SearchOptions
+from capsule.search.index import IndexCache, ProjectIndex, sign_codes
+from capsule.core.records import ChangeSet
+from capsule.search.hybrid import SearchOptions
 
 WORDS = ("deploy redis worker timeout mongo index gateway cache token retry queue schema "
          "migration lambda container build test flaky network ENOTFOUND E11000 getUserById").split()
@@ -136,7 +136,7 @@ def test_the_cache_drops_least_recently_used_projects():
     rng = np.random.default_rng(0)
     from datetime import datetime
 
-    from capsule.records import MemoryRecord
+    from capsule.core.records import MemoryRecord
 
     def fill(index: ProjectIndex) -> None:
         now = datetime(2026, 1, 1, tzinfo=UTC)
@@ -174,10 +174,10 @@ def test_the_two_pass_binary_stage_on_a_large_index():
     """Large enough for the 256-bit first pass: the nearest rows survive both passes."""
     from datetime import datetime
 
-    from capsule.index import ProjectIndex
-    from capsule.records import Filters, MemoryRecord
-    from capsule.search import search_indexes
-    from mcp_client.bench_data import exact_top, make_dataset, recall
+    from capsule.search.index import ProjectIndex
+    from capsule.core.records import Filters, MemoryRecord
+    from capsule.search.hybrid import search_indexes
+    from capsule_cli.bench_data import exact_top, make_dataset, recall
 
     data = make_dataset(3000, 512, 20, seed=11)
     now = datetime(2026, 1, 1, tzinfo=UTC)
@@ -187,7 +187,7 @@ def test_the_two_pass_binary_stage_on_a_large_index():
                      occurred_at=now, created_at=now, updated_at=now, embedding=data.vectors[i], model="m")
         for i in range(len(data.texts))]))
     options = SearchOptions(candidates=200, prefilter=4)  # 800 of 3,000 survive the first pass
-    from capsule.ranking import Weights
+    from capsule.search.ranking import Weights
 
     found = []
     for q in data.queries:

@@ -25,7 +25,7 @@ def environment() -> dict[str, str]:
 
 
 def capsule(*args: str, data_dir: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcp_client", *args, "--data-dir", str(data_dir)],
+    return subprocess.run([sys.executable, "-m", "capsule_cli", *args, "--data-dir", str(data_dir)],
                           input=stdin, capture_output=True, text=True, env=environment(), timeout=120)
 
 
@@ -45,7 +45,7 @@ class Server:
     def __init__(self, data_dir: Path, *args: str) -> None:
         self.data_dir = data_dir
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_client", "serve", "--port", "0", "--workers", "2",
+            [sys.executable, "-m", "capsule_cli", "serve", "--port", "0", "--workers", "2",
              "--data-dir", str(data_dir), *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(),
         )

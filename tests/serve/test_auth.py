@@ -5,7 +5,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from capsule.errors import Forbidden, Unauthorized
+from capsule.core.errors import Forbidden, Unauthorized
 from functions.auth import (
     Bearer,
     HttpRequest,

@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from capsule.errors import Conflict, InvalidInput, NotFound
+from capsule.core.errors import Conflict, InvalidInput, NotFound
 from functions.auth import key_hash
 from functions.credentials import Credentials
 

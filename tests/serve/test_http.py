@@ -5,7 +5,7 @@ import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from capsule import limits
+from capsule.core import limits
 
 from .server import capsule
 

@@ -116,7 +116,7 @@ def test_broken_framing_is_400_json(server, request_bytes):
 
 
 def test_a_body_over_the_limit_is_413_json_and_a_chunked_body_is_read(server):
-    from capsule import limits
+    from capsule.core import limits
 
     big = b"x" * (limits.MAX_BODY_BYTES + 1)
     status, headers, body = split(raw(server, b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from capsule import errors
+from capsule.core import errors
 from mcp_client import local_server, loopback_http
 
 

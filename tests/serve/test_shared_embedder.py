@@ -13,7 +13,7 @@ import pytest
 
 from capsule.embedders import HashingEmbedder
 from capsule.embedders.shared import EmbedServer, SharedEmbedder
-from capsule.errors import Unavailable
+from capsule.core.errors import Unavailable
 
 from .server import Server
 

@@ -97,7 +97,7 @@ def test_a_signal_while_workers_start_stops_cleanly_and_leaves_no_worker(tmp_pat
     from .server import environment
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_client", "serve", "--port", "0", "--workers", "2", "--data-dir", str(tmp_path)],
+        [sys.executable, "-m", "capsule_cli", "serve", "--port", "0", "--workers", "2", "--data-dir", str(tmp_path)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment())
     lines = []
     for line in process.stderr:  # a worker building its service logs this while serve waits for it

@@ -14,12 +14,12 @@ import time
 import pytest
 
 from capsule.config import Settings
-from capsule.errors import CapsuleError
-from capsule.runtime import build_service
+from capsule.core.errors import CapsuleError
+from capsule.runtime.service import build_service
 from capsule.sync import LocalPeer, Watermarks, run_sync
 from mcp_client.auth import BearerAuth
 from mcp_client.client import CapsuleClient, Response, Retry
-from mcp_client.sync_cmd import HttpPeer
+from capsule_cli.sync_cmd import HttpPeer
 from mcp_client.transport import PooledTransport
 
 from .server import ROOT, Server, capsule, environment
@@ -113,7 +113,7 @@ def test_a_sync_killed_with_sigkill_resumes_and_loses_nothing(remote, tmp_path):
            for n in range(900)]
     here = next(p for p in service.projects("local").projects if p.project == "gamma")  # the rolling limit evicted some
     service.store.close()
-    args = [sys.executable, "-m", "mcp_client", "sync", "push", "--url", remote.url, "--project", "gamma",
+    args = [sys.executable, "-m", "capsule_cli", "sync", "push", "--url", remote.url, "--project", "gamma",
             "--api-key-file", str(remote.data_dir / "gateway-token"), "--data-dir", str(local)]
     proc = subprocess.Popen(args, env=environment(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     marks = local / "sync"

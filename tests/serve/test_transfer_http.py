@@ -26,7 +26,7 @@ def test_export_pages_and_import_over_http(server):
 
 
 def test_an_import_body_over_the_limit_is_refused_before_it_is_read(server):
-    from capsule import limits
+    from capsule.core import limits
 
     big = server.request("POST", "/v1/import", raw=b"x" * (limits.MAX_BODY_BYTES + 1),
                          headers={"Content-Type": "application/x-ndjson"})

@@ -18,7 +18,7 @@ import pytest
 from .server import ROOT, Server, environment
 
 HEAVY = ("numpy", "pydantic", "onnxruntime", "tokenizers", "aws_lambda_powertools", "boto3", "botocore",
-         "mcp", "uvicorn", "capsule.service", "capsule.models")
+         "mcp", "uvicorn", "capsule.service.memory_service", "capsule.core.models")
 FIXTURES = ROOT / "tests" / "mcp" / "fixtures"
 PROJECT = "shop"  # the recorded hook inputs ran in /home/dev/shop: its folder name
 
@@ -26,7 +26,7 @@ PROJECT = "shop"  # the recorded hook inputs ran in /home/dev/shop: its folder n
 def run(*args: str, data_dir: Path, stdin: str | None = None, env: dict[str, str] | None = None
         ) -> subprocess.CompletedProcess:
     """``capsule ARGS`` as a user runs it, with -X importtime: stderr lists every module loaded."""
-    return subprocess.run([sys.executable, "-X", "importtime", "-m", "mcp_client", *args],
+    return subprocess.run([sys.executable, "-X", "importtime", "-m", "capsule_cli", *args],
                           input=stdin, capture_output=True, text=True, timeout=120,
                           env={**environment(), "CAPSULE_DATA_DIR": str(data_dir), **(env or {})})
 

@@ -18,13 +18,13 @@ mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' e
 
 from pymongo.errors import ExecutionTimeout, OperationFailure  # noqa: E402
 
-from capsule import text  # noqa: E402
-from capsule.clock import FrozenClock  # noqa: E402
+from capsule.core import text  # noqa: E402
+from capsule.core.clock import FrozenClock  # noqa: E402
 from capsule.config import Settings  # noqa: E402
 from capsule.embedders import HashingEmbedder  # noqa: E402
-from capsule.errors import Conflict, Unavailable  # noqa: E402
-from capsule.records import Filters, KeywordStats, MemoryRecord  # noqa: E402
-from capsule.service import MemoryService  # noqa: E402
+from capsule.core.errors import Conflict, Unavailable  # noqa: E402
+from capsule.core.records import Filters, KeywordStats, MemoryRecord  # noqa: E402
+from capsule.service.memory_service import MemoryService  # noqa: E402
 from capsule.store import atlas_search, atlas_setup  # noqa: E402
 from capsule.store import mongo_vector as vs  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402

@@ -16,12 +16,12 @@ import pytest
 
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
 
-from capsule.clock import FrozenClock  # noqa: E402
+from capsule.core.clock import FrozenClock  # noqa: E402
 from capsule.config import Settings, index_budget_mb  # noqa: E402
 from capsule.embedders import HashingEmbedder  # noqa: E402
-from capsule.errors import Unavailable  # noqa: E402
-from capsule.records import Filters, MemoryRecord  # noqa: E402
-from capsule.service import MemoryService  # noqa: E402
+from capsule.core.errors import Unavailable  # noqa: E402
+from capsule.core.records import Filters, MemoryRecord  # noqa: E402
+from capsule.service.memory_service import MemoryService  # noqa: E402
 from capsule.store import atlas_search  # noqa: E402
 from capsule.store import mongo_vector as vs  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
@@ -84,7 +84,7 @@ def test_a_large_project_is_ranked_from_the_clusters_shortlist(cluster):
     result = service(store).search("t1", {"project": "big", "query": "redis timeout in the worker", "k": 5})
     assert [h.project for h in result.results] == ["big"] * 5
     assert all("redis timeout" in h.content for h in result.results)
-    # which project "big" names (one indexed read: capsule.project_identity), the project versions, the
+    # which project "big" names (one indexed read: capsule.core.project_identity), the project versions, the
     # project sizes (counters), $vectorSearch, $search: nothing else
     assert counter.commands == ["find_one", "find", "find", "aggregate", "aggregate"]
 

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule import terms
-from capsule.records import MemoryRecord
+from capsule.search import terms
+from capsule.core.records import MemoryRecord
 from capsule.store import sqlite_bulk
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.sqlite_rows import record_params

@@ -14,16 +14,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
-from capsule.learning.runtime import build_jobs, build_learning
-from capsule.records import MemoryRecord
-from capsule.service import MemoryService
+from capsule.runtime.learning import build_jobs, build_learning
+from capsule.core.records import MemoryRecord
+from capsule.service.memory_service import MemoryService
 from capsule.store import sqlite_connection
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.transfer import transfer_store
-from capsule.text import sha256
+from capsule.core.text import sha256
 from capsule.transfer.export import Sources, export_page
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -11,13 +11,13 @@ import pytest
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
 from bson.binary import Binary  # noqa: E402
 
-from capsule import limits  # noqa: E402
-from capsule.clock import FrozenClock  # noqa: E402
+from capsule.core import limits  # noqa: E402
+from capsule.core.clock import FrozenClock  # noqa: E402
 from capsule.config import Settings  # noqa: E402
 from capsule.embedders import HashingEmbedder  # noqa: E402
-from capsule.errors import NotFound, Unavailable  # noqa: E402
-from capsule.records import Filters, MemoryRecord  # noqa: E402
-from capsule.service import MemoryService  # noqa: E402
+from capsule.core.errors import NotFound, Unavailable  # noqa: E402
+from capsule.core.records import Filters, MemoryRecord  # noqa: E402
+from capsule.service.memory_service import MemoryService  # noqa: E402
 from capsule.store import mongo_vector as vs  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
 from capsule.store.mongo_client import drop_clients, shared_client  # noqa: E402

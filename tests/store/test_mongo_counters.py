@@ -10,7 +10,7 @@ import pytest
 
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
 
-from capsule.records import MemoryRecord  # noqa: E402
+from capsule.core.records import MemoryRecord  # noqa: E402
 from capsule.store import mongo_counters as counters  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
 

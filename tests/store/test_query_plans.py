@@ -19,15 +19,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from capsule.clock import FrozenClock, to_epoch
+from capsule.core.clock import FrozenClock, to_epoch
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
-from capsule.learning.runtime import build_jobs, build_learning
-from capsule.records import MemoryRecord
-from capsule.service import MemoryService
+from capsule.runtime.learning import build_jobs, build_learning
+from capsule.core.records import MemoryRecord
+from capsule.service.memory_service import MemoryService
 from capsule.store import sqlite_connection
 from capsule.store.sqlite import SQLiteStore
-from capsule.text import sha256
+from capsule.core.text import sha256
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TENANTS = ("t0", "t1", "t2", "t3")

@@ -9,17 +9,17 @@ import pytest
 
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
 
-from capsule.clock import FrozenClock  # noqa: E402
+from capsule.core.clock import FrozenClock  # noqa: E402
 from capsule.config import Settings  # noqa: E402
 from capsule.embedders import HashingEmbedder  # noqa: E402
 from capsule.embedders.cached import CachedEmbedder  # noqa: E402
-from capsule.errors import Unavailable  # noqa: E402
-from capsule.records import MemoryRecord  # noqa: E402
-from capsule.service import MemoryService  # noqa: E402
+from capsule.core.errors import Unavailable  # noqa: E402
+from capsule.core.records import MemoryRecord  # noqa: E402
+from capsule.service.memory_service import MemoryService  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
 from capsule.store.mongo_docs import record_to_doc  # noqa: E402
 from capsule.store.sqlite import SQLiteStore  # noqa: E402
-from capsule.text import sha256  # noqa: E402
+from capsule.core.text import sha256  # noqa: E402
 from scripts.atlas_fake import DocsCorpus, FakeAtlasDatabase, OperationCounter  # noqa: E402
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
-from capsule.records import MemoryRecord
+from capsule.core.records import MemoryRecord
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.sqlite_schema import MIGRATIONS
 from capsule.store.sqlite_transfer import SQLiteTransferStore

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from capsule.clock import to_epoch
-from capsule.records import MemoryRecord
+from capsule.core.clock import to_epoch
+from capsule.core.records import MemoryRecord
 from capsule.store import sqlite_counts
 from capsule.store.sqlite import SQLiteStore
 

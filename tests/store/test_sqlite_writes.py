@@ -14,8 +14,8 @@ import time
 import pytest
 
 from capsule.embedders import HashingEmbedder
-from capsule.errors import Unavailable
-from capsule.records import MemoryRecord
+from capsule.core.errors import Unavailable
+from capsule.core.records import MemoryRecord
 from capsule.store import sqlite_counts
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.sqlite_connection import PAGE_SIZE, WAL_KEEP_BYTES
@@ -263,7 +263,7 @@ STORER = """
 import sys
 sys.path[:0] = [sys.argv[2]]
 from capsule.config import Settings
-from capsule.runtime import build_service
+from capsule.runtime.service import build_service
 from pathlib import Path
 service = build_service(Settings(data_dir=Path(sys.argv[1]), embedder="hashing", retention_limit=150))
 for i in range(100_000):

@@ -1,4 +1,4 @@
-"""`capsule tenants merge --from-sessions` (capsule.tenants) on the SQLite store and on MongoDB
+"""`capsule tenants merge --from-sessions` (capsule.store.tenants) on the SQLite store and on MongoDB
 (mongomock): tenants stored under assumed-role session ARNs move into the role's tenant."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from capsule import tenants
-from capsule.clock import FrozenClock
+from capsule.store import tenants
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
-from capsule.learning.records import ApplicationRecord, PatternRecord, SolutionRecord
-from capsule.service import MemoryService
+from capsule.core.learning_records import ApplicationRecord, PatternRecord, SolutionRecord
+from capsule.service.memory_service import MemoryService
 
 ACCOUNT = "123456789012"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/capsule-dev"
@@ -199,7 +199,7 @@ def test_a_merged_project_over_its_limit_gets_a_limit_that_keeps_every_memory(wo
 
 
 def test_raised_limits_is_pure_arithmetic():
-    from capsule.records import ProjectStats
+    from capsule.core.records import ProjectStats
 
     def stats(project, memories, limit=None):
         return ProjectStats(project=project, memories=memories, pinned=0, forgotten=0, retention_limit=limit,

@@ -9,7 +9,7 @@ import sqlite3
 import threading
 from datetime import UTC, datetime
 
-from capsule.records import MemoryRecord
+from capsule.core.records import MemoryRecord
 from capsule.store import sqlite_connection
 from capsule.store.sqlite import SQLiteStore
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from capsule.records import MemoryRecord
+from capsule.core.records import MemoryRecord
 from capsule.sync.merge import generic_fields, merge
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

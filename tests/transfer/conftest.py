@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.learning import LearningService
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 from capsule.store.sides import open_learning_store, transfer_store
 from capsule.transfer import Sources
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from capsule.embedders.hashing import HashingEmbedder
-from capsule.errors import InvalidInput
-from capsule.jobs import Jobs
-from capsule.records import Filters
+from capsule.core.errors import InvalidInput
+from capsule.jobs.scheduled import Jobs
+from capsule.core.records import Filters
 from capsule.transfer.capsule_mongo import import_capsule_mongo
 
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")

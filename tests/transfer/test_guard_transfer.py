@@ -10,9 +10,9 @@ import json
 import pytest
 from test_roundtrip import export_text
 
-from capsule.jobs import Jobs
+from capsule.jobs.scheduled import Jobs
 from capsule.sync import exchange
-from capsule.text import sha256
+from capsule.core.text import sha256
 from capsule.transfer import import_lines
 
 STRIPE = "sk_live_4eC39HqLyjWDarjtT1zdp7dcXq9wZ2"

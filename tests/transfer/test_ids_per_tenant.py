@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_roundtrip import export_text, populate
 
-from capsule.errors import Conflict, NotFound
+from capsule.core.errors import Conflict, NotFound
 from capsule.sync import exchange
 from capsule.transfer import import_lines
 
@@ -341,7 +341,7 @@ def test_mongo_learning_schema_2_keys_existing_solutions_by_tenant_and_id(tmp_pa
     store.insert_solution(replace(kept, tenant="v", title="v's fix", success=0))  # another tenant: fine
     with pytest.raises(Conflict):
         store.insert_solution(kept)  # the same tenant: still one
-    from capsule.learning.records import ApplicationRecord
+    from capsule.core.learning_records import ApplicationRecord
 
     store.record_application(ApplicationRecord(id="app-0", tenant="v", solution_id="sol-1", success=False,
                                                at=kept.created_at))

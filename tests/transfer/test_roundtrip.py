@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from capsule.errors import InvalidInput, NotFound
+from capsule.core.errors import InvalidInput, NotFound
 from capsule.transfer import export_lines, import_lines
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "learning"))

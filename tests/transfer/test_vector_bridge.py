@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capsule import idprefix, legacy_ids
+from capsule.core import idprefix, legacy_ids
 from capsule.compat.vector_bridge import meta_as_sent
 from capsule.embedders.hashing import HashingEmbedder
-from capsule.errors import InvalidInput, NotFound, Unavailable
-from capsule.jobs import Jobs
+from capsule.core.errors import InvalidInput, NotFound, Unavailable
+from capsule.jobs.scheduled import Jobs
 from capsule.transfer.vector_bridge import import_vector_bridge
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is in the 'dev' extra")
@@ -160,7 +160,7 @@ def _run(d, uri, embedder=None):
 
 
 def _memories(d, project=ROOT):
-    from capsule.records import Filters
+    from capsule.core.records import Filters
 
     return {r.content: r for r in d.store.candidates("t", [project], Filters())}
 

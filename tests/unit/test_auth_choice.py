@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from capsule.errors import InvalidInput, Unauthorized
+from capsule.core.errors import InvalidInput, Unauthorized
 from mcp_client.auth import BearerAuth, NoAuth
 from mcp_client.auth_choice import bearer_for, choose_auth, is_loopback
 from mcp_client.backends import Connection, make_auth

@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 
-from capsule.background import Background
+from capsule.service.background import Background
 
 
 def test_tasks_run_in_order_and_a_failure_does_not_stop_the_rest(caplog):
@@ -18,7 +18,7 @@ def test_tasks_run_in_order_and_a_failure_does_not_stop_the_rest(caplog):
     def fail() -> None:
         raise RuntimeError("boom")
 
-    with caplog.at_level(logging.WARNING, logger="capsule.background"):
+    with caplog.at_level(logging.WARNING, logger="capsule.service.background"):
         for name in ("a", "b"):
             background.submit(lambda name=name: (done.append(name), callers.add(threading.get_ident())))
         background.submit(fail)

@@ -1,11 +1,11 @@
-"""capsule.construct.built makes the very model model_construct makes, for values naming every field."""
+"""capsule.search.construct.built makes the very model model_construct makes, for values naming every field."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from capsule import models
-from capsule.construct import built
+from capsule.core import models
+from capsule.search.construct import built
 
 AT = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""What a memory is embedded as (capsule.context), and the service and backfill using it."""
+"""What a memory is embedded as (capsule.service.context), and the service and backfill using it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from capsule.config import Settings
-from capsule.context import embedding_text, session_of
+from capsule.service.context import embedding_text, session_of
 from capsule.embedders import HashingEmbedder
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 
 ASK = "[1:56 pm on 8 May, 2023] Nate: What genre is your first screenplay?"
 ANSWER = "[1:57 pm on 8 May, 2023] Joanna: Thanks, Nate! It's a mix of drama and romance!"

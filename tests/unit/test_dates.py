@@ -1,4 +1,4 @@
-"""capsule.dates: what a query says about time, read from the search's "now" (table tests)."""
+"""capsule.search.dates: what a query says about time, read from the search's "now" (table tests)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from capsule.dates import Window, closeness, windows
+from capsule.search.dates import Window, closeness, windows
 
 MONDAY = datetime(2023, 5, 29, 15, 0, tzinfo=UTC)  # a Monday
 

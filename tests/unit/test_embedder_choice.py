@@ -15,8 +15,8 @@ from capsule.config import Settings
 from capsule.embedders import build_embedder, describe, remote
 from capsule.embedders.choice import choose_embedder
 from capsule.embedders.failfast import FailFast
-from capsule.errors import InvalidInput, Unavailable
-from capsule.runtime import build_service
+from capsule.core.errors import InvalidInput, Unavailable
+from capsule.runtime.service import build_service
 from tests.support.fake_provider import CLOSE, FakeProvider
 
 

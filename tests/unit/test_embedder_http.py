@@ -11,7 +11,7 @@ import pytest
 
 from capsule.embedders.http import HttpError, JsonClient, backoff_s, provider_message
 from capsule.embedders.remote import OpenAIEmbedder, VoyageEmbedder
-from capsule.errors import Unavailable
+from capsule.core.errors import Unavailable
 from tests.support.fake_provider import FakeProvider
 
 KEY = "pa-secret-key-123"
@@ -113,7 +113,7 @@ def test_calls_from_several_threads_share_the_idle_connection_never_a_busy_one(p
 
 
 def test_a_call_abandoned_at_the_deadline_stops_there_and_keeps_its_connection(provider, waits, monkeypatch):
-    from capsule import deadline
+    from capsule.core import deadline
 
     monkeypatch.setattr(deadline, "FALLBACK_RESERVE_S", 0.0)
     provider.delay_s = 0.5

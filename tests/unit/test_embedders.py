@@ -12,7 +12,7 @@ from capsule.config import Settings
 from capsule.embedders import HashingEmbedder, build_embedder, minilm
 from capsule.embedders.cached import CachedEmbedder
 from capsule.embedders.remote import OpenAIEmbedder, VoyageEmbedder
-from capsule.errors import InvalidInput, Unavailable
+from capsule.core.errors import InvalidInput, Unavailable
 from tests.conftest import REPO
 
 

@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from capsule.errors import Conflict, InvalidInput, PreconditionFailed
-from capsule.learning.runtime import build_jobs
+from capsule.core.errors import Conflict, InvalidInput, PreconditionFailed
+from capsule.runtime.learning import build_jobs
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.sqlite_schema import MIGRATIONS
 

@@ -1,9 +1,9 @@
-"""capsule.legacy_ids: which values are an old Vector Bridge number, and how a number finds the
+"""capsule.core.legacy_ids: which values are an old Vector Bridge number, and how a number finds the
 memory imported under it (an id that exists whole always wins)."""
 
 from __future__ import annotations
 
-from capsule import legacy_ids
+from capsule.core import legacy_ids
 
 
 class Ids:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from capsule import limits
-from capsule.errors import InvalidInput
-from capsule.models import IngestRequest, ListRequest, SearchRequest, StoreRequest
-from capsule.service import validate
+from capsule.core import limits
+from capsule.core.errors import InvalidInput
+from capsule.core.models import IngestRequest, ListRequest, SearchRequest, StoreRequest
+from capsule.service.memory_service import validate
 
 
 def error_for(model, data) -> InvalidInput:

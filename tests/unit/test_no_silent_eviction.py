@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
-from capsule.errors import Conflict
-from capsule.jobs import Jobs
+from capsule.core.errors import Conflict
+from capsule.jobs.scheduled import Jobs
 from capsule.learning.service import LearningService
-from capsule.service import MemoryService
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.sqlite_learning import SQLiteLearningStore
 

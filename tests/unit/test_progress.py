@@ -1,11 +1,11 @@
-"""The progress line (mcp_client.progress): its figures, and when it draws."""
+"""The progress line (capsule_cli.progress): its figures, and when it draws."""
 
 from __future__ import annotations
 
 import io
 import json
 
-from mcp_client.progress import Progress, bar_line, clock_text, figures, mode_for
+from capsule_cli.progress import Progress, bar_line, clock_text, figures, mode_for
 
 
 class Tty(io.StringIO):

@@ -9,11 +9,11 @@ from datetime import UTC
 
 import pytest
 
-from capsule.clock import FrozenClock
+from capsule.core.clock import FrozenClock
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
-from capsule.project_identity import canonical, label_of, merge_plan, root_path
-from capsule.service import MemoryService
+from capsule.core.project_identity import canonical, label_of, merge_plan, root_path
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from mcp_client import project_name
 from mcp_client.hooks import project_of
@@ -119,8 +119,8 @@ def test_two_checkouts_of_one_name_leave_the_bare_project_alone(svc):
 
 def _split(store, clock):
     """Data split the old way (a bare name and a path beside it), written below the resolver."""
-    from capsule.records import MemoryRecord
-    from capsule.text import sha256
+    from capsule.core.records import MemoryRecord
+    from capsule.core.text import sha256
 
     now = clock()
     for i, (project, text) in enumerate([("my-app", "bare a"), ("my-app", "both"), ("/x/my-app/", "slashed"),
@@ -168,8 +168,8 @@ def test_a_merge_raises_the_limit_to_hold_what_it_brought(svc, store):
 def _record(memory_id, project, text):
     from datetime import datetime
 
-    from capsule.records import MemoryRecord
-    from capsule.text import sha256
+    from capsule.core.records import MemoryRecord
+    from capsule.core.text import sha256
 
     now = datetime.now(UTC)
     return MemoryRecord(id=memory_id, tenant="t", project=project, content=text, sha256=sha256(text),
@@ -187,7 +187,7 @@ def test_the_cli_and_its_default_name_one_project(tmp_path):
     (repo / "sub").mkdir()
     env = cli_env(tmp_path / "data", CAPSULE_EMBEDDER="hashing", HOME=str(tmp_path))
     def run(*args, cwd=repo):
-        return subprocess.run([sys.executable, "-m", "mcp_client", *args], cwd=cwd, env=env,
+        return subprocess.run([sys.executable, "-m", "capsule_cli", *args], cwd=cwd, env=env,
                               capture_output=True, text=True, timeout=120)
     stored = run("store", "--project", "my-app", "kept under the folder's name", cwd=tmp_path)
     assert stored.returncode == 0, stored.stderr

@@ -21,8 +21,8 @@ def test_library_does_not_import_the_edges():
 
 def test_the_service_module_still_gives_what_its_callers_import():
     """The operations live in capsule.service_* beside it; learning, capture, sync, governance
-    and the client import these names from capsule.service."""
-    import capsule.service as service
+    and the client import these names from capsule.service.memory_service."""
+    import capsule.service.memory_service as service
 
     assert service.__all__ == ["BULK_FROM", "MemoryService", "decode_cursor", "encode_cursor", "to_memory",
                                "validate", "visibility_of"]

@@ -8,8 +8,8 @@ import pytest
 
 from capsule.config import Settings
 from capsule.embedders import HashingEmbedder
-from capsule.errors import InvalidInput, NotFound, Unavailable
-from capsule.service import MemoryService
+from capsule.core.errors import InvalidInput, NotFound, Unavailable
+from capsule.service.memory_service import MemoryService
 
 T = "tenant-a"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from capsule.compat.vector_bridge import KEPT_KEY, meta_as_sent, meta_request, outcome_of
-from capsule.errors import InvalidInput
-from capsule.models import MemoryMeta
+from capsule.core.errors import InvalidInput
+from capsule.core.models import MemoryMeta
 
 SENT = [
     {},

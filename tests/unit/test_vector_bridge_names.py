@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_client import strict_cli, strict_tools, vector_bridge
+from capsule_cli import strict_cli
+from mcp_client import strict_tools, vector_bridge
 
 SEARCH_FIELDS = {"query", "project", "all_projects", "k", "mode", "tags", "component", "category"}
 

@@ -1,4 +1,7 @@
 """Authorization: one model, checked in one place, for every object a call reads or changes.
+May import: capsule.governance, learning (models) and what lies below them; never the edges.
+
+Authorization: one model, checked in one place, for every object a call reads or changes.
 
 - :mod:`.needs` declares, per operation (a route of functions.routes, and the MCP tool that
   calls the same service), the access it needs, how far it reaches and which kinds of objects

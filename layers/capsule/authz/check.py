@@ -1,5 +1,5 @@
 """The one check every request passes before its operation runs: the principal against the
-operation's need (:mod:`.needs`). Refusals are :class:`~capsule.errors.Forbidden` (403) naming
+operation's need (:mod:`.needs`). Refusals are :class:`~capsule.core.errors.Forbidden` (403) naming
 what is missing; nothing has been read or changed when one is raised."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Forbidden, NotFound
+from ..core.errors import Forbidden, NotFound
 from ..governance.visibility import Reach
 from .needs import need_of
 

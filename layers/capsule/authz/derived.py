@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..errors import NotFound
+from ..core.errors import NotFound
 from ..governance.visibility import Reach
 from .needs import need_of
 

@@ -1,9 +1,13 @@
-"""Capture: score conversation events, queue the candidates worth remembering, and let a
+"""Capture: score conversation events, queue the candidates worth remembering, approve or reject them.
+May import: capsule.service and everything below it.
+
+Capture: score conversation events, queue the candidates worth remembering, and let a
 person (or a project threshold) approve or reject them. No language model: see
 :mod:`capsule.capture.scoring`.
 
 The names below load on first use, so a hook that only reads :mod:`.models`' limits, or the
-scorer, does not import the service and the store (numpy, pydantic) at start-up."""
+scorer, does not import the service and the store (numpy, pydantic) at start-up.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ def __getattr__(name: str) -> Any:
 
 
 def build_capture(service: Any) -> CaptureService:
-    """The capture service on a built :class:`~capsule.service.MemoryService`'s store."""
+    """The capture service on a built :class:`~capsule.service.memory_service.MemoryService`'s store."""
     from ..store.sides import candidate_store
     from .service import CaptureService
 

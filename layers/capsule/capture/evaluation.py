@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
 from .scoring import PROPOSE_AT, Event, score_event
 
 

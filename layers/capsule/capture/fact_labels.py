@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
 from .evaluation import Labelled
 from .scoring import Event
 

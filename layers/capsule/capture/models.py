@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import limits
-from ..models import NO_CONTROL, AwareDatetime, Content, Memory, ProjectName, Tag
+from ..core import limits
+from ..core.models import NO_CONTROL, AwareDatetime, Content, Memory, ProjectName, Tag
 
 Role = Literal["user", "assistant", "tool", "system"]
 Status = Literal["pending", "approved", "rejected"]

@@ -14,11 +14,11 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 
-from ..errors import CapsuleError, InvalidInput
+from ..core.errors import CapsuleError, InvalidInput
 from ..guard.policy import GUARD_KEY, Policies, guard_text
-from ..service import MemoryService, validate
+from ..service.memory_service import MemoryService, validate
 from ..store.capture import CandidateRecord, CandidateStore
-from ..text import sha256
+from ..core.text import sha256
 from . import models as cm
 from .scoring import Event, Scored, score_event
 
@@ -54,7 +54,7 @@ def encode_cursor(record: CandidateRecord) -> str:
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
     if not re.fullmatch(cm.CANDIDATE_CURSOR.strip("^$"), cursor):
         raise InvalidInput("cursor: is not a cursor this service returned", field="cursor")
-    from ..clock import from_epoch
+    from ..core.clock import from_epoch
 
     at, _, candidate_id = cursor.partition("~")
     return from_epoch(float(at)), candidate_id

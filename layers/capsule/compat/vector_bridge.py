@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import InvalidInput
-from ..models import MemoryMeta
+from ..core.errors import InvalidInput
+from ..core.models import MemoryMeta
 
 # JSON text of {"sent": {key: value as sent}, "added": [keys we set that were not sent]}: a string,
 # so keys no document store takes ("$x", "a.b") are kept too.

@@ -23,7 +23,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Protocol
 
-from ..errors import Conflict, KeyRefused, KeyUnavailable
+from ..core.errors import Conflict, KeyRefused, KeyUnavailable
 from .context import request_key  # noqa: E402  (the customer key of the request being served)
 from .wrappers import BYOK_HEADER, CustomerKey, KeyWrapper
 
@@ -190,6 +190,6 @@ class Keyring:
 
 
 def keyed_hash(key: bytes, value: str) -> int:
-    """A 63-bit keyed hash (HMAC-SHA256) of a term: the same shape as capsule.terms.term_hash."""
+    """A 63-bit keyed hash (HMAC-SHA256) of a term: the same shape as capsule.search.terms.term_hash."""
     digest = hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
     return int.from_bytes(digest[:8], "little") >> 1

@@ -2,9 +2,9 @@
 
 Each wrapper makes new data keys and wraps/unwraps them, binding the tenant as context (AES-GCM
 associated data locally, the KMS encryption context hosted), so a wrapped key copied to another
-tenant does not open. Failures become our errors: :class:`~capsule.errors.KeyUnavailable` (503)
+tenant does not open. Failures become our errors: :class:`~capsule.core.errors.KeyUnavailable` (503)
 when the wrapping key cannot be used (file unreadable, KMS down or not allowed),
-:class:`~capsule.errors.KeyRefused` (403) when a key given does not open the data key.
+:class:`~capsule.core.errors.KeyRefused` (403) when a key given does not open the data key.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import InvalidInput, KeyRefused, KeyUnavailable
+from ..core.errors import InvalidInput, KeyRefused, KeyUnavailable
 
 KEY_BYTES = 32
 from .context import BYOK_HEADER  # noqa: E402

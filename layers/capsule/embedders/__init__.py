@@ -1,4 +1,8 @@
-"""Embedders behind one interface; :func:`build_embedder` picks one from the settings."""
+"""Embedders behind one interface (base.Embedder): MiniLM offline, hashing, remote HTTP, cached, shared.
+May import: capsule.core, config, store (the embedding cache) and what lies below them.
+
+Embedders behind one interface; :func:`build_embedder` picks one from the settings.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import logging
 from pydantic import SecretStr
 
 from ..config import Settings
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
 from .base import Embedder, EmbedderInfo, describe, normalize
 from .choice import KEY_VARIABLES, choose_embedder, has_key
 from .failfast import FailFast

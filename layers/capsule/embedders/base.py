@@ -18,7 +18,7 @@ class Embedder(Protocol):
         """A (len(texts), dim) float32 array of L2-normalised rows.
 
         ``kind`` is "document" or "query", for providers that embed the two differently.
-        Raises :class:`capsule.errors.Unavailable` when the model or provider cannot answer.
+        Raises :class:`capsule.core.errors.Unavailable` when the model or provider cannot answer.
         """
 
 

@@ -6,7 +6,7 @@ store's read of it, and a fiftieth of the write) is passed through: nothing is r
 Query vectors (``kind="query"``) skip a store whose ``keeps_query_vectors`` is False (the hosted
 one, :class:`~capsule.store.mongo.MongoStore`): there a search would pay a read and two writes of
 the cluster's operations for a vector the service keeps per tenant in memory instead
-(:mod:`capsule.service_search`). A store without the attribute (SQLite) keeps them as before.
+(:mod:`capsule.service.search`). A store without the attribute (SQLite) keeps them as before.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from datetime import timedelta
 
 import numpy as np
 
-from .. import limits
-from ..clock import Clock, system_clock
-from ..errors import Unavailable
+from ..core import limits
+from ..core.clock import Clock, system_clock
+from ..core.errors import Unavailable
 from ..store.base import MemoryStore
-from ..text import sha256
+from ..core.text import sha256
 from .base import Embedder
 
 logger = logging.getLogger("capsule.embedders")

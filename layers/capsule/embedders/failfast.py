@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..errors import Unavailable
+from ..core.errors import Unavailable
 from .base import Embedder
 
 COOL_S = 60.0

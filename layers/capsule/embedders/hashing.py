@@ -14,7 +14,7 @@ from itertools import chain
 
 import numpy as np
 
-from ..text import tokens
+from ..core.text import tokens
 from .base import normalize
 
 _KNOWN_MAX = 100_000  # words whose features' buckets are kept (a few MB)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Unavailable
+from ..core.errors import Unavailable
 from .base import normalize
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"

@@ -9,7 +9,7 @@ the service can store the memory as pending and embed it later instead of losing
 stand-in on loopback (tests); ``client`` (tests) is anything with
 ``post(path, payload, *, timeout) -> dict``.
 
-Timeouts: each call takes at most what the request has left (capsule.deadline, less the
+Timeouts: each call takes at most what the request has left (capsule.core.deadline, less the
 fallback's reserve) and at most ``timeout_s``, retries included: that time is passed to the
 client, whose attempts and backoff stay inside it (so a call the request stopped waiting for
 ends too, instead of holding a connection), and :func:`bounded` ends the request's wait at
@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import deadline
-from ..errors import Unavailable
+from ..core import deadline
+from ..core.errors import Unavailable
 from .base import normalize
 from .http import JsonClient
 

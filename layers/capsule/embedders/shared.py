@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import deadline
+from ..core import deadline
 from ..config import Settings
-from ..errors import Unavailable
+from ..core.errors import Unavailable
 from .base import Embedder
 from .remote import bounded
 

@@ -1,4 +1,4 @@
-"""The shapes users see for updates, history and revert (pydantic v2, strict like capsule.models)."""
+"""The shapes users see for updates, history and revert (pydantic v2, strict like capsule.core.models)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .. import limits
-from ..errors import InvalidInput
-from ..models import (
+from ..core import limits
+from ..core.errors import InvalidInput
+from ..core.models import (
     RETENTION_DESCRIPTION,
     VISIBILITY_DESCRIPTION,
     AwareDatetime,
@@ -26,8 +26,8 @@ from ..models import (
     Visibility,
     _Request,
 )
-from ..schema_rules import any_given
-from .policy import EXPIRY_SCHEMA
+from ..core.schema_rules import any_given
+from ..core.retention_policy import EXPIRY_SCHEMA
 
 # The If-Match header: the content's sha256 as a memory result gives it (an ETag's quotes allowed).
 IF_MATCH_PATTERN = r'^"?[0-9a-f]{64}"?$'
@@ -49,7 +49,7 @@ UPDATABLE = ("content", "tags", "meta", "explanation", "retention", "ttl", "expi
 class UpdateRequest(_Request):
     """Change a memory in place; every field left out stays as it is. The earlier version is kept."""
 
-    # At least one change, and the expiry rules the schema can state (capsule.governance.policy). Not
+    # At least one change, and the expiry rules the schema can state (capsule.core.retention_policy). Not
     # stated, as they need the stored memory or the clock: a ttl or expires_at without retention only
     # for a memory already ephemeral, and expires_at ahead of now.
     model_config = ConfigDict(json_schema_extra={"allOf": [any_given(UPDATABLE), EXPIRY_SCHEMA]})

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Conflict, Forbidden
+from ..core.errors import Conflict, Forbidden
 from .names import VISIBILITIES
 
 DEFAULT_VISIBILITY = "private"

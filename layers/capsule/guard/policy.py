@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import namedtuple
 
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
 from .detect import Finding, detect
 
 TYPE_CHECKING = False

@@ -14,7 +14,7 @@ is the one a store follows (:mod:`capsule.guard.apply`), with what that implies 
 * a sealed row (capsule.crypto) is kept as it is: it cannot be read here, and it was sealed
   because its writer's guard flagged it.
 
-Under ``refuse`` an import or a sync refuses the row (raises :class:`~capsule.errors.InvalidInput`
+Under ``refuse`` an import or a sync refuses the row (raises :class:`~capsule.core.errors.InvalidInput`
 naming the field); the redact job cannot refuse what is already stored, so it redacts
 (:func:`for_sweep`).
 """
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..records import AuditRecord, MemoryRecord
-from ..text import sha256
+from ..core.records import AuditRecord, MemoryRecord
+from ..core.text import sha256
 from .apply import GuardedWrite
 from .policy import GUARD_KEY, Guarded, Policies, guard_text, with_placeholders
 from .tree import TreeReport, guard_tree
@@ -105,7 +105,7 @@ def clean_texts(content: str, explanation: str | None, meta: dict[str, Any], pol
 
 def content_key(record: MemoryRecord, content: str) -> str:
     """The sha256 a record takes for new content, by the rule its key followed (as an update's,
-    capsule.governance.history): the content's hash, or an import's (content, occurred-at) key."""
+    capsule.service.history): the content's hash, or an import's (content, occurred-at) key."""
     if record.sha256 == sha256(record.content):
         return sha256(content)
     return sha256(f"{content}\x00{record.occurred_at.isoformat()}")

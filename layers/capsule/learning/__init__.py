@@ -1,4 +1,8 @@
-"""Learning from use: solutions (fixpacks), error patterns, golden paths and pattern mining."""
+"""Learning from use: solutions (fixpacks), error patterns, golden paths, mining, the LearningService.
+May import: capsule.core, store, embedders, guard, search (ranking) and below; never the service.
+
+Learning from use: solutions (fixpacks), error patterns, golden paths and pattern mining.
+"""
 
 from typing import Any
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
 from .safe_regex import cached
 from .signature import codes, terms
 

@@ -26,10 +26,10 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from ..records import MemoryRecord
-from ..text import tokens
+from ..core.records import MemoryRecord
+from ..core.text import tokens
 from . import tags
-from .records import ApplicationRecord
+from ..core.learning_records import ApplicationRecord
 from .signature import common_terms, overlap, terms
 
 

@@ -15,8 +15,8 @@ import heapq
 from collections.abc import Iterator
 from typing import Any
 
-from ..clock import to_epoch
-from ..records import MemoryRecord
+from ..core.clock import to_epoch
+from ..core.records import MemoryRecord
 from . import mining
 
 PAGE = 500

@@ -36,10 +36,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from .. import limits
-from ..errors import InvalidInput
-from ..fielderrors import from_validation_error
-from ..models import (
+from ..core import limits
+from ..core.errors import InvalidInput
+from ..core.fielderrors import from_validation_error
+from ..core.models import (
     CURSOR_PATTERN,
     META_SCHEMA_EXTRA,
     NO_CONTROL,

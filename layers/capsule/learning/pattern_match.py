@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..text import STOP_WORDS, tokens
+from ..core.text import STOP_WORDS, tokens
 from .signature import NOISE, codes
 
 WEIGHTS = {"vector": 0.6, "terms": 0.4}

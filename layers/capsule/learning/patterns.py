@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..clock import Clock
+from ..core.clock import Clock
 from ..embedders.base import Embedder
-from ..errors import NotFound
+from ..core.errors import NotFound
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
 from . import matching, models, pattern_match
-from .records import LinkRecord, PatternRecord, SolutionRecord
+from ..core.learning_records import LinkRecord, PatternRecord, SolutionRecord
 from .signature import terms
 from .solution_search import embed_error
 from .views import linked_fix, linked_solution, rate, to_pattern

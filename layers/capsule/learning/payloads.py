@@ -14,8 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .. import limits
-from ..models import NO_CONTROL, NO_NUL
+from ..core import limits
+from ..core.models import NO_CONTROL, NO_NUL
 from . import fixpack_format
 
 MAX_TEXT_CHARS = 8192

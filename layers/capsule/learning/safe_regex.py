@@ -25,7 +25,7 @@ from typing import Any
 
 import re2
 
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
 
 try:  # the stdlib parser: private, but the only parser of Python regex syntax there is
     from re import _constants as _c  # type: ignore[attr-defined]  # private: not in typeshed

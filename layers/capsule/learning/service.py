@@ -16,20 +16,20 @@ from typing import Any
 
 import numpy as np
 
-from .. import legacy_ids
-from ..clock import Clock, system_clock
-from ..cursor import decode_cursor, encode_cursor
+from ..core import legacy_ids
+from ..core.clock import Clock, system_clock
+from ..core.cursor import decode_cursor, encode_cursor
 from ..embedders.base import Embedder
-from ..errors import NotFound, Unavailable
-from ..fielderrors import validate
+from ..core.errors import NotFound, Unavailable
+from ..core.fielderrors import validate
 from ..guard.policy import Policies
 from ..guard.tree import TreeReport, guard_tree
-from ..records import MemoryRecord
+from ..core.records import MemoryRecord
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
 from . import fixpack_format, mining, mining_pages, models
 from .patterns import MAX_PATTERNS_SCANNED, Patterns
-from .records import ApplicationRecord, PatternRecord, SolutionRecord
+from ..core.learning_records import ApplicationRecord, PatternRecord, SolutionRecord
 from .solution_search import SolutionSearch
 from .views import rate as _rate
 from .views import to_pattern, to_solution
@@ -218,7 +218,7 @@ class LearningService:
         category of an existing solution replaces its content (keeping its counts and times), so
         importing the same file twice changes nothing; ``always_new`` inserts a new solution
         whatever exists, as the Vector Bridge's ``solution_upsert`` did.
-        With ``solution_id`` (a database row's own id, :mod:`capsule.legacy_ids`) it is a new
+        With ``solution_id`` (a database row's own id, :mod:`capsule.core.legacy_ids`) it is a new
         solution of that id: a database's rows are distinct solutions even where titles repeat."""
         fixpack = models.read_fixpack_file(body)
         existing = None if solution_id or always_new else self.store.find_solution(

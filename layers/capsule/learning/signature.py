@@ -4,7 +4,7 @@
 "econnrefused", "6379", "127"]``-like: words that are codes (all capitals, or letters with
 digits: ``ECONNREFUSED``, ``E11000``), exception names (``TypeError``), status numbers and
 ports (three or more digits), and compound identifiers (``getUserById``,
-``redis.railway.internal``; these only join two errors that also share a code) — normalised through :func:`capsule.text.tokens`, so a term
+``redis.railway.internal``; these only join two errors that also share a code) — normalised through :func:`capsule.core.text.tokens`, so a term
 is spelled the same way the keyword index spells it. Ordinary prose words are not terms, and
 neither is what differs between two sightings of one error: timestamps, dates and times, hex
 and uuid ids, file paths and ``file:line:col`` locations (:func:`is_incidental`).
@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from ..text import tokens
+from ..core.text import tokens
 
 _WORD = re.compile(r"[A-Za-z0-9_]+(?:[.\-/:][A-Za-z0-9_]+)*")
 _CODE = re.compile(r"^(?=.*[A-Z])[A-Z][A-Z0-9_]{2,}$")           # ECONNREFUSED, E11000, ERR_X

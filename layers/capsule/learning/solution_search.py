@@ -13,11 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..embedders.base import Embedder
-from ..errors import Unavailable
-from ..ranking import wilson_lower_bound
+from ..core.errors import Unavailable
+from ..search.ranking import wilson_lower_bound
 from ..store.learning import LearningStore
 from . import matching, models
-from .records import SolutionRecord
+from ..core.learning_records import SolutionRecord
 from .signature import salient_text
 from .views import to_solution
 

@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ..text import STOP_WORDS, tokens
+from ..core.text import STOP_WORDS, tokens
 from .signature import NOISE, codes, is_incidental
 
 # Words every error message uses: they say that something failed, not what.

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .. import limits
-from ..ranking import wilson_lower_bound
-from ..records import MemoryRecord
+from ..core import limits
+from ..search.ranking import wilson_lower_bound
+from ..core.records import MemoryRecord
 from . import models
-from .records import LinkRecord, PatternRecord, SolutionRecord
+from ..core.learning_records import LinkRecord, PatternRecord, SolutionRecord
 
 
 def rate(success: int, failure: int) -> float:

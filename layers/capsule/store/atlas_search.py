@@ -4,7 +4,7 @@ A large scope's keyword candidates come from an Atlas Search index on ``content`
 BM25 with the corpus statistics of the whole index, not of a shortlist), filtered inside the
 index by tenant, project, ``active`` and the search's filters (``compound.filter`` clauses
 score nothing). Its analyzer is built from the local tokenizer's own tables
-(:mod:`capsule.text`), so both sides agree on which words match:
+(:mod:`capsule.core.text`), so both sides agree on which words match:
 
 - the tokenizer is ``regexCaptureGroup`` with ``text._WORD`` (words, identifiers, dotted names);
 - ``wordDelimiterGraph`` splits identifiers into their parts and keeps the identifier whole
@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import text
-from ..clock import to_epoch
-from ..records import Filters, KeywordStats
+from ..core import text
+from ..core.clock import to_epoch
+from ..core.records import Filters, KeywordStats
 from .mongo_docs import RECORD_PROJECTION
 from .mongo_vector import post_filter
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..errors import Conflict, Unavailable
+from ..core.errors import Conflict, Unavailable
 from . import atlas_search
 from . import mongo_vector as vs
 

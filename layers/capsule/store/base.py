@@ -2,10 +2,10 @@
 
 Every method is scoped by ``tenant``: a store never returns, changes or reveals a
 memory of another tenant, and a wrong tenant's id is simply :class:`NotFound`.
-Backend errors become :class:`capsule.errors.Unavailable` at this boundary.
+Backend errors become :class:`capsule.core.errors.Unavailable` at this boundary.
 One contract suite (``tests/contract``) runs against every implementation.
 
-Change tracking (for the warm search index, :mod:`capsule.index`): every project has a
+Change tracking (for the warm search index, :mod:`capsule.search.index`): every project has a
 *version*, an integer that starts at 0 and grows by at least 1 in every write that changes
 any of the project's memories. The write stamps each memory it changes with the new version
 (the memory's own ``version``). "Changes a memory" means every one of: insert, eviction,
@@ -26,7 +26,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
+from ..core.records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
 
 Cursor = tuple[float, str]  # (created_at epoch seconds, id) of the last item seen
 
@@ -145,7 +145,7 @@ class MemoryStore(Protocol):
         stamp visible no later than the counter).
 
         ``columns=True``: a reset may instead come as ``ChangeSet.columns`` (every active row as
-        :class:`~capsule.records.IndexColumns`, ``changed`` empty), which a search index loads
+        :class:`~capsule.core.records.IndexColumns`, ``changed`` empty), which a search index loads
         without building a record per memory. A store may ignore it and return records.
         """
 

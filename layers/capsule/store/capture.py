@@ -4,7 +4,7 @@ A candidate is keyed in its project by ``key`` (the hash of its normalised text)
 whose key the project already holds, in any status, adds nothing, so a transcript captured
 twice proposes nothing twice and a rejected candidate is never proposed again.
 :meth:`CandidateStore.decide` moves a candidate out of ``pending`` atomically (compare and
-set): deciding a candidate that is no longer pending is :class:`~capsule.errors.Conflict`,
+set): deciding a candidate that is no longer pending is :class:`~capsule.core.errors.Conflict`,
 so two approvals of one candidate store one memory. Lists are newest first by ``(created_at,
 id)``. Both backends (SQLite, MongoDB) implement it; ``tests/contract`` runs on both.
 """

@@ -3,8 +3,8 @@ audit need of a store beyond :mod:`capsule.store.base`.
 
 Every write is one atomic write of the memory's project, stamped with the project's next
 version like any other (:mod:`capsule.store.base`), so warm search indexes see it. A change
-that cannot be made raises and changes nothing: :class:`~capsule.errors.NotFound` for a
-memory that is not active (or another tenant's), :class:`~capsule.errors.PreconditionFailed`
+that cannot be made raises and changes nothing: :class:`~capsule.core.errors.NotFound` for a
+memory that is not active (or another tenant's), :class:`~capsule.core.errors.PreconditionFailed`
 for one changed since the caller read it.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from ..records import AuditRecord, MemoryRecord
+from ..core.records import AuditRecord, MemoryRecord
 
 # Two reads of one stored time agree to well within this (an epoch double round-trips a datetime).
 SAME_TIME_S = 2e-6

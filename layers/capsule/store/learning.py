@@ -3,7 +3,7 @@
 Separate from :class:`~capsule.store.base.MemoryStore` so each backend can keep it in its own
 tables/collections of the same database. Every method is scoped by ``tenant`` (leases and job
 state belong to the deployment); another tenant's id is simply :class:`NotFound`. Backend
-errors become :class:`capsule.errors.Unavailable` at this boundary. One contract suite
+errors become :class:`capsule.core.errors.Unavailable` at this boundary. One contract suite
 (``tests/contract/test_learning_contract.py``) runs against every implementation.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
+from ..core.learning_records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from .base import Cursor
 
 

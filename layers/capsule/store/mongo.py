@@ -30,11 +30,11 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..clock import to_epoch
+from ..core.clock import to_epoch
 from ..config import Settings
-from ..errors import Unavailable
-from ..governance.retention import NEVER_EVICTED, effective_class, eviction_reason
-from ..records import MemoryRecord, WriteOutcome
+from ..core.errors import Unavailable
+from ..core.retention import NEVER_EVICTED, effective_class, eviction_reason
+from ..core.records import MemoryRecord, WriteOutcome
 from . import mongo_counters as counters
 from .mongo_changes import MongoChanges
 from .mongo_client import guarded, shared_client, supports_transactions
@@ -56,7 +56,7 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
     # Searches write nothing here: a query's vector is not kept in ``embedding_cache`` (it cost a
     # find, a delete_many and an insert_many on the primary per uncached search, 3 of 8
     # operations, in a collection every tenant shares) but per tenant in the warm process
-    # (capsule.service_search). Documents' vectors still are: an ingest writes anyway.
+    # (capsule.service.search). Documents' vectors still are: an ingest writes anyway.
     keeps_query_vectors = False
 
     def __init__(
@@ -115,7 +115,7 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         wanted: dict[str, Any] = {"_id": "schema", "version": SCHEMA_VERSION}
         with guarded("create the indexes"):
             current = self.db["meta"].find_one({"_id": "schema"}) or {}
-        # One checkout, one project (capsule.project_identity): split names merged, once per database.
+        # One checkout, one project (capsule.core.project_identity): split names merged, once per database.
         self.settle_identity(at=datetime.now(UTC))
         with guarded("create the indexes"):
             if current.get("version", 0) >= SCHEMA_VERSION:

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Unavailable
-from ..records import Filters, KeywordStats, MemoryRecord
+from ..core.errors import Unavailable
+from ..core.records import Filters, KeywordStats, MemoryRecord
 from . import atlas_search
 from . import mongo_vector as vs
 from .mongo_client import guarded

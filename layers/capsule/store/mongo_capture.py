@@ -15,8 +15,8 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from ..clock import from_epoch, to_epoch
-from ..errors import Conflict, NotFound
+from ..core.clock import from_epoch, to_epoch
+from ..core.errors import Conflict, NotFound
 from .capture import CandidateRecord
 from .mongo_client import guarded
 

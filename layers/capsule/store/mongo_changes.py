@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..clock import to_epoch
-from ..errors import Conflict, NotFound
-from ..records import MemoryRecord
+from ..core.clock import to_epoch
+from ..core.errors import Conflict, NotFound
+from ..core.records import MemoryRecord
 from . import mongo_counters as counters
 from .mongo_client import guarded
 from .mongo_docs import RECORD_PROJECTION, doc_to_record, encode_vector

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from .. import deadline
-from ..errors import Conflict, Unavailable
+from ..core import deadline
+from ..core.errors import Conflict, Unavailable
 
 # Every operation gets a deadline (``timeoutMS`` makes the driver send ``maxTimeMS`` and bound
 # each socket wait), so a stuck cluster gives a 503 within seconds, not a Lambda timeout. Inside
-# a request with a deadline (capsule.deadline) each call gets what is left of it instead.
+# a request with a deadline (capsule.core.deadline) each call gets what is left of it instead.
 CLIENT_OPTIONS: dict[str, Any] = {
     "serverSelectionTimeoutMS": 5_000,
     "connectTimeoutMS": 5_000,
@@ -34,7 +34,7 @@ CLIENT_OPTIONS: dict[str, Any] = {
 # cover. pymongo keeps one monitoring connection to *every* member of the replica set (a
 # heartbeat each 10 s while the process runs), and in its streaming mode a second per member for
 # round-trip times. A Lambda container serves one request at a time, plus the one background
-# worker (capsule.background) that may read beside it, so its pool is 2, all to the primary
+# worker (capsule.service.background) that may read beside it, so its pool is 2, all to the primary
 # (every read and write goes there), and its monitoring polls: one connection per member. On
 # Atlas's 3-member replica set that is at most 3 + 2 = 5 connections per warm container, 3 of
 # them to the primary (1 monitor + 2 pooled; the second only once the worker read beside a

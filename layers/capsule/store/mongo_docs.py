@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from bson.binary import Binary, BinaryVectorDtype
 
-from ..clock import from_epoch, to_epoch
-from ..records import MemoryRecord
+from ..core.clock import from_epoch, to_epoch
+from ..core.records import MemoryRecord
 
 VECTOR_SUBTYPE = 9
 _FLOAT32 = BinaryVectorDtype.FLOAT32.value[0]  # the header's dtype byte, 0x27

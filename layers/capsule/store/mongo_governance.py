@@ -11,10 +11,10 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..clock import from_epoch, to_epoch
-from ..errors import NotFound, PreconditionFailed
+from ..core.clock import from_epoch, to_epoch
+from ..core.errors import NotFound, PreconditionFailed
 from ..governance import audit as actions
-from ..records import AuditRecord, MemoryRecord
+from ..core.records import AuditRecord, MemoryRecord
 from . import mongo_counters as counters
 from .governance import SAME_TIME_S, VersionRecord, version_of
 from .mongo import MongoStore

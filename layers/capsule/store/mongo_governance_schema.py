@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..governance.retention import AUTO_LIKE
+from ..core.retention import AUTO_LIKE
 
 VERSIONS = "memory_versions"
 

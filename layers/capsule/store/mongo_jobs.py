@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..clock import from_epoch, to_epoch
-from ..records import MemoryRecord
+from ..core.clock import from_epoch, to_epoch
+from ..core.records import MemoryRecord
 from . import mongo_counters as counters
 from .mongo_client import guarded
 from .mongo_docs import RECORD_PROJECTION, decode_vector, doc_to_record, encode_vector

@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..clock import from_epoch, to_epoch
+from ..core.clock import from_epoch, to_epoch
 from ..crypto.keys import DataKeyRow
-from ..errors import Conflict
+from ..core.errors import Conflict
 from .mongo_client import guarded
 
 
@@ -52,7 +52,7 @@ class MongoKeyStore:
                                   {"$set": {"tenant": tenant, "project": project, "mode": mode,
                                             "updated_at": to_epoch(at)}}, upsert=True)
 
-    # ---- re-sealing (capsule.crypto.reseal) ------------------------------------------
+    # ---- re-sealing (capsule.sealing.reseal) ------------------------------------------
 
     def stale_ids(self, tenant: str, current: str, *, all_projects: list[str], limit: int) -> list[str]:
         import re

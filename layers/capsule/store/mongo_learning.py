@@ -23,10 +23,10 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
-from .. import limits
-from ..clock import from_epoch, to_epoch
-from ..errors import Conflict, NotFound, Unavailable
-from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
+from ..core import limits
+from ..core.clock import from_epoch, to_epoch
+from ..core.errors import Conflict, NotFound, Unavailable
+from ..core.learning_records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from . import mongo_learning_ids
 from .base import Cursor
 from .mongo_schema import ensure_version

@@ -1,4 +1,4 @@
-"""Merging one project of a tenant into another in the MongoDB store (capsule.project_identity:
+"""Merging one project of a tenant into another in the MongoDB store (capsule.core.project_identity:
 one checkout, one project), the counterpart of ``SQLiteProjects.merge_project``.
 
 An active memory whose content the target already holds is forgotten through the store's own
@@ -15,8 +15,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from .. import limits
-from ..clock import to_epoch
+from ..core import limits
+from ..core.clock import to_epoch
 from . import mongo_counters as counters
 from .mongo_writes import NEW_PROJECT
 

@@ -8,9 +8,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-from .. import limits
-from ..clock import from_epoch, to_epoch
-from ..records import AuditRecord, ProjectStats
+from ..core import limits
+from ..core.clock import from_epoch, to_epoch
+from ..core.records import AuditRecord, ProjectStats
 from . import guard_policies
 from . import mongo_counters as counters
 from .mongo_client import guarded
@@ -65,7 +65,7 @@ class MongoProjects(ProjectWrites):
             doc = self.projects_.find_one({"tenant": tenant, "name": project}, projection={"retention_limit": 1})
         return (doc or {}).get("retention_limit")
 
-    # ---- one checkout, one project (capsule.project_identity) ---------------------------
+    # ---- one checkout, one project (capsule.core.project_identity) ---------------------------
 
     def project_exists(self, tenant: str, project: str) -> bool:
         with guarded("read the project"):
@@ -91,7 +91,7 @@ class MongoProjects(ProjectWrites):
 
     def settle_identity(self, *, at: datetime) -> dict[str, dict[str, int]]:
         """The identity migration, once per database (the ``meta`` document remembers it)."""
-        from ..project_identity import settle_store
+        from ..core.project_identity import settle_store
 
         with guarded("merge the projects"):
             if self.db["meta"].find_one({"_id": "project_identity"}) is not None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..clock import to_epoch
-from ..errors import NotFound
-from ..records import ChangeSet, Filters, MemoryRecord
+from ..core.clock import to_epoch
+from ..core.errors import NotFound
+from ..core.records import ChangeSet, Filters, MemoryRecord
 from . import mongo_candidates as mc
 from .base import Cursor
 from .mongo_client import guarded

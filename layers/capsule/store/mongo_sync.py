@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..clock import to_epoch
-from ..records import MemoryRecord
+from ..core.clock import to_epoch
+from ..core.records import MemoryRecord
 from . import mongo_counters as counters
 from .mongo import MongoStore
 from .mongo_client import guarded

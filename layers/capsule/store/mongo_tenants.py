@@ -1,4 +1,4 @@
-"""Moving one tenant's data into another in the MongoDB store (:class:`capsule.tenants.TenantMover`).
+"""Moving one tenant's data into another in the MongoDB store (:class:`capsule.store.tenants.TenantMover`).
 
 Memories move a batch at a time, each batch one write to the target project through the
 store's own write path (``MongoStore._in_project``: a transaction on Atlas, the project's
@@ -24,7 +24,7 @@ from typing import Any
 
 from pymongo.errors import DuplicateKeyError
 
-from ..errors import Conflict, Unavailable
+from ..core.errors import Conflict, Unavailable
 from . import mongo_counters as counters
 from .mongo import MongoStore
 from .mongo_client import guarded

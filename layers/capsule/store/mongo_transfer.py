@@ -14,10 +14,10 @@ from bson.errors import InvalidId
 from bson.objectid import ObjectId
 from pymongo.errors import DuplicateKeyError
 
-from ..clock import from_epoch, to_epoch
-from ..errors import InvalidInput
-from ..learning.records import ApplicationRecord, LinkRecord
-from ..records import AuditRecord, MemoryRecord
+from ..core.clock import from_epoch, to_epoch
+from ..core.errors import InvalidInput
+from ..core.learning_records import ApplicationRecord, LinkRecord
+from ..core.records import AuditRecord, MemoryRecord
 from . import mongo_counters as counters
 from .mongo import MongoStore
 from .mongo_client import guarded

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..clock import to_epoch
-from ..records import Filters
+from ..core.clock import to_epoch
+from ..core.records import Filters
 from .mongo_docs import RECORD_PROJECTION, encode_vector
 
 INDEX_FILE = Path(__file__).with_name("atlas") / "vector_index.json"

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from .. import deadline as request_deadline
-from ..errors import Unavailable
+from ..core import deadline as request_deadline
+from ..core.errors import Unavailable
 from .mongo_client import guarded
 
 NEW_PROJECT = {"seq": 0, "version": 0, "purged_version": 0, "lock": None, "lock_until": 0.0,

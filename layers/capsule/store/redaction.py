@@ -1,4 +1,4 @@
-"""What the redact job (:mod:`capsule.guard.sweep`) needs of a store beyond the transfer and sync
+"""What the redact job (:mod:`capsule.jobs.guard_sweep`) needs of a store beyond the transfer and sync
 contracts: the kept versions of a page of memories in one read, and versions rewritten in place
 (their texts only: the number, times, actor stay). Rows are as stored (a sealed store's sealed)."""
 

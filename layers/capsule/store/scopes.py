@@ -12,7 +12,7 @@ import json
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..clock import to_epoch
+from ..core.clock import to_epoch
 
 
 class ScopeSettings(Protocol):
@@ -85,6 +85,6 @@ class NoScopeSettings:
         return []
 
     def set_principal_rules(self, tenant: str, rules: list[dict[str, Any]], *, at: datetime) -> None:
-        from ..errors import Unavailable
+        from ..core.errors import Unavailable
 
         raise Unavailable("this store keeps no principal scopes")

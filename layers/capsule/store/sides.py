@@ -8,7 +8,7 @@ backend's half imports its contract: the choice imports the halves, the halves n
 from __future__ import annotations
 
 from ..config import Settings
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
 from .base import MemoryStore
 from .capture import CandidateStore
 from .governance import GovernanceStore

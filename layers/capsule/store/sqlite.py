@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..clock import from_epoch, to_epoch
-from ..governance.retention import effective_class, eviction_reason
-from ..records import MemoryRecord, WriteOutcome
+from ..core.clock import from_epoch, to_epoch
+from ..core.retention import effective_class, eviction_reason
+from ..core.records import MemoryRecord, WriteOutcome
 from . import guard_policies, sqlite_bulk, sqlite_counts, sqlite_governance_schema
 from .sqlite_changes import SQLiteChanges
 from .sqlite_index_columns import DEFER_VECTORS_FROM, SQLiteIndexColumns
@@ -77,11 +77,11 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
             sqlite_counts.ensure(conn)
             conn.execute("INSERT OR IGNORE INTO store_info (name, value) VALUES ('identity', ?)",
                          (uuid.uuid4().hex,))
-        # One checkout, one project (capsule.project_identity): split names merged, once per database.
+        # One checkout, one project (capsule.core.project_identity): split names merged, once per database.
         self.settle_identity(at=datetime.now(UTC))
 
     def identity(self) -> str:
-        """A random id made when this database was created (see :mod:`capsule.snapshot`)."""
+        """A random id made when this database was created (see :mod:`capsule.search.snapshot`)."""
         return self._read("SELECT value FROM store_info WHERE name = 'identity'")[0]["value"]
 
     # ---- memories ------------------------------------------------------

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from ..clock import to_epoch
-from ..index import pack_row, sign_codes, stable_key
-from ..records import MemoryRecord, WriteOutcome
-from ..signbits import PACKED
+from ..core.clock import to_epoch
+from ..search.index import pack_row, sign_codes, stable_key
+from ..core.records import MemoryRecord, WriteOutcome
+from ..search.signbits import PACKED
 
 # Page cache of a bulk write (KiB, SQLite's negative form): enough for the pages 50,000 rows
 # touch in the random-key indexes of a store of millions.
@@ -53,7 +53,7 @@ def bulk_params(records: Sequence[MemoryRecord]) -> list[tuple[Any, ...]]:
 
 def _packed_rows(records: Sequence[MemoryRecord], keys: list[int], occurred: list[float],
                  created: list[float]) -> list[bytes | None]:
-    """:func:`capsule.signbits.pack_row` of the records whose vectors share the batch's most
+    """:func:`capsule.search.signbits.pack_row` of the records whose vectors share the batch's most
     common size, in one pass (None for the others)."""
     sizes = [0 if r.embedding is None else int(np.asarray(r.embedding).size) for r in records]
     common = max(set(sizes), key=sizes.count) if sizes else 0

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ..clock import from_epoch, to_epoch
-from ..errors import Conflict, NotFound
+from ..core.clock import from_epoch, to_epoch
+from ..core.errors import Conflict, NotFound
 from .capture import CandidateRecord
 from .sqlite import SQLiteStore
 

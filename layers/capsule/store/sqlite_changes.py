@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ..clock import to_epoch
-from ..errors import Conflict, NotFound
-from ..index import pack_row, stable_key
-from ..records import MemoryRecord
+from ..core.clock import to_epoch
+from ..core.errors import Conflict, NotFound
+from ..search.index import pack_row, stable_key
+from ..core.records import MemoryRecord
 from .sqlite_connection import SQLiteConnections
 from .sqlite_rows import encode_vector
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import Conflict, Unavailable
+from ..core.errors import Conflict, Unavailable
 from .sqlite_checkpoint import Checkpointer
 from .sqlite_lock import WriteLock, lock_path
 

@@ -12,12 +12,12 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from .. import terms
-from ..clock import from_epoch, to_epoch
-from ..errors import NotFound, PreconditionFailed
+from ..search import terms
+from ..core.clock import from_epoch, to_epoch
+from ..core.errors import NotFound, PreconditionFailed
 from ..governance import audit as actions
-from ..index import pack_row, stable_key
-from ..records import AuditRecord, MemoryRecord
+from ..search.index import pack_row, stable_key
+from ..core.records import AuditRecord, MemoryRecord
 from .governance import SAME_TIME_S, VersionRecord, version_of
 from .sqlite import SQLiteStore
 from .sqlite_governance_schema import drop_versions

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..clock import from_epoch, to_epoch
-from ..governance.retention import NEVER_EVICTED
-from ..records import MemoryRecord
+from ..core.clock import from_epoch, to_epoch
+from ..core.retention import NEVER_EVICTED
+from ..core.records import MemoryRecord
 
 MIGRATION = """
     ALTER TABLE memories ADD COLUMN retention TEXT NOT NULL DEFAULT 'auto';
@@ -47,7 +47,7 @@ COLUMNS = "retention, expires_at, supersedes, superseded_by"
 # Not evicted by the rolling limit whatever its pin (auto and pinned is excluded by pinned = 0).
 EVICTABLE = f"retention NOT IN ({', '.join(repr(c) for c in NEVER_EVICTED)})"
 
-# A memory's effective class as SQL (capsule.governance.retention.effective_class).
+# A memory's effective class as SQL (capsule.core.retention.effective_class).
 EFFECTIVE_SQL = ("CASE WHEN retention = 'auto' THEN CASE WHEN pinned = 1 THEN 'irreplaceable' "
                  "ELSE 'replaceable' END ELSE retention END")
 

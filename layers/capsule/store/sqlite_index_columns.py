@@ -1,5 +1,5 @@
 """Change tracking for the warm index: the projects' versions, the rows changed since one, and
-a whole project as the columns an index loads (:class:`~capsule.records.IndexColumns`), with the
+a whole project as the columns an index loads (:class:`~capsule.core.records.IndexColumns`), with the
 derived data (term hashes, packed rows, facets) recomputed where a row lacks it."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from .. import terms
-from ..errors import Unavailable
-from ..index import pack_row, stable_key
-from ..records import ChangeSet, IndexColumns
+from ..search import terms
+from ..core.errors import Unavailable
+from ..search.index import pack_row, stable_key
+from ..core.records import ChangeSet, IndexColumns
 from .sqlite_connection import SQLiteConnections
 from .sqlite_rows import COLUMNS, facets, row_to_record
 
@@ -67,7 +67,7 @@ class SQLiteIndexColumns(SQLiteConnections):
         """Every active row of the project as the columns an index needs, in one read.
 
         A project of at least ``defer_vectors_from`` rows comes as packed rows (key, times,
-        vector size, sign bits: :func:`capsule.index.pack_row`) without its vectors, which
+        vector size, sign bits: :func:`capsule.search.index.pack_row`) without its vectors, which
         ``IndexColumns.deferred`` reads later: reading and placing 4 KB per row is most of the
         time a full load takes, and a first search needs only the sign bits and its
         candidates' vectors. A smaller one comes with its vectors, read in chunks, each

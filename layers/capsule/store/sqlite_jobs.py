@@ -8,8 +8,8 @@ from datetime import datetime
 
 import numpy as np
 
-from ..clock import to_epoch
-from ..records import MemoryRecord
+from ..core.clock import to_epoch
+from ..core.records import MemoryRecord
 from . import sqlite_governance_schema
 from .sqlite_connection import SQLiteConnections
 from .sqlite_rows import COLUMNS, decode_vector, encode_vector, row_to_record

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..clock import from_epoch, to_epoch
+from ..core.clock import from_epoch, to_epoch
 
 MIGRATION = """
 CREATE TABLE data_keys (
@@ -62,7 +62,7 @@ class SQLiteKeyStore:
                          " DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
                          (tenant, project, mode, to_epoch(at)))
 
-    # ---- re-sealing (capsule.crypto.reseal) ------------------------------------------
+    # ---- re-sealing (capsule.sealing.reseal) ------------------------------------------
 
     def stale_ids(self, tenant: str, current: str, *, all_projects: list[str], limit: int) -> list[str]:
         """Ids of the tenant's memories sealed under another data key than ``current`` (a
@@ -82,7 +82,7 @@ class SQLiteKeyStore:
         (the same memory, re-sealed: its version is not bumped, what it says is unchanged)."""
         import json
 
-        from .. import terms
+        from ..search import terms
         from .sqlite_rows import facets
 
         with self._db._write() as conn:

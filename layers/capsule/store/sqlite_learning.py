@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import limits
-from ..clock import from_epoch, to_epoch
-from ..errors import Conflict, NotFound
-from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
+from ..core import limits
+from ..core.clock import from_epoch, to_epoch
+from ..core.errors import Conflict, NotFound
+from ..core.learning_records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from .base import Cursor
 from .sqlite import SQLiteStore
 from .sqlite_rows import decode_vector, encode_vector

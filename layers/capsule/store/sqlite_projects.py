@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .. import limits
-from ..clock import from_epoch, to_epoch
-from ..records import AuditRecord, ProjectStats
+from ..core import limits
+from ..core.clock import from_epoch, to_epoch
+from ..core.records import AuditRecord, ProjectStats
 from . import guard_policies, sqlite_counts
 from .sqlite_connection import SQLiteConnections
 
@@ -63,7 +63,7 @@ class SQLiteProjects(SQLiteConnections):
             )
         return None
 
-    # ---- one checkout, one project (capsule.project_identity) ---------------------------
+    # ---- one checkout, one project (capsule.core.project_identity) ---------------------------
 
     def project_exists(self, tenant: str, project: str) -> bool:
         return bool(self._read("SELECT 1 FROM projects WHERE tenant = ? AND name = ?", (tenant, project)))
@@ -167,8 +167,8 @@ class SQLiteProjects(SQLiteConnections):
 
     def settle_identity(self, *, at: datetime) -> dict[str, dict[str, int]]:
         """The identity migration, once per database (``store_info`` remembers it ran): every
-        project name made to follow capsule.project_identity's rule, split checkouts merged."""
-        from ..project_identity import settle_store
+        project name made to follow capsule.core.project_identity's rule, split checkouts merged."""
+        from ..core.project_identity import settle_store
 
         if self._read("SELECT 1 FROM store_info WHERE name = 'project_identity'"):
             return {}

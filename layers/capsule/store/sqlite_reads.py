@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ..clock import to_epoch
-from ..errors import NotFound
-from ..records import Filters, MemoryRecord
+from ..core.clock import to_epoch
+from ..core.errors import NotFound
+from ..core.records import Filters, MemoryRecord
 from . import sqlite_governance_schema, sqlite_visibility_schema
 from .base import Cursor
 from .sqlite_connection import SQLiteConnections

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import terms
-from ..clock import from_epoch, to_epoch
-from ..index import pack_row, stable_key
-from ..records import MemoryRecord
+from ..search import terms
+from ..core.clock import from_epoch, to_epoch
+from ..search.index import pack_row, stable_key
+from ..core.records import MemoryRecord
 from . import sqlite_governance_schema, sqlite_visibility_schema
 
 COLUMNS = (

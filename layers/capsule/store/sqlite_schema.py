@@ -233,7 +233,7 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     DROP INDEX IF EXISTS memories_sha;
     CREATE INDEX memories_dedupe ON memories (tenant, project, sha256, created_at);
     """,
-    # 5: what a search index loads, kept at write time (capsule.terms): each memory's keyword
+    # 5: what a search index loads, kept at write time (capsule.search.terms): each memory's keyword
     #    term hashes with the tokenizer version that made them, and its tie-break key; and an
     #    index that reads a project's active rows in order without sorting their vectors
     """
@@ -242,13 +242,13 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     ALTER TABLE memories ADD COLUMN sort_key INTEGER;
     CREATE INDEX memories_load ON memories (tenant, project, deleted_at, seq);
     """,
-    # 6: the turn before a memory in its session (capsule.context) in one index probe
+    # 6: the turn before a memory in its session (capsule.service.context) in one index probe
     """
     CREATE INDEX memories_session ON memories (tenant, project, json_extract(meta, '$.session'), occurred_at)
         WHERE deleted_at IS NULL;
     """,
     # 7: what an index loads of a row besides its terms and the fields that change, in one blob
-    #    kept at write time (capsule.index.pack_row): its tie-break key, times, vector size and
+    #    kept at write time (capsule.search.index.pack_row): its tie-break key, times, vector size and
     #    the vector's sign bits; the meta fields ranking reads ('' for none); and an index that
     #    holds all an index load reads, so a large project loads without reading its rows
     """

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..clock import to_epoch
-from ..records import MemoryRecord
+from ..core.clock import to_epoch
+from ..core.records import MemoryRecord
 from .sqlite import SQLiteStore
 from .sqlite_rows import COLUMNS, row_to_record
 from .sqlite_transfer import _INSERT, _params

@@ -1,4 +1,4 @@
-"""Moving one tenant's data into another in the SQLite store (:class:`capsule.tenants.TenantMover`).
+"""Moving one tenant's data into another in the SQLite store (:class:`capsule.store.tenants.TenantMover`).
 
 One source tenant moves in one ``BEGIN IMMEDIATE`` transaction: all of it or none. Every
 project the source holds gets the target project's next version, and its memories carry
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..errors import Conflict, Unavailable
+from ..core.errors import Conflict, Unavailable
 from .sqlite import SQLiteStore
 
 # Tables whose rows simply change tenant (their keys do not include the tenant).

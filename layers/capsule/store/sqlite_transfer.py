@@ -11,10 +11,10 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..clock import from_epoch, to_epoch
-from ..errors import InvalidInput
-from ..learning.records import ApplicationRecord, LinkRecord
-from ..records import AuditRecord, MemoryRecord
+from ..core.clock import from_epoch, to_epoch
+from ..core.errors import InvalidInput
+from ..core.learning_records import ApplicationRecord, LinkRecord
+from ..core.records import AuditRecord, MemoryRecord
 from .sqlite import SQLiteStore
 from .sqlite_bulk import bulk_params
 from .sqlite_rows import COLUMNS, INSERT_MEMORY, record_params, row_to_record

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ..records import MemoryRecord
+from ..core.records import MemoryRecord
 
 MIGRATION = """
     ALTER TABLE memories ADD COLUMN visibility TEXT NOT NULL DEFAULT 'private';

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from ..records import MemoryRecord
+from ..core.records import MemoryRecord
 
 Position = tuple[int, int]
 

@@ -4,7 +4,7 @@ learning contracts — every row as it is, read in pages, and written back as it
 Reads walk a keyset (the backend's insertion order), never the whole tenant at once: each
 page comes as ``(key, row)`` pairs, and a read given ``after=key`` resumes just past that row
 (an HTTP export continues from a cursor this way). Keys are opaque strings; a key that is
-not one of the backend's is :class:`~capsule.errors.InvalidInput`.
+not one of the backend's is :class:`~capsule.core.errors.InvalidInput`.
 Writes keep every field (forgotten memories stay forgotten with their dates, counters are
 set, not incremented) and are idempotent: a row already present is left as it is and
 reported as skipped. Memory writes stamp the project's next version like any other write
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from ..learning.records import ApplicationRecord, LinkRecord
-from ..records import AuditRecord, MemoryRecord
+from ..core.learning_records import ApplicationRecord, LinkRecord
+from ..core.records import AuditRecord, MemoryRecord
 
 
 @dataclass(slots=True, frozen=True)

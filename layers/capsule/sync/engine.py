@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..service import MemoryService
+from ..service.memory_service import MemoryService
 from . import exchange
 from . import models as sm
 from .state import SEEN_ALL, Watermarks

@@ -15,10 +15,10 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from .. import wire
-from ..errors import InvalidInput
+from ..core import wire
+from ..core.errors import InvalidInput
 from ..guard import stored as guard
-from ..service import MemoryService, validate
+from ..service.memory_service import MemoryService, validate
 from ..store.sides import sync_store, transfer_store
 from ..store.sync import Position
 from ..store.transfer import FeedbackRow
@@ -26,7 +26,7 @@ from . import models as sm
 from .merge import merge
 from .rows import from_item, to_item
 
-PAGE_BYTES = wire.PAGE_BUDGET  # items summed as Lambda sends them (capsule.wire), under its 6 MB
+PAGE_BYTES = wire.PAGE_BUDGET  # items summed as Lambda sends them (capsule.core.wire), under its 6 MB
 RULE = "latest change wins per field; counters take the larger; a forget wins over an older edit"
 
 

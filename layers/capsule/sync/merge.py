@@ -14,7 +14,7 @@ that arrives differs from the one kept:
   taken only when the receiver embeds with the same model, else the row waits as
   ``pending_embedding`` for the receiver's backfill.
 
-Fields added to :class:`~capsule.records.MemoryRecord` later (retention classes, ...) fall
+Fields added to :class:`~capsule.core.records.MemoryRecord` later (retention classes, ...) fall
 under the first rule without changes here. A difference is reported as a conflict when the
 receiver's row had changed since the two sides last met (both sides changed it).
 """
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
 
-from ..records import MemoryRecord
+from ..core.records import MemoryRecord
 
 FIXED = frozenset({"id", "tenant", "project", "created_at"})   # a memory's identity: never merged
 SPECIAL = frozenset({"helpful", "unhelpful", "accessed_at", "updated_at", "deleted_at", "deleted_reason",

@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import limits
-from ..models import ProjectName
-from ..schema_rules import SchemaOf
+from ..core import limits
+from ..core.models import ProjectName
+from ..core.schema_rules import SchemaOf
 from ..transfer import format as fmt
 
 MAX_ITEMS = 200

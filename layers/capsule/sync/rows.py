@@ -9,8 +9,8 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from ..errors import InvalidInput
-from ..records import MemoryRecord
+from ..core.errors import InvalidInput
+from ..core.records import MemoryRecord
 from ..store.transfer import FeedbackRow
 from ..transfer import format as fmt
 from ..transfer.export import feedback_row, memory_row

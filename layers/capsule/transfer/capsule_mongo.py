@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..embedders.base import Embedder
-from ..errors import InvalidInput, Unavailable
+from ..core.errors import InvalidInput, Unavailable
 from .export import Sources
 from .foreign import BadValue, Pending, clean_meta, kept_vector, new_memory, parse_vector, stable_id, write_memories
 from .report import DataImportResult, Tally

@@ -17,11 +17,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .. import limits
-from ..clock import Clock, system_clock, to_epoch
-from ..errors import InvalidInput, NotFound
-from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
-from ..records import AuditRecord, MemoryRecord
+from ..core import limits
+from ..core.clock import Clock, system_clock, to_epoch
+from ..core.errors import InvalidInput, NotFound
+from ..core.learning_records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
+from ..core.records import AuditRecord, MemoryRecord
 from ..store.base import MemoryStore
 from ..store.governance import VersionRecord
 from ..store.learning import LearningStore
@@ -284,7 +284,7 @@ def export_page(src: Sources, tenant: str, project: str | None, cursor: str | No
                 size_of: Callable[[str], int] = len) -> ExportPage:
     """Lines of the export from ``cursor``: whole chunks while ``size_of`` their text stays
     within ``max_bytes`` (a chunk is ``page`` memories and their votes; the hosted API passes
-    :func:`capsule.wire.wrapped_bytes`, the size Lambda sends). A chunk that would pass it is
+    :func:`capsule.core.wire.wrapped_bytes`, the size Lambda sends). A chunk that would pass it is
     read again in smaller chunks (``page`` / 8 at a time, down to one row) to fill what is
     left, so 100 memories of 64 KiB never make a page too large to send; a single row larger
     than ``max_bytes`` makes a page of its own, so every call moves on. The pages' texts one

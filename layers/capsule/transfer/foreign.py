@@ -15,10 +15,10 @@ import numpy as np
 from pydantic import ValidationError
 
 from ..embedders.base import Embedder
-from ..models import MemoryMeta
-from ..records import MemoryRecord
+from ..core.models import MemoryMeta
+from ..core.records import MemoryRecord
 from ..store.transfer import FeedbackRow
-from ..text import sha256
+from ..core.text import sha256
 from .export import Sources
 from .report import Tally
 
@@ -108,7 +108,7 @@ def guard_batch(src: Sources, tenant: str, batch: Sequence[Pending], tally: Tall
     texts are (capsule.guard.stored): content, explanation, meta and votes' context; a redacted
     memory's sha256 is made again and its vector dropped. A row a ``refuse`` policy refuses is
     refused with its row number."""
-    from ..errors import InvalidInput
+    from ..core.errors import InvalidInput
     from ..guard import stored
 
     if not batch:

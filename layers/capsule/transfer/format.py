@@ -42,9 +42,9 @@ from pydantic import (
 )
 from typing_extensions import TypeAliasType
 
-from .. import limits
-from ..models import Content, MetaKey, PathText, ProjectName, RetentionClass, check_meta_keys, json_int
-from ..schema_rules import SchemaOf, absent, given, together
+from ..core import limits
+from ..core.models import Content, MetaKey, PathText, ProjectName, RetentionClass, check_meta_keys, json_int
+from ..core.schema_rules import SchemaOf, absent, given, together
 
 FORMAT = "capsule-memory-export"
 # Base64 with its padding: whole groups of four, the last one padded (the check and the schema read it).

@@ -27,11 +27,11 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
-from ..clock import Clock, system_clock
-from ..errors import Conflict, InvalidInput, NotFound
+from ..core.clock import Clock, system_clock
+from ..core.errors import Conflict, InvalidInput, NotFound
 from ..guard import stored as guard
-from ..learning.records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
-from ..records import AuditRecord, MemoryRecord
+from ..core.learning_records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
+from ..core.records import AuditRecord, MemoryRecord
 from ..store.governance import VersionRecord
 from ..store.transfer import EvidenceRow, FeedbackRow, Written
 from . import format as fmt

@@ -8,7 +8,7 @@ The tables and columns of ``mcp-servers/vector-bridge/migrations/001..007`` and 
   tools named it ``project_root``), ``label``, ``created_at``, ``updated_at`` (not placed: ours is
   labelled by its root's basename and timed by its memories). A project with no documents is
   named in the report, not created.
-- ``documents``: ``id`` (the memory's id, derived from it: :mod:`capsule.legacy_ids`, so an old
+- ``documents``: ``id`` (the memory's id, derived from it: :mod:`capsule.core.legacy_ids`, so an old
   ``chunk_id`` still names the memory), ``project_id``, ``path``, ``chunk`` (content), ``embedding``
   (read as text, pgvector's text form, so a plain text column stands in where the extension is
   missing; kept when this deployment embeds with the Vector Bridge's model, text-embedding-3-small
@@ -56,18 +56,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import legacy_ids
-from ..clock import Clock, system_clock
+from ..core import legacy_ids
+from ..core.clock import Clock, system_clock
 from ..compat.vector_bridge import KEPT_KEY, meta_request
 from ..embedders.base import Embedder
-from ..errors import CapsuleError, InvalidInput, NotFound, Unavailable
-from ..governance.retention import NO_LIMIT
-from ..learning.records import LinkRecord, PatternRecord
+from ..core.errors import CapsuleError, InvalidInput, NotFound, Unavailable
+from ..core.retention import NO_LIMIT
+from ..core.learning_records import LinkRecord, PatternRecord
 from ..learning.signature import terms
-from ..models import MemoryMeta
-from ..project_identity import absorb_bare, canonical, label_of
+from ..core.models import MemoryMeta
+from ..core.project_identity import absorb_bare, canonical, label_of
 from ..store.transfer import FeedbackRow
-from ..text import sha256
+from ..core.text import sha256
 from .export import Sources
 from .foreign import BadValue, Pending, kept_vector, new_memory, parse_vector, stable_id, write_memories
 from .report import DataImportResult, Tally
@@ -240,7 +240,7 @@ class _Run:
                 " (set its retention_limit to 'unlimited' to keep them all).")
 
     def run(self) -> DataImportResult:
-        # One checkout, one project: the root path as the service names it (capsule.project_identity).
+        # One checkout, one project: the root path as the service names it (capsule.core.project_identity).
         projects = {row["id"]: {**row, "root_path": canonical(row["root_path"]) if isinstance(row["root_path"], str)
                                 else row["root_path"]} for row in self._query("SELECT id, root_path FROM projects")}
         used = self._documents(projects)
