@@ -86,9 +86,21 @@ def _probe(db: Path, data: Dataset, run: int, snapshots: bool, tmp: str) -> dict
     np.save(vector_file, data.queries[run])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run(
-        [sys.executable, "-m", "capsule_cli.bench", "--cold-probe", str(db), str(data.vectors.shape[1]),
-         data.query_texts[run], str(vector_file), "1" if snapshots else "0"],
-        capture_output=True, text=True, env=env, check=True,
+        [
+            sys.executable,
+            "-m",
+            "capsule_cli.bench",
+            "--cold-probe",
+            str(db),
+            str(data.vectors.shape[1]),
+            data.query_texts[run],
+            str(vector_file),
+            "1" if snapshots else "0",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
     )
     return json.loads(out.stdout)
 
@@ -99,11 +111,15 @@ def cold_searches(db: Path, data: Dataset, runs: int) -> dict[str, Any]:
         built = [_probe(db, data, run, False, tmp) for run in range(runs)]
         writer = _probe(db, data, 0, True, tmp)  # writes the snapshot
         loaded = [_probe(db, data, run, True, tmp) for run in range(runs)]
-    return {**percentiles([p["ms"] for p in built]), "runs": runs, "rss_mb": max(p["rss_mb"] for p in built),
-            "memory": built[-1]["memory"],
-            "snapshot": {**percentiles([p["ms"] for p in loaded]), "memory": loaded[-1]["memory"]},
-            # after the snapshot writer's first search: reading the rest of the vectors, then the snapshot
-            "settle_ms_after_first_search": round(writer["settle_ms"], 1)}
+    return {
+        **percentiles([p["ms"] for p in built]),
+        "runs": runs,
+        "rss_mb": max(p["rss_mb"] for p in built),
+        "memory": built[-1]["memory"],
+        "snapshot": {**percentiles([p["ms"] for p in loaded]), "memory": loaded[-1]["memory"]},
+        # after the snapshot writer's first search: reading the rest of the vectors, then the snapshot
+        "settle_ms_after_first_search": round(writer["settle_ms"], 1),
+    }
 
 
 # ---- the methods ----------------------------------------------------------------
@@ -115,10 +131,16 @@ def warm_hybrid(service, data: Dataset) -> dict[str, Any]:
     load_s = time.perf_counter() - load_start
     service.settle()  # warm: a large project's vectors, read after its first search, are all in
     complete_s = time.perf_counter() - load_start
-    samples, _ = timed(lambda i: service.search(
-        LOCAL_TENANT, {"project": PROJECT, "query": data.query_texts[i], "k": K}), len(data.query_texts))
-    return {**percentiles(samples), "first_search_s": round(load_s, 3), "complete_s": round(complete_s, 3),
-            "rss_mb": rss_mb()}
+    samples, _ = timed(
+        lambda i: service.search(LOCAL_TENANT, {"project": PROJECT, "query": data.query_texts[i], "k": K}),
+        len(data.query_texts),
+    )
+    return {
+        **percentiles(samples),
+        "first_search_s": round(load_s, 3),
+        "complete_s": round(complete_s, 3),
+        "rss_mb": rss_mb(),
+    }
 
 
 def warm_vector(service, data: Dataset, truth: np.ndarray) -> dict[str, Any]:
@@ -138,8 +160,12 @@ def warm_vector(service, data: Dataset, truth: np.ndarray) -> dict[str, Any]:
         return ids[rows[best[np.argsort(-scores[best])]]]
 
     samples, found = timed(one, len(data.queries))
-    return {**percentiles(samples), "recall@10": recall(found, truth),
-            "candidates": service._options.candidates, "exact": service._options.exact}
+    return {
+        **percentiles(samples),
+        "recall@10": recall(found, truth),
+        "candidates": service._options.candidates,
+        "exact": service._options.exact,
+    }
 
 
 def original(db: Path, data: Dataset, truth: np.ndarray, service) -> dict[str, Any]:
@@ -157,7 +183,9 @@ def original(db: Path, data: Dataset, truth: np.ndarray, service) -> dict[str, A
     def one(i: int) -> list[int]:
         rows = conn.execute(
             "SELECT id, embedding FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL "
-            "ORDER BY created_at DESC LIMIT ?", (LOCAL_TENANT, PROJECT, ORIGINAL_WINDOW)).fetchall()
+            "ORDER BY created_at DESC LIMIT ?",
+            (LOCAL_TENANT, PROJECT, ORIGINAL_WINDOW),
+        ).fetchall()
         docs = [(memory_id, np.frombuffer(blob, dtype="<f4").tolist()) for memory_id, blob in rows]
         q = data.queries[i].tolist()
         qn = math.sqrt(sum(x * x for x in q))
@@ -173,8 +201,12 @@ def original(db: Path, data: Dataset, truth: np.ndarray, service) -> dict[str, A
     for first in range(0, len(data.queries), 10):
         count = min(10, len(data.queries) - first)
         for mode, times in warm.items():
-            times += timed(lambda i, first=first, mode=mode: service.search(LOCAL_TENANT, {
-                "project": PROJECT, "query": data.query_texts[first + i], "k": K, "mode": mode}), count)[0]
+            times += timed(
+                lambda i, first=first, mode=mode: service.search(
+                    LOCAL_TENANT, {"project": PROJECT, "query": data.query_texts[first + i], "k": K, "mode": mode}
+                ),
+                count,
+            )[0]
         took, picked = timed(lambda i, first=first: one(first + i), count)
         samples += took
         found += picked
@@ -198,27 +230,43 @@ def chroma(data: Dataset, truth: np.ndarray) -> dict[str, Any]:
     start = time.perf_counter()
     for first in range(0, len(data.vectors), batch):
         part = slice(first, first + batch)
-        collection.add(ids=[str(i) for i in range(first, min(first + batch, len(data.vectors)))],
-                       embeddings=data.vectors[part])
+        collection.add(
+            ids=[str(i) for i in range(first, min(first + batch, len(data.vectors)))], embeddings=data.vectors[part]
+        )
     build_s = time.perf_counter() - start
 
     def one(i: int) -> list[int]:
-        answer = collection.query(query_embeddings=data.queries[i:i + 1], n_results=K, include=[])
+        answer = collection.query(query_embeddings=data.queries[i : i + 1], n_results=K, include=[])
         return [int(x) for x in answer["ids"][0]]
 
     samples, found = timed(one, len(data.queries))
     client.delete_collection(name)
-    return {**percentiles(samples), "recall@10": recall(found, truth), "build_s": round(build_s, 2),
-            "version": chromadb.__version__}
+    return {
+        **percentiles(samples),
+        "recall@10": recall(found, truth),
+        "build_s": round(build_s, 2),
+        "version": chromadb.__version__,
+    }
 
 
 # ---- one configuration, the table, the command -------------------------------------
 
 
-def run_one(n: int, dim: int, queries: int, cold_runs: int, workdir: Path, *, external: bool,
-            hnsw_max: int = 200_000, hnsw_rate: float | None = None, workers: int = 2,
-            global_projects: int = 100, only_global: bool = False,
-            vector_only: bool = False) -> dict[str, Any]:
+def run_one(
+    n: int,
+    dim: int,
+    queries: int,
+    cold_runs: int,
+    workdir: Path,
+    *,
+    external: bool,
+    hnsw_max: int = 200_000,
+    hnsw_rate: float | None = None,
+    workers: int = 2,
+    global_projects: int = 100,
+    only_global: bool = False,
+    vector_only: bool = False,
+) -> dict[str, Any]:
     from . import bench_scale
 
     if only_global:
@@ -271,8 +319,13 @@ def run_one(n: int, dim: int, queries: int, cold_runs: int, workdir: Path, *, ex
     if "global_ingest" in out:
         print("    global ...", file=sys.stderr, flush=True)
         out["global"] = bench_scale.global_search(
-            global_db, lambda: service_for(global_db, data, snapshots=True), data.query_texts, truth,
-            lambda answer: [int(h.id[1:]) for h in answer.results], global_projects)
+            global_db,
+            lambda: service_for(global_db, data, snapshots=True),
+            data.query_texts,
+            truth,
+            lambda answer: [int(h.id[1:]) for h in answer.results],
+            global_projects,
+        )
         out["global"]["vs_one_project"] = round(out["global"]["p50_ms"] / out["warm"]["p50_ms"], 2)
         print("    global and one project in fresh processes ...", file=sys.stderr, flush=True)
         out["global_fresh"] = bench_scale.fresh_pair(db, global_db, dim, query_file)
@@ -293,12 +346,22 @@ def run_global(n: int, dim: int, queries: int, workdir: Path, projects: int) -> 
     data = make_dataset(n, dim, queries, seed=n + dim)
     truth = exact_top(data.vectors, data.queries)
     global_db = workdir / f"bench-{n}-{dim}-global.db"
-    out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries, "only_global": True,
-                           "global_ingest": ingest(global_db, data, projects=projects)}
+    out: dict[str, Any] = {
+        "n": n,
+        "dim": dim,
+        "queries": queries,
+        "only_global": True,
+        "global_ingest": ingest(global_db, data, projects=projects),
+    }
     data.vectors = np.zeros((0, dim), np.float32)
     out["global"] = bench_scale.global_search(
-        global_db, lambda: service_for(global_db, data, snapshots=True), data.query_texts, truth,
-        lambda answer: [int(h.id[1:]) for h in answer.results], projects)
+        global_db,
+        lambda: service_for(global_db, data, snapshots=True),
+        data.query_texts,
+        truth,
+        lambda answer: [int(h.id[1:]) for h in answer.results],
+        projects,
+    )
     for path in workdir.glob(f"bench-{n}-{dim}*"):
         path.unlink(missing_ok=True)
     out["seconds"] = round(time.perf_counter() - started, 1)
@@ -315,29 +378,43 @@ def _cell(result: dict[str, Any], *path: str, fmt: str = "{:.2f}") -> str:
 
 
 COLUMNS = [  # header, path in a result, format
-    ("N", ("n",), "{}"), ("dim", ("dim",), "{}"),
-    ("ingest/s", ("ingest", "memories_per_s"), "{}"), ("slowest 10th/s", ("ingest", "slowest_tenth_per_s"), "{}"),
+    ("N", ("n",), "{}"),
+    ("dim", ("dim",), "{}"),
+    ("ingest/s", ("ingest", "memories_per_s"), "{}"),
+    ("slowest 10th/s", ("ingest", "slowest_tenth_per_s"), "{}"),
     ("DB B/mem", ("ingest", "db_bytes_per_memory"), "{}"),
-    ("cold p50 ms", ("cold", "p50_ms"), "{:.0f}"), ("snap p50 ms", ("cold", "snapshot", "p50_ms"), "{:.0f}"),
-    ("hybrid p50", ("warm", "p50_ms"), "{:.2f}"), ("hybrid p95", ("warm", "p95_ms"), "{:.2f}"),
-    ("vec p50", ("warm_vector", "p50_ms"), "{:.2f}"), ("vec p95", ("warm_vector", "p95_ms"), "{:.2f}"),
+    ("cold p50 ms", ("cold", "p50_ms"), "{:.0f}"),
+    ("snap p50 ms", ("cold", "snapshot", "p50_ms"), "{:.0f}"),
+    ("hybrid p50", ("warm", "p50_ms"), "{:.2f}"),
+    ("hybrid p95", ("warm", "p95_ms"), "{:.2f}"),
+    ("vec p50", ("warm_vector", "p50_ms"), "{:.2f}"),
+    ("vec p95", ("warm_vector", "p95_ms"), "{:.2f}"),
     ("vec R@10", ("warm_vector", "recall@10"), "{}"),
-    ("floor ms", ("floor", "floor_ms"), "{:.2f}"), ("GB/s", ("floor", "bandwidth_gb_s"), "{}"),
-    ("exact vec p50", ("warm_vector_exact", "p50_ms"), "{:.1f}"), ("numpy p50", ("numpy", "p50_ms"), "{:.1f}"),
+    ("floor ms", ("floor", "floor_ms"), "{:.2f}"),
+    ("GB/s", ("floor", "bandwidth_gb_s"), "{}"),
+    ("exact vec p50", ("warm_vector_exact", "p50_ms"), "{:.1f}"),
+    ("numpy p50", ("numpy", "p50_ms"), "{:.1f}"),
     ("faiss flat p50", ("faiss_flat", "p50_ms"), "{:.1f}"),
-    ("hnsw p50", ("hnswlib", "p50_ms"), "{:.2f}"), ("hnsw R@10", ("hnswlib", "recall@10"), "{}"),
+    ("hnsw p50", ("hnswlib", "p50_ms"), "{:.2f}"),
+    ("hnsw R@10", ("hnswlib", "recall@10"), "{}"),
     ("hnsw ef", ("hnswlib", "ef"), "{}"),
     ("hnsw build s", ("hnswlib", "build_s"), "{:.0f}"),
-    ("global p50", ("global", "p50_ms"), "{:.1f}"), ("global p95", ("global", "p95_ms"), "{:.1f}"),
+    ("global p50", ("global", "p50_ms"), "{:.1f}"),
+    ("global p95", ("global", "p95_ms"), "{:.1f}"),
     ("global/one", ("global", "vs_one_project"), "{}"),
     ("fresh global p50", ("global_fresh", "global_p50_ms"), "{:.1f}"),
     ("fresh global/one", ("global_fresh", "vs_one_project"), "{}"),
-    ("orig p50", ("original", "p50_ms"), "{:.1f}"), ("orig/warm", ("original", "speedup_hybrid"), "{:.1f}x"),
-    ("orig/vec-only", ("original", "speedup_vector"), "{:.1f}x"), ("orig R@10", ("original", "recall@10"), "{}"),
-    ("chroma p50", ("chromadb", "p50_ms"), "{:.2f}"), ("chroma R@10", ("chromadb", "recall@10"), "{}"),
-    ("RSS MB", ("memory_after_warm", "VmRSS"), "{:.0f}"), ("RSS anon", ("memory_after_warm", "RssAnon"), "{:.0f}"),
+    ("orig p50", ("original", "p50_ms"), "{:.1f}"),
+    ("orig/warm", ("original", "speedup_hybrid"), "{:.1f}x"),
+    ("orig/vec-only", ("original", "speedup_vector"), "{:.1f}x"),
+    ("orig R@10", ("original", "recall@10"), "{}"),
+    ("chroma p50", ("chromadb", "p50_ms"), "{:.2f}"),
+    ("chroma R@10", ("chromadb", "recall@10"), "{}"),
+    ("RSS MB", ("memory_after_warm", "VmRSS"), "{:.0f}"),
+    ("RSS anon", ("memory_after_warm", "RssAnon"), "{:.0f}"),
     ("snap-load RSS", ("cold", "snapshot", "memory", "VmRSS"), "{:.0f}"),
-    ("workers RSS", ("workers", "rss_mb_total"), "{:.0f}"), ("workers PSS", ("workers", "pss_mb_total"), "{:.0f}"),
+    ("workers RSS", ("workers", "rss_mb_total"), "{:.0f}"),
+    ("workers PSS", ("workers", "pss_mb_total"), "{:.0f}"),
 ]
 
 
@@ -353,8 +430,13 @@ def table(results: list[dict[str, Any]]) -> str:
 def cmd_bench(args: argparse.Namespace) -> None:
     if os.environ.get("OPENBLAS_NUM_THREADS") != "1" and not args.any_threads:
         # One BLAS thread, like one Lambda vCPU and like the targets; set before numpy loads.
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               "PYTHONPATH": os.pathsep.join(sys.path)}
+        env = {
+            **os.environ,
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "PYTHONPATH": os.pathsep.join(sys.path),
+        }
         raise SystemExit(subprocess.call([sys.executable, "-m", "capsule_cli", *sys.argv[1:]], env=env))
     if args.ops:  # the CPU cost of every single operation by size (issue 32), capsule_cli.bench_ops
         from .bench_ops import cmd_ops
@@ -367,24 +449,49 @@ def cmd_bench(args: argparse.Namespace) -> None:
     started = time.time()
     from .progress import Progress
 
-    with tempfile.TemporaryDirectory(prefix="capsule-bench-", dir=args.workdir) as tmp, \
-            Progress("bench (configurations)", len(dims) * len(sizes)) as bar:
+    with (
+        tempfile.TemporaryDirectory(prefix="capsule-bench-", dir=args.workdir) as tmp,
+        Progress("bench (configurations)", len(dims) * len(sizes)) as bar,
+    ):
         for dim in dims:
             for n in sizes:
                 if bar.mode == "off":
                     print(f"... N={n} dim={dim}", file=sys.stderr, flush=True)
-                rate = next((r["hnswlib"].get("build_rows_per_s") for r in reversed(results)
-                             if r["dim"] == dim and "build_rows_per_s" in r.get("hnswlib", {})), None)
-                results.append(run_one(n, dim, queries, 1 if args.quick else args.cold_runs, Path(tmp),
-                                       external=not args.no_external, hnsw_max=args.hnsw_max, hnsw_rate=rate,
-                                       workers=args.workers, global_projects=args.global_projects,
-                                       only_global=args.only_global, vector_only=args.vector_only))
+                rate = next(
+                    (
+                        r["hnswlib"].get("build_rows_per_s")
+                        for r in reversed(results)
+                        if r["dim"] == dim and "build_rows_per_s" in r.get("hnswlib", {})
+                    ),
+                    None,
+                )
+                results.append(
+                    run_one(
+                        n,
+                        dim,
+                        queries,
+                        1 if args.quick else args.cold_runs,
+                        Path(tmp),
+                        external=not args.no_external,
+                        hnsw_max=args.hnsw_max,
+                        hnsw_rate=rate,
+                        workers=args.workers,
+                        global_projects=args.global_projects,
+                        only_global=args.only_global,
+                        vector_only=args.vector_only,
+                    )
+                )
                 Path(args.out).write_text(json.dumps({"partial": True, "results": results}, indent=2))
                 bar.advance()
     report = {
         "command": "capsule " + " ".join(sys.argv[1:]),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-                    "load_average": os.getloadavg(), "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS")},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "load_average": os.getloadavg(),
+            "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+        },
         "seconds": round(time.time() - started, 1),
         "results": results,
     }
@@ -394,9 +501,11 @@ def cmd_bench(args: argparse.Namespace) -> None:
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(table(results))
     guard = report["guard"]
-    print(f"guard (secrets and personal data, 16 KiB texts): {guard['typical_us_per_kib']} µs per KiB typical, "
-          f"{guard['worst_us_per_kib']} worst ({max(guard['us_per_kib'], key=guard['us_per_kib'].get)}); "
-          "each text's in the JSON")
+    print(
+        f"guard (secrets and personal data, 16 KiB texts): {guard['typical_us_per_kib']} µs per KiB typical, "
+        f"{guard['worst_us_per_kib']} worst ({max(guard['us_per_kib'], key=guard['us_per_kib'].get)}); "
+        "each text's in the JSON"
+    )
     skipped = {r["chromadb"]["skipped"] for r in results if "skipped" in r.get("chromadb", {})}
     for note in skipped:
         print(f"chromadb skipped: {note}")
@@ -411,18 +520,29 @@ def register(subparsers) -> None:
     p.add_argument("--queries", type=int, default=200, help="queries per configuration")
     p.add_argument("--cold-runs", type=int, default=3, help="fresh processes per configuration")
     p.add_argument("--no-external", action="store_true", help="skip chromadb")
-    p.add_argument("--hnsw-max", type=int, default=200_000,
-                   help="largest N to build hnswlib for (above: its build time estimated)")
+    p.add_argument(
+        "--hnsw-max", type=int, default=200_000, help="largest N to build hnswlib for (above: its build time estimated)"
+    )
     p.add_argument("--workers", type=int, default=2, help="service processes sharing one index (memory measured)")
-    p.add_argument("--global-projects", type=int, default=100,
-                   help="projects the same memories are spread over for the global search")
+    p.add_argument(
+        "--global-projects",
+        type=int,
+        default=100,
+        help="projects the same memories are spread over for the global search",
+    )
     p.add_argument("--any-threads", action="store_true", help="do not pin BLAS to one thread")
     p.add_argument("--out", default="capsule-bench.json", help="where to write the JSON report")
     p.add_argument("--only-global", action="store_true", help="measure only the global search")
-    p.add_argument("--vector-only", action="store_true",
-                   help="only the vector stage, its index built from columns (no store, no ingest)")
-    p.add_argument("--ops", action="store_true",
-                   help="instead: CPU per operation (store, ingest, get, ... mining) by size, ratio to the smallest")
+    p.add_argument(
+        "--vector-only",
+        action="store_true",
+        help="only the vector stage, its index built from columns (no store, no ingest)",
+    )
+    p.add_argument(
+        "--ops",
+        action="store_true",
+        help="instead: CPU per operation (store, ingest, get, ... mining) by size, ratio to the smallest",
+    )
     p.add_argument("--op-runs", type=int, default=20, help="--ops: runs of each single operation")
     p.add_argument("--job-runs", type=int, default=3, help="--ops: runs of export page, retention and mining")
     p.add_argument("--workdir", default=None, help="where the databases go (default: the temporary folder)")

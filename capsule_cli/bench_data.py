@@ -110,7 +110,7 @@ def exact_top(matrix: np.ndarray, queries: np.ndarray) -> np.ndarray:
     best_s = np.full((len(queries), 0), -np.inf, dtype=np.float32)
     best_i = np.zeros((len(queries), 0), dtype=np.int64)
     for start in range(0, len(matrix), 65536):
-        scores = queries @ matrix[start:start + 65536].T  # (q, block)
+        scores = queries @ matrix[start : start + 65536].T  # (q, block)
         take = min(K, scores.shape[1])
         part = np.argpartition(-scores, take - 1, axis=1)[:, :take]
         best_s = np.concatenate((best_s, np.take_along_axis(scores, part, axis=1)), axis=1)
@@ -126,8 +126,8 @@ def ingest(db: Path, data: Dataset, projects: int = 1) -> dict[str, float]:
     with ``projects`` > 1, memory i goes to project ``p{i % projects}``. The rate is also
     given for each tenth of the run (sustained: the slowest tenth, and the last)."""
     from capsule.core.records import MemoryRecord
-    from capsule.store.sqlite import SQLiteStore
     from capsule.core.text import sha256
+    from capsule.store.sqlite import SQLiteStore
 
     store = SQLiteStore(db)
     store.migrate()
@@ -141,15 +141,27 @@ def ingest(db: Path, data: Dataset, projects: int = 1) -> dict[str, float]:
     # A batch is of one project (the store's insert writes one project's rows).
     order = np.concatenate([np.arange(p, n, projects) for p in range(projects)]).tolist()
     batch_rows = min(10_000, tenth)
-    bounds = sorted({*range(0, n, batch_rows), *(sum(len(range(q, n, projects)) for q in range(p)) for p in range(projects))})
+    bounds = sorted(
+        {*range(0, n, batch_rows), *(sum(len(range(q, n, projects)) for q in range(p)) for p in range(projects))}
+    )
     for first, stop in zip(bounds, [*bounds[1:], n]):
         batch = []
         for i in order[first:stop]:
             at = base + timedelta(seconds=i)
-            batch.append(MemoryRecord(
-                id=f"m{i:07d}", tenant=LOCAL_TENANT, project=PROJECT if projects == 1 else f"p{i % projects}",
-                content=data.texts[i], sha256=sha256(data.texts[i] + str(i)), occurred_at=at, created_at=at,
-                updated_at=at, embedding=data.vectors[i], model=model))
+            batch.append(
+                MemoryRecord(
+                    id=f"m{i:07d}",
+                    tenant=LOCAL_TENANT,
+                    project=PROJECT if projects == 1 else f"p{i % projects}",
+                    content=data.texts[i],
+                    sha256=sha256(data.texts[i] + str(i)),
+                    occurred_at=at,
+                    created_at=at,
+                    updated_at=at,
+                    embedding=data.vectors[i],
+                    model=model,
+                )
+            )
         store.insert_bulk(batch, limit=10_000_000, dedupe_after=None, actor="bench")
         done = first + len(batch)
         if done >= (len(rates) + 1) * tenth or done == n:
@@ -160,10 +172,17 @@ def ingest(db: Path, data: Dataset, projects: int = 1) -> dict[str, float]:
     cpu = time.process_time() - cpu_start  # beside the wall time: the machine is shared
     store.close()
     size = sum(os.path.getsize(f) for f in (db, Path(f"{db}-wal")) if f.exists())
-    return {"memories_per_s": round(n / seconds), "seconds": round(seconds, 3), "cpu_s": round(cpu, 1),
-            "memories_per_cpu_s": round(n / cpu) if cpu else None, "per_tenth": rates,
-            "slowest_tenth_per_s": min(rates), "last_tenth_per_s": rates[-1],
-            "db_bytes": size, "db_bytes_per_memory": round(size / n)}
+    return {
+        "memories_per_s": round(n / seconds),
+        "seconds": round(seconds, 3),
+        "cpu_s": round(cpu, 1),
+        "memories_per_cpu_s": round(n / cpu) if cpu else None,
+        "per_tenth": rates,
+        "slowest_tenth_per_s": min(rates),
+        "last_tenth_per_s": rates[-1],
+        "db_bytes": size,
+        "db_bytes_per_memory": round(size / n),
+    }
 
 
 def service_for(db: Path, data: Dataset, *, exact: bool = False, snapshots: bool = False):
@@ -175,8 +194,13 @@ def service_for(db: Path, data: Dataset, *, exact: bool = False, snapshots: bool
 
     store = SQLiteStore(db)
     table = dict(zip(data.query_texts, data.queries))
-    settings = Settings(data_dir=db.parent, retention_limit=1_000_000, query_cache_entries=0,
-                        search_exact=exact, index_snapshot_min=1 if snapshots else 0)
+    settings = Settings(
+        data_dir=db.parent,
+        retention_limit=1_000_000,
+        query_cache_entries=0,
+        search_exact=exact,
+        index_snapshot_min=1 if snapshots else 0,
+    )
     return MemoryService(store, TableEmbedder(table, data.vectors.shape[1]), settings=settings)
 
 

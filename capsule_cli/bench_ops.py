@@ -36,8 +36,21 @@ import numpy as np
 from .bench_data import LOCAL_TENANT, PROJECT, ingest, make_dataset
 
 DIM = 384  # the hashing embedder's default
-OPS = ("store", "ingest10", "get", "list_page", "pin", "forget", "restore", "update", "feedback",
-       "export_page", "retention", "mining", "mining_unchanged")
+OPS = (
+    "store",
+    "ingest10",
+    "get",
+    "list_page",
+    "pin",
+    "forget",
+    "restore",
+    "update",
+    "feedback",
+    "export_page",
+    "retention",
+    "mining",
+    "mining_unchanged",
+)
 EXPORT_PAGE_BYTES = 256 * 1024  # one page the same size at every N (the handler's 4 MB is a whole 1k export)
 SINGLE = ("store", "get", "pin", "forget", "restore", "update", "feedback")  # single-memory operations
 
@@ -57,8 +70,9 @@ class BenchHashing:
 
 def _chunks_text(i: int) -> str:
     """A text the ingest splits into ten chunks (paragraphs of distinct words)."""
-    return "\n\n".join(f"Section {i}-{c}. " + " ".join(f"w{(i * 7 + c * 131 + w * w) % 5000}" for w in range(600))
-                       for c in range(10))
+    return "\n\n".join(
+        f"Section {i}-{c}. " + " ".join(f"w{(i * 7 + c * 131 + w * w) % 5000}" for w in range(600)) for c in range(10)
+    )
 
 
 def _cpu_ms(fn: Callable[[int], Any], count: int, before: Callable[[int], Any] | None = None) -> list[float]:
@@ -108,9 +122,18 @@ def measure(n: int, projects: int, workdir: Path, repeats: int, job_repeats: int
     jobs = build_jobs(service)
     sources = open_sources(service)
     for k in range(20):  # failures for the mining run to find (two recurring errors)
-        service.store_memory(LOCAL_TENANT, {"project": project, "meta": {"type": "error"}, "content": (
-            f"error {k}: sqlite database is locked after timeout in worker" if k % 2 else
-            f"error {k}: token signature expired at the gateway")})
+        service.store_memory(
+            LOCAL_TENANT,
+            {
+                "project": project,
+                "meta": {"type": "error"},
+                "content": (
+                    f"error {k}: sqlite database is locked after timeout in worker"
+                    if k % 2
+                    else f"error {k}: token signature expired at the gateway"
+                ),
+            },
+        )
     # Warm: the project's index loaded and its vectors all read, the statements prepared.
     service.store_memory(LOCAL_TENANT, {"project": project, "content": "warm up the bench's project"})
     service.search(LOCAL_TENANT, {"project": project, "query": "warm", "k": 10})
@@ -119,18 +142,21 @@ def measure(n: int, projects: int, workdir: Path, repeats: int, job_repeats: int
     picks = [ids[(k * 7919) % len(ids)] for k in range(1, 4 * repeats + 1)]  # spread over the project
     picks = list(dict.fromkeys(picks))
     repeats = min(repeats, len(picks) // 4)  # a small project: fewer distinct ids than the ops want
-    forget_ids, pin_ids, update_ids, other = (picks[k * repeats:(k + 1) * repeats] for k in range(4))
+    forget_ids, pin_ids, update_ids, other = (picks[k * repeats : (k + 1) * repeats] for k in range(4))
     ops: dict[str, Callable[[int], Any]] = {
-        "store": lambda i: service.store_memory(LOCAL_TENANT, {
-            "project": project, "content": f"ops bench store {n} {projects} {i}: retry the lock after timeout {i}"}),
+        "store": lambda i: service.store_memory(
+            LOCAL_TENANT,
+            {"project": project, "content": f"ops bench store {n} {projects} {i}: retry the lock after timeout {i}"},
+        ),
         "ingest10": lambda i: service.ingest(LOCAL_TENANT, {"project": project, "text": _chunks_text(i)}),
         "get": lambda i: service.get(LOCAL_TENANT, other[i]),
         "list_page": lambda i: service.list_memories(LOCAL_TENANT, {"project": project}),
         "pin": lambda i: service.pin(LOCAL_TENANT, pin_ids[i]),
         "forget": lambda i: service.forget(LOCAL_TENANT, forget_ids[i]),
         "restore": lambda i: service.restore(LOCAL_TENANT, forget_ids[i]),
-        "update": lambda i: service.history.update(LOCAL_TENANT, update_ids[i], {
-            "content": f"updated {n} {i} {update_ids[i]}"}),
+        "update": lambda i: service.history.update(
+            LOCAL_TENANT, update_ids[i], {"content": f"updated {n} {i} {update_ids[i]}"}
+        ),
         "feedback": lambda i: service.feedback(LOCAL_TENANT, other[i], {"helpful": i % 2 == 0}),
         "export_page": lambda i: export_page(sources, LOCAL_TENANT, project, None, max_bytes=EXPORT_PAGE_BYTES),
         "retention": lambda i: jobs.run("retention"),
@@ -139,11 +165,23 @@ def measure(n: int, projects: int, workdir: Path, repeats: int, job_repeats: int
     }
     # A mining run reads a tenant again only when it changed (capsule.jobs.scheduled): "mining" runs after a
     # new failure each time (the whole tenant read), "mining_unchanged" after nothing (its marks).
-    before: dict[str, Callable[[int], Any]] = {"mining": lambda i: service.store_memory(LOCAL_TENANT, {
-        "project": project, "meta": {"type": "error"}, "content": f"error {n} {i}: sqlite database is locked again"})}
-    out: dict[str, Any] = {"n": n, "projects": projects, "project_memories": len(ids),
-                           "seed": {"seconds": seeded["seconds"], "memories_per_s": seeded["memories_per_s"]},
-                           "ops": {}}
+    before: dict[str, Callable[[int], Any]] = {
+        "mining": lambda i: service.store_memory(
+            LOCAL_TENANT,
+            {
+                "project": project,
+                "meta": {"type": "error"},
+                "content": f"error {n} {i}: sqlite database is locked again",
+            },
+        )
+    }
+    out: dict[str, Any] = {
+        "n": n,
+        "projects": projects,
+        "project_memories": len(ids),
+        "seed": {"seconds": seeded["seconds"], "memories_per_s": seeded["memories_per_s"]},
+        "ops": {},
+    }
     checks: dict[str, Any] = {}
     for name in OPS:
         count = job_repeats if name in ("retention", "mining", "mining_unchanged", "export_page") else repeats
@@ -195,12 +233,17 @@ def table(results: list[dict[str, Any]]) -> str:
     headers = ["operation", *(f"{label(r)} CPU ms" for r in results), *(f"{label(r)} ratio" for r in results[1:])]
     rows = []
     for name in OPS:
-        cells = [name, *(f"{r['ops'][name]['cpu_ms']:.3f}" for r in results),
-                 *(f"{r['ops'][name]['ratio']:.2f}x" for r in results[1:])]
+        cells = [
+            name,
+            *(f"{r['ops'][name]['cpu_ms']:.3f}" for r in results),
+            *(f"{r['ops'][name]['ratio']:.2f}x" for r in results[1:]),
+        ]
         rows.append(cells)
-    for name, key, text in (("store", "per_cpu_s", "stores per CPU-s"),
-                            ("ingest10", "per_cpu_s", "ingested chunks per CPU-s"),
-                            ("mining", "peak_mib", "mining peak MiB (traced)")):
+    for name, key, text in (
+        ("store", "per_cpu_s", "stores per CPU-s"),
+        ("ingest10", "per_cpu_s", "ingested chunks per CPU-s"),
+        ("mining", "peak_mib", "mining peak MiB (traced)"),
+    ):
         rows.append([text, *(str(r["ops"][name].get(key)) for r in results), *("" for _ in results[1:])])
     widths = [max(len(str(x)) for x in [h, *(row[i] for row in rows)]) for i, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(headers, widths)))]
@@ -224,16 +267,23 @@ def cmd_ops(args: argparse.Namespace) -> None:
     with_ratios(results)
     report = {
         "command": "capsule " + " ".join(sys.argv[1:]),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-                    "load_average": os.getloadavg()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "load_average": os.getloadavg(),
+        },
         "embedder": f"hashing-v1-{DIM} (as bench-{DIM})",
         "seconds": round(time.time() - started, 1),
-        "ops_table": {label(r): {name: {k: r["ops"][name][k] for k in ("cpu_ms", "ratio")} for name in OPS}
-                      for r in results},
+        "ops_table": {
+            label(r): {name: {k: r["ops"][name][k] for k in ("cpu_ms", "ratio")} for name in OPS} for r in results
+        },
         "ops": results,
     }
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(table(results))
-    print(f"CPU ms per operation (median of {args.op_runs}; export, retention, mining {args.job_runs}); ratio to "
-          f"N={sizes[0]:,}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
-          f"JSON written to {args.out}")
+    print(
+        f"CPU ms per operation (median of {args.op_runs}; export, retention, mining {args.job_runs}); ratio to "
+        f"N={sizes[0]:,}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
+        f"JSON written to {args.out}"
+    )

@@ -81,12 +81,17 @@ def faiss_flat(vectors: np.ndarray, queries: np.ndarray, truth: np.ndarray) -> d
         samples.append((time.perf_counter() - t) * 1000)
         found.append(labels[0])
     del index
-    return {**_percentiles(samples), "recall@10": _recall(found, truth), "add_s": round(add_s, 2),
-            "version": faiss.__version__}
+    return {
+        **_percentiles(samples),
+        "recall@10": _recall(found, truth),
+        "add_s": round(add_s, 2),
+        "version": faiss.__version__,
+    }
 
 
-def hnsw(vectors: np.ndarray, queries: np.ndarray, truth: np.ndarray, *, max_rows: int,
-         rate: float | None) -> dict[str, Any]:
+def hnsw(
+    vectors: np.ndarray, queries: np.ndarray, truth: np.ndarray, *, max_rows: int, rate: float | None
+) -> dict[str, Any]:
     """hnswlib (M 16, ef_construction 100), built with every core, searched at each ef of
     :data:`HNSW_EFS`: the figures given are of the first ef whose recall@10 reaches 0.99 (the
     recall our stage is held to), else of the last, and ``by_ef`` lists them all. Above
@@ -116,8 +121,13 @@ def hnsw(vectors: np.ndarray, queries: np.ndarray, truth: np.ndarray, *, max_row
             found.append(labels[0])
         by_ef.append({"ef": ef, **_percentiles(samples), "recall@10": _recall(found, truth)})
     chosen = next((r for r in by_ef if r["recall@10"] >= 0.99), by_ef[-1])
-    return {**chosen, "by_ef": by_ef, "build_s": round(build_s, 2), "build_rows_per_s": round(n / build_s),
-            "threads": os.cpu_count()}
+    return {
+        **chosen,
+        "by_ef": by_ef,
+        "build_s": round(build_s, 2),
+        "build_rows_per_s": round(n / build_s),
+        "threads": os.cpu_count(),
+    }
 
 
 HNSW_EFS = (64, 128, 256, 512)  # hnswlib's search breadth, widened until its recall matches ours
@@ -148,9 +158,13 @@ def floor(n: int, dim: int, options, bandwidth: float) -> dict[str, Any]:
     wide = options.prefilter * options.candidates
     scanned = n * 8 * first_words + min(n, wide) * 8 * words + min(n, options.candidates) * 4 * dim
     exact = n * 4 * dim
-    return {"bytes_per_query": scanned, "floor_ms": round(scanned / bandwidth / 1e6, 3),
-            "exact_bytes_per_query": exact, "exact_floor_ms": round(exact / bandwidth / 1e6, 3),
-            "bandwidth_gb_s": bandwidth}
+    return {
+        "bytes_per_query": scanned,
+        "floor_ms": round(scanned / bandwidth / 1e6, 3),
+        "exact_bytes_per_query": exact,
+        "exact_floor_ms": round(exact / bandwidth / 1e6, 3),
+        "bandwidth_gb_s": bandwidth,
+    }
 
 
 # ---- workers sharing one index ---------------------------------------------------------
@@ -166,9 +180,22 @@ def workers(db: Path, dim: int, query_file: Path, count: int, scope: str = "proj
     try:
         reports = []
         for _ in range(count):  # one after another: each search timed on its own
-            proc = subprocess.Popen([sys.executable, "-m", "capsule_cli.bench_scale", "--worker", str(db), str(dim),
-                                     str(query_file), scope], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    text=True, env=env)
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "capsule_cli.bench_scale",
+                    "--worker",
+                    str(db),
+                    str(dim),
+                    str(query_file),
+                    scope,
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
             procs.append(proc)
             reports.append(json.loads(proc.stdout.readline()))
         memory = [{**memory_status(p.pid), **proportional(p.pid)} for p in procs]
@@ -177,9 +204,12 @@ def workers(db: Path, dim: int, query_file: Path, count: int, scope: str = "proj
             if proc.stdin:
                 proc.stdin.close()
             proc.wait(timeout=120)
-    return {"workers": count, "each": [{**r, **m} for r, m in zip(reports, memory)],
-            "rss_mb_total": round(sum(m.get("VmRSS", 0) for m in memory), 1),
-            "pss_mb_total": round(sum(m.get("Pss", 0) for m in memory), 1)}
+    return {
+        "workers": count,
+        "each": [{**r, **m} for r, m in zip(reports, memory)],
+        "rss_mb_total": round(sum(m.get("VmRSS", 0) for m in memory), 1),
+        "pss_mb_total": round(sum(m.get("Pss", 0) for m in memory), 1),
+    }
 
 
 def fresh_pair(one_db: Path, global_db: Path, dim: int, query_file: Path, turns: int = 2) -> dict[str, Any]:
@@ -191,9 +221,16 @@ def fresh_pair(one_db: Path, global_db: Path, dim: int, query_file: Path, turns:
     for _ in range(turns):
         one.append(workers(one_db, dim, query_file, 1)["each"][0])
         every.append(workers(global_db, dim, query_file, 1, scope="global")["each"][0])
-    p50 = {side: round(float(np.mean([r["p50_ms"] for r in runs])), 3) for side, runs in (("one", one), ("global", every))}
-    return {"one": one, "global": every, "one_p50_ms": p50["one"], "global_p50_ms": p50["global"],
-            "vs_one_project": round(p50["global"] / p50["one"], 2)}
+    p50 = {
+        side: round(float(np.mean([r["p50_ms"] for r in runs])), 3) for side, runs in (("one", one), ("global", every))
+    }
+    return {
+        "one": one,
+        "global": every,
+        "one_p50_ms": p50["one"],
+        "global_p50_ms": p50["global"],
+        "vs_one_project": round(p50["global"] / p50["one"], 2),
+    }
 
 
 def _worker(db: str, dim: str, query_file: str, scope: str) -> None:
@@ -206,8 +243,9 @@ def _worker(db: str, dim: str, query_file: str, scope: str) -> None:
     saved = np.load(query_file)
     texts = [str(t) for t in saved["texts"]]
     table = dict(zip(texts, saved["vectors"]))
-    settings = Settings(data_dir=Path(db).parent, retention_limit=1_000_000, query_cache_entries=0,
-                        index_snapshot_min=1)
+    settings = Settings(
+        data_dir=Path(db).parent, retention_limit=1_000_000, query_cache_entries=0, index_snapshot_min=1
+    )
     service = MemoryService(SQLiteStore(Path(db)), TableEmbedder(table, int(dim)), settings=settings)
     where = {"global": True} if scope == "global" else {"project": PROJECT}
     start = time.perf_counter()
@@ -226,8 +264,14 @@ def _worker(db: str, dim: str, query_file: str, scope: str) -> None:
 # ---- global search -------------------------------------------------------------------
 
 
-def global_search(db: Path, make_service: Callable[[], Any], texts: list[str], truth: np.ndarray,
-                  ids_of: Callable[[Any], list[int]], projects: int) -> dict[str, Any]:
+def global_search(
+    db: Path,
+    make_service: Callable[[], Any],
+    texts: list[str],
+    truth: np.ndarray,
+    ids_of: Callable[[Any], list[int]],
+    projects: int,
+) -> dict[str, Any]:
     """Searches with ``global: true`` over ``projects`` projects holding the memories between
     them: the first (loads every index), then warm p50/p95 and recall@10 (vector mode)."""
     service = make_service()
@@ -242,10 +286,14 @@ def global_search(db: Path, make_service: Callable[[], Any], texts: list[str], t
         t = time.perf_counter()
         service.search(LOCAL_TENANT, {"global": True, "query": text, "k": K})
         samples.append((time.perf_counter() - t) * 1000)
-        found.append(ids_of(service.search(LOCAL_TENANT, {"global": True, "query": text, "k": K,
-                                                          "mode": "vector"})))
-    out = {**_percentiles(samples), "projects": projects, "first_search_s": round(first_s, 2),
-           "recall@10_vector_mode": _recall(found, truth[: len(found)]), **memory_status()}
+        found.append(ids_of(service.search(LOCAL_TENANT, {"global": True, "query": text, "k": K, "mode": "vector"})))
+    out = {
+        **_percentiles(samples),
+        "projects": projects,
+        "first_search_s": round(first_s, 2),
+        "recall@10_vector_mode": _recall(found, truth[: len(found)]),
+        **memory_status(),
+    }
     service.settle()  # what it writes beside the searches (int8 copies, the postings table) is there for the next
     service.store.close()
     return out
@@ -265,9 +313,9 @@ def vector_only(n: int, dim: int, queries: int, workdir: Path, workers_count: in
     exact float32, RSS and the PSS of ``workers_count`` of them together. Beside it in this
     process: exact numpy and faiss flat over the same vectors. Ingest and hybrid search are
     not measured this way (``capsule bench`` without ``--vector-only`` runs them)."""
-    from capsule.search.index import ProjectIndex, stable_key
     from capsule.core.records import ChangeSet, IndexColumns
     from capsule.search.hybrid import SearchOptions
+    from capsule.search.index import ProjectIndex, stable_key
     from capsule.search.snapshot import Snapshots
 
     from .bench_data import Dataset, exact_top, make_dataset, numpy_brute
@@ -275,8 +323,13 @@ def vector_only(n: int, dim: int, queries: int, workdir: Path, workers_count: in
     started = time.perf_counter()
     data = make_dataset(n, dim, queries, seed=n + dim)
     truth = exact_top(data.vectors, data.queries)
-    out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries, "vector_only": True,
-                           "data_s": round(time.perf_counter() - started, 1)}
+    out: dict[str, Any] = {
+        "n": n,
+        "dim": dim,
+        "queries": queries,
+        "vector_only": True,
+        "data_s": round(time.perf_counter() - started, 1),
+    }
     print(f"    data and truth in {out['data_s']} s", file=sys.stderr, flush=True)
     brute = min(queries, 50)
     out["numpy"] = numpy_brute(Dataset(data.vectors, [], data.queries[:brute], []), truth[:brute])
@@ -284,9 +337,19 @@ def vector_only(n: int, dim: int, queries: int, workdir: Path, workers_count: in
     model = f"bench-{dim}"
     ids = [f"m{i:07d}" for i in range(n)]
     times = [1.7e9 + i for i in range(n)]
-    columns = IndexColumns(ids=ids, keys=[stable_key(i) for i in ids], vectors=data.vectors,
-                           vector_sizes=[4 * dim] * n, models=[model] * n, terms=[b""] * n, occurred=times,
-                           created=times, helpful=[0] * n, unhelpful=[0] * n, metas=[None] * n)
+    columns = IndexColumns(
+        ids=ids,
+        keys=[stable_key(i) for i in ids],
+        vectors=data.vectors,
+        vector_sizes=[4 * dim] * n,
+        models=[model] * n,
+        terms=[b""] * n,
+        occurred=times,
+        created=times,
+        helpful=[0] * n,
+        unhelpful=[0] * n,
+        metas=[None] * n,
+    )
     start = time.perf_counter()
     index = ProjectIndex("bench", "bench", model)
     index.apply(ChangeSet(version=1, columns=columns, reset=True))
@@ -304,9 +367,21 @@ def vector_only(n: int, dim: int, queries: int, workdir: Path, workers_count: in
     procs, reports = [], []
     try:
         for _ in range(workers_count):
-            proc = subprocess.Popen([sys.executable, "-m", "capsule_cli.bench_scale", "--vector-worker", str(folder),
-                                     model, str(query_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    text=True, env=env)
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "capsule_cli.bench_scale",
+                    "--vector-worker",
+                    str(folder),
+                    model,
+                    str(query_file),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
             procs.append(proc)
             reports.append(json.loads(proc.stdout.readline()))
         memory = [{**memory_status(p.pid), **proportional(p.pid)} for p in procs]
@@ -316,9 +391,12 @@ def vector_only(n: int, dim: int, queries: int, workdir: Path, workers_count: in
                 proc.stdin.close()
             proc.wait(timeout=120)
     out["warm_vector"] = reports[0]
-    out["workers"] = {"workers": workers_count, "each": [{**r, **m} for r, m in zip(reports, memory)],
-                      "rss_mb_total": round(sum(m.get("VmRSS", 0) for m in memory), 1),
-                      "pss_mb_total": round(sum(m.get("Pss", 0) for m in memory), 1)}
+    out["workers"] = {
+        "workers": workers_count,
+        "each": [{**r, **m} for r, m in zip(reports, memory)],
+        "rss_mb_total": round(sum(m.get("VmRSS", 0) for m in memory), 1),
+        "pss_mb_total": round(sum(m.get("Pss", 0) for m in memory), 1),
+    }
     for path in folder.glob("*"):
         path.unlink(missing_ok=True)
     out["seconds"] = round(time.perf_counter() - started, 1)
@@ -329,9 +407,9 @@ def _vector_worker(folder: str, model: str, query_file: str) -> None:
     """A fresh process: load the snapshot, then the vector stage for each query (first stage,
     exact float32 re-score of its candidates, top 10)."""
     start = time.perf_counter()
-    from capsule.search.index import ProjectIndex
     from capsule.core.records import Filters
     from capsule.search.hybrid import SearchOptions, _vector_rows, _View
+    from capsule.search.index import ProjectIndex
     from capsule.search.snapshot import Snapshots
 
     imports_ms = (time.perf_counter() - start) * 1000
@@ -360,12 +438,24 @@ def _vector_worker(folder: str, model: str, query_file: str) -> None:
         cpu.append((time.thread_time() - c) * 1000)
     # CPU time of the searching thread beside the wall time: on a machine shared with other
     # work the wall time also counts the waits for a core.
-    print(json.dumps({"first_search_ms": round(first_ms, 1), "first_search_cpu_ms": round(first_cpu_ms, 1),
-                      "imports_ms": round(imports_ms, 1), **_percentiles(samples),
-                      "cpu": _percentiles(cpu), "recall@10": _recall(found, truth),
-                      "library_from": options.library_from, "prefix_words": options.prefix_words,
-                      "candidates": options.candidates, "prefilter": options.prefilter, **memory_status()}),
-          flush=True)
+    print(
+        json.dumps(
+            {
+                "first_search_ms": round(first_ms, 1),
+                "first_search_cpu_ms": round(first_cpu_ms, 1),
+                "imports_ms": round(imports_ms, 1),
+                **_percentiles(samples),
+                "cpu": _percentiles(cpu),
+                "recall@10": _recall(found, truth),
+                "library_from": options.library_from,
+                "prefix_words": options.prefix_words,
+                "candidates": options.candidates,
+                "prefilter": options.prefilter,
+                **memory_status(),
+            }
+        ),
+        flush=True,
+    )
     sys.stdin.read()
 
 

@@ -45,14 +45,18 @@ def read_events(text: str) -> list[Any]:
         try:
             events.append(json.loads(line))
         except ValueError:
-            raise InvalidInput(f"line {number} is not JSON: events are a JSON list or JSON Lines",
-                               field=f"line {number}") from None
+            raise InvalidInput(
+                f"line {number} is not JSON: events are a JSON list or JSON Lines", field=f"line {number}"
+            ) from None
     return events
 
 
 def _table(candidates: list[cm.Candidate]) -> str:
-    return render.table(["id", "score", "type", "status", "text"],
-                        [(c.id, f"{c.score:.2f}", c.type, c.status, c.text) for c in candidates], wide="text")
+    return render.table(
+        ["id", "score", "type", "status", "text"],
+        [(c.id, f"{c.score:.2f}", c.type, c.status, c.text) for c in candidates],
+        wide="text",
+    )
 
 
 def cmd_capture(args: argparse.Namespace) -> None:
@@ -74,14 +78,23 @@ def _read(path: str) -> str:
 
 def cmd_candidates(args: argparse.Namespace) -> None:
     project = None if args.all_projects else args.project
-    result = cli.served(args, "candidates", query={"project": project, "status": args.status,
-                                                   "cursor": args.cursor, "limit": args.limit})
+    result = cli.served(
+        args,
+        "candidates",
+        query={"project": project, "status": args.status, "cursor": args.cursor, "limit": args.limit},
+    )
     if result is None:
         result = build_capture(cli.service_from(args)).candidates(
-            cli.LOCAL_TENANT, project=project, status=args.status, cursor=args.cursor, limit=args.limit)
-    print(render.as_json(result) if args.json else "\n".join(
-        [_table(result.candidates), result.explanation] + ([f"next: --cursor {result.next_cursor}"]
-                                                           if result.next_cursor else [])))
+            cli.LOCAL_TENANT, project=project, status=args.status, cursor=args.cursor, limit=args.limit
+        )
+    print(
+        render.as_json(result)
+        if args.json
+        else "\n".join(
+            [_table(result.candidates), result.explanation]
+            + ([f"next: --cursor {result.next_cursor}"] if result.next_cursor else [])
+        )
+    )
 
 
 def cmd_decide(args: argparse.Namespace) -> None:

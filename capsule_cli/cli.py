@@ -23,8 +23,8 @@ from pathlib import Path
 
 from capsule.core import errors
 from capsule.core.errors import CapsuleError
-
 from mcp_client import local_server, project_name
+
 from . import render
 from .strict_cli import HINT, StrictParser
 
@@ -40,10 +40,23 @@ LOCAL_TENANT = "local"
 
 # Modules with a ``register(subparsers)`` function adding their commands.
 COMMAND_MODULES: list[str] = [
-    "capsule_cli.serve", "capsule_cli.keys", "capsule_cli.loadtest", "capsule_cli.cloud", "capsule_cli.bench",
-    "capsule_cli.evaluate", "capsule_cli.jobs_cmd", "capsule_cli.solutions_cmd", "capsule_cli.patterns_cmd",
-    "mcp_client.mcp_server", "mcp_client.hooks", "capsule_cli.install", "capsule_cli.tenants_cmd",
-    "capsule_cli.transfer_cmd", "capsule_cli.capture_cmd", "capsule_cli.sync_cmd", "capsule_cli.governance_cmd",
+    "capsule_cli.serve",
+    "capsule_cli.keys",
+    "capsule_cli.loadtest",
+    "capsule_cli.cloud",
+    "capsule_cli.bench",
+    "capsule_cli.evaluate",
+    "capsule_cli.jobs_cmd",
+    "capsule_cli.solutions_cmd",
+    "capsule_cli.patterns_cmd",
+    "mcp_client.mcp_server",
+    "mcp_client.hooks",
+    "capsule_cli.install",
+    "capsule_cli.tenants_cmd",
+    "capsule_cli.transfer_cmd",
+    "capsule_cli.capture_cmd",
+    "capsule_cli.sync_cmd",
+    "capsule_cli.governance_cmd",
 ]
 # Every command a module above adds: its module and its one-line help. A command line naming one
 # imports that module alone; ``capsule --help`` (and a mistyped command) lists them from here,
@@ -96,13 +109,21 @@ def service_from(args: argparse.Namespace) -> MemoryService:
 
 
 def _server(args: argparse.Namespace) -> local_server.LocalServer | None:
-    return local_server.find(os.environ, data_dir=getattr(args, "data_dir", None),
-                             embedder=getattr(args, "embedder", None))
+    return local_server.find(
+        os.environ, data_dir=getattr(args, "data_dir", None), embedder=getattr(args, "embedder", None)
+    )
 
 
-def served(args: argparse.Namespace, route: str, body: Any = None, *, memory_id: str | None = None,
-           query: dict[str, Any] | None = None, path: dict[str, str] | None = None,
-           headers: dict[str, str] | None = None) -> Any:
+def served(
+    args: argparse.Namespace,
+    route: str,
+    body: Any = None,
+    *,
+    memory_id: str | None = None,
+    query: dict[str, Any] | None = None,
+    path: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Any:
     """The running ``capsule serve``'s answer for this data folder, or None: run embedded.
 
     ``memory_id`` (the id as typed: whole, or the first characters a table shows) goes into the
@@ -115,8 +136,9 @@ def served(args: argparse.Namespace, route: str, body: Any = None, *, memory_id:
         return None
     params = dict(path) if path else None
     if memory_id is not None:
-        whole = local_server.short_id(os.environ, memory_id, data_dir=getattr(args, "data_dir", None),
-                                      tenant=LOCAL_TENANT)
+        whole = local_server.short_id(
+            os.environ, memory_id, data_dir=getattr(args, "data_dir", None), tenant=LOCAL_TENANT
+        )
         if whole is None:
             return None
         params = {**(params or {}), "id": whole}
@@ -126,8 +148,9 @@ def served(args: argparse.Namespace, route: str, body: Any = None, *, memory_id:
         return None
 
 
-def served_pages(args: argparse.Namespace, route: str, query: dict[str, Any], *, next_header: str,
-                 accept: str) -> Iterator[bytes] | None:
+def served_pages(
+    args: argparse.Namespace, route: str, query: dict[str, Any], *, next_header: str, accept: str
+) -> Iterator[bytes] | None:
     """The running server's paged text answer (``capsule export``), page by page as each arrives,
     or None: run embedded. The first page is asked for here, so None still means nothing was
     written; a server that stops answering after it is an error (Unavailable), not a fallback."""
@@ -143,8 +166,9 @@ def served_pages(args: argparse.Namespace, route: str, query: dict[str, Any], *,
         yield body
         while cursor:
             try:
-                body, cursor = server.page(route, query={**query, "cursor": cursor}, next_header=next_header,
-                                           accept=accept)
+                body, cursor = server.page(
+                    route, query={**query, "cursor": cursor}, next_header=next_header, accept=accept
+                )
             except local_server.NotAnswering as exc:
                 raise errors.Unavailable(f"the capsule serve stopped answering in the middle: {exc}") from exc
             yield body
@@ -188,8 +212,13 @@ def _out(args: argparse.Namespace, result: Any, text: Callable[[], str]) -> None
 def cmd_store(args: argparse.Namespace) -> None:
     content = sys.stdin.read() if args.content == "-" else args.content
     request = {
-        "project": args.project, "content": content, "pinned": args.pin, "path": args.path,
-        "explanation": args.explanation, "meta": _meta(args), "occurred_at": args.occurred_at,
+        "project": args.project,
+        "content": content,
+        "pinned": args.pin,
+        "path": args.path,
+        "explanation": args.explanation,
+        "meta": _meta(args),
+        "occurred_at": args.occurred_at,
         **_governed(args),
     }
     result = served(args, "store", request)
@@ -224,8 +253,12 @@ def cmd_ingest(args: argparse.Namespace) -> None:
         if skip:
             summary["skipped"].append({"path": str(path), "reason": skip})
             continue
-        request = {"project": args.project, "text": path.read_text("utf-8", "replace"), "path": str(path),
-                   "meta": _meta(args)}
+        request = {
+            "project": args.project,
+            "text": path.read_text("utf-8", "replace"),
+            "path": str(path),
+            "meta": _meta(args),
+        }
         result = served(args, "ingest", request) if service is None else None
         if result is None:
             if service is None:
@@ -238,19 +271,36 @@ def cmd_ingest(args: argparse.Namespace) -> None:
         summary["stored"] += result.chunks - len(result.deduplicated)
         summary["evicted"] += len(result.evicted)
     bar.close()
-    _out(args, summary, lambda: (
-        f"ingested {summary['files']} files: {summary['chunks']} chunks, {summary['stored']} stored, "
-        f"{summary['deduplicated']} already stored, {len(summary['skipped'])} skipped, "
-        f"{summary['evicted']} evicted by the rolling limit"
-    ))
+    _out(
+        args,
+        summary,
+        lambda: (
+            f"ingested {summary['files']} files: {summary['chunks']} chunks, {summary['stored']} stored, "
+            f"{summary['deduplicated']} already stored, {len(summary['skipped'])} skipped, "
+            f"{summary['evicted']} evicted by the rolling limit"
+        ),
+    )
 
 
 def cmd_search(args: argparse.Namespace) -> None:
-    filters = {"component": args.component, "category": args.category, "tags": args.tag or [],
-               "path_prefix": args.path_prefix, "since": args.since, "until": args.until,
-               "retention": args.retention, "visibility": args.visibility, "subject": args.subject}
-    request = {"query": args.query, "k": args.k, "mode": args.mode, "global": args.all_projects,
-               "filters": {k: v for k, v in filters.items() if v}}
+    filters = {
+        "component": args.component,
+        "category": args.category,
+        "tags": args.tag or [],
+        "path_prefix": args.path_prefix,
+        "since": args.since,
+        "until": args.until,
+        "retention": args.retention,
+        "visibility": args.visibility,
+        "subject": args.subject,
+    }
+    request = {
+        "query": args.query,
+        "k": args.k,
+        "mode": args.mode,
+        "global": args.all_projects,
+        "filters": {k: v for k, v in filters.items() if v},
+    }
     if args.as_of:
         request["as_of"] = args.as_of
     if args.min_relevance is not None:
@@ -262,15 +312,31 @@ def cmd_search(args: argparse.Namespace) -> None:
     result = served(args, "search", request)
     if result is None:
         result = service_from(args).search(LOCAL_TENANT, request)
-    _out(args, result, lambda: "\n".join([
-        render.table(
-            ["id", "score", "vec", "bm25", "time", "fb", "content"],
-            [(h.id[:12], f"{h.score:.3f}", f"{h.components.vector:.2f}", f"{h.components.bm25:.2f}",
-              f"{h.components.time:.2f}", f"{h.components.feedback:.2f}", h.content) for h in result.results],
-            wide="content",
+    _out(
+        args,
+        result,
+        lambda: "\n".join(
+            [
+                render.table(
+                    ["id", "score", "vec", "bm25", "time", "fb", "content"],
+                    [
+                        (
+                            h.id[:12],
+                            f"{h.score:.3f}",
+                            f"{h.components.vector:.2f}",
+                            f"{h.components.bm25:.2f}",
+                            f"{h.components.time:.2f}",
+                            f"{h.components.feedback:.2f}",
+                            h.content,
+                        )
+                        for h in result.results
+                    ],
+                    wide="content",
+                ),
+                result.explanation,
+            ]
         ),
-        result.explanation,
-    ]))
+    )
 
 
 def _memory_rows(memories) -> list[tuple]:  # the id's 12 characters, as search shows (--json: whole)
@@ -279,17 +345,30 @@ def _memory_rows(memories) -> list[tuple]:  # the id's 12 characters, as search 
 
 def cmd_list(args: argparse.Namespace) -> None:
     request = {
-        "project": args.project, "pinned_only": args.pinned, "limit": args.limit, "cursor": args.cursor,
-        **{k: v for k, v in (("retention", args.retention), ("visibility", args.visibility),
-                             ("subject", args.subject)) if v},
+        "project": args.project,
+        "pinned_only": args.pinned,
+        "limit": args.limit,
+        "cursor": args.cursor,
+        **{
+            k: v
+            for k, v in (("retention", args.retention), ("visibility", args.visibility), ("subject", args.subject))
+            if v
+        },
     }
     result = served(args, "list", query=request)
     if result is None:
         result = service_from(args).list_memories(LOCAL_TENANT, request)
-    _out(args, result, lambda: "\n".join(
-        [render.table(["id", "pinned", "created", "content"], _memory_rows(result.memories), wide="content"),
-         result.explanation] + ([f"next: --cursor {result.next_cursor}"] if result.next_cursor else [])
-    ))
+    _out(
+        args,
+        result,
+        lambda: "\n".join(
+            [
+                render.table(["id", "pinned", "created", "content"], _memory_rows(result.memories), wide="content"),
+                result.explanation,
+            ]
+            + ([f"next: --cursor {result.next_cursor}"] if result.next_cursor else [])
+        ),
+    )
 
 
 def _served_memory(args: argparse.Namespace, operation: str) -> Any:
@@ -330,12 +409,19 @@ def _memory_text(result: Any) -> str:
     """``capsule get``: the memory's facts, one per line, then its whole text."""
     m = result.memory
     meta = m.meta or {}
-    facts = [("id", m.id), ("project", m.project), ("path", m.path), ("pinned", "yes" if m.pinned else None),
-             ("tags", ", ".join(meta.get("tags") or []) or None), ("type", meta.get("type")),
-             ("outcome", meta.get("outcome_status") if meta.get("outcome_status") != "unknown" else None),
-             ("retention", m.effective_retention), ("created", _instant(m.created_at)),
-             ("updated", _instant(m.updated_at) if m.updated_at != m.created_at else None),
-             ("feedback", f"{m.helpful} helpful, {m.unhelpful} not" if m.helpful or m.unhelpful else None)]
+    facts = [
+        ("id", m.id),
+        ("project", m.project),
+        ("path", m.path),
+        ("pinned", "yes" if m.pinned else None),
+        ("tags", ", ".join(meta.get("tags") or []) or None),
+        ("type", meta.get("type")),
+        ("outcome", meta.get("outcome_status") if meta.get("outcome_status") != "unknown" else None),
+        ("retention", m.effective_retention),
+        ("created", _instant(m.created_at)),
+        ("updated", _instant(m.updated_at) if m.updated_at != m.created_at else None),
+        ("feedback", f"{m.helpful} helpful, {m.unhelpful} not" if m.helpful or m.unhelpful else None),
+    ]
     head = "\n".join(f"{name + ':':<10} {value}" for name, value in facts if value)
     return f"{head}\n\n{m.content}\n\n{result.explanation}"
 
@@ -350,12 +436,18 @@ def cmd_projects(args: argparse.Namespace) -> None:
     result = served(args, "projects")
     if result is None:
         result = service_from(args).projects(LOCAL_TENANT)
-    _out(args, result, lambda: render.table(
-        ["project", "memories", "pinned", "forgotten", "limit", "last activity"],
-        [(p.project, p.memories, p.pinned, p.forgotten, p.retention_limit, _when(p.last_activity))
-         for p in result.projects],
-        wide="project",
-    ))
+    _out(
+        args,
+        result,
+        lambda: render.table(
+            ["project", "memories", "pinned", "forgotten", "limit", "last activity"],
+            [
+                (p.project, p.memories, p.pinned, p.forgotten, p.retention_limit, _when(p.last_activity))
+                for p in result.projects
+            ],
+            wide="project",
+        ),
+    )
 
 
 def cmd_limit(args: argparse.Namespace) -> None:
@@ -371,12 +463,20 @@ def cmd_limit(args: argparse.Namespace) -> None:
 def _common(parser: argparse.ArgumentParser, *, project: bool = True) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
-    parser.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"],
-                        help="which embedder (default: CAPSULE_EMBEDDER, else auto)")
+    parser.add_argument(
+        "--embedder",
+        choices=["auto", "minilm", "hashing", "voyage", "openai"],
+        help="which embedder (default: CAPSULE_EMBEDDER, else auto)",
+    )
     if project:
-        parser.add_argument("--project", "-p", default=default_project(), type=project_name.client_project,
-                            help="project name or folder (default CAPSULE_PROJECT, else the git repository's or the"
-                                 " current folder's full path)")
+        parser.add_argument(
+            "--project",
+            "-p",
+            default=default_project(),
+            type=project_name.client_project,
+            help="project name or folder (default CAPSULE_PROJECT, else the git repository's or the"
+            " current folder's full path)",
+        )
 
 
 def _meta_options(parser: argparse.ArgumentParser) -> None:
@@ -399,15 +499,20 @@ def retention_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retention", choices=CLASSES, help="retention class (default auto)")
     parser.add_argument("--ttl", type=int, help="seconds until an ephemeral memory expires (1 to 10 years)")
     parser.add_argument("--expires-at", type=_iso, help="when an ephemeral memory expires (ISO 8601)")
-    parser.add_argument("--visibility", choices=VISIBILITIES,
-                        help="who in the tenant may read it: private (default), shared or public")
+    parser.add_argument(
+        "--visibility", choices=VISIBILITIES, help="who in the tenant may read it: private (default), shared or public"
+    )
     parser.add_argument("--subject", help="the person or end-user it is about")
 
 
 def retention_fields(args: argparse.Namespace) -> dict[str, Any]:
-    fields = {"retention": getattr(args, "retention", None), "ttl": getattr(args, "ttl", None),
-              "expires_at": getattr(args, "expires_at", None), "visibility": getattr(args, "visibility", None),
-              "subject": getattr(args, "subject", None)}
+    fields = {
+        "retention": getattr(args, "retention", None),
+        "ttl": getattr(args, "ttl", None),
+        "expires_at": getattr(args, "expires_at", None),
+        "visibility": getattr(args, "visibility", None),
+        "subject": getattr(args, "subject", None),
+    }
     return {k: v for k, v in fields.items() if v is not None}
 
 
@@ -479,9 +584,14 @@ def build_parser(command: str | None = None, *, whole: bool = False) -> argparse
     _common(p)
     p.set_defaults(run=cmd_list)
 
-    for name, text in [("get", "show one memory"), ("pin", "pin a memory (never evicted)"),
-                       ("unpin", "unpin a memory"), ("forget", "forget a memory (recoverable for 30 days)"),
-                       ("restore", "bring back a forgotten memory"), ("feedback", "mark a memory helpful or not")]:
+    for name, text in [
+        ("get", "show one memory"),
+        ("pin", "pin a memory (never evicted)"),
+        ("unpin", "unpin a memory"),
+        ("forget", "forget a memory (recoverable for 30 days)"),
+        ("restore", "bring back a forgotten memory"),
+        ("feedback", "mark a memory helpful or not"),
+    ]:
         p = sub.add_parser(name, help=text)
         p.add_argument("id")
         if name == "forget":
@@ -526,8 +636,20 @@ def unknown_command(word: str) -> str | None:
 
 
 # The commands this module adds itself (build_parser), in its order.
-BUILTIN_COMMANDS = ("store", "ingest", "search", "list", "get", "pin", "unpin", "forget", "restore", "feedback",
-                    "projects", "limit")
+BUILTIN_COMMANDS = (
+    "store",
+    "ingest",
+    "search",
+    "list",
+    "get",
+    "pin",
+    "unpin",
+    "forget",
+    "restore",
+    "feedback",
+    "projects",
+    "limit",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,14 +27,24 @@ def cmd_rotate(args: argparse.Namespace) -> None:
     service = _service(args)
     said = rotate(service.store, service.governance_store, args.tenant, actor=args.actor, at=service.clock())
     row = service.store.sealer.keyring.rows(args.tenant)[-1]
-    print(render.as_json({"tenant": args.tenant, "kid": row.kid, "version": row.version,
-                          "wrapped_by": row.wrapped_by, "explanation": said})
-          if args.json else f"Tenant {args.tenant!r}: {said}.")
+    print(
+        render.as_json(
+            {
+                "tenant": args.tenant,
+                "kid": row.kid,
+                "version": row.version,
+                "wrapped_by": row.wrapped_by,
+                "explanation": said,
+            }
+        )
+        if args.json
+        else f"Tenant {args.tenant!r}: {said}."
+    )
 
 
 def cmd_rewrap(args: argparse.Namespace) -> None:
-    from capsule.sealing.reseal import rewrap
     from capsule.crypto.wrappers import LocalKeyFile
+    from capsule.sealing.reseal import rewrap
 
     service = _service(args)
     keyring = service.store.sealer.keyring
@@ -43,14 +53,19 @@ def cmd_rewrap(args: argparse.Namespace) -> None:
         keyring.wrapper = LocalKeyFile(args.from_key_file)
     said = rewrap(service.store, service.governance_store, args.tenant, target, actor=args.actor, at=service.clock())
     keyring.wrapper = target
-    print(render.as_json({"tenant": args.tenant, "wrapped_by": target.id, "explanation": said})
-          if args.json else f"Tenant {args.tenant!r}: {said}.")
+    print(
+        render.as_json({"tenant": args.tenant, "wrapped_by": target.id, "explanation": said})
+        if args.json
+        else f"Tenant {args.tenant!r}: {said}."
+    )
 
 
 def register(sub) -> None:
     """Add the data-key actions to the ``capsule keys`` group."""
-    for name, run, text in (("rotate-data-key", cmd_rotate, "make a new data key for a tenant (no downtime)"),
-                            ("rewrap", cmd_rewrap, "wrap a tenant's data keys under this deployment's key")):
+    for name, run, text in (
+        ("rotate-data-key", cmd_rotate, "make a new data key for a tenant (no downtime)"),
+        ("rewrap", cmd_rewrap, "wrap a tenant's data keys under this deployment's key"),
+    ):
         p = sub.add_parser(name, help=text)
         p.add_argument("--tenant", default=LOCAL_TENANT, help=f"whose data keys (default {LOCAL_TENANT!r})")
         p.add_argument("--actor", default="operator", help="who, for the audit record (default 'operator')")

@@ -92,8 +92,11 @@ def load_locomo(path: Path) -> list[Conversation]:
 def _conversation(sample: dict[str, Any], number: int) -> Conversation:
     conv = Conversation(str(sample.get("sample_id") or f"conv-{number}"))
     dialog = sample.get("conversation") or {}
-    sessions = sorted((int(m.group(1)), key) for key in dialog
-                      if (m := re.fullmatch(r"session_(\d+)", key)) and isinstance(dialog[key], list))
+    sessions = sorted(
+        (int(m.group(1)), key)
+        for key in dialog
+        if (m := re.fullmatch(r"session_(\d+)", key)) and isinstance(dialog[key], list)
+    )
     for session, key in sessions:
         date_text = dialog.get(f"{key}_date_time", "")
         when = parse_session_date(date_text)
@@ -101,14 +104,23 @@ def _conversation(sample: dict[str, Any], number: int) -> Conversation:
             text = str(turn.get("text", "")).strip()
             if turn.get("blip_caption"):
                 text += f" [image: {turn['blip_caption']}]"
-            conv.turns.append(Turn(
-                dia_id=normalise_evidence([turn.get("dia_id", "")])[0] if turn.get("dia_id") else f"D{session}:{offset + 1}",
-                content=f"[{date_text}] {turn.get('speaker', '?')}: {text}", author=str(turn.get("speaker", "")),
-                session=f"session {session}", occurred_at=when + timedelta(seconds=offset),
-            ))
+            conv.turns.append(
+                Turn(
+                    dia_id=normalise_evidence([turn.get("dia_id", "")])[0]
+                    if turn.get("dia_id")
+                    else f"D{session}:{offset + 1}",
+                    content=f"[{date_text}] {turn.get('speaker', '?')}: {text}",
+                    author=str(turn.get("speaker", "")),
+                    session=f"session {session}",
+                    occurred_at=when + timedelta(seconds=offset),
+                )
+            )
     for qa in sample.get("qa") or []:
-        conv.questions.append(Question(str(qa.get("question", "")), int(qa.get("category", 0)),
-                                       normalise_evidence(qa.get("evidence", []))))
+        conv.questions.append(
+            Question(
+                str(qa.get("question", "")), int(qa.get("category", 0)), normalise_evidence(qa.get("evidence", []))
+            )
+        )
     return conv
 
 
@@ -133,8 +145,11 @@ def summarise(rows: list[tuple[int, dict[str, float]]]) -> dict[str, dict[str, f
 def load_into(service, conversations: list[Conversation]) -> dict[str, str]:
     """Store every turn in order (each is embedded with the turn before it, as a live chat
     would be: see capsule.service.context); returns memory id -> dia id."""
-    prewarm(service, ([(t.content, t.session) for t in c.turns] for c in conversations),
-            (q.text[:8000] or "?" for c in conversations for q in c.questions if q.evidence))
+    prewarm(
+        service,
+        ([(t.content, t.session) for t in c.turns] for c in conversations),
+        (q.text[:8000] or "?" for c in conversations for q in c.questions if q.evidence),
+    )
     dia_of: dict[str, str] = {}
     for conv in conversations:
         dia_of.update(store_turns(service, conv.sample_id, conv.turns, "locomo", lambda turn: turn.dia_id))
@@ -151,8 +166,9 @@ def run_eval(service, conversations: list[Conversation], modes=MODES, k: int = 1
         for conv, question in questions:
             if not question.evidence:
                 continue
-            result = service.search(TENANT, {"project": conv.sample_id, "query": question.text[:8000] or "?",
-                                             "k": k, "mode": mode})
+            result = service.search(
+                TENANT, {"project": conv.sample_id, "query": question.text[:8000] or "?", "k": k, "mode": mode}
+            )
             rows.append((question.category, scores([dia_of[h.id] for h in result.results], question.evidence)))
         report["modes"][mode] = summarise(rows)
         report["modes"][mode]["_ms_per_query"] = round((time.perf_counter() - started) * 1000 / max(len(rows), 1), 2)
@@ -167,8 +183,10 @@ def render(report: dict[str, Any]) -> str:
         for name, v in groups.items():
             if name.startswith("_"):
                 continue
-            lines.append(f"{mode:<7} {name:<16} {v['n']:>4} {v['R@1']:>6.3f} {v['R@5']:>6.3f} {v['R@10']:>6.3f} "
-                         f"{v['Hit@5']:>6.3f} {v['NDCG@10']:>8.3f}")
+            lines.append(
+                f"{mode:<7} {name:<16} {v['n']:>4} {v['R@1']:>6.3f} {v['R@5']:>6.3f} {v['R@10']:>6.3f} "
+                f"{v['Hit@5']:>6.3f} {v['NDCG@10']:>8.3f}"
+            )
         lines.append(f"{mode:<7} {groups['_ms_per_query']} ms per query (embedding included)")
     return "\n".join(lines)
 
@@ -185,9 +203,12 @@ def cmd_eval(args: argparse.Namespace) -> None:
             service.store.close()
     report["options"] = {k: getattr(service._options, k) for k in service._options.__dataclass_fields__}
     report["weights"] = {k: getattr(service.settings.weights, k) for k in ("vector", "bm25", "time", "feedback")}
-    report["data"] = {"path": str(args.path), "conversations": len(conversations),
-                      "turns": sum(len(c.turns) for c in conversations),
-                      "questions": sum(len(c.questions) for c in conversations)}
+    report["data"] = {
+        "path": str(args.path),
+        "conversations": len(conversations),
+        "turns": sum(len(c.turns) for c in conversations),
+        "questions": sum(len(c.questions) for c in conversations),
+    }
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2) if args.json else render(report))
@@ -202,8 +223,12 @@ def register(subparsers) -> None:
     q.add_argument("--limit", type=int, help="only the first N conversations")
     q.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])
     q.add_argument("--cache", help="an SQLite file keeping embeddings between runs")
-    q.add_argument("--option", action="append", metavar="NAME=VALUE",
-                   help="override a search option, e.g. window=off or author_boost=0.1 (repeatable)")
+    q.add_argument(
+        "--option",
+        action="append",
+        metavar="NAME=VALUE",
+        help="override a search option, e.g. window=off or author_boost=0.1 (repeatable)",
+    )
     q.add_argument("--out", help="also write the report as JSON here")
     q.add_argument("--json", action="store_true")
     q.set_defaults(run=cmd_eval)

@@ -25,12 +25,16 @@ def scores(ranked: list[str], relevant: list[str]) -> dict[str, float]:
 
     dcg = sum(1 / math.log2(i + 2) for i in found)
     ideal = sum(1 / math.log2(i + 2) for i in range(min(len(wanted), 10)))
-    return {"R@1": recall(1), "R@5": recall(5), "R@10": recall(10), "Hit@5": float(any(i < 5 for i in found)),
-            "NDCG@10": dcg / ideal}
+    return {
+        "R@1": recall(1),
+        "R@5": recall(5),
+        "R@10": recall(10),
+        "Hit@5": float(any(i < 5 for i in found)),
+        "NDCG@10": dcg / ideal,
+    }
 
 
-def prewarm(service, projects: Iterable[Iterable[tuple[str, str]]], queries: Iterable[str],
-            batch: int = 256) -> None:
+def prewarm(service, projects: Iterable[Iterable[tuple[str, str]]], queries: Iterable[str], batch: int = 256) -> None:
     """Embed, in large batches, what storing each project's (content, session) turns one by one
     will ask for (each turn as :mod:`capsule.service.context` embeds it) and the queries, so the
     embedder's cache answers those calls: the model then runs once per batch, not per turn."""
@@ -45,21 +49,27 @@ def prewarm(service, projects: Iterable[Iterable[tuple[str, str]]], queries: Ite
             before[session] = content
     todo = list(texts)
     for start in range(0, len(todo), batch):
-        service.embedder.embed(todo[start:start + batch])
+        service.embedder.embed(todo[start : start + batch])
     service.embedder.embed(list(dict.fromkeys(queries)), kind="query")
 
 
-def store_turns(service, project: str, turns: Iterable[Any], source: str,
-                key_of: Callable[[Any], str]) -> dict[str, str]:
+def store_turns(
+    service, project: str, turns: Iterable[Any], source: str, key_of: Callable[[Any], str]
+) -> dict[str, str]:
     """Store a project's turns (content, occurred_at, author, session) in order; returns memory
     id -> the turn's key in its dataset (``source`` names the dataset in each memory's meta)."""
     ids: dict[str, str] = {}
     for turn in turns:
         key = key_of(turn)
-        result = service.store_memory(TENANT, {
-            "project": project, "content": turn.content, "occurred_at": turn.occurred_at,
-            "meta": {"author": turn.author, "session": turn.session, "source": f"{source} {key}"},
-        })
+        result = service.store_memory(
+            TENANT,
+            {
+                "project": project,
+                "content": turn.content,
+                "occurred_at": turn.occurred_at,
+                "meta": {"author": turn.author, "session": turn.session, "source": f"{source} {key}"},
+            },
+        )
         ids[result.memory.id] = key
     return ids
 
@@ -90,9 +100,9 @@ def with_options(options, items: list[str]):
     for item in items:
         name, _, value = item.partition("=")
         if name not in options.__dataclass_fields__:
-            raise InvalidInput(f"no search option {name!r}; options: {', '.join(options.__dataclass_fields__)}",
-                               field="option")
+            raise InvalidInput(
+                f"no search option {name!r}; options: {', '.join(options.__dataclass_fields__)}", field="option"
+            )
         kind = type(getattr(options, name))
         changes[name] = (value.lower() in ("1", "true", "yes", "on")) if kind is bool else kind(value)
     return replace(options, **changes)
-

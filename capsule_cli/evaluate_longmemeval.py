@@ -82,13 +82,13 @@ def _question(item: Any, number: int) -> Question:
     try:
         return _read_question(item)
     except (KeyError, TypeError, AttributeError) as exc:
-        raise InvalidInput(f"LongMemEval question {number} is not a question object ({exc!r})",
-                           field="path") from exc
+        raise InvalidInput(f"LongMemEval question {number} is not a question object ({exc!r})", field="path") from exc
 
 
 def _read_question(item: dict[str, Any]) -> Question:
-    q = Question(str(item["question_id"]), str(item["question_type"]), str(item["question"]),
-                 parse_date(item["question_date"]))
+    q = Question(
+        str(item["question_id"]), str(item["question_type"]), str(item["question"]), parse_date(item["question_date"])
+    )
     sessions = zip(item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"])
     for s, (session_id, date, turns) in enumerate(sessions):
         when = parse_date(date)
@@ -96,8 +96,16 @@ def _read_question(item: dict[str, Any]) -> Question:
             content = str(turn.get("content", "")).strip()
             if not content:
                 continue
-            q.turns.append(Turn(f"{q.question_id}/{s}/{t}", content, str(turn.get("role", "")), str(session_id),
-                                when + timedelta(seconds=t), bool(turn.get("has_answer"))))
+            q.turns.append(
+                Turn(
+                    f"{q.question_id}/{s}/{t}",
+                    content,
+                    str(turn.get("role", "")),
+                    str(session_id),
+                    when + timedelta(seconds=t),
+                    bool(turn.get("has_answer")),
+                )
+            )
     return q
 
 
@@ -106,8 +114,10 @@ def summarise(rows: list[tuple[str, dict[str, float]]]) -> dict[str, dict[str, f
     for kind, values in rows:
         groups[kind].append(values)
         groups["overall"].append(values)
-    return {name: {"n": len(items), **{m: round(sum(v[m] for v in items) / len(items), 4) for m in items[0]}}
-            for name, items in sorted(groups.items())}
+    return {
+        name: {"n": len(items), **{m: round(sum(v[m] for v in items) / len(items), 4) for m in items[0]}}
+        for name, items in sorted(groups.items())
+    }
 
 
 def load_into(service, questions: list[Question]) -> dict[str, str]:
@@ -122,9 +132,12 @@ def load_into(service, questions: list[Question]) -> dict[str, str]:
 def run_eval(service, questions: list[Question], modes=MODES, k: int = 10, as_of: bool = True) -> dict[str, Any]:
     scored = [q for q in questions if q.relevant and not q.abstention]
     key_of = load_into(service, scored)
-    report: dict[str, Any] = {"embedder": service.embedder.model_id, "modes": {},
-                              "skipped_no_evidence": sum(1 for q in questions if not q.relevant),
-                              "skipped_abstention": sum(1 for q in questions if q.relevant and q.abstention)}
+    report: dict[str, Any] = {
+        "embedder": service.embedder.model_id,
+        "modes": {},
+        "skipped_no_evidence": sum(1 for q in questions if not q.relevant),
+        "skipped_abstention": sum(1 for q in questions if q.relevant and q.abstention),
+    }
     for mode in modes:
         rows, started = [], time.perf_counter()
         for q in scored:
@@ -139,14 +152,18 @@ def run_eval(service, questions: list[Question], modes=MODES, k: int = 10, as_of
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = [f"embedder: {report['embedder']}  (skipped: {report['skipped_no_evidence']} questions without evidence, "
-             f"{report['skipped_abstention']} abstention questions)",
-             f"{'mode':<7} {'type':<26} {'n':>4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'Hit@5':>6} {'NDCG@10':>8}"]
+    lines = [
+        f"embedder: {report['embedder']}  (skipped: {report['skipped_no_evidence']} questions without evidence, "
+        f"{report['skipped_abstention']} abstention questions)",
+        f"{'mode':<7} {'type':<26} {'n':>4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'Hit@5':>6} {'NDCG@10':>8}",
+    ]
     for mode, groups in report["modes"].items():
         for name, v in groups.items():
             if not name.startswith("_"):
-                lines.append(f"{mode:<7} {name:<26} {v['n']:>4} {v['R@1']:>6.3f} {v['R@5']:>6.3f} "
-                             f"{v['R@10']:>6.3f} {v['Hit@5']:>6.3f} {v['NDCG@10']:>8.3f}")
+                lines.append(
+                    f"{mode:<7} {name:<26} {v['n']:>4} {v['R@1']:>6.3f} {v['R@5']:>6.3f} "
+                    f"{v['R@10']:>6.3f} {v['Hit@5']:>6.3f} {v['NDCG@10']:>8.3f}"
+                )
         lines.append(f"{mode:<7} {groups['_ms_per_query']} ms per query (embedding included)")
     return "\n".join(lines)
 
@@ -164,8 +181,11 @@ def cmd_eval(args: argparse.Namespace) -> None:
     report["options"] = {k: getattr(service._options, k) for k in service._options.__dataclass_fields__}
     report["weights"] = {k: getattr(service.settings.weights, k) for k in ("vector", "bm25", "time", "feedback")}
     report["as_of"] = "wall clock" if args.wall_clock else "question date"
-    report["data"] = {"path": str(args.path), "questions": len(questions),
-                      "turns": sum(len(q.turns) for q in questions)}
+    report["data"] = {
+        "path": str(args.path),
+        "questions": len(questions),
+        "turns": sum(len(q.turns) for q in questions),
+    }
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2, default=str))
     print(json.dumps(report, indent=2, default=str) if args.json else render(report))
@@ -178,10 +198,14 @@ def register(sub) -> None:
     q.add_argument("--limit", type=int, help="only the first N questions")
     q.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])
     q.add_argument("--cache", help="an SQLite file keeping embeddings between runs")
-    q.add_argument("--option", action="append", metavar="NAME=VALUE",
-                   help="override a search option, e.g. window=off (repeatable)")
-    q.add_argument("--wall-clock", action="store_true",
-                   help="search as of now instead of the question's date (what a search without as_of does)")
+    q.add_argument(
+        "--option", action="append", metavar="NAME=VALUE", help="override a search option, e.g. window=off (repeatable)"
+    )
+    q.add_argument(
+        "--wall-clock",
+        action="store_true",
+        help="search as of now instead of the question's date (what a search without as_of does)",
+    )
     q.add_argument("--out", help="also write the report as JSON here")
     q.add_argument("--json", action="store_true")
     q.set_defaults(run=cmd_eval)

@@ -34,7 +34,10 @@ def _git_files(folder: Path) -> list[Path] | None:
     try:
         out = subprocess.run(
             ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-            cwd=folder, capture_output=True, check=True, timeout=60,
+            cwd=folder,
+            capture_output=True,
+            check=True,
+            timeout=60,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
@@ -68,8 +71,9 @@ def walk(folder: Path) -> list[Path]:
         files = []
         for root, dirs, names in os.walk(folder):
             rel_root = Path(root).relative_to(folder).as_posix()
-            dirs[:] = [d for d in dirs if d not in ALWAYS_SKIPPED
-                       and not _ignored(f"{rel_root}/{d}".lstrip("./"), patterns)]
+            dirs[:] = [
+                d for d in dirs if d not in ALWAYS_SKIPPED and not _ignored(f"{rel_root}/{d}".lstrip("./"), patterns)
+            ]
             files += [Path(root) / n for n in names if not _ignored(f"{rel_root}/{n}".lstrip("./"), patterns)]
     return sorted(p for p in files if p.is_file())
 
@@ -77,7 +81,7 @@ def walk(folder: Path) -> list[Path]:
 def ingestible(targets: list[Path]) -> Iterator[tuple[Path, str | None]]:
     """Each candidate file with None, or with the reason it is skipped."""
     for target in targets:
-        for path in ([target] if target.is_file() else walk(target)):
+        for path in [target] if target.is_file() else walk(target):
             if not is_text_file(path):
                 yield path, "binary"
             elif path.stat().st_size > limits.MAX_INGEST_BYTES:

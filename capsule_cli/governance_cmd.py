@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import cli, render
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is a start-up cost the warm route (capsule serve answering) does not pay
     from typing import Any
-
-from . import cli, render
 
 
 def cmd_update(args: argparse.Namespace) -> None:
@@ -38,8 +38,13 @@ def _changed(args: argparse.Namespace, operation: str, request: dict[str, Any]) 
     import re
 
     if args.if_match is None or re.fullmatch(IF_MATCH_PATTERN, args.if_match):
-        result = cli.served(args, operation, request, memory_id=args.id,
-                            headers={"If-Match": args.if_match} if args.if_match is not None else None)
+        result = cli.served(
+            args,
+            operation,
+            request,
+            memory_id=args.id,
+            headers={"If-Match": args.if_match} if args.if_match is not None else None,
+        )
         if result is not None:
             return result
     from capsule.core import idprefix
@@ -56,12 +61,30 @@ def cmd_history(args: argparse.Namespace) -> None:
 
         service = cli.service_from(args)
         result = service.history.history(cli.LOCAL_TENANT, idprefix.resolve(service.store, cli.LOCAL_TENANT, args.id))
-    cli._out(args, result, lambda: "\n".join([
-        render.table(["version", "class", "written", "by", "reason", "content"],
-                     [(f"{v.version}{' (current)' if v.current else ''}", v.retention,
-                       cli._when(v.created_at), v.actor or "",
-                       v.reason or "", v.content) for v in result.versions], wide="content"),
-        result.explanation]))
+    cli._out(
+        args,
+        result,
+        lambda: "\n".join(
+            [
+                render.table(
+                    ["version", "class", "written", "by", "reason", "content"],
+                    [
+                        (
+                            f"{v.version}{' (current)' if v.current else ''}",
+                            v.retention,
+                            cli._when(v.created_at),
+                            v.actor or "",
+                            v.reason or "",
+                            v.content,
+                        )
+                        for v in result.versions
+                    ],
+                    wide="content",
+                ),
+                result.explanation,
+            ]
+        ),
+    )
 
 
 def cmd_revert(args: argparse.Namespace) -> None:

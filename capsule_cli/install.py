@@ -54,9 +54,11 @@ def capsule_command(*, portable: bool = False) -> list[str]:
 def not_portable_note() -> str | None:
     if shutil.which("capsule"):
         return None
-    return (f"capsule: note: 'capsule' is not on PATH, so this names {sys.executable} (fine on this machine,"
-            " not in a committed file): install it with 'pipx install -e .'"
-            " or activate the virtualenv, and run this again to write the portable 'capsule'")
+    return (
+        f"capsule: note: 'capsule' is not on PATH, so this names {sys.executable} (fine on this machine,"
+        " not in a committed file): install it with 'pipx install -e .'"
+        " or activate the virtualenv, and run this again to write the portable 'capsule'"
+    )
 
 
 def project_option(value: str) -> str:
@@ -67,8 +69,10 @@ def project_option(value: str) -> str:
     if not name:
         raise argparse.ArgumentTypeError("a project needs a name")
     if is_path(name) and name in _not_projects():
-        raise argparse.ArgumentTypeError(f"{value!r} is the root or the home folder, which is no project: give a "
-                                         "name (--project notes) or a checkout's folder")
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is the root or the home folder, which is no project: give a "
+            "name (--project notes) or a checkout's folder"
+        )
     return name if not is_path(name) else canonical_folder(name)
 
 
@@ -91,18 +95,26 @@ def code_project(args: argparse.Namespace) -> str:
 
     if args.project:
         return args.project
-    return default_project({k: v for k, v in os.environ.items() if k != "CAPSULE_PROJECT"},
-                           cwd=Path(args.dir).resolve())
+    return default_project(
+        {k: v for k, v in os.environ.items() if k != "CAPSULE_PROJECT"}, cwd=Path(args.dir).resolve()
+    )
 
 
 def server_entry(args: argparse.Namespace, *, code: bool) -> dict[str, Any]:
     command = capsule_command(portable=code)
     mcp_args = [*command[1:], "mcp"]
-    env = {name: value for name, value in [
-        ("CAPSULE_MEMORY_URL", args.url), ("CAPSULE_AUTH", args.auth), ("AWS_PROFILE", args.profile),
-        ("AWS_REGION", args.region), ("CAPSULE_DATA_DIR", args.data_dir),
-        ("CAPSULE_PROJECT", project_of(args, code=code)),
-    ] if value}
+    env = {
+        name: value
+        for name, value in [
+            ("CAPSULE_MEMORY_URL", args.url),
+            ("CAPSULE_AUTH", args.auth),
+            ("AWS_PROFILE", args.profile),
+            ("AWS_REGION", args.region),
+            ("CAPSULE_DATA_DIR", args.data_dir),
+            ("CAPSULE_PROJECT", project_of(args, code=code)),
+        ]
+        if value
+    }
     entry: dict[str, Any] = {"command": command[0], "args": mcp_args}
     if code:
         entry = {"type": "stdio", **entry}
@@ -115,8 +127,9 @@ def hooks_config(environ_prefix: str = "") -> dict[str, Any]:
     command = shlex.join(capsule_command(portable=True))
     hooks: dict[str, Any] = {}
     for event, (matcher, name, timeout) in HOOKS.items():
-        group: dict[str, Any] = {"hooks": [{"type": "command", "command": f"{environ_prefix}{command} hook {name}",
-                                            "timeout": timeout}]}
+        group: dict[str, Any] = {
+            "hooks": [{"type": "command", "command": f"{environ_prefix}{command} hook {name}", "timeout": timeout}]
+        }
         if matcher is not None:
             group = {"matcher": matcher, **group}
         hooks[event] = [group]
@@ -125,8 +138,13 @@ def hooks_config(environ_prefix: str = "") -> dict[str, Any]:
 
 def _env_prefix(args: argparse.Namespace) -> str:
     """Hooks run in the agent's environment: name the memory in the command when given."""
-    pairs = [("CAPSULE_MEMORY_URL", args.url), ("CAPSULE_AUTH", args.auth), ("AWS_PROFILE", args.profile),
-             ("AWS_REGION", args.region), ("CAPSULE_DATA_DIR", args.data_dir)]
+    pairs = [
+        ("CAPSULE_MEMORY_URL", args.url),
+        ("CAPSULE_AUTH", args.auth),
+        ("AWS_PROFILE", args.profile),
+        ("AWS_REGION", args.region),
+        ("CAPSULE_DATA_DIR", args.data_dir),
+    ]
     return "".join(f"{name}={shlex.quote(value)} " for name, value in pairs if value)
 
 
@@ -139,8 +157,9 @@ def read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text("utf-8") or "{}")
     except ValueError as exc:
-        raise InvalidInput(f"{path} is not valid JSON ({exc}); fix it first — nothing was written",
-                           field="config") from exc
+        raise InvalidInput(
+            f"{path} is not valid JSON ({exc}); fix it first — nothing was written", field="config"
+        ) from exc
     if not isinstance(data, dict):
         raise InvalidInput(f"{path} does not hold a JSON object; nothing was written", field="config")
     return data
@@ -157,8 +176,9 @@ def merge_server(config: dict[str, Any], entry: Mapping[str, Any]) -> tuple[dict
 
 
 def _commands(groups: Any) -> set[str]:
-    return {h.get("command") for g in groups if isinstance(g, dict)
-            for h in g.get("hooks") or [] if isinstance(h, dict)}
+    return {
+        h.get("command") for g in groups if isinstance(g, dict) for h in g.get("hooks") or [] if isinstance(h, dict)
+    }
 
 
 def merge_hooks(settings: dict[str, Any], wanted: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -217,14 +237,19 @@ def cmd_desktop(args: argparse.Namespace) -> None:
     path = Path(args.config) if args.config else desktop_config_path()
     if not args.write:
         # stdout is the JSON alone (it can be piped into jq or a file); the hint goes to stderr.
-        print(f"# Merge into {path} (or run again with --write); memories go to project "
-              f"'{entry['env']['CAPSULE_PROJECT']}' (--project to name another):", file=sys.stderr)
+        print(
+            f"# Merge into {path} (or run again with --write); memories go to project "
+            f"'{entry['env']['CAPSULE_PROJECT']}' (--project to name another):",
+            file=sys.stderr,
+        )
         print(json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2))
         return
     merged, note = merge_server(read_json(path), entry)
     write_json(path, merged)
-    print(f"{path}: {note}; memories go to project '{entry['env']['CAPSULE_PROJECT']}'. "
-          "Restart Claude Desktop to load it.")
+    print(
+        f"{path}: {note}; memories go to project '{entry['env']['CAPSULE_PROJECT']}'. "
+        "Restart Claude Desktop to load it."
+    )
 
 
 def cmd_code(args: argparse.Namespace) -> None:
@@ -236,8 +261,10 @@ def cmd_code(args: argparse.Namespace) -> None:
     elif args.scope == "user":
         where = "# Memories go to the project of the checkout Claude Code runs in (its full path)."
     else:
-        where = (f"# Memories go to project '{code_project(args)}': the checkout Claude Code runs in, by its full"
-                 " path (no folder is written into the file, which a team commits).")
+        where = (
+            f"# Memories go to project '{code_project(args)}': the checkout Claude Code runs in, by its full"
+            " path (no folder is written into the file, which a team commits)."
+        )
     if not args.write:
         print(where)
         print(f"# MCP server: merge into {mcp_path}")
@@ -262,8 +289,10 @@ def cmd_code(args: argparse.Namespace) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("install", help="connect Claude Desktop or Claude Code to Capsule Memory")
     sub = p.add_subparsers(dest="client", required=True, metavar="CLIENT")
-    for name, run, text in [("claude-desktop", cmd_desktop, "print or merge Claude Desktop's MCP config"),
-                            ("claude-code", cmd_code, "print or merge Claude Code's MCP config and hooks")]:
+    for name, run, text in [
+        ("claude-desktop", cmd_desktop, "print or merge Claude Desktop's MCP config"),
+        ("claude-code", cmd_code, "print or merge Claude Code's MCP config and hooks"),
+    ]:
         q = sub.add_parser(name, help=text)
         q.add_argument("--write", action="store_true", help="merge into the config file (default: print it)")
         q.add_argument("--url", help="use the hosted API at this URL (default: the embedded local store)")
@@ -271,15 +300,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         q.add_argument("--profile", help="AWS profile for SigV4")
         q.add_argument("--region", help="AWS region for SigV4")
         q.add_argument("--data-dir", help="embedded: data folder")
-        q.add_argument("--project", type=project_option,
-                       help=f"the project (default: '{DESKTOP_PROJECT}')" if name == "claude-desktop" else
-                       "a fixed project (default: the checkout Claude Code runs in, by its full path)")
+        q.add_argument(
+            "--project",
+            type=project_option,
+            help=f"the project (default: '{DESKTOP_PROJECT}')"
+            if name == "claude-desktop"
+            else "a fixed project (default: the checkout Claude Code runs in, by its full path)",
+        )
         if name == "claude-desktop":
             q.add_argument("--config", help="the config file (default: Claude Desktop's, for this OS)")
         else:
-            q.add_argument("--scope", choices=["project", "user"], default="project",
-                           help="project: .mcp.json and .claude/settings.json in --dir; user: ~/.claude.json "
-                                "and ~/.claude/settings.json")
+            q.add_argument(
+                "--scope",
+                choices=["project", "user"],
+                default="project",
+                help="project: .mcp.json and .claude/settings.json in --dir; user: ~/.claude.json "
+                "and ~/.claude/settings.json",
+            )
             q.add_argument("--dir", default=".", help="the project folder (default: the current one)")
             q.add_argument("--no-hooks", action="store_true", help="only the MCP server, no hooks")
         q.set_defaults(run=run)

@@ -18,11 +18,23 @@ JOB_NAMES = ("retention", "mining", "backfill", "redact")
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    budget = {k: v for k, v in (("max_evictions", args.max_evictions), ("max_tenants", args.max_tenants),
-                                ("batch", args.batch), ("max_batches", args.max_batches),
-                                ("max_memories", args.max_memories)) if v}
-    allowed = {"retention": {"max_evictions"}, "mining": {"max_tenants"}, "backfill": {"batch", "max_batches"},
-               "redact": {"max_memories"}}
+    budget = {
+        k: v
+        for k, v in (
+            ("max_evictions", args.max_evictions),
+            ("max_tenants", args.max_tenants),
+            ("batch", args.batch),
+            ("max_batches", args.max_batches),
+            ("max_memories", args.max_memories),
+        )
+        if v
+    }
+    allowed = {
+        "retention": {"max_evictions"},
+        "mining": {"max_tenants"},
+        "backfill": {"batch", "max_batches"},
+        "redact": {"max_memories"},
+    }
     extra = set(budget) - allowed[args.name]
     if extra:
         raise cli.CapsuleError(f"'{args.name}' takes no --{', --'.join(sorted(extra)).replace('_', '-')}")

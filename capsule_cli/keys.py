@@ -60,19 +60,30 @@ def cmd_create(args: argparse.Namespace) -> None:
     scope = scope_from(args)
     key = _credentials(args).create_key(args.name, args.tenant, scope)
     limits = parse_scope(scope).plain()
-    _print(args, {"name": args.name, "tenant": args.tenant, "key": key, **({"scope": limits} if limits else {})},
-           f"{key}\nAPI key {args.name!r} for tenant {args.tenant!r} ({describe(limits)} access): shown once, only "
-           "its hash is kept. Send it as 'Authorization: Bearer <key>'.")
+    _print(
+        args,
+        {"name": args.name, "tenant": args.tenant, "key": key, **({"scope": limits} if limits else {})},
+        f"{key}\nAPI key {args.name!r} for tenant {args.tenant!r} ({describe(limits)} access): shown once, only "
+        "its hash is kept. Send it as 'Authorization: Bearer <key>'.",
+    )
 
 
 def cmd_list(args: argparse.Namespace) -> None:
     creds = _credentials(args)
     keys, sigv4 = creds.list_keys(), creds.list_sigv4()
-    _print(args, {"api_keys": keys, "sigv4": sigv4}, "\n".join([
-        render.table(["api key", "tenant", "scope", "created"],
-                     [(k["name"], k["tenant"], describe(k.get("scope")), k["created_at"]) for k in keys]),
-        render.table(["sigv4 access key", "tenant"], [(k["access_key_id"], k["tenant"]) for k in sigv4]),
-    ]))
+    _print(
+        args,
+        {"api_keys": keys, "sigv4": sigv4},
+        "\n".join(
+            [
+                render.table(
+                    ["api key", "tenant", "scope", "created"],
+                    [(k["name"], k["tenant"], describe(k.get("scope")), k["created_at"]) for k in keys],
+                ),
+                render.table(["sigv4 access key", "tenant"], [(k["access_key_id"], k["tenant"]) for k in sigv4]),
+            ]
+        ),
+    )
 
 
 def cmd_revoke(args: argparse.Namespace) -> None:
@@ -85,8 +96,11 @@ def cmd_add_sigv4(args: argparse.Namespace) -> None:
     if secret is None:
         secret = sys.stdin.readline().strip() if not sys.stdin.isatty() else getpass.getpass("secret access key: ")
     _credentials(args).add_sigv4(args.access_key_id, secret, args.tenant)
-    _print(args, {"access_key_id": args.access_key_id, "tenant": args.tenant},
-           f"SigV4 requests signed with {args.access_key_id} (service execute-api) now act as tenant {args.tenant!r}.")
+    _print(
+        args,
+        {"access_key_id": args.access_key_id, "tenant": args.tenant},
+        f"SigV4 requests signed with {args.access_key_id} (service execute-api) now act as tenant {args.tenant!r}.",
+    )
 
 
 def cmd_remove_sigv4(args: argparse.Namespace) -> None:
@@ -114,10 +128,18 @@ def register(subparsers) -> None:
     p.add_argument("--tenant", default=LOCAL_TENANT, help=f"whose memories it reaches (default {LOCAL_TENANT!r})")
     p.add_argument("--read-only", action="store_true", help="the key reads only (the same as --access read)")
     p.add_argument("--access", help="read, write or admin (default admin: everything)")
-    p.add_argument("--project", action="append", metavar="PATTERN",
-                   help="limit the key to projects matching this fnmatch pattern (repeat for more)")
-    p.add_argument("--subject", action="append", metavar="NAME",
-                   help="limit the key to memories about this subject (repeat for more)")
+    p.add_argument(
+        "--project",
+        action="append",
+        metavar="PATTERN",
+        help="limit the key to projects matching this fnmatch pattern (repeat for more)",
+    )
+    p.add_argument(
+        "--subject",
+        action="append",
+        metavar="NAME",
+        help="limit the key to memories about this subject (repeat for more)",
+    )
     p.add_argument("--sees", help="the most private visibility it reads: private (default, all), shared or public")
     _options(p)
     p.set_defaults(run=cmd_create)

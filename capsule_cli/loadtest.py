@@ -41,9 +41,11 @@ from . import render
 from .cli import LOCAL_TENANT
 
 PROJECT = "loadtest"
-WORDS = ("sqlite lock retry timeout index cache vector ranking deploy lambda gateway token key signature "
-         "tenant project memory pinned evict feedback search query embed chunk ingest python error fix "
-         "decision config schema migrate backup restore latency throughput worker thread process").split()
+WORDS = (
+    "sqlite lock retry timeout index cache vector ranking deploy lambda gateway token key signature "
+    "tenant project memory pinned evict feedback search query embed chunk ingest python error fix "
+    "decision config schema migrate backup restore latency throughput worker thread process"
+).split()
 MAX_COUNT = 100_000  # requests of each kind
 MAX_MEMORIES = 1_000_000  # seeded
 SEED_BATCH = 10_000
@@ -61,9 +63,9 @@ def seed(settings: Settings, count: int, rng: random.Random, *, batch: int = SEE
     import uuid
 
     from capsule.core.records import MemoryRecord
+    from capsule.core.text import sha256
     from capsule.runtime.service import build_service
     from capsule.service.writes import NO_LIMIT_FOR_STORE
-    from capsule.core.text import sha256
 
     service = build_service(settings)
     store, embedder = service.store, service.embedder
@@ -74,11 +76,26 @@ def seed(settings: Settings, count: int, rng: random.Random, *, batch: int = SEE
         for first in range(0, count, batch):
             texts = [f"seed {i}: {sentence(rng)}" for i in range(first, min(first + batch, count))]
             vectors, now = embedder.embed(texts), service.clock()
-            write([MemoryRecord(id=uuid.uuid4().hex, tenant=LOCAL_TENANT, project=PROJECT, content=text,
-                                sha256=sha256(text), occurred_at=now, created_at=now, updated_at=now,
-                                embedding=vector, model=embedder.model_id)
-                   for text, vector in zip(texts, vectors)],
-                  limit=NO_LIMIT_FOR_STORE, dedupe_after=None, actor="loadtest")
+            write(
+                [
+                    MemoryRecord(
+                        id=uuid.uuid4().hex,
+                        tenant=LOCAL_TENANT,
+                        project=PROJECT,
+                        content=text,
+                        sha256=sha256(text),
+                        occurred_at=now,
+                        created_at=now,
+                        updated_at=now,
+                        embedding=vector,
+                        model=embedder.model_id,
+                    )
+                    for text, vector in zip(texts, vectors)
+                ],
+                limit=NO_LIMIT_FOR_STORE,
+                dedupe_after=None,
+                actor="loadtest",
+            )
     finally:
         store.close()
     return time.perf_counter() - started
@@ -87,12 +104,24 @@ def seed(settings: Settings, count: int, rng: random.Random, *, batch: int = SEE
 class ServeProcess:
     def __init__(self, data_dir: Path, workers: int, embedder: str) -> None:
         root = Path(__file__).resolve().parents[1]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "layers"), str(root)]),
-                   CAPSULE_EMBEDDER=embedder)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "layers"), str(root)]), CAPSULE_EMBEDDER=embedder)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "capsule_cli", "serve", "--port", "0", "--workers", str(workers),
-             "--data-dir", str(data_dir)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+            [
+                sys.executable,
+                "-m",
+                "capsule_cli",
+                "serve",
+                "--port",
+                "0",
+                "--workers",
+                str(workers),
+                "--data-dir",
+                str(data_dir),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
         )
         self.url = ""
         for line in self.process.stdout:  # the banner's first line names the address
@@ -150,14 +179,24 @@ class Outcome:
         def pct(p: float) -> float:
             return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000, 2) if ordered else float("nan")
 
-        return {"operation": self.name, "mode": self.mode, "clients": self.clients, "requests": len(self.latencies),
-                "errors": self.errors, "requests_per_s": round(len(self.latencies) / self.seconds, 1),
-                "p50_ms": pct(0.50), "p95_ms": pct(0.95), "p99_ms": pct(0.99),
-                "mean_ms": round(statistics.fmean(ordered) * 1000, 2) if ordered else None,
-                "cpu_ms_per_request": (round(self.cpu_s * 1000 / len(ordered), 2)
-                                       if self.cpu_s is not None and ordered else None),
-                "client_cpu_ms_per_request": (round(self.client_cpu_s * 1000 / len(ordered), 2)
-                                              if self.client_cpu_s is not None and ordered else None)}
+        return {
+            "operation": self.name,
+            "mode": self.mode,
+            "clients": self.clients,
+            "requests": len(self.latencies),
+            "errors": self.errors,
+            "requests_per_s": round(len(self.latencies) / self.seconds, 1),
+            "p50_ms": pct(0.50),
+            "p95_ms": pct(0.95),
+            "p99_ms": pct(0.99),
+            "mean_ms": round(statistics.fmean(ordered) * 1000, 2) if ordered else None,
+            "cpu_ms_per_request": (
+                round(self.cpu_s * 1000 / len(ordered), 2) if self.cpu_s is not None and ordered else None
+            ),
+            "client_cpu_ms_per_request": (
+                round(self.client_cpu_s * 1000 / len(ordered), 2) if self.client_cpu_s is not None and ordered else None
+            ),
+        }
 
 
 Make = Callable[[random.Random, int], tuple[str, str, dict]]
@@ -181,14 +220,23 @@ def in_process(name: str, settings: Settings, total: int, make: Make) -> Outcome
             began = time.perf_counter()
             call(LOCAL_TENANT, body)
             latencies.append(time.perf_counter() - began)
-        return Outcome(name, "in-process", 1, latencies, 0, time.perf_counter() - started,
-                       time.process_time() - cpu)
+        return Outcome(name, "in-process", 1, latencies, 0, time.perf_counter() - started, time.process_time() - cpu)
     finally:
         service.store.close()
 
 
-def drive(name: str, host: str, port: int, token: str, clients: int, total: int, make: Make,
-          keep_alive: bool = True, salt: int = 0, cpu: Callable[[], float | None] = lambda: None) -> Outcome:
+def drive(
+    name: str,
+    host: str,
+    port: int,
+    token: str,
+    clients: int,
+    total: int,
+    make: Make,
+    keep_alive: bool = True,
+    salt: int = 0,
+    cpu: Callable[[], float | None] = lambda: None,
+) -> Outcome:
     """``total`` requests shared by ``clients`` threads, each on its own keep-alive connection
     (or a new connection per request). ``salt`` gives each phase queries of its own, so no phase
     is answered from the query cache an earlier one filled."""
@@ -274,8 +322,12 @@ def measure(server: ServeProcess, args: argparse.Namespace, keep_alive: bool) ->
 
 
 def cmd_loadtest(args: argparse.Namespace) -> None:
-    for name, most in (("memories", MAX_MEMORIES), ("requests", MAX_COUNT), ("searches", MAX_COUNT),
-                       ("single", MAX_COUNT)):
+    for name, most in (
+        ("memories", MAX_MEMORIES),
+        ("requests", MAX_COUNT),
+        ("searches", MAX_COUNT),
+        ("single", MAX_COUNT),
+    ):
         if not 0 <= getattr(args, name) <= most:
             raise InvalidInput(f"--{name} must be 0-{most}", field=name)
     if not 1 <= args.clients <= 64:
@@ -289,16 +341,24 @@ def cmd_loadtest(args: argparse.Namespace) -> None:
         rng = random.Random(7)
         seeded = seed(settings, args.memories, rng)
         print(f"seeded {args.memories} memories in {seeded:.1f}s ({settings.embedder} embedder)", file=sys.stderr)
-        rows = [in_process("store", settings, min(args.requests, 500), store_request).row(),
-                in_process("search", settings, max(args.single, min(args.searches, 500)), search_request).row()]
+        rows = [
+            in_process("store", settings, min(args.requests, 500), store_request).row(),
+            in_process("search", settings, max(args.single, min(args.searches, 500)), search_request).row(),
+        ]
         server = ServeProcess(data_dir, args.workers, args.embedder)
         try:
             for keep_alive in modes:
                 rows += measure(server, args, keep_alive)
         finally:
             server.stop()
-    result = {"memories": args.memories, "clients": args.clients, "workers": args.workers,
-              "embedder": args.embedder, "cpus": os.cpu_count(), "results": rows}
+    result = {
+        "memories": args.memories,
+        "clients": args.clients,
+        "workers": args.workers,
+        "embedder": args.embedder,
+        "cpus": os.cpu_count(),
+        "results": rows,
+    }
     added = _added_by_http(rows)
     if added is not None:
         result["search_p50_added_by_http_ms"] = added
@@ -306,11 +366,15 @@ def cmd_loadtest(args: argparse.Namespace) -> None:
         print(render.as_json(result))
         return
     print(render.table(list(rows[0]), [list(r.values()) for r in rows]))
-    print(f"{args.memories} memories seeded, {args.clients} clients, {args.workers} handler workers, "
-          f"{args.embedder} embedder, {os.cpu_count()} CPUs")
+    print(
+        f"{args.memories} memories seeded, {args.clients} clients, {args.workers} handler workers, "
+        f"{args.embedder} embedder, {os.cpu_count()} CPUs"
+    )
     if added is not None:
-        print(f"one client on a keep-alive connection: a search takes {added:+.2f} ms (p50) over the same "
-              "search in-process")
+        print(
+            f"one client on a keep-alive connection: a search takes {added:+.2f} ms (p50) over the same "
+            "search in-process"
+        )
 
 
 def _added_by_http(rows: list[dict[str, Any]]) -> float | None:
@@ -323,17 +387,34 @@ def _added_by_http(rows: list[dict[str, Any]]) -> float | None:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("loadtest", help="measure capsule serve: requests/s and latency for store and search")
-    p.add_argument("--memories", type=int, default=10_000, help="memories seeded before measuring, by the bulk path (default 10000, at most 1000000)")
+    p.add_argument(
+        "--memories",
+        type=int,
+        default=10_000,
+        help="memories seeded before measuring, by the bulk path (default 10000, at most 1000000)",
+    )
     p.add_argument("--clients", type=int, default=8, help="concurrent clients (default 8)")
     p.add_argument("--requests", type=int, default=2000, help="store requests (default 2000)")
     p.add_argument("--searches", type=int, default=2000, help="search requests (default 2000)")
-    p.add_argument("--single", type=int, default=300,
-                   help="searches by one client alone, beside the same in-process (default 300; 0 skips)")
-    p.add_argument("--connection", choices=["keep-alive", "new", "both"], default="both",
-                   help="clients keep their connection (as SDKs do), open one per request, or both (default)")
+    p.add_argument(
+        "--single",
+        type=int,
+        default=300,
+        help="searches by one client alone, beside the same in-process (default 300; 0 skips)",
+    )
+    p.add_argument(
+        "--connection",
+        choices=["keep-alive", "new", "both"],
+        default="both",
+        help="clients keep their connection (as SDKs do), open one per request, or both (default)",
+    )
     p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1), help="serve's handler workers")
-    p.add_argument("--embedder", default="hashing", choices=["hashing", "minilm", "auto"],
-                   help="embedder for seeding and serving (default hashing)")
+    p.add_argument(
+        "--embedder",
+        default="hashing",
+        choices=["hashing", "minilm", "auto"],
+        help="embedder for seeding and serving (default hashing)",
+    )
     p.add_argument("--data-dir", help="seed and serve this folder instead of a temporary one (should be empty)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=cmd_loadtest)

@@ -25,12 +25,20 @@ def cmd_mine(args: argparse.Namespace) -> None:
     result = cli.served(args, "detect_patterns", request)
     if result is None:
         result = _learning(args).detect_patterns(cli.LOCAL_TENANT, request)
-    cli._out(args, result, lambda: "\n".join([
-        render.table(["tag", "category", "seen", "projects", "terms"],
-                     [(p.tag, p.category, p.occurrences, len(p.projects), ", ".join(p.terms)) for p in result.patterns],
-                     wide="terms"),
-        result.explanation,
-    ]))
+    cli._out(
+        args,
+        result,
+        lambda: "\n".join(
+            [
+                render.table(
+                    ["tag", "category", "seen", "projects", "terms"],
+                    [(p.tag, p.category, p.occurrences, len(p.projects), ", ".join(p.terms)) for p in result.patterns],
+                    wide="terms",
+                ),
+                result.explanation,
+            ]
+        ),
+    )
 
 
 def cmd_detect(args: argparse.Namespace) -> None:

@@ -67,9 +67,17 @@ def mode_for(stream: TextIO, environ: Mapping[str, str], piped: str = "off") -> 
 class Progress:
     """``with Progress("import", total) as p: p.advance(n)``; ``total`` may be None (unknown)."""
 
-    def __init__(self, label: str, total: int | None = None, *, stream: TextIO | None = None,
-                 environ: Mapping[str, str] | None = None, clock: Callable[[], float] = time.monotonic,
-                 mode: str | None = None, piped: str = "off") -> None:
+    def __init__(
+        self,
+        label: str,
+        total: int | None = None,
+        *,
+        stream: TextIO | None = None,
+        environ: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        mode: str | None = None,
+        piped: str = "off",
+    ) -> None:
         self.label, self.total, self.done = label, total, 0
         self.stream = stream or sys.stderr
         self.mode = mode or mode_for(self.stream, os.environ if environ is None else environ, piped)
@@ -99,7 +107,9 @@ class Progress:
         self._drawn = now
         elapsed = now - self._start
         if self.mode == "bar":
-            self.stream.write("\r\x1b[2K" + bar_line(self.label, self.done, self.total, elapsed) + ("\n" if final else ""))
+            self.stream.write(
+                "\r\x1b[2K" + bar_line(self.label, self.done, self.total, elapsed) + ("\n" if final else "")
+            )
             self.stream.flush()
         elif self.mode == "lines":
             line = bar_line(self.label, self.done, self.total, elapsed, width=0).replace(" [] ", " ")
@@ -109,9 +119,19 @@ class Progress:
             self.stream.flush()
         elif self.mode == "json":
             rate, left = figures(self.done, self.total, elapsed)
-            self.stream.write(json.dumps({"progress": self.label, "done": self.done, "total": self.total,
-                                          "rate": round(rate, 2), "eta_s": None if left is None else round(left, 1),
-                                          "final": final}) + "\n")
+            self.stream.write(
+                json.dumps(
+                    {
+                        "progress": self.label,
+                        "done": self.done,
+                        "total": self.total,
+                        "rate": round(rate, 2),
+                        "eta_s": None if left is None else round(left, 1),
+                        "final": final,
+                    }
+                )
+                + "\n"
+            )
             self.stream.flush()
 
     def close(self) -> None:

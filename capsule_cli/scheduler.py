@@ -27,8 +27,14 @@ FIRST_DELAY_S = 30.0
 
 
 class Scheduler:
-    def __init__(self, jobs: Jobs, intervals: Mapping[str, float] = INTERVALS_S, *,
-                 first_delay_s: float = FIRST_DELAY_S, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        jobs: Jobs,
+        intervals: Mapping[str, float] = INTERVALS_S,
+        *,
+        first_delay_s: float = FIRST_DELAY_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.jobs = jobs
         self.intervals = dict(intervals)
         self._monotonic = monotonic

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from capsule.core.errors import InvalidInput, Unavailable
-
 from mcp_client import local_server
+
 from .cli import settings_from
 
 if TYPE_CHECKING:  # the library and the server load when it starts: `capsule serve --help` needs none
@@ -130,8 +130,13 @@ def cmd_serve(args: argparse.Namespace) -> None:
     except BaseException:
         sock.close()
         raise
-    config = workers.WorkerConfig(settings, settings.data_dir, args.region, head_timeout_s=args.head_timeout,
-                                  shared_embedder=embed_server.client_spec() if embed_server else None)
+    config = workers.WorkerConfig(
+        settings,
+        settings.data_dir,
+        args.region,
+        head_timeout_s=args.head_timeout,
+        shared_embedder=embed_server.client_spec() if embed_server else None,
+    )
     pool = supervisor.Supervisor(config, sock, args.workers)
     try:
         pool.start()  # fails here, not on the first request, if the store or embedder cannot start
@@ -142,8 +147,14 @@ def cmd_serve(args: argparse.Namespace) -> None:
         raise
     stops = start_jobs(settings, embedder)
     # From here the CLI and the hooks on this data folder ask this server (mcp_client.local_server).
-    withdraw = local_server.announce(settings.data_dir, url, embedder=settings.embedder, store=settings.store,
-                                     token_file=credentials.token_path, write=write_private)
+    withdraw = local_server.announce(
+        settings.data_dir,
+        url,
+        embedder=settings.embedder,
+        store=settings.store,
+        token_file=credentials.token_path,
+        write=write_private,
+    )
     try:
         while not stopping.wait(0.2):
             pool.replace_dead()
@@ -164,12 +175,27 @@ def register(subparsers) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=8787, help="port (default 8787; 0 picks a free one)")
     p.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
-    p.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"],
-                   help="which embedder (default: CAPSULE_EMBEDDER, else auto)")
-    p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1),
-                   help="handler worker processes (default: CPUs, at most 4)")
-    p.add_argument("--region", default=default_region(),
-                   help="the region SigV4 signatures must name (default AWS_REGION, else us-east-1)")
-    p.add_argument("--head-timeout", type=float, default=HEAD_TIMEOUT_S, metavar="SECONDS",
-                   help="a request's line and headers must arrive within this (default 10); else 408")
+    p.add_argument(
+        "--embedder",
+        choices=["auto", "minilm", "hashing", "voyage", "openai"],
+        help="which embedder (default: CAPSULE_EMBEDDER, else auto)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        help="handler worker processes (default: CPUs, at most 4)",
+    )
+    p.add_argument(
+        "--region",
+        default=default_region(),
+        help="the region SigV4 signatures must name (default AWS_REGION, else us-east-1)",
+    )
+    p.add_argument(
+        "--head-timeout",
+        type=float,
+        default=HEAD_TIMEOUT_S,
+        metavar="SECONDS",
+        help="a request's line and headers must arrive within this (default 10); else 408",
+    )
     p.set_defaults(run=cmd_serve)

@@ -45,13 +45,23 @@ def cmd_import(args: argparse.Namespace) -> None:
         try:
             body = _read(path)
             # a name the route's ``source`` refuses (a control character, over 255) runs embedded
-            result = cli.served(args, "solution_import", body, query={"source": path.name}) \
-                if path.name.isprintable() and len(path.name) <= SOURCE_CHARS else None
+            result = (
+                cli.served(args, "solution_import", body, query={"source": path.name})
+                if path.name.isprintable() and len(path.name) <= SOURCE_CHARS
+                else None
+            )
             if result is None:
                 learning = learning or _learning(args)
                 result = learning.import_solution(cli.LOCAL_TENANT, body, source=path.name)
-            results.append({"file": name, "id": result.solution.id, "created": result.created,
-                            "kept_fields": result.kept_fields, "explanation": result.explanation})
+            results.append(
+                {
+                    "file": name,
+                    "id": result.solution.id,
+                    "created": result.created,
+                    "kept_fields": result.kept_fields,
+                    "explanation": result.explanation,
+                }
+            )
         except CapsuleError as exc:
             failed += 1
             results.append({"file": name, "error": exc.message})
@@ -69,12 +79,20 @@ def cmd_list(args: argparse.Namespace) -> None:
     result = cli.served(args, "solution_list", query=request)
     if result is None:
         result = _learning(args).list_solutions(cli.LOCAL_TENANT, request)
-    cli._out(args, result, lambda: "\n".join([
-        render.table(["id", "category", "ok", "failed", "title"],
-                     [(s.id, s.category, s.success_count, s.failure_count, s.title) for s in result.solutions],
-                     wide="title"),
-        result.explanation,
-    ]))
+    cli._out(
+        args,
+        result,
+        lambda: "\n".join(
+            [
+                render.table(
+                    ["id", "category", "ok", "failed", "title"],
+                    [(s.id, s.category, s.success_count, s.failure_count, s.title) for s in result.solutions],
+                    wide="title",
+                ),
+                result.explanation,
+            ]
+        ),
+    )
 
 
 def cmd_show(args: argparse.Namespace) -> None:
@@ -82,8 +100,11 @@ def cmd_show(args: argparse.Namespace) -> None:
     if result is None:
         result = _learning(args).get_solution(cli.LOCAL_TENANT, args.id)
     solution = result.solution
-    cli._out(args, result, lambda: json.dumps(
-        solution if isinstance(solution, dict) else solution.model_dump(mode="json"), indent=2))
+    cli._out(
+        args,
+        result,
+        lambda: json.dumps(solution if isinstance(solution, dict) else solution.model_dump(mode="json"), indent=2),
+    )
 
 
 def cmd_search(args: argparse.Namespace) -> None:
@@ -92,9 +113,14 @@ def cmd_search(args: argparse.Namespace) -> None:
     result = cli.served(args, "solution_search", request)
     if result is None:
         result = _learning(args).solution_search(cli.LOCAL_TENANT, request)
-    cli._out(args, result, lambda: "\n".join(
-        [f"{m.score:.3f}  {m.solution.id}  {m.solution.title}\n       {m.explanation}" for m in result.results]
-        + [result.explanation]))
+    cli._out(
+        args,
+        result,
+        lambda: "\n".join(
+            [f"{m.score:.3f}  {m.solution.id}  {m.solution.title}\n       {m.explanation}" for m in result.results]
+            + [result.explanation]
+        ),
+    )
 
 
 def cmd_delete(args: argparse.Namespace) -> None:

@@ -13,14 +13,13 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from capsule.core.errors import CapsuleError
+from mcp_client.auth_methods import METHODS
 
 from . import cli, render
-from mcp_client.auth_methods import METHODS
 from .progress import Progress
 
 if TYPE_CHECKING:  # the library and the HTTP client load when a sync runs: `capsule sync --help` needs neither
     from capsule.sync import models as sm
-
     from mcp_client.client import CapsuleClient
 
 
@@ -50,9 +49,14 @@ def remote_peer(args: argparse.Namespace) -> HttpPeer:
     from mcp_client.backends import Connection, check_url, make_auth
     from mcp_client.client import CapsuleClient, Retry
 
-    conn = Connection(url=check_url(args.url), auth=None if args.auth in (None, "auto") else args.auth,
-                      region=args.region, profile=args.profile, api_key_file=args.api_key_file,
-                      data_dir=args.data_dir)
+    conn = Connection(
+        url=check_url(args.url),
+        auth=None if args.auth in (None, "auto") else args.auth,
+        region=args.region,
+        profile=args.profile,
+        api_key_file=args.api_key_file,
+        data_dir=args.data_dir,
+    )
     return HttpPeer(CapsuleClient(conn.url, auth=make_auth(conn), timeout_s=args.timeout, retry=Retry(attempts=4)))  # type: ignore[arg-type]
 
 
@@ -73,11 +77,18 @@ def cmd_sync(args: argparse.Namespace) -> None:
     marks = Watermarks(state_path(service.settings.data_dir / "sync", remote.name, cli.LOCAL_TENANT), remote.name)
     with Progress(f"sync {args.direction}") as progress:
         try:
-            report = run_sync(LocalPeer(service, cli.LOCAL_TENANT), remote, args.project, args.direction, marks,
-                              progress=progress.advance)
+            report = run_sync(
+                LocalPeer(service, cli.LOCAL_TENANT),
+                remote,
+                args.project,
+                args.direction,
+                marks,
+                progress=progress.advance,
+            )
         except CapsuleError as exc:
-            raise CapsuleError(f"sync stopped: {exc.message}; what the remote confirmed is kept, and the next "
-                               "run resumes from there") from exc
+            raise CapsuleError(
+                f"sync stopped: {exc.message}; what the remote confirmed is kept, and the next run resumes from there"
+            ) from exc
     summary = {"moves": [m.__dict__ for m in report.moves], "explanation": report.explanation()}
     print(render.as_json(summary) if args.json else _text(report))
 
@@ -86,8 +97,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sync", help="sync the local store with a remote capsule serve or hosted tenant")
     p.add_argument("direction", choices=["pull", "push", "both"])
     p.add_argument("--url", required=True, help="the remote API's base URL")
-    p.add_argument("--project", "-p", action="append", help="a project to sync (repeatable; default: every "
-                                                            "project of either side)")
+    p.add_argument(
+        "--project", "-p", action="append", help="a project to sync (repeatable; default: every project of either side)"
+    )
     p.add_argument("--auth", choices=list(METHODS), help="how to sign (default: auto, as capsule mcp)")
     p.add_argument("--region")
     p.add_argument("--profile")

@@ -14,14 +14,19 @@ from . import cli, render
 
 
 def cmd_merge(args: argparse.Namespace) -> None:
-    from capsule.store import tenants  # the library: not for `capsule tenants --help`
     from capsule.runtime.service import open_store
+    from capsule.store import tenants  # the library: not for `capsule tenants --help`
 
     settings = cli.settings_from(args)
     store = open_store(settings)
     try:
-        report = tenants.merge(tenants.mover_for(store), apply=args.apply, role=args.role, store=store,
-                               default_limit=settings.retention_limit)
+        report = tenants.merge(
+            tenants.mover_for(store),
+            apply=args.apply,
+            role=args.role,
+            store=store,
+            default_limit=settings.retention_limit,
+        )
     finally:
         store.close()
     print(render.as_json(report.to_dict()) if args.json else report.explanation)
@@ -31,8 +36,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("tenants", help="tenant maintenance (hosted deployments)")
     actions = parser.add_subparsers(dest="tenants_command", required=True, metavar="ACTION")
     p = actions.add_parser("merge", help="merge tenants stored under assumed-role sessions into their role")
-    p.add_argument("--from-sessions", action="store_true", required=True,
-                   help="every tenant that is an assumed-role session ARN goes to arn:aws:iam::ACCOUNT:role/NAME")
+    p.add_argument(
+        "--from-sessions",
+        action="store_true",
+        required=True,
+        help="every tenant that is an assumed-role session ARN goes to arn:aws:iam::ACCOUNT:role/NAME",
+    )
     p.add_argument("--role", help="only the sessions of this role (arn:aws:iam::ACCOUNT:role/NAME)")
     p.add_argument("--apply", action="store_true", help="move the data (without it: a dry run that only counts)")
     cli._common(p, project=False)

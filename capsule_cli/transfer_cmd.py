@@ -69,8 +69,9 @@ def _page_lines(pages: Iterator[bytes]) -> Iterator[str]:
 def _export(args: argparse.Namespace) -> tuple[Iterator[str], int | None]:
     """The export's lines and its memory count: from the running server (its /v1/export pages,
     streamed), else from the store opened here."""
-    pages = cli.served_pages(args, "export", {"project": args.project}, next_header=EXPORT_NEXT_CURSOR,
-                             accept=EXPORT_MEDIA_TYPE)
+    pages = cli.served_pages(
+        args, "export", {"project": args.project}, next_header=EXPORT_NEXT_CURSOR, accept=EXPORT_MEDIA_TYPE
+    )
     if pages is not None:
         projects = cli.served(args, "projects")  # None if it stopped since: a bar without a total
         return _page_lines(pages), None if projects is None else _memory_count(projects, args.project)
@@ -115,16 +116,23 @@ def _foreign(args: argparse.Namespace, service) -> DataImportResult:
     if args.source == "vector-bridge":
         from capsule.transfer.vector_bridge import import_vector_bridge
 
-        return import_vector_bridge(sources, cli.LOCAL_TENANT, args.uri, embedder=service.embedder,
-                                    learning=_learning(service))
+        return import_vector_bridge(
+            sources, cli.LOCAL_TENANT, args.uri, embedder=service.embedder, learning=_learning(service)
+        )
     from capsule.transfer.capsule_mongo import import_capsule_mongo
 
     if not args.project:
-        raise InvalidInput("capsule import capsule-mongo needs --project (the memories' project here)",
-                           field="project")
-    return import_capsule_mongo(sources, cli.LOCAL_TENANT, args.uri, project=args.project,
-                                embedder=service.embedder, database=args.database, collection=args.collection,
-                                source_model=args.source_model)
+        raise InvalidInput("capsule import capsule-mongo needs --project (the memories' project here)", field="project")
+    return import_capsule_mongo(
+        sources,
+        cli.LOCAL_TENANT,
+        args.uri,
+        project=args.project,
+        embedder=service.embedder,
+        database=args.database,
+        collection=args.collection,
+        source_model=args.source_model,
+    )
 
 
 def _size(handle: IO[bytes]) -> int | None:
@@ -160,8 +168,9 @@ def cmd_import(args: argparse.Namespace) -> None:
             raise InvalidInput(f"unexpected argument {args.uri!r}: an export file takes none", field="uri")
         with _input(args.source) as handle, Progress("import (bytes)", _size(handle)) as bar:
             name = "standard input" if args.source == "-" else args.source
-            result = import_lines(open_sources(service), cli.LOCAL_TENANT, _counted(read_lines(handle), bar),
-                                  source=name)
+            result = import_lines(
+                open_sources(service), cli.LOCAL_TENANT, _counted(read_lines(handle), bar), source=name
+            )
     print(render.as_json(result) if args.json else _report(result, "row" if args.source in FOREIGN else "line"))
     if result.refused_total or not result.complete:
         raise CapsuleError(f"{result.refused_total} row(s) refused" + ("" if result.complete else "; input cut short"))
@@ -182,18 +191,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])
     p.set_defaults(run=cmd_export)
 
-    p = sub.add_parser("import", help="import an export file (or -), or: vector-bridge URI, capsule-mongo URI",
-                       description="capsule import FILE|-  |  vector-bridge postgresql://...  |  "
-                                   "capsule-mongo mongodb://... --project P. Idempotent: a re-run imports "
-                                   "nothing twice.")
+    p = sub.add_parser(
+        "import",
+        help="import an export file (or -), or: vector-bridge URI, capsule-mongo URI",
+        description="capsule import FILE|-  |  vector-bridge postgresql://...  |  "
+        "capsule-mongo mongodb://... --project P. Idempotent: a re-run imports "
+        "nothing twice.",
+    )
     p.add_argument("source", metavar="FILE|-|vector-bridge|capsule-mongo")
     p.add_argument("uri", nargs="?", help="the database to read (vector-bridge, capsule-mongo)")
     p.add_argument("--project", "-p", help="capsule-mongo: the project its memories go into")
     p.add_argument("--database", help="capsule-mongo: the database (default: the URI's, else 'capsule')")
     p.add_argument("--collection", default="memories", help="capsule-mongo: the collection (default memories)")
-    p.add_argument("--source-model", default="voyage-3.5",
-                   help="capsule-mongo: the model that made its vectors (default voyage-3.5; name another, e.g. "
-                        "'fallback', for a database filled without a Voyage key, and every memory is re-embedded)")
+    p.add_argument(
+        "--source-model",
+        default="voyage-3.5",
+        help="capsule-mongo: the model that made its vectors (default voyage-3.5; name another, e.g. "
+        "'fallback', for a database filled without a Voyage key, and every memory is re-embedded)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
     p.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])

@@ -22,17 +22,19 @@ MARK = "// capsule-memory: stands in for the Vector Bridge"
 
 def shim_text(command: list[str]) -> str:
     """The Node script: run ``command`` with the hooks' stdio, exit with its code."""
-    return "\n".join([
-        "#!/usr/bin/env node",
-        MARK,
-        "// Written by `capsule install vector-bridge`; the Vector Bridge's hooks launch this file.",
-        'const { spawnSync } = require("child_process");',
-        f"const command = {json.dumps(command)};",
-        'const run = spawnSync(command[0], command.slice(1), { stdio: "inherit" });',
-        "if (run.error) { process.stderr.write(String(run.error) + \"\\n\"); process.exit(1); }",
-        "process.exit(run.status === null ? 1 : run.status);",
-        "",
-    ])
+    return "\n".join(
+        [
+            "#!/usr/bin/env node",
+            MARK,
+            "// Written by `capsule install vector-bridge`; the Vector Bridge's hooks launch this file.",
+            'const { spawnSync } = require("child_process");',
+            f"const command = {json.dumps(command)};",
+            'const run = spawnSync(command[0], command.slice(1), { stdio: "inherit" });',
+            'if (run.error) { process.stderr.write(String(run.error) + "\\n"); process.exit(1); }',
+            "process.exit(run.status === null ? 1 : run.status);",
+            "",
+        ]
+    )
 
 
 def write_shim(home: Path, command: list[str]) -> tuple[Path, Path | None]:

@@ -27,8 +27,7 @@ def stamp(now: float, cache: list) -> str:
     return f"{cache[1]},{int((now - second) * 1000):03d}"
 
 
-def stderr_writer(stream: TextIO | None = None,
-                  clock: Callable[[], float] = time.time) -> Callable[[str], None]:
+def stderr_writer(stream: TextIO | None = None, clock: Callable[[], float] = time.time) -> Callable[[str], None]:
     """A function writing one access line to ``stream`` (the worker's stderr by default)."""
     cache: list = [None, ""]
 

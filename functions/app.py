@@ -116,29 +116,36 @@ _ERROR_DESCRIPTIONS = {
     400: "The body is not UTF-8 text",
     401: "Missing or bad credentials",
     403: "Credentials not accepted (e.g. a SigV4 signature mismatch), or the key's scope does not reach what the "
-         "request needs (details name what is missing; x-capsule-scope says what each route needs)",
+    "request needs (details name what is missing; x-capsule-scope says what each route needs)",
     404: "No such memory for this caller (another tenant's id is also not found)",
     409: "The memory's state does not allow it",
     412: "If-Match does not match: the memory changed since it was read (nothing was changed)",
     413: "Body over the limit",
     415: "The body is not declared as application/json in UTF-8 (Content-Type, required with a body), or is "
-         "sent encoded (Content-Encoding other than identity)",
+    "sent encoded (Content-Encoding other than identity)",
     422: "Invalid input; details name each field",
     503: "A dependency (the store) is unavailable or full; nothing was changed; retry after Retry-After seconds",
     500: "Unexpected error; nothing about it is revealed",
 }
 
 
-_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying", "required": True,
-                                 "schema": {"type": "integer", "minimum": 0}}}
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before retrying",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 0},
+    }
+}
 
 
 def error_responses(*statuses: int) -> dict[int, dict[str, Any]]:
     """OpenAPI ``responses`` entries for error statuses, all with the one error schema."""
     return {
-        status: {"description": _ERROR_DESCRIPTIONS[status],
-                 "content": {"application/json": {"model": ErrorResponse}},
-                 **({"headers": _RETRY_AFTER} if status == 503 else {})}
+        status: {
+            "description": _ERROR_DESCRIPTIONS[status],
+            "content": {"application/json": {"model": ErrorResponse}},
+            **({"headers": _RETRY_AFTER} if status == 503 else {}),
+        }
         for status in statuses
     }
 
@@ -148,19 +155,25 @@ def _headers(exc: CapsuleError) -> dict[str, str]:
 
 
 def error_response(exc: CapsuleError) -> Response:
-    return Response(status_code=exc.status, content_type=content_types.APPLICATION_JSON,
-                    body={"error": exc.to_dict()}, headers=_headers(exc))
+    return Response(
+        status_code=exc.status,
+        content_type=content_types.APPLICATION_JSON,
+        body={"error": exc.to_dict()},
+        headers=_headers(exc),
+    )
 
 
 def validation_error(exc: ValidationException, body_model: type[BaseModel] | None = None) -> InvalidInput:
     errors = list(exc.errors())
     if errors and errors[0].get("type") == "json_invalid":
-        return InvalidInput("body: body is not valid JSON", field="body",
-                            details=[{"field": "body", "message": "body is not valid JSON", "type": "json_invalid"}])
+        return InvalidInput(
+            "body: body is not valid JSON",
+            field="body",
+            details=[{"field": "body", "message": "body is not valid JSON", "type": "json_invalid"}],
+        )
     # Powertools reports ("body", "content") or ("query", "limit"): name the field itself.
     in_body = [{**e, "loc": tuple(e.get("loc", ()))[1:]} for e in errors if _where(e) == "body"]
-    elsewhere = [{**e, "loc": tuple(e.get("loc", ()))[1:]} if _where(e) else e for e in errors
-                 if _where(e) != "body"]
+    elsewhere = [{**e, "loc": tuple(e.get("loc", ()))[1:]} if _where(e) else e for e in errors if _where(e) != "body"]
     return invalid_input([*in_body, *elsewhere], body_model) if (in_body or elsewhere) else invalid_input([])
 
 
@@ -203,7 +216,7 @@ def _install_error_handlers(app: APIGatewayHttpResolver, body_model: type[BaseMo
 class Endpoint:
     """One route's function and the OpenAPI facts that the type hints do not carry."""
 
-    route: str                  # the name in routes.ROUTES
+    route: str  # the name in routes.ROUTES
     function: Callable[..., Any]
     summary: str
     status_code: int = 200
@@ -219,8 +232,7 @@ def powertools_path(path: str) -> str:
 def _responses(endpoint: Endpoint) -> dict[int, dict[str, Any]]:
     # Powertools documents only the responses given once any are: name the success one too.
     returns = typing.get_type_hints(endpoint.function)["return"]
-    success = {endpoint.status_code: {"description": "Success",
-                                      "content": {"application/json": {"model": returns}}}}
+    success = {endpoint.status_code: {"description": "Success", "content": {"application/json": {"model": returns}}}}
     auth = routes.by_name(endpoint.route).auth
     errors = sorted({*endpoint.errors, *((400, 415) if body_model(endpoint) else ()), *((403,) if auth else ())})
     return {**success, **error_responses(*errors)}
@@ -238,8 +250,12 @@ def register(app: APIGatewayHttpResolver, endpoint: Endpoint, function: Callable
     route = routes.by_name(endpoint.route)
     needed = scopes.route_scope(route.name)[0]
     app.route(
-        powertools_path(route.path), route.method, summary=endpoint.summary, operation_id=route.name,
-        status_code=endpoint.status_code, responses=_responses(endpoint),
+        powertools_path(route.path),
+        route.method,
+        summary=endpoint.summary,
+        operation_id=route.name,
+        status_code=endpoint.status_code,
+        responses=_responses(endpoint),
         tags=[_tag(route.path)],
         security=[{"bearer": [needed]}, {"sigv4": [needed]}] if route.auth else [],
         openapi_extensions={"x-capsule-scope": scopes.openapi_scope(route.name)} if route.auth else None,
@@ -301,8 +317,9 @@ def content_encoding(event: dict[str, Any]) -> UnsupportedMediaType | None:
     encoding = encoding.strip().lower()
     if not encoding or encoding == "identity":
         return None
-    return UnsupportedMediaType(f"the body is sent with Content-Encoding {encoding!r}; send it unencoded (identity)",
-                                field="content-encoding")
+    return UnsupportedMediaType(
+        f"the body is sent with Content-Encoding {encoding!r}; send it unencoded (identity)", field="content-encoding"
+    )
 
 
 def json_media_type(event: dict[str, Any]) -> UnsupportedMediaType | None:
@@ -326,19 +343,25 @@ def json_media_type(event: dict[str, Any]) -> UnsupportedMediaType | None:
     for param in params.split(";"):
         name, _, value = param.partition("=")
         if name.strip().lower() == "charset" and value.strip().strip('"').lower() not in ("utf-8", "utf8"):
-            return UnsupportedMediaType(f"the body is declared in charset {value.strip()!r}; send it as {JSON_TYPE}",
-                                        field="content-type")
+            return UnsupportedMediaType(
+                f"the body is declared in charset {value.strip()!r}; send it as {JSON_TYPE}", field="content-type"
+            )
     return None
 
 
 def _refusal(exc: CapsuleError) -> dict[str, Any]:
     """A response built before the resolver runs (no identity, a body too large or unreadable)."""
-    return {"statusCode": exc.status, "headers": {"Content-Type": content_types.APPLICATION_JSON, **_headers(exc)},
-            "body": json.dumps({"error": exc.to_dict()}), "isBase64Encoded": False}
+    return {
+        "statusCode": exc.status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON, **_headers(exc)},
+        "body": json.dumps({"error": exc.to_dict()}),
+        "isBase64Encoded": False,
+    }
 
 
-def _admit(route: routes.Route, event: dict[str, Any],
-           takes_body: bool) -> tuple[CapsuleError | str | None, dict[str, Any] | None]:
+def _admit(
+    route: routes.Route, event: dict[str, Any], takes_body: bool
+) -> tuple[CapsuleError | str | None, dict[str, Any] | None]:
     """The caller's tenant, or the error that refuses the request before parsing; and the
     body, parsed once here, when it is a JSON object."""
     try:
@@ -347,8 +370,9 @@ def _admit(route: routes.Route, event: dict[str, Any],
         return exc, None
     size = body_size(event)
     if size > limits.MAX_BODY_BYTES:
-        return PayloadTooLarge(f"the body is {size} bytes; the limit is {limits.MAX_BODY_BYTES} bytes",
-                               field="body"), None
+        return PayloadTooLarge(
+            f"the body is {size} bytes; the limit is {limits.MAX_BODY_BYTES} bytes", field="body"
+        ), None
     if takes_body:
         refused = json_media_type(event)
         if refused:
@@ -458,6 +482,18 @@ class LocalContext:
 
 
 __all__ = [
-    "Endpoint", "LocalContext", "error_response", "error_responses", "logger", "make_handler", "metrics",
-    "narrowed", "new_resolver", "reach", "register", "service", "set_service", "tenant",
+    "Endpoint",
+    "LocalContext",
+    "error_response",
+    "error_responses",
+    "logger",
+    "make_handler",
+    "metrics",
+    "narrowed",
+    "new_resolver",
+    "reach",
+    "register",
+    "service",
+    "set_service",
+    "tenant",
 ]

@@ -29,19 +29,23 @@ log = logging.getLogger("capsule.gateway")
 
 DRAIN_LIMIT = 16 * limits.MAX_BODY_BYTES  # refused bodies up to this are read, so the client sees the answer
 BODY_IDLE_S = 30.0  # a body that sends nothing for this long is refused (408): a stalled client holds no worker
-POLL_S = 0.5        # how often a request still receiving its body checks whether the worker is stopping
+POLL_S = 0.5  # how often a request still receiving its body checks whether the worker is stopping
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 MAX_HEAD_BYTES = 64 * 1024  # request line and headers; past this the request is refused (431)
-HEAD_TIMEOUT_S = 10.0       # from connecting (or a request's first byte) to the end of its headers, else 408
-LINGER_IDLE_S = 2.0         # a closing connection reads (and drops) what the client still sends, while it
-LINGER_MAX_S = 10.0         # sends something every LINGER_IDLE_S, at most this long: it reads the answer
-STOP_GRACE_S = 0.25         # a connection idle when its worker stops gets this long for a request (503)
-REASONS = {400: "Bad Request", 408: "Request Timeout", 431: "Request Header Fields Too Large",
-           503: "Service Unavailable"}
+HEAD_TIMEOUT_S = 10.0  # from connecting (or a request's first byte) to the end of its headers, else 408
+LINGER_IDLE_S = 2.0  # a closing connection reads (and drops) what the client still sends, while it
+LINGER_MAX_S = 10.0  # sends something every LINGER_IDLE_S, at most this long: it reads the answer
+STOP_GRACE_S = 0.25  # a connection idle when its worker stops gets this long for a request (503)
+REASONS = {
+    400: "Bad Request",
+    408: "Request Timeout",
+    431: "Request Header Fields Too Large",
+    503: "Service Unavailable",
+}
 
 # Set once this worker stops (functions.workers): a connection made or a request begun after it
 # is answered 503, every request read before it is served.
@@ -52,8 +56,10 @@ def framing_error(status: int, code: str, message: str, **headers: str) -> bytes
     """A whole HTTP/1.1 answer for a request that cannot be parsed (then the connection closes)."""
     body = http_error(status, code, message).body
     extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    head = (f"HTTP/1.1 {status} {REASONS[status]}\r\ncontent-type: application/json\r\n{extra}"
-            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n")
+    head = (
+        f"HTTP/1.1 {status} {REASONS[status]}\r\ncontent-type: application/json\r\n{extra}"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
     return head.encode("ascii") + body
 
 
@@ -115,8 +121,9 @@ class PairedWrites:
         """Bytes came while lingering: wait a while longer for the rest (never past the bound)."""
         if self._linger_timer is not None:
             self._linger_timer.cancel()
-            self._linger_timer = self._loop.call_at(min(self._loop.time() + LINGER_IDLE_S, self._linger_until),
-                                                    self._end_linger)
+            self._linger_timer = self._loop.call_at(
+                min(self._loop.time() + LINGER_IDLE_S, self._linger_until), self._end_linger
+            )
 
     def _end_linger(self) -> None:
         self._linger_timer = None
@@ -152,11 +159,11 @@ class JsonErrorsProtocol(HttpToolsProtocol):
 
     head_bytes: int | None = 0  # bytes of the current request's head so far; None once it is in
     head_timeout_s = HEAD_TIMEOUT_S
-    began = False               # a request began in the data being parsed
-    named = 0                   # bytes of the head the parser named so far (URL, header names and values)
+    began = False  # a request began in the data being parsed
+    named = 0  # bytes of the head the parser named so far (URL, header names and values)
     refusal: bytes | None = None  # the answer a parser callback chose, sent when the parser stops
     stopping = False
-    in_head = False             # a request's head began and is not complete
+    in_head = False  # a request's head began and is not complete
     _head_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -188,8 +195,11 @@ class JsonErrorsProtocol(HttpToolsProtocol):
             return
         if self.cycle is not None and not self.cycle.response_complete:
             return  # a request is being served: its head is long in
-        self._refuse(408, "request_timeout", f"the request line and headers did not arrive within "
-                                             f"{self.head_timeout_s:g}s; send them at once")
+        self._refuse(
+            408,
+            "request_timeout",
+            f"the request line and headers did not arrive within {self.head_timeout_s:g}s; send them at once",
+        )
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -282,16 +292,19 @@ class JsonErrorsProtocol(HttpToolsProtocol):
         if self.head_bytes is not None and not self.transport.is_closing():
             self.head_bytes += len(data)
             if self.head_bytes > MAX_HEAD_BYTES + (len(data) if self.began else 0):
-                self._refuse(431, "headers_too_large",
-                             f"the request line and headers are over {MAX_HEAD_BYTES} bytes")
+                self._refuse(431, "headers_too_large", f"the request line and headers are over {MAX_HEAD_BYTES} bytes")
 
     def send_400_response(self, msg: str) -> None:
         refusal, self.refusal = self.refusal, None
         if refusal is not None:
             self._send_and_close(refusal)
             return
-        self._refuse(400, "bad_request", "malformed HTTP request: check the request line, the headers "
-                                         "and Content-Length (one whole number of bytes)")
+        self._refuse(
+            400,
+            "bad_request",
+            "malformed HTTP request: check the request line, the headers "
+            "and Content-Length (one whole number of bytes)",
+        )
 
     def _refuse(self, status: int, code: str, message: str) -> None:
         self._send_and_close(framing_error(status, code, message))
@@ -350,13 +363,20 @@ class GatewayApp:
         body, refusal = await self._body(headers, receive)
         if body is None and refusal is None:
             return  # the client went away
-        request = HttpRequest(method=scope["method"], raw_path=scope["raw_path"].decode("latin-1") or "/",
-                              raw_query=scope["query_string"].decode("latin-1"), headers=headers, body=body or b"")
+        request = HttpRequest(
+            method=scope["method"],
+            raw_path=scope["raw_path"].decode("latin-1") or "/",
+            raw_query=scope["query_string"].decode("latin-1"),
+            headers=headers,
+            body=body or b"",
+        )
         client = (scope.get("client") or ("-", 0))[0]
         reply = refusal or self._handle(request, client)
         await self._send(send, reply, close=refusal is not None)
-        self.access(f'{client} "{request.method} {request.raw_path}" {reply.status} {len(reply.body)} '
-                    f'{(time.perf_counter() - started) * 1000:.1f}ms tenant={reply.tenant} request={reply.request_id}')
+        self.access(
+            f'{client} "{request.method} {request.raw_path}" {reply.status} {len(reply.body)} '
+            f"{(time.perf_counter() - started) * 1000:.1f}ms tenant={reply.tenant} request={reply.request_id}"
+        )
 
     def _handle(self, request: HttpRequest, client: str) -> Reply:
         """Run the invocation on the event loop's own thread: one at a time in this worker, as
@@ -421,13 +441,20 @@ class GatewayApp:
     @staticmethod
     def _too_large(size: int) -> Reply:
         limit = limits.MAX_BODY_BYTES
-        return http_error(413, "payload_too_large", f"the body is {size} bytes or more; the limit is {limit} bytes",
-                          [{"field": "body", "message": f"the limit is {limit} bytes"}])
+        return http_error(
+            413,
+            "payload_too_large",
+            f"the body is {size} bytes or more; the limit is {limit} bytes",
+            [{"field": "body", "message": f"the limit is {limit} bytes"}],
+        )
 
     @staticmethod
     async def _send(send: Send, reply: Reply, *, close: bool) -> None:
-        headers = [(k.lower().encode("latin-1"), str(v).encode("latin-1", "replace")) for k, v in reply.headers.items()
-                   if k.lower() not in ("content-length", "connection", "transfer-encoding")]
+        headers = [
+            (k.lower().encode("latin-1"), str(v).encode("latin-1", "replace"))
+            for k, v in reply.headers.items()
+            if k.lower() not in ("content-length", "connection", "transfer-encoding")
+        ]
         body = b"" if reply.status in (204, 304) else reply.body
         if body or reply.status not in (204, 304):
             headers.append((b"content-length", str(len(body)).encode("ascii")))

@@ -42,9 +42,9 @@ class HttpRequest:
     """What the verifier needs of one request, as it arrived on the wire."""
 
     method: str
-    raw_path: str                        # percent-encoded, as sent
-    raw_query: str                       # as sent, without '?'
-    headers: Sequence[tuple[str, str]]   # every header line, names in any case
+    raw_path: str  # percent-encoded, as sent
+    raw_query: str  # as sent, without '?'
+    headers: Sequence[tuple[str, str]]  # every header line, names in any case
     body: bytes
 
     def header_values(self, name: str) -> list[str]:
@@ -161,14 +161,16 @@ def canonical_headers(request: HttpRequest, names: Sequence[str]) -> str:
 
 
 def canonical_request(request: HttpRequest, signed_headers: Sequence[str]) -> str:
-    return "\n".join([
-        request.method.upper(),
-        canonical_uri(request.raw_path),
-        canonical_query(request.raw_query),
-        canonical_headers(request, signed_headers),
-        ";".join(signed_headers),
-        hashlib.sha256(request.body).hexdigest(),  # the body received, whatever a header claims
-    ])
+    return "\n".join(
+        [
+            request.method.upper(),
+            canonical_uri(request.raw_path),
+            canonical_query(request.raw_query),
+            canonical_headers(request, signed_headers),
+            ";".join(signed_headers),
+            hashlib.sha256(request.body).hexdigest(),  # the body received, whatever a header claims
+        ]
+    )
 
 
 def string_to_sign(amz_date: str, scope: str, canonical: str) -> str:
@@ -232,18 +234,26 @@ def verify_sigv4(
     _check_scope(auth, amz_date, region)
     _check_signed_headers(auth, request)
     if abs(now - when) > MAX_SKEW:
-        raise Forbidden(f"Signature expired: {amz_date} is more than 5 minutes from the server's time "
-                        f"{now.strftime(AMZ_DATE)}")
+        raise Forbidden(
+            f"Signature expired: {amz_date} is more than 5 minutes from the server's time {now.strftime(AMZ_DATE)}"
+        )
     key = key_for(auth.access_key_id)
     if key is None:
         raise Forbidden("The security token included in the request is invalid.")
     expected = signature(key.secret, auth, amz_date, canonical_request(request, auth.signed_headers))
     if not hmac.compare_digest(expected, auth.signature):
         raise Forbidden("The request signature we calculated does not match the signature you provided.")
-    return {"iam": {
-        "accessKey": key.access_key_id, "accountId": "000000000000", "callerId": key.access_key_id,
-        "cognitoIdentity": None, "principalOrgId": None, "userArn": key.tenant, "userId": key.tenant,
-    }}
+    return {
+        "iam": {
+            "accessKey": key.access_key_id,
+            "accountId": "000000000000",
+            "callerId": key.access_key_id,
+            "cognitoIdentity": None,
+            "principalOrgId": None,
+            "userArn": key.tenant,
+            "userId": key.tenant,
+        }
+    }
 
 
 # ---- tokens and API keys --------------------------------------------------------------
@@ -280,8 +290,12 @@ def verify_bearer(secret: str, known: Mapping[str, Bearer]) -> dict[str, Any]:
 
 
 def authorize(
-    request: HttpRequest, *, bearers: Callable[[], Mapping[str, Bearer]],
-    sigv4_keys: Callable[[str], SigV4Key | None], now: datetime, region: str,
+    request: HttpRequest,
+    *,
+    bearers: Callable[[], Mapping[str, Bearer]],
+    sigv4_keys: Callable[[str], SigV4Key | None],
+    now: datetime,
+    region: str,
 ) -> dict[str, Any]:
     """The ``requestContext.authorizer`` block for this request, or Unauthorized/Forbidden."""
     header = (request.header("authorization") or "").strip()

@@ -22,8 +22,11 @@ from .secrets import SECRET_ARN_VARIABLE, fetch_secret
 
 def known_keys(secret: Mapping[str, Any]) -> dict[str, Bearer]:
     keys = secret.get("api_keys") or {}
-    return {entry["sha256"]: Bearer(name, entry["tenant"], entry.get("scope")) for name, entry in keys.items()
-            if isinstance(entry, Mapping) and entry.get("sha256") and entry.get("tenant")}
+    return {
+        entry["sha256"]: Bearer(name, entry["tenant"], entry.get("scope"))
+        for name, entry in keys.items()
+        if isinstance(entry, Mapping) and entry.get("sha256") and entry.get("tenant")
+    }
 
 
 def presented_key(event: Mapping[str, Any]) -> str | None:

@@ -114,16 +114,19 @@ def shape_error(value: Any) -> InvalidInput | None:
     while stack:
         parts, node = stack.pop()
         if len(parts) > MAX_DEPTH:
-            return _too_deep(parts[:MAX_DEPTH + 1])
+            return _too_deep(parts[: MAX_DEPTH + 1])
         if isinstance(node, _HugeInt):
-            return InvalidInput(f"{_path(parts)}: an integer of {len(node.lstrip('-'))} digits; at most "
-                                f"{MAX_INT_DIGITS} are taken", field=_path(parts))
+            return InvalidInput(
+                f"{_path(parts)}: an integer of {len(node.lstrip('-'))} digits; at most {MAX_INT_DIGITS} are taken",
+                field=_path(parts),
+            )
         if isinstance(node, str) and not _is_text(node):
             return _not_text(parts)
         if isinstance(node, _Repeated):
             where = _path([*parts, node.repeated])
-            return InvalidInput(f"{where}: the key {node.repeated!r} is given more than once in one object; "
-                                "send it once", field=where)
+            return InvalidInput(
+                f"{where}: the key {node.repeated!r} is given more than once in one object; send it once", field=where
+            )
         for key, child in _children(node):
             if isinstance(key, str) and not _is_text(key):
                 return _not_text(parts)

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from capsule.crypto.context import BYOK_HEADER, request_key
 from capsule.core.errors import CapsuleError
+from capsule.crypto.context import BYOK_HEADER, request_key
 
 _NAME = BYOK_HEADER.lower()
 

@@ -56,8 +56,9 @@ def write_private(path: Path, text: str) -> None:
 
 def _check_name(name: str, what: str = "name") -> str:
     if not _NAME.fullmatch(name):
-        raise InvalidInput(f"{what} must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit",
-                           field=what)
+        raise InvalidInput(
+            f"{what} must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit", field=what
+        )
     return name
 
 
@@ -140,16 +141,25 @@ class Credentials:
 
         limits = parse_scope(scope or {}).plain()
         key = KEY_PREFIX + secrets.token_urlsafe(32)
-        keys[name] = {"sha256": key_hash(key), "tenant": _check_tenant(tenant),
-                      "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                      **({"scope": limits} if limits else {})}
+        keys[name] = {
+            "sha256": key_hash(key),
+            "tenant": _check_tenant(tenant),
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            **({"scope": limits} if limits else {}),
+        }
         self._keys.write(keys)
         return key
 
     def list_keys(self) -> list[dict[str, Any]]:
-        return [{"name": n, "tenant": k["tenant"], "created_at": k["created_at"],
-                 **({"scope": k["scope"]} if k.get("scope") else {})}
-                for n, k in sorted(self._keys.read().items())]
+        return [
+            {
+                "name": n,
+                "tenant": k["tenant"],
+                "created_at": k["created_at"],
+                **({"scope": k["scope"]} if k.get("scope") else {}),
+            }
+            for n, k in sorted(self._keys.read().items())
+        ]
 
     def revoke_key(self, name: str) -> None:
         keys = self._keys.read()

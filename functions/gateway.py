@@ -113,8 +113,15 @@ def _clock_text(second: int) -> str:
     return datetime.fromtimestamp(second, UTC).strftime("%d/%b/%Y:%H:%M:%S +0000")
 
 
-def build_event(request: HttpRequest, match: Match, *, authorizer: dict[str, Any] | None, source_ip: str,
-                request_id: str, now: datetime) -> dict[str, Any]:
+def build_event(
+    request: HttpRequest,
+    match: Match,
+    *,
+    authorizer: dict[str, Any] | None,
+    source_ip: str,
+    request_id: str,
+    now: datetime,
+) -> dict[str, Any]:
     """The HTTP API payload v2 event API Gateway would send for this request."""
     headers: dict[str, str] = {}
     cookies: list[str] = []
@@ -135,12 +142,22 @@ def build_event(request: HttpRequest, match: Match, *, authorizer: dict[str, Any
         "rawQueryString": request.raw_query,
         "headers": headers,
         "requestContext": {
-            "accountId": "000000000000", "apiId": "local", "domainName": headers.get("host", "localhost"),
+            "accountId": "000000000000",
+            "apiId": "local",
+            "domainName": headers.get("host", "localhost"),
             "domainPrefix": "local",
-            "http": {"method": request.method, "path": request.raw_path, "protocol": "HTTP/1.1",
-                     "sourceIp": source_ip, "userAgent": headers.get("user-agent", "")},
-            "requestId": request_id, "routeKey": route_key, "stage": "$default",
-            "time": _clock_text(int(now.timestamp())), "timeEpoch": int(now.timestamp() * 1000),
+            "http": {
+                "method": request.method,
+                "path": request.raw_path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": source_ip,
+                "userAgent": headers.get("user-agent", ""),
+            },
+            "requestId": request_id,
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": _clock_text(int(now.timestamp())),
+            "timeEpoch": int(now.timestamp() * 1000),
         },
         "isBase64Encoded": False,
     }
@@ -187,8 +204,13 @@ def http_error(status: int, code: str, message: str, details: Any = None, **head
 
 
 def method_not_allowed(method: str, path: str, allowed: list[str]) -> Reply:
-    return http_error(405, "method_not_allowed", f"{path} does not take {method}; it takes {', '.join(allowed)}",
-                      {"allowed": allowed}, Allow=", ".join(allowed))
+    return http_error(
+        405,
+        "method_not_allowed",
+        f"{path} does not take {method}; it takes {', '.join(allowed)}",
+        {"allowed": allowed},
+        Allow=", ".join(allowed),
+    )
 
 
 HEALTHZ = "/healthz"
@@ -225,11 +247,17 @@ class Gateway:
         now = self.clock()
         try:
             if match.route.auth:
-                authorizer = authorize(request, bearers=self.credentials.bearers,
-                                       sigv4_keys=self.credentials.sigv4_key, now=now, region=self.region)
+                authorizer = authorize(
+                    request,
+                    bearers=self.credentials.bearers,
+                    sigv4_keys=self.credentials.sigv4_key,
+                    now=now,
+                    region=self.region,
+                )
             as_handled = replace(request, method="GET") if request.method == "HEAD" else request
-            event = build_event(as_handled, match, authorizer=authorizer, source_ip=source_ip,
-                                request_id=request_id, now=now)
+            event = build_event(
+                as_handled, match, authorizer=authorizer, source_ip=source_ip, request_id=request_id, now=now
+            )
             reply = self._reply(self.invoker.invoke(match.route.handler, event))
         except CapsuleError as exc:
             reply = error_reply(exc)
@@ -257,9 +285,17 @@ class Gateway:
         if request.method not in allowed:
             return method_not_allowed(request.method, request.raw_path, allowed)
         try:
-            status, payload = keys_api.handle(request, self.credentials, lambda: authorize(
-                request, bearers=self.credentials.bearers, sigv4_keys=self.credentials.sigv4_key,
-                now=self.clock(), region=self.region))
+            status, payload = keys_api.handle(
+                request,
+                self.credentials,
+                lambda: authorize(
+                    request,
+                    bearers=self.credentials.bearers,
+                    sigv4_keys=self.credentials.sigv4_key,
+                    now=self.clock(),
+                    region=self.region,
+                ),
+            )
         except CapsuleError as exc:
             return error_reply(exc)
         return json_reply(status, payload, **{"Cache-Control": "no-store"})
@@ -275,7 +311,7 @@ class Gateway:
 
     def console(self, path: str) -> Reply:
         """The web console's static files (public: the page itself asks for the token)."""
-        relative = unquote(path[len("/ui"):]).lstrip("/") or "index.html"
+        relative = unquote(path[len("/ui") :]).lstrip("/") or "index.html"
         root = self.console_dir.resolve()
         target = (root / relative).resolve()
         if root not in target.parents or not target.is_file():

@@ -64,6 +64,3 @@ def backfill_handler(event: Any, context: Any) -> dict[str, Any]:
 def redact_handler(event: Any, context: Any) -> dict[str, Any]:
     with deadline.within(deadline.from_lambda_context(context)):
         return run("redact", event)
-
-
-

@@ -39,8 +39,7 @@ def methods(path: str) -> list[str]:
     return ["GET", "POST"] if path == PATH else ["DELETE"]
 
 
-def handle(request: HttpRequest, credentials: Credentials, authorize: Callable[[], dict[str, Any]]
-           ) -> tuple[int, Any]:
+def handle(request: HttpRequest, credentials: Credentials, authorize: Callable[[], dict[str, Any]]) -> tuple[int, Any]:
     """(status, payload) for a request :func:`owns` with one of its :func:`methods`; raises
     CapsuleError for a refusal (nothing changed)."""
     path = request.raw_path
@@ -49,16 +48,22 @@ def handle(request: HttpRequest, credentials: Credentials, authorize: Callable[[
         raise Forbidden("API keys are managed with the gateway's own token (capsule keys token), not with a named key")
     if request.method == "GET":
         keys = credentials.list_keys()
-        return 200, {"keys": keys, "explanation": f"{len(keys)} API key(s) of this gateway; the keys themselves "
-                                                  "are never shown again, only their hashes are kept."}
+        return 200, {
+            "keys": keys,
+            "explanation": f"{len(keys)} API key(s) of this gateway; the keys themselves "
+            "are never shown again, only their hashes are kept.",
+        }
     if request.method == "POST":
         name, tenant = _create_body(request.body)
         key = credentials.create_key(name, tenant)
         created = next((k for k in credentials.list_keys() if k.get("name") == name), {"name": name, "tenant": tenant})
-        return 201, {**created, "key": key,
-                     "explanation": f"API key {name!r} for tenant {tenant!r}: shown this once, only its hash is kept. "
-                                    "Send it as 'Authorization: Bearer <key>'."}
-    name = unquote(path[len(PATH) + 1:])
+        return 201, {
+            **created,
+            "key": key,
+            "explanation": f"API key {name!r} for tenant {tenant!r}: shown this once, only its hash is kept. "
+            "Send it as 'Authorization: Bearer <key>'.",
+        }
+    name = unquote(path[len(PATH) + 1 :])
     credentials.revoke_key(name)
     return 200, {"revoked": name, "explanation": f"Revoked API key {name!r}; requests with it now get 401."}
 
@@ -84,5 +89,3 @@ def _create_body(body: bytes) -> tuple[str, str]:
     if not isinstance(tenant, str):
         raise InvalidInput("tenant: a string", field="tenant")
     return name, tenant
-
-

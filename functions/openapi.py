@@ -24,7 +24,7 @@ VERSION = "1"
 DESCRIPTION = (
     "Long-term memory for AI agents. Every route but this document needs an identity: "
     "a bearer token or API key (`capsule serve`), or a SigV4 signature (service `execute-api`). "
-    "Errors are `{\"error\": {\"code\", \"message\", \"details\"}}`. Each operation's `x-capsule-scope` "
+    'Errors are `{"error": {"code", "message", "details"}}`. Each operation\'s `x-capsule-scope` '
     "says the access a key or principal needs (`read`, `write`, `admin`; also its security roles) and what it "
     "reaches (`memory`, `project`, `project_all`, `filtered`, `derived`, `tenant`, `any`: see capsule.authz.needs); a "
     "request outside the caller's scope is a 403 naming what is missing. A request body over "
@@ -68,12 +68,17 @@ def document() -> dict[str, Any]:
     for route in routes.ROUTES:
         register(app, endpoint_of(route))
     text = app.get_openapi_json_schema(
-        title=TITLE, version=VERSION, description=DESCRIPTION,
+        title=TITLE,
+        version=VERSION,
+        description=DESCRIPTION,
         security_schemes={
             "bearer": HTTPBearer(description="The local token or a named API key (`capsule keys create`)."),
-            "sigv4": APIKey(name="Authorization", in_=APIKeyIn.header,
-                            description="AWS Signature Version 4, service execute-api.",
-                            **{"x-amazon-apigateway-authtype": "awsSigv4"}),
+            "sigv4": APIKey(
+                name="Authorization",
+                in_=APIKeyIn.header,
+                description="AWS Signature Version 4, service execute-api.",
+                **{"x-amazon-apigateway-authtype": "awsSigv4"},
+            ),
         },
     )
     doc = _media_types(json.loads(text))

@@ -21,10 +21,10 @@ MAX_TIMEOUT_S = GATEWAY_TIMEOUT_S - COLD_START_MARGIN_S
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    name: str          # the operation; also the Lambda function's logical name
+    name: str  # the operation; also the Lambda function's logical name
     method: str
-    path: str          # API Gateway route path, with {param} placeholders
-    handler: str       # "module:function" of the Lambda handler
+    path: str  # API Gateway route path, with {param} placeholders
+    handler: str  # "module:function" of the Lambda handler
     timeout_s: int = 10
     memory_mb: int = 512
     auth: bool = True  # IAM (hosted) or token/SigV4 (local); False only for public documents
@@ -74,8 +74,9 @@ ROUTES: tuple[Route, ...] = (
     Route("pattern_solutions", "POST", "/v1/patterns/solutions", _h("pattern_solutions")),
     Route("pattern_link", "POST", "/v1/patterns/link", _h("pattern_link")),
     Route("golden_paths", "GET", "/v1/patterns/golden-paths", _h("golden_paths")),
-    Route("detect_patterns", "POST", "/v1/patterns/mine", _h("detect_patterns"), timeout_s=MAX_TIMEOUT_S,
-          memory_mb=1024),
+    Route(
+        "detect_patterns", "POST", "/v1/patterns/mine", _h("detect_patterns"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024
+    ),
     # data in and out: capsule.transfer
     Route("export", "GET", "/v1/export", _h("export"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024),
     Route("import_data", "POST", "/v1/import", _h("import_data"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024),

@@ -37,8 +37,8 @@ from capsule import authz
 from capsule.core import legacy_ids
 from capsule.core.errors import CapsuleError, InvalidInput
 from capsule.core.fielderrors import from_validation_error
-from capsule.governance.visibility import ACCESS_LEVELS, FULL, Reach, pattern_problem
 from capsule.core.models import Subject, Visibility
+from capsule.governance.visibility import ACCESS_LEVELS, FULL, Reach, pattern_problem
 
 from . import routes
 
@@ -49,7 +49,8 @@ MAX_PATTERNS = 64
 # What each route needs is declared in the library (capsule.authz.NEEDS), beside the one check
 # that applies it; this is its (access, reach) view for the OpenAPI document and the tests.
 ROUTE_SCOPES: dict[str, tuple[Access, ReachKind]] = {
-    name: (need.access, need.reach) for name, need in authz.NEEDS.items()  # type: ignore[misc]
+    name: (need.access, need.reach)
+    for name, need in authz.NEEDS.items()  # type: ignore[misc]
 }
 UNDECLARED: tuple[Access, ReachKind] = ("admin", "tenant")
 
@@ -73,12 +74,24 @@ class KeyScope(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     access: Access = Field("admin", description="read (read-only), write (read and write) or admin (everything).")
-    projects: list[ProjectPattern] | None = Field(None, min_length=1, max_length=MAX_PATTERNS, description=(
-        "fnmatch patterns (*, ?, [...]) of the projects it reaches; default every project."))
-    subjects: list[Subject] | None = Field(None, min_length=1, max_length=MAX_PATTERNS, description=(
-        "The subjects it reaches (exact); default any memory, with or without a subject."))
-    sees: Visibility = Field("private", description=(
-        "The most private visibility it reads: private (all), shared (shared and public), public (public only)."))
+    projects: list[ProjectPattern] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_PATTERNS,
+        description=("fnmatch patterns (*, ?, [...]) of the projects it reaches; default every project."),
+    )
+    subjects: list[Subject] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_PATTERNS,
+        description=("The subjects it reaches (exact); default any memory, with or without a subject."),
+    )
+    sees: Visibility = Field(
+        "private",
+        description=(
+            "The most private visibility it reads: private (all), shared (shared and public), public (public only)."
+        ),
+    )
 
     @field_validator("projects", mode="before")  # before the schema's pattern: its reason, not the regex
     @classmethod
@@ -109,16 +122,22 @@ def parse_scope(data: Any, field: str = "scope") -> KeyScope:
     except ValidationError as exc:
         error = from_validation_error(exc, KeyScope)
         details = [{**d, "field": f"{field}.{d.get('field')}"} for d in error.details or []]
-        raise InvalidInput(f"{field}.{error.message}", field=details[0]["field"] if details else field,
-                           details=details) from exc
+        raise InvalidInput(
+            f"{field}.{error.message}", field=details[0]["field"] if details else field, details=details
+        ) from exc
 
 
 def reach_of(scope: KeyScope | Mapping[str, Any] | None, who: str) -> Reach:
     if scope is None:
         return FULL if who == FULL.who else Reach(who=who)
     scope = parse_scope(scope)
-    return Reach(access=scope.access, projects=None if scope.projects is None else tuple(scope.projects),
-                 subjects=None if scope.subjects is None else tuple(scope.subjects), sees=scope.sees, who=who)
+    return Reach(
+        access=scope.access,
+        projects=None if scope.projects is None else tuple(scope.projects),
+        subjects=None if scope.subjects is None else tuple(scope.subjects),
+        sees=scope.sees,
+        who=who,
+    )
 
 
 def describe(scope: KeyScope | Mapping[str, Any] | None) -> str:
@@ -140,9 +159,15 @@ def describe(scope: KeyScope | Mapping[str, Any] | None) -> str:
 class PrincipalRule(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    principal: str = Field(min_length=1, max_length=2048, pattern=PATTERN_RULE, description=(
-        "An fnmatch pattern of the IAM principal ARN (the caller's userArn), e.g. "
-        "arn:aws:sts::123456789012:assumed-role/ci-*/*"))
+    principal: str = Field(
+        min_length=1,
+        max_length=2048,
+        pattern=PATTERN_RULE,
+        description=(
+            "An fnmatch pattern of the IAM principal ARN (the caller's userArn), e.g. "
+            "arn:aws:sts::123456789012:assumed-role/ci-*/*"
+        ),
+    )
     scope: KeyScope
 
     @field_validator("principal", mode="before")  # before the schema's pattern: its reason, not the regex
@@ -213,21 +238,35 @@ def _string(body: Mapping[str, Any] | None, name: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def check(route: routes.Route, event: dict[str, Any], body: Mapping[str, Any] | None, reach: Reach,
-          memory: Callable[[str], Any]) -> None:
+def check(
+    route: routes.Route,
+    event: dict[str, Any],
+    body: Mapping[str, Any] | None,
+    reach: Reach,
+    memory: Callable[[str], Any],
+) -> None:
     """Refuse (Forbidden) a request outside ``reach``: the event's parts, to the library's one check
     (capsule.authz.authorize); ``memory(id)`` reads the record an id names."""
     memory_id = (event.get("pathParameters") or {}).get("id")
-    authz.authorize(reach, authz.Request(
-        operation=route.name, label=f"{route.method} {route.path}", project=_project_of(event, body),
-        memory_id=memory_id if isinstance(memory_id, str) else None, subject=_string(body, "subject"),
-        visibility=_string(body, "visibility"), memory=memory))
+    authz.authorize(
+        reach,
+        authz.Request(
+            operation=route.name,
+            label=f"{route.method} {route.path}",
+            project=_project_of(event, body),
+            memory_id=memory_id if isinstance(memory_id, str) else None,
+            subject=_string(body, "subject"),
+            visibility=_string(body, "visibility"),
+            memory=memory,
+        ),
+    )
 
 
 def memory_reader(tenant: str, service: Callable[[], Any]) -> Callable[[str], Any]:
     """id -> the tenant's memory record (forgotten ones too; a legacy id as well), NotFound otherwise."""
     return lambda memory_id: service().store.get(
-        tenant, legacy_ids.memory_id(service().store, tenant, memory_id), include_forgotten=True)
+        tenant, legacy_ids.memory_id(service().store, tenant, memory_id), include_forgotten=True
+    )
 
 
 def readable(tenant: str, service: Callable[[], Any]) -> authz.Readable:
@@ -237,7 +276,7 @@ def readable(tenant: str, service: Callable[[], Any]) -> authz.Readable:
 
 def openapi_scope(name: str) -> dict[str, Any]:
     access, kind = route_scope(name)
-    return {"access": access, "reach": kind, "levels": list(ACCESS_LEVELS[ACCESS_LEVELS.index(access):])}
+    return {"access": access, "reach": kind, "levels": list(ACCESS_LEVELS[ACCESS_LEVELS.index(access) :])}
 
 
 RULES_TTL_S = 10.0  # at most this long a container keeps a tenant's principal scopes (the store's cache_s)
@@ -269,8 +308,9 @@ def forget_rules(tenant: str) -> None:
         _rules_cache.pop(key, None)
 
 
-def admit(route: routes.Route, event: dict[str, Any], body: Mapping[str, Any] | None, tenant: str,
-          service: Callable[[], Any]) -> Reach:
+def admit(
+    route: routes.Route, event: dict[str, Any], body: Mapping[str, Any] | None, tenant: str, service: Callable[[], Any]
+) -> Reach:
     """The caller's reach, once its request is checked against it (Forbidden otherwise)."""
     reach = caller_reach(event, lambda: principal_rules(tenant, getattr(service(), "store", None)))
     if reach is not FULL:
@@ -287,8 +327,22 @@ def reset(token: contextvars.Token) -> None:
     _reach.reset(token)
 
 
-__all__ = ["KeyScope", "PrincipalRule", "ROUTE_SCOPES", "caller_reach", "check", "current", "describe",
-           "openapi_scope", "parse_scope", "principal_reach", "reach_of", "reset", "route_scope", "within"]
+__all__ = [
+    "KeyScope",
+    "PrincipalRule",
+    "ROUTE_SCOPES",
+    "caller_reach",
+    "check",
+    "current",
+    "describe",
+    "openapi_scope",
+    "parse_scope",
+    "principal_reach",
+    "reach_of",
+    "reset",
+    "route_scope",
+    "within",
+]
 
 
 # ---- the routes' shapes ---------------------------------------------------------------------
@@ -327,6 +381,8 @@ def lockout(rules: list[PrincipalRule], principal: str | None) -> CapsuleError |
         return None
     from capsule.core.errors import Conflict
 
-    return Conflict(f"rules: they would limit {principal}, who is setting them, to less than admin of the whole "
-                    "tenant; add a rule for it first (first match wins)",
-                    details=[{"field": "rules", "message": "would lock the caller out", "principal": principal}])
+    return Conflict(
+        f"rules: they would limit {principal}, who is setting them, to less than admin of the whole "
+        "tenant; add a rule for it first (first match wins)",
+        details=[{"field": "rules", "message": "would lock the caller out", "principal": principal}],
+    )

@@ -60,35 +60,50 @@ def replaying(function: Callable[..., Any]) -> Callable[..., Any]:
 @dataclass(frozen=True)
 class Shortcut:
     resolver: APIGatewayHttpResolver
-    route: Any           # the resolver's own Route
+    route: Any  # the resolver's own Route
     function: Callable[..., Any]
     returns: type[BaseModel]
 
     @classmethod
-    def of(cls, resolver: APIGatewayHttpResolver, route: routes.Route,
-           function: Callable[..., Any]) -> Shortcut | None:
+    def of(cls, resolver: APIGatewayHttpResolver, route: routes.Route, function: Callable[..., Any]) -> Shortcut | None:
         """The shortcut for a resolver holding this one route, None if its route takes more
         than a JSON body or answers with more than a model (the resolver serves it whole)."""
         registered = [*resolver._static_routes, *resolver._dynamic_routes]
         if len(registered) != 1 or "{" in route.path or resolver._router_middlewares:
             return None
         builder = resolver._response_builder_class  # ResponseBuilder[BaseProxyEvent]
-        if resolver._proxy_type != ProxyEventType.APIGatewayProxyEventV2 \
-                or (typing.get_origin(builder) or builder) is not ResponseBuilder:
+        if (
+            resolver._proxy_type != ProxyEventType.APIGatewayProxyEventV2
+            or (typing.get_origin(builder) or builder) is not ResponseBuilder
+        ):
             return None  # response() makes the payload v2 answer of the default builder
         found = registered[0]
         dependant = found.dependant
-        simple = (found.method == route.method and not found.cors and not found.compress
-                  and found.cache_control is None and not found.middlewares and dependant.body_params
-                  and not (dependant.path_params or dependant.query_params or dependant.header_params
-                           or dependant.cookie_params or dependant.dependencies))
+        simple = (
+            found.method == route.method
+            and not found.cors
+            and not found.compress
+            and found.cache_control is None
+            and not found.middlewares
+            and dependant.body_params
+            and not (
+                dependant.path_params
+                or dependant.query_params
+                or dependant.header_params
+                or dependant.cookie_params
+                or dependant.dependencies
+            )
+        )
         returns = dependant.return_param.type_ if dependant.return_param is not None else None
         if not simple or not _is_model(returns) or len(dependant.body_params) != 1:
             return None
         # One body model, not embedded: Powertools validates the whole body as that model.
         body = dependant.body_params[0]
-        if getattr(body.field_info, "embed", None) or not _is_model(body.field_info.annotation) \
-                or _is_or_contains_sequence(body.field_info.annotation):
+        if (
+            getattr(body.field_info, "embed", None)
+            or not _is_model(body.field_info.annotation)
+            or _is_or_contains_sequence(body.field_info.annotation)
+        ):
             return None
         return cls(resolver, found, function, returns)
 
@@ -116,8 +131,9 @@ class Shortcut:
         if type(result) is not self.returns:
             return self._replayed(event, context, (False, result))
         problems: list[Any] = []
-        checked = _validate_field(field=self.route.dependant.return_param, value=result, loc=("response",),
-                                  existing_errors=problems)
+        checked = _validate_field(
+            field=self.route.dependant.return_param, value=result, loc=("response",), existing_errors=problems
+        )
         if problems:
             return self._replayed(event, context, (False, result))
         serialized = self.route.dependant.return_param.serialize(checked, by_alias=True)
@@ -128,8 +144,13 @@ class Shortcut:
         HTTP API (payload v2) event, without building the event object, the builder and the
         header serializer per request: no CORS, cache control or compression applies (checked
         in of()), no cookies are set, and the one header is the JSON content type."""
-        return {"statusCode": self.route.status_code, "body": body, "isBase64Encoded": False,
-                "headers": {"Content-Type": content_types.APPLICATION_JSON}, "cookies": []}
+        return {
+            "statusCode": self.route.status_code,
+            "body": body,
+            "isBase64Encoded": False,
+            "headers": {"Content-Type": content_types.APPLICATION_JSON},
+            "cookies": [],
+        }
 
     def _replayed(self, event: dict[str, Any], context: Any, outcome: tuple[bool, Any]) -> dict[str, Any]:
         token = _replay.set(outcome)

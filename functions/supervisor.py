@@ -32,8 +32,8 @@ from . import workers
 
 log = logging.getLogger("capsule.gateway")
 
-BACKLOG = 1024   # connections the kernel holds before a worker accepts them (16 or 256 at once all wait)
-START_S = 300    # how long a worker may take to build its service (a first model load is slow)
+BACKLOG = 1024  # connections the kernel holds before a worker accepts them (16 or 256 at once all wait)
+START_S = 300  # how long a worker may take to build its service (a first model load is slow)
 
 
 def listen(host: str, port: int, backlog: int = BACKLOG) -> socket.socket:
@@ -59,10 +59,13 @@ REFUSE_MAX_BYTES = 1 << 20  # what it reads of a body before answering (the rest
 
 
 def _refusal() -> bytes:
-    body = json.dumps({"error": {"code": "unavailable", "message": "the server is stopping; send the request again",
-                                 "details": None}}).encode()
-    return (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
-            b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)) + body
+    body = json.dumps(
+        {"error": {"code": "unavailable", "message": "the server is stopping; send the request again", "details": None}}
+    ).encode()
+    return (
+        b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
+        b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)
+    ) + body
 
 
 class Refuser:
@@ -130,7 +133,7 @@ class Refuser:
             conn.shutdown(socket.SHUT_WR)
             deadline = time.monotonic() + REFUSE_READ_S
             while time.monotonic() < deadline and conn.recv(65536):  # until the client closes: unread
-                pass                                                 # bytes would reset the answer
+                pass  # bytes would reset the answer
         except OSError:
             pass
         finally:
@@ -190,8 +193,9 @@ class Supervisor:
 
     def _spawn(self) -> Worker:
         receiver, sender = self.context.Pipe(duplex=False)
-        process = self.context.Process(target=self.target, args=(self.config, self.sock, sender),
-                                       name="capsule-worker", daemon=False)
+        process = self.context.Process(
+            target=self.target, args=(self.config, self.sock, sender), name="capsule-worker", daemon=False
+        )
         process.start()
         sender.close()
         return Worker(process, receiver)

@@ -35,8 +35,8 @@ from . import routes
 
 log = logging.getLogger("capsule.gateway")
 
-KEEP_ALIVE_S = 30      # an idle keep-alive connection is closed after this long
-DRAIN_S = 60           # requests in flight get this long to finish after SIGTERM (the longest route timeout)
+KEEP_ALIVE_S = 30  # an idle keep-alive connection is closed after this long
+DRAIN_S = 60  # requests in flight get this long to finish after SIGTERM (the longest route timeout)
 
 
 @dataclass(frozen=True)
@@ -194,10 +194,18 @@ def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.conn
     settle_heap()
     application = GatewayApp(gateway, accesslog.stderr_writer())
     protocol = type("WorkerProtocol", (JsonErrorsProtocol,), {"head_timeout_s": config.head_timeout_s})
-    server = WorkerServer(uvicorn.Config(
-        application, http=protocol, lifespan="off", log_config=None, access_log=False,
-        server_header=False, timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=DRAIN_S,
-    ))
+    server = WorkerServer(
+        uvicorn.Config(
+            application,
+            http=protocol,
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            server_header=False,
+            timeout_keep_alive=KEEP_ALIVE_S,
+            timeout_graceful_shutdown=DRAIN_S,
+        )
+    )
     application.stopping = lambda: server.should_exit
     _exit_with_parent(server.stop)
     threading.Thread(target=lambda: (terminated.wait(), server.stop()), name="sigterm", daemon=True).start()

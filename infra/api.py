@@ -86,28 +86,45 @@ class _SharedAuthorizer:
         self._authorizer = authorizer
 
     def bind(self, *, route: apigwv2.IHttpRoute, scope: Construct) -> apigwv2.HttpRouteAuthorizerConfig:
-        return apigwv2.HttpRouteAuthorizerConfig(authorization_type="CUSTOM",
-                                                 authorizer_id=self._authorizer.authorizer_id)
+        return apigwv2.HttpRouteAuthorizerConfig(
+            authorization_type="CUSTOM", authorizer_id=self._authorizer.authorizer_id
+        )
 
 
 class CapsuleApi(Construct):
-    def __init__(self, scope: Construct, id: str, *, shared: Shared, secret: secretsmanager.ISecret,
-                 api_key_auth: bool, throttle: Throttle = Throttle(), functions_asset: Path | None = None) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        shared: Shared,
+        secret: secretsmanager.ISecret,
+        api_key_auth: bool,
+        throttle: Throttle = Throttle(),
+        functions_asset: Path | None = None,
+    ) -> None:
         super().__init__(scope, id)
         self.functions: dict[str, lambda_.Function] = {}
         self.routes: dict[str, apigwv2.HttpRoute] = {}
         self.http_api = apigwv2.HttpApi(
-            self, "HttpApi", api_name="capsule-memory", create_default_stage=False,
+            self,
+            "HttpApi",
+            api_name="capsule-memory",
+            create_default_stage=False,
             description="Capsule Memory HTTP API (the route table in functions/routes.py)",
         )
         authorizer = self._authorizer(shared, secret) if api_key_auth else authorizers.HttpIamAuthorizer()
         self.access_logs = logs.LogGroup(self, "AccessLogs", retention=LOG_RETENTION)
         self.stage = self._stage(throttle)
-        self.route_stacks = [NestedStack(self, f"Routes{n}", description=f"Capsule Memory routes, share {n}")
-                             for n in range(ROUTE_STACKS)]
+        self.route_stacks = [
+            NestedStack(self, f"Routes{n}", description=f"Capsule Memory routes, share {n}")
+            for n in range(ROUTE_STACKS)
+        ]
         # A code asset binds to one stack: each nested stack gets its own (the same file in S3).
-        shares = [shared if functions_asset is None else replace(shared, code=lambda_.Code.from_asset(
-            str(functions_asset))) for _ in self.route_stacks]
+        shares = [
+            shared if functions_asset is None else replace(shared, code=lambda_.Code.from_asset(str(functions_asset)))
+            for _ in self.route_stacks
+        ]
         for route in ROUTES:
             n = route_stack_of(route.name)
             self._add_route(self.route_stacks[n], route, shares[n], secret, authorizer)
@@ -119,58 +136,109 @@ class CapsuleApi(Construct):
         stage names the route by key, so it is deployed after the nested stacks that hold them."""
         public = [route for route in ROUTES if not route.auth]
         stage = self.stage.node.default_child
-        stage.add_property_override("RouteSettings", {
-            f"{route.method} {route.path}": {"ThrottlingRateLimit": PUBLIC_RATE, "ThrottlingBurstLimit": PUBLIC_BURST}
-            for route in public})
+        stage.add_property_override(
+            "RouteSettings",
+            {
+                f"{route.method} {route.path}": {
+                    "ThrottlingRateLimit": PUBLIC_RATE,
+                    "ThrottlingBurstLimit": PUBLIC_BURST,
+                }
+                for route in public
+            },
+        )
         for n in {route_stack_of(route.name) for route in public}:
             stage.node.add_dependency(self.route_stacks[n])
 
     def _authorizer(self, shared: Shared, secret: secretsmanager.ISecret) -> apigwv2.IHttpRouteAuthorizer:
-        fn = python_function(self, "ApiKeyAuthorizer", shared, handler=AUTHORIZER_HANDLER, memory_mb=256,
-                             timeout_s=5, description="Checks an API key against the hashes in the secret")
+        fn = python_function(
+            self,
+            "ApiKeyAuthorizer",
+            shared,
+            handler=AUTHORIZER_HANDLER,
+            memory_mb=256,
+            timeout_s=5,
+            description="Checks an API key against the hashes in the secret",
+        )
         secret.grant_read(fn)
         self.functions["authorizer"] = fn
         resource = apigwv2.HttpAuthorizer(
-            self, "ApiKey", http_api=self.http_api, authorizer_name="ApiKey",
-            type=apigwv2.HttpAuthorizerType.LAMBDA, identity_source=["$request.header.Authorization"],
-            authorizer_uri=(f"arn:{Aws.PARTITION}:apigateway:{Aws.REGION}:lambda:path/2015-03-31/functions/"
-                            f"{fn.function_arn}/invocations"),
-            enable_simple_responses=True, payload_format_version=apigwv2.AuthorizerPayloadVersion.VERSION_2_0,
+            self,
+            "ApiKey",
+            http_api=self.http_api,
+            authorizer_name="ApiKey",
+            type=apigwv2.HttpAuthorizerType.LAMBDA,
+            identity_source=["$request.header.Authorization"],
+            authorizer_uri=(
+                f"arn:{Aws.PARTITION}:apigateway:{Aws.REGION}:lambda:path/2015-03-31/functions/"
+                f"{fn.function_arn}/invocations"
+            ),
+            enable_simple_responses=True,
+            payload_format_version=apigwv2.AuthorizerPayloadVersion.VERSION_2_0,
             results_cache_ttl=Duration.minutes(5),
         )
-        fn.add_permission("ApiGatewayInvokesTheAuthorizer", principal=iam.ServicePrincipal("apigateway.amazonaws.com"),
-                          source_arn=(f"arn:{Aws.PARTITION}:execute-api:{Aws.REGION}:{Aws.ACCOUNT_ID}:"
-                                      f"{self.http_api.api_id}/authorizers/{resource.authorizer_id}"))
+        fn.add_permission(
+            "ApiGatewayInvokesTheAuthorizer",
+            principal=iam.ServicePrincipal("apigateway.amazonaws.com"),
+            source_arn=(
+                f"arn:{Aws.PARTITION}:execute-api:{Aws.REGION}:{Aws.ACCOUNT_ID}:"
+                f"{self.http_api.api_id}/authorizers/{resource.authorizer_id}"
+            ),
+        )
         return _SharedAuthorizer(resource)
 
     def _stage(self, throttle: Throttle) -> apigwv2.HttpStage:
         return apigwv2.HttpStage(
-            self, "DefaultStage", http_api=self.http_api, stage_name="$default", auto_deploy=True,
+            self,
+            "DefaultStage",
+            http_api=self.http_api,
+            stage_name="$default",
+            auto_deploy=True,
             throttle=apigwv2.ThrottleSettings(rate_limit=throttle.rate, burst_limit=throttle.burst),
             access_log_settings=_AccessLogs(
                 apigwv2.LogGroupLogDestination(self.access_logs),
                 apigw.AccessLogFormat.json_with_standard_fields(
-                    caller=True, http_method=True, ip=True, protocol=True, request_time=True,
-                    resource_path=True, response_length=True, status=True, user=True,
+                    caller=True,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=True,
                 ),
             ),
         )
 
-    def _add_route(self, scope: Construct, route: Route, shared: Shared, secret: secretsmanager.ISecret,
-                   authorizer: apigwv2.IHttpRouteAuthorizer) -> None:
+    def _add_route(
+        self,
+        scope: Construct,
+        route: Route,
+        shared: Shared,
+        secret: secretsmanager.ISecret,
+        authorizer: apigwv2.IHttpRouteAuthorizer,
+    ) -> None:
         name = logical_name(route.name)
         fn = python_function(
-            scope, name, shared, handler=route.handler, memory_mb=route.memory_mb,
-            timeout_s=route.timeout_s, description=f"{route.method} {route.path}",
+            scope,
+            name,
+            shared,
+            handler=route.handler,
+            memory_mb=route.memory_mb,
+            timeout_s=route.timeout_s,
+            description=f"{route.method} {route.path}",
         )
         if route.auth:  # the public document needs no store and no secret
             secret.grant_read(fn)
         self.functions[route.name] = fn
         self.routes[route.name] = apigwv2.HttpRoute(
-            scope, f"{name}Route", http_api=self.http_api,
+            scope,
+            f"{name}Route",
+            http_api=self.http_api,
             route_key=apigwv2.HttpRouteKey.with_(route.path, apigwv2.HttpMethod(route.method)),
             # The gateway's own limit, said outright: the function's timeout is below it (functions/routes.py).
-            integration=integrations.HttpLambdaIntegration(f"{name}Integration", fn,
-                                                           timeout=Duration.seconds(GATEWAY_TIMEOUT_S)),
+            integration=integrations.HttpLambdaIntegration(
+                f"{name}Integration", fn, timeout=Duration.seconds(GATEWAY_TIMEOUT_S)
+            ),
             authorizer=authorizer if route.auth else apigwv2.HttpNoneAuthorizer(),
         )

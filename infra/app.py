@@ -35,12 +35,16 @@ def options_from(app: cdk.App) -> StackOptions:
         burst=context.positive_int(get("throttle_burst"), "throttle_burst", Throttle.burst, maximum=MAX_THROTTLE),
     )
     return StackOptions(
-        functions_asset=stage_functions(build_dir), layer_zip=zip_path,
-        api_key_auth=context.flag(get("api_key_auth"), "api_key_auth"), alarm_email=get("alarm_email"),
-        embedder=embedder, throttle=throttle,
+        functions_asset=stage_functions(build_dir),
+        layer_zip=zip_path,
+        api_key_auth=context.flag(get("api_key_auth"), "api_key_auth"),
+        alarm_email=get("alarm_email"),
+        embedder=embedder,
+        throttle=throttle,
         tenant_per_session=context.flag(get("tenant_per_session"), "tenant_per_session"),
-        vector_search_min=context.positive_int(get("vector_search_min"), "vector_search_min",
-                                               StackOptions.vector_search_min, maximum=10_000_000),
+        vector_search_min=context.positive_int(
+            get("vector_search_min"), "vector_search_min", StackOptions.vector_search_min, maximum=10_000_000
+        ),
         kms_key_arn=context.kms_key_arn(get("kms_key_arn")),
     )
 
@@ -48,8 +52,12 @@ def options_from(app: cdk.App) -> StackOptions:
 def build_app(app: cdk.App | None = None) -> tuple[cdk.App, CapsuleStack]:
     app = app or cdk.App()
     options = options_from(app)
-    stack = CapsuleStack(app, "CapsuleMemory", options=options,
-                         description="Capsule Memory: long-term memory for AI agents (API, jobs, alarms)")
+    stack = CapsuleStack(
+        app,
+        "CapsuleMemory",
+        options=options,
+        description="Capsule Memory: long-term memory for AI agents (API, jobs, alarms)",
+    )
     # cdk-nag 3.x is a policy-validation plugin: any unacknowledged finding fails the synth.
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
     return app, stack

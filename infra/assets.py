@@ -52,8 +52,12 @@ def check_layer_runs(zip_path: Path, embedder: str) -> None:
     script = build_layer_script()
     manifest = script.read_manifest(zip_path)
     if manifest is None:
-        raise SystemExit(f"the Lambda layer {zip_path} has no {script.MANIFEST}: it was built by an older "
-                         "layers/build_layer.py; build it again")
+        raise SystemExit(
+            f"the Lambda layer {zip_path} has no {script.MANIFEST}: it was built by an older "
+            "layers/build_layer.py; build it again"
+        )
     if embedder not in manifest.get("embedders", []):
-        raise SystemExit(f"the Lambda layer {zip_path} was built for {', '.join(manifest.get('embedders', []))}, "
-                         f"not -c embedder={embedder}: run python layers/build_layer.py --embedder {embedder}")
+        raise SystemExit(
+            f"the Lambda layer {zip_path} was built for {', '.join(manifest.get('embedders', []))}, "
+            f"not -c embedder={embedder}: run python layers/build_layer.py --embedder {embedder}"
+        )

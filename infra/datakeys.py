@@ -22,8 +22,13 @@ class DataKeys(Construct):
             self.key: kms.IKey = kms.Key.from_key_arn(self, "CustomerKey", key_arn)
         else:
             # Retained: deleting it would make every sealed memory unreadable for good.
-            self.key = kms.Key(self, "Key", enable_key_rotation=True, removal_policy=RemovalPolicy.RETAIN,
-                               description="Capsule Memory: wraps the tenants' data keys (encryption at rest)")
+            self.key = kms.Key(
+                self,
+                "Key",
+                enable_key_rotation=True,
+                removal_policy=RemovalPolicy.RETAIN,
+                description="Capsule Memory: wraps the tenants' data keys (encryption at rest)",
+            )
 
     def grant(self, functions: Iterable[lambda_.Function]) -> None:
         for fn in functions:

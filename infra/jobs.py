@@ -34,14 +34,33 @@ class Job:
 
 
 JOBS: tuple[Job, ...] = (
-    Job("Retention", "functions.jobs:retention_handler", events.Schedule.rate(Duration.hours(1)),
-        "Purges memories forgotten over 30 days ago and expired cache entries"),
-    Job("Mining", "functions.jobs:mining_handler", events.Schedule.rate(Duration.days(1)),
-        "Mines recurring error patterns and links them to solutions", timeout_s=900),
-    Job("Backfill", "functions.jobs:backfill_handler", events.Schedule.rate(Duration.minutes(5)),
-        "Embeds memories stored while the embedding provider was down", timeout_s=240),
-    Job("Redact", "functions.jobs:redact_handler", events.Schedule.rate(Duration.days(1)),
-        "Redacts stored memories and their history by the current secret rules", timeout_s=900),
+    Job(
+        "Retention",
+        "functions.jobs:retention_handler",
+        events.Schedule.rate(Duration.hours(1)),
+        "Purges memories forgotten over 30 days ago and expired cache entries",
+    ),
+    Job(
+        "Mining",
+        "functions.jobs:mining_handler",
+        events.Schedule.rate(Duration.days(1)),
+        "Mines recurring error patterns and links them to solutions",
+        timeout_s=900,
+    ),
+    Job(
+        "Backfill",
+        "functions.jobs:backfill_handler",
+        events.Schedule.rate(Duration.minutes(5)),
+        "Embeds memories stored while the embedding provider was down",
+        timeout_s=240,
+    ),
+    Job(
+        "Redact",
+        "functions.jobs:redact_handler",
+        events.Schedule.rate(Duration.days(1)),
+        "Redacts stored memories and their history by the current secret rules",
+        timeout_s=900,
+    ),
 )
 
 
@@ -54,16 +73,33 @@ class ScheduledJobs(Construct):
             self._add(job, shared, secret)
 
     def _add(self, job: Job, shared: Shared, secret: secretsmanager.ISecret) -> None:
-        dlq = sqs.Queue(self, f"{job.name}DeadLetters", retention_period=Duration.days(14),
-                        encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True)
+        dlq = sqs.Queue(
+            self,
+            f"{job.name}DeadLetters",
+            retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
         fn = python_function(
-            self, job.name, shared, handler=job.handler, memory_mb=job.memory_mb, timeout_s=job.timeout_s,
+            self,
+            job.name,
+            shared,
+            handler=job.handler,
+            memory_mb=job.memory_mb,
+            timeout_s=job.timeout_s,
             description=job.description,
-            dead_letter_queue=dlq, retry_attempts=1,  # a run that fails twice lands in the queue
+            dead_letter_queue=dlq,
+            retry_attempts=1,  # a run that fails twice lands in the queue
         )
         secret.grant_read(fn)
-        events.Rule(self, f"{job.name}Schedule", schedule=job.schedule, description=job.description,
-                    targets=[targets.LambdaFunction(fn, dead_letter_queue=dlq, retry_attempts=4,
-                                                    max_event_age=Duration.hours(1))])
+        events.Rule(
+            self,
+            f"{job.name}Schedule",
+            schedule=job.schedule,
+            description=job.description,
+            targets=[
+                targets.LambdaFunction(fn, dead_letter_queue=dlq, retry_attempts=4, max_event_age=Duration.hours(1))
+            ],
+        )
         self.functions[job.name] = fn
         self.queues[job.name] = dlq

@@ -26,20 +26,43 @@ class Shared:
     environment: Mapping[str, str]
 
 
-def python_function(scope: Construct, id: str, shared: Shared, *, handler: str, memory_mb: int,
-                    timeout_s: int, description: str, **options) -> lambda_.Function:
+def python_function(
+    scope: Construct,
+    id: str,
+    shared: Shared,
+    *,
+    handler: str,
+    memory_mb: int,
+    timeout_s: int,
+    description: str,
+    **options,
+) -> lambda_.Function:
     """``handler`` is ``module:function`` as in the route table."""
     log_group = logs.LogGroup(scope, f"{id}Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
-    role = iam.Role(scope, f"{id}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                    description=f"Runs {id}: writes its own log group, nothing else unless granted")
+    role = iam.Role(
+        scope,
+        f"{id}Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"Runs {id}: writes its own log group, nothing else unless granted",
+    )
     # Our own statement instead of AWSLambdaBasicExecutionRole, which may write to every log group.
-    role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                                           resources=[log_group.log_group_arn]))
+    role.add_to_policy(
+        iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn])
+    )
     module, function = handler.split(":")
     return lambda_.Function(
-        scope, id,
-        runtime=RUNTIME, architecture=ARCHITECTURE, handler=f"{module}.{function}",
-        code=shared.code, layers=[shared.layer], memory_size=memory_mb, timeout=Duration.seconds(timeout_s),
-        environment=dict(shared.environment), log_group=log_group, role=role, description=description,
+        scope,
+        id,
+        runtime=RUNTIME,
+        architecture=ARCHITECTURE,
+        handler=f"{module}.{function}",
+        code=shared.code,
+        layers=[shared.layer],
+        memory_size=memory_mb,
+        timeout=Duration.seconds(timeout_s),
+        environment=dict(shared.environment),
+        log_group=log_group,
+        role=role,
+        description=description,
         **options,
     )

@@ -42,19 +42,26 @@ class CapsuleStack(Stack):
     def __init__(self, scope: Construct, id: str, *, options: StackOptions, **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
         self.secret = secretsmanager.Secret(
-            self, "Secrets", description="Capsule Memory: mongodb_uri, voyage_api_key, openai_api_key, api_keys",
+            self,
+            "Secrets",
+            description="Capsule Memory: mongodb_uri, voyage_api_key, openai_api_key, api_keys",
             # Generated only to create the secret with its keys; fill in the values after deploying.
             generate_secret_string=secretsmanager.SecretStringGenerator(
-                secret_string_template=SECRET_TEMPLATE, generate_string_key="placeholder"),
+                secret_string_template=SECRET_TEMPLATE, generate_string_key="placeholder"
+            ),
         )
         layer = lambda_.LayerVersion(
-            self, "CapsuleLayer", code=lambda_.Code.from_asset(str(options.layer_zip)),
-            compatible_runtimes=[RUNTIME], compatible_architectures=[lambda_.Architecture.ARM_64],
+            self,
+            "CapsuleLayer",
+            code=lambda_.Code.from_asset(str(options.layer_zip)),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
             description="capsule-memory library and its runtime dependencies",
         )
         self.data_keys = DataKeys(self, "DataKeys", key_arn=options.kms_key_arn)
         shared = Shared(
-            code=lambda_.Code.from_asset(str(options.functions_asset)), layer=layer,
+            code=lambda_.Code.from_asset(str(options.functions_asset)),
+            layer=layer,
             environment={
                 "CAPSULE_STORE": "mongo",
                 "CAPSULE_EMBEDDER": options.embedder,
@@ -69,8 +76,15 @@ class CapsuleStack(Stack):
                 "POWERTOOLS_PARAMETERS_MAX_AGE": "300",
             },
         )
-        self.api = CapsuleApi(self, "Api", shared=shared, secret=self.secret, api_key_auth=options.api_key_auth,
-                              throttle=options.throttle, functions_asset=options.functions_asset)
+        self.api = CapsuleApi(
+            self,
+            "Api",
+            shared=shared,
+            secret=self.secret,
+            api_key_auth=options.api_key_auth,
+            throttle=options.throttle,
+            functions_asset=options.functions_asset,
+        )
         self.jobs = ScheduledJobs(self, "Jobs", shared=shared, secret=self.secret)
         # The data key only where memories are sealed or opened: not the public document, not the authorizer.
         sealing = [fn for name, fn in self.api.functions.items() if name in {r.name for r in ROUTES if r.auth}]
@@ -86,31 +100,61 @@ class CapsuleStack(Stack):
         # Callers sign with SigV4 and need execute-api:Invoke on the API: the ARN and a policy to attach.
         api_arn = f"arn:{Aws.PARTITION}:execute-api:{Aws.REGION}:{Aws.ACCOUNT_ID}:{self.api.http_api.api_id}"
         CfnOutput(self, "ApiArn", value=api_arn, description="The API's ARN (execute-api), for callers' IAM policies")
-        CfnOutput(self, "InvokePolicy", description="Attach to a caller's role or user (aws iam put-role-policy "
-                  "--policy-document): it may call every route of this API's $default stage",
-                  value=self.to_json_string({"Version": "2012-10-17", "Statement": [{
-                      "Effect": "Allow", "Action": "execute-api:Invoke", "Resource": f"{api_arn}/$default/*"}]}))
-        CfnOutput(self, "DataKeyArn", value=self.data_keys.key.key_arn,
-                  description="The KMS key that wraps the tenants' data keys (encryption at rest)")
-        CfnOutput(self, "SecretArn", value=self.secret.secret_arn,
-                  description="Fill in mongodb_uri and the embedding provider's key here")
+        CfnOutput(
+            self,
+            "InvokePolicy",
+            description="Attach to a caller's role or user (aws iam put-role-policy "
+            "--policy-document): it may call every route of this API's $default stage",
+            value=self.to_json_string(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": f"{api_arn}/$default/*"}
+                    ],
+                }
+            ),
+        )
+        CfnOutput(
+            self,
+            "DataKeyArn",
+            value=self.data_keys.key.key_arn,
+            description="The KMS key that wraps the tenants' data keys (encryption at rest)",
+        )
+        CfnOutput(
+            self,
+            "SecretArn",
+            value=self.secret.secret_arn,
+            description="Fill in mongodb_uri and the embedding provider's key here",
+        )
         self._acknowledge()
 
     def _acknowledge(self) -> None:
         """cdk-nag findings we accept, each with its reason (cdk-nag 3.x: Validations.acknowledge)."""
-        Validations.of(self.secret).acknowledge(Acknowledgment(
-            id="AwsSolutions-SMG4",
-            reason="Holds third-party credentials (Atlas, Voyage, OpenAI) that are rotated at their providers; "
-                   "Secrets Manager has no rotation function for them"))
+        Validations.of(self.secret).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-SMG4",
+                reason="Holds third-party credentials (Atlas, Voyage, OpenAI) that are rotated at their providers; "
+                "Secrets Manager has no rotation function for them",
+            )
+        )
         for fn in [*self.api.functions.values(), *self.jobs.functions.values()]:
-            Validations.of(fn).acknowledge(Acknowledgment(
-                id="AwsSolutions-L1",
-                reason="Pinned to Python 3.12: the shared layer's binary wheels are built for cp312"))
+            Validations.of(fn).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-L1",
+                    reason="Pinned to Python 3.12: the shared layer's binary wheels are built for cp312",
+                )
+            )
         openapi = self.api.routes.get("openapi")
         if openapi is not None:
-            Validations.of(openapi).acknowledge(Acknowledgment(
-                id="AwsSolutions-APIG4",
-                reason="The OpenAPI document is public by design (route table: auth=False); it reveals no data"))
+            Validations.of(openapi).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-APIG4",
+                    reason="The OpenAPI document is public by design (route table: auth=False); it reveals no data",
+                )
+            )
         for queue in self.jobs.queues.values():
-            Validations.of(queue).acknowledge(Acknowledgment(
-                id="AwsSolutions-SQS3", reason="This queue is itself the dead-letter queue of a scheduled job"))
+            Validations.of(queue).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-SQS3", reason="This queue is itself the dead-letter queue of a scheduled job"
+                )
+            )

@@ -49,7 +49,10 @@ PYTHON_VERSION = "3.12"
 BASE_EXTRAS = ("mongo",)
 # The extras each embedder needs in the layer (the remote ones call their APIs over HTTP).
 EMBEDDER_EXTRAS: dict[str, tuple[str, ...]] = {
-    "voyage": ("voyage",), "openai": ("openai",), "hashing": (), "minilm": ("minilm",),  # not "local": no MCP server
+    "voyage": ("voyage",),
+    "openai": ("openai",),
+    "hashing": (),
+    "minilm": ("minilm",),  # not "local": no MCP server
 }
 DEFAULT_EMBEDDER = "voyage"
 # The AWS SDK is in the Lambda runtime; pip, setuptools and wheel are only for building.
@@ -93,13 +96,28 @@ def pins(environment: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def constraints(pinned: dict[str, str]) -> str:
-    return "".join(f"{name}=={version}\n" for name, version in sorted(pinned.items())
-                   if name not in PROVIDED and name != "capsule-memory")
+    return "".join(
+        f"{name}=={version}\n"
+        for name, version in sorted(pinned.items())
+        if name not in PROVIDED and name != "capsule-memory"
+    )
 
 
 def pip_command(target: Path, reqs: list[str], constraints_file: Path, platform: str) -> list[str]:
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target),
-               "--only-binary=:all:", "--upgrade", "--constraint", str(constraints_file)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-compile",
+        "--target",
+        str(target),
+        "--only-binary=:all:",
+        "--upgrade",
+        "--constraint",
+        str(constraints_file),
+    ]
     if platform != "host":
         for tag in PLATFORMS:
             command += ["--platform", tag]
@@ -130,8 +148,11 @@ def installed(site: Path) -> dict[str, str]:
 def version_problems(site: Path, pinned: dict[str, str], names: tuple[str, ...] = ("numpy",)) -> list[str]:
     """Where the layer's version of ``names`` differs from the build environment's."""
     have = installed(site)
-    return [f"{name} {have.get(name)} in the layer, {pinned[name]} in the tests' environment"
-            for name in names if name in pinned and have.get(name) != pinned[name]]
+    return [
+        f"{name} {have.get(name)} in the layer, {pinned[name]} in the tests' environment"
+        for name in names
+        if name in pinned and have.get(name) != pinned[name]
+    ]
 
 
 def prune(site: Path) -> None:
@@ -153,24 +174,46 @@ def prune(site: Path) -> None:
 
 def python_for(platform: str, python: str | None) -> str:
     """The interpreter that compiles the layer's bytecode: it must be the runtime's version."""
-    if platform == "host" or (python is None and "%d.%d" % sys.version_info[:2] == PYTHON_VERSION):
+    if platform == "host" or (python is None and "{}.{}".format(*sys.version_info[:2]) == PYTHON_VERSION):
         return python or sys.executable
     python = python or shutil.which(f"python{PYTHON_VERSION}")
     if python is None:
-        raise SystemExit(f"compiling the layer's bytecode needs Python {PYTHON_VERSION}: pass --python PATH "
-                         "(or --no-compile, which costs every cold start its compile time)")
-    found = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                           capture_output=True, text=True).stdout.strip()
+        raise SystemExit(
+            f"compiling the layer's bytecode needs Python {PYTHON_VERSION}: pass --python PATH "
+            "(or --no-compile, which costs every cold start its compile time)"
+        )
+    found = subprocess.run(
+        [python, "-c", "import sys; print('{}.{}'.format(*sys.version_info[:2]))"], capture_output=True, text=True
+    ).stdout.strip()
     if found != PYTHON_VERSION:
-        raise SystemExit(f"{python} is not a working Python {PYTHON_VERSION} (it says {found or 'nothing'}): "
-                         f"pass --python PATH to the Python {PYTHON_VERSION} Lambda runs")
+        raise SystemExit(
+            f"{python} is not a working Python {PYTHON_VERSION} (it says {found or 'nothing'}): "
+            f"pass --python PATH to the Python {PYTHON_VERSION} Lambda runs"
+        )
     return python
 
 
 def compile_tree(site: Path, python: str) -> None:
     """Bytecode beside every source, used without checking the source (Lambda's /opt is read-only)."""
-    subprocess.run([python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
-                    "-s", str(site), "-p", "/opt/python", str(site)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            python,
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "0",
+            "--invalidation-mode",
+            "unchecked-hash",
+            "-s",
+            str(site),
+            "-p",
+            "/opt/python",
+            str(site),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def link_runtime_sdk(dest: Path) -> Path:
@@ -189,11 +232,14 @@ def tree_size(root: Path) -> int:
 
 
 def write_manifest(site: Path, extras: tuple[str, ...], platform: str) -> dict[str, object]:
-    manifest = {"extras": list(extras), "embedders": runnable_embedders(extras),
-                "bytecode": any(site.rglob("*.pyc")),
-                "platforms": list(PLATFORMS) if platform != "host" else ["host"],
-                "python": PYTHON_VERSION if platform != "host" else "%d.%d" % sys.version_info[:2],
-                "versions": installed(site)}
+    manifest = {
+        "extras": list(extras),
+        "embedders": runnable_embedders(extras),
+        "bytecode": any(site.rglob("*.pyc")),
+        "platforms": list(PLATFORMS) if platform != "host" else ["host"],
+        "python": PYTHON_VERSION if platform != "host" else "{}.{}".format(*sys.version_info[:2]),
+        "versions": installed(site),
+    }
     (site.parent / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return manifest
 
@@ -213,8 +259,14 @@ def write_zip(root: Path, out: Path) -> None:
                 archive.write(path, path.relative_to(root))
 
 
-def build_tree(root: Path, extras: tuple[str, ...], *, platform: str = "aarch64",
-               pinned: dict[str, str] | None = None, compile_with: str | None = None) -> Path:
+def build_tree(
+    root: Path,
+    extras: tuple[str, ...],
+    *,
+    platform: str = "aarch64",
+    pinned: dict[str, str] | None = None,
+    compile_with: str | None = None,
+) -> Path:
     """The layer's tree under ``root`` (``root/python`` is what Lambda puts on sys.path);
     ``compile_with``: the interpreter that compiles its bytecode (None: none is shipped)."""
     pinned = pins(pinned)
@@ -243,20 +295,32 @@ def build(out: Path, extras: tuple[str, ...], *, platform: str = "aarch64", comp
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "build" / "layer.zip")
-    parser.add_argument("--embedder", choices=sorted(EMBEDDER_EXTRAS), default=DEFAULT_EMBEDDER,
-                        help="the embedder the deployment uses (-c embedder=): its extra goes in the layer")
+    parser.add_argument(
+        "--embedder",
+        choices=sorted(EMBEDDER_EXTRAS),
+        default=DEFAULT_EMBEDDER,
+        help="the embedder the deployment uses (-c embedder=): its extra goes in the layer",
+    )
     parser.add_argument("--extra", default="", help="more extras of pyproject.toml to include (comma-separated)")
-    parser.add_argument("--platform", choices=["aarch64", "host"], default="aarch64",
-                        help="aarch64: Lambda's arm64 (the default); host: this machine, for tests")
-    parser.add_argument("--python", help=f"the Python {PYTHON_VERSION} that compiles the bytecode "
-                                         f"(default python{PYTHON_VERSION} on PATH)")
+    parser.add_argument(
+        "--platform",
+        choices=["aarch64", "host"],
+        default="aarch64",
+        help="aarch64: Lambda's arm64 (the default); host: this machine, for tests",
+    )
+    parser.add_argument(
+        "--python",
+        help=f"the Python {PYTHON_VERSION} that compiles the bytecode (default python{PYTHON_VERSION} on PATH)",
+    )
     parser.add_argument("--no-compile", action="store_true", help="ship no bytecode (slower cold starts)")
     args = parser.parse_args(argv)
     extras = extras_for(args.embedder, tuple(e for e in args.extra.split(",") if e))
     python = None if args.no_compile else python_for(args.platform, args.python)
     size = build(args.out, extras, platform=args.platform, compile_with=python)
-    print(f"{args.out}: {size / 2**20:.1f} MB unzipped, {args.out.stat().st_size / 2**20:.1f} MB zipped "
-          f"(extras: {', '.join(extras)})")
+    print(
+        f"{args.out}: {size / 2**20:.1f} MB unzipped, {args.out.stat().st_size / 2**20:.1f} MB zipped "
+        f"(extras: {', '.join(extras)})"
+    )
     problem = size_problem(size)
     if problem:
         print(f"error: {problem}", file=sys.stderr)

@@ -54,7 +54,9 @@ class BearerAuth:
             try:
                 return cls(Path(path).expanduser().read_text("utf-8"), source=f"the API key in {path}")
             except OSError as exc:
-                raise InvalidInput(f"cannot read the API key file {path}: {exc.strerror}", field="api_key_file") from exc
+                raise InvalidInput(
+                    f"cannot read the API key file {path}: {exc.strerror}", field="api_key_file"
+                ) from exc
         if environ.get("CAPSULE_API_KEY"):
             return cls(environ["CAPSULE_API_KEY"], source="the API key in CAPSULE_API_KEY")
         raise Unauthorized("no API key: set CAPSULE_API_KEY, or CAPSULE_API_KEY_FILE, or pass --api-key-file")
@@ -111,21 +113,22 @@ class SigV4Auth:
     server keeps working after they rotate.
     """
 
-    def __init__(self, region: str, *, credentials: Any = None, profile: str | None = None,
-                 service: str = SERVICE) -> None:
+    def __init__(
+        self, region: str, *, credentials: Any = None, profile: str | None = None, service: str = SERVICE
+    ) -> None:
         try:
             import botocore.session  # the 'aws' or 'mcp' extra
             from botocore.auth import SigV4Auth as _Signer
             from botocore.awsrequest import AWSRequest
         except ImportError as exc:
-            raise InvalidInput("SigV4 signing needs botocore: pip install 'capsule-memory[mcp]'",
-                               field="auth") from exc
+            raise InvalidInput("SigV4 signing needs botocore: pip install 'capsule-memory[mcp]'", field="auth") from exc
         if credentials is None:
             session = botocore.session.Session(profile=profile)
             credentials = session.get_credentials()
         if credentials is None:
-            raise Unauthorized("no AWS credentials found (environment, profile, SSO or role); "
-                               "run 'aws sso login' or set AWS_PROFILE")
+            raise Unauthorized(
+                "no AWS credentials found (environment, profile, SSO or role); run 'aws sso login' or set AWS_PROFILE"
+            )
         self.region = region
         self.service = service
         self.source = f"a SigV4 signature (service {service}, region {region})"
@@ -134,19 +137,30 @@ class SigV4Auth:
         self._request_class = AWSRequest
 
     @classmethod
-    def for_url(cls, url: str, *, region: str | None = None, profile: str | None = None,
-                credentials: Any = None, environ: Mapping[str, str] | None = None) -> SigV4Auth:
+    def for_url(
+        cls,
+        url: str,
+        *,
+        region: str | None = None,
+        profile: str | None = None,
+        credentials: Any = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> SigV4Auth:
         """The region is ``region``, else the one in the URL, else AWS_REGION / AWS_DEFAULT_REGION."""
         environ = os.environ if environ is None else environ
         region = region or region_from_url(url) or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
         if not region:
-            raise InvalidInput("cannot tell the AWS region from the URL: pass --region or set AWS_REGION",
-                               field="region")
+            raise InvalidInput(
+                "cannot tell the AWS region from the URL: pass --region or set AWS_REGION", field="region"
+            )
         return cls(region, credentials=credentials, profile=profile)
 
     def headers(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
-        frozen = self._credentials.get_frozen_credentials() if hasattr(
-            self._credentials, "get_frozen_credentials") else self._credentials
+        frozen = (
+            self._credentials.get_frozen_credentials()
+            if hasattr(self._credentials, "get_frozen_credentials")
+            else self._credentials
+        )
         request = self._request_class(method=method, url=url, data=body, headers=dict(headers))
         self._signer_class(frozen, self.service, self.region).add_auth(request)
         return dict(request.headers.items())

@@ -35,8 +35,8 @@ from .auth_methods import AUTO, METHODS
 
 @dataclass(frozen=True)
 class AuthChoice:
-    method: str   # sigv4 | apikey | none
-    reason: str   # why, for logs and error messages
+    method: str  # sigv4 | apikey | none
+    reason: str  # why, for logs and error messages
 
 
 def check_method(method: str | None) -> str:
@@ -46,8 +46,7 @@ def check_method(method: str | None) -> str:
     if method not in METHODS:
         near = difflib.get_close_matches(method.lower(), METHODS, n=1, cutoff=0.4)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
-        raise InvalidInput(f"unknown auth method {method!r}{hint}: use one of {', '.join(METHODS)}",
-                           field="auth")
+        raise InvalidInput(f"unknown auth method {method!r}{hint}: use one of {', '.join(METHODS)}", field="auth")
     return method
 
 
@@ -85,8 +84,13 @@ def token_path(data_dir: str | Path | None, environ: Mapping[str, str]) -> Path:
     return Credentials(Path(folder).expanduser()).token_path
 
 
-def bearer_for(url: str, *, key_file: str | Path | None = None, data_dir: str | Path | None = None,
-               environ: Mapping[str, str] | None = None) -> BearerAuth:
+def bearer_for(
+    url: str,
+    *,
+    key_file: str | Path | None = None,
+    data_dir: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> BearerAuth:
     """An API key (``--api-key-file``, ``CAPSULE_API_KEY``, ``CAPSULE_API_KEY_FILE``), else, for a
     loopback host, the local server's token; else an error saying what to set."""
     environ = os.environ if environ is None else environ
@@ -101,10 +105,11 @@ def bearer_for(url: str, *, key_file: str | Path | None = None, data_dir: str | 
             raise Unauthorized(
                 f"no credentials for {url}: {wanted}; or, for the capsule serve on this machine, its token file "
                 f"{path} was not found: start capsule serve, or point CAPSULE_DATA_DIR (--data-dir) at its "
-                "data folder") from None
-    raise Unauthorized(f"no credentials for {url}: {wanted}; for an API Gateway with IAM auth, "
-                       "pass --auth sigv4 (and --region)")
+                "data folder"
+            ) from None
+    raise Unauthorized(
+        f"no credentials for {url}: {wanted}; for an API Gateway with IAM auth, pass --auth sigv4 (and --region)"
+    )
 
 
-__all__ = ["AUTO", "METHODS", "AuthChoice", "bearer_for", "check_method", "choose_auth", "is_loopback",
-           "token_path"]
+__all__ = ["AUTO", "METHODS", "AuthChoice", "bearer_for", "check_method", "choose_auth", "is_loopback", "token_path"]

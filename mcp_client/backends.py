@@ -71,8 +71,9 @@ class EmbeddedBackend:
 
     name = "embedded"
 
-    def __init__(self, service: MemoryService, learning: LearningService | None = None, *,
-                 tenant: str = LOCAL_TENANT) -> None:
+    def __init__(
+        self, service: MemoryService, learning: LearningService | None = None, *, tenant: str = LOCAL_TENANT
+    ) -> None:
         self.service = service
         self._learning = learning
         self.tenant = tenant
@@ -268,18 +269,17 @@ class Connection:
     """How to reach the memory: a URL (remote) or none (embedded), and how to sign."""
 
     url: str | None = None
-    auth: str | None = None             # auto (None) | sigv4 | apikey | none: see auth_choice
+    auth: str | None = None  # auto (None) | sigv4 | apikey | none: see auth_choice
     region: str | None = None
     profile: str | None = None
     api_key_file: str | None = None
     data_dir: str | None = None
     embedder: str | None = None
-    timeout_s: float = 30.0             # remote: per request
-    attempts: int = 4                   # remote: tries per request, the first included
+    timeout_s: float = 30.0  # remote: per request
+    attempts: int = 4  # remote: tries per request, the first included
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, *, embedded: bool = False,
-                 **given: Any) -> Connection:
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, embedded: bool = False, **given: Any) -> Connection:
         """Arguments win over the environment: CAPSULE_MEMORY_URL, CAPSULE_AUTH.
 
         An unknown auth method is refused here, naming the nearest one; leaving it unset (or
@@ -297,8 +297,10 @@ def check_url(url: str) -> str:
     """A URL the client can call; refused at startup, since no later retry could fix it."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInput(f"the memory URL (--url or CAPSULE_MEMORY_URL) must be http:// or https:// with a host, "
-                           f"got {url!r}", field="url")
+        raise InvalidInput(
+            f"the memory URL (--url or CAPSULE_MEMORY_URL) must be http:// or https:// with a host, got {url!r}",
+            field="url",
+        )
     return url
 
 
@@ -316,9 +318,11 @@ def make_auth(conn: Connection, environ: Mapping[str, str] | None = None) -> Aut
     url = conn.url
     choice = auth_choice(conn)
     if choice.method == "sigv4":
+
         def make() -> Auth:
             return SigV4Auth.for_url(url, region=conn.region, profile=conn.profile, environ=environ)
     elif choice.method == "apikey":
+
         def make() -> Auth:
             return bearer_for(url, key_file=conn.api_key_file, data_dir=conn.data_dir, environ=environ)
     else:
@@ -342,8 +346,9 @@ def open_backend(conn: Connection, environ: Mapping[str, str] | None = None) -> 
 
 def _open(conn: Connection, environ: Mapping[str, str] | None) -> Backend:
     if conn.url:
-        client = CapsuleClient(conn.url, auth=make_auth(conn, environ), timeout_s=conn.timeout_s,
-                               retry=Retry(attempts=conn.attempts))
+        client = CapsuleClient(
+            conn.url, auth=make_auth(conn, environ), timeout_s=conn.timeout_s, retry=Retry(attempts=conn.attempts)
+        )
         return RemoteBackend(client)
     settings = Settings.from_env(environ, data_dir=conn.data_dir, embedder=conn.embedder)
     return EmbeddedBackend.from_settings(settings)
@@ -379,4 +384,14 @@ class RetryingOpen:
             self._backend.close()
 
 
-__all__ = ["Backend", "Connection", "EmbeddedBackend", "RemoteBackend", "auth_choice", "make_auth", "open_backend", "RetryingOpen", "LOCAL_TENANT"]
+__all__ = [
+    "Backend",
+    "Connection",
+    "EmbeddedBackend",
+    "RemoteBackend",
+    "auth_choice",
+    "make_auth",
+    "open_backend",
+    "RetryingOpen",
+    "LOCAL_TENANT",
+]

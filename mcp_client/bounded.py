@@ -21,9 +21,9 @@ if TYPE_CHECKING:  # the hooks use excerpt() and must start without pydantic (or
 DEFAULT_MAX_CHARS = 12_000  # twenty search hits (an excerpt, an id and every score signal each) fit
 MIN_MAX_CHARS = 500
 MAX_MAX_CHARS = 40_000
-EXCERPT_CHARS = 1200       # one memory's content in a list
-HIT_EXCERPT_CHARS = 200    # one search hit's: twenty fit the default budget; memory_get reads it whole
-ECHO_CHARS = 200           # content echoed back by store/pin/forget/feedback
+EXCERPT_CHARS = 1200  # one memory's content in a list
+HIT_EXCERPT_CHARS = 200  # one search hit's: twenty fit the default budget; memory_get reads it whole
+ECHO_CHARS = 200  # content echoed back by store/pin/forget/feedback
 
 
 def excerpt(text: str, limit: int) -> tuple[str, bool]:
@@ -54,5 +54,14 @@ def fit(items: Sequence[T], budget: int, measure: Callable[[T], int]) -> tuple[l
     return kept, len(items) - len(kept)
 
 
-__all__ = ["excerpt", "fit", "size", "DEFAULT_MAX_CHARS", "MIN_MAX_CHARS", "MAX_MAX_CHARS",
-           "EXCERPT_CHARS", "HIT_EXCERPT_CHARS", "ECHO_CHARS"]
+__all__ = [
+    "excerpt",
+    "fit",
+    "size",
+    "DEFAULT_MAX_CHARS",
+    "MIN_MAX_CHARS",
+    "MAX_MAX_CHARS",
+    "EXCERPT_CHARS",
+    "HIT_EXCERPT_CHARS",
+    "ECHO_CHARS",
+]

@@ -59,12 +59,22 @@ class RemoteCapture:
         return self._call(cm.CandidateList, "GET", "/v1/memories/candidates", query=query)
 
     def approve(self, candidate_id: str, request: Mapping[str, Any]) -> cm.DecisionResult:
-        return self._call(cm.DecisionResult, "POST", f"/v1/memories/candidates/{quote(candidate_id, safe='')}/approve",
-                          body=dict(request), idempotent=False)
+        return self._call(
+            cm.DecisionResult,
+            "POST",
+            f"/v1/memories/candidates/{quote(candidate_id, safe='')}/approve",
+            body=dict(request),
+            idempotent=False,
+        )
 
     def reject(self, candidate_id: str, request: Mapping[str, Any]) -> cm.DecisionResult:
-        return self._call(cm.DecisionResult, "POST", f"/v1/memories/candidates/{quote(candidate_id, safe='')}/reject",
-                          body=dict(request), idempotent=False)
+        return self._call(
+            cm.DecisionResult,
+            "POST",
+            f"/v1/memories/candidates/{quote(candidate_id, safe='')}/reject",
+            body=dict(request),
+            idempotent=False,
+        )
 
     def set_threshold(self, request: Mapping[str, Any]) -> cm.ThresholdResult:
         return self._call(cm.ThresholdResult, "PUT", "/v1/memories/capture/settings", body=dict(request))

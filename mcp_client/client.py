@@ -51,10 +51,16 @@ _WHY = {NotConnected: "not connected", Dropped: "connection closed", TimedOut: "
 # Statuses after which the server has certainly changed nothing.
 NOTHING_DONE_STATUSES = frozenset({429, 503})
 _ERRORS_BY_STATUS: dict[int, type[errors.CapsuleError]] = {
-    400: errors.InvalidInput, 413: errors.PayloadTooLarge, 422: errors.InvalidInput,
-    401: errors.Unauthorized, 403: errors.Forbidden, 404: errors.NotFound, 409: errors.Conflict,
+    400: errors.InvalidInput,
+    413: errors.PayloadTooLarge,
+    422: errors.InvalidInput,
+    401: errors.Unauthorized,
+    403: errors.Forbidden,
+    404: errors.NotFound,
+    409: errors.Conflict,
     412: errors.PreconditionFailed,
-    429: errors.Unavailable, 503: errors.Unavailable,
+    429: errors.Unavailable,
+    503: errors.Unavailable,
 }
 
 
@@ -62,14 +68,14 @@ _ERRORS_BY_STATUS: dict[int, type[errors.CapsuleError]] = {
 class Retry:
     """Exponential backoff with full jitter: attempt n waits random() * min(cap, base * 2**n)."""
 
-    attempts: int = 4               # total tries, the first included
+    attempts: int = 4  # total tries, the first included
     base_s: float = 0.25
     cap_s: float = 4.0
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     random: Callable[[], float] = field(default=random.random, repr=False)
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        wait = self.random() * min(self.cap_s, self.base_s * 2 ** attempt)
+        wait = self.random() * min(self.cap_s, self.base_s * 2**attempt)
         if retry_after is not None:
             wait = max(wait, min(retry_after, self.cap_s))
         return wait
@@ -99,12 +105,18 @@ class CapsuleClient:
     transport (by default one :class:`~mcp_client.transport.PooledTransport` per client, whose
     connections every thread of the caller shares; tests and callers may pass their own)."""
 
-    def __init__(self, base_url: str, *, auth: Auth | None = None, timeout_s: float = 30.0,
-                 retry: Retry | None = None, send: Callable[..., Response] | None = None,
-                 user_agent: str = "capsule-memory-client/0.1") -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        auth: Auth | None = None,
+        timeout_s: float = 30.0,
+        retry: Retry | None = None,
+        send: Callable[..., Response] | None = None,
+        user_agent: str = "capsule-memory-client/0.1",
+    ) -> None:
         if not base_url.startswith(("http://", "https://")):
-            raise errors.InvalidInput(f"the API URL must start with http:// or https://, got {base_url!r}",
-                                      field="url")
+            raise errors.InvalidInput(f"the API URL must start with http:// or https://, got {base_url!r}", field="url")
         self.base_url = base_url.rstrip("/")
         self.auth = auth or NoAuth()
         self.timeout_s = timeout_s
@@ -129,12 +141,23 @@ class CapsuleClient:
 
     # ---- the transport -----------------------------------------------------
 
-    def request(self, method: str, path: str, *, body: Any = None, query: Mapping[str, Any] | None = None,
-                idempotent: bool = True, headers: Mapping[str, str] | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        query: Mapping[str, Any] | None = None,
+        idempotent: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
         """Send one request (retrying as the class docstring says) and return the decoded JSON."""
         url = self.base_url + path
-        params = {k: ("true" if v is True else "false" if v is False else v)
-                  for k, v in (query or {}).items() if v is not None}
+        params = {
+            k: ("true" if v is True else "false" if v is False else v)
+            for k, v in (query or {}).items()
+            if v is not None
+        }
         if params:
             url += "?" + urlencode(params, quote_via=quote)
         data = b"" if body is None else json.dumps(body, separators=(",", ":"), default=str).encode()
@@ -165,10 +188,12 @@ class CapsuleClient:
         if isinstance(exc, NotConnected):
             return errors.Unavailable(f"cannot reach {self.base_url}: {exc}")
         if isinstance(exc, Dropped):
-            return errors.Unavailable(f"{method} {path}: the connection closed before the answer ({exc});"
-                                      " it may or may not have been applied")
-        return errors.Unavailable(f"{method} {path} got no answer in {self.timeout_s:g}s"
-                                  " (it may or may not have been applied)")
+            return errors.Unavailable(
+                f"{method} {path}: the connection closed before the answer ({exc}); it may or may not have been applied"
+            )
+        return errors.Unavailable(
+            f"{method} {path} got no answer in {self.timeout_s:g}s (it may or may not have been applied)"
+        )
 
     def _refused(self, error: errors.CapsuleError) -> errors.CapsuleError:
         """A 401/403 says what this client sent, so the user knows which credential to fix."""
@@ -188,8 +213,10 @@ class CapsuleClient:
         try:
             return result.model_validate(data)
         except ValidationError as exc:
-            raise errors.Unavailable(f"{method} {path} answered with a {result.__name__} this client cannot read: "
-                                     f"{exc.errors()[0].get('msg')}") from exc
+            raise errors.Unavailable(
+                f"{method} {path} answered with a {result.__name__} this client cannot read: "
+                f"{exc.errors()[0].get('msg')}"
+            ) from exc
 
     @staticmethod
     def _body(model: type[BaseModel], request: Any) -> dict[str, Any]:
@@ -212,13 +239,15 @@ class CapsuleClient:
 
     def ingest(self, request: models.IngestRequest | Mapping[str, Any]) -> models.IngestResult:
         """Chunk a text and store every chunk."""
-        return self._call(models.IngestResult, "POST", "/v1/memories/ingest",
-                          body=self._body(models.IngestRequest, request))
+        return self._call(
+            models.IngestResult, "POST", "/v1/memories/ingest", body=self._body(models.IngestRequest, request)
+        )
 
     def search(self, request: models.SearchRequest | Mapping[str, Any]) -> models.SearchResult:
         """Hybrid search; every hit carries its score components."""
-        return self._call(models.SearchResult, "POST", "/v1/memories/search",
-                          body=self._body(models.SearchRequest, request))
+        return self._call(
+            models.SearchResult, "POST", "/v1/memories/search", body=self._body(models.SearchRequest, request)
+        )
 
     def list_memories(self, request: models.ListRequest | Mapping[str, Any]) -> models.ListResult:
         """Recent (or pinned) memories of a project, newest first, a page at a time."""
@@ -239,30 +268,51 @@ class CapsuleClient:
     def forget(self, memory_id: str, reason: str | None = None, *, force: bool = False) -> models.MemoryResult:
         """Forget (recoverable for 30 days). The reason travels as a query parameter of the DELETE."""
         validate(models.ForgetRequest, {"reason": reason, "force": force})
-        return self._call(models.MemoryResult, "DELETE", f"/v1/memories/{self._id(memory_id)}",
-                          query={"reason": reason, **({"force": True} if force else {})})
+        return self._call(
+            models.MemoryResult,
+            "DELETE",
+            f"/v1/memories/{self._id(memory_id)}",
+            query={"reason": reason, **({"force": True} if force else {})},
+        )
 
-    def update(self, memory_id: str, request: gm.UpdateRequest | Mapping[str, Any], *,
-               if_match: str | None = None) -> gm.UpdateResult:
+    def update(
+        self, memory_id: str, request: gm.UpdateRequest | Mapping[str, Any], *, if_match: str | None = None
+    ) -> gm.UpdateResult:
         """Change a memory in place; with ``if_match`` (its sha256) refused (412) if it changed since."""
-        return self._call(gm.UpdateResult, "PATCH", f"/v1/memories/{self._id(memory_id)}",
-                          body=self._body(gm.UpdateRequest, request), headers=_if_match(if_match))
+        return self._call(
+            gm.UpdateResult,
+            "PATCH",
+            f"/v1/memories/{self._id(memory_id)}",
+            body=self._body(gm.UpdateRequest, request),
+            headers=_if_match(if_match),
+        )
 
     def history(self, memory_id: str) -> gm.HistoryResult:
         return self._call(gm.HistoryResult, "GET", f"/v1/memories/{self._id(memory_id)}/history")
 
-    def revert(self, memory_id: str, request: gm.RevertRequest | Mapping[str, Any], *,
-               if_match: str | None = None) -> gm.UpdateResult:
-        return self._call(gm.UpdateResult, "POST", f"/v1/memories/{self._id(memory_id)}/revert",
-                          body=self._body(gm.RevertRequest, request), headers=_if_match(if_match))
+    def revert(
+        self, memory_id: str, request: gm.RevertRequest | Mapping[str, Any], *, if_match: str | None = None
+    ) -> gm.UpdateResult:
+        return self._call(
+            gm.UpdateResult,
+            "POST",
+            f"/v1/memories/{self._id(memory_id)}/revert",
+            body=self._body(gm.RevertRequest, request),
+            headers=_if_match(if_match),
+        )
 
     def restore(self, memory_id: str) -> models.RestoreResult:
         return self._call(models.RestoreResult, "POST", f"/v1/memories/{self._id(memory_id)}/restore")
 
     def feedback(self, memory_id: str, request: models.FeedbackRequest | Mapping[str, Any]) -> models.MemoryResult:
         """Vote helpful or not; not retried once sent, so a vote is never counted twice."""
-        return self._call(models.MemoryResult, "POST", f"/v1/memories/{self._id(memory_id)}/feedback",
-                          body=self._body(models.FeedbackRequest, request), idempotent=False)
+        return self._call(
+            models.MemoryResult,
+            "POST",
+            f"/v1/memories/{self._id(memory_id)}/feedback",
+            body=self._body(models.FeedbackRequest, request),
+            idempotent=False,
+        )
 
     def projects(self) -> models.ProjectsResult:
         return self._call(models.ProjectsResult, "GET", "/v1/projects")
@@ -292,8 +342,9 @@ class CapsuleClient:
         return self._call(lm.SolutionResult, "GET", f"/v1/solutions/{self._id(solution_id)}")
 
     def update_solution(self, solution_id: str, fixpack: lm.Fixpack | Mapping[str, Any]) -> lm.SolutionResult:
-        return self._call(lm.SolutionResult, "PUT", f"/v1/solutions/{self._id(solution_id)}",
-                          body=self._body(lm.Fixpack, fixpack))
+        return self._call(
+            lm.SolutionResult, "PUT", f"/v1/solutions/{self._id(solution_id)}", body=self._body(lm.Fixpack, fixpack)
+        )
 
     def delete_solution(self, solution_id: str) -> lm.DeleteResult:
         return self._call(lm.DeleteResult, "DELETE", f"/v1/solutions/{self._id(solution_id)}")
@@ -302,41 +353,60 @@ class CapsuleClient:
 
     def solution_search(self, request: lm.SolutionSearchRequest | Mapping[str, Any]) -> lm.SolutionSearchResult:
         """Solutions (fixpacks) whose signatures match an error, best first."""
-        return self._call(lm.SolutionSearchResult, "POST", "/v1/solutions/search",
-                          body=self._body(lm.SolutionSearchRequest, request))
+        return self._call(
+            lm.SolutionSearchResult, "POST", "/v1/solutions/search", body=self._body(lm.SolutionSearchRequest, request)
+        )
 
     def solution_apply(self, solution_id: str, request: lm.ApplyRequest | Mapping[str, Any]) -> lm.ApplyResult:
         """Record whether applying a solution worked; not retried once sent (it counts)."""
-        return self._call(lm.ApplyResult, "POST", f"/v1/solutions/{self._id(solution_id)}/apply",
-                          body=self._body(lm.ApplyRequest, request), idempotent=False)
+        return self._call(
+            lm.ApplyResult,
+            "POST",
+            f"/v1/solutions/{self._id(solution_id)}/apply",
+            body=self._body(lm.ApplyRequest, request),
+            idempotent=False,
+        )
 
     def pattern_detect(self, request: lm.PatternDetectRequest | Mapping[str, Any]) -> lm.PatternDetectResult:
         """Known error patterns an error belongs to, with what fixed them."""
-        return self._call(lm.PatternDetectResult, "POST", "/v1/patterns/detect",
-                          body=self._body(lm.PatternDetectRequest, request))
+        return self._call(
+            lm.PatternDetectResult, "POST", "/v1/patterns/detect", body=self._body(lm.PatternDetectRequest, request)
+        )
 
-    def pattern_solutions(self, request: lm.PatternSolutionsRequest | Mapping[str, Any]
-                          ) -> lm.PatternSolutionsResult:
+    def pattern_solutions(self, request: lm.PatternSolutionsRequest | Mapping[str, Any]) -> lm.PatternSolutionsResult:
         """The solutions and fixes linked to one pattern, most successful first."""
-        return self._call(lm.PatternSolutionsResult, "POST", "/v1/patterns/solutions",
-                          body=self._body(lm.PatternSolutionsRequest, request))
+        return self._call(
+            lm.PatternSolutionsResult,
+            "POST",
+            "/v1/patterns/solutions",
+            body=self._body(lm.PatternSolutionsRequest, request),
+        )
 
     def pattern_link(self, request: lm.PatternLinkRequest | Mapping[str, Any]) -> lm.PatternLinkResult:
         """Record that a solution worked (or not) for a pattern; not retried once sent."""
-        return self._call(lm.PatternLinkResult, "POST", "/v1/patterns/link",
-                          body=self._body(lm.PatternLinkRequest, request), idempotent=False)
+        return self._call(
+            lm.PatternLinkResult,
+            "POST",
+            "/v1/patterns/link",
+            body=self._body(lm.PatternLinkRequest, request),
+            idempotent=False,
+        )
 
-    def golden_paths(self, request: lm.GoldenPathsRequest | Mapping[str, Any] | None = None
-                     ) -> lm.GoldenPathsResult:
+    def golden_paths(self, request: lm.GoldenPathsRequest | Mapping[str, Any] | None = None) -> lm.GoldenPathsResult:
         """Pattern-fix pairs that worked repeatedly."""
         query = validate(lm.GoldenPathsRequest, request or {}).model_dump(mode="json", exclude_none=True)
         return self._call(lm.GoldenPathsResult, "GET", "/v1/patterns/golden-paths", query=query)
 
-    def detect_patterns(self, request: lm.DetectPatternsRequest | Mapping[str, Any] | None = None
-                        ) -> lm.DetectPatternsResult:
+    def detect_patterns(
+        self, request: lm.DetectPatternsRequest | Mapping[str, Any] | None = None
+    ) -> lm.DetectPatternsResult:
         """Mine the memories for recurring failures now (idempotent)."""
-        return self._call(lm.DetectPatternsResult, "POST", "/v1/patterns/mine",
-                          body=self._body(lm.DetectPatternsRequest, request or {}))
+        return self._call(
+            lm.DetectPatternsResult,
+            "POST",
+            "/v1/patterns/mine",
+            body=self._body(lm.DetectPatternsRequest, request or {}),
+        )
 
 
 def _if_match(sha: str | None) -> dict[str, str]:

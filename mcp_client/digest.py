@@ -45,13 +45,41 @@ _TAGGED = re.compile(r"<digest>[ \t]*\n?(.*?)</digest>", re.S | re.I)
 _KEY = re.compile(r"^[ \t]*([A-Za-z][A-Za-z _-]{0,30}?)[ \t]*:[ \t]*(.*)$")
 _BULLET = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+(.*)$")
 
-SECTIONS = {"decisions": "decisions", "decision": "decisions", "files": "files", "contracts": "contracts",
-            "contract": "contracts", "next": "next", "next steps": "next", "next_steps": "next",
-            "next-steps": "next", "todo": "next"}
-HEADERS = {"agent": "agent", "author": "agent", "task": "task", "task id": "task", "task_id": "task",
-           "status": "status", "outcome": "status"}
-SUCCESS_WORDS = {"success", "succeeded", "done", "complete", "completed", "passed", "pass", "ok", "fixed",
-                 "resolved", "merged", "shipped"}
+SECTIONS = {
+    "decisions": "decisions",
+    "decision": "decisions",
+    "files": "files",
+    "contracts": "contracts",
+    "contract": "contracts",
+    "next": "next",
+    "next steps": "next",
+    "next_steps": "next",
+    "next-steps": "next",
+    "todo": "next",
+}
+HEADERS = {
+    "agent": "agent",
+    "author": "agent",
+    "task": "task",
+    "task id": "task",
+    "task_id": "task",
+    "status": "status",
+    "outcome": "status",
+}
+SUCCESS_WORDS = {
+    "success",
+    "succeeded",
+    "done",
+    "complete",
+    "completed",
+    "passed",
+    "pass",
+    "ok",
+    "fixed",
+    "resolved",
+    "merged",
+    "shipped",
+}
 FAILURE_WORDS = {"failure", "failed", "fail", "blocked", "broken", "error", "abandoned", "reverted"}
 
 
@@ -60,8 +88,14 @@ class Digest:
 
     __slots__ = ("text", "agent", "task", "status", "sections")
 
-    def __init__(self, text: str, agent: str | None = None, task: str | None = None, status: str = "unknown",
-                 sections: dict[str, list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        text: str,
+        agent: str | None = None,
+        task: str | None = None,
+        status: str = "unknown",
+        sections: dict[str, list[str]] | None = None,
+    ) -> None:
         self.text, self.agent, self.task, self.status = text, agent, task, status
         self.sections = {} if sections is None else sections
 
@@ -74,8 +108,10 @@ class Digest:
     __hash__ = None  # mutable, as the dataclass was
 
     def __repr__(self) -> str:
-        return (f"Digest(text={self.text!r}, agent={self.agent!r}, task={self.task!r}, status={self.status!r}, "
-                f"sections={self.sections!r})")
+        return (
+            f"Digest(text={self.text!r}, agent={self.agent!r}, task={self.task!r}, status={self.status!r}, "
+            f"sections={self.sections!r})"
+        )
 
     @property
     def empty(self) -> bool:
@@ -180,8 +216,12 @@ def agent_texts(entries: Iterator[dict[str, Any]]) -> Iterator[str]:
         if entry.get("type") == "assistant" or message.get("role") == "assistant":
             yield from _texts(message.get("content"))
         elif entry.get("type") == "user" and isinstance(message.get("content"), list):
-            yield from (t for b in message["content"] if isinstance(b, dict) and b.get("type") == "tool_result"
-                        for t in _texts(b.get("content")))
+            yield from (
+                t
+                for b in message["content"]
+                if isinstance(b, dict) and b.get("type") == "tool_result"
+                for t in _texts(b.get("content"))
+            )
 
 
 def transcript_digests(path: str | Path) -> list[Digest]:
@@ -220,10 +260,14 @@ _STATUS_LINE = re.compile(r"^[ \t*#-]*(?:status|outcome)[ \t*]*:[ \t*]*([A-Za-z]
 _FAILURE = re.compile(
     r"\b(still (?:failing|broken|fails)|not (?:yet )?(?:fixed|working|resolved|passing)|unresolved|"
     r"(?:tests?|build|deploy\w*|ci) (?:is |are )?(?:still )?fail\w*|failed|failing|could not|couldn't|"
-    r"unable to|cannot|blocked|broken|regression|gave up|reverted)\b", re.I)
+    r"unable to|cannot|blocked|broken|regression|gave up|reverted)\b",
+    re.I,
+)
 _SUCCESS = re.compile(
     r"\b(fixed|resolved|(?:all )?tests? (?:now )?pass(?:es|ed|ing)?|passing|succeeded|successfully|"
-    r"completed?|implemented|works now|now works|working|merged|shipped|done)\b", re.I)
+    r"completed?|implemented|works now|now works|working|merged|shipped|done)\b",
+    re.I,
+)
 
 
 def infer_outcome(text: str) -> str:
@@ -246,5 +290,15 @@ def infer_outcome(text: str) -> str:
     return "unknown"
 
 
-__all__ = ["Digest", "parse_digest", "find_digests", "read_transcript", "agent_texts", "transcript_digests",
-           "session_digests", "last_compact_summary", "infer_outcome", "status_of"]
+__all__ = [
+    "Digest",
+    "parse_digest",
+    "find_digests",
+    "read_transcript",
+    "agent_texts",
+    "transcript_digests",
+    "session_digests",
+    "last_compact_summary",
+    "infer_outcome",
+    "status_of",
+]

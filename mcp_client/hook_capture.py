@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from capsule.core import limits
 
+from .digest import _texts, read_transcript
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the stop hook imports this module; typing is a start-up cost it need not pay
     from collections.abc import Iterator, Mapping
@@ -19,10 +21,9 @@ if TYPE_CHECKING:  # the stop hook imports this module; typing is a start-up cos
 # capsule.capture.models.MAX_EVENT_CHARS, read without importing pydantic (the hooks start fast).
 MAX_EVENT_CHARS = limits.MAX_CONTENT_BYTES
 
-from .digest import _texts, read_transcript
 
 MODES = ("off", "queue", "auto")
-BATCH_EVENTS = 100        # events per capture request: well under the body limit
+BATCH_EVENTS = 100  # events per capture request: well under the body limit
 BATCH_CHARS = 512 * 1024
 
 
@@ -57,9 +58,21 @@ def transcript_events(path: str, session: str | None) -> Iterator[dict[str, Any]
             continue
         content = message.get("content")
         blocks = content if isinstance(content, list) else []
-        tools = [t for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result" for t in _texts(b.get("content"))]
-        own = [content] if isinstance(content, str) else [b["text"] for b in blocks if isinstance(b, dict)
-                                                          and b.get("type") == "text" and isinstance(b.get("text"), str)]
+        tools = [
+            t
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+            for t in _texts(b.get("content"))
+        ]
+        own = (
+            [content]
+            if isinstance(content, str)
+            else [
+                b["text"]
+                for b in blocks
+                if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+            ]
+        )
         text = "\n".join(t for t in own if t.strip())
         if not text.strip() and tools:
             role, text, tools = "tool", "\n".join(tools), []
@@ -94,5 +107,7 @@ def capture_request(project: str, events: list[dict[str, Any]], mode: str) -> di
 
 
 def report_line(name: str, report: Mapping[str, Any]) -> str:
-    return (f"capsule hook {name}: captured {report['events']} event(s): {report['candidates']} candidate(s) queued,"
-            f" {report['approved']} approved at the threshold, {report['skipped']} already queued or stored")
+    return (
+        f"capsule hook {name}: captured {report['events']} event(s): {report['candidates']} candidate(s) queued,"
+        f" {report['approved']} approved at the threshold, {report['skipped']} already queued or stored"
+    )

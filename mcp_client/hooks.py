@@ -59,15 +59,22 @@ class HookSkipped(Exception):
 
 
 class HookContext:
-    def __init__(self, backend: Callable[[], Backend], project: str, environ: Mapping[str, str],
-                 spool: Spool | None = None, spooled: int = 0, down: bool = False) -> None:
-        self.backend = backend        # opened only when there is work, so a no-op hook stays instant
+    def __init__(
+        self,
+        backend: Callable[[], Backend],
+        project: str,
+        environ: Mapping[str, str],
+        spool: Spool | None = None,
+        spooled: int = 0,
+        down: bool = False,
+    ) -> None:
+        self.backend = backend  # opened only when there is work, so a no-op hook stays instant
         self.project = project
         self.environ = environ
-        self.spool = spool            # where writes wait while the memory is unreachable
+        self.spool = spool  # where writes wait while the memory is unreachable
         self.spooled = spooled
-        self.down = down              # after one failure, keep the rest at once: the hook stays fast
-        self.delivered = 0            # writes of earlier runs this run delivered (:func:`_finish`)
+        self.down = down  # after one failure, keep the rest at once: the hook stays fast
+        self.delivered = 0  # writes of earlier runs this run delivered (:func:`_finish`)
 
     def keep(self, kind: str, request: dict[str, Any]) -> Path | None:
         """Put a write in the spool before sending it (:meth:`write`): a run ended mid-send,
@@ -125,7 +132,10 @@ def project_of(payload: Mapping[str, Any], environ: Mapping[str, str]) -> str:
 
 def digest_request(digest: Digest, payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
     meta: dict[str, Any] = {
-        "type": "digest", "outcome_status": digest.status, "source": "claude-code:stop", "tags": ["digest"],
+        "type": "digest",
+        "outcome_status": digest.status,
+        "source": "claude-code:stop",
+        "tags": ["digest"],
         "author": digest.agent or payload.get("agent_type") or ctx.environ.get("CAPSULE_AGENT") or "claude-code",
     }
     task = digest.task or ctx.environ.get("CAPSULE_TASK_ID")
@@ -161,16 +171,23 @@ def hook_stop(payload: Mapping[str, Any], ctx: HookContext) -> dict[str, Any]:
         if said is None or said.digest is None:
             raise
         ours, newest = _session(None)
-    report: dict[str, Any] = {"digests": len(ours), "stored": 0, "deduplicated": 0, "tasks": [], "kept": 0,
-                              "skipped": [], "refused": [], "unread": []}
+    report: dict[str, Any] = {
+        "digests": len(ours),
+        "stored": 0,
+        "deduplicated": 0,
+        "tasks": [],
+        "kept": 0,
+        "skipped": [],
+        "refused": [],
+        "unread": [],
+    }
     # (kind, request, task, fresh): a refusal of a Vector Bridge digest of an earlier turn was told then
     writes = [(*_digest_write(digest_request(digest, payload, ctx)), digest.task, True) for digest in ours]
     if said is not None and said.digest is not None:
         vb, fresh = said.digest, True
     else:
         vb, fresh = newest.digest, newest.fresh
-        report["unread"] = list(dict.fromkeys([*([said.error] if said and said.error else []),
-                                               *newest.fresh_errors()]))
+        report["unread"] = list(dict.fromkeys([*([said.error] if said and said.error else []), *newest.fresh_errors()]))
     if vb is not None:
         report["digests"] += 1
         write = _vb_write(vb, fresh, payload, ctx, report)
@@ -207,8 +224,9 @@ def vb_project_root(payload: Mapping[str, Any], environ: Mapping[str, str]) -> s
     return environ.get("CLAUDE_PROJECT_DIR") or (cwd if isinstance(cwd, str) and cwd else os.getcwd())
 
 
-def _vb_write(digest: dict[str, Any], fresh: bool, payload: Mapping[str, Any], ctx: HookContext,
-              report: dict[str, Any]) -> tuple[str, dict[str, Any], str, bool] | None:
+def _vb_write(
+    digest: dict[str, Any], fresh: bool, payload: Mapping[str, Any], ctx: HookContext, report: dict[str, Any]
+) -> tuple[str, dict[str, Any], str, bool] | None:
     """The ingest a Vector Bridge DIGEST becomes, or None with the reason in the report: a quality
     gate (the original retried those until they were dead-lettered; reported once here, when the
     digest is of this turn) or a meta our store cannot hold."""
@@ -231,8 +249,10 @@ def _vb_write(digest: dict[str, Any], fresh: bool, payload: Mapping[str, Any], c
 
 def stop_line(report: Mapping[str, Any]) -> str:
     """The stop hook's stderr line: every count, and each digest not stored with its reason."""
-    line = (f"capsule hook stop: {report['digests']} digest(s), {report['stored']} stored,"
-            f" {report['deduplicated']} already stored")
+    line = (
+        f"capsule hook stop: {report['digests']} digest(s), {report['stored']} stored,"
+        f" {report['deduplicated']} already stored"
+    )
     for task, reason, message, _ in report["skipped"]:
         line += f"; task {task} not stored: {message} ({reason})"
     for task, message, _ in report["refused"]:
@@ -307,17 +327,22 @@ def hook_post_compact(payload: Mapping[str, Any], ctx: HookContext) -> dict[str,
             event["session"] = str(payload["session_id"])[:256]
         return capture_events([event], ctx)
     outcome = infer_outcome(summary)
-    meta: dict[str, Any] = {"type": "compaction-summary", "outcome_status": outcome,
-                            "source": "claude-code:post-compact", "tags": ["compaction"],
-                            "author": payload.get("agent_type") or ctx.environ.get("CAPSULE_AGENT") or "claude-code"}
+    meta: dict[str, Any] = {
+        "type": "compaction-summary",
+        "outcome_status": outcome,
+        "source": "claude-code:post-compact",
+        "tags": ["compaction"],
+        "author": payload.get("agent_type") or ctx.environ.get("CAPSULE_AGENT") or "claude-code",
+    }
     if payload.get("session_id"):
         meta["session"] = str(payload["session_id"])[:256]
     if payload.get("trigger") in ("manual", "auto"):
         meta["tags"].append(f"compaction-{payload['trigger']}")
     if ctx.environ.get("CAPSULE_TASK_ID"):
         meta["task_id"] = ctx.environ["CAPSULE_TASK_ID"][:256]
-    result = ctx.write("ingest", {"project": ctx.project, "text": summary[: limits.MAX_INGEST_BYTES // 2],
-                                  "meta": meta})
+    result = ctx.write(
+        "ingest", {"project": ctx.project, "text": summary[: limits.MAX_INGEST_BYTES // 2], "meta": meta}
+    )
     return {"chunks": result.chunks if result else 0, "outcome": outcome}
 
 
@@ -330,8 +355,14 @@ def task_query(tool_input: Mapping[str, Any]) -> str:
     return text[:2000]
 
 
-def hook_pre_tool_use(payload: Mapping[str, Any], ctx: HookContext, *, min_score: float = DEFAULT_MIN_SCORE,
-                      max_chars: int = DEFAULT_MAX_CHARS, k: int = 3) -> dict[str, Any] | None:
+def hook_pre_tool_use(
+    payload: Mapping[str, Any],
+    ctx: HookContext,
+    *,
+    min_score: float = DEFAULT_MIN_SCORE,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    k: int = 3,
+) -> dict[str, Any] | None:
     """The hook's JSON answer with the memories to inject, or None to add nothing."""
     if payload.get("tool_name") not in TASK_TOOLS:
         return None
@@ -361,9 +392,18 @@ def hook_pre_tool_use(payload: Mapping[str, Any], ctx: HookContext, *, min_score
 # ---- the command ----------------------------------------------------------------------------
 
 
-def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, open_backend: Callable[[], Backend],
-             environ: Mapping[str, str], min_score: float = DEFAULT_MIN_SCORE,
-             max_chars: int = DEFAULT_MAX_CHARS, spool: Spool | None = None) -> int:
+def run_hook(
+    name: str,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+    *,
+    open_backend: Callable[[], Backend],
+    environ: Mapping[str, str],
+    min_score: float = DEFAULT_MIN_SCORE,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    spool: Spool | None = None,
+) -> int:
     """Run one hook; always returns 0 (fail open), reporting problems on ``stderr``."""
     backend: Backend | None = None
 
@@ -377,8 +417,7 @@ def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, open_b
         payload = json.loads(stdin.read() or "{}")
         if not isinstance(payload, dict):
             raise HookSkipped("the hook input is not a JSON object")
-        ctx = HookContext(backend=lazy_backend, project=project_of(payload, environ), environ=environ,
-                          spool=spool)
+        ctx = HookContext(backend=lazy_backend, project=project_of(payload, environ), environ=environ, spool=spool)
         if name == "stop":
             report = hook_stop(payload, ctx)
             if "candidates" in report:
@@ -394,8 +433,11 @@ def run_hook(name: str, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, open_b
             if "candidates" in report:
                 print(_capture_line(name, report) + _finish(ctx), file=stderr)
                 return 0
-            print(f"capsule hook post-compact: summary of outcome {report['outcome']}, {report['chunks']} chunk(s)"
-                  " stored" + _finish(ctx), file=stderr)
+            print(
+                f"capsule hook post-compact: summary of outcome {report['outcome']}, {report['chunks']} chunk(s)"
+                " stored" + _finish(ctx),
+                file=stderr,
+            )
         else:
             answer = hook_pre_tool_use(payload, ctx, min_score=min_score, max_chars=max_chars)
             if answer:
@@ -459,19 +501,35 @@ def cmd_hook(args: argparse.Namespace) -> None:
     except Exception as exc:  # noqa: BLE001 - bad settings must not block the agent either
         print(f"capsule hook {args.hook}: error (ignored): {getattr(exc, 'message', exc)}", file=sys.stderr)
         return
-    run_hook(args.hook, sys.stdin, sys.stdout, sys.stderr, open_backend=opener, environ=os.environ,
-             min_score=_min_score(args.min_score, os.environ), max_chars=args.max_chars, spool=spool)
+    run_hook(
+        args.hook,
+        sys.stdin,
+        sys.stdout,
+        sys.stderr,
+        open_backend=opener,
+        environ=os.environ,
+        min_score=_min_score(args.min_score, os.environ),
+        max_chars=args.max_chars,
+        spool=spool,
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("hook", help="Claude Code hook commands (read the hook JSON on stdin; never block)")
     p.add_argument("hook", choices=["stop", "post-compact", "pre-tool-use"])
     connection_options(p)
-    p.add_argument("--min-score", type=float,
-                   help="pre-tool-use: inject only hits scoring at least this "
-                        f"(default CAPSULE_HOOK_MIN_SCORE, else {DEFAULT_MIN_SCORE})")
-    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
-                   help=f"pre-tool-use: size budget of the injected text (default {DEFAULT_MAX_CHARS})")
+    p.add_argument(
+        "--min-score",
+        type=float,
+        help="pre-tool-use: inject only hits scoring at least this "
+        f"(default CAPSULE_HOOK_MIN_SCORE, else {DEFAULT_MIN_SCORE})",
+    )
+    p.add_argument(
+        "--max-chars",
+        type=int,
+        default=DEFAULT_MAX_CHARS,
+        help=f"pre-tool-use: size budget of the injected text (default {DEFAULT_MAX_CHARS})",
+    )
     p.set_defaults(run=cmd_hook)
     p.error = _fail_open_usage  # a usage error exits 0 too: exit 2 would block the tool call
 

@@ -32,8 +32,7 @@ class DetectPatternsOutput(lm.DetectPatternsResult, Bounded):
 
 def _fixes(fixes: Sequence[lm.LinkedFix]) -> list[lm.LinkedFix]:
     """A linked fix carries a memory's content: cut it to an excerpt."""
-    return [f.model_copy(update={"content": excerpt(f.content, EXCERPT_CHARS)[0]}) if f.content else f
-            for f in fixes]
+    return [f.model_copy(update={"content": excerpt(f.content, EXCERPT_CHARS)[0]}) if f.content else f for f in fixes]
 
 
 def _rate(success: int, failure: int, rate: float) -> str:
@@ -59,8 +58,10 @@ def solution_search_output(result: lm.SolutionSearchResult, max_chars: int) -> t
     lines = []
     for n, match in enumerate(kept, start=1):
         s = match.solution
-        lines.append(f"{n}. [{match.score:.2f}] {s.title} (id {s.id}, {s.category}); "
-                     f"{_rate(s.success_count, s.failure_count, s.success_rate)}; {match.explanation}")
+        lines.append(
+            f"{n}. [{match.score:.2f}] {s.title} (id {s.id}, {s.category}); "
+            f"{_rate(s.success_count, s.failure_count, s.success_rate)}; {match.explanation}"
+        )
         lines += _steps(s)
     lines += _omitted(omitted, "solution(s)")
     lines.append(result.explanation)
@@ -75,11 +76,17 @@ def apply_output(result: lm.ApplyResult) -> tuple[lm.ApplyResult, str]:
 
 def _pattern_line(match: lm.PatternMatch) -> list[str]:
     p = match.pattern
-    lines = [f"- [{match.score:.2f}] pattern '{p.tag}' ({p.category}), seen {p.occurrences} time(s): "
-             f"{match.explanation}"]
-    lines += [f"   solution {s.title} (id {s.id}): {_rate(s.success, s.failure, s.success_rate)}" for s in match.solutions]
-    lines += [f"   fix in memory {f.memory_id}: {_rate(f.success, f.failure, f.success_rate)}"
-              + (f": {excerpt(' '.join(f.content.split()), 200)[0]}" if f.content else "") for f in match.fixes]
+    lines = [
+        f"- [{match.score:.2f}] pattern '{p.tag}' ({p.category}), seen {p.occurrences} time(s): {match.explanation}"
+    ]
+    lines += [
+        f"   solution {s.title} (id {s.id}): {_rate(s.success, s.failure, s.success_rate)}" for s in match.solutions
+    ]
+    lines += [
+        f"   fix in memory {f.memory_id}: {_rate(f.success, f.failure, f.success_rate)}"
+        + (f": {excerpt(' '.join(f.content.split()), 200)[0]}" if f.content else "")
+        for f in match.fixes
+    ]
     return lines
 
 
@@ -91,8 +98,7 @@ def pattern_detect_output(result: lm.PatternDetectResult, max_chars: int) -> tup
     return PatternDetectOutput(results=kept, explanation=result.explanation, omitted=omitted), "\n".join(lines)
 
 
-def pattern_solutions_output(result: lm.PatternSolutionsResult, max_chars: int
-                             ) -> tuple[PatternSolutionsOutput, str]:
+def pattern_solutions_output(result: lm.PatternSolutionsResult, max_chars: int) -> tuple[PatternSolutionsOutput, str]:
     solutions, dropped = fit(result.solutions, max_chars // 2, size)
     fixes, dropped_fixes = fit(_fixes(result.fixes), max_chars // 2, size)
     omitted = dropped + dropped_fixes
@@ -100,8 +106,9 @@ def pattern_solutions_output(result: lm.PatternSolutionsResult, max_chars: int
     lines += [f"- solution {s.title} (id {s.id}): {_rate(s.success, s.failure, s.success_rate)}" for s in solutions]
     lines += [f"- fix in memory {f.memory_id}: {_rate(f.success, f.failure, f.success_rate)}" for f in fixes]
     lines += _omitted(omitted, "item(s)") + [result.explanation]
-    out = PatternSolutionsOutput(pattern=result.pattern, solutions=solutions, fixes=fixes,
-                                 explanation=result.explanation, omitted=omitted)
+    out = PatternSolutionsOutput(
+        pattern=result.pattern, solutions=solutions, fixes=fixes, explanation=result.explanation, omitted=omitted
+    )
     return out, "\n".join(lines)
 
 
@@ -112,25 +119,51 @@ def pattern_link_output(result: lm.PatternLinkResult) -> tuple[lm.PatternLinkRes
 def golden_paths_output(result: lm.GoldenPathsResult, max_chars: int) -> tuple[GoldenPathsOutput, str]:
     paths = [p.model_copy(update={"fix": _fixes([p.fix])[0]}) if p.fix else p for p in result.paths]
     kept, omitted = fit(paths, max_chars, size)
-    lines = [f"- {p.pattern.tag} ({p.pattern.category}) -> "
-             + (f"solution {p.solution.title} (id {p.solution.id})" if p.solution else
-                f"fix in memory {p.fix.memory_id}" if p.fix else "?")
-             + f": {_rate(p.success, p.failure, p.success_rate)}" for p in kept]
+    lines = [
+        f"- {p.pattern.tag} ({p.pattern.category}) -> "
+        + (
+            f"solution {p.solution.title} (id {p.solution.id})"
+            if p.solution
+            else f"fix in memory {p.fix.memory_id}"
+            if p.fix
+            else "?"
+        )
+        + f": {_rate(p.success, p.failure, p.success_rate)}"
+        for p in kept
+    ]
     lines += _omitted(omitted, "path(s)") + [result.explanation]
     return GoldenPathsOutput(paths=kept, explanation=result.explanation, omitted=omitted), "\n".join(lines)
 
 
 def detect_patterns_output(result: lm.DetectPatternsResult, max_chars: int) -> tuple[DetectPatternsOutput, str]:
-    patterns = [p.model_copy(update={"description": excerpt(p.description, 300)[0], "examples": p.examples[:10]})
-                for p in result.patterns]
+    patterns = [
+        p.model_copy(update={"description": excerpt(p.description, 300)[0], "examples": p.examples[:10]})
+        for p in result.patterns
+    ]
     kept, omitted = fit(patterns, max_chars, size)
-    lines = [f"- '{p.tag}' ({p.category}): {p.occurrences} occurrence(s) in {len(p.projects)} project(s); "
-             f"terms {', '.join(p.terms[:6])}" for p in kept]
+    lines = [
+        f"- '{p.tag}' ({p.category}): {p.occurrences} occurrence(s) in {len(p.projects)} project(s); "
+        f"terms {', '.join(p.terms[:6])}"
+        for p in kept
+    ]
     lines += _omitted(omitted, "pattern(s)") + [result.explanation]
-    out = DetectPatternsOutput(patterns=kept, scanned=result.scanned, clusters=result.clusters, linked=result.linked,
-                               explanation=result.explanation, omitted=omitted)
+    out = DetectPatternsOutput(
+        patterns=kept,
+        scanned=result.scanned,
+        clusters=result.clusters,
+        linked=result.linked,
+        explanation=result.explanation,
+        omitted=omitted,
+    )
     return out, "\n".join(lines)
 
 
-__all__ = ["solution_search_output", "apply_output", "pattern_detect_output", "pattern_solutions_output",
-           "pattern_link_output", "golden_paths_output", "detect_patterns_output"]
+__all__ = [
+    "solution_search_output",
+    "apply_output",
+    "pattern_detect_output",
+    "pattern_solutions_output",
+    "pattern_link_output",
+    "golden_paths_output",
+    "detect_patterns_output",
+]

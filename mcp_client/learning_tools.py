@@ -16,14 +16,16 @@ from . import vb_markdown
 from .strict_tools import ToolRegistry
 from .tool_kit import MaxChars, Project, drop_none, result, run, state
 
-ErrorText = Annotated[str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS,
-                                 description="The error or log lines, verbatim.")]
+ErrorText = Annotated[
+    str, Field(min_length=1, max_length=limits.MAX_QUERY_CHARS, description="The error or log lines, verbatim.")
+]
 Category = Annotated[str | None, Field(min_length=1, max_length=128, description="Only this category.")]
 Tag = Annotated[str, Field(min_length=1, max_length=128, description="The pattern's tag, from pattern_detect.")]
 PatternCategory = Annotated[str, Field(min_length=1, max_length=128, description="The pattern's category.")]
 SolutionId = Annotated[str, Field(min_length=1, max_length=128, description="A solution id from solution_search.")]
-Context_ = Annotated[str | None, Field(max_length=limits.MAX_CONTEXT_CHARS,
-                                       description="What you were doing, briefly.")]
+Context_ = Annotated[
+    str | None, Field(max_length=limits.MAX_CONTEXT_CHARS, description="What you were doing, briefly.")
+]
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 RECORD = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
@@ -34,16 +36,19 @@ def register(tools: ToolRegistry) -> None:
         error: ErrorText,
         ctx: Context,
         category: Category = None,
-        component: Annotated[str | None, Field(min_length=1, max_length=128, description=(
-            "Only solutions for this component (or for none)."))] = None,
+        component: Annotated[
+            str | None,
+            Field(min_length=1, max_length=128, description=("Only solutions for this component (or for none).")),
+        ] = None,
         k: Annotated[int, Field(ge=1, le=limits.MAX_K, description="How many solutions at most.")] = 3,
         max_chars: MaxChars = None,
     ) -> Annotated[CallToolResult, out.SolutionSearchOutput]:
         """Find known fixes (solutions: ordered steps and checks) for an error, as soon as a build, test or
         command fails. Report the outcome with solution_apply."""
         s = state(ctx)
-        found = run(lambda: s.backend.solution_search(drop_none(error=error, category=category, component=component,
-                                                                k=k)))
+        found = run(
+            lambda: s.backend.solution_search(drop_none(error=error, category=category, component=component, k=k))
+        )
         return result(*out.solution_search_output(found, s.budget(max_chars)))
 
     @tools.tool(annotations=RECORD)
@@ -51,11 +56,18 @@ def register(tools: ToolRegistry) -> None:
         solution_id: SolutionId,
         success: Annotated[bool, Field(description="true if applying the solution fixed the error.")],
         ctx: Context,
-        error: Annotated[str | None, Field(max_length=limits.MAX_QUERY_CHARS,
-                                           description="The error it was applied to.")] = None,
+        error: Annotated[
+            str | None, Field(max_length=limits.MAX_QUERY_CHARS, description="The error it was applied to.")
+        ] = None,
         context: Context_ = None,
-        pattern_tag: Annotated[str | None, Field(min_length=1, max_length=128, description=(
-            "Also count the outcome for this error pattern (a tag from pattern_detect)."))] = None,
+        pattern_tag: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=128,
+                description=("Also count the outcome for this error pattern (a tag from pattern_detect)."),
+            ),
+        ] = None,
         pattern_category: PatternCategory = "general",
         project: Project = None,
     ) -> Annotated[CallToolResult, lm.ApplyResult]:
@@ -85,8 +97,10 @@ def register(tools: ToolRegistry) -> None:
     def pattern_solutions(
         tag: Tag,
         ctx: Context,
-        category: Annotated[str | None, Field(min_length=1, max_length=128, description=(
-            "The pattern's category (default: every one)."))] = None,
+        category: Annotated[
+            str | None,
+            Field(min_length=1, max_length=128, description=("The pattern's category (default: every one).")),
+        ] = None,
         k: Annotated[int, Field(ge=1, le=limits.MAX_K)] = 5,
         max_chars: MaxChars = None,
     ) -> Annotated[CallToolResult, out.PatternSolutionsOutput]:
@@ -113,8 +127,9 @@ def register(tools: ToolRegistry) -> None:
     def golden_paths(
         ctx: Context,
         category: Category = None,
-        min_applications: Annotated[int, Field(ge=1, le=1_000_000,
-                                               description="Successes a pattern-fix pair needs.")] = 3,
+        min_applications: Annotated[
+            int, Field(ge=1, le=1_000_000, description="Successes a pattern-fix pair needs.")
+        ] = 3,
         k: Annotated[int, Field(ge=1, le=limits.MAX_PAGE)] = 20,
         max_chars: MaxChars = None,
     ) -> Annotated[CallToolResult, out.GoldenPathsOutput]:
@@ -125,21 +140,24 @@ def register(tools: ToolRegistry) -> None:
         # The text is the Vector Bridge's Markdown (its callers send {} and read it); programs read ours.
         return result(output, vb_markdown.golden_paths(output.paths, min_applications))
 
-    @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                            open_world_hint=False))
+    @tools.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        )
+    )
     def detect_patterns(
         ctx: Context,
         category: Category = None,
-        min_occurrences: Annotated[int, Field(ge=2, le=1_000_000,
-                                              description="How often an error must recur to count.")] = 2,
+        min_occurrences: Annotated[
+            int, Field(ge=2, le=1_000_000, description="How often an error must recur to count.")
+        ] = 2,
         k: Annotated[int, Field(ge=1, le=limits.MAX_PAGE)] = 20,
         max_chars: MaxChars = None,
     ) -> Annotated[CallToolResult, out.DetectPatternsOutput]:
         """Mine stored error memories for recurring errors now (a job also does), linking each to its fix."""
         s = state(ctx)
         request = drop_none(category=category, min_occurrences=min_occurrences, k=k)
-        return result(*out.detect_patterns_output(run(lambda: s.backend.detect_patterns(request)),
-                                                  s.budget(max_chars)))
+        return result(*out.detect_patterns_output(run(lambda: s.backend.detect_patterns(request)), s.budget(max_chars)))
 
 
 __all__ = ["register"]

@@ -37,15 +37,23 @@ if TYPE_CHECKING:  # typing itself is a start-up cost the warm route does not pa
     from typing import Any
 
 ANNOUNCE_FILE = "serve.json"
-SWITCH = "CAPSULE_SERVER"       # "off" (or 0/no/false): always run embedded
-CONNECT_TIMEOUT_S = 0.05        # loopback answers in well under a millisecond, or refuses at once
-REQUEST_TIMEOUT_S = 30.0        # once connected: as long as an embedded run could take
+SWITCH = "CAPSULE_SERVER"  # "off" (or 0/no/false): always run embedded
+CONNECT_TIMEOUT_S = 0.05  # loopback answers in well under a millisecond, or refuses at once
+REQUEST_TIMEOUT_S = 30.0  # once connected: as long as an embedded run could take
 
 # status -> the library's error for it, from the error classes themselves (one place for the mapping)
 _BY_STATUS: dict[int, type[errors.CapsuleError]] = {
-    cls.status: cls for cls in (errors.InvalidInput, errors.MalformedBody, errors.UnsupportedMediaType,
-                                errors.PayloadTooLarge, errors.Forbidden, errors.NotFound, errors.Conflict,
-                                errors.PreconditionFailed)
+    cls.status: cls
+    for cls in (
+        errors.InvalidInput,
+        errors.MalformedBody,
+        errors.UnsupportedMediaType,
+        errors.PayloadTooLarge,
+        errors.Forbidden,
+        errors.NotFound,
+        errors.Conflict,
+        errors.PreconditionFailed,
+    )
 }
 
 
@@ -81,9 +89,16 @@ class LocalServer:
     def __repr__(self) -> str:
         return f"LocalServer(url={self.url!r})"
 
-    def call(self, route: str, body: Any = None, *, path_params: Mapping[str, str] | None = None,
-             query: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None,
-             timeout_s: float = REQUEST_TIMEOUT_S) -> View:
+    def call(
+        self,
+        route: str,
+        body: Any = None,
+        *,
+        path_params: Mapping[str, str] | None = None,
+        query: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+    ) -> View:
         """The answer of the route named ``route`` (:mod:`functions.routes`).
 
         Raises :class:`NotAnswering` before anything was sent (the caller may run embedded
@@ -102,12 +117,22 @@ class LocalServer:
             _answer(status, data, self.url)  # raises the error the server answered
         return data, fields.get(next_header.lower()) or None
 
-    def _send(self, route: str, body: Any, path_params: Mapping[str, str] | None, query: Mapping[str, Any] | None,
-              extra: Mapping[str, str] | None, timeout_s: float) -> tuple[int, dict[str, str], bytes]:
+    def _send(
+        self,
+        route: str,
+        body: Any,
+        path_params: Mapping[str, str] | None,
+        query: Mapping[str, Any] | None,
+        extra: Mapping[str, str] | None,
+        timeout_s: float,
+    ) -> tuple[int, dict[str, str], bytes]:
         method, template = _route(self.routes, route)
         path = template.format(**{k: quote(v, safe="") for k, v in (path_params or {}).items()})
-        pairs = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()
-                 if v is not None and v is not False]
+        pairs = [
+            (k, str(v).lower() if isinstance(v, bool) else str(v))
+            for k, v in (query or {}).items()
+            if v is not None and v is not False
+        ]
         if pairs:
             path += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in pairs)
         parts = urlsplit(self.url)
@@ -116,8 +141,16 @@ class LocalServer:
         if payload is not None:
             headers["Content-Type"] = "application/json"
         try:
-            return loopback_http.round_trip(parts.hostname, parts.port, method, path, headers, payload,
-                                            connect_timeout_s=CONNECT_TIMEOUT_S, timeout_s=timeout_s)
+            return loopback_http.round_trip(
+                parts.hostname,
+                parts.port,
+                method,
+                path,
+                headers,
+                payload,
+                connect_timeout_s=CONNECT_TIMEOUT_S,
+                timeout_s=timeout_s,
+            )
         except loopback_http.ConnectFailed as exc:
             raise NotAnswering(f"{self.url}: {exc}") from exc
         except OSError as exc:
@@ -181,8 +214,9 @@ def _alive(pid: Any) -> bool:
     return True
 
 
-def find(environ: Mapping[str, str], *, data_dir: str | Path | None = None,
-         embedder: str | None = None) -> LocalServer | None:
+def find(
+    environ: Mapping[str, str], *, data_dir: str | Path | None = None, embedder: str | None = None
+) -> LocalServer | None:
     """The running server of this data folder that serves what an embedded run would open:
     the same store (SQLite) and the same embedder setting; else None."""
     if _off(environ):
@@ -207,8 +241,9 @@ def find(environ: Mapping[str, str], *, data_dir: str | Path | None = None,
     return LocalServer(announced["url"], token, routes if isinstance(routes, dict) else None)
 
 
-def short_id(environ: Mapping[str, str], text: str, *, data_dir: str | Path | None = None,
-             tenant: str = "local") -> str | None:
+def short_id(
+    environ: Mapping[str, str], text: str, *, data_dir: str | Path | None = None, tenant: str = "local"
+) -> str | None:
     """The whole id of the one memory whose id starts with ``text``, read from the SQLite file of
     this data folder (read-only, one indexed range), for a command that sends the id to the
     running server: the HTTP API takes whole ids, the CLI the 12 characters its tables print.
@@ -225,8 +260,10 @@ def short_id(environ: Mapping[str, str], text: str, *, data_dir: str | Path | No
     try:
         db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=2.0)
         try:
-            rows = db.execute("SELECT id FROM memories WHERE +tenant = ? AND id >= ? AND id < ? ORDER BY id LIMIT 2",
-                              (tenant, text, text + "\U0010ffff")).fetchall()
+            rows = db.execute(
+                "SELECT id FROM memories WHERE +tenant = ? AND id >= ? AND id < ? ORDER BY id LIMIT 2",
+                (tenant, text, text + "\U0010ffff"),
+            ).fetchall()
         finally:
             db.close()
     except sqlite3.Error:
@@ -247,8 +284,15 @@ def _token_file(folder: Path, announced: Any) -> Path:
     return Credentials(folder).token_path
 
 
-def announce(data_dir: Path, url: str, *, embedder: str, store: str, token_file: Path | None = None,
-             write: Callable[[Path, str], None]) -> Callable[[], None]:
+def announce(
+    data_dir: Path,
+    url: str,
+    *,
+    embedder: str,
+    store: str,
+    token_file: Path | None = None,
+    write: Callable[[Path, str], None],
+) -> Callable[[], None]:
     """Tell later commands where this server is, what it serves and where its token is;
     returns the function that takes it back (only while the file is still this process's: a
     newer server may have replaced it)."""
@@ -302,5 +346,4 @@ class ServerBackend:
             self._embedded.close()
 
 
-__all__ = ["ANNOUNCE_FILE", "LocalServer", "NotAnswering", "ServerBackend", "View", "announce", "find",
-           "short_id"]
+__all__ = ["ANNOUNCE_FILE", "LocalServer", "NotAnswering", "ServerBackend", "View", "announce", "find", "short_id"]

@@ -22,17 +22,36 @@ class BadReply(OSError):
     """The request was sent, and what came back is not an HTTP response."""
 
 
-def exchange(host: str, port: int, method: str, path: str, headers: dict, body: bytes | None, *,
-             connect_timeout_s: float, timeout_s: float) -> tuple[int, bytes]:
+def exchange(
+    host: str,
+    port: int,
+    method: str,
+    path: str,
+    headers: dict,
+    body: bytes | None,
+    *,
+    connect_timeout_s: float,
+    timeout_s: float,
+) -> tuple[int, bytes]:
     """(status, body) of one request. :class:`ConnectFailed` before anything was sent; any
     other :class:`OSError` (a timeout, a reset, :class:`BadReply`) after."""
-    status, _, data = round_trip(host, port, method, path, headers, body, connect_timeout_s=connect_timeout_s,
-                                 timeout_s=timeout_s)
+    status, _, data = round_trip(
+        host, port, method, path, headers, body, connect_timeout_s=connect_timeout_s, timeout_s=timeout_s
+    )
     return status, data
 
 
-def round_trip(host: str, port: int, method: str, path: str, headers: dict, body: bytes | None, *,
-               connect_timeout_s: float, timeout_s: float) -> tuple[int, dict[str, str], bytes]:
+def round_trip(
+    host: str,
+    port: int,
+    method: str,
+    path: str,
+    headers: dict,
+    body: bytes | None,
+    *,
+    connect_timeout_s: float,
+    timeout_s: float,
+) -> tuple[int, dict[str, str], bytes]:
     """(status, header fields by lower-case name, body) of one request, raising as :func:`exchange`
     does: for a caller that reads a header too (the export's next-page cursor)."""
     try:
@@ -51,8 +70,12 @@ def _ascii(host: str) -> str | bytes:
 
 
 def _request(host: str, port: int, method: str, path: str, headers: dict, body: bytes | None) -> bytes:
-    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close",
-             *(f"{name}: {value}" for name, value in headers.items())]
+    lines = [
+        f"{method} {path} HTTP/1.1",
+        f"Host: {host}:{port}",
+        "Connection: close",
+        *(f"{name}: {value}" for name, value in headers.items()),
+    ]
     if body is not None:
         lines.append(f"Content-Length: {len(body)}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
@@ -119,7 +142,7 @@ def _dechunk(sock: socket.socket, data: bytes) -> bytes:
             return body  # trailers, if any, are not read: the connection closes
         while len(data) < size + 2:
             data = _more(sock, data)
-        body, data = body + data[:size], data[size + 2:]
+        body, data = body + data[:size], data[size + 2 :]
 
 
 def _more(sock: socket.socket, data: bytes) -> bytes:

@@ -36,9 +36,14 @@ Capsule Memory: long-term memory shared across sessions and agents.
 Results are bounded (max_chars); page with cursor or narrow the query when items are omitted;
 memory_get reads one memory whole, a page at a time."""
 
-TOOL_MODULES = ["mcp_client.memory_tools", "mcp_client.learning_tools", "mcp_client.capture_tools",
-                "mcp_client.governance_tools", "mcp_client.vb_tools",
-                "mcp_client.capsule_v1_tools"]
+TOOL_MODULES = [
+    "mcp_client.memory_tools",
+    "mcp_client.learning_tools",
+    "mcp_client.capture_tools",
+    "mcp_client.governance_tools",
+    "mcp_client.vb_tools",
+    "mcp_client.capsule_v1_tools",
+]
 
 
 def build_server(open_state: Callable[[], ServerState], listing: Listing | None = None) -> MCPServer:
@@ -67,13 +72,19 @@ def build_server(open_state: Callable[[], ServerState], listing: Listing | None 
     from .tool_sets import choose, listing_middleware
     from .vb_dialect import beside_content
 
-    return MCPServer("capsule-memory", title="Capsule Memory", version=__version__,
-                     instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING", tools=registry.tools,
-                     middleware=[beside_content, listing_middleware(listing or choose(None))])
+    return MCPServer(
+        "capsule-memory",
+        title="Capsule Memory",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level="WARNING",
+        tools=registry.tools,
+        middleware=[beside_content, listing_middleware(listing or choose(None))],
+    )
 
 
-def state_opener(conn: Connection, project: str, max_chars: int = DEFAULT_MAX_CHARS
-                 ) -> Callable[[], ServerState]:
+def state_opener(conn: Connection, project: str, max_chars: int = DEFAULT_MAX_CHARS) -> Callable[[], ServerState]:
     def open_state() -> ServerState:
         # Never raises for settings a user can fix while it runs: each call then says why.
         from .backends import open_backend
@@ -120,13 +131,25 @@ def cmd_mcp(args: argparse.Namespace) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("mcp", help="run the MCP server on stdio (for Claude and other MCP clients)")
     connection_options(p)
-    p.add_argument("--project", "-p", help="default project (default: CAPSULE_PROJECT, else the git repository's or the current folder's name)")
-    p.add_argument("--max-chars", type=_max_chars, default=DEFAULT_MAX_CHARS,
-                   help=f"default character budget of a tool result (default {DEFAULT_MAX_CHARS})")
-    p.add_argument("--tools", type=_listing, default=os.environ.get("CAPSULE_MCP_TOOLS") or "default",
-                   help="which tools to list: default (the originals' tools, get, restore, update), all, or a "
-                        "comma list of sets (memory, learning, capsule-v1, capture, governance, vector-bridge-setup) "
-                        "and tool names; unlisted tools still answer (env CAPSULE_MCP_TOOLS)")
+    p.add_argument(
+        "--project",
+        "-p",
+        help="default project (default: CAPSULE_PROJECT, else the git repository's or the current folder's name)",
+    )
+    p.add_argument(
+        "--max-chars",
+        type=_max_chars,
+        default=DEFAULT_MAX_CHARS,
+        help=f"default character budget of a tool result (default {DEFAULT_MAX_CHARS})",
+    )
+    p.add_argument(
+        "--tools",
+        type=_listing,
+        default=os.environ.get("CAPSULE_MCP_TOOLS") or "default",
+        help="which tools to list: default (the originals' tools, get, restore, update), all, or a "
+        "comma list of sets (memory, learning, capsule-v1, capture, governance, vector-bridge-setup) "
+        "and tool names; unlisted tools still answer (env CAPSULE_MCP_TOOLS)",
+    )
     p.set_defaults(run=cmd_mcp)
 
 

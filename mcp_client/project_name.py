@@ -39,8 +39,11 @@ def repository_root(folder: Path) -> Path | None:
 
 
 def is_path(name: str) -> bool:
-    return name.startswith(("/", "~", "./", "../")) or name in (".", "..") or (
-        len(name) > 2 and name[1] == ":" and name[2] in "\\/")
+    return (
+        name.startswith(("/", "~", "./", "../"))
+        or name in (".", "..")
+        or (len(name) > 2 and name[1] == ":" and name[2] in "\\/")
+    )
 
 
 def canonical_folder(folder: str | os.PathLike[str], cwd: str | os.PathLike[str] | None = None) -> str:

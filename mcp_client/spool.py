@@ -120,9 +120,9 @@ def redacted(request: Mapping[str, Any]) -> dict[str, Any]:
 
     policies, found = Policies(secrets="redact", pii="flag"), TreeReport()
     # The texts a store or ingest keeps; the project and path name where it goes.
-    return {key: guard_tree(value, policies, found, key=key) if key in GUARDED else value
-            for key, value in request.items()}
+    return {
+        key: guard_tree(value, policies, found, key=key) if key in GUARDED else value for key, value in request.items()
+    }
 
 
 GUARDED = ("content", "text", "explanation", "meta")
-

@@ -147,8 +147,12 @@ class Exchange:
 
     # ---- stdin -> server --------------------------------------------------------
 
-    async def read(self, stdin: BinaryIO, to_server: MemoryObjectSendStream[SessionMessage | Exception],
-                   errors: MemoryObjectSendStream[SessionMessage]) -> None:
+    async def read(
+        self,
+        stdin: BinaryIO,
+        to_server: MemoryObjectSendStream[SessionMessage | Exception],
+        errors: MemoryObjectSendStream[SessionMessage],
+    ) -> None:
         async with to_server, errors:
             async with _lines_from(stdin) as lines:
                 async for line in lines:
@@ -171,8 +175,12 @@ class Exchange:
         self.opened = True
         if message.method == "initialize" or _modern_envelope(message.params):
             return [message]  # a handshake, or a 2026 request that carries its own
-        initialize = types.JSONRPCRequest(jsonrpc="2.0", id=IMPLICIT_INITIALIZE_ID, method="initialize", params={
-            "protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": IMPLICIT_CLIENT})
+        initialize = types.JSONRPCRequest(
+            jsonrpc="2.0",
+            id=IMPLICIT_INITIALIZE_ID,
+            method="initialize",
+            params={"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": IMPLICIT_CLIENT},
+        )
         self.unwritten.add(IMPLICIT_INITIALIZE_ID)
         return [initialize, message]
 
@@ -234,8 +242,11 @@ def parse(line: bytes) -> types.JSONRPCMessage | types.JSONRPCError:
         return _error(None, types.PARSE_ERROR, "Parse error: a line is not JSON")
     given = document.get("id") if isinstance(document, dict) else None
     request_id = given if isinstance(given, str | int) and not isinstance(given, bool) else None
-    return _error(request_id, types.INVALID_REQUEST,
-                  "Invalid Request: not a JSON-RPC 2.0 message (jsonrpc \"2.0\", and a method or an id)")
+    return _error(
+        request_id,
+        types.INVALID_REQUEST,
+        'Invalid Request: not a JSON-RPC 2.0 message (jsonrpc "2.0", and a method or an id)',
+    )
 
 
 def _error(request_id: Any, code: int, message: str) -> types.JSONRPCError:

@@ -71,13 +71,15 @@ def strict_tool(fn: Callable[..., Any], **options: Any) -> StrictTool:
     tool = StrictTool.from_function(fn, structured_output=False, **options)
     loose = tool.fn_metadata
     config = ConfigDict(**{**loose.arg_model.model_config, "extra": "forbid", "strict": True})
-    strict = type(loose.arg_model.__name__, (loose.arg_model,), {"model_config": config,
-                                                                "__module__": loose.arg_model.__module__})
+    strict = type(
+        loose.arg_model.__name__, (loose.arg_model,), {"model_config": config, "__module__": loose.arg_model.__module__}
+    )
     # No output schema is published: a client then demands structured content from every answer, and
     # a Vector Bridge caller's answer is the original's one text item; the schemas were also most of
     # tools/list's size, paid for in every conversation. Our answers still carry structured content.
-    tool.fn_metadata = LiteralMetadata(arg_model=strict, output_schema=None, output_model=None,
-                                       wrap_output=loose.wrap_output)
+    tool.fn_metadata = LiteralMetadata(
+        arg_model=strict, output_schema=None, output_model=None, wrap_output=loose.wrap_output
+    )
     tool.parameters = tool_schema.compact(vector_bridge.published(tool.name, strict.model_json_schema(by_alias=True)))
     tool.description = tool_schema.one_line(tool.description)
     tool.annotations = tool_schema.without_defaults(tool.annotations)

@@ -44,19 +44,29 @@ def state(ctx: Context) -> ServerState:
 
 # ---- parameter types shared by several tools -----------------------------------
 
-Project = Annotated[str | None, Field(
-    min_length=1, max_length=limits.MAX_PROJECT_CHARS,
-    description="Project (its path or name); default: the current one.")]
-MemoryId = Annotated[str, Field(min_length=1, max_length=128,
-                                description="A memory's id.")]
-MaxChars = Annotated[int | None, Field(
-    ge=MIN_MAX_CHARS, le=MAX_MAX_CHARS,
-    description=f"Character budget for the result (default {DEFAULT_MAX_CHARS}); items beyond it are left out "
-                "and counted in 'omitted'.")]
-Meta = Annotated[dict[str, Any] | None, Field(
-    description="More metadata (language, agent, keys of your own).")]
-Tags = Annotated[list[Annotated[str, Field(min_length=1, max_length=limits.MAX_TAG_CHARS)]] | None, Field(
-    max_length=limits.MAX_TAGS, description="e.g. ['sqlite', 'migrations']")]
+Project = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=limits.MAX_PROJECT_CHARS,
+        description="Project (its path or name); default: the current one.",
+    ),
+]
+MemoryId = Annotated[str, Field(min_length=1, max_length=128, description="A memory's id.")]
+MaxChars = Annotated[
+    int | None,
+    Field(
+        ge=MIN_MAX_CHARS,
+        le=MAX_MAX_CHARS,
+        description=f"Character budget for the result (default {DEFAULT_MAX_CHARS}); items beyond it are left out "
+        "and counted in 'omitted'.",
+    ),
+]
+Meta = Annotated[dict[str, Any] | None, Field(description="More metadata (language, agent, keys of your own).")]
+Tags = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=limits.MAX_TAG_CHARS)]] | None,
+    Field(max_length=limits.MAX_TAGS, description="e.g. ['sqlite', 'migrations']"),
+]
 
 
 def run(call: Callable[[], R]) -> R:
@@ -78,8 +88,10 @@ def describe_error(exc: CapsuleError) -> str:
 
 def result(structured: BaseModel, text: str) -> CallToolResult:
     """The tool result: a short text for the agent and the structured result for programs."""
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=structured.model_dump(mode="json", by_alias=True))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=structured.model_dump(mode="json", by_alias=True),
+    )
 
 
 def merged_meta(meta: dict[str, Any] | None, **flat: Any) -> dict[str, Any]:
@@ -96,5 +108,17 @@ def drop_none(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v not in (None, [], {})}
 
 
-__all__ = ["ServerState", "state", "Project", "MemoryId", "MaxChars", "Tags", "Meta", "run", "result", "drop_none",
-           "merged_meta", "describe_error"]
+__all__ = [
+    "ServerState",
+    "state",
+    "Project",
+    "MemoryId",
+    "MaxChars",
+    "Tags",
+    "Meta",
+    "run",
+    "result",
+    "drop_none",
+    "merged_meta",
+    "describe_error",
+]

@@ -54,8 +54,12 @@ def _optional(node: dict[str, Any]) -> dict[str, Any]:
 
 
 # What MCP assumes of a tool that does not say (the spec's ToolAnnotations defaults).
-ANNOTATION_DEFAULTS = {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False,
-                       "open_world_hint": True}
+ANNOTATION_DEFAULTS = {
+    "read_only_hint": False,
+    "destructive_hint": True,
+    "idempotent_hint": False,
+    "open_world_hint": True,
+}
 
 
 def without_defaults(annotations: Any) -> Any:

@@ -13,12 +13,37 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 SETS: dict[str, tuple[str, ...]] = {
-    "memory": ("memory_store", "memory_ingest", "memory_search", "memory_list", "memory_get", "memory_pin",
-               "memory_forget", "memory_restore", "memory_update", "memory_feedback", "memory_projects"),
-    "learning": ("solution_search", "solution_preview", "solution_apply", "solution_upsert", "pattern_detect",
-                 "pattern_solutions", "pattern_link", "golden_paths", "detect_patterns"),
-    "capsule-v1": ("capsule-memory.store", "capsule-memory.search", "capsule-memory.list", "capsule-memory.pin",
-                   "capsule-memory.forget"),
+    "memory": (
+        "memory_store",
+        "memory_ingest",
+        "memory_search",
+        "memory_list",
+        "memory_get",
+        "memory_pin",
+        "memory_forget",
+        "memory_restore",
+        "memory_update",
+        "memory_feedback",
+        "memory_projects",
+    ),
+    "learning": (
+        "solution_search",
+        "solution_preview",
+        "solution_apply",
+        "solution_upsert",
+        "pattern_detect",
+        "pattern_solutions",
+        "pattern_link",
+        "golden_paths",
+        "detect_patterns",
+    ),
+    "capsule-v1": (
+        "capsule-memory.store",
+        "capsule-memory.search",
+        "capsule-memory.list",
+        "capsule-memory.pin",
+        "capsule-memory.forget",
+    ),
     "capture": ("memory_capture", "memory_candidates", "memory_approve", "memory_reject"),
     "governance": ("memory_history", "memory_revert"),
     "vector-bridge-setup": ("auto_setup_credentials", "save_credentials"),
@@ -27,12 +52,32 @@ DEFAULT = ("memory", "learning", "capsule-v1")
 ALL = "all"
 # Arguments the default listing leaves out (governance, paging budgets, time travel): they still work.
 ADVANCED: dict[str, frozenset[str]] = {
-    name: frozenset(args) for name, args in {
-        "memory_store": ("retention", "ttl", "supersedes", "visibility", "subject", "explanation", "component",
-                         "category"),
+    name: frozenset(args)
+    for name, args in {
+        "memory_store": (
+            "retention",
+            "ttl",
+            "supersedes",
+            "visibility",
+            "subject",
+            "explanation",
+            "component",
+            "category",
+        ),
         "memory_ingest": ("component", "category"),
-        "memory_search": ("mode", "path_prefix", "max_chars", "as_of", "min_relevance", "retention",
-                          "include_superseded", "visibility", "subject", "component", "category"),
+        "memory_search": (
+            "mode",
+            "path_prefix",
+            "max_chars",
+            "as_of",
+            "min_relevance",
+            "retention",
+            "include_superseded",
+            "visibility",
+            "subject",
+            "component",
+            "category",
+        ),
         "memory_list": ("max_chars", "retention", "visibility", "subject"),
         "memory_update": ("retention", "ttl", "visibility", "subject", "if_match"),
         "memory_forget": ("force",),

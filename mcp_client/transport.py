@@ -128,8 +128,14 @@ def _proxy_for(url: str) -> str | None:
 class PooledTransport:
     """``send(method, url, headers, body, timeout) -> Response`` over kept-alive connections."""
 
-    def __init__(self, base_url: str, *, max_idle: int = MAX_IDLE, ssl_context: ssl.SSLContext | None = None,
-                 proxy: str | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        max_idle: int = MAX_IDLE,
+        ssl_context: ssl.SSLContext | None = None,
+        proxy: str | None = None,
+    ) -> None:
         import urllib3  # here, not above: importing the client (a hook, the CLI) stays cheap
 
         self._urllib3 = urllib3
@@ -151,8 +157,14 @@ class PooledTransport:
 
         try:
             reply = self._manager.request(
-                method, url, body=body if method in ("POST", "PUT", "PATCH") else None, headers=dict(headers),
-                timeout=self._urllib3.Timeout(connect=timeout, read=timeout), redirect=False, preload_content=True)
+                method,
+                url,
+                body=body if method in ("POST", "PUT", "PATCH") else None,
+                headers=dict(headers),
+                timeout=self._urllib3.Timeout(connect=timeout, read=timeout),
+                redirect=False,
+                preload_content=True,
+            )
         except (NewConnectionError, ConnectTimeoutError, ProxyError) as exc:
             raise NotConnected(_reason(exc)) from exc
         except SSLError as exc:
@@ -175,7 +187,8 @@ def _certificate_refused(exc: Exception) -> bool:
 
     cause = exc.args[0] if exc.args else None
     return isinstance(cause, (ssl.SSLCertVerificationError, CertificateError)) or isinstance(
-        exc.__cause__, ssl.SSLCertVerificationError)
+        exc.__cause__, ssl.SSLCertVerificationError
+    )
 
 
 def _reason(exc: BaseException) -> str:
@@ -190,5 +203,13 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-__all__ = ["Dropped", "MAX_IDLE", "NotConnected", "PooledTransport", "ResumingContext", "Response", "TimedOut",
-           "tls_context"]
+__all__ = [
+    "Dropped",
+    "MAX_IDLE",
+    "NotConnected",
+    "PooledTransport",
+    "ResumingContext",
+    "Response",
+    "TimedOut",
+    "tls_context",
+]

@@ -13,29 +13,61 @@ from typing import Any
 
 # Per tool: argument -> (JSON type, required). "id" is an integer or a string of an id.
 SPEC: dict[str, dict[str, tuple[str, bool]]] = {
-    "memory_ingest": {"project_root": ("string", True), "path": ("string", True), "text": ("string", True),
-                      "meta": ("object", False)},
-    "memory_search": {"project_root": ("string|null", True), "query": ("string", True), "k": ("number", False),
-                      "global": ("boolean", False), "component": ("string", False), "category": ("string", False)},
+    "memory_ingest": {
+        "project_root": ("string", True),
+        "path": ("string", True),
+        "text": ("string", True),
+        "meta": ("object", False),
+    },
+    "memory_search": {
+        "project_root": ("string|null", True),
+        "query": ("string", True),
+        "k": ("number", False),
+        "global": ("boolean", False),
+        "component": ("string", False),
+        "category": ("string", False),
+    },
     "memory_feedback": {"chunk_id": ("id", True), "helpful": ("boolean", True), "context": ("string", False)},
-    "solution_search": {"error_message": ("string", True), "category": ("string", False),
-                        "component": ("string", False), "limit": ("number", False)},
+    "solution_search": {
+        "error_message": ("string", True),
+        "category": ("string", False),
+        "component": ("string", False),
+        "limit": ("number", False),
+    },
     "solution_preview": {"solution_id": ("id", True)},
     "solution_apply": {"solution_id": ("id", True), "success": ("boolean", True)},
-    "solution_upsert": {"title": ("string", True), "description": ("string", True), "category": ("string", True),
-                        "signatures": ("array", True), "steps": ("array", True), "component": ("string", False),
-                        "tags": ("array", False), "project_root": ("string", False),
-                        "package_manager": ("string", False), "monorepo_tool": ("string", False),
-                        "checks": ("array", False)},
+    "solution_upsert": {
+        "title": ("string", True),
+        "description": ("string", True),
+        "category": ("string", True),
+        "signatures": ("array", True),
+        "steps": ("array", True),
+        "component": ("string", False),
+        "tags": ("array", False),
+        "project_root": ("string", False),
+        "package_manager": ("string", False),
+        "monorepo_tool": ("string", False),
+        "checks": ("array", False),
+    },
     "pattern_detect": {"query_text": ("string", True), "limit": ("number", False)},
-    "pattern_solutions": {"pattern_tag": ("string", True), "pattern_category": ("string", False),
-                          "limit": ("number", False)},
-    "pattern_link": {"pattern_tag": ("string", True), "pattern_category": ("string", True),
-                     "solution_id": ("id", True), "success": ("boolean", True)},
+    "pattern_solutions": {
+        "pattern_tag": ("string", True),
+        "pattern_category": ("string", False),
+        "limit": ("number", False),
+    },
+    "pattern_link": {
+        "pattern_tag": ("string", True),
+        "pattern_category": ("string", True),
+        "solution_id": ("id", True),
+        "success": ("boolean", True),
+    },
     "golden_paths": {"min_applications": ("number", False), "limit": ("number", False)},
     "auto_setup_credentials": {"project_name": ("string", False)},
-    "save_credentials": {"DATABASE_URL_MEMORY": ("string", False), "REDIS_URL": ("string", False),
-                         "OPENAI_API_KEY": ("string", False)},
+    "save_credentials": {
+        "DATABASE_URL_MEMORY": ("string", False),
+        "REDIS_URL": ("string", False),
+        "OPENAI_API_KEY": ("string", False),
+    },
 }
 
 
@@ -66,8 +98,9 @@ def checked(tool: str, arguments: Mapping[str, Any] | None) -> tuple[dict[str, A
 def _is(kind: str, value: Any) -> bool:
     if kind == "id":
         return (type(value) is int and value > 0) or (isinstance(value, str) and 0 < len(value) <= 128)
-    return any(_json_type(value) == one or (one == "number" and _json_type(value) == "integer")
-               for one in kind.split("|"))
+    return any(
+        _json_type(value) == one or (one == "number" and _json_type(value) == "integer") for one in kind.split("|")
+    )
 
 
 def _json_type(value: Any) -> str:

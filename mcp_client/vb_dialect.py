@@ -28,8 +28,8 @@ import anyio
 from mcp.types import CallToolResult, TextContent
 from pydantic import ConfigDict
 
-from capsule.core import limits
 from capsule.compat.vector_bridge import meta_as_sent, meta_request
+from capsule.core import limits
 from capsule.core.errors import CapsuleError, NotFound
 
 from . import vb_markdown as md
@@ -39,10 +39,14 @@ from .vb_args import SPEC, BadArguments, checked, id_text
 ONLY_THEIRS = frozenset({"solution_preview", "solution_upsert", "auto_setup_credentials", "save_credentials"})
 # Argument names that only a Vector Bridge caller sends to a tool both of us have.
 THEIR_NAMES = {
-    "memory_ingest": {"project_root"}, "memory_search": {"project_root", "global"},
-    "memory_feedback": {"chunk_id"}, "solution_search": {"error_message", "limit"},
-    "pattern_detect": {"query_text", "limit"}, "pattern_solutions": {"pattern_tag", "pattern_category", "limit"},
-    "pattern_link": {"pattern_tag", "pattern_category"}, "golden_paths": {"limit"},
+    "memory_ingest": {"project_root"},
+    "memory_search": {"project_root", "global"},
+    "memory_feedback": {"chunk_id"},
+    "solution_search": {"error_message", "limit"},
+    "pattern_detect": {"query_text", "limit"},
+    "pattern_solutions": {"pattern_tag", "pattern_category", "limit"},
+    "pattern_link": {"pattern_tag", "pattern_category"},
+    "golden_paths": {"limit"},
 }
 SEARCH_CAP = 20  # the original: limit = min(k, 20)
 CHUNK_UNITS = 200  # a search hit's chunk: its first 200 UTF-16 units, "..." when longer
@@ -140,8 +144,11 @@ def memory_ingest(state: ServerState, args: dict[str, Any], unused: list[str]) -
     started = time.perf_counter()
     project, path, text = args["project_root"], args["path"], args["text"]
     if not text.strip():  # the original stored no chunk and still answered success
-        return _json({"success": True, "chunks": 0, "project_id": project,
-                      "message": f"Ingested 0 chunks from {path}"}, success=True, chunks=0)
+        return _json(
+            {"success": True, "chunks": 0, "project_id": project, "message": f"Ingested 0 chunks from {path}"},
+            success=True,
+            chunks=0,
+        )
     project = state.backend.unlimited_project(project)
     request = {"project": project, "text": text, "path": path, "meta": meta_request(args.get("meta") or {})}
     result = state.backend.ingest(request)
@@ -195,8 +202,15 @@ def _no_hits(notes: list[str]) -> CallToolResult:
 
 def _hit(hit: Any, every: bool) -> dict[str, Any]:
     c = hit.components
-    meta = {**meta_as_sent(hit.meta), "chunk_id": hit.id, "vector_score": c.vector, "bm25_score": c.bm25,
-            "time_score": c.time, "feedback_score": c.feedback, "outcome_bonus": c.outcome}
+    meta = {
+        **meta_as_sent(hit.meta),
+        "chunk_id": hit.id,
+        "vector_score": c.vector,
+        "bm25_score": c.bm25,
+        "time_score": c.time,
+        "feedback_score": c.feedback,
+        "outcome_bonus": c.outcome,
+    }
     path = hit.path or ""
     if every:
         meta["project_root"] = hit.project
@@ -209,15 +223,21 @@ def chunk_preview(text: str) -> str:
     units = text.encode("utf-16-le")
     if len(units) <= 2 * CHUNK_UNITS:
         return text
-    return units[:2 * CHUNK_UNITS].decode("utf-16-le", errors="ignore") + "..."
+    return units[: 2 * CHUNK_UNITS].decode("utf-16-le", errors="ignore") + "..."
 
 
 def projects_json(found: list[Any]) -> str:
     """The original's memory_projects text: most recently active first (COMPAT §1.5)."""
     found = sorted(found, key=lambda p: p.last_activity.timestamp() if p.last_activity else 0.0, reverse=True)
-    projects = [{"id": p.project, "root_path": getattr(p, "root_path", None) or p.project,
-                 "label": getattr(p, "label", None) or _label(p.project), "doc_count": p.memories}
-                for p in found]
+    projects = [
+        {
+            "id": p.project,
+            "root_path": getattr(p, "root_path", None) or p.project,
+            "label": getattr(p, "label", None) or _label(p.project),
+            "doc_count": p.memories,
+        }
+        for p in found
+    ]
     return json.dumps({"success": True, "projects": projects, "total": len(projects)}, indent=2, ensure_ascii=False)
 
 
@@ -234,16 +254,30 @@ def memory_feedback(state: ServerState, args: dict[str, Any], unused: list[str])
 
 
 def auto_setup_credentials(state: ServerState, args: dict[str, Any], unused: list[str]) -> CallToolResult:
-    return _json({"success": True, "message": (
-        f"Capsule Memory is ready ({state.backend.name} mode): it needs no DATABASE_URL_MEMORY, REDIS_URL or "
-        "OPENAI_API_KEY. Memories are kept by Capsule Memory's own store."),
-        "credentials": {name: "NOT NEEDED" for name in SPEC["save_credentials"]}})
+    return _json(
+        {
+            "success": True,
+            "message": (
+                f"Capsule Memory is ready ({state.backend.name} mode): it needs no DATABASE_URL_MEMORY, REDIS_URL or "
+                "OPENAI_API_KEY. Memories are kept by Capsule Memory's own store."
+            ),
+            "credentials": {name: "NOT NEEDED" for name in SPEC["save_credentials"]},
+        }
+    )
 
 
 def save_credentials(state: ServerState, args: dict[str, Any], unused: list[str]) -> CallToolResult:
     # Writing secrets into a shell profile is what the original did; nothing here needs them.
-    return _json({"success": True, "saved": [], "config_file": None, "message": (
-        "Nothing saved: Capsule Memory needs none of these credentials, and keeps secrets out of shell files.")})
+    return _json(
+        {
+            "success": True,
+            "saved": [],
+            "config_file": None,
+            "message": (
+                "Nothing saved: Capsule Memory needs none of these credentials, and keeps secrets out of shell files."
+            ),
+        }
+    )
 
 
 # ---- solution, pattern and golden-path tools (Markdown) ----------------------------
@@ -252,8 +286,11 @@ def save_credentials(state: ServerState, args: dict[str, Any], unused: list[str]
 def solution_search(state: ServerState, args: dict[str, Any], unused: list[str]) -> CallToolResult:
     limit = args.get("limit", 5)
     k = max(1, min(math.floor(limit), limits.MAX_K)) if math.isfinite(limit) else limits.MAX_K
-    request = {"error": args["error_message"], "k": k,
-               **{name: args[name] for name in ("category", "component") if name in args}}
+    request = {
+        "error": args["error_message"],
+        "k": k,
+        **{name: args[name] for name in ("category", "component") if name in args},
+    }
     found = state.backend.solution_search(request).results
     text = md.solution_search(args["error_message"], found)
     if limit > limits.MAX_K:
@@ -305,8 +342,14 @@ def pattern_solutions(state: ServerState, args: dict[str, Any], unused: list[str
 
 def pattern_link(state: ServerState, args: dict[str, Any], unused: list[str]) -> CallToolResult:
     solution_id = id_text(args["solution_id"])
-    state.backend.pattern_link({"tag": args["pattern_tag"], "category": args["pattern_category"],
-                                "solution_id": solution_id, "success": args["success"]})
+    state.backend.pattern_link(
+        {
+            "tag": args["pattern_tag"],
+            "category": args["pattern_category"],
+            "solution_id": solution_id,
+            "success": args["success"],
+        }
+    )
     return _text(md.pattern_link(args["pattern_tag"], solution_id, args["success"]))
 
 
@@ -319,11 +362,19 @@ def golden_paths(state: ServerState, args: dict[str, Any], unused: list[str]) ->
 
 
 HANDLERS: dict[str, Callable[[ServerState, dict[str, Any], list[str]], CallToolResult]] = {
-    "memory_ingest": memory_ingest, "memory_search": memory_search,
-    "memory_feedback": memory_feedback, "solution_search": solution_search, "solution_preview": solution_preview,
-    "solution_apply": solution_apply, "solution_upsert": solution_upsert, "pattern_detect": pattern_detect,
-    "pattern_solutions": pattern_solutions, "pattern_link": pattern_link, "golden_paths": golden_paths,
-    "auto_setup_credentials": auto_setup_credentials, "save_credentials": save_credentials,
+    "memory_ingest": memory_ingest,
+    "memory_search": memory_search,
+    "memory_feedback": memory_feedback,
+    "solution_search": solution_search,
+    "solution_preview": solution_preview,
+    "solution_apply": solution_apply,
+    "solution_upsert": solution_upsert,
+    "pattern_detect": pattern_detect,
+    "pattern_solutions": pattern_solutions,
+    "pattern_link": pattern_link,
+    "golden_paths": golden_paths,
+    "auto_setup_credentials": auto_setup_credentials,
+    "save_credentials": save_credentials,
 }
 
 __all__ = ["speaks", "call", "run", "beside_content", "projects_json", "chunk_preview", "ONLY_THEIRS", "HANDLERS"]

@@ -100,8 +100,9 @@ def is_prompt(entry: Mapping[str, Any]) -> bool:
     if entry.get("type") != "user" or not isinstance(message, dict):
         return False
     content = message.get("content")
-    return isinstance(content, str) or (isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "text" for b in content))
+    return isinstance(content, str) or (
+        isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "text" for b in content)
+    )
 
 
 class Latest:
@@ -157,11 +158,13 @@ class Skip(Exception):
 def gate(digest: Mapping[str, Any]) -> None:
     """Gates 1-3 of the original, in its order (gate 4, the text's length, is in :func:`prepare`)."""
     has_summary = bool(digest.get("summary"))
-    has_problem_solution = bool(digest.get("problem") or digest.get("symptom")) and \
-        bool(digest.get("solution") or digest.get("fix"))
+    has_problem_solution = bool(digest.get("problem") or digest.get("symptom")) and bool(
+        digest.get("solution") or digest.get("fix")
+    )
     if not (has_summary or has_problem_solution or bool(digest.get("decisions"))):
-        raise Skip("insufficient_content",
-                   "Quality gate failed: DIGEST must have summary, problem+solution, or decisions")
+        raise Skip(
+            "insufficient_content", "Quality gate failed: DIGEST must have summary, problem+solution, or decisions"
+        )
     if digest.get("agent", "UNKNOWN") == "UNKNOWN":
         raise Skip("missing_agent", "Quality gate failed: DIGEST must specify agent")
     task = digest.get("task_id", "untagged")
@@ -270,8 +273,12 @@ def project_id_hash(project_root: str) -> str:
 
     source = os.path.abspath(project_root)
     try:
-        done = subprocess.run(["git", "-C", project_root, "config", "--get", "remote.origin.url"],
-                              capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+        done = subprocess.run(
+            ["git", "-C", project_root, "config", "--get", "remote.origin.url"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+        )
         if done.returncode == 0 and done.stdout.strip():
             source = normalised_remote(done.stdout.strip())
     except (OSError, subprocess.SubprocessError):  # no git, or too slow: the path, as the original
@@ -293,8 +300,9 @@ def prepare(digest: Mapping[str, Any], project_root: str) -> Prepared:
     gate(digest)
     text = build_text(digest)
     if len(text) < MIN_TEXT_CHARS:
-        raise Skip("insufficient_length",
-                   f"Quality gate failed: DIGEST text too short ({len(text)} < {MIN_TEXT_CHARS} chars)")
+        raise Skip(
+            "insufficient_length", f"Quality gate failed: DIGEST text too short ({len(text)} < {MIN_TEXT_CHARS} chars)"
+        )
     task = f"{digest.get('task_id', 'untagged')}"
     meta = build_meta(digest, project_root, project_id_hash(project_root))
     return Prepared(task=task, path=f"NOTES.md#digest-{task}", text=text, meta=meta)
@@ -305,6 +313,21 @@ def task_label(digest: Mapping[str, Any]) -> str:
     return str(task) if task not in (None, "") else "untagged"
 
 
-__all__ = ["DIGEST_BLOCK", "Block", "first_block", "payload_text", "message_text", "Latest", "latest",
-           "Skip", "gate", "build_text", "build_meta", "project_id_hash", "normalised_remote", "Prepared",
-           "prepare", "task_label"]
+__all__ = [
+    "DIGEST_BLOCK",
+    "Block",
+    "first_block",
+    "payload_text",
+    "message_text",
+    "Latest",
+    "latest",
+    "Skip",
+    "gate",
+    "build_text",
+    "build_meta",
+    "project_id_hash",
+    "normalised_remote",
+    "Prepared",
+    "prepare",
+    "task_label",
+]

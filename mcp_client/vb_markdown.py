@@ -32,13 +32,19 @@ def _rate(solution: lm.Solution) -> float:
 def solution_search(query: str, matches: Iterable[lm.SolutionMatch]) -> str:
     matches = list(matches)
     if not matches:
-        return (f'No solutions found matching: "{query}"\n\n'
-                "Add the fix that worked with solution_upsert, so the next agent finds it.")
+        return (
+            f'No solutions found matching: "{query}"\n\n'
+            "Add the fix that worked with solution_upsert, so the next agent finds it."
+        )
     out = [f"Found {len(matches)} matching solutions:", ""]
     for i, match in enumerate(matches, start=1):
         s = match.solution
-        out += [f"## {i}. {s.title} (Confidence: {pct(match.score)}%)", f"**Category:** {s.category}",
-                f"**Success Rate:** {pct(_rate(s))}% (applied {s.success_count + s.failure_count} times)", ""]
+        out += [
+            f"## {i}. {s.title} (Confidence: {pct(match.score)}%)",
+            f"**Category:** {s.category}",
+            f"**Success Rate:** {pct(_rate(s))}% (applied {s.success_count + s.failure_count} times)",
+            "",
+        ]
         if s.description:
             out += ["**Description:**", s.description, ""]
         if s.steps:
@@ -59,8 +65,13 @@ def solution_search(query: str, matches: Iterable[lm.SolutionMatch]) -> str:
 
 def solution_preview(s: lm.Solution) -> str:
     total = s.success_count + s.failure_count
-    out = [f"# DRY-RUN Preview: {s.title}", "", f"**Category:** {s.category}",
-           f"**Success Rate:** {pct(_rate(s))}% ({s.success_count}/{total} successful)", ""]
+    out = [
+        f"# DRY-RUN Preview: {s.title}",
+        "",
+        f"**Category:** {s.category}",
+        f"**Success Rate:** {pct(_rate(s))}% ({s.success_count}/{total} successful)",
+        "",
+    ]
     if s.description:
         out += ["**Description:**", s.description, ""]
     out += ["## Actions that would be performed:", "", "### Remediation Steps:"]
@@ -73,8 +84,12 @@ def solution_preview(s: lm.Solution) -> str:
             out += [f"{c.check_order}. `{c.cmd}`", f"   Expected exit code: {c.expect_exit_code or 0}"]
             if c.expect_substring:
                 out.append(f'   Expected output: contains "{c.expect_substring}"')
-    out += ["", "---", f"After running these steps yourself, record the outcome with `solution_apply` "
-            f"using solution_id={s.id}.", "⚠️ DRY-RUN: nothing was executed."]
+    out += [
+        "",
+        "---",
+        f"After running these steps yourself, record the outcome with `solution_apply` using solution_id={s.id}.",
+        "⚠️ DRY-RUN: nothing was executed.",
+    ]
     return "\n".join(out)
 
 
@@ -121,8 +136,15 @@ def solution_apply(solution: lm.Solution, success: bool) -> str:
 
 
 def solution_created(s: lm.Solution) -> str:
-    return "\n".join([f"✅ Created solution #{s.id}: {s.title}", f"Category: {s.category}",
-                      f"Signatures: {len(s.signatures)}", f"Steps: {len(s.steps)}", f"Checks: {len(s.checks)}"])
+    return "\n".join(
+        [
+            f"✅ Created solution #{s.id}: {s.title}",
+            f"Category: {s.category}",
+            f"Signatures: {len(s.signatures)}",
+            f"Steps: {len(s.steps)}",
+            f"Checks: {len(s.checks)}",
+        ]
+    )
 
 
 def not_found(solution_id: str) -> str:
@@ -134,13 +156,18 @@ def pattern_detect(matches: list[lm.PatternMatch]) -> str:
         return "❌ No patterns detected in query text."
     out = [f"🔍 **Detected {len(matches)} Pattern(s)**", ""]
     for m in matches:
-        out += [f"### Pattern: {m.pattern.tag} ({m.pattern.category})", f"- **Match Score:** {pct(m.score)}%",
-                f"- **Linked Solutions:** {len(m.solutions)}"]
+        out += [
+            f"### Pattern: {m.pattern.tag} ({m.pattern.category})",
+            f"- **Match Score:** {pct(m.score)}%",
+            f"- **Linked Solutions:** {len(m.solutions)}",
+        ]
         if m.solutions:
             top = m.solutions[0]
-            out += [f"- **Top Solution:** #{top.id} - {top.title}",
-                    f"- **Success Rate:** {pct(raw_rate(top.success, top.failure))}%",
-                    f'- Use `pattern_solutions` with pattern_tag="{m.pattern.tag}" for every known fix']
+            out += [
+                f"- **Top Solution:** #{top.id} - {top.title}",
+                f"- **Success Rate:** {pct(raw_rate(top.success, top.failure))}%",
+                f'- Use `pattern_solutions` with pattern_tag="{m.pattern.tag}" for every known fix',
+            ]
         out.append("")
     return "\n".join(out)
 
@@ -150,9 +177,12 @@ def pattern_solutions(tag: str, category: str | None, result: lm.PatternSolution
         return f'❌ No solutions found for pattern "{tag}"' + (f" ({category})" if category else "")
     out = [f"📋 **Solutions for Pattern: {tag}**", ""]
     for s in result.solutions:
-        out += [f"### Solution #{s.id}: {s.title}", f"- **Category:** {s.category}",
-                f"- **Success Rate (for this pattern):** {pct(raw_rate(s.success, s.failure))}% "
-                f"({s.success + s.failure} applications)"]
+        out += [
+            f"### Solution #{s.id}: {s.title}",
+            f"- **Category:** {s.category}",
+            f"- **Success Rate (for this pattern):** {pct(raw_rate(s.success, s.failure))}% "
+            f"({s.success + s.failure} applications)",
+        ]
         if s.explanation:
             out.append(f"- **Description:** {s.explanation}")
         out += [f"- Preview it with `solution_preview` using solution_id={s.id}", ""]
@@ -168,19 +198,38 @@ def pattern_link(tag: str, solution_id: str, success: bool) -> str:
 def golden_paths(paths: list[lm.GoldenPath], min_applications: int) -> str:
     if not paths:
         return f"❌ No golden paths found (min {min_applications} applications required)"
-    out = [f"🏆 **Golden Paths** ({len(paths)} proven pattern-solution combinations)",
-           f"_Minimum {min_applications} applications_", ""]
+    out = [
+        f"🏆 **Golden Paths** ({len(paths)} proven pattern-solution combinations)",
+        f"_Minimum {min_applications} applications_",
+        "",
+    ]
     for p in paths:
         if p.solution:
             head, title = f"Solution #{p.solution.id}", p.solution.title
         else:  # ours also links a pattern to a memory that fixed it
             head, title = f"Memory {p.fix.memory_id if p.fix else '?'}", (p.fix.content or "")[:80] if p.fix else ""
-        out += [f"### {p.pattern.tag} ({p.pattern.category}) → {head}", f"**{title}**",
-                f"- **Success Rate:** {pct(raw_rate(p.success, p.failure))}%",
-                f"- **Applications:** {p.success + p.failure}", f"- **Projects:** {len(p.pattern.projects)}", ""]
+        out += [
+            f"### {p.pattern.tag} ({p.pattern.category}) → {head}",
+            f"**{title}**",
+            f"- **Success Rate:** {pct(raw_rate(p.success, p.failure))}%",
+            f"- **Applications:** {p.success + p.failure}",
+            f"- **Projects:** {len(p.pattern.projects)}",
+            "",
+        ]
     out.append("Use `solution_preview` with a solution_id above to see its steps.")
     return "\n".join(out)
 
 
-__all__ = ["pct", "raw_rate", "solution_search", "solution_preview", "solution_apply", "solution_created",
-           "not_found", "pattern_detect", "pattern_solutions", "pattern_link", "golden_paths"]
+__all__ = [
+    "pct",
+    "raw_rate",
+    "solution_search",
+    "solution_preview",
+    "solution_apply",
+    "solution_created",
+    "not_found",
+    "pattern_detect",
+    "pattern_solutions",
+    "pattern_link",
+    "golden_paths",
+]

@@ -28,17 +28,30 @@ def register(tools: ToolRegistry) -> None:
 
     @tools.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False))
     def solution_upsert(
-        title: str, description: str,
-        category: Annotated[str, Field(description="devops, deploy, workspace, tsconfig, migration, build, runtime, "
-                                                   "test, security or performance")],
+        title: str,
+        description: str,
+        category: Annotated[
+            str,
+            Field(
+                description="devops, deploy, workspace, tsconfig, migration, build, runtime, "
+                "test, security or performance"
+            ),
+        ],
         signatures: Annotated[list[dict[str, Any]], Field(description="[{text, regexes?, meta?}]: the error texts")],
-        steps: Annotated[list[dict[str, Any]], Field(description=(
-            "[{step_order, kind: cmd|patch|copy|script|env, payload, description?, timeout_ms?}]"))],
+        steps: Annotated[
+            list[dict[str, Any]],
+            Field(description=("[{step_order, kind: cmd|patch|copy|script|env, payload, description?, timeout_ms?}]")),
+        ],
         ctx: Context,
-        component: str | None = None, tags: list[str] | None = None, project_root: str | None = None,
-        package_manager: str | None = None, monorepo_tool: str | None = None,
-        checks: Annotated[list[dict[str, Any]] | None, Field(description=(
-            "[{check_order, cmd, expect_substring?, expect_exit_code?, timeout_ms?}]"))] = None,
+        component: str | None = None,
+        tags: list[str] | None = None,
+        project_root: str | None = None,
+        package_manager: str | None = None,
+        monorepo_tool: str | None = None,
+        checks: Annotated[
+            list[dict[str, Any]] | None,
+            Field(description=("[{check_order, cmd, expect_substring?, expect_exit_code?, timeout_ms?}]")),
+        ] = None,
     ) -> str:
         """Save a fix that worked as a new solution (error signatures, ordered steps, checks)."""
         return _answered_elsewhere()
@@ -50,8 +63,12 @@ def register(tools: ToolRegistry) -> None:
         return _answered_elsewhere()
 
     @tools.tool(annotations=READ)
-    def save_credentials(ctx: Context, DATABASE_URL_MEMORY: str | None = None, REDIS_URL: str | None = None,
-                         OPENAI_API_KEY: str | None = None) -> str:
+    def save_credentials(
+        ctx: Context,
+        DATABASE_URL_MEMORY: str | None = None,
+        REDIS_URL: str | None = None,
+        OPENAI_API_KEY: str | None = None,
+    ) -> str:
         """Kept for the Vector Bridge's callers, who saved database, Redis and OpenAI credentials with it:
         Capsule Memory needs none of them, so nothing is written."""
         return _answered_elsewhere()

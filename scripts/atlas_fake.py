@@ -84,10 +84,18 @@ class Wire:
 
     def _publish(self, name: str, command: dict[str, Any], reply: dict[str, Any], seconds: float) -> None:
         request = next(self._ids)
-        started = monitoring.CommandStartedEvent({name: command.get(name, 1), **command}, self.database,
-                                                 request, ("fake-atlas", 27017), request)
-        done = monitoring.CommandSucceededEvent(timedelta(seconds=seconds), reply, name, request, ("fake-atlas", 27017),
-                                                request, database_name=self.database)
+        started = monitoring.CommandStartedEvent(
+            {name: command.get(name, 1), **command}, self.database, request, ("fake-atlas", 27017), request
+        )
+        done = monitoring.CommandSucceededEvent(
+            timedelta(seconds=seconds),
+            reply,
+            name,
+            request,
+            ("fake-atlas", 27017),
+            request,
+            database_name=self.database,
+        )
         for listener in self.listeners:
             listener.started(started)
             listener.succeeded(done)
@@ -96,8 +104,9 @@ class Wire:
         self._publish(name, command, reply, seconds)
         return bson.decode(bson.encode(reply), CODEC)
 
-    def cursor(self, name: str, command: dict[str, Any], docs: list[dict[str, Any]], seconds: float,
-               first: int = FIRST_BATCH) -> list[dict[str, Any]]:
+    def cursor(
+        self, name: str, command: dict[str, Any], docs: list[dict[str, Any]], seconds: float, first: int = FIRST_BATCH
+    ) -> list[dict[str, Any]]:
         """A cursor's documents in the batches a server sends (each batch one round trip)."""
         out: list[dict[str, Any]] = []
         batch, rest = docs[:first], docs[first:]
@@ -146,6 +155,7 @@ class Monitored:
 
 
 # ---- the memories: a corpus the fake searches ----------------------------------------------
+
 
 class DocsCorpus:
     """Memories held as documents (tests): columns for the pre-filter keys, a vector matrix."""
@@ -203,7 +213,8 @@ class DocsCorpus:
     def term_rows(self, word: str) -> tuple[np.ndarray, np.ndarray]:
         counts = self._postings.get(word, {})
         return np.fromiter(counts, dtype=np.int64, count=len(counts)), np.fromiter(
-            counts.values(), dtype=np.int64, count=len(counts))
+            counts.values(), dtype=np.int64, count=len(counts)
+        )
 
 
 def _json(value: Any) -> str:
@@ -232,7 +243,7 @@ class FakeMemories:
     def __init__(self, corpus: Any, wire: Wire, *, applies: Callable[[dict, dict], bool], ready_after: int = 0) -> None:
         self.corpus, self._wire, self._applies = corpus, wire, applies
         self.search_indexes: dict[str, dict[str, Any]] = {}  # name -> definition
-        self.search_state: dict[str, dict[str, Any]] = {}    # name -> type, status, listings left
+        self.search_state: dict[str, dict[str, Any]] = {}  # name -> type, status, listings left
         self.ready_after = ready_after
         self.indexes: dict[str, list[tuple[str, Any]]] = {}
         self._postings: tuple[Any, Postings] | None = None
@@ -272,10 +283,17 @@ class FakeMemories:
                 continue
             queryable = state["left"] <= 0
             state["left"] -= 1
-            docs.append({"id": f"id-{index}", "name": index, "type": state["type"],
-                         "status": "READY" if queryable else "BUILDING", "queryable": queryable,
-                         "latestDefinitionVersion": {"version": state["version"]},
-                         "latestDefinition": self.search_indexes[index]})
+            docs.append(
+                {
+                    "id": f"id-{index}",
+                    "name": index,
+                    "type": state["type"],
+                    "status": "READY" if queryable else "BUILDING",
+                    "queryable": queryable,
+                    "latestDefinitionVersion": {"version": state["version"]},
+                    "latestDefinition": self.search_indexes[index],
+                }
+            )
         return self._wire.cursor("aggregate", {"aggregate": self.name, "pipeline": "[$listSearchIndexes]"}, docs, 0.0)
 
     def _queryable(self, name: str, kind: str) -> dict[str, Any] | None:
@@ -297,7 +315,7 @@ class FakeMemories:
         clauses = query["$and"] if set(query) == {"$and"} else [{k: v} for k, v in query.items()]
         rest = []
         for clause in clauses:
-            (key, value), = clause.items()
+            ((key, value),) = clause.items()
             if key not in columns:
                 rest.append(clause)
                 continue
@@ -336,8 +354,13 @@ class FakeMemories:
         docs = self._after_search(hits, score, own)
         for union in (s["$unionWith"] for s in pipeline[1:] if "$unionWith" in s):
             docs.extend(self._union(union))
-        return self._wire.cursor("aggregate", {"aggregate": "memories", "pipeline": "[$search...]"}, docs,
-                                 time.perf_counter() - start, first=batchSize or FIRST_BATCH)
+        return self._wire.cursor(
+            "aggregate",
+            {"aggregate": "memories", "pipeline": "[$search...]"},
+            docs,
+            time.perf_counter() - start,
+            first=batchSize or FIRST_BATCH,
+        )
 
     def _union(self, union: dict[str, Any]) -> list[dict[str, Any]]:
         """A ``$unionWith`` of this collection whose pipeline is ``$searchMeta`` (a count), then ``$addFields``."""
@@ -362,8 +385,12 @@ class FakeMemories:
         fields = mapped_fields(definition)
         compound = stage["compound"]
         must = compound.get("must", [])
-        if set(compound) - {"filter", "must"} or len(must) > 1 or (must and set(must[0]) != {"text"}) \
-                or (not must and not counting):
+        if (
+            set(compound) - {"filter", "must"}
+            or len(must) > 1
+            or (must and set(must[0]) != {"text"})
+            or (not must and not counting)
+        ):
             raise OperationFailure("the fake evaluates compound {filter, must: [text]} only")
         mask = self._eligible(filter_query(compound.get("filter", []), fields))
         if not must:
@@ -438,9 +465,9 @@ class FakeMemories:
         rows = np.flatnonzero(self._eligible(stage["filter"]) & has)
         sims = np.empty(rows.size, dtype=np.float32)
         for at in range(0, rows.size, 2048):  # in blocks: the cluster's scratch stays near 8 MB
-            part = rows[at:at + 2048]
+            part = rows[at : at + 2048]
             block = np.asarray(matrix[part], dtype=np.float32)
-            sims[at:at + part.size] = block @ query / np.maximum(np.linalg.norm(block, axis=1), 1e-12)
+            sims[at : at + part.size] = block @ query / np.maximum(np.linalg.norm(block, axis=1), 1e-12)
         # Exact: the numCandidates nearest are exactly the nearest, and the limit the best of them.
         take = min(stage["numCandidates"], rows.size)
         best = np.argpartition(-sims, take - 1)[:take] if take else np.zeros(0, np.int64)
@@ -452,8 +479,13 @@ class FakeMemories:
             if all(self._applies(s["$match"], doc) for s in pipeline[1:] if "$match" in s):
                 projections = [s["$project"] for s in pipeline[1:] if "$project" in s]
                 docs.append(_project(doc, projections[0] if projections else None, meta))
-        return self._wire.cursor("aggregate", {"aggregate": "memories", "pipeline": "[...]"}, docs,
-                                 time.perf_counter() - start, first=batchSize or FIRST_BATCH)
+        return self._wire.cursor(
+            "aggregate",
+            {"aggregate": "memories", "pipeline": "[...]"},
+            docs,
+            time.perf_counter() - start,
+            first=batchSize or FIRST_BATCH,
+        )
 
     # -- $text
     def _text_index(self) -> list[tuple[str, Any]]:
@@ -462,8 +494,15 @@ class FakeMemories:
                 return keys
         raise OperationFailure("text index required for $text query", code=27)
 
-    def find(self, filter: dict[str, Any], projection: dict[str, Any] | None = None, *,
-             sort: Any = None, limit: int = 0, **_: Any) -> list[dict[str, Any]]:
+    def find(
+        self,
+        filter: dict[str, Any],
+        projection: dict[str, Any] | None = None,
+        *,
+        sort: Any = None,
+        limit: int = 0,
+        **_: Any,
+    ) -> list[dict[str, Any]]:
         start = time.perf_counter()
         if "$text" not in filter:
             raise ProjectLoaded(f"memories.find without $text: {sorted(filter)}")
@@ -472,8 +511,11 @@ class FakeMemories:
         keys = self._text_index()
         prefix = list(itertools.takewhile(lambda k: k[1] != "text", keys))
         if any(isinstance(filter.get(key), (dict, list)) or key not in filter for key, _ in prefix):
-            raise OperationFailure("failed to use text index to satisfy $text query (if text index is compound, "
-                                   "are equality predicates given for all prefix fields?)", code=2)
+            raise OperationFailure(
+                "failed to use text index to satisfy $text query (if text index is compound, "
+                "are equality predicates given for all prefix fields?)",
+                code=2,
+            )
         rest = {k: v for k, v in filter.items() if k != "$text"}
         mask = self._eligible(rest)
         score = np.zeros(self.corpus.n, dtype=np.float64)
@@ -483,16 +525,22 @@ class FakeMemories:
         hits = np.flatnonzero(mask & (score > 0))
         hits = hits[np.argsort(-score[hits], kind="stable")][:limit]
         docs = [_project(self._reply_doc(int(r)), projection, {"textScore": float(score[r])}) for r in hits]
-        return self._wire.cursor("find", {"find": "memories", "filter": "{$text...}"}, docs,
-                                 time.perf_counter() - start, first=min(limit, FIRST_BATCH))
+        return self._wire.cursor(
+            "find",
+            {"find": "memories", "filter": "{$text...}"},
+            docs,
+            time.perf_counter() - start,
+            first=min(limit, FIRST_BATCH),
+        )
 
 
 class FakeAtlasDatabase:
     """A database for :class:`~capsule.store.mongo.MongoStore`: mongomock, with the memories on
     a :class:`FakeMemories` and every call counted by ``listeners``."""
 
-    def __init__(self, mock_db: Any, corpus: Any, listeners: Sequence[monitoring.CommandListener] = (), *,
-                 ready_after: int = 0) -> None:
+    def __init__(
+        self, mock_db: Any, corpus: Any, listeners: Sequence[monitoring.CommandListener] = (), *, ready_after: int = 0
+    ) -> None:
         from mongomock.filtering import filter_applies
 
         self._mock, self.name, self.client = mock_db, mock_db.name, mock_db.client

@@ -89,6 +89,7 @@ class Analyzer:
                         out.append((token, False))
                     out.extend((p, keep and i == 0) for i, p in enumerate(parts))
                 return out
+
             return split
         if kind == "lowercase":
             return lambda tokens: [(t.lower(), o) for t, o in tokens]
@@ -127,7 +128,10 @@ class Analyzer:
         for step in self._steps:
             tokens = step(tokens)
         tokens = [(t, o) for t, o in tokens if t]
-        known = self._words[word] = (tuple(t for t, _ in tokens), sum(1 for _, overlapping in tokens if not overlapping))
+        known = self._words[word] = (
+            tuple(t for t, _ in tokens),
+            sum(1 for _, overlapping in tokens if not overlapping),
+        )
         return known
 
 
@@ -152,8 +156,9 @@ class Postings:
         self.lengths = np.frombuffer(lengths, dtype=np.float64).copy()
         self.n = self.lengths.size
         self.avgdl = float(self.lengths.mean()) if self.n else 1.0
-        keys, freqs = np.unique(np.frombuffer(term_ids, np.int64) * max(self.n, 1) + np.frombuffer(rows, np.int64),
-                                return_counts=True)
+        keys, freqs = np.unique(
+            np.frombuffer(term_ids, np.int64) * max(self.n, 1) + np.frombuffer(rows, np.int64), return_counts=True
+        )
         self._terms, self._rows, self._freqs = keys // max(self.n, 1), keys % max(self.n, 1), freqs.astype(np.float64)
         self._ids = ids
 
@@ -187,6 +192,7 @@ def mapped_fields(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 walk(spec.get("fields", {}), f"{prefix}{name}.")
             else:
                 out[prefix + name] = spec
+
     walk(definition.get("mappings", {}).get("fields", {}), "")
     return out
 
@@ -196,7 +202,7 @@ def filter_query(clauses: list[dict[str, Any]], fields: dict[str, dict[str, Any]
     against the index mapping as Atlas checks it."""
     out: list[dict[str, Any]] = []
     for clause in clauses:
-        (operator, spec), = clause.items()
+        ((operator, spec),) = clause.items()
         path = spec["path"]
         kind = fields.get(path, {}).get("type")
         if kind is None:
@@ -204,8 +210,9 @@ def filter_query(clauses: list[dict[str, Any]], fields: dict[str, dict[str, Any]
         if operator in ("equals", "in"):
             values = spec["value"] if operator == "in" else [spec["value"]]
             for value in values:
-                needed = "boolean" if isinstance(value, bool) else "number" if isinstance(value, (int, float)) \
-                    else "token"
+                needed = (
+                    "boolean" if isinstance(value, bool) else "number" if isinstance(value, (int, float)) else "token"
+                )
                 if kind != needed:
                     raise OperationFailure(f"{operator}: path '{path}' needs to be indexed as {needed}")
             out.append({path: {"$in": list(values)}} if operator == "in" else {path: spec["value"]})
@@ -217,4 +224,3 @@ def filter_query(clauses: list[dict[str, Any]], fields: dict[str, dict[str, Any]
         else:
             raise OperationFailure(f"the fake does not evaluate the {operator} operator")
     return {"$and": out} if out else {}
-

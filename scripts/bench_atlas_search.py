@@ -38,8 +38,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 import mongomock  # noqa: E402
 
-from capsule.core.clock import FrozenClock  # noqa: E402
 from capsule.config import Settings  # noqa: E402
+from capsule.core.clock import FrozenClock  # noqa: E402
 from capsule.embedders.base import normalize  # noqa: E402
 from capsule.embedders.cached import CachedEmbedder  # noqa: E402
 from capsule.service.memory_service import MemoryService  # noqa: E402
@@ -72,8 +72,10 @@ class SyntheticCorpus:
         self.words[:, 1] = (self.topic * 2 + 1) % VOCAB
         self.model = f"bench-{dim}"
         self._columns = {
-            "tenant": np.full(n, "bench", dtype=object), "project": np.full(n, "p", dtype=object),
-            "model": np.full(n, self.model, dtype=object), "active": np.ones(n, dtype=bool),
+            "tenant": np.full(n, "bench", dtype=object),
+            "project": np.full(n, "p", dtype=object),
+            "model": np.full(n, self.model, dtype=object),
+            "active": np.ones(n, dtype=bool),
         }
 
     def columns(self):
@@ -91,14 +93,35 @@ class SyntheticCorpus:
     def doc(self, row: int) -> dict:
         at = T0.timestamp() - row * 60.0
         return {
-            "id": f"m{row:07d}", "tenant": "bench", "project": "p", "content": self.content(row),
-            "path": f"src/module_{row % 300}.py", "chunk_index": None, "chunk_count": None,
-            "model": self.model, "sha256": f"{row:064x}", "occurred_at": at, "created_at": at, "updated_at": at,
-            "accessed_at": None, "pinned": False, "explanation": None,
-            "meta": {"type": "note", "tags": [f"t{self.topic[row] % 50}"], "agent": "claude-code",
-                     "outcome_status": "unknown"},
-            "helpful": 0, "unhelpful": 0, "deleted_at": None, "deleted_reason": None, "status": "ready",
-            "seq": row, "active": True, "version": 1,
+            "id": f"m{row:07d}",
+            "tenant": "bench",
+            "project": "p",
+            "content": self.content(row),
+            "path": f"src/module_{row % 300}.py",
+            "chunk_index": None,
+            "chunk_count": None,
+            "model": self.model,
+            "sha256": f"{row:064x}",
+            "occurred_at": at,
+            "created_at": at,
+            "updated_at": at,
+            "accessed_at": None,
+            "pinned": False,
+            "explanation": None,
+            "meta": {
+                "type": "note",
+                "tags": [f"t{self.topic[row] % 50}"],
+                "agent": "claude-code",
+                "outcome_status": "unknown",
+            },
+            "helpful": 0,
+            "unhelpful": 0,
+            "deleted_at": None,
+            "deleted_reason": None,
+            "status": "ready",
+            "seq": row,
+            "active": True,
+            "version": 1,
         }
 
     def term_rows(self, word: str):
@@ -106,7 +129,7 @@ class SyntheticCorpus:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         counts = np.zeros(self.n, dtype=np.int64)
         for at in range(0, self.n, 65_536):  # in blocks: the cluster's scratch stays small
-            counts[at:at + 65_536] = (self.words[at:at + 65_536] == int(word[1:])).sum(axis=1)
+            counts[at : at + 65_536] = (self.words[at : at + 65_536] == int(word[1:])).sum(axis=1)
         rows = np.flatnonzero(counts)
         return rows, counts[rows]
 
@@ -132,16 +155,20 @@ def measure(n: int, dim: int, queries: int) -> dict:
     store.migrate()
     store.ensure_vector_index(dim)
     db.memories.build_search_indexes()
-    db["projects"].insert_one({"tenant": "bench", "name": "p", "version": 1, "purged_version": 0,
-                               "memories": n, "seq": n, "updated_at": 0.0})
-    service = MemoryService(store, CachedEmbedder(TopicEmbedder(corpus), store, FrozenClock(T0)),
-                            clock=FrozenClock(T0), settings=Settings(query_cache_entries=0))
+    db["projects"].insert_one(
+        {"tenant": "bench", "name": "p", "version": 1, "purged_version": 0, "memories": n, "seq": n, "updated_at": 0.0}
+    )
+    service = MemoryService(
+        store,
+        CachedEmbedder(TopicEmbedder(corpus), store, FrozenClock(T0)),
+        clock=FrozenClock(T0),
+        settings=Settings(query_cache_entries=0),
+    )
     built = time.perf_counter() - started
     rows = []
     for q in range(queries):
         topic = int(corpus.topic[q * 7919 % n])
-        request = {"project": "p", "k": 8,
-                   "query": f"topic {topic} {corpus.vocab[(topic * 2) % VOCAB]}"}
+        request = {"project": "p", "k": 8, "query": f"topic {topic} {corpus.vocab[(topic * 2) % VOCAB]}"}
         if q == queries - 1:
             request["mode"] = "bm25"
         for traced in (False, True):
@@ -157,9 +184,17 @@ def measure(n: int, dim: int, queries: int) -> dict:
                 rows[-1]["peak"] = peak
                 continue
             hit_topics = [corpus.topic[int(h.id[1:])] for h in result.results]
-            rows.append({"ops": counter.operations, "bytes": counter.reply_bytes, "seconds": elapsed,
-                         "function_s": elapsed - counter.seconds, "commands": list(counter.commands),
-                         "on_topic": sum(t == topic for t in hit_topics), "mode": request.get("mode", "hybrid")})
+            rows.append(
+                {
+                    "ops": counter.operations,
+                    "bytes": counter.reply_bytes,
+                    "seconds": elapsed,
+                    "function_s": elapsed - counter.seconds,
+                    "commands": list(counter.commands),
+                    "on_topic": sum(t == topic for t in hit_topics),
+                    "mode": request.get("mode", "hybrid"),
+                }
+            )
     client.close()
     return {"n": n, "dim": dim, "build_s": built, "rows": rows}
 
@@ -168,12 +203,16 @@ def report(result: dict) -> None:
     rows = result["rows"]
     print(f"\n{result['n']:,} memories, {result['dim']}-d (corpus built in {result['build_s']:.0f} s)")
     for r in rows:
-        print(f"  {r['mode']:<6} ops {r['ops']} ({', '.join(r['commands'])}), read {r['bytes'] / 2**20:.2f} MiB, "
-              f"peak {r['peak'] / 2**20:.1f} MiB, {r['seconds'] * 1000:.0f} ms "
-              f"({r['function_s'] * 1000:.0f} ms outside the cluster), {r['on_topic']}/8 hits on topic")
-    print(f"  max: ops {max(r['ops'] for r in rows)}, read {max(r['bytes'] for r in rows) / 2**20:.2f} MiB, "
-          f"peak {max(r['peak'] for r in rows) / 2**20:.1f} MiB, median "
-          f"{statistics.median(r['seconds'] for r in rows) * 1000:.0f} ms")
+        print(
+            f"  {r['mode']:<6} ops {r['ops']} ({', '.join(r['commands'])}), read {r['bytes'] / 2**20:.2f} MiB, "
+            f"peak {r['peak'] / 2**20:.1f} MiB, {r['seconds'] * 1000:.0f} ms "
+            f"({r['function_s'] * 1000:.0f} ms outside the cluster), {r['on_topic']}/8 hits on topic"
+        )
+    print(
+        f"  max: ops {max(r['ops'] for r in rows)}, read {max(r['bytes'] for r in rows) / 2**20:.2f} MiB, "
+        f"peak {max(r['peak'] for r in rows) / 2**20:.1f} MiB, median "
+        f"{statistics.median(r['seconds'] for r in rows) * 1000:.0f} ms"
+    )
 
 
 def main() -> None:

@@ -44,9 +44,13 @@ from scripts.tls_front import TlsFront  # noqa: E402
 def start_serve(data_dir: Path) -> tuple[subprocess.Popen, int]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CAPSULE_", "AWS_"))}
     env.update(PYTHONPATH=os.pathsep.join([str(ROOT / "layers"), str(ROOT)]), CAPSULE_EMBEDDER="hashing")
-    process = subprocess.Popen([sys.executable, "-m", "capsule_cli", "serve", "--port", "0", "--workers", "1",
-                                "--data-dir", str(data_dir)], env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "capsule_cli", "serve", "--port", "0", "--workers", "1", "--data-dir", str(data_dir)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         line = process.stdout.readline()
@@ -86,8 +90,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200, help="calls per way (default 200)")
     parser.add_argument("--op", choices=["search", "health"], default="search")
-    parser.add_argument("--plain", action="store_true",
-                        help="also plain HTTP straight to capsule serve, new and reused (what TLS adds)")
+    parser.add_argument(
+        "--plain", action="store_true", help="also plain HTTP straight to capsule serve, new and reused (what TLS adds)"
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="capsule-bench-tls-"))
     process, port = start_serve(folder / "data")
@@ -124,12 +129,16 @@ def main() -> None:
                     op(client)
 
             ways += [("plain HTTP, new", plain_new), ("plain HTTP, reused", lambda: op(plain))]
-        print(f"{args.calls} x {args.op} per way over TLS on loopback (stunnel, self-signed) to capsule serve, "
-              f"the ways interleaved in blocks of {BLOCK} calls")
+        print(
+            f"{args.calls} x {args.op} per way over TLS on loopback (stunnel, self-signed) to capsule serve, "
+            f"the ways interleaved in blocks of {BLOCK} calls"
+        )
         for name, result in measure(front, ways, args.calls).items():
             p50, p95 = percentiles(result["ms"])
-            print(f"  {name:18} p50 {p50:6.2f} ms  p95 {p95:6.2f} ms   "
-                  f"({result['connections']} connections accepted by the front)")
+            print(
+                f"  {name:18} p50 {p50:6.2f} ms  p95 {p95:6.2f} ms   "
+                f"({result['connections']} connections accepted by the front)"
+            )
         kept.close()
         resumed.close()
     finally:

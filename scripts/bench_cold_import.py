@@ -48,8 +48,13 @@ def _build_layer():
 
 def probe(paths: list[str], handler: str) -> dict[str, float]:
     code = PROBE.replace("PATHS", repr(paths)).replace("HANDLER", repr(handler))
-    proc = subprocess.run([sys.executable, "-B", "-I", "-S", "-c", code], capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "CAPSULE_STORE": "mongo"}, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-B", "-I", "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "CAPSULE_STORE": "mongo"},
+        check=True,
+    )
     return json.loads(proc.stdout)
 
 
@@ -73,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         layer = args.layer
         if layer is None:
             layer = root / "layer"
-            build_layer.build_tree(layer, build_layer.extras_for("voyage"), platform="host",
-                                   compile_with=sys.executable)
+            build_layer.build_tree(
+                layer, build_layer.extras_for("voyage"), platform="host", compile_with=sys.executable
+            )
         plain = root / "plain"
         shutil.copytree(layer / "python", plain, ignore=shutil.ignore_patterns("__pycache__"))
         asset = root / "asset"

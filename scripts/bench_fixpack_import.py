@@ -39,8 +39,9 @@ def main(n: int) -> None:
             learning.get_solution("t", learning.list_solutions("t", {"limit": 1}).solutions[0].id)
         read = time.perf_counter() - started
         service.store.close()
-    print(f"{n} imports: {n / imported:.0f}/s ({imported * 1000 / n:.2f} ms each); "
-          f"list+get: {read * 1000 / 200:.2f} ms")
+    print(
+        f"{n} imports: {n / imported:.0f}/s ({imported * 1000 / n:.2f} ms each); list+get: {read * 1000 / 200:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

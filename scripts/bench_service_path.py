@@ -31,10 +31,13 @@ def main(n: int) -> None:
     service = MemoryService(store, HashingEmbedder(), settings=Settings(data_dir=folder, retention_limit=n))
     start = time.perf_counter()
     for i in range(n):
-        service.store_memory("bench", {
-            "project": "p",
-            "content": f"memory {i}: the deploy of service {i % 97} failed with E{i % 1000} after {i} retries",
-        })
+        service.store_memory(
+            "bench",
+            {
+                "project": "p",
+                "content": f"memory {i}: the deploy of service {i % 97} failed with E{i % 1000} after {i} retries",
+            },
+        )
     elapsed = time.perf_counter() - start
     print(f"store: {n} memories one at a time in {elapsed:.1f} s = {n / elapsed:,.0f} memories/s")
     queries = [f"deploy of service {i % 97} failed E{i % 1000}" for i in range(51)]
@@ -45,8 +48,10 @@ def main(n: int) -> None:
         service.search("bench", {"query": query, "project": "p"})
         times.append((time.perf_counter() - began) * 1000)
     times.sort()
-    print(f"search at {n} memories (warm, hybrid, hashing embedder): p50 {statistics.median(times):.2f} ms, "
-          f"p95 {times[int(len(times) * 0.95) - 1]:.2f} ms")
+    print(
+        f"search at {n} memories (warm, hybrid, hashing embedder): p50 {statistics.median(times):.2f} ms, "
+        f"p95 {times[int(len(times) * 0.95) - 1]:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -60,8 +60,9 @@ def main() -> None:
     shutil.copytree(seeded, work)
     context = multiprocessing.get_context("spawn")
     start, out = context.Barrier(args.processes + 1), context.Queue()
-    workers = [context.Process(target=writer, args=(str(work), n, args.requests, start, out))
-               for n in range(args.processes)]
+    workers = [
+        context.Process(target=writer, args=(str(work), n, args.requests, start, out)) for n in range(args.processes)
+    ]
     for w in workers:
         w.start()
     start.wait()
@@ -76,10 +77,20 @@ def main() -> None:
     def pct(p: float) -> float:
         return round(latencies[min(total - 1, int(p * total))] * 1000, 2)
 
-    print(json.dumps({"processes": args.processes, "stores": total, "stores_per_s": round(total / seconds, 1),
-                      "p50_ms": pct(0.5), "p95_ms": pct(0.95), "p99_ms": pct(0.99),
-                      "cpu_ms_per_store": round(sum(r["cpu"] for r in results) * 1000 / total, 2),
-                      "lock_waits": [r["waits"] for r in results]}))
+    print(
+        json.dumps(
+            {
+                "processes": args.processes,
+                "stores": total,
+                "stores_per_s": round(total / seconds, 1),
+                "p50_ms": pct(0.5),
+                "p95_ms": pct(0.95),
+                "p99_ms": pct(0.99),
+                "cpu_ms_per_store": round(sum(r["cpu"] for r in results) * 1000 / total, 2),
+                "lock_waits": [r["waits"] for r in results],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

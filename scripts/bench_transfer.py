@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT / "layers"))
 import numpy as np  # noqa: E402
 
 from capsule.core.records import MemoryRecord  # noqa: E402
+from capsule.core.text import sha256  # noqa: E402
 from capsule.store.sides import transfer_store  # noqa: E402
 from capsule.store.transfer import FeedbackRow  # noqa: E402
-from capsule.core.text import sha256  # noqa: E402
 from capsule.transfer import Sources, export_lines, import_lines  # noqa: E402
 from capsule.transfer.format import read_lines  # noqa: E402
 
@@ -83,10 +83,22 @@ def seed(store, n: int, dims: int) -> None:
             at = start + timedelta(seconds=i)
             words = rng.choice(vocabulary, size=24)
             content = f"the deploy failed because {' '.join(words)}; fixed by setting REDIS_URL"
-            records.append(MemoryRecord(
-                id=f"m{i:09d}", tenant=TENANT, project=PROJECT, content=content, sha256=sha256(content),
-                occurred_at=at, created_at=at, updated_at=at, embedding=vector / np.linalg.norm(vector),
-                model=f"bench-{dims}", meta={"component": "api", "tags": ["redis"]}, helpful=int(i % 10 == 0)))
+            records.append(
+                MemoryRecord(
+                    id=f"m{i:09d}",
+                    tenant=TENANT,
+                    project=PROJECT,
+                    content=content,
+                    sha256=sha256(content),
+                    occurred_at=at,
+                    created_at=at,
+                    updated_at=at,
+                    embedding=vector / np.linalg.norm(vector),
+                    model=f"bench-{dims}",
+                    meta={"component": "api", "tags": ["redis"]},
+                    helpful=int(i % 10 == 0),
+                )
+            )
         transfer.put_memories(TENANT, PROJECT, records)
         votes = [FeedbackRow(r.id, True, "bench", r.created_at) for r in records if r.helpful]
         transfer.put_feedback(TENANT, votes)
@@ -148,8 +160,10 @@ def main() -> None:
         print(json.dumps(step(args.store, args.step, args.db, args.file, args.tracemalloc)))
         return
     if args.store != "sqlite":
-        raise SystemExit("--store mongomock keeps data in one process; the bench measures separate processes: "
-                         "run tests/transfer for mongomock")
+        raise SystemExit(
+            "--store mongomock keeps data in one process; the bench measures separate processes: "
+            "run tests/transfer for mongomock"
+        )
     folder = tempfile.mkdtemp(prefix="capsule-transfer-bench-")
     try:
         run(args, folder)
@@ -164,8 +178,10 @@ def run(args: argparse.Namespace, folder: str) -> None:
     print(f"seeded {args.n} memories ({args.dims}-d) in {time.perf_counter() - began:.1f}s")
     for action, path in (("export", source), ("import", target)):
         measured = child(args.store, action, path, file, False)
-        line = (f"{action}: {args.n / measured['seconds']:,.0f} memories/s ({measured['seconds']:.1f}s), "
-                f"peak RSS {measured['rss_mb']:.0f} MB")
+        line = (
+            f"{action}: {args.n / measured['seconds']:,.0f} memories/s ({measured['seconds']:.1f}s), "
+            f"peak RSS {measured['rss_mb']:.0f} MB"
+        )
         if args.tracemalloc:
             if action == "import":
                 os.remove(target)

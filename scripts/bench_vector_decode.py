@@ -35,8 +35,10 @@ def _time(label: str, payload: bytes, to_matrix, *, scale: float = 1.0, repeats:
         end = time.process_time()
         best_decode, best_total = min(best_decode, decoded - start), min(best_total, end - start)
         del docs
-    print(f"{label:50s} {best_total * scale:6.2f} s  (BSON decode {best_decode * scale:5.2f} s,"
-          f" to matrix {(best_total - best_decode) * scale:5.2f} s)  {matrix.shape}")
+    print(
+        f"{label:50s} {best_total * scale:6.2f} s  (BSON decode {best_decode * scale:5.2f} s,"
+        f" to matrix {(best_total - best_decode) * scale:5.2f} s)  {matrix.shape}"
+    )
 
 
 def _joined(vectors: list[Binary], dimensions: int) -> np.ndarray:
@@ -50,14 +52,22 @@ def main() -> None:
     vectors = np.random.default_rng(0).standard_normal((n, d)).astype(np.float32)
     print(f"{n} x {d} float32 embeddings, decode + matrix (CPU seconds, best of 3):")
     tenth = vectors[: max(1, n // 10)]
-    _time("list of doubles (x10 from a tenth, 1 run)", _docs(tenth, lambda v: v.tolist()),
-          lambda vs: np.asarray(vs, dtype=np.float32), scale=n / len(tenth), repeats=1)
+    _time(
+        "list of doubles (x10 from a tenth, 1 run)",
+        _docs(tenth, lambda v: v.tolist()),
+        lambda vs: np.asarray(vs, dtype=np.float32),
+        scale=n / len(tenth),
+        repeats=1,
+    )
     plain = _docs(vectors, lambda v: Binary(v.tobytes()))
     _time("subtype 0, np.frombuffer each + stack", plain, lambda vs: np.stack([np.frombuffer(v, "<f4") for v in vs]))
     del plain
     packed = _docs(vectors, encode_vector)
-    _time("subtype 9, as_vector(return_numpy=True) + stack", packed,
-          lambda vs: np.stack([v.as_vector(return_numpy=True).data for v in vs]))
+    _time(
+        "subtype 9, as_vector(return_numpy=True) + stack",
+        packed,
+        lambda vs: np.stack([v.as_vector(return_numpy=True).data for v in vs]),
+    )
     _time("subtype 9, frombuffer(offset=2) + stack (ours)", packed, lambda vs: np.stack([decode_vector(v) for v in vs]))
     _time("subtype 9, join payloads + one frombuffer", packed, lambda vs: _joined(vs, d))
 

@@ -26,9 +26,29 @@ def stunnel_binary() -> str | None:
 def self_signed(folder: Path) -> tuple[Path, Path]:
     """A certificate for 127.0.0.1 and its key (openssl), valid for a day."""
     cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
-                    "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return cert, key
 
 
@@ -53,11 +73,24 @@ class TlsFront:
         self.log = folder / "stunnel.log"
         self.port = _free_port()
         config = folder / "stunnel.conf"
-        config.write_text("\n".join([
-            "foreground = yes", "pid =", f"output = {self.log}", f"debug = {'info' if handshakes else 'notice'}",
-            "[capsule]", f"accept = 127.0.0.1:{self.port}", f"connect = 127.0.0.1:{backend_port}",
-            "libwrap = no",  # no /etc/hosts.allow look-up per connection
-            f"cert = {self.cert}", f"key = {key}", f"TIMEOUTidle = {idle_s}", ""]))
+        config.write_text(
+            "\n".join(
+                [
+                    "foreground = yes",
+                    "pid =",
+                    f"output = {self.log}",
+                    f"debug = {'info' if handshakes else 'notice'}",
+                    "[capsule]",
+                    f"accept = 127.0.0.1:{self.port}",
+                    f"connect = 127.0.0.1:{backend_port}",
+                    "libwrap = no",  # no /etc/hosts.allow look-up per connection
+                    f"cert = {self.cert}",
+                    f"key = {key}",
+                    f"TIMEOUTidle = {idle_s}",
+                    "",
+                ]
+            )
+        )
         self.process = subprocess.Popen([binary, str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._wait_listening()
 
@@ -88,8 +121,11 @@ class TlsFront:
     def counts(self) -> dict[str, int]:
         """TCP connections accepted so far, and how many TLS handshakes were full or resumed."""
         text = self._text()
-        return {"connections": text.count(ACCEPTED), "full_handshakes": text.count(FULL_HANDSHAKE),
-                "resumed": text.count(RESUMED)}
+        return {
+            "connections": text.count(ACCEPTED),
+            "full_handshakes": text.count(FULL_HANDSHAKE),
+            "resumed": text.count(RESUMED),
+        }
 
     def wait_counts(self, **wanted: int) -> dict[str, int]:
         """The counts once stunnel has logged at least ``wanted`` (it writes its log as it goes)."""

@@ -78,10 +78,14 @@ def main() -> None:
     _service(str(folder), True).store.close()  # the schema, made once
     context = multiprocessing.get_context("spawn")
     start, out = context.Barrier(args.writers + args.readers + 1), context.Queue()
-    procs = [context.Process(target=writer, args=(str(folder), n, args.seconds, not args.no_truncate, start, out))
-             for n in range(args.writers)]
-    procs += [context.Process(target=reader, args=(str(folder), n, args.seconds, not args.no_truncate, start, out))
-              for n in range(args.readers)]
+    procs = [
+        context.Process(target=writer, args=(str(folder), n, args.seconds, not args.no_truncate, start, out))
+        for n in range(args.writers)
+    ]
+    procs += [
+        context.Process(target=reader, args=(str(folder), n, args.seconds, not args.no_truncate, start, out))
+        for n in range(args.readers)
+    ]
     for p in procs:
         p.start()
     start.wait()
@@ -103,14 +107,26 @@ def main() -> None:
     service.store.projects(LOCAL_TENANT)  # the first read: opening replays the WAL into its index
     restart_s = time.perf_counter() - opened
     service.store.close()
-    print(json.dumps({
-        "mode": "passive only" if args.no_truncate else "truncate past %d MiB" % (sqlite_connection.WAL_TRUNCATE_BYTES >> 20),
-        "writers": args.writers, "readers": args.readers, "seconds": args.seconds,
-        "stores": sum(r.get("stores", 0) for r in results), "searches": sum(r.get("searches", 0) for r in results),
-        "truncations": sum(r.get("truncations", 0) for r in results),
-        "wal_largest_mb": round(largest / 2**20, 1), "wal_at_end_mb": round(wal_after / 2**20, 1),
-        "db_mb": round(db / 2**20, 1), "restart_s": round(restart_s, 3), "pid": os.getpid(),
-    }))
+    print(
+        json.dumps(
+            {
+                "mode": "passive only"
+                if args.no_truncate
+                else f"truncate past {sqlite_connection.WAL_TRUNCATE_BYTES >> 20} MiB",
+                "writers": args.writers,
+                "readers": args.readers,
+                "seconds": args.seconds,
+                "stores": sum(r.get("stores", 0) for r in results),
+                "searches": sum(r.get("searches", 0) for r in results),
+                "truncations": sum(r.get("truncations", 0) for r in results),
+                "wal_largest_mb": round(largest / 2**20, 1),
+                "wal_at_end_mb": round(wal_after / 2**20, 1),
+                "db_mb": round(db / 2**20, 1),
+                "restart_s": round(restart_s, 3),
+                "pid": os.getpid(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

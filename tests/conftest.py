@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
+from capsule.core.clock import FrozenClock
 from capsule.embedders import HashingEmbedder
 from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
@@ -28,8 +28,7 @@ def not_installed(reason: str, *, module: bool = False) -> None:
     root installs it, or says how); under CI (``CI`` set, as .ci/run does) fail instead: CI runs
     every test but the real-MongoDB ones (CAPSULE_TEST_MONGODB_URI)."""
     if os.environ.get("CI"):
-        pytest.fail(f"{reason}; CI must run this test, not skip it (./scripts/test installs it as root)",
-                    pytrace=False)
+        pytest.fail(f"{reason}; CI must run this test, not skip it (./scripts/test installs it as root)", pytrace=False)
     pytest.skip(f"{reason} (./scripts/test installs it when run as root)", allow_module_level=module)
 
 
@@ -41,20 +40,35 @@ def pytest_report_header(config):
 # module, so its module-scoped servers and browsers start once; and the modules sharing a costly
 # session fixture form one unit, so it is made once per run, not once per worker.
 SHARED_SESSION = {
-    "cdk-synth": ("tests/infra/test_data_keys.py", "tests/infra/test_operations.py",  # `template`
-                  "tests/infra/test_search_threshold.py", "tests/infra/test_stack.py"),
+    "cdk-synth": (
+        "tests/infra/test_data_keys.py",
+        "tests/infra/test_operations.py",  # `template`
+        "tests/infra/test_search_threshold.py",
+        "tests/infra/test_stack.py",
+    ),
 }
 
 
 # The units that take longest (a minute or more on two cores, --durations), handed out first so that
 # the run does not end with one worker busy on one of them and the other idle. xdist's own order
 # (most tests first) would start these single-test units last.
-FIRST = ("tests/serve/test_fuzz.py", "tests/serve/test_readme_examples.py", "tests/infra/test_build_layer.py",
-         "tests/serve/test_sync_http.py", "cdk-synth", "tests/console/test_console_screens.py",
-         "tests/cli/test_cli.py", "tests/infra/test_cdk_cli.py", "tests/learning/test_learning_jobs.py",
-         "tests/cli/test_newcomer_cli.py", "tests/console/test_console.py", "tests/cli/test_transfer_cli.py",
-         "tests/crypto/test_serve_at_rest.py", "tests/mcp/test_client_keepalive.py",
-         "tests/search/test_golden_results.py")
+FIRST = (
+    "tests/serve/test_fuzz.py",
+    "tests/serve/test_readme_examples.py",
+    "tests/infra/test_build_layer.py",
+    "tests/serve/test_sync_http.py",
+    "cdk-synth",
+    "tests/console/test_console_screens.py",
+    "tests/cli/test_cli.py",
+    "tests/infra/test_cdk_cli.py",
+    "tests/learning/test_learning_jobs.py",
+    "tests/cli/test_newcomer_cli.py",
+    "tests/console/test_console.py",
+    "tests/cli/test_transfer_cli.py",
+    "tests/crypto/test_serve_at_rest.py",
+    "tests/mcp/test_client_keepalive.py",
+    "tests/search/test_golden_results.py",
+)
 
 
 def xdist_unit(nodeid: str) -> str:
@@ -143,4 +157,3 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 CLI = [sys.executable, "-m", "capsule_cli"]
-

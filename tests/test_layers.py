@@ -18,22 +18,22 @@ ROOT = Path(__file__).resolve().parents[1]
 # Layer order, lowest first: a module may import its own package and the packages of lower layers,
 # never a package of its own layer or a higher one. A module is placed by its longest prefix here.
 LAYERS: list[tuple[str, ...]] = [
-    ("capsule.core",),                                      # the memory model, errors, vocabulary
+    ("capsule.core",),  # the memory model, errors, vocabulary
     ("capsule.compat", "capsule.governance", "capsule.crypto"),  # rules and primitives over the model
-    ("capsule.search",),                                    # the search engine
-    ("capsule.config",),                                    # settings
-    ("capsule.store",),                                     # stores (they keep the engine's row codecs)
+    ("capsule.search",),  # the search engine
+    ("capsule.config",),  # settings
+    ("capsule.store",),  # stores (they keep the engine's row codecs)
     ("capsule.embedders", "capsule.guard"),
     ("capsule.sealing", "capsule.learning"),
-    ("capsule.service",),                                   # the memory service
+    ("capsule.service",),  # the memory service
     ("capsule.capture", "capsule.transfer", "capsule.authz"),
     ("capsule.sync", "capsule.jobs"),
-    ("capsule.runtime",),                                   # the library's composition
-    ("capsule",),                                           # the public surface (capsule/__init__)
-    ("functions",),                                         # the HTTP API (Lambda handlers, capsule serve)
-    ("mcp_client",),                                        # the local client: proxy, MCP server, hooks
-    ("capsule_cli",),                                       # the capsule command
-    ("infra",),                                             # the AWS deployment (CDK)
+    ("capsule.runtime",),  # the library's composition
+    ("capsule",),  # the public surface (capsule/__init__)
+    ("functions",),  # the HTTP API (Lambda handlers, capsule serve)
+    ("mcp_client",),  # the local client: proxy, MCP server, hooks
+    ("capsule_cli",),  # the capsule command
+    ("infra",),  # the AWS deployment (CDK)
 ]
 RANK = {prefix: rank for rank, group in enumerate(LAYERS) for prefix in group}
 # The signing proxy: neither the search engine nor the CLI, however indirectly.
@@ -43,8 +43,13 @@ PROXY_NEVER = ("capsule.search", "capsule_cli")
 
 def modules(root: Path) -> dict[str, Path]:
     found: dict[str, Path] = {}
-    for base, top in (("layers", "capsule"), (".", "functions"), (".", "mcp_client"), (".", "capsule_cli"),
-                      (".", "infra")):
+    for base, top in (
+        ("layers", "capsule"),
+        (".", "functions"),
+        (".", "mcp_client"),
+        (".", "capsule_cli"),
+        (".", "infra"),
+    ):
         folder = root / base / top
         for dirpath, dirnames, filenames in os.walk(folder):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
@@ -204,6 +209,8 @@ if __name__ == "__main__":
         print("no layer:", name)
     for name in leaks:
         print("the proxy reaches:", name)
-    print(f"{len(edges)} modules: {len(found)} cycles, {len(wrong)} upward imports, {len(loose)} without a layer, "
-          f"{len(leaks)} proxy leaks")
+    print(
+        f"{len(edges)} modules: {len(found)} cycles, {len(wrong)} upward imports, {len(loose)} without a layer, "
+        f"{len(leaks)} proxy leaks"
+    )
     sys.exit(1 if found or wrong or loose or leaks else 0)

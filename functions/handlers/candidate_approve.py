@@ -14,6 +14,10 @@ def candidate_approve(id: CandidateId, request: Annotated[cm.ApproveRequest, Bod
     return capture_app.capture().approve(app.tenant(), id, request)
 
 
-ENDPOINT = app.Endpoint("candidate_approve", candidate_approve, summary="Approve a capture candidate",
-                        errors=(401, 404, 409, 413, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "candidate_approve",
+    candidate_approve,
+    summary="Approve a capture candidate",
+    errors=(401, 404, 409, 413, 422, 500, 503),
+)
 handler = app.make_handler(ENDPOINT)

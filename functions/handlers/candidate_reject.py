@@ -13,6 +13,10 @@ def candidate_reject(id: CandidateId, request: Annotated[cm.RejectRequest, Body(
     return capture_app.capture().reject(app.tenant(), id, request)
 
 
-ENDPOINT = app.Endpoint("candidate_reject", candidate_reject, summary="Reject a capture candidate",
-                        errors=(401, 404, 409, 413, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "candidate_reject",
+    candidate_reject,
+    summary="Reject a capture candidate",
+    errors=(401, 404, 409, 413, 422, 500, 503),
+)
 handler = app.make_handler(ENDPOINT)

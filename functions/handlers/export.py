@@ -23,25 +23,41 @@ MEDIA_TYPE = "application/x-ndjson"
 
 def export(
     project: Annotated[str | None, Query(min_length=1, max_length=limits.MAX_PROJECT_CHARS)] = None,
-    cursor: Annotated[str | None, Query(min_length=1, max_length=4096, pattern=r"^[A-Za-z0-9_-]+$",
-                                        description="X-Capsule-Next-Cursor of the page before")] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=4096,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="X-Capsule-Next-Cursor of the page before",
+        ),
+    ] = None,
 ) -> str:
     sources = transfer_app.sources()
-    keep = authz.export_keep(scopes.readable(app.tenant(), app.service), lambda tag, category:
-                             sources.learning.get_pattern(app.tenant(), tag, category))
-    page = export_page(sources, app.tenant(), project, cursor, max_bytes=PAGE_BYTES, size_of=wire.wrapped_bytes,
-                       keep=keep)
+    keep = authz.export_keep(
+        scopes.readable(app.tenant(), app.service),
+        lambda tag, category: sources.learning.get_pattern(app.tenant(), tag, category),
+    )
+    page = export_page(
+        sources, app.tenant(), project, cursor, max_bytes=PAGE_BYTES, size_of=wire.wrapped_bytes, keep=keep
+    )
     headers = {NEXT_CURSOR: page.next_cursor} if page.next_cursor else {}
     return Response(200, MEDIA_TYPE, page.text, headers=headers)  # type: ignore[return-value]
 
 
-ENDPOINT = app.Endpoint("export", export, errors=(401, 404, 413, 422, 500, 503),
-                        summary="Export memories, feedback, audit, solutions and patterns as JSON Lines")
+ENDPOINT = app.Endpoint(
+    "export",
+    export,
+    errors=(401, 404, 413, 422, 500, 503),
+    summary="Export memories, feedback, audit, solutions and patterns as JSON Lines",
+)
 handler = app.make_handler(ENDPOINT)
 handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi
-    "responses": {"200": {
-        "description": f"JSON Lines, one row per line; {NEXT_CURSOR} names the next page's cursor when more follows",
-        "headers": {NEXT_CURSOR: {"schema": {"type": "string"}}},
-        "content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
-    }},
+    "responses": {
+        "200": {
+            "description": f"JSON Lines, one row per line; {NEXT_CURSOR} names the next page's cursor when more follows",
+            "headers": {NEXT_CURSOR: {"schema": {"type": "string"}}},
+            "content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
+        }
+    },
 }

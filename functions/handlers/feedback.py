@@ -13,6 +13,7 @@ def feedback(id: MemoryId, request: Annotated[models.FeedbackRequest, Body()]) -
     return app.service().feedback(app.tenant(), id, request)
 
 
-ENDPOINT = app.Endpoint("feedback", feedback, summary="Mark a memory helpful or not",
-                        errors=(401, 404, 413, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "feedback", feedback, summary="Mark a memory helpful or not", errors=(401, 404, 413, 422, 500, 503)
+)
 handler = app.make_handler(ENDPOINT)

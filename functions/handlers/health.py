@@ -24,12 +24,16 @@ def health() -> Health:
     service = app.service()
     projects = service.projects(app.tenant())  # touches the store: 503 when it is down
     info = describe(service.embedder)
-    return Health(status="ok", tenant=app.tenant(),
-                  embedder=EmbedderStatus(name=info.name, model=info.model, dims=info.dims, reason=info.reason),
-                  explanation=f"The service and its store answer; you have {len(projects.projects)} projects. "
-                              f"Embedder: {info.sentence()}.")
+    return Health(
+        status="ok",
+        tenant=app.tenant(),
+        embedder=EmbedderStatus(name=info.name, model=info.model, dims=info.dims, reason=info.reason),
+        explanation=f"The service and its store answer; you have {len(projects.projects)} projects. "
+        f"Embedder: {info.sentence()}.",
+    )
 
 
-ENDPOINT = app.Endpoint("health", health, summary="Check the service, its embedder and the caller's identity",
-                        errors=(401, 500, 503))
+ENDPOINT = app.Endpoint(
+    "health", health, summary="Check the service, its embedder and the caller's identity", errors=(401, 500, 503)
+)
 handler = app.make_handler(ENDPOINT)

@@ -13,6 +13,10 @@ def pattern_link(request: Annotated[models.PatternLinkRequest, Body()]) -> model
     return learning().pattern_link(app.tenant(), request)
 
 
-ENDPOINT = app.Endpoint("pattern_link", pattern_link, summary="Record a solution's outcome for a pattern",
-                        errors=(401, 404, 413, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "pattern_link",
+    pattern_link,
+    summary="Record a solution's outcome for a pattern",
+    errors=(401, 404, 413, 422, 500, 503),
+)
 handler = app.make_handler(ENDPOINT)

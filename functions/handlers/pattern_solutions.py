@@ -13,6 +13,7 @@ def pattern_solutions(request: Annotated[models.PatternSolutionsRequest, Body()]
     return learning().pattern_solutions(app.tenant(), request)
 
 
-ENDPOINT = app.Endpoint("pattern_solutions", pattern_solutions, summary="Solutions of one pattern",
-                        errors=(401, 404, 413, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "pattern_solutions", pattern_solutions, summary="Solutions of one pattern", errors=(401, 404, 413, 422, 500, 503)
+)
 handler = app.make_handler(ENDPOINT)

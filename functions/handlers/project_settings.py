@@ -20,5 +20,7 @@ def project_settings(request: Annotated[ProjectSettingsBody, Body()]) -> models.
     return app.service().set_project_settings(app.tenant(), request.project, settings)
 
 
-ENDPOINT = app.Endpoint("project_settings", project_settings, summary="Set a project's retention limit and secrets/personal-data policies")
+ENDPOINT = app.Endpoint(
+    "project_settings", project_settings, summary="Set a project's retention limit and secrets/personal-data policies"
+)
 handler = app.make_handler(ENDPOINT)

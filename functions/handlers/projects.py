@@ -9,8 +9,9 @@ def projects() -> models.ProjectsResult:
     reach = app.reach()
     if reach.projects is not None:  # a key scoped to projects lists those only
         result.projects = [p for p in result.projects if reach.allows_project(p.project)]
-        result.explanation = (f"{len(result.projects)} of the tenant's projects {reach.who} is scoped to, "
-                              "most recently active first.")
+        result.explanation = (
+            f"{len(result.projects)} of the tenant's projects {reach.who} is scoped to, most recently active first."
+        )
     return result
 
 

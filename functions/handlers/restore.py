@@ -9,6 +9,7 @@ def restore(id: MemoryId) -> models.RestoreResult:
     return app.service().restore(app.tenant(), id)
 
 
-ENDPOINT = app.Endpoint("restore", restore, summary="Restore a forgotten memory",
-                        errors=(401, 404, 409, 413, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "restore", restore, summary="Restore a forgotten memory", errors=(401, 404, 409, 413, 422, 500, 503)
+)
 handler = app.make_handler(ENDPOINT)

@@ -14,8 +14,9 @@ def revert(id: MemoryId, request: Annotated[gm.RevertRequest, Body()], if_match:
     return app.service().history.revert(app.tenant(), id, request, if_match=if_match)
 
 
-ENDPOINT = app.Endpoint("revert", revert, summary="Revert a memory to an earlier version",
-                        errors=(401, 404, 412, 413, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "revert", revert, summary="Revert a memory to an earlier version", errors=(401, 404, 412, 413, 422, 500, 503)
+)
 handler = app.make_handler(ENDPOINT)
 # Rules its schema cannot state (functions.openapi): a body it allows may still be refused so.
 handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi

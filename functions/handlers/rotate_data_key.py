@@ -13,7 +13,11 @@ def rotate_data_key(request: Annotated[RotateRequest, Body()]) -> RotateResult:
     return rotate_for(app.service(), app.tenant(), request)
 
 
-ENDPOINT = app.Endpoint("rotate_data_key", rotate_data_key,
-                        summary="Rotate the caller's data key (encryption at rest)", status_code=200,
-                        errors=(401, 403, 409, 413, 415, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "rotate_data_key",
+    rotate_data_key,
+    summary="Rotate the caller's data key (encryption at rest)",
+    status_code=200,
+    errors=(401, 403, 409, 413, 415, 422, 500, 503),
+)
 handler = app.make_handler(ENDPOINT)

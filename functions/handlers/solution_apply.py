@@ -14,6 +14,7 @@ def solution_apply(id: SolutionId, request: Annotated[models.ApplyRequest, Body(
     return learning().solution_apply(app.tenant(), id, request)
 
 
-ENDPOINT = app.Endpoint("solution_apply", solution_apply, summary="Record a solution's outcome",
-                        errors=(401, 404, 413, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "solution_apply", solution_apply, summary="Record a solution's outcome", errors=(401, 404, 413, 422, 500, 503)
+)
 handler = app.make_handler(ENDPOINT)

@@ -18,8 +18,10 @@ handler = app.make_handler(ENDPOINT)
 # Rules its schema cannot state (functions.openapi): a body it allows may still be refused so.
 handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi
     "x-capsule-rules": [
-        {"status": 422, "rule": "a step payload's kept keys may nest objects, whose keys follow the meta-key rule at "
-                                "every level"},
+        {
+            "status": 422,
+            "rule": "a step payload's kept keys may nest objects, whose keys follow the meta-key rule at every level",
+        },
         {"status": 422, "rule": "a step payload gives each field in at most one of its spellings"},
     ],
 }

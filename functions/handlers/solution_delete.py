@@ -10,6 +10,7 @@ def solution_delete(id: SolutionId) -> models.DeleteResult:
     return learning().delete_solution(app.tenant(), id)
 
 
-ENDPOINT = app.Endpoint("solution_delete", solution_delete, summary="Delete a solution",
-                        errors=(401, 404, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "solution_delete", solution_delete, summary="Delete a solution", errors=(401, 404, 422, 500, 503)
+)
 handler = app.make_handler(ENDPOINT)

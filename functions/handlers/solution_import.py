@@ -19,9 +19,15 @@ from functions.learning_app import learning
 
 def solution_import(
     request: Annotated[models.FixpackFile, Body()],
-    source: Annotated[str | None, Query(min_length=1, max_length=255, pattern=models.NO_CONTROL,
-                                        description="Where the fixpack came from (a file's name), "
-                                                    "named in the explanation.")] = None,
+    source: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=255,
+            pattern=models.NO_CONTROL,
+            description="Where the fixpack came from (a file's name), named in the explanation.",
+        ),
+    ] = None,
 ) -> models.ImportResult:
     return learning().import_solution(app.tenant(), request.root, source=source)
 
@@ -31,7 +37,10 @@ handler = app.make_handler(ENDPOINT)
 # Rules its schema cannot state (functions.openapi): a body it allows may still be refused so.
 handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi
     "x-capsule-rules": [
-        {"status": 422, "rule": "a fixpack file is an object with a fixpack's fields, in either project's names, and "
-                                "keys of its own: the fields a fixpack needs must be there, valid"},
+        {
+            "status": 422,
+            "rule": "a fixpack file is an object with a fixpack's fields, in either project's names, and "
+            "keys of its own: the fields a fixpack needs must be there, valid",
+        },
     ],
 }

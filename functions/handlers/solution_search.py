@@ -13,6 +13,7 @@ def solution_search(request: Annotated[models.SolutionSearchRequest, Body()]) ->
     return learning().solution_search(app.tenant(), request)
 
 
-ENDPOINT = app.Endpoint("solution_search", solution_search,
-                        summary="Find solutions for an error (regex, meaning, success rate)")
+ENDPOINT = app.Endpoint(
+    "solution_search", solution_search, summary="Find solutions for an error (regex, meaning, success rate)"
+)
 handler = app.make_handler(ENDPOINT)

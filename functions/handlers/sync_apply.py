@@ -14,8 +14,9 @@ def sync_apply(request: Annotated[sm.ApplyRequest, Body()]) -> sm.ApplyResult:
     return exchange.apply(app.service(), app.tenant(), request)
 
 
-ENDPOINT = app.Endpoint("sync_apply", sync_apply, summary="Merge memory rows from a sync peer",
-                        errors=(401, 409, 413, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "sync_apply", sync_apply, summary="Merge memory rows from a sync peer", errors=(401, 409, 413, 422, 500, 503)
+)
 handler = app.make_handler(ENDPOINT)
 # Rules its schema cannot state (functions.openapi): a body it allows may still be refused so.
 handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi

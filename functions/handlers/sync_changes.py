@@ -20,8 +20,10 @@ def _position(after: str | None) -> tuple[int, int] | None:
 
 def sync_changes(
     project: Annotated[str, Query(min_length=1, max_length=limits.MAX_PROJECT_CHARS, pattern=models.NO_CONTROL)],
-    after: Annotated[str | None, Query(pattern=r"^[0-9]{1,18}\.[0-9]{1,19}$",
-                                       description="The position after which to read: version.seq")] = None,
+    after: Annotated[
+        str | None,
+        Query(pattern=r"^[0-9]{1,18}\.[0-9]{1,19}$", description="The position after which to read: version.seq"),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=sm.MAX_ITEMS)] = 100,
 ) -> sm.ChangesPage:
     return exchange.changes(app.service(), app.tenant(), project, after=_position(after), limit=limit)

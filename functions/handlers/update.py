@@ -10,18 +10,27 @@ from functions.handlers.get import MemoryId
 
 # str, not str | None: a header is text or absent. A null in its schema had generated clients (and
 # schemathesis) send the text 'null', which the pattern refuses; absent is the default, None.
-IfMatch = Annotated[str, Header(
-    pattern=gm.IF_MATCH_PATTERN, max_length=66,
-    description="The content's sha256 as last read (the memory's sha256): the update is refused with 412 "
-                "if the memory changed since.")]
+IfMatch = Annotated[
+    str,
+    Header(
+        pattern=gm.IF_MATCH_PATTERN,
+        max_length=66,
+        description="The content's sha256 as last read (the memory's sha256): the update is refused with 412 "
+        "if the memory changed since.",
+    ),
+]
 
 
 def update(id: MemoryId, request: Annotated[gm.UpdateRequest, Body()], if_match: IfMatch = None) -> gm.UpdateResult:
     return app.service().history.update(app.tenant(), id, request, if_match=if_match)
 
 
-ENDPOINT = app.Endpoint("update", update, summary="Update a memory in place (content, tags, meta, class, expiry)",
-                        errors=(401, 404, 412, 413, 422, 500, 503))
+ENDPOINT = app.Endpoint(
+    "update",
+    update,
+    summary="Update a memory in place (content, tags, meta, class, expiry)",
+    errors=(401, 404, 412, 413, 422, 500, 503),
+)
 handler = app.make_handler(ENDPOINT)
 # Rules its schema cannot state (functions.openapi): a body it allows may still be refused so.
 handler.openapi = {  # type: ignore[attr-defined]  # read by functions.openapi

@@ -64,8 +64,6 @@ ENVIRONMENT = {
 ALIASES = {"voyage_base_url": ("VOYAGE_API_BASE",)}
 
 
-
-
 # Set by Lambda in every function: its memory size in MB.
 LAMBDA_MEMORY = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"
 
@@ -142,16 +140,15 @@ class Settings(BaseModel):
             parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             # the value itself is not shown: a URL may carry credentials
-            raise PydanticCustomError("http_url", "{variable} must be an http:// or https:// URL with a host",
-                                      {"variable": variable})
+            raise PydanticCustomError(
+                "http_url", "{variable} must be an http:// or https:// URL with a host", {"variable": variable}
+            )
         return value
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {
-            name: environ[var] for name, var in ENVIRONMENT.items() if environ.get(var, "") != ""
-        }
+        values: dict[str, Any] = {name: environ[var] for name, var in ENVIRONMENT.items() if environ.get(var, "") != ""}
         values.update(_aliased(environ))
         function_mb = environ.get(LAMBDA_MEMORY, "")
         if "index_memory_mb" not in values and function_mb.isdigit():
@@ -169,8 +166,11 @@ class Settings(BaseModel):
     @property
     def weights(self) -> Weights:
         return Weights(
-            vector=self.weight_vector, bm25=self.weight_bm25, time=self.weight_time,
-            feedback=self.weight_feedback, half_life_days=self.half_life_days,
+            vector=self.weight_vector,
+            bm25=self.weight_bm25,
+            time=self.weight_time,
+            feedback=self.weight_feedback,
+            half_life_days=self.half_life_days,
         )
 
 
@@ -180,8 +180,7 @@ def _aliased(environ: Mapping[str, str]) -> dict[str, str]:
     for name, aliases in ALIASES.items():
         given = {var: environ[var] for var in (ENVIRONMENT[name], *aliases) if environ.get(var, "") != ""}
         if len(set(given.values())) > 1:
-            raise InvalidInput(f"{' and '.join(given)} name different URLs: set one of them",
-                               field=name)
+            raise InvalidInput(f"{' and '.join(given)} name different URLs: set one of them", field=name)
         if given:
             values[name] = next(iter(given.values()))
     return values

@@ -8,6 +8,7 @@ Each round prints (CPU ms, wall ms, indexes read from their own postings, a sort
 beside the searches): past ``capsule.search.tenantpostings.STALE_MAX`` changed projects the tenant's
 postings are sorted again on the service's index thread. It writes into the database given.
 """
+
 import sys
 import time
 from datetime import UTC, datetime
@@ -42,12 +43,30 @@ for r in range(rounds):
     vector = rng.standard_normal(dim).astype(np.float32)
     vector /= np.linalg.norm(vector)
     stamp = time.time_ns()
-    service.store.insert_bulk([MemoryRecord(
-        id=f"after-write-{stamp}", tenant=LOCAL_TENANT, project=f"p{r % 100}", content=f"written later {r}",
-        sha256=f"{stamp:064x}"[-64:], occurred_at=now, created_at=now, updated_at=now, embedding=vector,
-        model=f"bench-{dim}")], limit=10_000_000, dedupe_after=None, actor="bench")
+    service.store.insert_bulk(
+        [
+            MemoryRecord(
+                id=f"after-write-{stamp}",
+                tenant=LOCAL_TENANT,
+                project=f"p{r % 100}",
+                content=f"written later {r}",
+                sha256=f"{stamp:064x}"[-64:],
+                occurred_at=now,
+                created_at=now,
+                updated_at=now,
+                embedding=vector,
+                model=f"bench-{dim}",
+            )
+        ],
+        limit=10_000_000,
+        dedupe_after=None,
+        actor="bench",
+    )
     cpu, wall = search(r)
     codes = service._tenant_codes
-    print(f"round {r + 1}: {cpu:.0f} ms CPU, {wall:.0f} ms wall, {len(codes._columns.postings.stale)} read on their own,"
-          f" sorting beside: {codes._resorter._sorting}", flush=True)
+    print(
+        f"round {r + 1}: {cpu:.0f} ms CPU, {wall:.0f} ms wall, {len(codes._columns.postings.stale)} read on their own,"
+        f" sorting beside: {codes._resorter._sorting}",
+        flush=True,
+    )
 service.store.close()

@@ -3,6 +3,7 @@ store's bulk insert) and print its report: wall and CPU rates, per tenth, databa
 
     python scripts/scale/ingest_rate.py 100000 1 /tmp/scale [--keep]
 """
+
 import json
 import sys
 from pathlib import Path

@@ -7,11 +7,15 @@ from pathlib import Path
 
 import numpy as np
 
-db = Path(sys.argv[1]); qf = Path(sys.argv[2])
+db = Path(sys.argv[1])
+qf = Path(sys.argv[2])
 conn = sqlite3.connect(db)
 total = conn.execute("select max(seq) from memories").fetchone()[0]
 rng = np.random.default_rng(9)
-rows = [conn.execute("select content, embedding from memories where seq = ?", (int(s),)).fetchone() for s in rng.integers(1, total + 1, 30)]
+rows = [
+    conn.execute("select content, embedding from memories where seq = ?", (int(s),)).fetchone()
+    for s in rng.integers(1, total + 1, 30)
+]
 conn.close()
 texts = [" ".join(c.split()[:3]) + f" q{j}" for j, (c, _) in enumerate(rows)]
 vecs = np.stack([np.frombuffer(e, dtype="<f4") for _, e in rows])

@@ -41,13 +41,29 @@ TEMPLATE: dict[str, Any] = {
 
 def iam(tenant: str) -> dict[str, Any]:
     """The authorizer block API Gateway's IAM auth adds for a verified caller."""
-    return {"iam": {"accessKey": "AKIAEXAMPLE", "accountId": "123456789012", "callerId": "AIDAEXAMPLE",
-                    "principalOrgId": None, "userArn": tenant, "userId": "AIDAEXAMPLE"}}
+    return {
+        "iam": {
+            "accessKey": "AKIAEXAMPLE",
+            "accountId": "123456789012",
+            "callerId": "AIDAEXAMPLE",
+            "principalOrgId": None,
+            "userArn": tenant,
+            "userId": "AIDAEXAMPLE",
+        }
+    }
 
 
-def event(route_name: str, *, tenant: str | None = "arn:aws:iam::123456789012:user/alice", body: Any = None,
-          raw_body: str | None = None, query: dict[str, Any] | None = None, path_params: dict[str, str] | None = None,
-          authorizer: dict[str, Any] | None = None, base64_body: bool = False) -> dict[str, Any]:
+def event(
+    route_name: str,
+    *,
+    tenant: str | None = "arn:aws:iam::123456789012:user/alice",
+    body: Any = None,
+    raw_body: str | None = None,
+    query: dict[str, Any] | None = None,
+    path_params: dict[str, str] | None = None,
+    authorizer: dict[str, Any] | None = None,
+    base64_body: bool = False,
+) -> dict[str, Any]:
     route = routes.by_name(route_name)
     path = route.path
     for key, value in (path_params or {}).items():

@@ -105,8 +105,13 @@ MEMORIES = [
 ]
 # A capture candidate carries no subject and no visibility: only a key that reads a private,
 # unassigned memory of its project may see it.
-CANDIDATE = ("C", "pub1", None, "private",
-             "We decided that Alice keeps the TOKCANDIDATE release keys because she handles them well.")
+CANDIDATE = (
+    "C",
+    "pub1",
+    None,
+    "private",
+    "We decided that Alice keeps the TOKCANDIDATE release keys because she handles them well.",
+)
 FIXPACK = {
     "title": "Point REDIS_URL at the private host",
     "category": "network",
@@ -145,10 +150,10 @@ def _invoke(e: dict[str, Any]) -> Called:
 
 @dataclass
 class World:
-    ids: dict[str, str]          # fixture name -> id (memories, candidate, solution)
-    pattern: dict[str, str]      # the mined pattern's tag and category
-    sync_row: dict[str, Any]     # a row of /v1/sync/changes (project secret), changed: a newer content
-    export_text: str             # an export of project secret (a body for /v1/import)
+    ids: dict[str, str]  # fixture name -> id (memories, candidate, solution)
+    pattern: dict[str, str]  # the mined pattern's tag and category
+    sync_row: dict[str, Any]  # a row of /v1/sync/changes (project secret), changed: a newer content
+    export_text: str  # an export of project secret (a body for /v1/import)
 
 
 def _build(data_dir: Path) -> World:
@@ -157,8 +162,12 @@ def _build(data_dir: Path) -> World:
     try:
         ids: dict[str, str] = {}
         for name, project, subject, visibility, content in MEMORIES:
-            body = {"project": project, "content": content, "visibility": visibility,
-                    **({"subject": subject} if subject else {})}
+            body = {
+                "project": project,
+                "content": content,
+                "visibility": visibility,
+                **({"subject": subject} if subject else {}),
+            }
             if name.startswith("S"):
                 body["meta"] = {"type": "error", "outcome_status": "failure"}
             r = _invoke(event("store", body=body, authorizer=_full()))
@@ -177,11 +186,18 @@ def _build(data_dir: Path) -> World:
         assert r.status == 201, r
         ids["SOL"] = r.json["solution"]["id"]
         for _ in range(2):  # a golden path: the solution worked for the secret pattern
-            r = _invoke(event("pattern_link", body={**pattern, "solution_id": ids["SOL"], "success": True},
-                              authorizer=_full()))
+            r = _invoke(
+                event("pattern_link", body={**pattern, "solution_id": ids["SOL"], "success": True}, authorizer=_full())
+            )
             assert r.status == 200, r
-        r = _invoke(event("update", path_params={"id": ids["S1"]}, body={"content": MEMORIES[0][4] + " (edited)"},
-                          authorizer=_full()))
+        r = _invoke(
+            event(
+                "update",
+                path_params={"id": ids["S1"]},
+                body={"content": MEMORIES[0][4] + " (edited)"},
+                authorizer=_full(),
+            )
+        )
         assert r.status == 200, r  # a version in S1's history
         changes = _invoke(event("sync_changes", query={"project": "secret"}, authorizer=_full()))
         assert changes.status == 200, changes
@@ -213,8 +229,8 @@ def world(tmp_path_factory) -> tuple[Path, World]:
 @dataclass(frozen=True)
 class Case:
     route: str
-    target: str                      # a label for the test id
-    reaches: tuple                   # ("memory", name) | ("new", project, subject, vis) | ("project", p) | ...
+    target: str  # a label for the test id
+    reaches: tuple  # ("memory", name) | ("new", project, subject, vis) | ("project", p) | ...
     request: Callable[[World], dict]  # event keyword arguments: body, query, path_params, raw_body
     full_statuses: tuple[int, ...] = (200, 201)
 
@@ -227,8 +243,9 @@ def _with(base: Callable[[World], dict], **extra: Any) -> Callable[[World], dict
     return lambda w: {**base(w), **extra}
 
 
-def _memory_cases(route: str, body: dict | None = None, query: dict | None = None,
-                  full: tuple[int, ...] = (200, 201)) -> list[Case]:
+def _memory_cases(
+    route: str, body: dict | None = None, query: dict | None = None, full: tuple[int, ...] = (200, 201)
+) -> list[Case]:
     def request(name: str) -> Callable[[World], dict]:
         extra: dict[str, Any] = {}
         if body is not None:
@@ -237,13 +254,16 @@ def _memory_cases(route: str, body: dict | None = None, query: dict | None = Non
             extra["query"] = query
         return _with(_mem(name), **extra)
 
-    return [Case(route, "out", ("memory", "S1"), request("S1"), full),
-            Case(route, "in", ("memory", "PB"), request("PB"), full)]
+    return [
+        Case(route, "out", ("memory", "S1"), request("S1"), full),
+        Case(route, "in", ("memory", "PB"), request("PB"), full),
+    ]
 
 
 def _project_cases(route: str, make: Callable[[str], dict], full: tuple[int, ...] = (200, 201)) -> list[Case]:
-    return [Case(route, project, ("project", project), lambda w, p=project: make(p), full)
-            for project in ("secret", "pub1")]
+    return [
+        Case(route, project, ("project", project), lambda w, p=project: make(p), full) for project in ("secret", "pub1")
+    ]
 
 
 def _filtered(route: str, make: Callable[[World], dict], target: str = "all") -> Case:
@@ -253,14 +273,23 @@ def _filtered(route: str, make: Callable[[World], dict], target: str = "all") ->
 CASES: list[Case] = [
     Case("health", "-", ("none",), lambda w: {}),
     Case("store", "out", ("new", "secret", None, "private"), lambda w: {"body": {"project": "secret", "content": "n"}}),
-    Case("store", "in", ("new", "pub1", "bob", "public"),
-         lambda w: {"body": {"project": "pub1", "content": "n", "subject": "bob", "visibility": "public"}}),
+    Case(
+        "store",
+        "in",
+        ("new", "pub1", "bob", "public"),
+        lambda w: {"body": {"project": "pub1", "content": "n", "subject": "bob", "visibility": "public"}},
+    ),
     _filtered("list", lambda w: {"query": {"project": "secret"}}, "secret"),
     _filtered("list", lambda w: {"query": {"project": "pub1"}}, "pub1"),
-    Case("ingest", "out", ("new", "secret", None, "private"),
-         lambda w: {"body": {"project": "secret", "text": "some notes to ingest"}}),
-    _filtered("search", lambda w: {"body": {"query": "ECONNREFUSED salary tabs runbook", "global": True,
-                                            "mode": "bm25"}}),
+    Case(
+        "ingest",
+        "out",
+        ("new", "secret", None, "private"),
+        lambda w: {"body": {"project": "secret", "text": "some notes to ingest"}},
+    ),
+    _filtered(
+        "search", lambda w: {"body": {"query": "ECONNREFUSED salary tabs runbook", "global": True, "mode": "bm25"}}
+    ),
     *_memory_cases("get"),
     *_memory_cases("forget"),
     *_memory_cases("pin"),
@@ -271,10 +300,24 @@ CASES: list[Case] = [
     *_memory_cases("history"),
     *_memory_cases("revert", body={"version": 1}, full=(200, 422)),  # PB has one version only
     _filtered("projects", lambda w: {}),
-    Case("capture", "secret", ("new", "secret", None, "private"),
-         lambda w: {"body": {"project": "secret", "events": [
-             {"role": "assistant", "text": "We decided to keep the staging database because the migration failed.",
-              "time": T, "session": "s2"}]}}),
+    Case(
+        "capture",
+        "secret",
+        ("new", "secret", None, "private"),
+        lambda w: {
+            "body": {
+                "project": "secret",
+                "events": [
+                    {
+                        "role": "assistant",
+                        "text": "We decided to keep the staging database because the migration failed.",
+                        "time": T,
+                        "session": "s2",
+                    }
+                ],
+            }
+        },
+    ),
     *_project_cases("capture_settings", lambda p: {"body": {"project": p, "threshold": 0.9}}),
     *_project_cases("candidates", lambda p: {"query": {"project": p}}),
     Case("candidate_approve", "C", ("tenant",), lambda w: {"path_params": {"id": w.ids["C"]}, "body": {}}),
@@ -290,8 +333,12 @@ CASES: list[Case] = [
     Case("solution_get", "-", ("none",), lambda w: {"path_params": {"id": w.ids["SOL"]}}),
     Case("solution_update", "-", ("none",), lambda w: {"path_params": {"id": w.ids["SOL"]}, "body": FIXPACK}),
     Case("solution_delete", "-", ("none",), lambda w: {"path_params": {"id": w.ids["SOL"]}}),
-    Case("solution_apply", "pattern", ("filtered",),
-         lambda w: {"path_params": {"id": w.ids["SOL"]}, "body": {"success": True, "pattern": w.pattern}}),
+    Case(
+        "solution_apply",
+        "pattern",
+        ("filtered",),
+        lambda w: {"path_params": {"id": w.ids["SOL"]}, "body": {"success": True, "pattern": w.pattern}},
+    ),
     _filtered("pattern_detect", lambda w: {"body": {"error": "connect ECONNREFUSED 10.0.0.9:6379 while loading"}}),
     _filtered("pattern_solutions", lambda w: {"body": dict(w.pattern)}),
     _filtered("pattern_link", lambda w: {"body": {**w.pattern, "solution_id": w.ids["SOL"], "success": True}}),
@@ -458,18 +505,25 @@ def _as(kind: str) -> dict | None:
 
 def test_a_subject_or_shared_key_cannot_set_a_retention_limit_that_evicts_others(copied):
     for kind in ("subject", "shared"):
-        r = _invoke(event("project_settings", tenant=None, authorizer=_as(kind),
-                          body={"project": "pub1", "retention_limit": 1}))
+        r = _invoke(
+            event("project_settings", tenant=None, authorizer=_as(kind), body={"project": "pub1", "retention_limit": 1})
+        )
         assert r.status == 403 and r.json["error"]["details"][0]["missing"] in ("subjects", "sees:private"), r
     # a key limited to projects reads every memory of its projects: it may set theirs
-    r = _invoke(event("project_settings", tenant=None, authorizer=_as("project"),
-                      body={"project": "pub1", "retention_limit": 50}))
+    r = _invoke(
+        event(
+            "project_settings", tenant=None, authorizer=_as("project"), body={"project": "pub1", "retention_limit": 50}
+        )
+    )
     assert r.status == 200, r
 
 
 def test_a_shared_key_cannot_rewrite_a_private_memory_through_sync_apply(copied):
-    r = _invoke(event("sync_apply", tenant=None, authorizer=_as("shared"),
-                      body={"project": "secret", "items": [copied.sync_row]}))
+    r = _invoke(
+        event(
+            "sync_apply", tenant=None, authorizer=_as("shared"), body={"project": "secret", "items": [copied.sync_row]}
+        )
+    )
     assert r.status == 403 and r.json["error"]["details"][0]["missing"] == "sees:private", r
     got = _invoke(event("get", path_params={"id": copied.ids["S2"]}, authorizer=_full()))
     assert "TOKREWRITTEN" not in got.json["memory"]["content"]
@@ -488,8 +542,9 @@ def test_sync_apply_answers_an_id_held_by_another_tenant_as_one_nobody_holds(cop
             vote["memory_id"] = row["memory"]["id"]
     answers = []
     for row in (held, fresh, held):  # the third: the same row again is merged, not refused
-        r = _invoke(event("sync_apply", tenant=None, authorizer=_as("other_tenant"),
-                          body={"project": "secret", "items": [row]}))
+        r = _invoke(
+            event("sync_apply", tenant=None, authorizer=_as("other_tenant"), body={"project": "secret", "items": [row]})
+        )
         answers.append(r)
     assert answers[0].status == answers[1].status == 200, answers
 
@@ -541,8 +596,10 @@ def test_an_import_answers_ids_held_by_another_tenant_as_ids_nobody_holds(world,
     for old, new in fresh.items():
         renamed = renamed.replace(old, new)
     seen: dict[str, str] = {}
-    for name, text, ids, sids in (("held", w.export_text, held, solutions),
-                                  ("fresh", renamed, [fresh[i] for i in held], [fresh[i] for i in solutions])):
+    for name, text, ids, sids in (
+        ("held", w.export_text, held, solutions),
+        ("fresh", renamed, [fresh[i] for i in held], [fresh[i] for i in solutions]),
+    ):
         with _serving_a_copy(template, tmp_path / name):
             other = _as("other_tenant")
             answers = [_invoke(event("import_data", tenant=None, raw_body=text, authorizer=other))]
@@ -590,8 +647,9 @@ def test_subject_and_shared_keys_neither_read_nor_decide_the_capture_queue(copie
     for kind in ("subject", "shared"):
         r = _invoke(event("candidates", tenant=None, query={"project": "pub1"}, authorizer=_as(kind)))
         assert r.status == 403, r
-        r = _invoke(event("candidate_reject", tenant=None, path_params={"id": copied.ids["C"]}, body={},
-                          authorizer=_as(kind)))
+        r = _invoke(
+            event("candidate_reject", tenant=None, path_params={"id": copied.ids["C"]}, body={}, authorizer=_as(kind))
+        )
         assert r.status == 403, r
     listed = _invoke(event("candidates", tenant=None, query={"project": "pub1"}, authorizer=_as("project")))
     assert [c["id"] for c in listed.json["candidates"]] == [copied.ids["C"]]

@@ -8,10 +8,18 @@ T = "2026-03-02T10:00:00+00:00"
 EVENTS = [
     {"role": "user", "text": "Can you run the tests again?", "time": T, "session": "s1"},
     {"role": "assistant", "text": "Let me check the logs.", "time": T, "session": "s1"},
-    {"role": "assistant", "text": "The root cause was a stale .pyc file from the old package layout.",
-     "time": T, "session": "s1"},
-    {"role": "assistant", "text": "We decided to use SQLite in WAL mode because it handles concurrent readers well.",
-     "time": T, "session": "s1"},
+    {
+        "role": "assistant",
+        "text": "The root cause was a stale .pyc file from the old package layout.",
+        "time": T,
+        "session": "s1",
+    },
+    {
+        "role": "assistant",
+        "text": "We decided to use SQLite in WAL mode because it handles concurrent readers well.",
+        "time": T,
+        "session": "s1",
+    },
     {"role": "user", "text": "Thanks!", "time": T, "session": "s1"},
 ]
 
@@ -26,7 +34,12 @@ def test_capture_proposes_the_decision_and_the_cause_not_the_chatter(service, ca
     texts = [c["text"] for c in r.json["candidates"]]
     assert texts == [EVENTS[2]["text"], EVENTS[3]["text"]]
     first = r.json["candidates"][1]
-    assert (first["type"], first["status"], first["session"], first["role"]) == ("decision", "pending", "s1", "assistant")
+    assert (first["type"], first["status"], first["session"], first["role"]) == (
+        "decision",
+        "pending",
+        "s1",
+        "assistant",
+    )
     assert 0 < first["score"] <= 1 and first["reason"] and "decision" in first["tags"]
     listed = call(event("candidates", tenant=ALICE, query={"project": "cap"}))
     assert listed.status == 200 and len(listed.json["candidates"]) == 2
@@ -42,8 +55,14 @@ def test_capturing_the_same_transcript_twice_proposes_nothing_twice(service, cal
 
 def test_approve_edited_stores_the_memory_and_twice_is_409(service, call):
     cand = capture(call).json["candidates"][0]
-    r = call(event("candidate_approve", tenant=ALICE, path_params={"id": cand["id"]},
-                   body={"text": "Stale .pyc files from the old layout broke the imports.", "tags": ["python"]}))
+    r = call(
+        event(
+            "candidate_approve",
+            tenant=ALICE,
+            path_params={"id": cand["id"]},
+            body={"text": "Stale .pyc files from the old layout broke the imports.", "tags": ["python"]},
+        )
+    )
     assert r.status == 200, r
     memory = r.json["memory"]
     assert memory["content"] == "Stale .pyc files from the old layout broke the imports."
@@ -58,8 +77,12 @@ def test_approve_edited_stores_the_memory_and_twice_is_409(service, call):
 
 def test_rejected_is_not_proposed_again_and_stored_facts_are_not_proposed(service, call):
     first = capture(call).json["candidates"]
-    assert call(event("candidate_reject", tenant=ALICE, path_params={"id": first[0]["id"]},
-                      body={"reason": "known"})).status == 200
+    assert (
+        call(
+            event("candidate_reject", tenant=ALICE, path_params={"id": first[0]["id"]}, body={"reason": "known"})
+        ).status
+        == 200
+    )
     assert call(event("candidate_approve", tenant=ALICE, path_params={"id": first[1]["id"]}, body={})).status == 200
     fresh = [{"role": "assistant", "text": "The fix was to pin numpy below 2.0 in pyproject.toml.", "time": T}]
     stored = call(event("store", tenant=ALICE, body={"project": "cap", "content": fresh[0]["text"]}))
@@ -67,8 +90,11 @@ def test_rejected_is_not_proposed_again_and_stored_facts_are_not_proposed(servic
     r = capture(call, events=EVENTS + fresh)
     assert r.json["candidates"] == []
     whys = sorted(s["why"] for s in r.json["skipped"])
-    assert whys == ["already approved in the capture queue", "already rejected in the capture queue",
-                    "already stored as a memory"]
+    assert whys == [
+        "already approved in the capture queue",
+        "already rejected in the capture queue",
+        "already stored as a memory",
+    ]
 
 
 def test_auto_approve_at_the_project_threshold(service, call):
@@ -109,10 +135,18 @@ def _with_secret_and_email():
     from tests.guard.corpus import AKIA
 
     return [
-        {"role": "assistant", "text": f"We decided to rotate the deploy key {AKIA} because it leaked in CI logs.",
-         "time": T, "session": "s2"},
-        {"role": "assistant", "text": "We decided to send the outage report to dora.quince@saltmarrow.net every Monday.",
-         "time": T, "session": "s2"},
+        {
+            "role": "assistant",
+            "text": f"We decided to rotate the deploy key {AKIA} because it leaked in CI logs.",
+            "time": T,
+            "session": "s2",
+        },
+        {
+            "role": "assistant",
+            "text": "We decided to send the outage report to dora.quince@saltmarrow.net every Monday.",
+            "time": T,
+            "session": "s2",
+        },
     ]
 
 
@@ -135,7 +169,9 @@ def test_candidates_are_guarded_as_stored_memories_are(service, call, tmp_path):
 def test_a_project_refusing_secrets_skips_the_candidate_and_names_why(service, call):
     from tests.guard.corpus import AKIA
 
-    assert call(event("project_settings", tenant=ALICE, body={"project": "cap", "secrets_policy": "refuse"})).status == 200
+    assert (
+        call(event("project_settings", tenant=ALICE, body={"project": "cap", "secrets_policy": "refuse"})).status == 200
+    )
     r = capture(call, events=_with_secret_and_email())
     assert [c["text"] for c in r.json["candidates"]] == [_with_secret_and_email()[1]["text"]]
     refused = [s for s in r.json["skipped"] if "refuse" in s["why"]]

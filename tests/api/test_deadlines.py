@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 
 import pytest
 
+from capsule.config import Settings
 from capsule.core import deadline
 from capsule.core.clock import FrozenClock
-from capsule.config import Settings
+from capsule.core.errors import Unavailable
 from capsule.embedders import HashingEmbedder
 from capsule.embedders.remote import VoyageEmbedder
-from capsule.core.errors import Unavailable
 from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from functions import app
@@ -94,8 +94,11 @@ def slow_cluster():
 
     server = Silent()
     client = pymongo.MongoClient(f"mongodb://127.0.0.1:{server.port}/?directConnection=true", **CLIENT_OPTIONS)
-    app.set_service(MemoryService(MongoStore(client.get_database("capsule"), transactions=False),
-                                  HashingEmbedder(), clock=FrozenClock(T0)))
+    app.set_service(
+        MemoryService(
+            MongoStore(client.get_database("capsule"), transactions=False), HashingEmbedder(), clock=FrozenClock(T0)
+        )
+    )
     yield
     app.set_service(None)
     client.close()
@@ -108,8 +111,12 @@ def slow_embedder(tmp_path, monkeypatch):
     client = SlowVoyage(delay=10.0)
     store = SQLiteStore(tmp_path / "c.db")
     store.migrate()
-    service = MemoryService(store, VoyageEmbedder("key", dim=8, client=client), clock=FrozenClock(T0),
-                            settings=Settings(data_dir=tmp_path, query_cache_entries=0))
+    service = MemoryService(
+        store,
+        VoyageEmbedder("key", dim=8, client=client),
+        clock=FrozenClock(T0),
+        settings=Settings(data_dir=tmp_path, query_cache_entries=0),
+    )
     yield service, client
     client.release.set()
     store.close()
@@ -124,10 +131,13 @@ def handler(name: str):
     return getattr(importlib.import_module(module), attribute)
 
 
-@pytest.mark.parametrize("name, kwargs", [
-    ("search", {"body": {"query": "q", "project": "p"}}),
-    ("store", {"body": {"project": "p", "content": "c"}}),
-])
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("search", {"body": {"query": "q", "project": "p"}}),
+        ("store", {"body": {"project": "p", "content": "c"}}),
+    ],
+)
 def test_a_hanging_cluster_is_a_503_within_the_invocations_time(slow_cluster, name, kwargs):
     started = time.monotonic()
     response = handler(name)(event(name, **kwargs), Invocation(remaining_ms=1500))
@@ -171,10 +181,12 @@ def test_a_held_project_lease_is_waited_for_only_while_the_request_has_time():
 
     store = MongoStore(mongomock.MongoClient().get_database("lease"), transactions=False, lock_wait_s=10.0)
     store.migrate()
-    store.projects_.insert_one({"tenant": "t1", "name": "p", "lock": "other", "lock_until": time.time() + 60,
-                                "seq": 0, "version": 0})
-    record = MemoryRecord(id="a", tenant="t1", project="p", content="c", sha256="s", occurred_at=T0,
-                          created_at=T0, updated_at=T0)
+    store.projects_.insert_one(
+        {"tenant": "t1", "name": "p", "lock": "other", "lock_until": time.time() + 60, "seq": 0, "version": 0}
+    )
+    record = MemoryRecord(
+        id="a", tenant="t1", project="p", content="c", sha256="s", occurred_at=T0, created_at=T0, updated_at=T0
+    )
     started = time.monotonic()
     with deadline.within(0.3), pytest.raises(Unavailable, match="busy"):
         store.insert([record], limit=10, dedupe_after=None, actor="x")

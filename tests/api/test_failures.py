@@ -5,8 +5,8 @@ import logging
 
 import pytest
 
-from capsule.embedders import HashingEmbedder
 from capsule.core.errors import Unavailable
+from capsule.embedders import HashingEmbedder
 from capsule.service.memory_service import MemoryService
 from functions import app
 
@@ -22,6 +22,7 @@ class BrokenStore:
     def __getattr__(self, name):
         def fail(*args, **kwargs):
             raise self.failure
+
         return fail
 
 
@@ -29,17 +30,21 @@ class BrokenStore:
 def broken():
     def use(failure: Exception) -> None:
         app.set_service(MemoryService(BrokenStore(failure), HashingEmbedder()))
+
     yield use
     app.set_service(None)
 
 
-@pytest.mark.parametrize("name, kwargs", [
-    ("store", {"body": {"project": "p", "content": "c"}}),
-    ("search", {"body": {"query": "q", "project": "p"}}),
-    ("list", {"query": {"project": "p"}}),
-    ("get", {"path_params": {"id": "abc"}}),
-    ("health", {}),
-])
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("store", {"body": {"project": "p", "content": "c"}}),
+        ("search", {"body": {"query": "q", "project": "p"}}),
+        ("list", {"query": {"project": "p"}}),
+        ("get", {"path_params": {"id": "abc"}}),
+        ("health", {}),
+    ],
+)
 def test_store_unavailable_is_503(call, broken, name, kwargs):
     broken(Unavailable("the database is locked"))
     r = call(event(name, **kwargs))

@@ -40,15 +40,22 @@ def _binary_event() -> dict:
     return e
 
 
-@pytest.mark.parametrize("make, field", [
-    (lambda: event("solution_import", body={**PNPM, "steps": [{**PNPM["steps"][0], "timeout_ms": "5m"}]}),
-     "steps.0.timeout_ms"),
-    (lambda: event("solution_import", body={**PNPM, "steps": [{"kind": "cmd", "payload": ["pnpm"]}]}),
-     "steps.0.payload"),  # any payload object imports (kept as written); a payload that is no object does not
-    (lambda: event("solution_import", body={**PNPM, "title": 16}), "title"),
-    (lambda: event("solution_import", raw_body=json.dumps(PNPM)[:200]), "body"),
-    (lambda: event("solution_import", body=[PNPM]), "body"),
-])
+@pytest.mark.parametrize(
+    "make, field",
+    [
+        (
+            lambda: event("solution_import", body={**PNPM, "steps": [{**PNPM["steps"][0], "timeout_ms": "5m"}]}),
+            "steps.0.timeout_ms",
+        ),
+        (
+            lambda: event("solution_import", body={**PNPM, "steps": [{"kind": "cmd", "payload": ["pnpm"]}]}),
+            "steps.0.payload",
+        ),  # any payload object imports (kept as written); a payload that is no object does not
+        (lambda: event("solution_import", body={**PNPM, "title": 16}), "title"),
+        (lambda: event("solution_import", raw_body=json.dumps(PNPM)[:200]), "body"),
+        (lambda: event("solution_import", body=[PNPM]), "body"),
+    ],
+)
 def test_bad_input_is_422_naming_the_field_and_imports_nothing(service, call, make, field):
     refused = call(make())
     assert refused.status == 422, refused

@@ -47,10 +47,16 @@ def test_store_sets_the_class_and_expiry(service, call):
 
 
 def test_bad_classes_and_ttls_are_4xx_naming_the_field_and_store_nothing(service, call):
-    cases = [({"retention": "forever"}, "retention"), ({"ttl": 0}, "ttl"), ({"ttl": TEN_YEARS + 1}, "ttl"),
-             ({"ttl": "60"}, "ttl"), ({"retention": "permanent", "ttl": 60}, "ttl"),
-             ({"ttl": 60, "expires_at": "2030-01-01T00:00:00Z"}, "expires_at"),
-             ({"expires_at": "2001-01-01T00:00:00Z"}, "expires_at"), ({"supersedes": "nope"}, "supersedes")]
+    cases = [
+        ({"retention": "forever"}, "retention"),
+        ({"ttl": 0}, "ttl"),
+        ({"ttl": TEN_YEARS + 1}, "ttl"),
+        ({"ttl": "60"}, "ttl"),
+        ({"retention": "permanent", "ttl": 60}, "ttl"),
+        ({"ttl": 60, "expires_at": "2030-01-01T00:00:00Z"}, "expires_at"),
+        ({"expires_at": "2001-01-01T00:00:00Z"}, "expires_at"),
+        ({"supersedes": "nope"}, "supersedes"),
+    ]
     for extra, field in cases:
         r = call(event("store", body={"project": "p", "content": "x", **extra}))
         assert r.status == 422, (extra, r)
@@ -68,8 +74,12 @@ def test_list_filters_by_class(service, call):
 
 def test_update_with_if_match_keeps_history_and_a_lost_race_is_412(service, call):
     memory = stored(call, meta={"tags": ["city"]})
-    r = patch(call, memory["id"], {"content": "lives in Berlin", "tags": ["moved"], "reason": "moved"},
-              if_match=f'"{memory["sha256"]}"')
+    r = patch(
+        call,
+        memory["id"],
+        {"content": "lives in Berlin", "tags": ["moved"], "reason": "moved"},
+        if_match=f'"{memory["sha256"]}"',
+    )
     assert r.status == 200, r
     assert r.json["version"] == 2 and r.json["reembedded"] is True
     assert r.json["memory"]["content"] == "lives in Berlin" and r.json["memory"]["meta"]["tags"] == ["moved"]
@@ -80,7 +90,9 @@ def test_update_with_if_match_keeps_history_and_a_lost_race_is_412(service, call
     history = call(event("history", path_params={"id": memory["id"]}))
     assert history.status == 200
     assert [(v["version"], v["content"], v["current"]) for v in history.json["versions"]] == [
-        (1, "lives in Paris", False), (2, "lives in Berlin", True)]
+        (1, "lives in Paris", False),
+        (2, "lives in Berlin", True),
+    ]
     assert history.json["versions"][0]["reason"] == "moved"
     found = call(event("search", body={"project": "p", "query": "Berlin", "k": 3}))
     assert [h["content"] for h in found.json["results"]][:1] == ["lives in Berlin"]
@@ -88,8 +100,13 @@ def test_update_with_if_match_keeps_history_and_a_lost_race_is_412(service, call
 
 def test_bad_updates_are_4xx_and_change_nothing(service, call):
     memory = stored(call)
-    for body, field in [({}, "body"), ({"retention": "forever"}, "retention"), ({"ttl": 0}, "ttl"),
-                        ({"ttl": 60}, "ttl"), ({"content": "x", "surprise": 1}, "surprise")]:
+    for body, field in [
+        ({}, "body"),
+        ({"retention": "forever"}, "retention"),
+        ({"ttl": 0}, "ttl"),
+        ({"ttl": 60}, "ttl"),
+        ({"content": "x", "surprise": 1}, "surprise"),
+    ]:
         r = patch(call, memory["id"], body)
         assert r.status == 422, (body, r)
         assert r.json["error"]["details"][0]["field"] == field, (body, r)
@@ -120,8 +137,9 @@ def test_supersede_search_returns_the_current_one(service, call):
     found = call(event("search", body={"project": "p", "query": "where does Ada live", "k": 5}))
     assert [h["id"] for h in found.json["results"]] == [new["id"]]
     assert f"{new['id']} superseded {old['id']}" in found.json["explanation"]
-    walked = call(event("search", body={"project": "p", "query": "where does Ada live", "k": 5,
-                                        "include_superseded": True}))
+    walked = call(
+        event("search", body={"project": "p", "query": "where does Ada live", "k": 5, "include_superseded": True})
+    )
     assert [s["id"] for s in walked.json["results"][0]["superseded"]] == [old["id"]]
     kept = call(event("get", path_params={"id": old["id"]}))
     assert kept.status == 200 and kept.json["memory"]["superseded_by"] == new["id"]

@@ -23,8 +23,21 @@ def test_every_route_has_a_handler_module(service, call):
     names = {r.name for r in routes.ROUTES}
     for route in routes.ROUTES:
         assert route.handler == f"functions.handlers.{route.name}:handler"
-    assert {"store", "ingest", "search", "list", "get", "pin", "unpin", "forget", "restore", "feedback",
-            "projects", "health", "openapi"} <= names
+    assert {
+        "store",
+        "ingest",
+        "search",
+        "list",
+        "get",
+        "pin",
+        "unpin",
+        "forget",
+        "restore",
+        "feedback",
+        "projects",
+        "health",
+        "openapi",
+    } <= names
 
 
 def test_store_then_get_list_search(service, call):
@@ -132,13 +145,16 @@ def test_content_over_its_own_limit_is_422_naming_the_field(service, call):
     assert r.status == 422 and r.json["error"]["details"][0]["field"] == "content"
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"project": "p"}, "content"),
-    ({"project": "", "content": "c"}, "project"),
-    ({"project": "p", "content": "c", "meta": {"$where": 1}}, "meta"),
-    ({"project": "p", "content": "c", "meta": {"tags": ["t"] * 33}}, "meta.tags"),
-    ({"project": "p", "content": "c", "pinned": "maybe"}, "pinned"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"project": "p"}, "content"),
+        ({"project": "", "content": "c"}, "project"),
+        ({"project": "p", "content": "c", "meta": {"$where": 1}}, "meta"),
+        ({"project": "p", "content": "c", "meta": {"tags": ["t"] * 33}}, "meta.tags"),
+        ({"project": "p", "content": "c", "pinned": "maybe"}, "pinned"),
+    ],
+)
 def test_invalid_store_is_422_naming_the_field(service, call, body, field):
     r = call(event("store", body=body))
     assert r.status == 422, r
@@ -164,14 +180,17 @@ def test_a_body_that_is_not_an_object_is_refused_not_unwrapped(service, call, bo
     assert call(event("list", query={"project": "p"})).json["memories"] == []
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"query": "x"}, "body"),  # neither project nor global: the model says why
-    ({"query": "x", "project": "p", "k": 21}, "k"),
-    ({"query": "", "project": "p"}, "query"),
-    ({"query": "x", "project": "p", "weights": {"vector": 2}}, "weights.vector"),
-    ({"query": "x", "project": "p", "as_of": "last week"}, "as_of"),
-    ({"query": "x", "project": "p", "min_relevance": 1.5}, "min_relevance"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"query": "x"}, "body"),  # neither project nor global: the model says why
+        ({"query": "x", "project": "p", "k": 21}, "k"),
+        ({"query": "", "project": "p"}, "query"),
+        ({"query": "x", "project": "p", "weights": {"vector": 2}}, "weights.vector"),
+        ({"query": "x", "project": "p", "as_of": "last week"}, "as_of"),
+        ({"query": "x", "project": "p", "min_relevance": 1.5}, "min_relevance"),
+    ],
+)
 def test_invalid_search_is_422(service, call, body, field):
     r = call(event("search", body=body))
     assert r.status == 422, r
@@ -181,10 +200,22 @@ def test_invalid_search_is_422(service, call, body, field):
 def test_search_as_of_a_date_in_the_body(service, call):
     """as_of in the HTTP body is the now of the search: "yesterday" is the day before it."""
     for day, text in ((3, "release checklist reviewed"), (9, "release checklist signed off")):
-        assert call(event("store", body={"project": "p", "content": text,
-                                         "occurred_at": f"2024-02-0{day}T10:00:00Z"})).status == 201
-    r = call(event("search", body={"query": "what happened to the release checklist yesterday?", "project": "p",
-                                   "as_of": "2024-02-10T08:00:00Z"}))
+        assert (
+            call(
+                event("store", body={"project": "p", "content": text, "occurred_at": f"2024-02-0{day}T10:00:00Z"})
+            ).status
+            == 201
+        )
+    r = call(
+        event(
+            "search",
+            body={
+                "query": "what happened to the release checklist yesterday?",
+                "project": "p",
+                "as_of": "2024-02-10T08:00:00Z",
+            },
+        )
+    )
     assert r.status == 200, r
     top = r.json["results"][0]
     assert top["content"] == "release checklist signed off" and top["components"]["boost"] > 0

@@ -16,8 +16,18 @@ FIXPACK = {
     "checks": [{"check_order": 1, "cmd": "redis-cli ping", "expect_substring": "PONG"}],
 }
 LEARNING_ROUTES = {
-    "solution_create", "solution_list", "solution_get", "solution_update", "solution_delete", "solution_import",
-    "solution_search", "solution_apply", "pattern_detect", "pattern_solutions", "pattern_link", "golden_paths",
+    "solution_create",
+    "solution_list",
+    "solution_get",
+    "solution_update",
+    "solution_delete",
+    "solution_import",
+    "solution_search",
+    "solution_apply",
+    "pattern_detect",
+    "pattern_solutions",
+    "pattern_link",
+    "golden_paths",
     "detect_patterns",
 }
 
@@ -77,14 +87,23 @@ def test_search_apply_and_patterns(service, call):
     assert found.status == 200 and found.json["results"][0]["solution"]["id"] == s["id"]
     assert found.json["results"][0]["reasons"] and found.json["explanation"]
     assert call(event("solution_search", tenant=BOB, body={"error": "ECONNREFUSED 1:6379"})).json["results"] == []
-    applied = call(event("solution_apply", path_params={"id": s["id"]},
-                         body={"success": True, "pattern": {"tag": "redis-down", "category": "network"}}))
+    applied = call(
+        event(
+            "solution_apply",
+            path_params={"id": s["id"]},
+            body={"success": True, "pattern": {"tag": "redis-down", "category": "network"}},
+        )
+    )
     assert applied.status == 200 and applied.json["solution"]["success_count"] == 1
     assert call(event("solution_apply", tenant=BOB, path_params={"id": s["id"]}, body={"success": True})).status == 404
     assert call(event("solution_apply", path_params={"id": s["id"]}, body={"success": "yes please"})).status == 422
     for _ in range(2):
-        linked = call(event("pattern_link", body={"tag": "redis-down", "category": "network",
-                                                  "solution_id": s["id"], "success": True}))
+        linked = call(
+            event(
+                "pattern_link",
+                body={"tag": "redis-down", "category": "network", "solution_id": s["id"], "success": True},
+            )
+        )
         assert linked.status == 200
     assert linked.json["link"]["success"] == 3
     sols = call(event("pattern_solutions", body={"tag": "redis-down", "category": "network"}))
@@ -99,8 +118,16 @@ def test_search_apply_and_patterns(service, call):
 
 def test_mine_then_detect(service, call):
     for project in ("api", "shop", "etl"):
-        r = call(event("store", body={"project": project, "content": f"connect ECONNREFUSED 10.0.0.9:6379 in {project}",
-                                      "meta": {"type": "error", "outcome_status": "failure"}}))
+        r = call(
+            event(
+                "store",
+                body={
+                    "project": project,
+                    "content": f"connect ECONNREFUSED 10.0.0.9:6379 in {project}",
+                    "meta": {"type": "error", "outcome_status": "failure"},
+                },
+            )
+        )
         assert r.status == 201
     mined = call(event("detect_patterns", body={"min_occurrences": 3}))
     assert mined.status == 200 and mined.json["patterns"][0]["occurrences"] == 3

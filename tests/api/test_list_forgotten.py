@@ -61,7 +61,9 @@ def test_forgotten_is_documented_as_a_boolean_query_parameter():
     parameters = document()["paths"]["/v1/memories"]["get"]["parameters"]
     forgotten = next(p for p in parameters if p["name"] == "forgotten")
     assert forgotten["in"] == "query" and forgotten["schema"]["type"] == "boolean"
-    assert forgotten["schema"]["default"] is False and "restor" in forgotten.get("description", "") + str(forgotten["schema"])
+    assert forgotten["schema"]["default"] is False and "restor" in forgotten.get("description", "") + str(
+        forgotten["schema"]
+    )
 
 
 def test_an_unknown_query_parameter_is_refused_with_its_name_and_the_nearest(service, call):

@@ -17,19 +17,21 @@ def unreachable():
     from capsule.store.mongo import MongoStore
 
     client = pymongo.MongoClient("mongodb://127.0.0.1:9", serverSelectionTimeoutMS=100, connectTimeoutMS=100)
-    app.set_service(MemoryService(MongoStore(client.get_database("capsule")), HashingEmbedder(),
-                                  clock=FrozenClock()))
+    app.set_service(MemoryService(MongoStore(client.get_database("capsule")), HashingEmbedder(), clock=FrozenClock()))
     yield
     app.set_service(None)
     client.close()
 
 
-@pytest.mark.parametrize("name, kwargs", [
-    ("store", {"body": {"project": "p", "content": "c"}}),
-    ("search", {"body": {"query": "q", "project": "p"}}),
-    ("list", {"query": {"project": "p"}}),
-    ("forget", {"path_params": {"id": "abc"}}),
-])
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("store", {"body": {"project": "p", "content": "c"}}),
+        ("search", {"body": {"query": "q", "project": "p"}}),
+        ("list", {"query": {"project": "p"}}),
+        ("forget", {"path_params": {"id": "abc"}}),
+    ],
+)
 def test_an_unreachable_cluster_is_503(call, unreachable, name, kwargs):
     r = call(event(name, **kwargs))
     assert r.status == 503, r

@@ -53,8 +53,9 @@ def test_ingest_takes_top_level_tags_on_every_chunk(service, call):
         assert got["meta"]["tags"] == ["deploy"]
 
 
-@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "text/plain; charset=utf-8",
-                                          "multipart/form-data"])
+@pytest.mark.parametrize(
+    "content_type", ["application/x-www-form-urlencoded", "text/plain; charset=utf-8", "multipart/form-data"]
+)
 def test_a_body_not_declared_as_json_is_a_415_naming_the_type(service, call, content_type):
     # curl -d without -H 'Content-Type: application/json' sends application/x-www-form-urlencoded.
     e = event("store", body={"project": "api", "content": "Use WAL mode"})

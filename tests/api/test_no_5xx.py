@@ -55,14 +55,16 @@ def test_a_utf8_body_sent_as_base64_still_works(service, call):
 # ---- 2. deeply nested JSON --------------------------------------------------------
 
 
-@pytest.mark.parametrize(("route", "body", "field"), [
-    ("store", "[" * 10_000, "body"),
-    ("store", json.dumps(OK)[:-1] + ', "meta": {"x": ' + "[" * 40 + "1" + "]" * 40 + "}}",
-     "meta.x.0.0"),
-    ("search", '{"query": "q", "project": "p", "filters": ' + "[" * 5000 + "]" * 5000 + "}", "body"),
-    ("search", '{"query": "q", "project": "p", "filters": ' + "[" * 40 + "]" * 40 + "}", "filters.0.0"),
-    ("solution_import", '{"title": "t", "signatures": ' + "{\"a\": " * 40 + "1" + "}" * 40 + "}", "signatures.a.a"),
-])
+@pytest.mark.parametrize(
+    ("route", "body", "field"),
+    [
+        ("store", "[" * 10_000, "body"),
+        ("store", json.dumps(OK)[:-1] + ', "meta": {"x": ' + "[" * 40 + "1" + "]" * 40 + "}}", "meta.x.0.0"),
+        ("search", '{"query": "q", "project": "p", "filters": ' + "[" * 5000 + "]" * 5000 + "}", "body"),
+        ("search", '{"query": "q", "project": "p", "filters": ' + "[" * 40 + "]" * 40 + "}", "filters.0.0"),
+        ("solution_import", '{"title": "t", "signatures": ' + '{"a": ' * 40 + "1" + "}" * 40 + "}", "signatures.a.a"),
+    ],
+)
 def test_deep_nesting_is_a_4xx_naming_where(service, call, route, body, field):
     answer = call(event(route, raw_body=body))
     assert answer.status == 422, answer
@@ -176,16 +178,19 @@ def test_search_answers_when_the_embedding_cache_cannot_be_written(service, call
 # ---- 6. strict JSON types, unknown fields named ----------------------------------
 
 
-@pytest.mark.parametrize(("route", "body", "field", "params"), [
-    ("store", {**OK, "pinned": "yes"}, "pinned", None),
-    ("feedback", {"helpful": "yes"}, "helpful", "id"),
-    ("search", {"query": "q", "project": "api", "k": "5"}, "k", None),
-    ("search", {"query": "q", "project": "api", "k": True}, "k", None),
-    ("search", {"query": "q", "project": "api", "k": 5.5}, "k", None),
-    ("project_settings", {"project": "api", "retention_limit": "10"}, "retention_limit", None),
-    ("solution_search", {"error": "boom", "k": "3"}, "k", None),
-    ("solution_apply", {"success": 1}, "success", "sid"),
-])
+@pytest.mark.parametrize(
+    ("route", "body", "field", "params"),
+    [
+        ("store", {**OK, "pinned": "yes"}, "pinned", None),
+        ("feedback", {"helpful": "yes"}, "helpful", "id"),
+        ("search", {"query": "q", "project": "api", "k": "5"}, "k", None),
+        ("search", {"query": "q", "project": "api", "k": True}, "k", None),
+        ("search", {"query": "q", "project": "api", "k": 5.5}, "k", None),
+        ("project_settings", {"project": "api", "retention_limit": "10"}, "retention_limit", None),
+        ("solution_search", {"error": "boom", "k": "3"}, "k", None),
+        ("solution_apply", {"success": 1}, "success", "sid"),
+    ],
+)
 def test_wrong_json_types_are_refused_not_converted(service, call, route, body, field, params):
     path_params = None
     if params == "id":
@@ -203,12 +208,18 @@ def test_an_integral_number_is_an_integer(service, call):
     assert call(event("search", body={"query": "SQLite", "project": "api", "k": 5.0})).status == 200
 
 
-@pytest.mark.parametrize(("route", "body", "message"), [
-    ("store", {**OK, "pin": True}, "unknown field 'pin' (did you mean 'pinned'?)"),
-    ("search", {"query": "q", "project": "api", "filters": {"tag": ["x"]}},
-     "unknown field 'tag' (did you mean 'tags'?)"),
-    ("solution_search", {"error": "boom", "limit": 3}, "unknown field 'limit'"),
-])
+@pytest.mark.parametrize(
+    ("route", "body", "message"),
+    [
+        ("store", {**OK, "pin": True}, "unknown field 'pin' (did you mean 'pinned'?)"),
+        (
+            "search",
+            {"query": "q", "project": "api", "filters": {"tag": ["x"]}},
+            "unknown field 'tag' (did you mean 'tags'?)",
+        ),
+        ("solution_search", {"error": "boom", "limit": 3}, "unknown field 'limit'"),
+    ],
+)
 def test_an_unknown_field_is_named_with_the_nearest_known_one(service, call, route, body, message):
     answer = call(event(route, body=body))
     assert answer.status == 422 and message in answer.json["error"]["message"], answer
@@ -266,8 +277,10 @@ def test_a_percent_encoded_id_is_measured_decoded(service, call):
 
 def test_equal_step_orders_keep_their_file_order(service, call):
     body = copy.deepcopy(FIXPACK)
-    body["checks"] = [{"check_order": 1, "cmd": "first", "expect_exit_code": 0},
-                      {"check_order": 1, "cmd": "second", "expect_exit_code": 0}]
+    body["checks"] = [
+        {"check_order": 1, "cmd": "first", "expect_exit_code": 0},
+        {"check_order": 1, "cmd": "second", "expect_exit_code": 0},
+    ]
     answer = call(event("solution_create", body=body))
     assert answer.status == 201, answer
     assert [c["cmd"] for c in answer.json["solution"]["checks"]] == ["first", "second"]

@@ -29,7 +29,8 @@ def test_every_route_is_documented_with_its_schemas():
         assert "schema" in operation["responses"][success[0]]["content"][media]
         if route.auth:
             assert operation["responses"]["401"]["content"]["application/json"]["schema"] == {
-                "$ref": "#/components/schemas/ErrorResponse"}
+                "$ref": "#/components/schemas/ErrorResponse"
+            }
             assert operation["security"]
         if NDJSON.get(route.name) == "request":
             assert operation["requestBody"]["content"]["application/x-ndjson"]["schema"]

@@ -16,9 +16,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
+from capsule.core.models import PROJECT_SETTINGS
 from capsule.governance.models import UPDATABLE
 from capsule.governance.names import CLASSES
-from capsule.core.models import PROJECT_SETTINGS
 from capsule.sync import exchange
 from capsule.transfer import format as fmt
 from functions.openapi import document
@@ -85,8 +85,17 @@ def test_the_document_refuses_an_update_that_changes_nothing():
 def test_update_refuses_exactly_the_bodies_without_a_change_the_schema_refuses(service, call):
     schema = request_schema("update")
     memory = call(event("store", body={"project": "p", "content": "a memory to change"})).json["memory"]
-    values = {"content": "changed", "tags": ["t"], "meta": {"type": "note"}, "explanation": "why",
-              "retention": "permanent", "ttl": 60, "expires_at": SOON, "visibility": "shared", "subject": "ann"}
+    values = {
+        "content": "changed",
+        "tags": ["t"],
+        "meta": {"type": "note"},
+        "explanation": "why",
+        "retention": "permanent",
+        "ttl": 60,
+        "expires_at": SOON,
+        "visibility": "shared",
+        "subject": "ann",
+    }
     assert set(values) == set(UPDATABLE)
     bodies = [{}, {"reason": "nothing"}, {name: None for name in UPDATABLE}, *({name: None} for name in UPDATABLE)]
     bodies += [{name: value} for name, value in values.items() if name not in ("ttl", "expires_at")]
@@ -115,8 +124,13 @@ def test_update_expiry_rules_agree_with_the_schema_for_an_ephemeral_memory_and_h
 
 def test_project_settings_refuse_exactly_the_bodies_without_a_setting_the_schema_refuses(service, call):
     schema = request_schema("project_settings")
-    values = {"retention_limit": 50, "ephemeral_ttl": 60, "secrets_policy": "flag", "pii_policy": "flag",
-              "encryption": "flagged"}
+    values = {
+        "retention_limit": 50,
+        "ephemeral_ttl": 60,
+        "secrets_policy": "flag",
+        "pii_policy": "flag",
+        "encryption": "flagged",
+    }
     assert set(values) == set(PROJECT_SETTINGS)
     for body in [{}, *({name: value} for name, value in values.items())]:
         body = {"project": "p", **body}
@@ -193,7 +207,11 @@ def test_the_vector_pattern_is_the_checks_own_rule():
     pattern = Draft202012Validator({"type": "string", "pattern": fmt.BASE64_PATTERN})
     alphabet = "Aa+/=!"
     for size in range(9):
-        for text in map("".join, itertools.product(alphabet, repeat=size)) if size < 6 else ["A" * size, "A" * (size - 2) + "=="]:
+        for text in (
+            map("".join, itertools.product(alphabet, repeat=size))
+            if size < 6
+            else ["A" * size, "A" * (size - 2) + "=="]
+        ):
             try:
                 fmt._decoded_size(text)
                 checked = True
@@ -210,7 +228,9 @@ def test_an_items_fields_are_checked_as_the_rows_own_and_a_bad_one_leaves_the_pr
         assert answer.status == 422, (bad, answer)
         assert answer.json["error"]["details"][0]["field"] == f"items[0].fields.{next(iter(bad))}", answer
         assert call(event("list", query={"project": "p"})).status == 200
-    kept = call(event("sync_apply", body={"project": "p", "items": [{**exported, "fields": {"retention": "permanent"}}]}))
+    kept = call(
+        event("sync_apply", body={"project": "p", "items": [{**exported, "fields": {"retention": "permanent"}}]})
+    )
     assert kept.status == 200, kept
     listed = call(event("list", query={"project": "p"}))
     assert [m["retention"] for m in listed.json["memories"]] == ["permanent"]
@@ -239,6 +259,15 @@ def test_each_rule_a_schema_cannot_state_is_an_x_capsule_rules_entry_with_a_docu
                 assert str(rule["status"]) in op["responses"], (op["operationId"], rule)  # a documented answer
                 stated.setdefault(op["operationId"], []).append(rule["status"])
     assert "x-capsule-rules" in doc["info"]["description"]
-    assert stated.keys() == {"store", "ingest", "update", "revert", "solution_create", "solution_update",
-                             "solution_import", "sync_apply", "import_data"}, stated
+    assert stated.keys() == {
+        "store",
+        "ingest",
+        "update",
+        "revert",
+        "solution_create",
+        "solution_update",
+        "solution_import",
+        "sync_apply",
+        "import_data",
+    }, stated
     assert 412 in stated["update"] and 412 in stated["revert"]

@@ -27,8 +27,9 @@ def key(scope: dict | None, name: str = "bot", tenant: str = ALICE) -> dict:
 
 
 def stored(call, project="p", content="a fact", auth=None, **extra):
-    return call(event("store", body={"project": project, "content": content, **extra},
-                      **({"authorizer": auth} if auth else {})))
+    return call(
+        event("store", body={"project": project, "content": content, **extra}, **({"authorizer": auth} if auth else {}))
+    )
 
 
 def memory(call, **kw) -> dict:
@@ -84,8 +85,7 @@ def test_every_route_enforces_its_access_level(service, call, route):
     access = scopes.route_scope(route.name)[0]
     params = {"id": "m-none"} if "{id}" in route.path else None
     needs_body = route.method in ("POST", "PUT", "PATCH")
-    r = call(event(route.name, authorizer=key({"access": "read"}), path_params=params,
-                   body={} if needs_body else None))
+    r = call(event(route.name, authorizer=key({"access": "read"}), path_params=params, body={} if needs_body else None))
     if access == "read":
         assert r.status != 403, r
     else:
@@ -95,14 +95,17 @@ def test_every_route_enforces_its_access_level(service, call, route):
 
 
 def test_a_write_key_is_refused_admin_routes(service, call):
-    r = call(event("project_settings", authorizer=key({"access": "write"}),
-                   body={"project": "p", "retention_limit": 5}))
+    r = call(
+        event("project_settings", authorizer=key({"access": "write"}), body={"project": "p", "retention_limit": 5})
+    )
     assert r.status == 403 and r.json["error"]["details"][0]["missing"] == "admin"
 
 
 def test_keys_without_a_scope_keep_full_access(service, call):
     assert memory(call, auth=key(None))["visibility"] == "private"
-    assert call(event("project_settings", authorizer=key(None), body={"project": "p", "retention_limit": 5})).status == 200
+    assert (
+        call(event("project_settings", authorizer=key(None), body={"project": "p", "retention_limit": 5})).status == 200
+    )
 
 
 # ---- projects -------------------------------------------------------------------------------
@@ -224,26 +227,38 @@ def test_patch_to_public_is_refused_until_the_personal_data_is_redacted(service,
     assert r.status == 409 and "email" in r.json["error"]["message"]
     assert call(event("get", path_params={"id": m["id"]})).json["memory"]["visibility"] == "private"
     assert any(a.action == "refuse" and "public" in a.reason for a in service.store.audit_log(ALICE))
-    r = call(event("update", path_params={"id": m["id"]},
-                   body={"content": "write to the customer about the invoice", "visibility": "public"}))
+    r = call(
+        event(
+            "update",
+            path_params={"id": m["id"]},
+            body={"content": "write to the customer about the invoice", "visibility": "public"},
+        )
+    )
     assert r.status == 200, r
     assert r.json["memory"]["visibility"] == "public"
 
 
 def test_a_key_cannot_widen_a_memory_beyond_what_it_sees(service, call):
     m = memory(call, content="team note", visibility="shared")
-    r = call(event("update", path_params={"id": m["id"]}, body={"visibility": "private"},
-                   authorizer=key({"sees": "shared"})))
+    r = call(
+        event("update", path_params={"id": m["id"]}, body={"visibility": "private"}, authorizer=key({"sees": "shared"}))
+    )
     assert r.status == 403 and r.json["error"]["details"][0]["field"] == "visibility"
 
 
 # ---- strict at the edge -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("extra,field", [
-    ({"visibility": "world"}, "visibility"), ({"visibility": 1}, "visibility"), ({"subject": ""}, "subject"),
-    ({"subject": 7}, "subject"), ({"subject": "a\nb"}, "subject"),
-])
+@pytest.mark.parametrize(
+    "extra,field",
+    [
+        ({"visibility": "world"}, "visibility"),
+        ({"visibility": 1}, "visibility"),
+        ({"subject": ""}, "subject"),
+        ({"subject": 7}, "subject"),
+        ({"subject": "a\nb"}, "subject"),
+    ],
+)
 def test_bad_visibility_or_subject_is_422_naming_the_field(service, call, extra, field):
     r = stored(call, **extra)
     assert r.status == 422, r
@@ -262,8 +277,16 @@ ROLE = "arn:aws:sts::123456789012:assumed-role/Dev/{}"
 
 
 def as_session(name: str) -> dict:
-    return {"iam": {"accessKey": "ASIAEXAMPLE", "accountId": "123456789012", "callerId": "AROAEXAMPLE",
-                    "principalOrgId": None, "userArn": ROLE.format(name), "userId": "AROAEXAMPLE:" + name}}
+    return {
+        "iam": {
+            "accessKey": "ASIAEXAMPLE",
+            "accountId": "123456789012",
+            "callerId": "AROAEXAMPLE",
+            "principalOrgId": None,
+            "userArn": ROLE.format(name),
+            "userId": "AROAEXAMPLE:" + name,
+        }
+    }
 
 
 def put_rules(call, rules, session="admin"):
@@ -271,8 +294,13 @@ def put_rules(call, rules, session="admin"):
 
 
 def test_principals_get_the_scope_of_the_first_rule_matching_their_arn(service, call):
-    r = put_rules(call, [{"principal": ROLE.format("ci-*"), "scope": {"access": "read"}},
-                         {"principal": ROLE.format("bot-*"), "scope": {"projects": ["acme/*"]}}])
+    r = put_rules(
+        call,
+        [
+            {"principal": ROLE.format("ci-*"), "scope": {"access": "read"}},
+            {"principal": ROLE.format("bot-*"), "scope": {"projects": ["acme/*"]}},
+        ],
+    )
     assert r.status == 200, r
     r = call(event("store", authorizer=as_session("ci-42"), body={"project": "p", "content": "x"}))
     assert r.status == 403 and r.json["error"]["details"][0]["missing"] == "write"
@@ -291,14 +319,17 @@ def test_rules_that_would_lock_out_their_author_are_refused(service, call):
     assert call(event("principal_scopes", authorizer=as_session("admin"))).json["rules"] == []
 
 
-@pytest.mark.parametrize("rule,field", [
-    ({"principal": "arn:[", "scope": {}}, "rules.0.principal"),
-    ({"principal": "arn:*", "scope": {"access": "owner"}}, "rules.0.scope.access"),
-    ({"principal": "arn:*", "scope": {"projets": ["x"]}}, "rules.0.scope.projets"),
-    ({"principal": "arn:*", "scope": {"projects": ["a[]"]}}, "rules.0.scope.projects"),
-    ({"principal": "arn:*", "scope": {"sees": "everyone"}}, "rules.0.scope.sees"),
-    ({"principal": "arn:*"}, "rules.0.scope"),
-])
+@pytest.mark.parametrize(
+    "rule,field",
+    [
+        ({"principal": "arn:[", "scope": {}}, "rules.0.principal"),
+        ({"principal": "arn:*", "scope": {"access": "owner"}}, "rules.0.scope.access"),
+        ({"principal": "arn:*", "scope": {"projets": ["x"]}}, "rules.0.scope.projets"),
+        ({"principal": "arn:*", "scope": {"projects": ["a[]"]}}, "rules.0.scope.projects"),
+        ({"principal": "arn:*", "scope": {"sees": "everyone"}}, "rules.0.scope.sees"),
+        ({"principal": "arn:*"}, "rules.0.scope"),
+    ],
+)
 def test_bad_principal_rules_are_422_naming_the_field(service, call, rule, field):
     r = put_rules(call, [rule])
     assert r.status == 422, r

@@ -17,9 +17,16 @@ from functions.handlers import search, store
 from .events import event
 
 AT = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
-HIT = models.SearchHit(id="m1", project="p", content="café ✓ \"quoted\" \u2028", score=0.123456789,
-                       components=models.Components(vector=0.5, bm25=1e-7, time=1.0, feedback=0.0, outcome=0.0),
-                       meta={"tags": ["ü"], "n": [1, 2.5, None, True]}, occurred_at=AT, created_at=AT)
+HIT = models.SearchHit(
+    id="m1",
+    project="p",
+    content='café ✓ "quoted" \u2028',
+    score=0.123456789,
+    components=models.Components(vector=0.5, bm25=1e-7, time=1.0, feedback=0.0, outcome=0.0),
+    meta={"tags": ["ü"], "n": [1, 2.5, None, True]},
+    occurred_at=AT,
+    created_at=AT,
+)
 
 
 class Scripted:
@@ -72,13 +79,13 @@ def counted(handler, monkeypatch) -> list[int]:
 SEARCH_RESULT = models.SearchResult(results=[HIT], explanation="ünïcode explanation")
 
 
-
 def test_store_and_search_take_the_shortcut():
     assert search.handler.shortcut is not None and store.handler.shortcut is not None
 
 
-@pytest.mark.parametrize("headers", [{"content-type": "application/json"},
-                                     {"content-type": "application/json; charset=utf-8"}])
+@pytest.mark.parametrize(
+    "headers", [{"content-type": "application/json"}, {"content-type": "application/json; charset=utf-8"}]
+)
 def test_a_valid_search_is_answered_as_the_resolver_answers_it(scripted, monkeypatch, headers):
     fake = scripted(SEARCH_RESULT)
     e = event("search", body={"project": "p", "query": "café", "k": 3})
@@ -101,12 +108,15 @@ def test_a_stored_memory_keeps_the_routes_201(service, monkeypatch):
     assert answered["isBase64Encoded"] is False
 
 
-@pytest.mark.parametrize("outcome,status", [
-    (Unavailable("the database is locked"), 503),
-    (NotFound("no such project"), 404),
-    (RuntimeError("a bug"), 500),
-    ({"results": "not a list"}, 422),  # not the declared model: what the resolver answers (its validation)
-])
+@pytest.mark.parametrize(
+    "outcome,status",
+    [
+        (Unavailable("the database is locked"), 503),
+        (NotFound("no such project"), 404),
+        (RuntimeError("a bug"), 500),
+        ({"results": "not a list"}, 422),  # not the declared model: what the resolver answers (its validation)
+    ],
+)
 def test_an_endpoint_that_fails_is_answered_by_the_resolver_and_runs_once(scripted, monkeypatch, outcome, status):
     fake = scripted(outcome)
     e = event("search", body={"project": "p", "query": "q"})
@@ -120,12 +130,15 @@ def test_an_endpoint_that_fails_is_answered_by_the_resolver_and_runs_once(script
         assert answered["headers"]["Retry-After"] == "1"
 
 
-@pytest.mark.parametrize("body,headers", [
-    ({"project": "p", "query": "q", "k": "5"}, {}),          # refused by the model: 422 naming k
-    ({"project": "p", "query": "q", "kk": 5}, {}),           # unknown field
-    ({"project": "p", "query": "q"}, {"content-type": "Application/JSON"}),       # Powertools: not JSON
-    ({"project": "p", "query": "q"}, {"content-type": "application/vnd.x+json"}),  # ours passes, Powertools 415s
-])
+@pytest.mark.parametrize(
+    "body,headers",
+    [
+        ({"project": "p", "query": "q", "k": "5"}, {}),  # refused by the model: 422 naming k
+        ({"project": "p", "query": "q", "kk": 5}, {}),  # unknown field
+        ({"project": "p", "query": "q"}, {"content-type": "Application/JSON"}),  # Powertools: not JSON
+        ({"project": "p", "query": "q"}, {"content-type": "application/vnd.x+json"}),  # ours passes, Powertools 415s
+    ],
+)
 def test_what_the_shortcut_does_not_serve_the_resolver_answers(scripted, monkeypatch, body, headers):
     fake = scripted(SEARCH_RESULT)
     e = event("search", body=body)

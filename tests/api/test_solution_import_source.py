@@ -21,8 +21,11 @@ def test_source_is_named_in_the_explanation(service, call):
 
 def test_a_bad_or_unknown_parameter_is_refused_and_imports_nothing(service, call):
     body = FILES[1].read_text("utf-8")
-    for query, field in (({"source": "a\nb"}, "source"), ({"source": "x" * 256}, "source"),
-                         ({"sourse": "f.json"}, "sourse")):
+    for query, field in (
+        ({"source": "a\nb"}, "source"),
+        ({"source": "x" * 256}, "source"),
+        ({"sourse": "f.json"}, "sourse"),
+    ):
         refused = call(event("solution_import", raw_body=body, query=query))
         assert refused.status == 422, refused
         assert refused.json["error"]["details"][0]["field"] == field, refused.json

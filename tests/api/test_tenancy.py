@@ -19,10 +19,17 @@ def alice_sees(call, mid):
     return call(event("get", tenant=ALICE, path_params={"id": mid})).json["memory"]
 
 
-@pytest.mark.parametrize("name, body", [
-    ("get", None), ("pin", None), ("unpin", None), ("forget", None), ("restore", None),
-    ("feedback", {"helpful": True}),
-])
+@pytest.mark.parametrize(
+    "name, body",
+    [
+        ("get", None),
+        ("pin", None),
+        ("unpin", None),
+        ("forget", None),
+        ("restore", None),
+        ("feedback", {"helpful": True}),
+    ],
+)
 def test_another_tenants_id_is_404_and_unchanged(call, alices, name, body):
     before = alice_sees(call, alices)
     r = call(event(name, tenant=BOB, path_params={"id": alices}, body=body))

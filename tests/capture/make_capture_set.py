@@ -101,25 +101,64 @@ DEV_POSITIVE = {
 }
 
 DEV_NEGATIVE = [
-    "ok", "Thanks!", "Sounds good.", "Great, thanks.", "Sure.", "Let me look at the failing test.",
-    "Let me check the logs.", "I'll run the test suite now.", "Running pytest on tests/unit.",
-    "Now let me open service.py.", "Can you run the tests again?", "What does this function return?",
-    "How do I start the local server?", "Could you check why the build is slow?", "Is the CI green?",
-    "Looking at the stack trace now.", "I'll take a look at the migration.", "Let's see what the export gives.",
-    "Here are a few options you could consider for the cache.", "You could also try a smaller batch size.",
-    "I'm thinking about refactoring the ranking module at some point.", "I want to make the search faster.",
-    "Reading the README first.", "Checking the route table.", "Perfect.", "Yes, go ahead.", "Nope.",
-    "Hmm, interesting.", "Next, I'll update the docstring.", "Good catch.", "Please continue.",
-    "Can you explain what changes_since does?", "Where is the route table defined?",
-    "The file has 300 lines.", "Here's the updated function.", "I hope this helps!",
-    "Let me know if you want me to add more tests.", "Should I also update the docs?",
-    "I'll start with the store layer.", "Searching for usages of export_page.", "All 42 tests passed.",
-    "Done.", "Got it.", "lgtm", "Opening tests/api/conftest.py.", "Which branch are you on?",
-    "Feel free to ask if anything is unclear.", "I made the change you asked for.", "Wow, that was quick.",
-    "Let me try again with verbose output.", "Here is the output of git status.", "Alright, on to the next one.",
-    "We could look into caching later.", "Would it make sense to add an index here?",
-    "Do you want me to commit this?", "I'm wondering whether we need the second query at all.",
-    "It's a good idea to write the test first.", "The function is called from three places.",
+    "ok",
+    "Thanks!",
+    "Sounds good.",
+    "Great, thanks.",
+    "Sure.",
+    "Let me look at the failing test.",
+    "Let me check the logs.",
+    "I'll run the test suite now.",
+    "Running pytest on tests/unit.",
+    "Now let me open service.py.",
+    "Can you run the tests again?",
+    "What does this function return?",
+    "How do I start the local server?",
+    "Could you check why the build is slow?",
+    "Is the CI green?",
+    "Looking at the stack trace now.",
+    "I'll take a look at the migration.",
+    "Let's see what the export gives.",
+    "Here are a few options you could consider for the cache.",
+    "You could also try a smaller batch size.",
+    "I'm thinking about refactoring the ranking module at some point.",
+    "I want to make the search faster.",
+    "Reading the README first.",
+    "Checking the route table.",
+    "Perfect.",
+    "Yes, go ahead.",
+    "Nope.",
+    "Hmm, interesting.",
+    "Next, I'll update the docstring.",
+    "Good catch.",
+    "Please continue.",
+    "Can you explain what changes_since does?",
+    "Where is the route table defined?",
+    "The file has 300 lines.",
+    "Here's the updated function.",
+    "I hope this helps!",
+    "Let me know if you want me to add more tests.",
+    "Should I also update the docs?",
+    "I'll start with the store layer.",
+    "Searching for usages of export_page.",
+    "All 42 tests passed.",
+    "Done.",
+    "Got it.",
+    "lgtm",
+    "Opening tests/api/conftest.py.",
+    "Which branch are you on?",
+    "Feel free to ask if anything is unclear.",
+    "I made the change you asked for.",
+    "Wow, that was quick.",
+    "Let me try again with verbose output.",
+    "Here is the output of git status.",
+    "Alright, on to the next one.",
+    "We could look into caching later.",
+    "Would it make sense to add an index here?",
+    "Do you want me to commit this?",
+    "I'm wondering whether we need the second query at all.",
+    "It's a good idea to write the test first.",
+    "The function is called from three places.",
 ]
 
 DEV_TOOL_NOISE = [
@@ -185,18 +224,44 @@ HELD_POSITIVE = {
 }
 
 HELD_NEGATIVE = [
-    "okay", "thank you", "Nice.", "Cool, that works for me.", "Let me grep for that name.",
-    "I'll check the CI logs.", "Running the linter.", "Now running the migration on a copy.",
-    "Can you show me the failing assertion?", "Why is this import here?", "What is the default limit?",
-    "Could you summarise the diff?", "Let's see how long the build takes.", "Looking into it.",
-    "You might want to add a docstring there.", "Here are the three places it is used.",
-    "I'm planning to clean up the fixtures next week.", "I need to leave in ten minutes.",
-    "Reading the traceback.", "Yes.", "No, leave it.", "Hmm.", "Okay, next file.", "Good.",
-    "Do we have a test for this?", "Is this the latest version?", "Which Python does CI use?",
-    "I'll add the test now.", "Opening the settings module.", "That's a lot of output.",
-    "Here's what I changed.", "Hope that makes sense.", "Let me know when you're back.",
-    "Shall I push the branch?", "I'm looking for the place where tokens are hashed.",
-    "Maybe we should rename this later.", "All checks passed.", "Let me rerun it once more.",
+    "okay",
+    "thank you",
+    "Nice.",
+    "Cool, that works for me.",
+    "Let me grep for that name.",
+    "I'll check the CI logs.",
+    "Running the linter.",
+    "Now running the migration on a copy.",
+    "Can you show me the failing assertion?",
+    "Why is this import here?",
+    "What is the default limit?",
+    "Could you summarise the diff?",
+    "Let's see how long the build takes.",
+    "Looking into it.",
+    "You might want to add a docstring there.",
+    "Here are the three places it is used.",
+    "I'm planning to clean up the fixtures next week.",
+    "I need to leave in ten minutes.",
+    "Reading the traceback.",
+    "Yes.",
+    "No, leave it.",
+    "Hmm.",
+    "Okay, next file.",
+    "Good.",
+    "Do we have a test for this?",
+    "Is this the latest version?",
+    "Which Python does CI use?",
+    "I'll add the test now.",
+    "Opening the settings module.",
+    "That's a lot of output.",
+    "Here's what I changed.",
+    "Hope that makes sense.",
+    "Let me know when you're back.",
+    "Shall I push the branch?",
+    "I'm looking for the place where tokens are hashed.",
+    "Maybe we should rename this later.",
+    "All checks passed.",
+    "Let me rerun it once more.",
 ]
 
 HELD_TOOL_NOISE = [
@@ -211,74 +276,133 @@ HELD_TOOL_NOISE = [
 # chatter ("did that fix it?") and memories without the usual words. Written in two halves
 # the same way; only DEV_HARD was looked at while tuning.
 DEV_HARD = [
-    ("assistant", "Let me check the logs first. OK, found it: the worker crashed because the queue URL was read "
-                  "before the env file loaded, so I moved load_dotenv() to the top of main.py.", True),
-    ("assistant", "I ran the suite again and everything is green. The change was small: the fixture now closes the "
-                  "connection in a finally block, which is why the 'database is locked' errors stopped.", True),
+    (
+        "assistant",
+        "Let me check the logs first. OK, found it: the worker crashed because the queue URL was read "
+        "before the env file loaded, so I moved load_dotenv() to the top of main.py.",
+        True,
+    ),
+    (
+        "assistant",
+        "I ran the suite again and everything is green. The change was small: the fixture now closes the "
+        "connection in a finally block, which is why the 'database is locked' errors stopped.",
+        True,
+    ),
     ("user", "did that fix it?", False),
     ("assistant", "Let's see if this fixes it.", False),
     ("assistant", "I'll fix the typo in the README next.", False),
     ("user", "The problem is I don't know yet where it comes from.", False),
     ("assistant", "Running the migration now. It may take a minute.", False),
     ("user", "ok so we go with Postgres then, SQLite can't do the row locking we need for the job table", True),
-    ("assistant", "Summary so far: the flaky upload test depended on wall-clock time; it now uses the injected "
-                  "clock. The S3 mock also needed a region or boto3 refused to build the client.", True),
-    ("assistant", "Here is what I changed:\n- moved the retry into the client\n- added a test\n- updated the docs", False),
+    (
+        "assistant",
+        "Summary so far: the flaky upload test depended on wall-clock time; it now uses the injected "
+        "clock. The S3 mock also needed a region or boto3 refused to build the client.",
+        True,
+    ),
+    (
+        "assistant",
+        "Here is what I changed:\n- moved the retry into the client\n- added a test\n- updated the docs",
+        False,
+    ),
     ("user", "remember that the staging box only has 2 GB of RAM, don't run the full benchmark there", True),
     ("assistant", "Interesting, the numbers look better than yesterday.", False),
     ("user", "can we try using a bigger batch size?", False),
-    ("assistant", "Tried a batch size of 512: memory went up to 3 GB and throughput did not change, so 64 stays.", True),
+    (
+        "assistant",
+        "Tried a batch size of 512: memory went up to 3 GB and throughput did not change, so 64 stays.",
+        True,
+    ),
     ("assistant", "I couldn't reproduce the timeout locally; I'll add more logging and we'll see in CI.", False),
     ("user", "nah, leave the old endpoint, mobile clients still call it until the June release", True),
     ("assistant", "Good question. I think the cache is the cause but I'm not sure yet.", False),
     ("assistant", "I looked at three options for the search index and will compare them tomorrow.", False),
-    ("assistant", "Note for later: `make lint` needs ruff 0.6 or newer, older versions do not know the C90 rule.", True),
+    (
+        "assistant",
+        "Note for later: `make lint` needs ruff 0.6 or newer, older versions do not know the C90 rule.",
+        True,
+    ),
     ("user", "I use vim, so please keep the files under 100 columns", True),
     ("assistant", "Opening the config now to see what the default timeout is.", False),
     ("assistant", "The error message is: ConnectionResetError: [Errno 104] Connection reset by peer.", False),
     ("user", "This is taking forever.", False),
-    ("assistant", "The upgrade to Django 5 is done; the only breaking change for us was that the "
-                  "USE_L10N setting is gone, so I removed it from settings.py.", True),
+    (
+        "assistant",
+        "The upgrade to Django 5 is done; the only breaking change for us was that the "
+        "USE_L10N setting is gone, so I removed it from settings.py.",
+        True,
+    ),
     ("user", "what did we decide about the logging format last week?", False),
-    ("assistant", "The deploy script now tags the image with the git SHA instead of 'latest', because rollbacks "
-                  "pulled the wrong image twice.", True),
-    ("tool", "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\nImportError: cannot import name 'x'", False),
+    (
+        "assistant",
+        "The deploy script now tags the image with the git SHA instead of 'latest', because rollbacks "
+        "pulled the wrong image twice.",
+        True,
+    ),
+    (
+        "tool",
+        "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\nImportError: cannot import name 'x'",
+        False,
+    ),
     ("assistant", "I'm going to refactor this module a bit to make it easier to test.", False),
     ("user", "yes that's right, the API keys rotate every 90 days, the cron job handles it", True),
     ("assistant", "Sure, I can do that. Which file should I start with?", False),
 ]
 
 HELD_HARD = [
-    ("assistant", "Checked the dashboard. The latency spike lines up with the nightly backup, which saturates the "
-                  "disk; I moved the backup to 03:00 when traffic is lowest.", True),
+    (
+        "assistant",
+        "Checked the dashboard. The latency spike lines up with the nightly backup, which saturates the "
+        "disk; I moved the backup to 03:00 when traffic is lowest.",
+        True,
+    ),
     ("assistant", "Let me try one more thing.", False),
     ("user", "is it fixed now?", False),
     ("assistant", "I'll look into why the test fails on Windows.", False),
     ("user", "we're not using GraphQL for this, the team agreed REST is enough for the admin API", True),
     ("assistant", "The build finished in 4 minutes.", False),
-    ("assistant", "Found the leak: every request created a new HTTP session and never closed it. Reusing one "
-                  "session per worker keeps memory flat now.", True),
+    (
+        "assistant",
+        "Found the leak: every request created a new HTTP session and never closed it. Reusing one "
+        "session per worker keeps memory flat now.",
+        True,
+    ),
     ("user", "please stop adding type: ignore comments, fix the types instead", True),
     ("assistant", "Here are the results of the benchmark:\n- p50 12 ms\n- p95 40 ms\n- p99 90 ms", False),
     ("assistant", "Switching the JSON library to orjson gave nothing measurable, so I reverted it.", True),
     ("user", "hmm not sure, what do you think?", False),
     ("assistant", "I'm reading through the auth middleware to understand the flow.", False),
-    ("assistant", "For the record: the payment provider's sandbox rejects amounts under 50 cents, which is why "
-                  "the small-order tests failed.", True),
+    (
+        "assistant",
+        "For the record: the payment provider's sandbox rejects amounts under 50 cents, which is why "
+        "the small-order tests failed.",
+        True,
+    ),
     ("user", "the prod database is in eu-west-1, never point the scripts at us-east-1", True),
     ("assistant", "That's a good idea, I will keep it in mind.", False),
     ("assistant", "The linter shows 14 warnings, mostly unused imports.", False),
-    ("assistant", "I removed the retry loop: the service returns 409 on duplicates, and retrying only made "
-                  "the duplicate check slower.", True),
+    (
+        "assistant",
+        "I removed the retry loop: the service returns 409 on duplicates, and retrying only made "
+        "the duplicate check slower.",
+        True,
+    ),
     ("user", "I'm on a Mac with an M2 chip, so x86-only wheels won't install here", True),
     ("assistant", "Let me know once you have pushed the branch.", False),
-    ("assistant", "The cron expression was wrong: it ran at minute 0 of every hour instead of once a day at 0:00. "
-                  "Changed it to '0 0 * * *'.", True),
+    (
+        "assistant",
+        "The cron expression was wrong: it ran at minute 0 of every hour instead of once a day at 0:00. "
+        "Changed it to '0 0 * * *'.",
+        True,
+    ),
     ("user", "what's the status?", False),
     ("assistant", "I'll write the migration after lunch.", False),
-    ("tool", "$ curl -s localhost:8080/health\n{\"status\": \"ok\"}", False),
-    ("assistant", "The docs say the limit is 100 requests per minute per key; I couldn't find anything about "
-                  "bursts yet.", False),
+    ("tool", '$ curl -s localhost:8080/health\n{"status": "ok"}', False),
+    (
+        "assistant",
+        "The docs say the limit is 100 requests per minute per key; I couldn't find anything about bursts yet.",
+        False,
+    ),
     ("user", "let's keep the feature flag off in production until the load test passes", True),
 ]
 
@@ -286,9 +410,17 @@ HELD_HARD = [
 def _hard(split: str, items: list, rng: random.Random) -> list[dict]:
     events, start = [], datetime(2026, 4, 6, 9, 0, tzinfo=UTC)
     for number, (role, text, label) in enumerate(items):
-        events.append({"split": split, "session": f"{split}-hard-{number // 8}", "role": role, "text": text,
-                       "time": (start + timedelta(minutes=number)).isoformat(), "label": label,
-                       "kind": "hard"})
+        events.append(
+            {
+                "split": split,
+                "session": f"{split}-hard-{number // 8}",
+                "role": role,
+                "text": text,
+                "time": (start + timedelta(minutes=number)).isoformat(),
+                "label": label,
+                "kind": "hard",
+            }
+        )
     return events
 
 
@@ -303,11 +435,29 @@ def _events(split: str, positive: dict, negative: list[str], noise: list[str], r
             session += 1
         role = "user" if kind in ("preference", "convention") or (not label and number % 2) else "assistant"
         at = start + timedelta(hours=session * 5, minutes=number)
-        events.append({"split": split, "session": f"{split}-{session}", "role": role, "text": text,
-                       "time": at.isoformat(), "label": label, "kind": kind})
+        events.append(
+            {
+                "split": split,
+                "session": f"{split}-{session}",
+                "role": role,
+                "text": text,
+                "time": at.isoformat(),
+                "label": label,
+                "kind": kind,
+            }
+        )
         if number % 7 == 3 and noise:
-            events.append({"split": split, "session": f"{split}-{session}", "role": "tool",
-                           "text": noise.pop(0), "time": at.isoformat(), "label": False, "kind": "tool"})
+            events.append(
+                {
+                    "split": split,
+                    "session": f"{split}-{session}",
+                    "role": "tool",
+                    "text": noise.pop(0),
+                    "time": at.isoformat(),
+                    "label": False,
+                    "kind": "tool",
+                }
+            )
     return events
 
 

@@ -34,11 +34,21 @@ def assistant(text="Here are some ideas."):
 
 
 def dataset():
-    even = {"question_id": "q-even", "haystack_sessions": [
-        [user(ASIDE, has_answer=True), assistant(), user(ASK), assistant(), user(RIDE), assistant(), user(THANKS)]]}
-    odd = {"question_id": "q-odd", "haystack_sessions": [
-        [user("I recently attended a two-day digital marketing workshop at the city convention center.")],  # unlabelled
-        [user(REACTION), user(AGE), user(ASK, has_answer=True), user(ASIDE)]]}
+    even = {
+        "question_id": "q-even",
+        "haystack_sessions": [
+            [user(ASIDE, has_answer=True), assistant(), user(ASK), assistant(), user(RIDE), assistant(), user(THANKS)]
+        ],
+    }
+    odd = {
+        "question_id": "q-odd",
+        "haystack_sessions": [
+            [
+                user("I recently attended a two-day digital marketing workshop at the city convention center.")
+            ],  # unlabelled
+            [user(REACTION), user(AGE), user(ASK, has_answer=True), user(ASIDE)],
+        ],
+    }
     return [even, odd]
 
 
@@ -48,11 +58,13 @@ def label(question, session, turn, fact, why="test"):
 
 LABELS = [
     label("q-even", 0, 0, False),  # has_answer: a fact whatever the label says
-    label("q-even", 0, 2, False), label("q-even", 0, 4, True),
-    label("q-even", 0, 6, True),   # a fact the scorer misses
-    label("q-odd", 1, 0, False), label("q-odd", 1, 1, True),
-    label("q-odd", 1, 2, True),    # has_answer, not proposed
-    label("q-odd", 1, 3, False),   # proposed though labelled no fact
+    label("q-even", 0, 2, False),
+    label("q-even", 0, 4, True),
+    label("q-even", 0, 6, True),  # a fact the scorer misses
+    label("q-odd", 1, 0, False),
+    label("q-odd", 1, 1, True),
+    label("q-odd", 1, 2, True),  # has_answer, not proposed
+    label("q-odd", 1, 3, False),  # proposed though labelled no fact
 ]
 PROPOSED = [True, False, True, False, False, True, False, True]  # what the scorer does with each labelled turn
 
@@ -76,14 +88,18 @@ def test_the_labelled_sample_and_its_metrics_are_the_hand_computed_ones():
     scored = [0.9 if p else None for p in PROPOSED]
     assert numbers(evaluate(sample.facts, scored=scored)) == EXPECTED_FACTS
     assert numbers(evaluate(sample.has_answer, scored=scored)) == EXPECTED_HAS_ANSWER
-    assert sample.agreement == {"even": {"turns": 4, "labelled_fact": 2, "has_answer": 1, "has_answer_labelled_fact": 0},
-                                "odd": {"turns": 4, "labelled_fact": 2, "has_answer": 1, "has_answer_labelled_fact": 1}}
+    assert sample.agreement == {
+        "even": {"turns": 4, "labelled_fact": 2, "has_answer": 1, "has_answer_labelled_fact": 0},
+        "odd": {"turns": 4, "labelled_fact": 2, "has_answer": 1, "has_answer_labelled_fact": 1},
+    }
 
 
 def test_eval_capture_with_labels_scores_the_sample_and_keeps_the_has_answer_numbers(tmp_path):
     data, labels = tmp_path / "lme.json", tmp_path / "labels.json"
     data.write_text(json.dumps(dataset()))
-    labels.write_text(json.dumps(file(dataset={"file": "lme.json", "sha256": hashlib.sha256(data.read_bytes()).hexdigest()})))
+    labels.write_text(
+        json.dumps(file(dataset={"file": "lme.json", "sha256": hashlib.sha256(data.read_bytes()).hexdigest()}))
+    )
     report = evaluate_capture.run(data, labels=labels, with_curve=True)
     facts = report["fact_labels"]
     assert numbers(facts["facts"]) == EXPECTED_FACTS and numbers(facts["has_answer"]) == EXPECTED_HAS_ANSWER
@@ -91,29 +107,37 @@ def test_eval_capture_with_labels_scores_the_sample_and_keeps_the_has_answer_num
     assert report["splits"]["all"]["events"] == 12 and report["splits"]["all"]["positives"] == 2
     assert len(facts["curve"]) == len(report["curve"])
     text = evaluate_capture.text(report)
-    assert "fact precision" in text and "has_answer turns the annotator labelled a fact: even 0 of 1, odd 1 of 1" in text
+    assert (
+        "fact precision" in text and "has_answer turns the annotator labelled a fact: even 0 of 1, odd 1 of 1" in text
+    )
 
 
-@pytest.mark.parametrize(("labels", "field"), [
-    ([{**label("q-even", 0, 0, True), "text": "copied"}], "labels[0].text"),
-    ([label("q-even", "0", 0, True)], "labels[0].session"),
-    ([label("q-even", 0, True, True)], "labels[0].turn"),
-    ([label("q-even", 0, 0, "yes")], "labels[0].fact"),
-    ([label("q-even", 0, 0, True), label("q-even", 0, 0, False)], "labels[1]"),
-    ([], "labels.labels"),
-])
+@pytest.mark.parametrize(
+    ("labels", "field"),
+    [
+        ([{**label("q-even", 0, 0, True), "text": "copied"}], "labels[0].text"),
+        ([label("q-even", "0", 0, True)], "labels[0].session"),
+        ([label("q-even", 0, True, True)], "labels[0].turn"),
+        ([label("q-even", 0, 0, "yes")], "labels[0].fact"),
+        ([label("q-even", 0, 0, True), label("q-even", 0, 0, False)], "labels[1]"),
+        ([], "labels.labels"),
+    ],
+)
 def test_a_malformed_label_is_refused_naming_it(labels, field):
     with pytest.raises(InvalidInput) as caught:
         fact_labels.parse(file(labels))
     assert caught.value.field == field
 
 
-@pytest.mark.parametrize(("item", "field"), [
-    (label("q-none", 0, 0, True), "labels[0].question_id"),
-    (label("q-even", 1, 0, True), "labels[0].session"),
-    (label("q-even", 0, 7, True), "labels[0].turn"),
-    (label("q-even", 0, 1, True), "labels[0].turn"),  # an assistant turn
-])
+@pytest.mark.parametrize(
+    ("item", "field"),
+    [
+        (label("q-none", 0, 0, True), "labels[0].question_id"),
+        (label("q-even", 1, 0, True), "labels[0].session"),
+        (label("q-even", 0, 7, True), "labels[0].turn"),
+        (label("q-even", 0, 1, True), "labels[0].turn"),  # an assistant turn
+    ],
+)
 def test_a_label_of_no_user_turn_in_the_dataset_is_refused(item, field):
     with pytest.raises(InvalidInput) as caught:
         fact_labels.sample(dataset(), fact_labels.parse(file([item])))
@@ -145,8 +169,12 @@ def test_the_committed_labels_are_every_user_turn_of_the_sampled_questions_and_h
     committed = json.loads((HERE / "longmemeval_fact_labels.json").read_text("utf-8"))
     parsed = fact_labels.parse(committed, dataset_sha256=hashlib.sha256(raw).hexdigest())
     sample = fact_labels.sample(questions, parsed)  # refuses any reference to a turn that is not a user's
-    expected = {(questions[p]["question_id"], s, t) for half in ("even", "odd")
-                for p in sampled_positions(len(questions), half) for s, t, _ in user_turns(questions[p])}
+    expected = {
+        (questions[p]["question_id"], s, t)
+        for half in ("even", "odd")
+        for p in sampled_positions(len(questions), half)
+        for s, t, _ in user_turns(questions[p])
+    }
     assert {(i["question_id"], i["session"], i["turn"]) for i in parsed} == expected
     assert {split: a["turns"] for split, a in sample.agreement.items()} == {"even": 351, "odd": 324}
     texts = {t["content"] for q in questions for s in q["haystack_sessions"] for t in s}

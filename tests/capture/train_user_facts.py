@@ -36,7 +36,7 @@ DATA = Path("/work/shared/data/longmemeval-dev.json")
 LABELS = Path(__file__).with_name("longmemeval_fact_labels.json")
 OUT = ROOT / "layers" / "capsule" / "capture" / "user_facts.json"
 L2, STEPS, RATE = 1.0, 4000, 0.5
-TARGET_RECALL = 0.75     # has_answer
+TARGET_RECALL = 0.75  # has_answer
 TARGET_PRECISION = 0.85  # facts: above the 0.8 target, for the held-out half's sake
 
 
@@ -99,13 +99,22 @@ def operating_point(p: np.ndarray, y: np.ndarray, positives: int) -> tuple[float
 
 def _trained_on(target: str, questions: list, y: np.ndarray, positives: int, shared: int) -> dict:
     if target == "facts":
-        return {"labels": f"tests/capture/{LABELS.name} (hand labels by tests/capture/FACT_RUBRIC.md; "
-                          "a fact = labelled so or has_answer)",
-                "split": "the labelled turns of questions at even positions (0, 2, 4, ...); odd positions held out",
-                "user_turns": len(y), "fact_turns": int(y.sum()), "left_out_shared_with_odd": shared}
-    return {"labels": "has_answer", "split": "questions at even positions (0, 2, 4, ...); odd positions held out",
-            "questions": len(questions[0::2]), "user_turns": len(y), "labelled_user_turns": int(y.sum()),
-            "labelled_turns": positives}
+        return {
+            "labels": f"tests/capture/{LABELS.name} (hand labels by tests/capture/FACT_RUBRIC.md; "
+            "a fact = labelled so or has_answer)",
+            "split": "the labelled turns of questions at even positions (0, 2, 4, ...); odd positions held out",
+            "user_turns": len(y),
+            "fact_turns": int(y.sum()),
+            "left_out_shared_with_odd": shared,
+        }
+    return {
+        "labels": "has_answer",
+        "split": "questions at even positions (0, 2, 4, ...); odd positions held out",
+        "questions": len(questions[0::2]),
+        "user_turns": len(y),
+        "labelled_user_turns": int(y.sum()),
+        "labelled_turns": positives,
+    }
 
 
 def main(target: str, path: Path) -> None:
@@ -119,14 +128,32 @@ def main(target: str, path: Path) -> None:
     p = 1 / (1 + np.exp(-x @ w))
     threshold, precision, recall = precision_point(p, y) if target == "facts" else operating_point(p, y, positives)
     goal = {"target_precision": TARGET_PRECISION} if target == "facts" else {"target_recall": TARGET_RECALL}
-    OUT.write_text(json.dumps({
-        "model": "logistic regression over capsule.capture.features (user turns only)",
-        "features": list(NAMES), "weights": [round(float(v), 4) for v in w], "threshold": round(threshold, 4),
-        "trained_on": {"file": path.name, "sha256": hashlib.sha256(raw).hexdigest(),
-                       **_trained_on(target, questions, y, positives, shared)},
-        "training": {"l2": L2, "steps": STEPS, "rate": RATE, **goal,
-                     "precision_at_threshold": round(precision, 3), "recall_at_threshold": round(recall, 3)},
-    }, indent=1) + "\n", "utf-8")
+    OUT.write_text(
+        json.dumps(
+            {
+                "model": "logistic regression over capsule.capture.features (user turns only)",
+                "features": list(NAMES),
+                "weights": [round(float(v), 4) for v in w],
+                "threshold": round(threshold, 4),
+                "trained_on": {
+                    "file": path.name,
+                    "sha256": hashlib.sha256(raw).hexdigest(),
+                    **_trained_on(target, questions, y, positives, shared),
+                },
+                "training": {
+                    "l2": L2,
+                    "steps": STEPS,
+                    "rate": RATE,
+                    **goal,
+                    "precision_at_threshold": round(precision, 3),
+                    "recall_at_threshold": round(recall, 3),
+                },
+            },
+            indent=1,
+        )
+        + "\n",
+        "utf-8",
+    )
     print(f"wrote {OUT}: threshold {threshold:.3f}, even half precision {precision:.3f} recall {recall:.3f}")
 
 

@@ -7,11 +7,17 @@ from pathlib import Path
 
 from tests.cli.test_cli import run
 
-EVENTS = "\n".join(json.dumps(e) for e in [
-    {"role": "user", "text": "Can you check why the build is slow?"},
-    {"role": "assistant", "text": "The root cause was a stale .pyc file from the old package layout."},
-    {"role": "assistant", "text": "We decided to keep the hashing embedder as the offline default because it needs no download."},
-])
+EVENTS = "\n".join(
+    json.dumps(e)
+    for e in [
+        {"role": "user", "text": "Can you check why the build is slow?"},
+        {"role": "assistant", "text": "The root cause was a stale .pyc file from the old package layout."},
+        {
+            "role": "assistant",
+            "text": "We decided to keep the hashing embedder as the offline default because it needs no download.",
+        },
+    ]
+)
 SET = Path(__file__).parents[1] / "capture" / "coding_sessions.json"
 
 
@@ -20,8 +26,11 @@ def test_capture_then_approve_edited_and_reject(tmp_path):
     first, second = [c["id"] for c in out["candidates"]]
     listed = run(tmp_path, "candidates", "--project", "api").stdout
     assert first in listed and second in listed
-    approved = json.loads(run(tmp_path, "approve", first, "--text", "Stale .pyc files broke the imports.",
-                              "--tag", "python", "--json").stdout)
+    approved = json.loads(
+        run(
+            tmp_path, "approve", first, "--text", "Stale .pyc files broke the imports.", "--tag", "python", "--json"
+        ).stdout
+    )
     assert approved["memory"]["content"] == "Stale .pyc files broke the imports."
     twice = run(tmp_path, "approve", first, ok=False)
     assert twice.returncode == 1 and "already approved" in twice.stderr

@@ -12,31 +12,57 @@ from tests.conftest import CLI, REPO, cli_env
 
 
 def run(data_dir, *args, ok=True, stdin=None):
-    proc = subprocess.run([*CLI, *args], cwd=REPO, env=cli_env(data_dir), capture_output=True, text=True,
-                          input=stdin, timeout=120)
+    proc = subprocess.run(
+        [*CLI, *args], cwd=REPO, env=cli_env(data_dir), capture_output=True, text=True, input=stdin, timeout=120
+    )
     if ok:
         assert proc.returncode == 0, proc.stderr
     return proc
 
 
 def test_store_then_search_round_trips(tmp_path):
-    stored = json.loads(run(tmp_path, "store", "Fixed ECONNREFUSED by using redis.railway.internal",
-                            "--project", "api", "--tag", "redis", "--outcome", "success", "--json").stdout)
+    stored = json.loads(
+        run(
+            tmp_path,
+            "store",
+            "Fixed ECONNREFUSED by using redis.railway.internal",
+            "--project",
+            "api",
+            "--tag",
+            "redis",
+            "--outcome",
+            "success",
+            "--json",
+        ).stdout
+    )
     memory_id = stored["memory"]["id"]
     found = json.loads(run(tmp_path, "search", "redis ECONNREFUSED", "--project", "api", "--json").stdout)
     assert found["results"][0]["id"] == memory_id
     assert found["results"][0]["components"]["outcome"] == 0.1
     table = run(tmp_path, "search", "redis ECONNREFUSED", "--project", "api").stdout
     assert memory_id[:12] in table and "SCORE" in table
-    then = json.loads(run(tmp_path, "search", "redis ECONNREFUSED", "--project", "api", "--json",
-                          "--as-of", "2000-01-01T00:00:00+00:00", "--min-relevance", "0.9").stdout)
+    then = json.loads(
+        run(
+            tmp_path,
+            "search",
+            "redis ECONNREFUSED",
+            "--project",
+            "api",
+            "--json",
+            "--as-of",
+            "2000-01-01T00:00:00+00:00",
+            "--min-relevance",
+            "0.9",
+        ).stdout
+    )
     assert [h["id"] for h in then["results"]] == [memory_id]  # its keyword score is the best: 1.0
     assert then["results"][0]["components"]["time"] == 1.0  # stored "after" 2000: age 0
 
 
 def test_every_memory_command(tmp_path):
-    memory_id = json.loads(run(tmp_path, "store", "-", "--project", "p", "--json",
-                               stdin="from standard input").stdout)["memory"]["id"]
+    memory_id = json.loads(run(tmp_path, "store", "-", "--project", "p", "--json", stdin="from standard input").stdout)[
+        "memory"
+    ]["id"]
     assert json.loads(run(tmp_path, "pin", memory_id, "--json").stdout)["memory"]["pinned"] is True
     assert "pinned" in run(tmp_path, "list", "--project", "p", "--pinned").stdout.lower()
     run(tmp_path, "unpin", memory_id)
@@ -102,15 +128,18 @@ def test_two_processes_storing_at_once_keep_the_limit_exactly(tmp_path):
     assert projects[0]["forgotten"] == 6  # 16 stored, exactly 6 evicted
 
 
-@pytest.mark.parametrize("args, refused, suggested", [
-    (["store", "Deploy with blue/green", "--project", "p", "--pinned"], "--pinned", "--pin"),
-    (["store", "Deploy with blue/green", "--project", "p", "--outcom", "success"], "--outcom", "--outcome"),
-    (["ingest", "README.md", "--project", "p", "--tags", "docs"], "--tags", "--tag"),
-    (["search", "deploy", "--globl"], "--globl", "--global"),
-    (["search", "deploy", "--proj", "p"], "--proj", "--project"),  # no abbreviations: they change meaning later
-    (["solutions", "list", "--categry", "npm"], "--categry", "--category"),
-    (["mcp", "--embeded"], "--embeded", "--embedded"),
-])
+@pytest.mark.parametrize(
+    "args, refused, suggested",
+    [
+        (["store", "Deploy with blue/green", "--project", "p", "--pinned"], "--pinned", "--pin"),
+        (["store", "Deploy with blue/green", "--project", "p", "--outcom", "success"], "--outcom", "--outcome"),
+        (["ingest", "README.md", "--project", "p", "--tags", "docs"], "--tags", "--tag"),
+        (["search", "deploy", "--globl"], "--globl", "--global"),
+        (["search", "deploy", "--proj", "p"], "--proj", "--project"),  # no abbreviations: they change meaning later
+        (["solutions", "list", "--categry", "npm"], "--categry", "--category"),
+        (["mcp", "--embeded"], "--embeded", "--embedded"),
+    ],
+)
 def test_an_unknown_option_is_refused_with_the_nearest_one_and_changes_nothing(tmp_path, args, refused, suggested):
     proc = run(tmp_path, *args, ok=False)
     assert proc.returncode == 2 and proc.stdout == ""

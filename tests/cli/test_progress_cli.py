@@ -31,8 +31,14 @@ def test_export_draws_a_bar_on_a_terminal(tmp_path, seeded):
     _seed(seeded, tmp_path)
     leader, follower = pty.openpty()
     try:
-        done = subprocess.run([*CLI, "export", "-o", str(tmp_path / "out.jsonl")], cwd=REPO, env=cli_env(tmp_path),
-                              stderr=follower, stdout=subprocess.PIPE, timeout=120)
+        done = subprocess.run(
+            [*CLI, "export", "-o", str(tmp_path / "out.jsonl")],
+            cwd=REPO,
+            env=cli_env(tmp_path),
+            stderr=follower,
+            stdout=subprocess.PIPE,
+            timeout=120,
+        )
         os.close(follower)
         follower = -1
         drawn = b""
@@ -57,8 +63,9 @@ def test_piped_it_is_quiet_and_json_lines_when_asked(tmp_path, seeded):
     quiet = run(tmp_path, "export", "-o", str(tmp_path / "a.jsonl"))
     assert quiet.stderr.startswith("exported ")  # the summary only, no bar
     env = {**cli_env(tmp_path), "CAPSULE_PROGRESS": "json"}
-    asked = subprocess.run([*CLI, "import", str(tmp_path / "a.jsonl")], cwd=REPO, env=env, capture_output=True,
-                           text=True, timeout=120)
+    asked = subprocess.run(
+        [*CLI, "import", str(tmp_path / "a.jsonl")], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert asked.returncode == 0, asked.stderr
     lines = [json.loads(line) for line in asked.stderr.splitlines()]
     assert lines[-1]["progress"] == "import (bytes)" and lines[-1]["final"] is True

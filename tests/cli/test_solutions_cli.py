@@ -31,9 +31,14 @@ def test_bad_files_fail_naming_the_file_or_field_and_import_nothing(tmp_path):
     good = FILES[0].read_text("utf-8")
     (tmp_path / "truncated.json").write_text(good[: len(good) // 2])
     (tmp_path / "binary.json").write_bytes(os.urandom(200) + b"\xff\xfe")
-    (tmp_path / "mistyped.json").write_text(json.dumps({**load(FILES[0]), "checks": [{"cmd": "x", "expect_exit_code": "0"}]}))
-    for name, needle in [("truncated.json", "is not JSON"), ("binary.json", "is not JSON"),
-                         ("mistyped.json", "checks.0.expect_exit_code")]:
+    (tmp_path / "mistyped.json").write_text(
+        json.dumps({**load(FILES[0]), "checks": [{"cmd": "x", "expect_exit_code": "0"}]})
+    )
+    for name, needle in [
+        ("truncated.json", "is not JSON"),
+        ("binary.json", "is not JSON"),
+        ("mistyped.json", "checks.0.expect_exit_code"),
+    ]:
         failed = run(tmp_path, "solutions", "import", str(tmp_path / name), ok=False)
         assert failed.returncode == 1 and needle in failed.stdout + failed.stderr, (name, failed.stdout, failed.stderr)
     assert _count(tmp_path) == 0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
+from capsule.core.clock import FrozenClock
 from capsule.embedders import HashingEmbedder
 from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
@@ -17,15 +17,17 @@ SESSION = "arn:aws:sts::123456789012:assumed-role/capsule-dev/botocore-session-1
 
 
 def run(data_dir, *args):
-    return subprocess.run([*CLI, "tenants", "merge", *args], cwd=REPO, env=cli_env(data_dir),
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*CLI, "tenants", "merge", *args], cwd=REPO, env=cli_env(data_dir), capture_output=True, text=True, timeout=120
+    )
 
 
 def seed(data_dir) -> str:
     store = SQLiteStore(data_dir / "capsule.db")
     store.migrate()
-    service = MemoryService(store, HashingEmbedder(), clock=FrozenClock(),
-                            settings=Settings(data_dir=data_dir, embedder="hashing"))
+    service = MemoryService(
+        store, HashingEmbedder(), clock=FrozenClock(), settings=Settings(data_dir=data_dir, embedder="hashing")
+    )
     memory_id = service.store_memory(SESSION, {"project": "api", "content": "stored an hour ago"}).memory.id
     store.close()
     return memory_id
@@ -46,8 +48,10 @@ def test_dry_run_then_apply_then_nothing_left(tmp_path):
     assert f"would move 1 memories, 1 projects from {SESSION} into {ROLE}" in dry.stdout
     assert "dry run: nothing changed" in dry.stdout and tenant_of(tmp_path, memory_id) == [SESSION]
     applied = json.loads(run(tmp_path, "--from-sessions", "--apply", "--json").stdout)
-    assert applied == {"applied": True, "moves": [{"from": SESSION, "to": ROLE,
-                                                  "counts": {"memories": 1, "projects": 1}, "raised_limits": {}}]}
+    assert applied == {
+        "applied": True,
+        "moves": [{"from": SESSION, "to": ROLE, "counts": {"memories": 1, "projects": 1}, "raised_limits": {}}],
+    }
     assert tenant_of(tmp_path, memory_id) == [ROLE]
     again = run(tmp_path, "--from-sessions", "--apply")
     assert again.returncode == 0 and "nothing to merge" in again.stdout

@@ -26,8 +26,13 @@ pytestmark = pytest.mark.slow
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 SCREENSHOT = REPO / "test-artifacts" / "console.png"
 WAIT_MS = 15_000  # generous: the machine is shared; nothing here asserts speed
@@ -67,8 +72,12 @@ class Api:
 
     def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.base + path, data=data, method=method, headers={
-            "Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.base + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 return response.status, json.loads(response.read())
@@ -113,10 +122,26 @@ def server(tmp_path_factory):
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(
-        [*CLI, "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),
-         "--embedder", "hashing", "--workers", "2"],
-        cwd=REPO, env=cli_env(data_dir), stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [
+            *CLI,
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+            "--embedder",
+            "hashing",
+            "--workers",
+            "2",
+        ],
+        cwd=REPO,
+        env=cli_env(data_dir),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         _wait_until_up(proc, base)
@@ -226,11 +251,14 @@ def test_store_list_search_pin_feedback_forget_restore(page, server):
     open_project(page, project)
     expect(page.locator("#memory-empty")).to_be_visible()
 
-    store_in_page(page, "Use BEGIN IMMEDIATE for SQLite writes: it avoids deadlocks between writers.",
-                  tags="sqlite, deadlock", pinned=True)
-    store_in_page(page, "The Lambda layer zip went over 250 MB; strip tests and caches before zipping.",
-                  tags="deploy")
-    hostile = "<img src=x onerror=\"window.pwned=1\"> <b>not bold</b> & friends"
+    store_in_page(
+        page,
+        "Use BEGIN IMMEDIATE for SQLite writes: it avoids deadlocks between writers.",
+        tags="sqlite, deadlock",
+        pinned=True,
+    )
+    store_in_page(page, "The Lambda layer zip went over 250 MB; strip tests and caches before zipping.", tags="deploy")
+    hostile = '<img src=x onerror="window.pwned=1"> <b>not bold</b> & friends'
     store_in_page(page, hostile, tags="xss")
 
     listed = server.ok("GET", f"/v1/memories?project={quote(project)}")["memories"]
@@ -243,7 +271,8 @@ def test_store_list_search_pin_feedback_forget_restore(page, server):
     expect(rows).to_have_count(3)
     assert rows.evaluate_all("rs => rs.map(r => r.dataset.id)") == [m["id"] for m in listed]
     expect(page.locator("#list-explanation")).to_have_text(
-        server.ok("GET", f"/v1/memories?project={quote(project)}")["explanation"])
+        server.ok("GET", f"/v1/memories?project={quote(project)}")["explanation"]
+    )
     expect(card(page, "memory-list", sqlite_id).locator(".badge-pin")).to_have_text("Pinned")
     expect(card(page, "memory-list", sqlite_id)).to_contain_text("#deadlock")
     # Memory text is text, never markup.
@@ -428,7 +457,7 @@ UNNAMED_CONTROLS = """() => {
 
 def test_every_control_has_a_name_and_memory_text_stays_text(page, server):
     project = "/srv/console-a11y"
-    server.store(project, "</p><button onclick=\"window.pwned=1\">click</button>", pinned=True)
+    server.store(project, '</p><button onclick="window.pwned=1">click</button>', pinned=True)
     connect(page, server.token)
     open_project(page, project)
     page.get_by_label("Query").fill("click")
@@ -528,7 +557,8 @@ def test_a_vote_is_sent_once_and_shown_as_pressed(page, server):
     helpful.click()
     expect(notice(page)).to_contain_text("Recorded 'helpful'")
     expect(card(page, "memory-list", memory["id"]).locator("[data-action='Helpful']")).to_have_attribute(
-        "aria-pressed", "true")
+        "aria-pressed", "true"
+    )
     card(page, "memory-list", memory["id"]).locator("[data-action='Helpful']").click()
     expect(notice(page)).to_contain_text("Already marked helpful")
     card(page, "memory-list", memory["id"]).locator("[data-action='Not helpful']").click()
@@ -538,7 +568,8 @@ def test_a_vote_is_sent_once_and_shown_as_pressed(page, server):
     assert (got["helpful"], got["unhelpful"]) == (1, 0)
     page.reload()  # the tab remembers its vote
     expect(card(page, "memory-list", memory["id"]).locator("[data-action='Helpful']")).to_have_attribute(
-        "aria-pressed", "true")
+        "aria-pressed", "true"
+    )
 
 
 def test_ingested_chunks_are_listed_in_order_with_their_number(page, server):

@@ -61,8 +61,10 @@ def _page(browser, server: Api, viewport: dict):  # noqa: F811
     opened.expected_statuses = set()
     yield opened
     context.close()
-    allowed = {f"Failed to load resource: the server responded with a status of {status}"
-               for status in opened.expected_statuses}
+    allowed = {
+        f"Failed to load resource: the server responded with a status of {status}"
+        for status in opened.expected_statuses
+    }
     errors = [e for e in errors if not any(e.startswith(a) for a in allowed)]
     assert errors == [], f"the page logged errors: {errors}"
     assert hosts == {urlsplit(server.base).netloc}, f"the page asked other hosts: {hosts}"
@@ -83,8 +85,13 @@ def detail_value(page, field: str):
 def test_memory_detail_shows_the_full_content_and_every_field(page, server):
     project = "/srv/console-detail"
     long_text = "Deploy notes. " + " ".join(f"line{n}" for n in range(300))  # well over the card's 700
-    memory = server.store(project, long_text, pinned=True, tags=["deploy", "notes"], meta={
-        "author": "ana", "session": "s-42", "task": "release 1.2", "source": "chat", "ticket": "OPS-7"})
+    memory = server.store(
+        project,
+        long_text,
+        pinned=True,
+        tags=["deploy", "notes"],
+        meta={"author": "ana", "session": "s-42", "task": "release 1.2", "source": "chat", "ticket": "OPS-7"},
+    )
     server.ok("POST", f"/v1/memories/{quote(memory['id'])}/feedback", {"helpful": True})
     connect(page, server.token)
     open_project(page, project)
@@ -95,10 +102,19 @@ def test_memory_detail_shows_the_full_content_and_every_field(page, server):
     expect(page.locator("#detail-content")).to_have_text(long_text)  # all of it, not the card's excerpt
     got = server.get(memory["id"])[1]
     expect(page.locator("#detail-explanation")).to_have_text(got["explanation"])
-    for field, value in [("id", memory["id"]), ("project", project), ("author", "ana"), ("session", "s-42"),
-                         ("task", "release 1.2"), ("source", "chat"), ("pinned", "yes"),
-                         ("created", got["memory"]["created_at"]), ("occurred", got["memory"]["occurred_at"]),
-                         ("tags", "#deploy #notes"), ("meta.ticket", "OPS-7")]:
+    for field, value in [
+        ("id", memory["id"]),
+        ("project", project),
+        ("author", "ana"),
+        ("session", "s-42"),
+        ("task", "release 1.2"),
+        ("source", "chat"),
+        ("pinned", "yes"),
+        ("created", got["memory"]["created_at"]),
+        ("occurred", got["memory"]["occurred_at"]),
+        ("tags", "#deploy #notes"),
+        ("meta.ticket", "OPS-7"),
+    ]:
         expect(detail_value(page, field)).to_have_text(value)
     expect(detail_value(page, "feedback")).to_have_text("▲ 1 helpful · ▼ 0 not helpful")
     assert page.evaluate(UNNAMED_CONTROLS) == []
@@ -136,7 +152,8 @@ def test_the_forgotten_list_comes_from_the_api_and_restores(page, server):
     shown = card(page, "memory-list", gone["id"])
     expect(shown).to_contain_text("forgotten before this visit")
     expect(page.locator("#list-explanation")).to_have_text(
-        server.ok("GET", f"/v1/memories?project={quote(project)}&forgotten=true")["explanation"])
+        server.ok("GET", f"/v1/memories?project={quote(project)}&forgotten=true")["explanation"]
+    )
     expect(shown.locator("[data-action='Pin']")).to_have_count(0)  # only details and restore
     shown.locator("[data-action='Details']").click()
     expect(detail_value(page, "forgotten")).not_to_have_text("")
@@ -188,8 +205,12 @@ FIXPACK = {
     "description": "The app connects to a local Redis that is not there.",
     "signatures": [{"text": "connect ECONNREFUSED 127.0.0.1:6379"}],
     "steps": [
-        {"step_order": 1, "kind": "cmd", "payload": {"command": "railway variables set REDIS_URL=redis://private:6379"},
-         "description": "Set the variable"},
+        {
+            "step_order": 1,
+            "kind": "cmd",
+            "payload": {"command": "railway variables set REDIS_URL=redis://private:6379"},
+            "description": "Set the variable",
+        },
         {"step_order": 2, "kind": "cmd", "payload": {"command": "railway redeploy"}},
     ],
     "checks": [{"check_order": 1, "cmd": "redis-cli -u $REDIS_URL ping", "expect_substring": "PONG"}],
@@ -228,8 +249,10 @@ def test_dashboard_draws_one_bar_per_project_with_a_text_equivalent(page, server
     said = page.locator("#dashboard-text li")  # what a screen reader reads instead of the picture
     expect(said.filter(has_text=big)).to_have_text(f"{big}: 4 memories, 1 pinned")
     expect(said.filter(has_text=small)).to_have_text(f"{small}: 1 memory, 0 pinned")
-    widths = {p: float(page.locator(f"#dashboard-chart rect[data-project='{p}']").get_attribute("width"))
-              for p in (big, small)}
+    widths = {
+        p: float(page.locator(f"#dashboard-chart rect[data-project='{p}']").get_attribute("width"))
+        for p in (big, small)
+    }
     assert widths[big] == pytest.approx(4 * widths[small], rel=0.01)
     assert page.locator("#dashboard-chart image, #dashboard-chart use").count() == 0  # nothing fetched
     shot(page, "dashboard")
@@ -303,7 +326,11 @@ def test_edit_content_tags_and_class_with_if_match_then_history_and_revert(page,
     expect(notice(page)).to_contain_text("Version 2 saved")
     assert sent == [("PATCH", f'"{memory["sha256"]}"')]  # the sha256 as read, as If-Match
     now = server.get(memory["id"])[1]["memory"]
-    assert (now["content"], now["meta"]["tags"], now["retention"]) == ("the second words", ["two", "three"], "permanent")
+    assert (now["content"], now["meta"]["tags"], now["retention"]) == (
+        "the second words",
+        ["two", "three"],
+        "permanent",
+    )
     expect(page.locator("#detail-content")).to_have_text("the second words")
     expect(detail_value(page, "retention")).to_have_text("permanent")
     expect(card(page, "memory-list", memory["id"])).to_contain_text("the second words")
@@ -344,8 +371,9 @@ def test_edit_content_tags_and_class_with_if_match_then_history_and_revert(page,
     # The audit records the API keeps (in the project's export), each change with who and why.
     page.get_by_role("button", name="Audit records").click()
     settle(page)
-    request = urllib.request.Request(f"{server.base}/v1/export?project={quote(project)}",
-                                     headers={"Authorization": f"Bearer {server.token}"})
+    request = urllib.request.Request(
+        f"{server.base}/v1/export?project={quote(project)}", headers={"Authorization": f"Bearer {server.token}"}
+    )
     with urllib.request.urlopen(request, timeout=30) as answer:
         rows = [json.loads(line) for line in answer.read().decode().splitlines() if line.strip()]
     audit = [r for r in rows if r.get("kind") == "audit" and r["memory_id"] == memory["id"]]
@@ -361,11 +389,22 @@ def test_edit_content_tags_and_class_with_if_match_then_history_and_revert(page,
 
 def test_search_sends_every_filter_and_mode_and_shows_each_hits_score_breakdown(page, server):
     project = "/srv/console-search-filters"
-    old = server.store(project, "the cache key was the user id", occurred_at="2026-03-01T10:00:00Z",
-                       meta={"category": "cache", "component": "api"}, path="docs/cache.md")
-    new = server.store(project, "the cache key is the user id and the locale", supersedes=old["id"],
-                       meta={"category": "cache", "component": "api"}, path="docs/cache.md",
-                       occurred_at="2026-03-05T10:00:00Z", retention="permanent")
+    old = server.store(
+        project,
+        "the cache key was the user id",
+        occurred_at="2026-03-01T10:00:00Z",
+        meta={"category": "cache", "component": "api"},
+        path="docs/cache.md",
+    )
+    new = server.store(
+        project,
+        "the cache key is the user id and the locale",
+        supersedes=old["id"],
+        meta={"category": "cache", "component": "api"},
+        path="docs/cache.md",
+        occurred_at="2026-03-05T10:00:00Z",
+        retention="permanent",
+    )
     server.store(project, "the cache of images lives on the CDN", meta={"category": "cdn"}, path="ops/cdn.md")
     connect(page, server.token)
     open_project(page, project)
@@ -394,11 +433,24 @@ def test_search_sends_every_filter_and_mode_and_shows_each_hits_score_breakdown(
     page.get_by_label("Show what each hit superseded").check()
     page.get_by_role("button", name="Search", exact=True).click()
     settle(page)
-    want = {"query": "cache key", "mode": "bm25", "k": 8, "project": project,
-            "filters": {"category": "cache", "component": "api", "path_prefix": "docs/", "retention": "permanent",
-                        "since": "2026-03-02T00:00:00.000Z", "until": "2026-04-01T00:00:00.000Z"},
-            "as_of": "2026-06-01T12:00:00.000Z", "min_relevance": 0.05, "weights": {"bm25": 0.5, "time": 0},
-            "include_superseded": True}
+    want = {
+        "query": "cache key",
+        "mode": "bm25",
+        "k": 8,
+        "project": project,
+        "filters": {
+            "category": "cache",
+            "component": "api",
+            "path_prefix": "docs/",
+            "retention": "permanent",
+            "since": "2026-03-02T00:00:00.000Z",
+            "until": "2026-04-01T00:00:00.000Z",
+        },
+        "as_of": "2026-06-01T12:00:00.000Z",
+        "min_relevance": 0.05,
+        "weights": {"bm25": 0.5, "time": 0},
+        "include_superseded": True,
+    }
     assert sent == [want]
     answer = server.ok("POST", "/v1/memories/search", want)
     assert [h["id"] for h in answer["results"]] == [new["id"]]  # the filters did their work on the server
@@ -421,11 +473,14 @@ def test_search_sends_every_filter_and_mode_and_shows_each_hits_score_breakdown(
 
 def _drop(page, selector: str, files: list[tuple[str, str]]) -> None:
     """A drag-and-drop of files, as the browser delivers it (a DataTransfer on a drop event)."""
-    transfer = page.evaluate_handle("""(files) => {
+    transfer = page.evaluate_handle(
+        """(files) => {
         const dt = new DataTransfer();
         for (const [name, text] of files) dt.items.add(new File([text], name, { type: 'text/plain' }));
         return dt;
-    }""", files)
+    }""",
+        files,
+    )
     page.dispatch_event(selector, "drop", {"dataTransfer": transfer})
 
 
@@ -437,11 +492,13 @@ def test_ingest_by_file_upload_and_drag_and_drop_with_chunk_numbers(page, server
     sent = []
     page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/v1/memories/ingest") else None)
     long_text = "\n\n".join(f"Section {n}. " + " ".join(f"s{n}w{i}" for i in range(160)) for n in range(8))
-    page.get_by_label("Files to ingest").set_input_files([
-        {"name": "guide.md", "mimeType": "text/markdown", "buffer": long_text.encode()},
-        {"name": "big.log", "mimeType": "text/plain", "buffer": b"x" * (1024 * 1024 + 1)},   # over 1 MiB
-        {"name": "image.png", "mimeType": "image/png", "buffer": b"\x89PNG\r\n\x1a\n\xff\xfe\x00"},  # not text
-    ])
+    page.get_by_label("Files to ingest").set_input_files(
+        [
+            {"name": "guide.md", "mimeType": "text/markdown", "buffer": long_text.encode()},
+            {"name": "big.log", "mimeType": "text/plain", "buffer": b"x" * (1024 * 1024 + 1)},  # over 1 MiB
+            {"name": "image.png", "mimeType": "image/png", "buffer": b"\x89PNG\r\n\x1a\n\xff\xfe\x00"},  # not text
+        ]
+    )
     page.locator("#ingest-tags").fill("guide")
     page.get_by_role("button", name="Ingest", exact=True).click()
     expect(page.locator("#ingest-progress")).to_have_text("Ingested 1 of 3 files.")
@@ -477,11 +534,13 @@ def test_import_a_fixpack_file_record_outcomes_then_golden_paths_and_patterns(pa
     connect(page, server.token)
     open_project(page, project)
     page.get_by_label("Import a fixpack file (JSON)").set_input_files(
-        {"name": "bad.json", "mimeType": "application/json", "buffer": b"[1, 2]"})
+        {"name": "bad.json", "mimeType": "application/json", "buffer": b"[1, 2]"}
+    )
     page.get_by_role("button", name="Import", exact=True).click()
     expect(page.locator("#alert")).to_contain_text("one JSON object")
     page.get_by_label("Import a fixpack file (JSON)").set_input_files(
-        {"name": "redis.json", "mimeType": "application/json", "buffer": json.dumps(fixpack).encode()})
+        {"name": "redis.json", "mimeType": "application/json", "buffer": json.dumps(fixpack).encode()}
+    )
     page.get_by_role("button", name="Import", exact=True).click()
     settle(page)
     expect(notice(page)).to_contain_text("Kept as written: _comment")
@@ -511,7 +570,8 @@ def test_import_a_fixpack_file_record_outcomes_then_golden_paths_and_patterns(pa
     golden = server.ok("GET", "/v1/patterns/golden-paths?min_applications=3")
     assert [p["pattern"]["tag"] for p in golden["paths"]] == ["redis-refused"]
     expect(page.locator("#golden-list li[data-tag='redis-refused']")).to_contain_text(
-        "→ Start the local Redis: 3 worked, 1 failed")
+        "→ Start the local Redis: 3 worked, 1 failed"
+    )
     expect(page.locator("#patterns-explanation")).to_have_text(golden["explanation"])
     shot(page, "fixpacks-golden")
 
@@ -521,7 +581,9 @@ def test_import_a_fixpack_file_record_outcomes_then_golden_paths_and_patterns(pa
     matched = server.ok("POST", "/v1/patterns/detect", {"error": "connect ECONNREFUSED 127.0.0.1:6379"})
     expect(page.locator("#patterns-explanation")).to_have_text(matched["explanation"])
     for m in matched["results"]:
-        expect(page.locator(f"#pattern-list li[data-tag='{m['pattern']['tag']}']")).to_contain_text(f"score {m['score']:.3f}")
+        expect(page.locator(f"#pattern-list li[data-tag='{m['pattern']['tag']}']")).to_contain_text(
+            f"score {m['score']:.3f}"
+        )
     page.get_by_role("button", name="Mine patterns from the memories").click()
     settle(page)
     mined = server.ok("POST", "/v1/patterns/mine", {"min_occurrences": 2, "k": 20})  # idempotent: the same again
@@ -602,9 +664,11 @@ def test_trend_charts_memories_over_time_latency_feedback_and_solution_success(p
     expect(latency).to_have_count(2)
     expect(latency.nth(0)).to_have_text(re.compile(r"^search 1: \d+ ms$"))
     expect(page.locator("#chart-feedback-text li").filter(has_text=grow)).to_have_text(
-        f"{grow}: 2 helpful, 1 not helpful (67% helpful)")
+        f"{grow}: 2 helpful, 1 not helpful (67% helpful)"
+    )
     expect(page.locator("#chart-solutions-text li").filter(has_text="Trend fix")).to_have_text(
-        "Trend fix: 2 of 3 worked (67%)")
+        "Trend fix: 2 of 3 worked (67%)"
+    )
     width = float(page.locator("#chart-solutions rect.bar-all[data-label='Trend fix']").get_attribute("width"))
     track = float(page.locator("#chart-solutions rect.bar-track").first.get_attribute("width"))
     assert width == pytest.approx(track * 2 / 3, rel=0.01)
@@ -618,10 +682,18 @@ def test_trend_charts_memories_over_time_latency_feedback_and_solution_success(p
 CAPTURE_TIME = "2026-03-02T10:00:00+00:00"
 CAPTURE_EVENTS = [
     {"role": "user", "text": "Can you run the tests again?", "time": CAPTURE_TIME, "session": "s1"},
-    {"role": "assistant", "text": "The root cause was a stale .pyc file from the old package layout.",
-     "time": CAPTURE_TIME, "session": "s1"},
-    {"role": "assistant", "text": "We decided to use SQLite in WAL mode because it handles concurrent readers well.",
-     "time": CAPTURE_TIME, "session": "s1"},
+    {
+        "role": "assistant",
+        "text": "The root cause was a stale .pyc file from the old package layout.",
+        "time": CAPTURE_TIME,
+        "session": "s1",
+    },
+    {
+        "role": "assistant",
+        "text": "We decided to use SQLite in WAL mode because it handles concurrent readers well.",
+        "time": CAPTURE_TIME,
+        "session": "s1",
+    },
     {"role": "user", "text": "Thanks!", "time": CAPTURE_TIME, "session": "s1"},
 ]
 
@@ -680,7 +752,9 @@ def test_candidates_listed_approved_edited_rejected_and_a_409_when_decided_elsew
     expect(page.locator("#candidate-list li.cand")).to_have_count(0)
 
     # Another client decides a candidate this page still shows: the page's approve is a 409, said so.
-    more = [{"role": "assistant", "text": "The fix was to pin numpy below 2.0 in pyproject.toml.", "time": CAPTURE_TIME}]
+    more = [
+        {"role": "assistant", "text": "The fix was to pin numpy below 2.0 in pyproject.toml.", "time": CAPTURE_TIME}
+    ]
     late = server.ok("POST", "/v1/memories/capture", {"project": project, "events": more})["candidates"][0]
     page.get_by_role("button", name="Refresh candidates").click()
     settle(page)
@@ -789,9 +863,14 @@ def test_visibility_and_subject_shown_edited_filtered_and_public_refused_for_fla
 
 def test_candidates_are_paged_with_the_apis_cursor(page, server):
     project = "/srv/console-candidates-paging"
-    events = [{"role": "assistant", "time": CAPTURE_TIME,
-               "text": f"We decided to use engine{n} for queue{n} because it handles burst{n} traffic well."}
-              for n in range(25)]
+    events = [
+        {
+            "role": "assistant",
+            "time": CAPTURE_TIME,
+            "text": f"We decided to use engine{n} for queue{n} because it handles burst{n} traffic well.",
+        }
+        for n in range(25)
+    ]
     proposed = server.ok("POST", "/v1/memories/capture", {"project": project, "events": events})["candidates"]
     assert len(proposed) > 20  # more than the console's page of 20
     connect(page, server.token)
@@ -829,7 +908,8 @@ def test_the_capture_threshold_is_set_for_the_open_project(page, server):
     settle(page)
     assert sent == [{"project": project, "threshold": 0.8}]
     expect(page.locator("#alert")).to_have_class(re.compile(r"\bis-idle\b"))
-    captured = server.ok("POST", "/v1/memories/capture", {"project": project, "events": CAPTURE_EVENTS,
-                                                          "auto_approve": True})
+    captured = server.ok(
+        "POST", "/v1/memories/capture", {"project": project, "events": CAPTURE_EVENTS, "auto_approve": True}
+    )
     assert captured["threshold"] == 0.8  # the API now uses it
     assert set(captured["approved"]) == {c["id"] for c in captured["candidates"] if c["score"] >= 0.8}

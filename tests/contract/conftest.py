@@ -66,8 +66,12 @@ def _mongodb(tmp_path) -> Iterator:
     client.close()
 
 
-BACKENDS: dict[str, Callable] = {"sqlite": _sqlite, "mongomock": _mongomock, "mongomock-strict": _mongomock_strict,
-                                 "mongodb": _mongodb}
+BACKENDS: dict[str, Callable] = {
+    "sqlite": _sqlite,
+    "mongomock": _mongomock,
+    "mongomock-strict": _mongomock_strict,
+    "mongodb": _mongodb,
+}
 
 
 @pytest.fixture

@@ -23,8 +23,20 @@ LIVENESS = {"active", "pending"}  # true of nearly every memory: filtering on th
 # Search filters applied within an indexed scope (small scopes only: large ones use Atlas).
 RESIDUAL = {"meta.component", "meta.category", "meta.tags", "path", "created_at", "lock", "lock_until"}
 UNBOUNDED = {"$ne", "$nin", "$not", "$nor"}
-_QUERIES = {"find", "find_one", "count_documents", "update_one", "update_many", "delete_many", "delete_one",
-            "find_one_and_update", "find_one_and_delete", "replace_one", "distinct", "aggregate"}
+_QUERIES = {
+    "find",
+    "find_one",
+    "count_documents",
+    "update_one",
+    "update_many",
+    "delete_many",
+    "delete_one",
+    "find_one_and_update",
+    "find_one_and_delete",
+    "replace_one",
+    "distinct",
+    "aggregate",
+}
 
 
 def _split(query: dict[str, Any]) -> list[dict[str, Any]]:
@@ -61,8 +73,11 @@ def _implied(partial: dict[str, Any], branch: dict[str, Any]) -> bool:
     return True
 
 
-def served(indexes: list[tuple[list[tuple[str, Any]], dict[str, Any]]], query: dict[str, Any],
-           sort: list[tuple[str, Any]] | None) -> bool:
+def served(
+    indexes: list[tuple[list[tuple[str, Any]], dict[str, Any]]],
+    query: dict[str, Any],
+    sort: list[tuple[str, Any]] | None,
+) -> bool:
     sort_keys = [k for k, _ in sort or []]
     for branch in _split(query):
         if "$text" in branch:
@@ -80,13 +95,13 @@ def _serves(keys, options, branch, eq, ranges, bad, sort_keys) -> bool:
     if options.get("unique") and {k for k, _ in keys} <= eq:
         return True
     needed = eq - LIVENESS - RESIDUAL
-    lead = names[:len(needed)]
+    lead = names[: len(needed)]
     if set(lead) != needed or set(lead) & bad:
         return False
-    rest = names[len(needed):]
+    rest = names[len(needed) :]
     if not needed and not (rest and rest[0] in ranges | set(sort_keys)):
         return False  # nothing bounds the read: a scan of the collection
-    if sort_keys and rest[:len(sort_keys)] != sort_keys and not (rest and rest[0] in ranges):
+    if sort_keys and rest[: len(sort_keys)] != sort_keys and not (rest and rest[0] in ranges):
         return False
     return True
 
@@ -178,8 +193,10 @@ class TxnClient:
             raise AssertionError(f"{what} passed a session with no transaction running")
 
     def snapshot(self) -> dict[str, dict[str, list[dict]]]:
-        return {name: {c: copy.deepcopy(list(db._mock[c].find())) for c in db._mock.list_collection_names()}
-                for name, db in self.databases.items()}
+        return {
+            name: {c: copy.deepcopy(list(db._mock[c].find())) for c in db._mock.list_collection_names()}
+            for name, db in self.databases.items()
+        }
 
     def restore(self, saved: dict[str, dict[str, list[dict]]]) -> None:
         for name, collections in saved.items():

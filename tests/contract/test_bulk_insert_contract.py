@@ -21,16 +21,38 @@ def batch(count: int, *, project: str = "p", prefix: str = "b", repeat: int | No
         at = T0 + timedelta(seconds=i)
         vector = np.array([np.cos(i), np.sin(i), 0.5, -0.25], dtype=np.float32)
         text = f"memory {i % repeat if repeat else i}"
-        out.append(MemoryRecord(id=f"{prefix}{i:06d}", tenant="t1", project=project, content=text,
-                                sha256=f"sha-{text}", occurred_at=at, created_at=at, updated_at=at,
-                                embedding=vector, model="test-4", meta={"component": "db"} if i % 2 else {},
-                                pinned=i % 10 == 0))
+        out.append(
+            MemoryRecord(
+                id=f"{prefix}{i:06d}",
+                tenant="t1",
+                project=project,
+                content=text,
+                sha256=f"sha-{text}",
+                occurred_at=at,
+                created_at=at,
+                updated_at=at,
+                embedding=vector,
+                model="test-4",
+                meta={"component": "db"} if i % 2 else {},
+                pinned=i % 10 == 0,
+            )
+        )
     return out
 
 
 def comparable(record):
-    return (record.content, record.project, record.sha256, record.occurred_at, record.created_at, record.meta,
-            record.pinned, record.model, record.status, None if record.embedding is None else record.embedding.tolist())
+    return (
+        record.content,
+        record.project,
+        record.sha256,
+        record.occurred_at,
+        record.created_at,
+        record.meta,
+        record.pinned,
+        record.model,
+        record.status,
+        None if record.embedding is None else record.embedding.tolist(),
+    )
 
 
 def test_bulk_stores_what_insert_stores(store):

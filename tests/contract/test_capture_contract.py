@@ -20,9 +20,21 @@ def queue(request, tmp_path, backends):
 
 
 def rec(n: int, *, tenant: str = "t1", project: str = "p", key: str | None = None) -> CandidateRecord:
-    return CandidateRecord(id=f"{n:032x}", tenant=tenant, project=project, key=key or f"k{n}", text=f"text {n}",
-                           score=0.5 + n / 100, reason="states a decision", kind="decision", tags=["decision"],
-                           created_at=T0 + timedelta(seconds=n), role="assistant", session="s1", occurred_at=T0)
+    return CandidateRecord(
+        id=f"{n:032x}",
+        tenant=tenant,
+        project=project,
+        key=key or f"k{n}",
+        text=f"text {n}",
+        score=0.5 + n / 100,
+        reason="states a decision",
+        kind="decision",
+        tags=["decision"],
+        created_at=T0 + timedelta(seconds=n),
+        role="assistant",
+        session="s1",
+        occurred_at=T0,
+    )
 
 
 def test_add_keeps_one_candidate_per_key_in_any_status(queue):
@@ -38,7 +50,15 @@ def test_get_round_trips_every_field_and_is_tenant_scoped(queue):
     queue.add([rec(1)])
     got = queue.get("t1", rec(1).id)
     assert (got.text, got.score, got.kind, got.tags, got.session, got.occurred_at, got.created_at, got.status) == (
-        "text 1", 0.51, "decision", ["decision"], "s1", T0, T0 + timedelta(seconds=1), "pending")
+        "text 1",
+        0.51,
+        "decision",
+        ["decision"],
+        "s1",
+        T0,
+        T0 + timedelta(seconds=1),
+        "pending",
+    )
     with pytest.raises(NotFound):
         queue.get("t2", rec(1).id)
 

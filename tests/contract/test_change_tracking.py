@@ -15,8 +15,16 @@ from capsule.core.records import MemoryRecord  # noqa: E402
 
 def rec(content: str, project: str = "p") -> MemoryRecord:
     return MemoryRecord(
-        id=f"c{next(_ids):06d}", tenant="t", project=project, content=content, sha256=f"sha-{content}",
-        occurred_at=T0, created_at=T0, updated_at=T0, embedding=np.full(4, 0.5, np.float32), model="m4",
+        id=f"c{next(_ids):06d}",
+        tenant="t",
+        project=project,
+        content=content,
+        sha256=f"sha-{content}",
+        occurred_at=T0,
+        created_at=T0,
+        updated_at=T0,
+        embedding=np.full(4, 0.5, np.float32),
+        model="m4",
     )
 
 

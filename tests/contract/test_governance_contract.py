@@ -37,7 +37,11 @@ def test_retention_fields_round_trip(store):
     put(store, r)
     got = store.get("t1", r.id)
     assert (got.retention, got.expires_at, got.supersedes, got.superseded_by) == (
-        "ephemeral", T0 + timedelta(days=2), "older-id", None)
+        "ephemeral",
+        T0 + timedelta(days=2),
+        "older-id",
+        None,
+    )
 
 
 def test_limit_never_evicts_irreplaceable_or_permanent_and_names_the_class(store):
@@ -62,16 +66,24 @@ def test_enforce_limit_keeps_the_never_evicted_classes(store):
     assert store.enforce_limit("t1", "p", limit=1, at=T0, actor="retention") == []
 
 
-@pytest.mark.parametrize("klass, expected", [
-    ("irreplaceable", {"explicit-irr", "pinned-auto"}),
-    ("replaceable", {"explicit-rep", "auto"}),
-    ("ephemeral", {"eph"}),
-    ("permanent", {"perm"}),
-])
+@pytest.mark.parametrize(
+    "klass, expected",
+    [
+        ("irreplaceable", {"explicit-irr", "pinned-auto"}),
+        ("replaceable", {"explicit-rep", "auto"}),
+        ("ephemeral", {"eph"}),
+        ("permanent", {"perm"}),
+    ],
+)
 def test_list_filters_by_effective_class(store, klass, expected):
-    rows = [classed("1", "irreplaceable", id="explicit-irr"), classed("2", "auto", pinned=True, id="pinned-auto"),
-            classed("3", "replaceable", id="explicit-rep"), classed("4", "auto", id="auto"),
-            classed("5", "ephemeral", id="eph"), classed("6", "permanent", id="perm")]
+    rows = [
+        classed("1", "irreplaceable", id="explicit-irr"),
+        classed("2", "auto", pinned=True, id="pinned-auto"),
+        classed("3", "replaceable", id="explicit-rep"),
+        classed("4", "auto", id="auto"),
+        classed("5", "ephemeral", id="eph"),
+        classed("6", "permanent", id="perm"),
+    ]
     for i, r in enumerate(rows):
         r.created_at = T0 + timedelta(seconds=i)
         put(store, r)
@@ -79,8 +91,9 @@ def test_list_filters_by_effective_class(store, klass, expected):
     assert {r.id for r in listed} == expected
     # Paged with a cursor and pinned_only: the same index ranges.
     first = store.list("t1", "p", pinned_only=False, after=None, limit=1, retention=klass)
-    rest = store.list("t1", "p", pinned_only=False, after=(first[0].created_at.timestamp(), first[0].id), limit=10,
-                      retention=klass)
+    rest = store.list(
+        "t1", "p", pinned_only=False, after=(first[0].created_at.timestamp(), first[0].id), limit=10, retention=klass
+    )
     assert {r.id for r in first + rest} == expected
     pinned = store.list("t1", "p", pinned_only=True, after=None, limit=10, retention=klass)
     assert {r.id for r in pinned} == ({"pinned-auto"} if klass == "irreplaceable" else set())
@@ -91,8 +104,14 @@ def test_replace_keeps_the_earlier_version_and_bumps_the_project(store, gov):
     put(store, r)
     before = store.get("t1", r.id)
     marker = store.change_markers("t1", ["p"])["p"]
-    after = replace(before, content="lives in Berlin", sha256="sha-berlin", meta={"tags": ["moved"]},
-                    embedding=np.full(4, 0.25, dtype=np.float32), updated_at=T0 + timedelta(hours=1))
+    after = replace(
+        before,
+        content="lives in Berlin",
+        sha256="sha-berlin",
+        meta={"tags": ["moved"]},
+        embedding=np.full(4, 0.25, dtype=np.float32),
+        updated_at=T0 + timedelta(hours=1),
+    )
     got = gov.replace(before, after, action="update", actor="tester", reason="moved")
     assert (got.content, got.sha256, got.meta) == ("lives in Berlin", "sha-berlin", {"tags": ["moved"]})
     assert np.array_equal(got.embedding, np.full(4, 0.25, dtype=np.float32))
@@ -100,8 +119,13 @@ def test_replace_keeps_the_earlier_version_and_bumps_the_project(store, gov):
     changes = store.changes_since("t1", "p", marker)
     assert [c.content for c in changes.changed] == ["lives in Berlin"]
     [v1] = gov.versions("t1", r.id, limit=10)
-    assert (v1.number, v1.content, v1.meta, v1.actor, v1.reason) == (1, "lives in Paris", {"tags": ["city"]},
-                                                                     "tester", "moved")
+    assert (v1.number, v1.content, v1.meta, v1.actor, v1.reason) == (
+        1,
+        "lives in Paris",
+        {"tags": ["city"]},
+        "tester",
+        "moved",
+    )
     assert [a.action for a in store.audit_log("t1", memory_id=r.id)][:1] == ["update"]
 
 
@@ -109,11 +133,21 @@ def test_replace_from_a_stale_read_is_refused_and_changes_nothing(store, gov):
     r = rec("v1")
     put(store, r)
     before = store.get("t1", r.id)
-    gov.replace(before, replace(before, content="v2", sha256="sha-v2", updated_at=T0 + timedelta(seconds=5)),
-                action="update", actor="a", reason="first")
+    gov.replace(
+        before,
+        replace(before, content="v2", sha256="sha-v2", updated_at=T0 + timedelta(seconds=5)),
+        action="update",
+        actor="a",
+        reason="first",
+    )
     with pytest.raises(PreconditionFailed):
-        gov.replace(before, replace(before, content="v3", sha256="sha-v3", updated_at=T0 + timedelta(seconds=9)),
-                    action="update", actor="b", reason="lost race")
+        gov.replace(
+            before,
+            replace(before, content="v3", sha256="sha-v3", updated_at=T0 + timedelta(seconds=9)),
+            action="update",
+            actor="b",
+            reason="lost race",
+        )
     assert store.get("t1", r.id).content == "v2"
     assert [v.content for v in gov.versions("t1", r.id, limit=10)] == ["v1"]
 
@@ -123,8 +157,13 @@ def test_replace_of_a_forgotten_or_foreign_memory_is_not_found(store, gov):
     put(store, r)
     before = store.get("t1", r.id)
     with pytest.raises(NotFound):
-        gov.replace(replace(before, tenant="t2"), replace(before, tenant="t2", content="x"), action="update",
-                    actor="x", reason="x")
+        gov.replace(
+            replace(before, tenant="t2"),
+            replace(before, tenant="t2", content="x"),
+            action="update",
+            actor="x",
+            reason="x",
+        )
     store.forget("t1", r.id, at=T0, actor="x", reason="r")
     with pytest.raises(NotFound):
         gov.replace(before, replace(before, content="x"), action="update", actor="x", reason="x")
@@ -170,8 +209,13 @@ def test_purging_a_memory_drops_its_versions(store, gov):
     r = rec("v1")
     put(store, r)
     before = store.get("t1", r.id)
-    gov.replace(before, replace(before, content="v2", sha256="sha-v2", updated_at=T0 + timedelta(seconds=1)),
-                action="update", actor="a", reason="r")
+    gov.replace(
+        before,
+        replace(before, content="v2", sha256="sha-v2", updated_at=T0 + timedelta(seconds=1)),
+        action="update",
+        actor="a",
+        reason="r",
+    )
     store.forget("t1", r.id, at=T0 + timedelta(seconds=2), actor="a", reason="r")
     assert store.purge_forgotten(before=T0 + timedelta(days=40)) == 1
     assert gov.versions("t1", r.id, limit=10) == []
@@ -180,12 +224,20 @@ def test_purging_a_memory_drops_its_versions(store, gov):
 def test_add_audit_and_version_pages_round_trip(store, gov):
     r = rec("v1")
     put(store, r)
-    gov.add_audit(AuditRecord(tenant="t1", memory_id=r.id, project="p", action="refuse", actor="k",
-                              reason="forget refused", at=T0))
+    gov.add_audit(
+        AuditRecord(
+            tenant="t1", memory_id=r.id, project="p", action="refuse", actor="k", reason="forget refused", at=T0
+        )
+    )
     assert [(a.action, a.reason) for a in store.audit_log("t1", memory_id=r.id)] == [("refuse", "forget refused")]
     before = store.get("t1", r.id)
-    gov.replace(before, replace(before, content="v2", sha256="sha-v2", updated_at=T0 + timedelta(seconds=1)),
-                action="update", actor="a", reason="r")
+    gov.replace(
+        before,
+        replace(before, content="v2", sha256="sha-v2", updated_at=T0 + timedelta(seconds=1)),
+        action="update",
+        actor="a",
+        reason="r",
+    )
     pages = [v for page in gov.version_pages("t1", None, page=1) for v in page]
     assert [v.content for v in pages] == ["v1"]
     assert [v for page in gov.version_pages("t1", "other", page=5) for v in page] == []
@@ -199,5 +251,8 @@ def test_project_ttl_is_kept_per_project_and_tenant(store, gov):
     gov.set_project_ttl("t1", "p", 3600, at=T0)
     gov.set_project_ttl("t1", "new-project", 60, at=T0)
     assert (gov.project_ttl("t1", "p"), gov.project_ttl("t1", "new-project"), gov.project_ttl("t2", "p")) == (
-        3600, 60, None)
+        3600,
+        60,
+        None,
+    )
     assert store.retention_limit("t1", "p") is None  # the limit is its own setting

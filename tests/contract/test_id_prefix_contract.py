@@ -11,8 +11,13 @@ from capsule.core.errors import InvalidInput, NotFound
 
 
 def test_ids_with_prefix_is_the_tenants_ids_starting_with_it_forgotten_too(store):
-    ids = ["c7a450e022de11112222333344445555", "c7a450e0ffff00001111222233334444", "d0000000000000000000000000000000",
-           "c7a450e_", "C7A450E022DE"]
+    ids = [
+        "c7a450e022de11112222333344445555",
+        "c7a450e0ffff00001111222233334444",
+        "d0000000000000000000000000000000",
+        "c7a450e_",
+        "C7A450E022DE",
+    ]
     put(store, *[rec(f"memory {n}", id=memory_id) for n, memory_id in enumerate(ids)])
     put(store, rec("another tenant's", tenant="t2", id="c7a450e022de99998888777766665555"))
     store.forget("t1", ids[1], at=T0, actor="tester", reason="stale")

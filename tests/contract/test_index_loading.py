@@ -7,8 +7,8 @@ from itertools import count
 
 import numpy as np
 
-from capsule.search.index import ProjectIndex, stable_key, store_fetcher
 from capsule.core.records import MemoryRecord
+from capsule.search.index import ProjectIndex, stable_key, store_fetcher
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 _ids = count()
@@ -16,8 +16,17 @@ _ids = count()
 
 def rec(content: str, project: str = "p", **extra) -> MemoryRecord:
     return MemoryRecord(
-        id=f"g{next(_ids):06d}", tenant="t", project=project, content=content, sha256=f"sha-{content}",
-        occurred_at=T0, created_at=T0, updated_at=T0, embedding=np.full(4, 0.5, np.float32), model="m4", **extra,
+        id=f"g{next(_ids):06d}",
+        tenant="t",
+        project=project,
+        content=content,
+        sha256=f"sha-{content}",
+        occurred_at=T0,
+        created_at=T0,
+        updated_at=T0,
+        embedding=np.full(4, 0.5, np.float32),
+        model="m4",
+        **extra,
     )
 
 
@@ -35,8 +44,11 @@ def test_get_many_returns_the_named_memories_forgotten_ones_too(store):
 
 
 def test_a_full_load_as_columns_holds_every_active_row(store):
-    rows = [rec("alpha beta"), rec("beta", meta={"session": "s1", "author": "Bo", "outcome_status": "success"}),
-            rec("gone")]
+    rows = [
+        rec("alpha beta"),
+        rec("beta", meta={"session": "s1", "author": "Bo", "outcome_status": "success"}),
+        rec("gone"),
+    ]
     store.insert(rows, limit=100, dedupe_after=None, actor="x")
     store.forget("t", rows[2].id, at=T0, actor="x", reason="r")
     changes = store.changes_since("t", "p", 0, columns=True)

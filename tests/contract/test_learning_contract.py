@@ -51,23 +51,43 @@ def learning_store(request, tmp_path) -> LearningStore:
     client.close()
 
 
-def solution(id_: str = "s1", tenant: str = "t", *, title: str = "Fix", category: str = "net",
-             at: datetime = T0, rows: int = 2) -> SolutionRecord:
+def solution(
+    id_: str = "s1", tenant: str = "t", *, title: str = "Fix", category: str = "net", at: datetime = T0, rows: int = 2
+) -> SolutionRecord:
     vectors = np.eye(rows, 4, dtype=np.float32) if rows else None
     return SolutionRecord(
-        id=id_, tenant=tenant, title=title, category=category,
+        id=id_,
+        tenant=tenant,
+        title=title,
+        category=category,
         body={"title": title, "category": category, "signatures": [{"text": "x"}] * max(rows, 1)},
-        created_at=at, updated_at=at, success=1, failure=2, embeddings=vectors, model="m" if rows else None,
+        created_at=at,
+        updated_at=at,
+        success=1,
+        failure=2,
+        embeddings=vectors,
+        model="m" if rows else None,
     )
 
 
-def pattern(tag: str = "p", tenant: str = "t", *, occurrences: int = 3, category: str = "general",
-            at: datetime = T0) -> PatternRecord:
+def pattern(
+    tag: str = "p", tenant: str = "t", *, occurrences: int = 3, category: str = "general", at: datetime = T0
+) -> PatternRecord:
     return PatternRecord(
-        tenant=tenant, tag=tag, category=category, terms=["econnrefused"], occurrences=occurrences,
-        projects=["a", "b"], examples=["m1", "m2"], description="connect ECONNREFUSED",
-        created_at=at, updated_at=at, first_seen=at, last_seen=at + timedelta(hours=occurrences),
-        embedding=np.array([0.6, 0.8], dtype=np.float32), model="m",
+        tenant=tenant,
+        tag=tag,
+        category=category,
+        terms=["econnrefused"],
+        occurrences=occurrences,
+        projects=["a", "b"],
+        examples=["m1", "m2"],
+        description="connect ECONNREFUSED",
+        created_at=at,
+        updated_at=at,
+        first_seen=at,
+        last_seen=at + timedelta(hours=occurrences),
+        embedding=np.array([0.6, 0.8], dtype=np.float32),
+        model="m",
     )
 
 
@@ -156,15 +176,26 @@ def test_set_solution_embeddings(learning_store):
 def test_applications_count_atomically_and_are_kept(learning_store):
     learning_store.insert_solution(solution())
     for i, ok in enumerate([True, True, False]):
-        after = learning_store.record_application(ApplicationRecord(
-            id=f"a{i}", tenant="t", solution_id="s1", success=ok, at=T0 + timedelta(minutes=i), project="p",
-            error="ECONNREFUSED", context=None))
+        after = learning_store.record_application(
+            ApplicationRecord(
+                id=f"a{i}",
+                tenant="t",
+                solution_id="s1",
+                success=ok,
+                at=T0 + timedelta(minutes=i),
+                project="p",
+                error="ECONNREFUSED",
+                context=None,
+            )
+        )
     assert (after.success, after.failure) == (3, 3)
     apps = learning_store.applications("t", limit=10)
     assert [a.id for a in apps] == ["a2", "a1", "a0"]
     assert apps[0].success is False and apps[1].project == "p" and apps[1].error == "ECONNREFUSED"
     with pytest.raises(NotFound):
-        learning_store.record_application(ApplicationRecord(id="x", tenant="other", solution_id="s1", success=True, at=T0))
+        learning_store.record_application(
+            ApplicationRecord(id="x", tenant="other", solution_id="s1", success=True, at=T0)
+        )
     assert learning_store.applications("other", limit=10) == []
 
 
@@ -203,8 +234,15 @@ def test_patterns_filtered_and_ordered(learning_store):
     learning_store.upsert_pattern(pattern("many", occurrences=9))
     learning_store.upsert_pattern(pattern("build", occurrences=4, category="build"))
     learning_store.upsert_pattern(pattern("theirs", tenant="other", occurrences=50))
-    assert [p.tag for p in learning_store.patterns("t", category=None, min_occurrences=0, limit=10)] == ["many", "build", "few"]
-    assert [p.tag for p in learning_store.patterns("t", category=None, min_occurrences=3, limit=10)] == ["many", "build"]
+    assert [p.tag for p in learning_store.patterns("t", category=None, min_occurrences=0, limit=10)] == [
+        "many",
+        "build",
+        "few",
+    ]
+    assert [p.tag for p in learning_store.patterns("t", category=None, min_occurrences=3, limit=10)] == [
+        "many",
+        "build",
+    ]
     assert [p.tag for p in learning_store.patterns("t", category="build", min_occurrences=0, limit=10)] == ["build"]
     assert [p.tag for p in learning_store.patterns("t", category=None, min_occurrences=0, limit=1)] == ["many"]
 
@@ -214,7 +252,9 @@ def test_link_with_evidence_counts_once(learning_store):
     assert counted and (link.success, link.failure) == (1, 0)
     link, counted = learning_store.link("t", "p", "general", "memory", "m9", success=True, at=T0, evidence="memory:m9")
     assert not counted and (link.success, link.failure) == (1, 0)
-    link, counted = learning_store.link("t", "p", "general", "memory", "m9", success=False, at=T0, evidence="memory:m10")
+    link, counted = learning_store.link(
+        "t", "p", "general", "memory", "m9", success=False, at=T0, evidence="memory:m10"
+    )
     assert counted and (link.success, link.failure) == (1, 1)
 
 
@@ -246,11 +286,17 @@ def test_lease_excludes_other_holders_until_it_expires(learning_store):
     assert not learning_store.acquire_lease("job:x", "b", now=T0 + timedelta(minutes=1), until=until)
     assert learning_store.acquire_lease("job:x", "a", now=T0 + timedelta(minutes=1), until=until + timedelta(minutes=1))
     assert learning_store.acquire_lease("job:y", "b", now=T0, until=until)  # another job is another lease
-    assert learning_store.acquire_lease("job:x", "b", now=until + timedelta(minutes=2), until=until + timedelta(hours=1))
+    assert learning_store.acquire_lease(
+        "job:x", "b", now=until + timedelta(minutes=2), until=until + timedelta(hours=1)
+    )
     learning_store.release_lease("job:x", "a")  # no longer a's: changes nothing
-    assert not learning_store.acquire_lease("job:x", "c", now=until + timedelta(minutes=3), until=until + timedelta(hours=1))
+    assert not learning_store.acquire_lease(
+        "job:x", "c", now=until + timedelta(minutes=3), until=until + timedelta(hours=1)
+    )
     learning_store.release_lease("job:x", "b")
-    assert learning_store.acquire_lease("job:x", "c", now=until + timedelta(minutes=3), until=until + timedelta(hours=1))
+    assert learning_store.acquire_lease(
+        "job:x", "c", now=until + timedelta(minutes=3), until=until + timedelta(hours=1)
+    )
 
 
 def test_job_state_round_trip(learning_store):
@@ -265,8 +311,17 @@ def test_job_state_round_trip(learning_store):
 FIXPACK_FILES = sorted((Path(__file__).parent.parent / "learning" / "fixpacks").glob("*.json"))
 REAL_FIXPACK_FILES = sorted((Path(__file__).parent.parent / "learning" / "fixtures" / "vector_bridge").glob("*.json"))
 AWKWARD_EXTRA = {
-    "_comment": "ünïcødé ✓ and \"quotes\"", "id": 16, "_id": "not our id", "none": None, "yes": True,
-    "big": 2**63 - 1, "small": -(2**63), "float": 0.1, "huge_float": 1e308, "empty": {}, "nothing": [],
+    "_comment": 'ünïcødé ✓ and "quotes"',
+    "id": 16,
+    "_id": "not our id",
+    "none": None,
+    "yes": True,
+    "big": 2**63 - 1,
+    "small": -(2**63),
+    "float": 0.1,
+    "huge_float": 1e308,
+    "empty": {},
+    "nothing": [],
     "nested": {"list": [1, "two", {"three": [3.0, None]}], "order": {"b": 1, "a": 2}},
 }
 
@@ -293,9 +348,18 @@ def test_imported_fixpack_bodies_round_trip_with_their_kept_keys(learning_store,
 
 def test_awkward_kept_values_round_trip_exactly(learning_store):
     record = solution()
-    record.body = {**record.body, "extra": AWKWARD_EXTRA,
-                   "steps": [{"step_order": 1, "kind": "env", "payload": {"vars": {"A": "1"}, "extra": AWKWARD_EXTRA},
-                              "extra": AWKWARD_EXTRA}]}
+    record.body = {
+        **record.body,
+        "extra": AWKWARD_EXTRA,
+        "steps": [
+            {
+                "step_order": 1,
+                "kind": "env",
+                "payload": {"vars": {"A": "1"}, "extra": AWKWARD_EXTRA},
+                "extra": AWKWARD_EXTRA,
+            }
+        ],
+    }
     learning_store.insert_solution(record)
     got = learning_store.get_solution("t", "s1").body
     assert got == record.body
@@ -325,11 +389,13 @@ def test_times_are_kept_and_set_by_each_application(learning_store):
     learning_store.insert_solution(record)
     got = learning_store.get_solution("t", "s1")
     assert (got.last_applied_at, got.verified_on) == (T0, T0 - timedelta(days=1))
-    failed = learning_store.record_application(ApplicationRecord(id="a1", tenant="t", solution_id="s1",
-                                                                 success=False, at=at))
+    failed = learning_store.record_application(
+        ApplicationRecord(id="a1", tenant="t", solution_id="s1", success=False, at=at)
+    )
     assert (failed.last_applied_at, failed.verified_on) == (at, T0 - timedelta(days=1))
-    worked = learning_store.record_application(ApplicationRecord(id="a2", tenant="t", solution_id="s1",
-                                                                 success=True, at=at + timedelta(hours=1)))
+    worked = learning_store.record_application(
+        ApplicationRecord(id="a2", tenant="t", solution_id="s1", success=True, at=at + timedelta(hours=1))
+    )
     assert worked.last_applied_at == worked.verified_on == at + timedelta(hours=1)
     assert learning_store.solutions("t", category=None, limit=1)[0].verified_on == at + timedelta(hours=1)
     assert learning_store.list_solutions("t", category=None, after=None, limit=1)[0].verified_on == worked.verified_on
@@ -346,8 +412,9 @@ def test_a_solution_never_applied_has_no_times_and_a_saturated_count_still_sets_
     full = solution("s2")
     full.success = limits.MAX_COUNT
     learning_store.insert_solution(full)
-    after = learning_store.record_application(ApplicationRecord(id="a", tenant="t", solution_id="s2", success=True,
-                                                                at=T0 + timedelta(days=1)))
+    after = learning_store.record_application(
+        ApplicationRecord(id="a", tenant="t", solution_id="s2", success=True, at=T0 + timedelta(days=1))
+    )
     assert after.success == limits.MAX_COUNT and after.verified_on == T0 + timedelta(days=1)
 
 

@@ -10,17 +10,17 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
-from capsule.embedders.hashing import HashingEmbedder
+from capsule.core.clock import FrozenClock
 from capsule.core.errors import Unavailable
+from capsule.core.records import MemoryRecord
+from capsule.core.text import sha256
+from capsule.embedders.hashing import HashingEmbedder
 from capsule.jobs.scheduled import Jobs
 from capsule.learning import LearningService
-from capsule.core.records import MemoryRecord
 from capsule.service.memory_service import MemoryService
 from capsule.store.sides import governance_store, open_learning_store, transfer_store
 from capsule.store.sqlite import SQLiteStore
-from capsule.core.text import sha256
 
 T = "t1"
 STRIPE = "sk_live_4eC39HqLyjWDarjtT1zdp7dcXq9wZ2"
@@ -51,19 +51,37 @@ def old_memory(store, content: str, memory_id: str, project: str = "app") -> Non
     """A row as a store kept it before the current rules: written as it is (no guard)."""
     at = datetime(2025, 6, 1, tzinfo=UTC)
     vector = HashingEmbedder().embed([content])[0]
-    transfer_store(store).put_memories(T, project, [MemoryRecord(
-        id=memory_id, tenant=T, project=project, content=content, sha256=sha256(content), occurred_at=at,
-        created_at=at, updated_at=at, embedding=vector, model=HashingEmbedder().model_id, meta={"tags": ["ops"]})])
+    transfer_store(store).put_memories(
+        T,
+        project,
+        [
+            MemoryRecord(
+                id=memory_id,
+                tenant=T,
+                project=project,
+                content=content,
+                sha256=sha256(content),
+                occurred_at=at,
+                created_at=at,
+                updated_at=at,
+                embedding=vector,
+                model=HashingEmbedder().model_id,
+                meta={"tags": ["ops"]},
+            )
+        ],
+    )
 
 
 def leaky(service, store) -> dict[str, str]:
     old_memory(store, f"deploy with DATABASE_URL={DB_URL}", "a" * 32)
     old_memory(store, "the build needs node 20", "b" * 32)
     service.set_project_settings(T, "app", {"secrets_policy": "flag"})
-    kept = service.store_memory(T, {"project": "app", "content": f"billing uses {STRIPE}",
-                                    "explanation": "from the vault"}).memory
-    service.history.update(T, kept.id, {"content": "billing key rotated", "reason": f"was {STRIPE}"},
-                           if_match=kept.sha256)
+    kept = service.store_memory(
+        T, {"project": "app", "content": f"billing uses {STRIPE}", "explanation": "from the vault"}
+    ).memory
+    service.history.update(
+        T, kept.id, {"content": "billing key rotated", "reason": f"was {STRIPE}"}, if_match=kept.sha256
+    )
     gone = service.store_memory(T, {"project": "app", "content": f"old key {STRIPE}"}).memory
     service.forget(T, gone.id, {"reason": "stale"})
     service.set_project_settings(T, "app", {"secrets_policy": "redact"})
@@ -124,8 +142,9 @@ def test_a_second_run_changes_nothing(world, store):
     assert full.counts["redacted"] == full.counts["versions"] == full.counts["embedded"] == 0
     assert len(store.audit_log(T, limit=1000)) == audits
     after = {r.id: r for page in transfer_store(store).memory_pages(T, None, page=50) for _, r in page}
-    assert {i: (r.content, r.updated_at, r.sha256) for i, r in after.items()} == \
-        {i: (r.content, r.updated_at, r.sha256) for i, r in rows.items()}
+    assert {i: (r.content, r.updated_at, r.sha256) for i, r in after.items()} == {
+        i: (r.content, r.updated_at, r.sha256) for i, r in rows.items()
+    }
 
 
 def test_a_run_stopped_at_its_budget_resumes(world, store):
@@ -152,15 +171,16 @@ def test_with_the_embedder_down_they_are_left_for_the_backfill_job(world, store)
 
 def test_sealed_memories_and_versions_are_redacted_and_stay_sealed(store, tmp_path):
     from capsule.crypto import envelope
-    from capsule.sealing.setup import sealed
     from capsule.crypto.wrappers import LocalKeyFile
     from capsule.guard.policy import Policies
     from capsule.guard.stored import store_policies
     from capsule.jobs.guard_sweep import Sweep
+    from capsule.sealing.setup import sealed
 
     clock = FrozenClock(datetime(2026, 3, 1, tzinfo=UTC))
-    svc = MemoryService(sealed(store, LocalKeyFile(tmp_path / "k" / "capsule.key"), clock=clock), HashingEmbedder(),
-                        clock=clock)
+    svc = MemoryService(
+        sealed(store, LocalKeyFile(tmp_path / "k" / "capsule.key"), clock=clock), HashingEmbedder(), clock=clock
+    )
     svc.set_project_settings(T, "app", {"secrets_policy": "flag"})  # flagged: sealed at rest
     kept = svc.store_memory(T, {"project": "app", "content": f"billing uses {STRIPE}"}).memory
     svc.history.update(T, kept.id, {"content": f"billing uses {STRIPE} (rotated)"}, if_match=kept.sha256)
@@ -168,12 +188,19 @@ def test_sealed_memories_and_versions_are_redacted_and_stay_sealed(store, tmp_pa
     assert envelope.is_sealed(store.get(T, kept.id).content)
 
     report = Sweep(svc.store, svc.embedder, policies=store_policies(svc.store, Policies()), clock=clock).run(
-        {}, max_memories=100, page=10)
+        {}, max_memories=100, page=10
+    )
     assert report.complete and report.counts["redacted"] == 1 and report.counts["versions"] == 1
     assert envelope.is_sealed(store.get(T, kept.id).content)  # still sealed at rest
     assert svc.get(T, kept.id).memory.content == "billing uses [REDACTED:stripe-key] (rotated)"
     assert [v.content for v in svc.history.history(T, kept.id).versions] == [
-        "billing uses [REDACTED:stripe-key]", "billing uses [REDACTED:stripe-key] (rotated)"]
+        "billing uses [REDACTED:stripe-key]",
+        "billing uses [REDACTED:stripe-key] (rotated)",
+    ]
     assert envelope.is_sealed(governance_store(store).versions(T, kept.id, limit=5)[0].content)
-    assert Sweep(svc.store, svc.embedder, policies=store_policies(svc.store, Policies()), clock=clock).run(
-        {}, max_memories=100, page=10).counts["redacted"] == 0  # idempotent
+    assert (
+        Sweep(svc.store, svc.embedder, policies=store_policies(svc.store, Policies()), clock=clock)
+        .run({}, max_memories=100, page=10)
+        .counts["redacted"]
+        == 0
+    )  # idempotent

@@ -8,10 +8,10 @@ import json
 from datetime import UTC, datetime
 
 from capsule.crypto import envelope
-from capsule.sealing.reseal import rotate, sweep
-from capsule.sealing.setup import sealed
 from capsule.crypto.wrappers import LocalKeyFile
 from capsule.embedders import HashingEmbedder
+from capsule.sealing.reseal import rotate, sweep
+from capsule.sealing.setup import sealed
 from capsule.service.memory_service import MemoryService
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -20,8 +20,9 @@ WORDS = ["hortensia", "blackwood", "tallowmere", "lorikeet", "Wexcombe"]
 
 
 def service_on(store, tmp_path) -> MemoryService:
-    return MemoryService(sealed(store, LocalKeyFile(tmp_path / "k" / "capsule.key"), clock=lambda: NOW),
-                         HashingEmbedder())
+    return MemoryService(
+        sealed(store, LocalKeyFile(tmp_path / "k" / "capsule.key"), clock=lambda: NOW), HashingEmbedder()
+    )
 
 
 def raw_text(store) -> str:

@@ -16,15 +16,36 @@ T0 = datetime(2026, 3, 1, tzinfo=UTC)
 _counter = iter(range(10**9))
 
 
-def rec(content: str = "hello", *, tenant: str = "t1", project: str = "p", at: datetime = T0,
-        pinned: bool = False, meta: dict | None = None, path: str | None = None, id: str | None = None,
-        embedding: np.ndarray | None = None, status: str = "ready") -> MemoryRecord:
+def rec(
+    content: str = "hello",
+    *,
+    tenant: str = "t1",
+    project: str = "p",
+    at: datetime = T0,
+    pinned: bool = False,
+    meta: dict | None = None,
+    path: str | None = None,
+    id: str | None = None,
+    embedding: np.ndarray | None = None,
+    status: str = "ready",
+) -> MemoryRecord:
     n = next(_counter)
     vector = embedding if embedding is not None else np.full(4, 0.5, dtype=np.float32)
     return MemoryRecord(
-        id=id or f"m{n:08d}", tenant=tenant, project=project, content=content, sha256=f"sha-{content}",
-        occurred_at=at, created_at=at, updated_at=at, path=path, embedding=None if status != "ready" else vector,
-        model=None if status != "ready" else "test-4", pinned=pinned, meta=meta or {}, status=status,
+        id=id or f"m{n:08d}",
+        tenant=tenant,
+        project=project,
+        content=content,
+        sha256=f"sha-{content}",
+        occurred_at=at,
+        created_at=at,
+        updated_at=at,
+        path=path,
+        embedding=None if status != "ready" else vector,
+        model=None if status != "ready" else "test-4",
+        pinned=pinned,
+        meta=meta or {},
+        status=status,
     )
 
 
@@ -38,8 +59,9 @@ def test_backend_implements_the_protocol(store):
 
 def test_insert_then_get_round_trips_every_field(store):
     vector = np.array([0.1, -0.2, 0.3, 0.9], dtype=np.float32)
-    r = rec("alpha", meta={"tags": ["x"], "component": "db", "outcome_status": "success"}, path="a/b.py",
-            embedding=vector)
+    r = rec(
+        "alpha", meta={"tags": ["x"], "component": "db", "outcome_status": "success"}, path="a/b.py", embedding=vector
+    )
     r.chunk_index, r.chunk_count, r.explanation = 1, 3, "why"
     outcome = put(store, r)
     assert outcome.inserted == [r.id] and outcome.evicted == [] and outcome.active_after == 1
@@ -308,7 +330,9 @@ def test_enforce_limit_evicts_the_oldest_unpinned_atomically(store):
     evicted = store.enforce_limit("t1", "p", limit=2, at=T0 + timedelta(hours=1), actor="retention")
     assert evicted == [records[1].id, records[2].id, records[3].id]
     assert {r.id for r in store.list("t1", "p", pinned_only=False, after=None, limit=10)} == {
-        records[0].id, records[4].id}
+        records[0].id,
+        records[4].id,
+    }
     audit = store.audit_log("t1", memory_id=records[1].id)
     assert [(a.action, a.actor) for a in audit] == [("evict", "retention")]
     assert store.get("t1", records[1].id, include_forgotten=True).deleted_reason == "evicted"
@@ -350,7 +374,9 @@ def test_list_forgotten_holds_only_the_forgotten_newest_first_with_cursor(store)
     assert [r.content for r in page] == ["f3", "f1"]
     assert all(r.deleted_at is not None for r in page)
     after = (page[-1].created_at.timestamp(), page[-1].id)
-    assert [r.content for r in store.list("t1", "p", pinned_only=False, after=after, limit=10, forgotten=True)] == ["f0"]
+    assert [r.content for r in store.list("t1", "p", pinned_only=False, after=after, limit=10, forgotten=True)] == [
+        "f0"
+    ]
     assert [r.content for r in store.list("t1", "p", pinned_only=True, after=None, limit=10, forgotten=True)] == ["f1"]
     assert store.list("t2", "p", pinned_only=False, after=None, limit=10, forgotten=True) == []
     # The active listing is unchanged by the new state.

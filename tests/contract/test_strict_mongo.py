@@ -25,8 +25,10 @@ def without(*names):
 def test_the_queries_issue_13_found_unindexed_are_refused_without_their_new_indexes():
     old_backfill = {"active": True, "$or": [{"status": "pending_embedding"}, {"model": {"$ne": "m"}}]}
     assert not served(MEMORIES, old_backfill, [("created_at", 1), ("seq", 1)])
-    new_backfill = {"active": True, "$or": [{"status": "pending_embedding"}, {"model": {"$lt": "m"}},
-                                            {"model": {"$gt": "m"}}]}
+    new_backfill = {
+        "active": True,
+        "$or": [{"status": "pending_embedding"}, {"model": {"$lt": "m"}}, {"model": {"$gt": "m"}}],
+    }
     assert served(MEMORIES, new_backfill, [("created_at", 1), ("seq", 1)])
     assert not served(without("model"), new_backfill, [("created_at", 1), ("seq", 1)])
     reload = {"tenant": "t", "project": "p", "active": True}
@@ -38,8 +40,18 @@ def test_the_queries_issue_13_found_unindexed_are_refused_without_their_new_inde
 
 
 def rec(i: int) -> MemoryRecord:
-    return MemoryRecord(id=f"m{i}", tenant="t1", project="p", content=f"c{i}", sha256=f"s{i}", occurred_at=T0,
-                        created_at=T0, updated_at=T0, embedding=np.ones(4, np.float32) / 2, model="m4")
+    return MemoryRecord(
+        id=f"m{i}",
+        tenant="t1",
+        project="p",
+        content=f"c{i}",
+        sha256=f"s{i}",
+        occurred_at=T0,
+        created_at=T0,
+        updated_at=T0,
+        embedding=np.ones(4, np.float32) / 2,
+        model="m4",
+    )
 
 
 @pytest.fixture

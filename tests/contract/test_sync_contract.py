@@ -20,9 +20,18 @@ def store(request, tmp_path, backends):
 
 
 def rec(n: int, **changes) -> MemoryRecord:
-    base = MemoryRecord(id=f"m{n:03d}", tenant="t", project="p", content=f"memory {n}", sha256=f"{n:064x}",
-                        occurred_at=T0, created_at=T0 + timedelta(seconds=n), updated_at=T0 + timedelta(seconds=n),
-                        embedding=np.full(4, 0.5, dtype=np.float32), model="hashing-v1-384")
+    base = MemoryRecord(
+        id=f"m{n:03d}",
+        tenant="t",
+        project="p",
+        content=f"memory {n}",
+        sha256=f"{n:064x}",
+        occurred_at=T0,
+        created_at=T0 + timedelta(seconds=n),
+        updated_at=T0 + timedelta(seconds=n),
+        embedding=np.full(4, 0.5, dtype=np.float32),
+        model="hashing-v1-384",
+    )
     return replace(base, **changes)
 
 
@@ -45,8 +54,11 @@ def test_replace_writes_whole_rows_under_a_new_version_and_keeps_the_counts(stor
     transfer_store(store).put_memories("t", "p", [rec(n) for n in range(3)])
     sync = sync_store(store)
     version = store.change_markers("t", ["p"])["p"]
-    changed = [rec(0, pinned=True, updated_at=T0 + timedelta(days=1)),
-               rec(1, deleted_at=T0 + timedelta(days=1), deleted_reason="stale"), rec(7)]
+    changed = [
+        rec(0, pinned=True, updated_at=T0 + timedelta(days=1)),
+        rec(1, deleted_at=T0 + timedelta(days=1), deleted_reason="stale"),
+        rec(7),
+    ]
     new_version, quiet = sync.replace_memories("t", "p", changed, quiet_since=version)
     assert new_version > version and quiet
     assert sync.replace_memories("t", "p", [rec(8)], quiet_since=version) == (new_version + 1, False)

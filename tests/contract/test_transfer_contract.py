@@ -19,10 +19,23 @@ T0 = datetime(2026, 3, 1, tzinfo=UTC)
 def rec(n: int, *, tenant: str = "t1", project: str = "p", forgotten: bool = False) -> MemoryRecord:
     at = T0 + timedelta(minutes=n)
     return MemoryRecord(
-        id=f"x{n:06d}", tenant=tenant, project=project, content=f"content {n}", sha256=f"{n:064x}",
-        occurred_at=at, created_at=at, updated_at=at, embedding=np.full(4, 0.5, dtype=np.float32), model="test-4",
-        helpful=n % 3, unhelpful=1, pinned=n % 2 == 0, meta={"n": n}, accessed_at=at + timedelta(hours=1),
-        deleted_at=at + timedelta(days=1) if forgotten else None, deleted_reason="forgotten" if forgotten else None,
+        id=f"x{n:06d}",
+        tenant=tenant,
+        project=project,
+        content=f"content {n}",
+        sha256=f"{n:064x}",
+        occurred_at=at,
+        created_at=at,
+        updated_at=at,
+        embedding=np.full(4, 0.5, dtype=np.float32),
+        model="test-4",
+        helpful=n % 3,
+        unhelpful=1,
+        pinned=n % 2 == 0,
+        meta={"n": n},
+        accessed_at=at + timedelta(hours=1),
+        deleted_at=at + timedelta(days=1) if forgotten else None,
+        deleted_reason="forgotten" if forgotten else None,
     )
 
 
@@ -45,14 +58,23 @@ def test_memories_go_in_as_they_are_and_come_out_in_pages(store, transfer):
     got = [record for page in pages for _, record in page]
     assert [r.id for r in got] == [r.id for r in records]
     for want, have in zip(records, got):
-        assert (have.pinned, have.helpful, have.unhelpful, have.meta) == (want.pinned, want.helpful, want.unhelpful,
-                                                                          want.meta)
-        assert (have.accessed_at, have.deleted_at, have.deleted_reason) == (want.accessed_at, want.deleted_at,
-                                                                            want.deleted_reason)
+        assert (have.pinned, have.helpful, have.unhelpful, have.meta) == (
+            want.pinned,
+            want.helpful,
+            want.unhelpful,
+            want.meta,
+        )
+        assert (have.accessed_at, have.deleted_at, have.deleted_reason) == (
+            want.accessed_at,
+            want.deleted_at,
+            want.deleted_reason,
+        )
         assert np.array_equal(have.embedding, want.embedding) and have.model == "test-4"
     # resumed just past a page's last key
     after = pages[0][-1][0]
-    assert [r.id for _, r in next(transfer.memory_pages("t1", "p", page=10, after=after))] == [r.id for r in records[3:]]
+    assert [r.id for _, r in next(transfer.memory_pages("t1", "p", page=10, after=after))] == [
+        r.id for r in records[3:]
+    ]
     # forgotten stays forgotten; the others are found, and the writes moved the project's version
     active = {r.id for r in store.candidates("t1", ["p"], Filters())}
     assert active == {r.id for r in records if r.deleted_at is None}
@@ -74,8 +96,11 @@ def test_lookups_by_id_and_content(transfer):
 
 def test_feedback_and_audit_are_kept_once(transfer):
     transfer.put_memories("t1", "p", [rec(1)])
-    votes = [FeedbackRow("x000001", True, "ok", T0), FeedbackRow("x000001", False, None, T0),
-             FeedbackRow("unknown", True, None, T0)]
+    votes = [
+        FeedbackRow("x000001", True, "ok", T0),
+        FeedbackRow("x000001", False, None, T0),
+        FeedbackRow("unknown", True, None, T0),
+    ]
     first = transfer.put_feedback("t1", votes)
     assert (first.written, first.present, sorted(first.refused)) == (2, 0, [2])
     assert "memory_id" in first.refused[2]
@@ -83,8 +108,10 @@ def test_feedback_and_audit_are_kept_once(transfer):
     assert (again.written, again.present) == (0, 2)
     assert sorted(v.helpful for v in transfer.feedback_of("t1", ["x000001"])) == [False, True]
     assert transfer.feedback_of("t2", ["x000001"]) == []
-    audit = [AuditRecord("t1", "x000001", "p", "pin", "me", "asked", T0),
-             AuditRecord("t1", "gone", "q", "purge", "retention", "old", T0)]
+    audit = [
+        AuditRecord("t1", "x000001", "p", "pin", "me", "asked", T0),
+        AuditRecord("t1", "gone", "q", "purge", "retention", "old", T0),
+    ]
     assert transfer.put_audit("t1", audit).written == 2 and transfer.put_audit("t1", audit).present == 2
     assert [a.project for page in transfer.audit_pages("t1", "q", page=10) for _, a in page] == ["q"]
 

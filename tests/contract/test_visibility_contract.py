@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 from test_store_contract import T0, put, rec  # beside this module (rootdir-relative import)
 
-from capsule.search.index import ProjectIndex, store_fetcher
 from capsule.core.records import ChangeSet, Filters
+from capsule.search.index import ProjectIndex, store_fetcher
 from capsule.store.scopes import scope_settings
 from capsule.store.sides import governance_store
 
@@ -25,8 +25,11 @@ def seen(content: str, visibility: str = "private", subject: str | None = None, 
 
 @pytest.fixture
 def three(store):
-    rows = [seen("mine", at=T0), seen("team", "shared", "alice", at=T0 + timedelta(seconds=1)),
-            seen("world", "public", "bob", at=T0 + timedelta(seconds=2))]
+    rows = [
+        seen("mine", at=T0),
+        seen("team", "shared", "alice", at=T0 + timedelta(seconds=1)),
+        seen("world", "public", "bob", at=T0 + timedelta(seconds=2)),
+    ]
     put(store, *rows)
     return rows
 
@@ -66,8 +69,9 @@ def test_list_narrows_by_subject_and_by_both(store, three):
 def test_replace_writes_visibility_and_subject(store, three):
     before = store.get("t1", three[0].id)
     after = replace(before, visibility="shared", subject="carol", updated_at=T0 + timedelta(seconds=9))
-    got = governance_store(store).replace(before, after, action="visibility", actor="tester",
-                                          reason="visibility private -> shared")
+    got = governance_store(store).replace(
+        before, after, action="visibility", actor="tester", reason="visibility private -> shared"
+    )
     assert (got.visibility, got.subject) == ("shared", "carol")
     assert _list(store, subjects=("carol",)) == ["mine"]
     assert [a.action for a in store.audit_log("t1") if a.memory_id == before.id] == ["visibility"]
@@ -75,8 +79,11 @@ def test_replace_writes_visibility_and_subject(store, three):
 
 def test_the_search_index_filters_by_visibility_and_subject(store, three):
     index = ProjectIndex("t1", "p", "test-4", store_fetcher(store))
-    index.apply(store.changes_since("t1", "p", 0, columns=True) if hasattr(store, "changes_since")
-                else ChangeSet(version=1, changed=three, reset=True))
+    index.apply(
+        store.changes_since("t1", "p", 0, columns=True)
+        if hasattr(store, "changes_since")
+        else ChangeSet(version=1, changed=three, reset=True)
+    )
     contents = lambda f: sorted(index.records[row].content for row in index.mask(f).nonzero()[0])  # noqa: E731
     assert contents(Filters(visibility=("shared", "public"))) == ["team", "world"]
     assert contents(Filters(subjects=("bob",))) == ["world"]

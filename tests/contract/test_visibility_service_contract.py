@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from capsule.config import Settings
-from capsule.embedders.hashing import HashingEmbedder
 from capsule.core.errors import Conflict, Forbidden
+from capsule.embedders.hashing import HashingEmbedder
 from capsule.governance.visibility import Reach
 from capsule.service.memory_service import MemoryService
 
@@ -68,8 +68,9 @@ def test_a_limited_reach_narrows_list_and_search(service):
     for mode in ("bm25", "hybrid", "vector"):
         about_alice = service.search(T, {"query": "deploy note", "global": True, "mode": mode}, reach=alice)
         assert contents(about_alice) == ["deploy note shared"], mode
-        public = service.search(T, {"query": "deploy note", "global": True, "mode": mode},
-                                reach=Reach(sees="public", who="key 'bot'"))
+        public = service.search(
+            T, {"query": "deploy note", "global": True, "mode": mode}, reach=Reach(sees="public", who="key 'bot'")
+        )
         assert contents(public) == ["deploy note elsewhere"], mode
     with pytest.raises(Forbidden):
         service.list_memories(T, {"project": "other"}, reach=team)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from capsule.config import Settings
-from capsule.crypto import envelope
 from capsule.core.errors import KeyUnavailable
+from capsule.crypto import envelope
 from capsule.runtime.service import build_service
 
 from .disk import files_holding, rows_holding
@@ -72,7 +72,8 @@ def test_the_stored_row_is_a_versioned_envelope(service, tmp_path):
     memory_id = store_flagged(service).memory.id
     with sqlite3.connect(tmp_path / "capsule.db") as conn:
         content, meta, explanation, facets = conn.execute(
-            "SELECT content, meta, explanation, facets FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            "SELECT content, meta, explanation, facets FROM memories WHERE id = ?", (memory_id,)
+        ).fetchone()
     kid, version, _ = envelope.parse(content)
     assert version == 1 and len(kid) == 8
     assert envelope.is_sealed(explanation) and list(__import__("json").loads(meta)) == ["_sealed"]

@@ -9,11 +9,11 @@ import stat
 
 import pytest
 
-from capsule.search import terms
+from capsule.core.errors import InvalidInput, KeyRefused, KeyUnavailable
 from capsule.crypto import envelope
 from capsule.crypto.keys import DataKey, keyed_hash
 from capsule.crypto.wrappers import CustomerKey, LocalKeyFile
-from capsule.core.errors import InvalidInput, KeyRefused, KeyUnavailable
+from capsule.search import terms
 
 KEY = os.urandom(32)
 
@@ -48,7 +48,7 @@ def test_keyed_term_hashes_differ_from_the_plain_ones_and_by_key():
     other = DataKey("k", 2, os.urandom(32)).derived(b"terms")
     assert keyed_hash(key, "ledger") != terms.term_hash("ledger")
     assert keyed_hash(key, "ledger") != keyed_hash(other, "ledger")
-    assert 0 <= keyed_hash(key, "ledger") < 2 ** 63
+    assert 0 <= keyed_hash(key, "ledger") < 2**63
 
 
 def test_the_key_file_is_made_once_0600_and_a_damaged_one_is_named(tmp_path):

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 import pytest
 
 from capsule.config import Settings
-from capsule.sealing.setup import sealed, wrapper_for
+from capsule.core.errors import KeyUnavailable
 from capsule.crypto.wrappers import KmsWrapper, NoKeys
 from capsule.embedders import HashingEmbedder
-from capsule.core.errors import KeyUnavailable
+from capsule.sealing.setup import sealed, wrapper_for
 from capsule.service.memory_service import MemoryService
 
 boto3 = pytest.importorskip("boto3")
@@ -29,8 +29,14 @@ TEXT = "ring petronella.oakhurst@fenwick-mills.co.uk about the plinthwork quote"
 
 
 def kms_client(**config):
-    return boto3.client("kms", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y",
-                        config=Config(retries={"max_attempts": 1}, connect_timeout=1, read_timeout=1), **config)
+    return boto3.client(
+        "kms",
+        region_name="eu-west-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="y",
+        config=Config(retries={"max_attempts": 1}, connect_timeout=1, read_timeout=1),
+        **config,
+    )
 
 
 def mongo_service(db, client) -> MemoryService:
@@ -38,16 +44,18 @@ def mongo_service(db, client) -> MemoryService:
 
     store = MongoStore(db, transactions=False)
     store.migrate()
-    return MemoryService(sealed(store, KmsWrapper(client, ARN), clock=lambda: datetime.now(UTC)),
-                         HashingEmbedder())
+    return MemoryService(sealed(store, KmsWrapper(client, ARN), clock=lambda: datetime.now(UTC)), HashingEmbedder())
 
 
 def test_a_data_key_is_made_once_by_kms_and_opened_by_kms_in_another_process():
     db = mongomock.MongoClient().get_database("kms")
     maker = kms_client()
     with Stubber(maker) as stub:
-        stub.add_response("generate_data_key", {"CiphertextBlob": WRAPPED, "Plaintext": DATA_KEY, "KeyId": ARN},
-                          {"KeyId": ARN, "KeySpec": "AES_256", "EncryptionContext": {"tenant": "t1"}})
+        stub.add_response(
+            "generate_data_key",
+            {"CiphertextBlob": WRAPPED, "Plaintext": DATA_KEY, "KeyId": ARN},
+            {"KeyId": ARN, "KeySpec": "AES_256", "EncryptionContext": {"tenant": "t1"}},
+        )
         first = mongo_service(db, maker)
         memory_id = first.store_memory("t1", {"project": "p", "content": TEXT}).memory.id
         first.store_memory("t1", {"project": "p", "content": TEXT + " again"})  # the key is held: no call
@@ -58,8 +66,11 @@ def test_a_data_key_is_made_once_by_kms_and_opened_by_kms_in_another_process():
 
     opener = kms_client()
     with Stubber(opener) as stub:
-        stub.add_response("decrypt", {"Plaintext": DATA_KEY, "KeyId": ARN},
-                          {"KeyId": ARN, "CiphertextBlob": WRAPPED, "EncryptionContext": {"tenant": "t1"}})
+        stub.add_response(
+            "decrypt",
+            {"Plaintext": DATA_KEY, "KeyId": ARN},
+            {"KeyId": ARN, "CiphertextBlob": WRAPPED, "EncryptionContext": {"tenant": "t1"}},
+        )
         second = mongo_service(db, opener)
         assert second.get("t1", memory_id).memory.content == TEXT
         hits = second.search("t1", {"project": "p", "query": "plinthwork", "mode": "bm25"}).results
@@ -70,9 +81,13 @@ def test_a_data_key_is_made_once_by_kms_and_opened_by_kms_in_another_process():
 def test_a_kms_refusal_is_a_503_naming_kms_and_the_key():
     client = kms_client()
     with Stubber(client) as stub:
-        stub.add_client_error("generate_data_key", service_error_code="AccessDeniedException",
-                              service_message="not allowed", http_status_code=400, expected_params={
-                                  "KeyId": ARN, "KeySpec": "AES_256", "EncryptionContext": ANY})
+        stub.add_client_error(
+            "generate_data_key",
+            service_error_code="AccessDeniedException",
+            service_message="not allowed",
+            http_status_code=400,
+            expected_params={"KeyId": ARN, "KeySpec": "AES_256", "EncryptionContext": ANY},
+        )
         svc = mongo_service(mongomock.MongoClient().get_database("kms"), client)
         with pytest.raises(KeyUnavailable) as refused:
             svc.store_memory("t1", {"project": "p", "content": TEXT})
@@ -113,5 +128,3 @@ def _mongo():
     store = MongoStore(mongomock.MongoClient().get_database("nokeys"), transactions=False)
     store.migrate()
     return store
-
-

@@ -11,16 +11,18 @@ import pytest
 
 from capsule.config import Settings
 from capsule.crypto import envelope
-from capsule.sealing.reseal import rewrap, rotate
 from capsule.crypto.wrappers import LocalKeyFile
 from capsule.runtime.learning import build_jobs
 from capsule.runtime.service import build_service
+from capsule.sealing.reseal import rewrap, rotate
 from tests.serve.server import capsule
 
 T = "t1"
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
-TEXTS = [f"write to ann.{n}@holloway-farms.org about crate {word}" for n, word in
-         enumerate(["pomegranix", "turnipolis", "quincewold"])]
+TEXTS = [
+    f"write to ann.{n}@holloway-farms.org about crate {word}"
+    for n, word in enumerate(["pomegranix", "turnipolis", "quincewold"])
+]
 
 
 @pytest.fixture

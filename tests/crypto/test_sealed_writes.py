@@ -11,8 +11,13 @@ from capsule.store.base import MemoryStore
 
 
 def test_every_contract_write_of_memories_is_sealed_by_the_wrapper():
-    writes = [name for name, member in inspect.getmembers(MemoryStore, inspect.isfunction)
-              if any("MemoryRecord" in str(p.annotation) and "Sequence" in str(p.annotation)
-                     for p in inspect.signature(member).parameters.values())]
+    writes = [
+        name
+        for name, member in inspect.getmembers(MemoryStore, inspect.isfunction)
+        if any(
+            "MemoryRecord" in str(p.annotation) and "Sequence" in str(p.annotation)
+            for p in inspect.signature(member).parameters.values()
+        )
+    ]
     assert {"insert", "insert_bulk"} <= set(writes)
     assert [name for name in writes if name not in vars(SealedStore)] == []

@@ -29,14 +29,16 @@ def server(tmp_path_factory):
 
 
 def test_flagged_memories_are_sealed_on_disk_and_whole_over_http(server):
-    r = server.request("POST", "/v1/memories", {"project": "crm", "content": FLAGGED,
-                                                "meta": {"client": "Fennimorevia Ltd"}})
+    r = server.request(
+        "POST", "/v1/memories", {"project": "crm", "content": FLAGGED, "meta": {"client": "Fennimorevia Ltd"}}
+    )
     assert r.status == 201, r
     mid = r.json["memory"]["id"]
     assert server.request("GET", f"/v1/memories/{mid}").json["memory"]["content"] == FLAGGED
     for mode in ("vector", "bm25", "hybrid"):
-        found = server.request("POST", "/v1/memories/search", {"query": "marmalisk renewal", "project": "crm",
-                                                                "mode": mode})
+        found = server.request(
+            "POST", "/v1/memories/search", {"query": "marmalisk renewal", "project": "crm", "mode": mode}
+        )
         assert found.status == 200 and found.json["results"][0]["id"] == mid, (mode, found)
         assert found.json["results"][0]["content"] == FLAGGED
     patched = server.request("PATCH", f"/v1/memories/{mid}", {"content": FLAGGED + " (signed)"})
@@ -56,8 +58,9 @@ def test_a_project_set_to_encrypt_everything_over_http(server):
     assert bad.status == 422 and "encryption" in bad.body.decode()
     stored = server.request("POST", "/v1/memories", {"project": "vault", "content": "the pelicanthrope rota"})
     assert stored.status == 201
-    found = server.request("POST", "/v1/memories/search", {"query": "pelicanthrope", "project": "vault",
-                                                            "mode": "bm25"})
+    found = server.request(
+        "POST", "/v1/memories/search", {"query": "pelicanthrope", "project": "vault", "mode": "bm25"}
+    )
     assert found.json["results"][0]["content"] == "the pelicanthrope rota"
     assert files_holding(server.data_dir, [b"pelicanthrope"]) == {}
 

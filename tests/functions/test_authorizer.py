@@ -5,14 +5,17 @@ from __future__ import annotations
 from functions.auth import key_hash
 from functions.authorizer import make_handler
 
-SECRET = {"api_keys": {"ci": {"sha256": key_hash("cmk_good"), "tenant": "team-a"},
-                       "broken": {"tenant": "no-hash"}}}
+SECRET = {"api_keys": {"ci": {"sha256": key_hash("cmk_good"), "tenant": "team-a"}, "broken": {"tenant": "no-hash"}}}
 
 
 def event(authorization: str | None) -> dict:
     headers = {} if authorization is None else {"authorization": authorization}
-    return {"version": "2.0", "type": "REQUEST", "headers": headers,
-            "identitySource": [authorization] if authorization else []}
+    return {
+        "version": "2.0",
+        "type": "REQUEST",
+        "headers": headers,
+        "identitySource": [authorization] if authorization else [],
+    }
 
 
 def test_a_known_key_is_authorized_with_its_tenant(monkeypatch):
@@ -20,7 +23,9 @@ def test_a_known_key_is_authorized_with_its_tenant(monkeypatch):
     asked = []
     handler = make_handler(lambda arn: asked.append(arn) or SECRET)
     assert handler(event("Bearer cmk_good"), None) == {
-        "isAuthorized": True, "context": {"tenant": "team-a", "key": "ci"}}
+        "isAuthorized": True,
+        "context": {"tenant": "team-a", "key": "ci"},
+    }
     assert asked == ["arn:secret"]
 
 
@@ -38,8 +43,15 @@ def test_a_scoped_key_passes_its_scope_on_as_json_text(monkeypatch):
     from functions.scopes import caller_reach
 
     monkeypatch.setenv("CAPSULE_SECRET_ARN", "arn:secret")
-    scoped = {"api_keys": {"bot": {"sha256": key_hash("cmk_bot"), "tenant": "team-a",
-                                   "scope": {"access": "read", "projects": ["acme/*"]}}}}
+    scoped = {
+        "api_keys": {
+            "bot": {
+                "sha256": key_hash("cmk_bot"),
+                "tenant": "team-a",
+                "scope": {"access": "read", "projects": ["acme/*"]},
+            }
+        }
+    }
     decided = make_handler(lambda arn: scoped)(event("Bearer cmk_bot"), None)
     context = decided["context"]
     assert decided["isAuthorized"] and json.loads(context["scope"]) == {"access": "read", "projects": ["acme/*"]}

@@ -22,8 +22,14 @@ print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
 
 def _top_level_modules(handler: str) -> set[str]:
     code = PROBE.replace("LAYERS", repr(str(REPO / "layers"))).replace("REPO", repr(str(REPO)))
-    done = subprocess.run([sys.executable, "-B", "-c", code, handler], capture_output=True, text=True, check=True,
-                          env={"PATH": "/usr/bin:/bin", "CAPSULE_STORE": "mongo"}, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-B", "-c", code, handler],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin", "CAPSULE_STORE": "mongo"},
+        timeout=120,
+    )
     return set(json.loads(done.stdout))
 
 

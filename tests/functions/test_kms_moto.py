@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from capsule.crypto.wrappers import KmsWrapper
 from capsule.core.errors import KeyUnavailable
+from capsule.crypto.wrappers import KmsWrapper
 
 moto = pytest.importorskip("moto", reason="moto is in the 'dev' extra")
 boto3 = pytest.importorskip("boto3")
@@ -16,8 +16,11 @@ REGION = "eu-west-1"
 
 @pytest.fixture
 def kms(monkeypatch):
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                        "AWS_DEFAULT_REGION": REGION}.items():
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
         monkeypatch.setenv(name, value)
     with moto.mock_aws():
         yield boto3.client("kms", region_name=REGION)

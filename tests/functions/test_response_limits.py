@@ -14,8 +14,8 @@ from dataclasses import replace
 
 import pytest
 
-from capsule.core import limits, wire
 from capsule.config import Settings
+from capsule.core import limits, wire
 from capsule.runtime.service import build_service
 from capsule.store.transfer import transfer_store
 from capsule.transfer.export import export_lines
@@ -33,7 +33,7 @@ LINES = {
     "json": '{"level":"error","msg":"a \\"quoted\\" value","at":"2026-12-03T10:00:00Z","n":[1,2,3]}\n',
     "windows": 'C:\\Users\\dev\\source\\repos\\capsule\\layers\\capsule\\store\\sqlite.py:120 "E501"\n',
     "prose": "The deploy failed because the layer was built for x86_64 while the function runs on arm64. ",
-    "tabs": "id\tname\tpath\tstatus\t\"quoted\"\t\\n\n",
+    "tabs": 'id\tname\tpath\tstatus\t"quoted"\t\\n\n',
     "unicode": "日本語のテキスト、エラーメッセージ «ошибка» 🚀 ",
 }
 
@@ -55,8 +55,11 @@ def service(tmp_path_factory):
         copies = []
         for n in range(1, COPIES):
             content = _content(kind, n)
-            copies.append(replace(record, id=f"{kind}-{n:04d}", content=content,
-                                  sha256=hashlib.sha256(content.encode()).hexdigest()))
+            copies.append(
+                replace(
+                    record, id=f"{kind}-{n:04d}", content=content, sha256=hashlib.sha256(content.encode()).hexdigest()
+                )
+            )
         store.put_memories(TENANT, kind, copies)
     app.set_service(svc)
     yield svc
@@ -102,7 +105,10 @@ def test_every_export_page_fits_and_the_pages_join_into_the_file(service):
     # The largest answer is near the budget: pages are full, not cut short.
     assert largest > wire.PAGE_BUDGET * 0.5
     print(f"export: {len(parts)} pages, largest wrapped response {largest} bytes")
-    not_header = lambda text: [line for line in text.splitlines() if '"kind":"header"' not in line]
+
+    def not_header(text: str) -> list[str]:
+        return [line for line in text.splitlines() if '"kind":"header"' not in line]
+
     assert not_header("".join(parts)) == not_header(whole)
 
 
@@ -127,8 +133,9 @@ def test_every_sync_page_fits(service, kind):
 def test_every_list_page_fits(service, kind):
     cursor, ids, largest = None, [], 0
     while True:
-        response = _call(list_handler, "list", project=kind, limit=limits.MAX_PAGE,
-                         **({"cursor": cursor} if cursor else {}))
+        response = _call(
+            list_handler, "list", project=kind, limit=limits.MAX_PAGE, **({"cursor": cursor} if cursor else {})
+        )
         assert response["statusCode"] == 200, response["body"][:300]
         largest = max(largest, _wrapped(response))
         assert _wrapped(response) < LAMBDA_LIMIT

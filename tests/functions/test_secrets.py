@@ -16,14 +16,12 @@ def stubbed_client(response: dict | None = None, error: str | None = None):
     boto3 = pytest.importorskip("boto3")
     from botocore.stub import Stubber
 
-    client = boto3.client("secretsmanager", region_name="eu-west-1", aws_access_key_id="x",
-                          aws_secret_access_key="y")
+    client = boto3.client("secretsmanager", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="y")
     stubber = Stubber(client)
     if error:
         stubber.add_client_error("get_secret_value", service_error_code=error, http_status_code=400)
     else:
-        stubber.add_response("get_secret_value", {"ARN": ARN, "Name": "capsule", **response},
-                             {"SecretId": ARN})
+        stubber.add_response("get_secret_value", {"ARN": ARN, "Name": "capsule", **response}, {"SecretId": ARN})
     stubber.activate()
     return client
 

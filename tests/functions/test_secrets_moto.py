@@ -18,19 +18,27 @@ REGION = "eu-west-1"
 
 @pytest.fixture
 def client(monkeypatch):
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                        "AWS_DEFAULT_REGION": REGION}.items():
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
         monkeypatch.setenv(name, value)
     with moto.mock_aws():
         yield boto3.client("secretsmanager", region_name=REGION)
 
 
 def test_the_secret_fills_the_settings(client):
-    arn = client.create_secret(Name="capsule", SecretString=json.dumps({
-        "mongodb_uri": "mongodb+srv://u:p@cluster/", "voyage_api_key": "vk", "openai_api_key": "",
-        "api_keys": {}}))["ARN"]
-    settings = load_settings({"CAPSULE_SECRET_ARN": arn, "CAPSULE_STORE": "mongo"},
-                             fetch=lambda a: fetch_secret(a, boto3_client=client, max_age_s=1))
+    arn = client.create_secret(
+        Name="capsule",
+        SecretString=json.dumps(
+            {"mongodb_uri": "mongodb+srv://u:p@cluster/", "voyage_api_key": "vk", "openai_api_key": "", "api_keys": {}}
+        ),
+    )["ARN"]
+    settings = load_settings(
+        {"CAPSULE_SECRET_ARN": arn, "CAPSULE_STORE": "mongo"},
+        fetch=lambda a: fetch_secret(a, boto3_client=client, max_age_s=1),
+    )
     assert settings.mongodb_uri.get_secret_value() == "mongodb+srv://u:p@cluster/"
     assert settings.voyage_api_key.get_secret_value() == "vk"
 

@@ -87,7 +87,6 @@ def test_a_dead_worker_is_replaced_and_stop_ends_every_worker(pool, tmp_path):
         p.sock.getsockname()
 
 
-
 def test_connections_on_the_listening_socket_send_without_nagle():
     """asyncio turns TCP_NODELAY on only for sockets that say IPPROTO_TCP; without it every
     keep-alive answer (headers, then body) waits ~40 ms for the client's delayed ACK."""
@@ -123,9 +122,12 @@ def test_a_built_worker_freezes_its_heap_and_collects_young_objects_less_often()
     import sys
 
     from tests.conftest import REPO
-    code = ("import gc, sys; sys.path[:0] = ['layers', '.']; from functions import workers; "
-            "before = gc.get_freeze_count(); workers.settle_heap(); "
-            "print(before, gc.get_freeze_count() > 1000, gc.get_threshold() == workers.GC_THRESHOLD, gc.isenabled())")
+
+    code = (
+        "import gc, sys; sys.path[:0] = ['layers', '.']; from functions import workers; "
+        "before = gc.get_freeze_count(); workers.settle_heap(); "
+        "print(before, gc.get_freeze_count() > 1000, gc.get_threshold() == workers.GC_THRESHOLD, gc.isenabled())"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "True", "True", "True"]
 

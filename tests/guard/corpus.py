@@ -28,20 +28,36 @@ SLACK_BOT = "xoxb-" + "2718281828459-3141592653589-Qm7ZtR2vLx9KpW4nBc8YhJ3d"
 SLACK_USER = "xoxp-" + "2345678901-2345678901-3456789012-0a1b2c3d4e5f60718293a4b5c6d7e8f9"
 OPENAI = "sk-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7OT3BlbkFJOp8Qr9St0Uv1Wx2Yz3Ab4Cd"
 OPENAI_PROJ = "sk-proj-" + "Xy7_Zw6-Vu5Ts4Rq3Po2Nm1Lk0Ji9Hg8Fe7Dc6Ba5Zy4Xw3Vu2Ts1Rq0Po9Nm8Lk7Ji6Hg5Fe4Dc3Ba2"
-PEM = ("-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunV\n"
-       "TLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFczGkPLPgizskuemMghRniWaoLcyeh\n"
-       "-----END RSA " + "PRIVATE KEY-----")
-PEM_PKCS8 = ("-----BEGIN " + "PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n"
-             "-----END " + "PRIVATE KEY-----")
-JWT = _b64({"alg": "HS256", "typ": "JWT"}) + "." + _b64({"sub": "1234567890", "name": "Jane"}) + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
-JWT_RS = _b64({"alg": "RS256", "kid": "k1"}) + "." + _b64({"iss": "https://auth.acme.io", "exp": 1767225600}) + ".dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+PEM = (
+    "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunV\n"
+    "TLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFczGkPLPgizskuemMghRniWaoLcyeh\n"
+    "-----END RSA " + "PRIVATE KEY-----"
+)
+PEM_PKCS8 = (
+    "-----BEGIN " + "PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n"
+    "-----END " + "PRIVATE KEY-----"
+)
+JWT = (
+    _b64({"alg": "HS256", "typ": "JWT"})
+    + "."
+    + _b64({"sub": "1234567890", "name": "Jane"})
+    + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+JWT_RS = (
+    _b64({"alg": "RS256", "kid": "k1"})
+    + "."
+    + _b64({"iss": "https://auth.acme.io", "exp": 1767225600})
+    + ".dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+)
 
 TRUE_POSITIVES = [
     (f"export AWS_ACCESS_KEY_ID={AKIA}", [("aws-access-key", AKIA)]),
     (f"the session used {ASIA} until it expired", [("aws-access-key", ASIA)]),
     (f"aws_secret_access_key = {AWS_SECRET}", [("aws-secret-key", AWS_SECRET)]),
-    (f'{{"AccessKeyId": "{AKIA}", "SecretAccessKey": "{AWS_SECRET}"}}',
-     [("aws-access-key", AKIA), ("aws-secret-key", AWS_SECRET)]),
+    (
+        f'{{"AccessKeyId": "{AKIA}", "SecretAccessKey": "{AWS_SECRET}"}}',
+        [("aws-access-key", AKIA), ("aws-secret-key", AWS_SECRET)],
+    ),
     (f"AWS_SECRET_ACCESS_KEY: '{AWS_SECRET}'", [("aws-secret-key", AWS_SECRET)]),
     (f"git clone https://{GHP}@github.com/acme/api.git", [("github-token", GHP)]),
     (f"Authorization: token {GHO}", [("github-token", GHO)]),
@@ -72,9 +88,15 @@ TRUE_POSITIVES = [
     ("GB82WEST12345698765432 is the landlord's account", [("iban", "GB82WEST12345698765432")]),
     ("iban: FR14 2004 1010 0505 0001 3M02 606", [("iban", "FR14 2004 1010 0505 0001 3M02 606")]),
     ("NL91ABNA0417164300", [("iban", "NL91ABNA0417164300")]),
-    (f"Customer jane@acme.io paid with 4111111111111111 from DE89370400440532013000, key {AKIA}",
-     [("email", "jane@acme.io"), ("card-number", "4111111111111111"), ("iban", "DE89370400440532013000"),
-      ("aws-access-key", AKIA)]),
+    (
+        f"Customer jane@acme.io paid with 4111111111111111 from DE89370400440532013000, key {AKIA}",
+        [
+            ("email", "jane@acme.io"),
+            ("card-number", "4111111111111111"),
+            ("iban", "DE89370400440532013000"),
+            ("aws-access-key", AKIA),
+        ],
+    ),
     # Known misses, kept so the recall is honest: a local number without a country code is too
     # close to an order number to flag conservatively, and a spelled-out address is not a pattern.
     ("ruf an: 030 12345678", [("phone", "030 12345678")]),

@@ -16,9 +16,15 @@ from corpus import FALSE_POSITIVES, TRUE_POSITIVES  # noqa: E402
 from detect_secrets.core.scan import scan_line  # noqa: E402
 from detect_secrets.settings import default_settings  # noqa: E402
 
-KINDS = {"AWS Access Key": "aws-access-key", "GitHub Token": "github-token", "Slack Token": "slack-token",
-         "OpenAI Token": "openai-key", "Private Key": "private-key", "JSON Web Token": "jwt",
-         "Secret Keyword": "aws-secret-key"}
+KINDS = {
+    "AWS Access Key": "aws-access-key",
+    "GitHub Token": "github-token",
+    "Slack Token": "slack-token",
+    "OpenAI Token": "openai-key",
+    "Private Key": "private-key",
+    "JSON Web Token": "jwt",
+    "Secret Keyword": "aws-secret-key",
+}
 
 
 def findings(text: str) -> list:

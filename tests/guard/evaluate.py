@@ -32,7 +32,9 @@ def corpus_cases() -> list[tuple[str, list[tuple[str, str]]]]:
     return list(TRUE_POSITIVES) + [(text, []) for text in FALSE_POSITIVES]
 
 
-def score(detector: Detector = ours, *, by_text: bool = False, cases: list | None = None) -> dict[str, dict[str, float]]:
+def score(
+    detector: Detector = ours, *, by_text: bool = False, cases: list | None = None
+) -> dict[str, dict[str, float]]:
     """Per kind: true positives, false positives, false negatives, precision, recall; exact spans,
     or (``by_text``) whether a text holding that kind was found to (for a detector that reports
     lines, not spans)."""
@@ -53,15 +55,22 @@ def score(detector: Detector = ours, *, by_text: bool = False, cases: list | Non
         if not (tp[kind] or fp[kind] or fn[kind]):
             continue
         t, f, n = tp[kind], fp[kind], fn[kind]
-        table[kind] = {"tp": t, "fp": f, "fn": n,
-                       "precision": t / (t + f) if t + f else 1.0, "recall": t / (t + n) if t + n else 1.0}
+        table[kind] = {
+            "tp": t,
+            "fp": f,
+            "fn": n,
+            "precision": t / (t + f) if t + f else 1.0,
+            "recall": t / (t + n) if t + n else 1.0,
+        }
     return table
 
 
 def render(table: dict[str, dict[str, float]]) -> str:
     lines = ["| kind | TP | FP | FN | precision | recall |", "|---|---|---|---|---|---|"]
     for kind, row in table.items():
-        lines.append(f"| {kind} | {row['tp']} | {row['fp']} | {row['fn']} | {row['precision']:.2f} | {row['recall']:.2f} |")
+        lines.append(
+            f"| {kind} | {row['tp']} | {row['fp']} | {row['fn']} | {row['precision']:.2f} | {row['recall']:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -76,7 +85,9 @@ def recorded(path: str) -> Detector:
 if __name__ == "__main__":
     if "--labelled" in sys.argv:  # the secrets set of issue 37 (tests/guard/labelled.py)
         cases = labelled_cases()
-        print(f"{sum(bool(labels) for _, labels in cases)} texts with secrets, {sum(not labels for _, labels in cases)} look-alikes")
+        print(
+            f"{sum(bool(labels) for _, labels in cases)} texts with secrets, {sum(not labels for _, labels in cases)} look-alikes"
+        )
         print(render(score(cases=cases)))
         sys.exit(0)
     print(f"{len(TRUE_POSITIVES)} texts with findings, {len(FALSE_POSITIVES)} hard negatives")

@@ -31,8 +31,11 @@ def world(tmp_path):
     learning_store = SQLiteLearningStore(store)
     learning_store.migrate()
     embedder = RecordingEmbedder()
-    yield store, embedder, lambda policies: LearningService(learning_store, store, embedder, clock=FrozenClock(),
-                                                             guard=policies)
+    yield (
+        store,
+        embedder,
+        lambda policies: LearningService(learning_store, store, embedder, clock=FrozenClock(), guard=policies),
+    )
     store.close()
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from capsule.config import Settings
-from capsule.embedders import HashingEmbedder
 from capsule.core.errors import InvalidInput
+from capsule.embedders import HashingEmbedder
 from capsule.service.memory_service import MemoryService
 
 from .corpus import AKIA, AWS_SECRET, GHP, PEM
@@ -47,17 +47,24 @@ def db_bytes(store_path: Path) -> bytes:
 
 def test_a_stored_aws_key_reaches_neither_disk_nor_embedder(sqlite_store, clock, tmp_path, embedder):
     service = make(sqlite_store, clock, tmp_path, embedder)
-    result = service.store_memory("t1", {"project": "p", "content": SECRET_TEXT,
-                                         "explanation": f"pasted {GHP} by mistake"})
+    result = service.store_memory(
+        "t1", {"project": "p", "content": SECRET_TEXT, "explanation": f"pasted {GHP} by mistake"}
+    )
     memory = result.memory
     assert "[REDACTED:aws-access-key]" in memory.content and "[REDACTED:aws-secret-key]" in memory.content
     assert "jane@acme.io" in memory.content  # personal data is flagged by default, not redacted
     guard = memory.meta["_guard"]
     assert [f["kind"] for f in guard["secrets"]] == ["aws-access-key", "aws-secret-key"]
-    assert guard["pii"] == [{"kind": "email", "start": memory.content.index("jane@"),
-                             "end": memory.content.index("jane@") + len("jane@acme.io"), "action": "flagged"}]
+    assert guard["pii"] == [
+        {
+            "kind": "email",
+            "start": memory.content.index("jane@"),
+            "end": memory.content.index("jane@") + len("jane@acme.io"),
+            "action": "flagged",
+        }
+    ]
     first = guard["secrets"][0]
-    assert memory.content[first["start"]:first["end"]] == "[REDACTED:aws-access-key]"
+    assert memory.content[first["start"] : first["end"]] == "[REDACTED:aws-access-key]"
     assert "redacted aws-access-key, aws-secret-key, github-token" in result.explanation
     service.settle()
     raw = db_bytes(Path(sqlite_store.path))
@@ -108,7 +115,7 @@ def test_flag_keeps_the_secret_and_records_it(sqlite_store, clock, tmp_path, emb
     memory = service.store_memory("t1", {"project": "p", "content": SECRET_TEXT}).memory
     assert AKIA in memory.content and "[REDACTED:email]" in memory.content
     spans = memory.meta["_guard"]["secrets"]
-    assert memory.content[spans[0]["start"]:spans[0]["end"]] == AKIA
+    assert memory.content[spans[0]["start"] : spans[0]["end"]] == AKIA
     assert spans[0]["action"] == "flagged"
 
 
@@ -131,9 +138,14 @@ def test_an_unknown_policy_is_refused_by_name(tmp_path):
 
 def test_meta_values_are_guarded_too(sqlite_store, clock, tmp_path, embedder):
     service = make(sqlite_store, clock, tmp_path, embedder)
-    memory = service.store_memory("t1", {"project": "p", "content": "rotated the deploy credentials",
-                                         "meta": {"source": f"ci log {AKIA}", "aws_secret_access_key": AWS_SECRET,
-                                                  "tags": ["ops"]}}).memory
+    memory = service.store_memory(
+        "t1",
+        {
+            "project": "p",
+            "content": "rotated the deploy credentials",
+            "meta": {"source": f"ci log {AKIA}", "aws_secret_access_key": AWS_SECRET, "tags": ["ops"]},
+        },
+    ).memory
     assert memory.meta["source"] == "ci log [REDACTED:aws-access-key]"
     assert memory.meta["aws_secret_access_key"] == "[REDACTED:aws-secret-key]"
     assert memory.meta["_guard"]["meta"] == {"redacted": ["aws-access-key", "aws-secret-key"], "flagged": []}
@@ -161,10 +173,12 @@ def test_an_update_is_guarded_as_a_store_is(sqlite_store, clock, tmp_path, embed
 def test_a_feedback_context_is_guarded(sqlite_store, clock, tmp_path, embedder):
     """Issue 37: the context of a vote is a text that enters too; it never reaches the file."""
     from .labelled import FAKE
+
     service = make(sqlite_store, clock, tmp_path, embedder)
     stored = service.store_memory("t1", {"project": "p", "content": "retry the upload with backoff"}).memory
-    service.feedback("t1", stored.id, {"helpful": True,
-                                       "context": f"worked once I set STRIPE_SECRET_KEY={FAKE['stripe_live']}"})
+    service.feedback(
+        "t1", stored.id, {"helpful": True, "context": f"worked once I set STRIPE_SECRET_KEY={FAKE['stripe_live']}"}
+    )
     service.settle()
     raw = db_bytes(Path(sqlite_store.path))
     assert FAKE["stripe_live"].encode() not in raw and b"[REDACTED:stripe-key]" in raw
@@ -173,11 +187,18 @@ def test_a_feedback_context_is_guarded(sqlite_store, clock, tmp_path, embedder):
 def test_the_new_rules_reach_the_store_path(sqlite_store, clock, tmp_path, embedder):
     """A connection string's password and a provider key are redacted on a store, never embedded."""
     from .labelled import FAKE
+
     service = make(sqlite_store, clock, tmp_path, embedder)
-    text = (f"DATABASE_URL=postgresql://app:{FAKE['pw_url1']}@db.internal:5432/prod\n"
-            f"ANTHROPIC_API_KEY={FAKE['ant']}\nHF_TOKEN={FAKE['hf']}")
+    text = (
+        f"DATABASE_URL=postgresql://app:{FAKE['pw_url1']}@db.internal:5432/prod\n"
+        f"ANTHROPIC_API_KEY={FAKE['ant']}\nHF_TOKEN={FAKE['hf']}"
+    )
     memory = service.store_memory("t1", {"project": "p", "content": text}).memory
-    assert [f["kind"] for f in memory.meta["_guard"]["secrets"]] == ["url-credential", "anthropic-key", "huggingface-token"]
+    assert [f["kind"] for f in memory.meta["_guard"]["secrets"]] == [
+        "url-credential",
+        "anthropic-key",
+        "huggingface-token",
+    ]
     assert memory.meta["_guard"].get("pii", []) == []
     service.settle()
     raw = db_bytes(Path(sqlite_store.path))

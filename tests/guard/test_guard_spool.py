@@ -9,8 +9,11 @@ from .corpus import AKIA, GHP
 
 def test_the_spool_file_holds_no_secret(tmp_path):
     spool = Spool(tmp_path / "spool")
-    path = spool.put("store", {"project": "p", "content": f"token {GHP} and key {AKIA}, mail jane@acme.io",
-                               "meta": {"source": f"{AKIA}"}}, inflight=True)
+    path = spool.put(
+        "store",
+        {"project": "p", "content": f"token {GHP} and key {AKIA}, mail jane@acme.io", "meta": {"source": f"{AKIA}"}},
+        inflight=True,
+    )
     raw = path.read_bytes()
     assert AKIA.encode() not in raw and GHP.encode() not in raw
     kept = json.loads(raw)["request"]

@@ -32,7 +32,9 @@ def test_a_look_alike_holds_no_secret(text):
     assert [f for f in detect(text) if f.category == "secrets"] == []
 
 
-@pytest.mark.parametrize("text,labels", [c for c in CASES if c[1]], ids=lambda v: str(v)[:40] if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    "text,labels", [c for c in CASES if c[1]], ids=lambda v: str(v)[:40] if isinstance(v, str) else None
+)
 def test_a_secret_is_found_with_its_exact_span(text, labels):
     assert set(ours(text)) >= expected(text, labels)
 
@@ -61,7 +63,14 @@ def test_a_github_token_a_few_characters_off_is_still_found():
 
 
 def test_placeholders_and_randomness():
-    for value in ("<your-token-here>", "${GITHUB_TOKEN}", "xxxxxxxxxxxx", "changeme", "AKIAIOSFODNN7EXAMPLE",
-                  "your_api_key", "****************"):
+    for value in (
+        "<your-token-here>",
+        "${GITHUB_TOKEN}",
+        "xxxxxxxxxxxx",
+        "changeme",
+        "AKIAIOSFODNN7EXAMPLE",
+        "your_api_key",
+        "****************",
+    ):
         assert placeholder(value), value
     assert random_enough(FAKE["gen1"]) and not random_enough("aaaaaaaaaaaaaaaaaaaaaaaa")

@@ -23,10 +23,15 @@ STRIPE = "sk_live_4eC39HqLyjWDarjtT1zdp7dcXq9wZ2"
 
 
 def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
-           "CAPSULE_DATA_DIR": str(data_dir), "CAPSULE_EMBEDDER": "hashing"}
-    return subprocess.run([sys.executable, "-m", "capsule_cli", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
+        "CAPSULE_DATA_DIR": str(data_dir),
+        "CAPSULE_EMBEDDER": "hashing",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "capsule_cli", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def test_redact_is_a_scheduled_job():
@@ -37,8 +42,9 @@ def test_redact_is_a_scheduled_job():
 def test_the_lambda_handler_runs_it_with_its_budget(tmp_path):
     store = SQLiteStore(tmp_path / "c.db")
     store.migrate()
-    service = MemoryService(store, HashingEmbedder(), settings=Settings(data_dir=tmp_path, embedder="hashing",
-                                                                      secrets_policy="flag"))
+    service = MemoryService(
+        store, HashingEmbedder(), settings=Settings(data_dir=tmp_path, embedder="hashing", secrets_policy="flag")
+    )
     service.store_memory("t", {"project": "p", "content": f"key {STRIPE}"})
     service.settings = Settings(data_dir=tmp_path, embedder="hashing")  # the deployment now redacts
     report = lambda_jobs.run("redact", {"max_memories": 10, "other": 1}, jobs=build_jobs(service))

@@ -30,8 +30,10 @@ def synthesized(tmp_path_factory):
     from infra.app import build_app
 
     tmp = tmp_path_factory.mktemp("cdk")
-    app = cdk.App(outdir=str(tmp / "cdk.out"),
-                  context={"layer_zip": stub_layer(tmp / "layer.zip"), "build_dir": str(tmp / "build")})
+    app = cdk.App(
+        outdir=str(tmp / "cdk.out"),
+        context={"layer_zip": stub_layer(tmp / "layer.zip"), "build_dir": str(tmp / "build")},
+    )
     app, stack = build_app(app)
     assembly = app.synth()  # runs the cdk-nag AwsSolutions checks: any finding raises here
     return assembly, stack

@@ -73,10 +73,15 @@ def test_prune_drops_the_sdk_and_keeps_jmespath(tmp_path):
     _dist(tmp_path, "jmespath", "1.1.0", ["jmespath/__init__.py"])
     _dist(tmp_path, "numpy", "2.2.6", ["numpy/__init__.py"])
     build_layer.prune(tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["jmespath", "jmespath-1.1.0.dist-info", "numpy",
-                                                           "numpy-2.2.6.dist-info"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "jmespath",
+        "jmespath-1.1.0.dist-info",
+        "numpy",
+        "numpy-2.2.6.dist-info",
+    ]
     assert build_layer.version_problems(tmp_path, {"numpy": "2.4.6"}) == [
-        "numpy 2.2.6 in the layer, 2.4.6 in the tests' environment"]
+        "numpy 2.2.6 in the layer, 2.4.6 in the tests' environment"
+    ]
     assert build_layer.version_problems(tmp_path, {"numpy": "2.2.6"}) == []
 
 
@@ -104,21 +109,26 @@ def test_the_zip_puts_the_library_under_python_with_its_manifest(tmp_path):
 @pytest.fixture(scope="module")
 def host_layer(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("layer")
-    return build_layer.build_tree(root, build_layer.extras_for("voyage"), platform="host",
-                                  compile_with=sys.executable)
+    return build_layer.build_tree(root, build_layer.extras_for("voyage"), platform="host", compile_with=sys.executable)
 
 
 def _requires(info: Path) -> list[Requirement]:
     meta = (info / "METADATA").read_text("utf-8", "replace")
-    return [Requirement(line.split(":", 1)[1].strip()) for line in meta.splitlines()
-            if line.startswith("Requires-Dist:")]
+    return [
+        Requirement(line.split(":", 1)[1].strip()) for line in meta.splitlines() if line.startswith("Requires-Dist:")
+    ]
 
 
 @pytest.mark.slow
 def test_the_layer_holds_every_dependency_of_what_it_holds(host_layer):
     have = build_layer.installed(host_layer)
-    environment = {"python_version": build_layer.PYTHON_VERSION, "sys_platform": "linux",
-                   "platform_machine": "aarch64", "platform_system": "Linux", "extra": ""}
+    environment = {
+        "python_version": build_layer.PYTHON_VERSION,
+        "sys_platform": "linux",
+        "platform_machine": "aarch64",
+        "platform_system": "Linux",
+        "extra": "",
+    }
     missing = []
     for info in host_layer.glob("*.dist-info"):
         for req in _requires(info):
@@ -164,12 +174,21 @@ def test_every_handler_imports_and_answers_from_the_layer_alone(host_layer, tmp_
     """Isolated (-I -S: no site-packages): the functions asset, the layer and the runtime's SDK."""
     runtime = build_layer.link_runtime_sdk(tmp_path / "runtime")
     asset = stage_functions(tmp_path / "build")
-    script = (HANDLER_CHECK.replace("ASSET", repr(str(asset))).replace("LAYER", repr(str(host_layer)))
-              .replace("RUNTIME", repr(str(runtime))))
-    env = {"CAPSULE_STORE": "sqlite", "CAPSULE_DATA_DIR": str(tmp_path / "data"), "CAPSULE_EMBEDDER": "hashing",
-           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-I", "-S", "-c", script], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=300)
+    script = (
+        HANDLER_CHECK.replace("ASSET", repr(str(asset)))
+        .replace("LAYER", repr(str(host_layer)))
+        .replace("RUNTIME", repr(str(runtime)))
+    )
+    env = {
+        "CAPSULE_STORE": "sqlite",
+        "CAPSULE_DATA_DIR": str(tmp_path / "data"),
+        "CAPSULE_EMBEDDER": "hashing",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["outside"] == []  # nothing came from an installed site-packages

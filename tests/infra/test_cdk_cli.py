@@ -24,22 +24,54 @@ def test_cdk_synth_runs_offline_without_credentials_and_with_the_api_key_flag(tm
 
         not_installed("the aws-cdk CLI is not installed (npm install -g aws-cdk@2)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(AWS_EC2_METADATA_DISABLED="true", CDK_DISABLE_VERSION_CHECK="1", CI="true",
-               JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="18,20", AWS_CONFIG_FILE=str(tmp_path / "none"),
-               AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
-               PYTHONPATH=os.pathsep.join([str(REPO / "layers"), str(REPO)]))
+    env.update(
+        AWS_EC2_METADATA_DISABLED="true",
+        CDK_DISABLE_VERSION_CHECK="1",
+        CI="true",
+        JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="18,20",
+        AWS_CONFIG_FILE=str(tmp_path / "none"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+        PYTHONPATH=os.pathsep.join([str(REPO / "layers"), str(REPO)]),
+    )
     out = tmp_path / "cdk.out"
     result = subprocess.run(
-        [cdk, "synth", "--app", f"{sys.executable} -m infra.app", "--output", str(out), "--quiet",
-         "--no-notices", "-c", f"layer_zip={stub_layer_zip}", "-c", f"build_dir={tmp_path / 'build'}",
-         "-c", "api_key_auth=true", "-c", "embedder=openai", "-c", "throttle_rate=300", "-c", "throttle_burst=900",
-         "-c", "tenant_per_session=true"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
+        [
+            cdk,
+            "synth",
+            "--app",
+            f"{sys.executable} -m infra.app",
+            "--output",
+            str(out),
+            "--quiet",
+            "--no-notices",
+            "-c",
+            f"layer_zip={stub_layer_zip}",
+            "-c",
+            f"build_dir={tmp_path / 'build'}",
+            "-c",
+            "api_key_auth=true",
+            "-c",
+            "embedder=openai",
+            "-c",
+            "throttle_rate=300",
+            "-c",
+            "throttle_burst=900",
+            "-c",
+            "tenant_per_session=true",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     # The main stack and the routes' nested stacks (infra/api.py): the routes are in the latter.
-    resources = [r for path in sorted(out.glob("CapsuleMemory*.template.json"))
-                 for r in json.loads(path.read_text())["Resources"].values()]
+    resources = [
+        r
+        for path in sorted(out.glob("CapsuleMemory*.template.json"))
+        for r in json.loads(path.read_text())["Resources"].values()
+    ]
     (authorizer,) = [r for r in resources if r["Type"] == "AWS::ApiGatewayV2::Authorizer"]
     assert authorizer["Properties"]["AuthorizerType"] == "REQUEST"
     assert authorizer["Properties"]["EnableSimpleResponses"] is True

@@ -14,10 +14,13 @@ def _functions(template):
 
 
 def test_the_stack_makes_a_rotated_retained_key(template):
-    keys = {k: v for k, v in template["Resources"].items() if v["Type"] == "AWS::KMS::Key"
-            and "data keys" in v["Properties"].get("Description", "")}
+    keys = {
+        k: v
+        for k, v in template["Resources"].items()
+        if v["Type"] == "AWS::KMS::Key" and "data keys" in v["Properties"].get("Description", "")
+    }
     assert len(keys) == 1
-    (name, key), = keys.items()
+    ((name, key),) = keys.items()
     assert key["Properties"]["EnableKeyRotation"] is True
     assert key["DeletionPolicy"] == "Retain"
     for fn in _functions(template).values():
@@ -40,8 +43,9 @@ def test_every_function_may_use_the_key_for_what_the_library_asks(template):
                     granted[role["Ref"]] = set(actions)
     roles = {fn["Properties"]["Role"]["Fn::GetAtt"][0] for fn in functions.values()}
     assert roles <= set(granted), roles - set(granted)
-    public_roles = {fn["Properties"]["Role"]["Fn::GetAtt"][0] for k, fn in _functions(template).items()
-                    if k not in functions}
+    public_roles = {
+        fn["Properties"]["Role"]["Fn::GetAtt"][0] for k, fn in _functions(template).items() if k not in functions
+    }
     assert not public_roles & set(granted)
     assert all(actions == {"kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"} for actions in granted.values())
 

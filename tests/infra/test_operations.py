@@ -21,25 +21,56 @@ def assertions(template) -> Template:
 
 OUR_ALARMS = {
     "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
-    "ArnLike": {"aws:SourceArn": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":cloudwatch:",
-                                                    {"Ref": "AWS::Region"}, ":", {"Ref": "AWS::AccountId"},
-                                                    ":alarm:*"]]}},
+    "ArnLike": {
+        "aws:SourceArn": {
+            "Fn::Join": [
+                "",
+                [
+                    "arn:",
+                    {"Ref": "AWS::Partition"},
+                    ":cloudwatch:",
+                    {"Ref": "AWS::Region"},
+                    ":",
+                    {"Ref": "AWS::AccountId"},
+                    ":alarm:*",
+                ],
+            ]
+        }
+    },
 }
 
 
 def test_the_alarm_topic_uses_our_key_and_cloudwatch_may_use_it(assertions, template):
     # The other key wraps the tenants' data keys (infra/datakeys.py, tests/infra/test_data_keys.py).
-    (key_id,) = [k for k, v in assertions.find_resources("AWS::KMS::Key").items()
-                 if "data keys" not in v["Properties"].get("Description", "")]
-    assertions.has_resource_properties("AWS::KMS::Key", {
-        "EnableKeyRotation": True,
-        "KeyPolicy": {"Statement": Match.array_with([Match.object_like({
-            "Effect": "Allow", "Principal": {"Service": "cloudwatch.amazonaws.com"},
-            "Action": ["kms:GenerateDataKey*", "kms:Decrypt"], "Resource": "*", "Condition": OUR_ALARMS,
-        })])},
-    })
-    (topic_id,) = assertions.find_resources("AWS::SNS::Topic", {"Properties": {
-        "KmsMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]}}})
+    (key_id,) = [
+        k
+        for k, v in assertions.find_resources("AWS::KMS::Key").items()
+        if "data keys" not in v["Properties"].get("Description", "")
+    ]
+    assertions.has_resource_properties(
+        "AWS::KMS::Key",
+        {
+            "EnableKeyRotation": True,
+            "KeyPolicy": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Allow",
+                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                "Action": ["kms:GenerateDataKey*", "kms:Decrypt"],
+                                "Resource": "*",
+                                "Condition": OUR_ALARMS,
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )
+    (topic_id,) = assertions.find_resources(
+        "AWS::SNS::Topic", {"Properties": {"KmsMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]}}}
+    )
     assert "alias/aws/sns" not in str(template)
 
 
@@ -50,9 +81,16 @@ def test_the_topic_policy_lets_our_alarms_publish_over_tls_only(assertions):
     assert policy["Properties"]["Topics"] == [{"Ref": topic_id}]
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
     allow = [s for s in statements if s["Effect"] == "Allow"]
-    assert allow == [{"Sid": "CloudWatchAlarmsPublish", "Effect": "Allow", "Action": "sns:Publish",
-                      "Principal": {"Service": "cloudwatch.amazonaws.com"}, "Resource": {"Ref": topic_id},
-                      "Condition": OUR_ALARMS}]
+    assert allow == [
+        {
+            "Sid": "CloudWatchAlarmsPublish",
+            "Effect": "Allow",
+            "Action": "sns:Publish",
+            "Principal": {"Service": "cloudwatch.amazonaws.com"},
+            "Resource": {"Ref": topic_id},
+            "Condition": OUR_ALARMS,
+        }
+    ]
     (deny,) = [s for s in statements if s["Effect"] == "Deny"]
     assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
@@ -64,16 +102,20 @@ def test_no_function_reserves_concurrency_and_the_lease_outlasts_every_job(asser
 
 
 def test_the_stage_carries_100_requests_a_second_with_bursts_by_default(assertions):
-    assertions.has_resource_properties("AWS::ApiGatewayV2::Stage", {
-        "DefaultRouteSettings": {"ThrottlingRateLimit": 200, "ThrottlingBurstLimit": 400},
-    })
+    assertions.has_resource_properties(
+        "AWS::ApiGatewayV2::Stage",
+        {
+            "DefaultRouteSettings": {"ThrottlingRateLimit": 200, "ThrottlingBurstLimit": 400},
+        },
+    )
 
 
 def test_4xx_and_429_rates_raise_alarms(assertions):
     (filter_props,) = [r["Properties"] for r in assertions.find_resources("AWS::Logs::MetricFilter").values()]
     assert filter_props["FilterPattern"] == '{ $.status = "429" }'
-    assert filter_props["MetricTransformations"] == [{"DefaultValue": 0, "MetricName": "Api429",
-                                                      "MetricNamespace": "CapsuleMemory", "MetricValue": "1"}]
+    assert filter_props["MetricTransformations"] == [
+        {"DefaultValue": 0, "MetricName": "Api429", "MetricNamespace": "CapsuleMemory", "MetricValue": "1"}
+    ]
     stage = next(iter(assertions.find_resources("AWS::ApiGatewayV2::Stage").values()))["Properties"]
     assert stage["AccessLogSettings"]["DestinationArn"]["Fn::GetAtt"][0] == filter_props["LogGroupName"]["Ref"]
     assert '"status":"$context.status"' in stage["AccessLogSettings"]["Format"]  # what the filter reads
@@ -93,8 +135,9 @@ def test_functions_get_the_tenancy_option(assertions):
 
 def _options(tmp_path, **context):
     layer = context.pop("layer", None) or stub_layer(tmp_path / "layer.zip")
-    app = cdk.App(outdir=str(tmp_path / "out"),
-                  context={"layer_zip": layer, "build_dir": str(tmp_path / "build"), **context})
+    app = cdk.App(
+        outdir=str(tmp_path / "out"), context={"layer_zip": layer, "build_dir": str(tmp_path / "build"), **context}
+    )
     return options_from(app)
 
 
@@ -104,12 +147,18 @@ def test_throttling_and_tenancy_are_set_per_deployment(tmp_path):
     assert _options(tmp_path).throttle.rate == 200 and _options(tmp_path).tenant_per_session is False
 
 
-@pytest.mark.parametrize("context, named", [
-    ({"throttle_rate": "fast"}, "throttle_rate"), ({"throttle_burst": "0"}, "throttle_burst"),
-    ({"throttle_rate": 20_000}, "throttle_rate"), ({"throttle_rate": True}, "throttle_rate"),
-    ({"tenant_per_session": "maybe"}, "tenant_per_session"), ({"api_key_auth": "yes please"}, "api_key_auth"),
-    ({"embedder": "cohere"}, "embedder"),
-])
+@pytest.mark.parametrize(
+    "context, named",
+    [
+        ({"throttle_rate": "fast"}, "throttle_rate"),
+        ({"throttle_burst": "0"}, "throttle_burst"),
+        ({"throttle_rate": 20_000}, "throttle_rate"),
+        ({"throttle_rate": True}, "throttle_rate"),
+        ({"tenant_per_session": "maybe"}, "tenant_per_session"),
+        ({"api_key_auth": "yes please"}, "api_key_auth"),
+        ({"embedder": "cohere"}, "embedder"),
+    ],
+)
 def test_a_bad_context_value_is_refused_by_name(tmp_path, context, named):
     with pytest.raises(SystemExit, match=named):
         _options(tmp_path, **context)

@@ -16,8 +16,12 @@ def test_every_function_gets_the_threshold_and_a_warm_index_budget_below_its_mem
         env = props["Environment"]["Variables"]
         assert env["CAPSULE_MONGODB_VECTOR_SEARCH_MIN"] == str(StackOptions.vector_search_min)
         # Lambda sets AWS_LAMBDA_FUNCTION_MEMORY_SIZE; the settings derive the budget from it.
-        settings = Settings.from_env({**{k: v for k, v in env.items() if isinstance(v, str)},
-                                      "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(props["MemorySize"])})
+        settings = Settings.from_env(
+            {
+                **{k: v for k, v in env.items() if isinstance(v, str)},
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(props["MemorySize"]),
+            }
+        )
         assert settings.mongodb_vector_search_min == StackOptions.vector_search_min
         assert settings.index_memory_mb == index_budget_mb(props["MemorySize"]) < props["MemorySize"]
 

@@ -13,8 +13,10 @@ def resources(template: dict, kind: str) -> dict[str, dict]:
 
 
 def functions_by_handler(template: dict) -> dict[str, tuple[str, dict]]:
-    return {v["Properties"]["Handler"]: (k, v["Properties"])
-            for k, v in resources(template, "AWS::Lambda::Function").items()}
+    return {
+        v["Properties"]["Handler"]: (k, v["Properties"])
+        for k, v in resources(template, "AWS::Lambda::Function").items()
+    }
 
 
 def lambda_handler(handler: str) -> str:
@@ -62,8 +64,12 @@ def test_jobs_run_on_schedules_with_dead_letter_queues(template):
     by_handler = functions_by_handler(template)
     rules = list(resources(template, "AWS::Events::Rule").values())
     queues = resources(template, "AWS::SQS::Queue")
-    expected = {"Retention": "rate(1 hour)", "Mining": "rate(1 day)", "Backfill": "rate(5 minutes)",
-                "Redact": "rate(1 day)"}
+    expected = {
+        "Retention": "rate(1 hour)",
+        "Mining": "rate(1 day)",
+        "Backfill": "rate(5 minutes)",
+        "Redact": "rate(1 day)",
+    }
     assert {job.name for job in JOBS} == set(expected)
     for job in JOBS:
         logical_id, props = by_handler[lambda_handler(job.handler)]
@@ -74,8 +80,12 @@ def test_jobs_run_on_schedules_with_dead_letter_queues(template):
         assert rule["Properties"]["ScheduleExpression"] == expected[job.name]
         assert rule["Properties"]["Targets"][0]["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0] == queue_id
     handlers = {job.handler for job in JOBS}
-    assert handlers == {"functions.jobs:retention_handler", "functions.jobs:mining_handler",
-                        "functions.jobs:backfill_handler", "functions.jobs:redact_handler"}
+    assert handlers == {
+        "functions.jobs:retention_handler",
+        "functions.jobs:mining_handler",
+        "functions.jobs:backfill_handler",
+        "functions.jobs:redact_handler",
+    }
 
 
 def _statements(template: dict):
@@ -133,8 +143,11 @@ def test_the_secret_is_granted_to_the_functions_that_need_it_and_never_in_plain_
 
 def test_alarms_on_5xx_rate_throttles_duration_and_job_failures(template):
     alarms = list(resources(template, "AWS::CloudWatch::Alarm").values())
-    metric_names = {m.get("MetricStat", {}).get("Metric", {}).get("MetricName")
-                    for a in alarms for m in a["Properties"].get("Metrics", [])}
+    metric_names = {
+        m.get("MetricStat", {}).get("Metric", {}).get("MetricName")
+        for a in alarms
+        for m in a["Properties"].get("Metrics", [])
+    }
     assert {"5xx", "Count"} <= metric_names
     by_metric: dict[str, int] = {}
     for alarm in alarms:
@@ -144,8 +157,12 @@ def test_alarms_on_5xx_rate_throttles_duration_and_job_failures(template):
         assert alarm["Properties"]["AlarmActions"]
     functions = len(resources(template, "AWS::Lambda::Function"))
     # Throttles are summed over up to 10 functions an alarm: every function is in one of them.
-    throttled = [m["MetricStat"]["Metric"] for a in alarms for m in a["Properties"].get("Metrics", [])
-                 if m.get("MetricStat", {}).get("Metric", {}).get("MetricName") == "Throttles"]
+    throttled = [
+        m["MetricStat"]["Metric"]
+        for a in alarms
+        for m in a["Properties"].get("Metrics", [])
+        if m.get("MetricStat", {}).get("Metric", {}).get("MetricName") == "Throttles"
+    ]
     assert len(throttled) == functions
     assert len({str(m["Dimensions"]) for m in throttled}) == functions
     assert all(len(a["Properties"].get("Metrics", [])) <= 11 for a in alarms)  # 10 metrics and their sum
@@ -218,8 +235,11 @@ def test_the_public_document_has_its_own_small_throttle(template):
 
     (stage,) = resources(template, "AWS::ApiGatewayV2::Stage").values()
     settings = stage["Properties"]["RouteSettings"]
-    assert settings == {f"{r.method} {r.path}": {"ThrottlingRateLimit": PUBLIC_RATE, "ThrottlingBurstLimit": PUBLIC_BURST}
-                        for r in ROUTES if not r.auth}
+    assert settings == {
+        f"{r.method} {r.path}": {"ThrottlingRateLimit": PUBLIC_RATE, "ThrottlingBurstLimit": PUBLIC_BURST}
+        for r in ROUTES
+        if not r.auth
+    }
     assert PUBLIC_RATE < stage["Properties"]["DefaultRouteSettings"]["ThrottlingRateLimit"]
     # The stage names the route by key: it waits for the nested stack that creates the route.
     assert any("Routes" in d for d in stage.get("DependsOn", [])), stage.get("DependsOn")

@@ -43,10 +43,13 @@ class Report:
         out = [f"embedder {self.embedder}"]
         for split in SPLITS:
             parts = []
-            for what, label in (("solution", "solution_search top-1"), ("pattern", "pattern_detect top-1"),
-                                ("unrelated-solution", "unrelated -> a solution"),
-                                ("unrelated-pattern", "unrelated -> a pattern"),
-                                ("unrelated-mined", "unrelated -> a mined pattern")):
+            for what, label in (
+                ("solution", "solution_search top-1"),
+                ("pattern", "pattern_detect top-1"),
+                ("unrelated-solution", "unrelated -> a solution"),
+                ("unrelated-pattern", "unrelated -> a pattern"),
+                ("unrelated-mined", "unrelated -> a mined pattern"),
+            ):
                 hit, n = self.rate(what, split)
                 parts.append(f"{label} {hit}/{n}")
             out.append(f"  {split:8s} " + "; ".join(parts))
@@ -87,8 +90,15 @@ def run(embedder, data: dict | None = None) -> Report:
         for item in data["fixpacks"]:
             solution = learning.create_solution("eval", item["fixpack"]).solution
             ids[solution.id], tags[item["id"]] = item["id"], item["pattern_tag"]
-            learning.pattern_link("eval", {"tag": item["pattern_tag"], "category": item["fixpack"]["category"],
-                                           "solution_id": solution.id, "success": True})
+            learning.pattern_link(
+                "eval",
+                {
+                    "tag": item["pattern_tag"],
+                    "category": item["fixpack"]["category"],
+                    "solution_id": solution.id,
+                    "success": True,
+                },
+            )
         for case in data["errors"]:
             found = learning.solution_search("eval", {"error": case["error"]}).results
             top = ids[found[0].solution.id] if found else None
@@ -119,8 +129,10 @@ def _mine(store, embedder, learning, data: dict, report: Report) -> None:
 
     memories = MemoryService(store, embedder)
     for i, case in enumerate(data["errors"]):
-        memories.store_memory("mined", {"project": f"p{i % 3}", "content": case["error"],
-                                        "meta": {"type": "error", "outcome_status": "failure"}})
+        memories.store_memory(
+            "mined",
+            {"project": f"p{i % 3}", "content": case["error"], "meta": {"type": "error", "outcome_status": "failure"}},
+        )
     mined = learning.detect_patterns("mined", {"min_occurrences": 2, "k": 100}).patterns
     report.tags = sorted(p.tag for p in mined)
     for case in data["unrelated"]:

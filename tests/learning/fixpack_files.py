@@ -20,7 +20,13 @@ REAL = sorted(REAL_FOLDER.glob("*.json"))
 KEPT = {
     "monorepo_shared_folder.json": ["signatures[1]._comment", "steps[0].payload.recursive"],
     "pnpm_outdated_lockfile.json": [
-        "_comment", "id", "success_rate", "signatures[0]._comment", "steps[1]._comment", "checks[1]._comment"],
+        "_comment",
+        "id",
+        "success_rate",
+        "signatures[0]._comment",
+        "steps[1]._comment",
+        "checks[1]._comment",
+    ],
     "railway_wrong_dockerfile.json": ["steps[0].payload.service", "checks[0]._comment"],
     "redis_enotfound_family.json": ["_comment", "steps[0].payload._comment"],
 }

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from capsule.core.clock import FrozenClock
-from capsule.embedders.hashing import HashingEmbedder
 from capsule.core.errors import Unavailable
+from capsule.embedders.hashing import HashingEmbedder
 from capsule.jobs.scheduled import Jobs
 from capsule.learning import LearningService
 from capsule.service.memory_service import MemoryService
@@ -65,15 +65,30 @@ def fixpack(title: str = "Point REDIS_URL at the private host", **overrides) -> 
         "component": "worker",
         "tags": ["redis"],
         "package_manager": "npm",
-        "signatures": [{"text": "connect ECONNREFUSED 127.0.0.1:6379", "regexes": [r"ECONNREFUSED\s+\S*:6379"],
-                        "meta": {"min_score": 0.5, "source": "ci"}}],
+        "signatures": [
+            {
+                "text": "connect ECONNREFUSED 127.0.0.1:6379",
+                "regexes": [r"ECONNREFUSED\s+\S*:6379"],
+                "meta": {"min_score": 0.5, "source": "ci"},
+            }
+        ],
         "steps": [
             {"step_order": 2, "kind": "cmd", "payload": {"command": "npm run worker"}, "timeout_ms": 30000},
-            {"step_order": 1, "kind": "patch", "description": "use the private host",
-             "payload": {"file": ".env", "search": "REDIS_URL=redis://localhost", "replace": "REDIS_URL=redis://redis.internal"}},
+            {
+                "step_order": 1,
+                "kind": "patch",
+                "description": "use the private host",
+                "payload": {
+                    "file": ".env",
+                    "search": "REDIS_URL=redis://localhost",
+                    "replace": "REDIS_URL=redis://redis.internal",
+                },
+            },
         ],
-        "checks": [{"check_order": 1, "cmd": "redis-cli -h redis.internal ping", "expect_substring": "PONG"},
-                   {"check_order": 2, "cmd": "npm test", "expect_exit_code": 0, "timeout_ms": 120000}],
+        "checks": [
+            {"check_order": 1, "cmd": "redis-cli -h redis.internal ping", "expect_substring": "PONG"},
+            {"check_order": 2, "cmd": "npm test", "expect_exit_code": 0, "timeout_ms": 120000},
+        ],
     }
     body.update(overrides)
     return body

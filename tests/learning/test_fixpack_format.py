@@ -36,8 +36,11 @@ def test_each_file_imports_as_it_is_and_shows_its_unknown_keys_back(world, path)
     raw = load(path)
     result = world.learning.import_solution("t", copy.deepcopy(raw), source=path.name)
     assert result.created and result.kept_fields == KEPT[path.name]
-    assert ("Kept unknown keys as written (a step payload's in the payload, others under 'extra'): "
-            + ", ".join(KEPT[path.name]) in result.explanation)
+    assert (
+        "Kept unknown keys as written (a step payload's in the payload, others under 'extra'): "
+        + ", ".join(KEPT[path.name])
+        in result.explanation
+    )
     shown = world.learning.get_solution("t", result.solution.id).solution.model_dump(mode="json")
     assert [s["kind"] for s in shown["steps"]] == KINDS[path.name]
     for kept in KEPT[path.name]:
@@ -50,18 +53,33 @@ def test_each_file_imports_as_it_is_and_shows_its_unknown_keys_back(world, path)
 
 
 def test_payloads_keep_the_files_spellings_and_read_through_one_view(world):
-    shared, pnpm, railway, redis = (world.learning.import_solution("t", load(FILE[name])).solution for name in (
-        "monorepo_shared_folder", "pnpm_outdated_lockfile", "railway_wrong_dockerfile", "redis_enotfound_family"))
+    shared, pnpm, railway, redis = (
+        world.learning.import_solution("t", load(FILE[name])).solution
+        for name in (
+            "monorepo_shared_folder",
+            "pnpm_outdated_lockfile",
+            "railway_wrong_dockerfile",
+            "redis_enotfound_family",
+        )
+    )
     assert shared.steps[0].payload == {"from": "packages/shared", "to": "apps/web/shared", "recursive": True}
-    assert shared.steps[0].view()["from"] == "packages/shared" and shared.steps[0].view()["other"] == {"recursive": True}
-    assert pnpm.steps[0].payload == {"run": "pnpm install --no-frozen-lockfile", "cwd": ".",
-                                     "description": "rewrites pnpm-lock.yaml"}
+    assert shared.steps[0].view()["from"] == "packages/shared" and shared.steps[0].view()["other"] == {
+        "recursive": True
+    }
+    assert pnpm.steps[0].payload == {
+        "run": "pnpm install --no-frozen-lockfile",
+        "cwd": ".",
+        "description": "rewrites pnpm-lock.yaml",
+    }
     assert pnpm.steps[0].view()["command"] == "pnpm install --no-frozen-lockfile"
     assert pnpm.steps[0].view()["description"] == "rewrites pnpm-lock.yaml"
     assert pnpm.steps[1].view()["diff"].startswith("--- a/.github/workflows/ci.yml")
     env = railway.steps[0].view()
     assert (env["key"], env["value"], env["set"]) == (
-        "RAILWAY_DOCKERFILE_PATH", "apps/api/Dockerfile", {"RAILWAY_DOCKERFILE_PATH": "apps/api/Dockerfile"})
+        "RAILWAY_DOCKERFILE_PATH",
+        "apps/api/Dockerfile",
+        {"RAILWAY_DOCKERFILE_PATH": "apps/api/Dockerfile"},
+    )
     assert redis.steps[1].view()["interpreter"] == "node" and "family=0" in redis.steps[1].view()["script"]
     result = world.learning.import_solution("t", load(FILE["railway_wrong_dockerfile"]))
     assert "Read (and kept as written): steps[1].payload.run as command." in result.explanation, result.explanation
@@ -71,13 +89,20 @@ def test_absent_orders_are_the_file_order_and_the_import_says_so(world):
     result = world.learning.import_solution("t", load(FILE["pnpm_outdated_lockfile"]))  # no step_order, no check_order
     assert [s.step_order for s in result.solution.steps] == [1, 2]
     assert [c.check_order for c in result.solution.checks] == [1, 2]
-    assert "Numbered by their place in the file (no order given): steps[0], steps[1], checks[0], checks[1]." \
+    assert (
+        "Numbered by their place in the file (no order given): steps[0], steps[1], checks[0], checks[1]."
         in result.explanation
+    )
     given = world.learning.import_solution("t", load(FILE["railway_wrong_dockerfile"]))  # orders given
     assert "Numbered" not in given.explanation
-    sorted_by_order = world.learning.create_solution("t", fixpack(
-        {"step_order": 5, "kind": "cmd", "payload": {"run": "b"}}, {"kind": "cmd", "payload": {"run": "a"}},
-        title="Mixed")).solution
+    sorted_by_order = world.learning.create_solution(
+        "t",
+        fixpack(
+            {"step_order": 5, "kind": "cmd", "payload": {"run": "b"}},
+            {"kind": "cmd", "payload": {"run": "a"}},
+            title="Mixed",
+        ),
+    ).solution
     assert [(s.step_order, s.view()["command"]) for s in sorted_by_order.steps] == [(2, "a"), (5, "b")]
 
 
@@ -93,8 +118,9 @@ def test_solution_apply_records_an_outcome_whatever_the_step_kinds(world):
 
 def test_an_imported_solution_is_found_by_its_error(world):
     redis = world.learning.import_solution("t", load(FILE["redis_enotfound_family"])).solution
-    found = world.learning.solution_search("t", {"error": "Error: getaddrinfo ENOTFOUND redis.railway.internal"
-                                                          " at GetAddrInfoReqWrap.onlookup"})
+    found = world.learning.solution_search(
+        "t", {"error": "Error: getaddrinfo ENOTFOUND redis.railway.internal at GetAddrInfoReqWrap.onlookup"}
+    )
     assert found.results[0].solution.id == redis.id
     assert found.results[0].solution.extra == {"_comment": load(FILE["redis_enotfound_family"])["_comment"]}
 
@@ -103,32 +129,68 @@ def test_an_imported_solution_is_found_by_its_error(world):
 SPELLED = [
     ("cmd", {"command": "ls"}, {"command": "ls"}),
     ("cmd", {"run": "ls", "cwd": "apps/api"}, {"command": "ls", "cwd": "apps/api"}),
-    ("cmd", {"run": "make", "env": {"CI": "1"}, "description": "build"}, {"command": "make", "env": {"CI": "1"},
-                                                                           "description": "build"}),
+    (
+        "cmd",
+        {"run": "make", "env": {"CI": "1"}, "description": "build"},
+        {"command": "make", "env": {"CI": "1"}, "description": "build"},
+    ),
     ("patch", {"file": "a", "search": "x", "replace": ""}, {"file": "a", "search": "x", "replace": ""}),
-    ("patch", {"file": "a", "search": "x\\ny", "replace": "z", "description": "why"},
-     {"file": "a", "search": "x\\ny", "replace": "z", "description": "why"}),
+    (
+        "patch",
+        {"file": "a", "search": "x\\ny", "replace": "z", "description": "why"},
+        {"file": "a", "search": "x\\ny", "replace": "z", "description": "why"},
+    ),
     ("patch", {"diff": "--- a\n+++ b\n"}, {"diff": "--- a\n+++ b\n"}),
     ("patch", {"file": "package.json", "diff": "--- a\n"}, {"file": "package.json", "diff": "--- a\n"}),
     ("patch", {"patch": "--- a\n", "path": "a"}, {"diff": "--- a\n", "file": "a"}),
     ("copy", {"from": "a", "to": "b"}, {"from": "a", "to": "b"}),
-    ("copy", {"src": "{project_root}/a/", "dst": "{project_root}/b/", "flags": "-av --delete",
-              "include": ["*.ts"], "exclude": ["*.test.ts"]},
-     {"from": "{project_root}/a/", "to": "{project_root}/b/", "flags": "-av --delete", "include": ["*.ts"],
-      "exclude": ["*.test.ts"]}),
+    (
+        "copy",
+        {
+            "src": "{project_root}/a/",
+            "dst": "{project_root}/b/",
+            "flags": "-av --delete",
+            "include": ["*.ts"],
+            "exclude": ["*.test.ts"],
+        },
+        {
+            "from": "{project_root}/a/",
+            "to": "{project_root}/b/",
+            "flags": "-av --delete",
+            "include": ["*.ts"],
+            "exclude": ["*.test.ts"],
+        },
+    ),
     ("copy", {"src": "a", "dest": "b"}, {"from": "a", "to": "b"}),
     ("copy", {"source": "a", "destination": "b"}, {"from": "a", "to": "b"}),
     ("script", {"script": "echo hi"}, {"script": "echo hi"}),
-    ("script", {"run": "echo hi", "shell": "bash", "cwd": "."}, {"script": "echo hi", "interpreter": "bash", "cwd": "."}),
+    (
+        "script",
+        {"run": "echo hi", "shell": "bash", "cwd": "."},
+        {"script": "echo hi", "interpreter": "bash", "cwd": "."},
+    ),
     ("script", {"file": "scripts/fix.sh"}, {"file": "scripts/fix.sh"}),
     ("env", {"key": "A", "value": "1"}, {"key": "A", "value": "1", "set": {"A": "1"}}),
-    ("env", {"variable": "A", "value": "1", "description": "d"},
-     {"key": "A", "value": "1", "set": {"A": "1"}, "description": "d"}),
-    ("env", {"name": "NODE_OPTIONS", "value": "--dns-result-order=ipv4first"},
-     {"key": "NODE_OPTIONS", "value": "--dns-result-order=ipv4first", "set": {"NODE_OPTIONS": "--dns-result-order=ipv4first"}}),
+    (
+        "env",
+        {"variable": "A", "value": "1", "description": "d"},
+        {"key": "A", "value": "1", "set": {"A": "1"}, "description": "d"},
+    ),
+    (
+        "env",
+        {"name": "NODE_OPTIONS", "value": "--dns-result-order=ipv4first"},
+        {
+            "key": "NODE_OPTIONS",
+            "value": "--dns-result-order=ipv4first",
+            "set": {"NODE_OPTIONS": "--dns-result-order=ipv4first"},
+        },
+    ),
     ("env", {"set": {"A": "1", "B_2": ""}}, {"set": {"A": "1", "B_2": ""}}),
-    ("env", {"set": {"PORT": "3000"}, "file": ".env"}, {"set": {"PORT": "3000"}, "key": "PORT", "value": "3000",
-                                                          "file": ".env"}),
+    (
+        "env",
+        {"set": {"PORT": "3000"}, "file": ".env"},
+        {"set": {"PORT": "3000"}, "key": "PORT", "value": "3000", "file": ".env"},
+    ),
     ("env", {"vars": {"A": "1"}}, {"set": {"A": "1"}, "key": "A", "value": "1"}),
     ("env", {"variables": {"A": "1", "B": "2"}}, {"set": {"A": "1", "B": "2"}}),
 ]
@@ -167,13 +229,18 @@ def test_the_view_of_a_kind_it_does_not_know_is_all_other():
 
 
 def test_a_step_of_any_kind_imports_as_written_and_create_refuses_it(world):
-    steps = [{"kind": "shell", "payload": {"run": "make", "_why": "ours"}, "description": "Build"},
-             {"kind": "docker", "payload": {}}, {"kind": "cmd", "payload": {"run": "ls"}}]
+    steps = [
+        {"kind": "shell", "payload": {"run": "make", "_why": "ours"}, "description": "Build"},
+        {"kind": "docker", "payload": {}},
+        {"kind": "cmd", "payload": {"run": "ls"}},
+    ]
     imported = world.learning.import_solution("t", fixpack(*copy.deepcopy(steps)))
     shown = world.learning.get_solution("t", imported.solution.id).solution
     assert [(s.kind, s.payload) for s in shown.steps] == [(s["kind"], s["payload"]) for s in steps]
-    assert ("Kept as written, of a kind this format does not interpret: steps[0] (shell), steps[1] (docker)."
-            in imported.explanation)
+    assert (
+        "Kept as written, of a kind this format does not interpret: steps[0] (shell), steps[1] (docker)."
+        in imported.explanation
+    )
     assert shown.steps[0].summary() == "Build" and shown.steps[1].summary() == "a docker step"
     world.learning.solution_apply("t", shown.id, {"success": True})
     with pytest.raises(InvalidInput) as caught:
@@ -221,16 +288,19 @@ def test_an_import_keeps_any_payload_object_as_written(world, step, needle):
     assert shown.steps[0].payload == step["payload"]
 
 
-@pytest.mark.parametrize("step, needle", [
-    ({"kind": "cmd", "payload": "pnpm install"}, "steps.0.payload"),
-    ({"kind": "cmd"}, "steps.0.payload"),
-    ({"payload": {"run": "x"}}, "steps.0.kind"),
-    ({"kind": "", "payload": {"run": "x"}}, "steps.0.kind"),
-    ({"kind": "cmd", "payload": {"run": "x"}, "step_order": "first"}, "steps.0.step_order"),
-    ({"kind": "cmd", "payload": {"run": "x"}, "description": 5}, "steps.0.description"),
-    ({"kind": "cmd", "payload": {"run": "x"}, "timeout_ms": "60000"}, "steps.0.timeout_ms"),
-    ({"kind": "cmd", "payload": {"run": "x"}, "step_order": True}, "steps.0.step_order"),
-])
+@pytest.mark.parametrize(
+    "step, needle",
+    [
+        ({"kind": "cmd", "payload": "pnpm install"}, "steps.0.payload"),
+        ({"kind": "cmd"}, "steps.0.payload"),
+        ({"payload": {"run": "x"}}, "steps.0.kind"),
+        ({"kind": "", "payload": {"run": "x"}}, "steps.0.kind"),
+        ({"kind": "cmd", "payload": {"run": "x"}, "step_order": "first"}, "steps.0.step_order"),
+        ({"kind": "cmd", "payload": {"run": "x"}, "description": 5}, "steps.0.description"),
+        ({"kind": "cmd", "payload": {"run": "x"}, "timeout_ms": "60000"}, "steps.0.timeout_ms"),
+        ({"kind": "cmd", "payload": {"run": "x"}, "step_order": True}, "steps.0.step_order"),
+    ],
+)
 @pytest.mark.parametrize("how", ["create", "import"])
 def test_a_wrong_type_of_a_steps_own_key_is_refused_naming_it(world, step, needle, how):
     call = world.learning.create_solution if how == "create" else world.learning.import_solution
@@ -240,16 +310,21 @@ def test_a_wrong_type_of_a_steps_own_key_is_refused_naming_it(world, step, needl
     assert _count(world) == 0
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"checks": [{"cmd": "x", "expect_exit_code": 0, "_comment": 1}, {"cmd": "y", "expect_exit_code": "0"}]},
-     "checks.1.expect_exit_code"),
-    ({"signatures": [{"text": "x", "regexes": "ENOTFOUND"}]}, "signatures.0.regexes"),
-    ({"signatures": [{"text": "x", "$where": "1"}]}, "signatures.0.extra"),
-    ({"steps": [{"kind": "cmd", "payload": {"run": "x", "a.b": 1}}]}, "steps.0"),
-    ({"steps": [{"kind": "shell", "payload": {"run": "x", "$where": 1}}]}, "steps.0"),
-    ({"extra": "not an object"}, "extra"),
-    ({"extra": {"id": 1}, "id": 2}, "body"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (
+            {"checks": [{"cmd": "x", "expect_exit_code": 0, "_comment": 1}, {"cmd": "y", "expect_exit_code": "0"}]},
+            "checks.1.expect_exit_code",
+        ),
+        ({"signatures": [{"text": "x", "regexes": "ENOTFOUND"}]}, "signatures.0.regexes"),
+        ({"signatures": [{"text": "x", "$where": "1"}]}, "signatures.0.extra"),
+        ({"steps": [{"kind": "cmd", "payload": {"run": "x", "a.b": 1}}]}, "steps.0"),
+        ({"steps": [{"kind": "shell", "payload": {"run": "x", "$where": 1}}]}, "steps.0"),
+        ({"extra": "not an object"}, "extra"),
+        ({"extra": {"id": 1}, "id": 2}, "body"),
+    ],
+)
 def test_an_import_still_refuses_what_it_cannot_keep(world, change, field):
     with pytest.raises(InvalidInput) as caught:
         world.learning.import_solution("t", fixpack(**change))
@@ -298,14 +373,22 @@ def test_the_format_module_is_the_one_place_for_the_spellings():
 
 
 def test_every_top_level_key_of_the_schema_is_a_field(world):
-    body = fixpack(component="infra", tags=["pnpm"], project_root="/Users/me/app", repo_name="app",
-                   package_manager="pnpm", monorepo_tool="turbo")
+    body = fixpack(
+        component="infra",
+        tags=["pnpm"],
+        project_root="/Users/me/app",
+        repo_name="app",
+        package_manager="pnpm",
+        monorepo_tool="turbo",
+    )
     for how in (world.learning.create_solution, world.learning.import_solution):
         solution = how("t", copy.deepcopy(body)).solution
         shown = world.learning.get_solution("t", solution.id).solution.model_dump(mode="json")
-        assert {k: shown[k] for k in ("component", "tags", "project_root", "repo_name", "package_manager",
-                                      "monorepo_tool")} == {k: body[k] for k in (
-            "component", "tags", "project_root", "repo_name", "package_manager", "monorepo_tool")}
+        assert {
+            k: shown[k] for k in ("component", "tags", "project_root", "repo_name", "package_manager", "monorepo_tool")
+        } == {
+            k: body[k] for k in ("component", "tags", "project_root", "repo_name", "package_manager", "monorepo_tool")
+        }
         assert "extra" not in shown  # none of them was kept as unknown
         body["title"] = "Again"
 

@@ -86,8 +86,9 @@ def test_search_embeds_at_most_its_budget_of_solutions(world):
 
 
 def test_a_held_lease_makes_an_overlapping_run_skip(world):
-    assert world.learning.store.acquire_lease("job:mining", "someone-else", now=world.clock(),
-                                              until=world.clock() + timedelta(minutes=15))
+    assert world.learning.store.acquire_lease(
+        "job:mining", "someone-else", now=world.clock(), until=world.clock() + timedelta(minutes=15)
+    )
     skipped = world.jobs.run("mining")
     assert not skipped.ran and "holds the lease" in skipped.explanation
     world.clock.advance(minutes=16)  # the other run died: its lease expired
@@ -99,8 +100,12 @@ def test_overlapping_mining_runs_count_evidence_once(tmp_path):
     s = seed.learning.create_solution("t", fixpack()).solution
     for project in ("a", "b", "c"):
         seed.remember(project, f"connect ECONNREFUSED 10.0.0.1:6379 in {project}", **FAIL)
-        seed.remember(project, "Fixed ECONNREFUSED on 6379 by pointing at the private host",
-                      outcome_status="success", solution_id=s.id)
+        seed.remember(
+            project,
+            "Fixed ECONNREFUSED on 6379 by pointing at the private host",
+            outcome_status="success",
+            solution_id=s.id,
+        )
     # Two processes' worth of jobs on one file, each with a lease that has already expired,
     # so both really run at once and only the evidence keys keep the counts right.
     worlds = [make_world(tmp_path / "capsule.db") for _ in range(2)]
@@ -161,10 +166,15 @@ def test_lambda_handler_builds_from_the_environment(tmp_path, monkeypatch):
 
 
 def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
-           "CAPSULE_DATA_DIR": str(data_dir), "CAPSULE_EMBEDDER": "hashing"}
-    return subprocess.run([sys.executable, "-m", "capsule_cli", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
+        "CAPSULE_DATA_DIR": str(data_dir),
+        "CAPSULE_EMBEDDER": "hashing",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "capsule_cli", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def test_cli_imports_fixpacks_and_runs_jobs(tmp_path):
@@ -232,8 +242,17 @@ def test_scheduler_survives_a_failing_job_and_stops(world):
 def test_cli_mines_detects_and_lists_golden_paths(tmp_path):
     data = tmp_path / "data"
     for project in ("api", "shop", "etl"):
-        stored = _cli(data, "store", f"connect ECONNREFUSED 10.0.0.3:6379 in {project}", "--project", project,
-                      "--type", "error", "--outcome", "failure")
+        stored = _cli(
+            data,
+            "store",
+            f"connect ECONNREFUSED 10.0.0.3:6379 in {project}",
+            "--project",
+            project,
+            "--type",
+            "error",
+            "--outcome",
+            "failure",
+        )
         assert stored.returncode == 0, stored.stderr
     mined = _cli(data, "patterns", "mine", "--json")
     assert mined.returncode == 0, mined.stderr
@@ -274,6 +293,7 @@ def test_mining_reads_a_tenant_again_only_when_something_it_depends_on_changed(w
     assert world.learning.detect_patterns("t", {}).patterns[0].occurrences == 3
     solution = world.learning.create_solution("t", fixpack()).solution
     assert world.jobs.run("mining").counts["unchanged"] == 1  # a solution alone changes no pattern
-    world.learning.solution_apply("t", solution.id, {"success": True, "project": "a",
-                                                      "error": "E11000 duplicate key error"})
+    world.learning.solution_apply(
+        "t", solution.id, {"success": True, "project": "a", "error": "E11000 duplicate key error"}
+    )
     assert world.jobs.run("mining").counts["tenants"] == 1  # an application is evidence: read again

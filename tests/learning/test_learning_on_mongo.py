@@ -4,8 +4,8 @@ through the same runtime function the Lambda handlers use."""
 import pytest
 from learning_helpers import FlakyEmbedder, fixpack
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
+from capsule.core.clock import FrozenClock
 from capsule.jobs.scheduled import Jobs
 from capsule.learning import LearningService
 from capsule.service.memory_service import MemoryService
@@ -44,11 +44,18 @@ def test_mining_golden_paths_and_jobs_on_mongodb(hosted):
     fix = learning.create_solution("t", fixpack()).solution
     for project in ("api", "shop", "etl"):
         clock.advance(minutes=5)
-        memories.store_memory("t", {"project": project, "content": f"connect ECONNREFUSED 10.0.0.2:6379 ({project})",
-                                    "meta": FAIL})
+        memories.store_memory(
+            "t", {"project": project, "content": f"connect ECONNREFUSED 10.0.0.2:6379 ({project})", "meta": FAIL}
+        )
     clock.advance(minutes=5)
-    memories.store_memory("t", {"project": "etl", "content": "Fixed ECONNREFUSED 6379: REDIS_URL uses the private host",
-                                "meta": {"outcome_status": "success", "solution_id": fix.id}})
+    memories.store_memory(
+        "t",
+        {
+            "project": "etl",
+            "content": "Fixed ECONNREFUSED 6379: REDIS_URL uses the private host",
+            "meta": {"outcome_status": "success", "solution_id": fix.id},
+        },
+    )
     report = jobs.run("mining")
     assert report.ran and report.counts["clusters"] == 1 and report.counts["linked"] == 2
     assert jobs.run("mining").counts["linked"] == 0

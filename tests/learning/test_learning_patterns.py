@@ -21,8 +21,11 @@ def _seed(world):
         world.remember(project, text, **FAIL)
     redis_fix = world.learning.create_solution("t", fixpack()).solution
     fix_memory = world.remember(
-        "etl", "Fixed the ECONNREFUSED from Redis: REDIS_URL now points at the private host",
-        type="fix", outcome_status="success", solution_id=redis_fix.id,
+        "etl",
+        "Fixed the ECONNREFUSED from Redis: REDIS_URL now points at the private host",
+        type="fix",
+        outcome_status="success",
+        solution_id=redis_fix.id,
     )
     return redis_fix, fix_memory
 
@@ -48,7 +51,8 @@ def test_end_to_end_failures_in_three_projects_become_a_golden_path(world):
     assert {(p.solution.id if p.solution else p.fix.memory_id) for p in golden.paths} == {redis_fix.id, fix_memory}
 
     detected = world.learning.pattern_detect(
-        "t", {"error": "The job crashed because the Redis connection was refused (ECONNREFUSED on port 6379)"})
+        "t", {"error": "The job crashed because the Redis connection was refused (ECONNREFUSED on port 6379)"}
+    )
     top = detected.results[0]
     assert top.pattern.tag == pattern.tag
     assert top.matched_terms == ["6379", "econnrefused"] and top.components.terms == 1.0
@@ -64,7 +68,9 @@ def test_mining_is_idempotent_and_names_patterns_stably(world):
     second = world.learning.detect_patterns("t", {})
     assert second.linked == 0 and first.linked > 0
     assert [p.tag for p in second.patterns] == [p.tag for p in first.patterns]
-    assert [(link.tag, link.kind, link.target_id, link.success) for link in world.learning.store.links("t")] == links_before
+    assert [
+        (link.tag, link.kind, link.target_id, link.success) for link in world.learning.store.links("t")
+    ] == links_before
 
 
 def test_a_new_occurrence_keeps_the_pattern_tag(world):
@@ -78,7 +84,9 @@ def test_a_new_occurrence_keeps_the_pattern_tag(world):
 
 def test_detect_patterns_filters_and_bounds(world):
     for project in ("a", "b", "c"):
-        world.remember(project, "E11000 duplicate key error collection: app.users index: email_1", category="db", **FAIL)
+        world.remember(
+            project, "E11000 duplicate key error collection: app.users index: email_1", category="db", **FAIL
+        )
     for project in ("a", "b"):
         world.remember(project, "ENOSPC: no space left on device, write", category="disk", **FAIL)
     result = world.learning.detect_patterns("t", {"min_occurrences": 3})
@@ -102,11 +110,13 @@ def test_failures_only_in_another_tenant_are_not_mixed_in(world):
 def test_pattern_solutions_rank_by_the_patterns_own_wilson_bound(world):
     lucky = world.learning.create_solution("t", fixpack("restart redis")).solution
     proven = world.learning.create_solution("t", fixpack("fix REDIS_URL")).solution
-    world.learning.pattern_link("t", {"tag": "redis-down", "category": "network", "solution_id": lucky.id,
-                                      "success": True})
+    world.learning.pattern_link(
+        "t", {"tag": "redis-down", "category": "network", "solution_id": lucky.id, "success": True}
+    )
     for i in range(22):
-        world.learning.pattern_link("t", {"tag": "redis-down", "category": "network", "solution_id": proven.id,
-                                          "success": i < 20})
+        world.learning.pattern_link(
+            "t", {"tag": "redis-down", "category": "network", "solution_id": proven.id, "success": i < 20}
+        )
     # Globally the lucky one looks perfect: only this pattern's record says otherwise.
     result = world.learning.pattern_solutions("t", {"tag": "redis-down", "category": "network"})
     assert [s.id for s in result.solutions] == [proven.id, lucky.id]
@@ -117,8 +127,9 @@ def test_pattern_solutions_rank_by_the_patterns_own_wilson_bound(world):
 
 def test_pattern_link_creates_the_pattern_and_refuses_unknown_solutions(world):
     s = world.learning.create_solution("t", fixpack()).solution
-    first = world.learning.pattern_link("t", {"tag": "redis-down", "solution_id": s.id, "success": False,
-                                              "context": "restarted, still refused"})
+    first = world.learning.pattern_link(
+        "t", {"tag": "redis-down", "solution_id": s.id, "success": False, "context": "restarted, still refused"}
+    )
     assert first.pattern_created and first.pattern.category == "general" and first.link.failure == 1
     second = world.learning.pattern_link("t", {"tag": "redis-down", "solution_id": s.id, "success": True})
     assert not second.pattern_created and (second.link.success, second.link.failure) == (1, 1)
@@ -145,8 +156,7 @@ def test_applications_after_failures_are_mined_as_evidence(world):
     for project, text in REDIS_FAILURES:
         world.remember(project, text, **FAIL)
         world.clock.advance(minutes=1)
-        world.learning.solution_apply("t", s.id, {"success": True, "project": project,
-                                                  "error": "ECONNREFUSED on 6379"})
+        world.learning.solution_apply("t", s.id, {"success": True, "project": project, "error": "ECONNREFUSED on 6379"})
     world.learning.solution_apply("t", s.id, {"success": False, "project": "elsewhere"})  # not after a failure there
     world.learning.detect_patterns("t", {})
     paths = world.learning.golden_paths("t", {"min_applications": 3}).paths

@@ -15,8 +15,11 @@ def test_create_get_round_trip_keeps_the_fixpack(world):
     s = created.solution
     assert "Created solution" in created.explanation
     assert [step.step_order for step in s.steps] == [1, 2]  # ordered by step_order
-    assert s.steps[0].payload == {"file": ".env", "search": "REDIS_URL=redis://localhost",
-                                  "replace": "REDIS_URL=redis://redis.internal"}
+    assert s.steps[0].payload == {
+        "file": ".env",
+        "search": "REDIS_URL=redis://localhost",
+        "replace": "REDIS_URL=redis://redis.internal",
+    }
     assert s.checks[1].expect_exit_code == 0 and s.checks[0].expect_substring == "PONG"
     assert s.signatures[0].meta.min_score == 0.5 and s.signatures[0].meta.model_extra == {"source": "ci"}
     assert (s.success_count, s.failure_count, s.success_rate) == (0, 0, 0.0)
@@ -35,24 +38,29 @@ def test_solutions_are_tenant_scoped(world):
     assert world.learning.solution_search("other", {"error": "connect ECONNREFUSED 1.2.3.4:6379"}).results == []
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"title": ""}, "title"),
-    ({"signatures": []}, "signatures"),
-    ({"signatures": [{"text": "x", "regexes": ["(a+)+$"]}]}, "signatures.0.regexes.0"),
-    ({"signatures": [{"text": "x", "regexes": ["(unclosed"]}]}, "signatures.0.regexes.0"),
-    ({"signatures": [{"text": "x", "meta": {"min_score": 2}}]}, "signatures.0.meta.min_score"),
-    ({"signatures": [{"text": "x", "meta": {"$where": 1}}]}, "signatures.0.meta"),
-    ({"steps": [{"step_order": 1, "kind": "shell", "payload": {"command": "x"}}]}, "steps.0.kind"),
-    ({"steps": [{"step_order": 1, "kind": "patch", "payload": {"command": "x"}}]}, "steps.0"),
-    ({"steps": [{"step_order": 1, "kind": "cmd", "payload": {"command": ""}}]}, "steps.0"),
-    ({"steps": [{"step_order": 1, "kind": "cmd", "payload": {"command": "a"}, "timeout_ms": 0}]},
-     "steps.0.timeout_ms"),
-    ({"checks": [{"check_order": 1, "cmd": "true"}]}, "checks.0"),
-    ({"checks": [{"check_order": 1, "cmd": "true", "expect_exit_code": 256}]}, "checks.0.expect_exit_code"),
-    ({"unknown": 1}, "unknown"),
-    ({"success_count": -1}, "success_count"),
-    ({"tags": ["x"] * 33}, "tags"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"title": ""}, "title"),
+        ({"signatures": []}, "signatures"),
+        ({"signatures": [{"text": "x", "regexes": ["(a+)+$"]}]}, "signatures.0.regexes.0"),
+        ({"signatures": [{"text": "x", "regexes": ["(unclosed"]}]}, "signatures.0.regexes.0"),
+        ({"signatures": [{"text": "x", "meta": {"min_score": 2}}]}, "signatures.0.meta.min_score"),
+        ({"signatures": [{"text": "x", "meta": {"$where": 1}}]}, "signatures.0.meta"),
+        ({"steps": [{"step_order": 1, "kind": "shell", "payload": {"command": "x"}}]}, "steps.0.kind"),
+        ({"steps": [{"step_order": 1, "kind": "patch", "payload": {"command": "x"}}]}, "steps.0"),
+        ({"steps": [{"step_order": 1, "kind": "cmd", "payload": {"command": ""}}]}, "steps.0"),
+        (
+            {"steps": [{"step_order": 1, "kind": "cmd", "payload": {"command": "a"}, "timeout_ms": 0}]},
+            "steps.0.timeout_ms",
+        ),
+        ({"checks": [{"check_order": 1, "cmd": "true"}]}, "checks.0"),
+        ({"checks": [{"check_order": 1, "cmd": "true", "expect_exit_code": 256}]}, "checks.0.expect_exit_code"),
+        ({"unknown": 1}, "unknown"),
+        ({"success_count": -1}, "success_count"),
+        ({"tags": ["x"] * 33}, "tags"),
+    ],
+)
 def test_bad_fixpacks_are_refused_naming_the_field_and_change_nothing(world, change, field):
     body = fixpack(**change)
     with pytest.raises(InvalidInput) as caught:
@@ -63,8 +71,10 @@ def test_bad_fixpacks_are_refused_naming_the_field_and_change_nothing(world, cha
 
 def test_oversized_fixpack_is_refused(world):
     huge = "x" * 60_000
-    steps = [{"step_order": i, "kind": "cmd", "payload": {"command": huge[:8000]}, "description": huge[:8000]}
-             for i in range(20)]
+    steps = [
+        {"step_order": i, "kind": "cmd", "payload": {"command": huge[:8000]}, "description": huge[:8000]}
+        for i in range(20)
+    ]
     with pytest.raises(InvalidInput) as caught:
         world.learning.create_solution("t", fixpack(steps=steps))
     assert "limit" in caught.value.message
@@ -115,7 +125,7 @@ def test_delete(world):
 
 def test_import_takes_original_files_as_they_are_and_is_idempotent(world):
     original = fixpack(success_count=7, failure_count=1)
-    original["id"] = "fp-123"           # fields of the original format we do not keep
+    original["id"] = "fp-123"  # fields of the original format we do not keep
     original["schema_version"] = 2
     first = world.learning.import_solution("t", copy.deepcopy(original), source="redis.json")
     assert first.created and first.kept_fields == ["id", "schema_version"]
@@ -134,10 +144,14 @@ def test_import_takes_original_files_as_they_are_and_is_idempotent(world):
 
 def test_search_ranks_by_regex_then_meaning_and_says_why(world):
     redis = world.learning.create_solution("t", fixpack()).solution
-    npm = world.learning.create_solution("t", fixpack(
-        "Clear the npm cache", category="build",
-        signatures=[{"text": "npm ERR! code ERESOLVE unable to resolve dependency tree",
-                     "regexes": [r"ERESOLVE"]}])).solution
+    npm = world.learning.create_solution(
+        "t",
+        fixpack(
+            "Clear the npm cache",
+            category="build",
+            signatures=[{"text": "npm ERR! code ERESOLVE unable to resolve dependency tree", "regexes": [r"ERESOLVE"]}],
+        ),
+    ).solution
     result = world.learning.solution_search("t", {"error": "Error: connect ECONNREFUSED 10.0.0.7:6379 at worker"})
     assert [m.solution.id for m in result.results] == [redis.id]
     top = result.results[0]

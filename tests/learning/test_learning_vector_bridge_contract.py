@@ -28,8 +28,13 @@ def test_always_new_inserts_beside_a_solution_with_the_same_title(world):
 
 
 def test_an_importer_sets_the_counts_and_times_of_a_new_solution(world):
-    body = {**load(REAL[1]), "success_count": 7, "failure_count": 2, "last_applied_at": "2025-02-01T10:00:00Z",
-            "verified_on": T0}
+    body = {
+        **load(REAL[1]),
+        "success_count": 7,
+        "failure_count": 2,
+        "last_applied_at": "2025-02-01T10:00:00Z",
+        "verified_on": T0,
+    }
     solution = world.learning.import_solution("t", body, always_new=True).solution
     shown = world.learning.get_solution("t", solution.id).solution
     assert (shown.success_count, shown.failure_count) == (7, 2)
@@ -46,8 +51,14 @@ def test_an_importer_sets_the_counts_and_times_of_a_new_solution(world):
 
 def test_an_upsert_may_have_no_signatures_and_null_text_fields(world):
     # solution_upsert accepted empty signatures; a database row may hold a null description.
-    body = {"title": "Nothing to match yet", "description": None, "category": "devops", "component": None,
-            "signatures": [], "steps": []}
+    body = {
+        "title": "Nothing to match yet",
+        "description": None,
+        "category": "devops",
+        "component": None,
+        "signatures": [],
+        "steps": [],
+    }
     solution = world.learning.import_solution("t", body, always_new=True).solution
     assert solution.signatures == [] and solution.description == ""
     assert world.learning.solution_search("t", {"error": "anything at all"}).results == []
@@ -59,14 +70,19 @@ def test_an_upsert_may_have_no_signatures_and_null_text_fields(world):
 def test_pattern_solutions_without_a_category_searches_every_category(world):
     a = world.learning.create_solution("t", fixpack("A")).solution
     b = world.learning.create_solution("t", fixpack("B")).solution
-    for category, solution_id, outcomes in (("code", a.id, [True, True]), ("error", a.id, [False]),
-                                            ("error", b.id, [True])):
+    for category, solution_id, outcomes in (
+        ("code", a.id, [True, True]),
+        ("error", a.id, [False]),
+        ("error", b.id, [True]),
+    ):
         for ok in outcomes:
-            world.learning.pattern_link("t", {"tag": "redis", "category": category, "solution_id": solution_id,
-                                              "success": ok})
+            world.learning.pattern_link(
+                "t", {"tag": "redis", "category": category, "solution_id": solution_id, "success": ok}
+            )
     every = world.learning.pattern_solutions("t", {"tag": "redis"})
-    assert [(s.id, s.success, s.failure) for s in every.solutions] == [(b.id, 1, 0), (a.id, 2, 1)] or \
-        [(s.id, s.success, s.failure) for s in every.solutions] == [(a.id, 2, 1), (b.id, 1, 0)]
+    assert [(s.id, s.success, s.failure) for s in every.solutions] == [(b.id, 1, 0), (a.id, 2, 1)] or [
+        (s.id, s.success, s.failure) for s in every.solutions
+    ] == [(a.id, 2, 1), (b.id, 1, 0)]
     assert {s.id for s in every.solutions} == {a.id, b.id} and len(every.solutions) == 2
     assert "in 2 categories (code, error; counts summed across them)" in every.explanation
     only = world.learning.pattern_solutions("t", {"tag": "redis", "category": "code"})
@@ -81,9 +97,13 @@ def test_solution_search_takes_component(world):
     worker = world.learning.create_solution("t", fixpack()).solution  # component "worker"
     other = world.learning.create_solution("t", fixpack("Other", component="api")).solution
     error = "connect ECONNREFUSED 127.0.0.1:6379"
-    assert {m.solution.id for m in world.learning.solution_search("t", {"error": error}).results} == {worker.id, other.id}
-    assert [m.solution.id for m in world.learning.solution_search("t", {"error": error, "component": "api"}).results] \
-        == [other.id]
+    assert {m.solution.id for m in world.learning.solution_search("t", {"error": error}).results} == {
+        worker.id,
+        other.id,
+    }
+    assert [
+        m.solution.id for m in world.learning.solution_search("t", {"error": error, "component": "api"}).results
+    ] == [other.id]
     with pytest.raises(InvalidInput) as caught:
         world.learning.solution_search("t", {"error": error, "component": ""})
     assert caught.value.field == "component"

@@ -9,21 +9,29 @@ import itertools
 import pytest
 from learning_helpers import fixpack
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
+from capsule.core.clock import FrozenClock
+from capsule.core.records import Filters
 from capsule.embedders import HashingEmbedder
 from capsule.learning import LearningService, mining, mining_pages
 from capsule.learning.patterns import MAX_PATTERNS_SCANNED
-from capsule.core.records import Filters
 from capsule.service.memory_service import MemoryService
 from capsule.store.sides import open_learning_store
 from capsule.store.sqlite import SQLiteStore
 
-ERRORS = ["connect ECONNREFUSED 10.0.0.2:6379", "E11000 duplicate key error collection users email_1",
-          "TypeError: cannot read properties of undefined (reading 'map') in OrderTable",
-          "ENOSPC: no space left on device, write", "KeyError: 'customer_id' in billing.charge"]
-FIXES = ["Fixed ECONNREFUSED 6379: REDIS_URL uses the private host", "E11000: dedupe emails before the insert",
-         "TypeError map undefined: default the rows to an empty list in OrderTable", "ENOSPC: rotate the logs"]
+ERRORS = [
+    "connect ECONNREFUSED 10.0.0.2:6379",
+    "E11000 duplicate key error collection users email_1",
+    "TypeError: cannot read properties of undefined (reading 'map') in OrderTable",
+    "ENOSPC: no space left on device, write",
+    "KeyError: 'customer_id' in billing.charge",
+]
+FIXES = [
+    "Fixed ECONNREFUSED 6379: REDIS_URL uses the private host",
+    "E11000: dedupe emails before the insert",
+    "TypeError map undefined: default the rows to an empty list in OrderTable",
+    "ENOSPC: rotate the logs",
+]
 
 
 def whole_tenant_mine(learning: LearningService, tenant: str) -> None:
@@ -56,8 +64,10 @@ def seed(service: MemoryService, clock: FrozenClock, learning: LearningService) 
         for tenant in ("t", "u"):
             project = f"p{i % 4}"
             if i % 3 == 0:
-                content, meta = f"{ERRORS[i % 5]} (run {i})", {"type": "error", "outcome_status": "failure",
-                                                              "category": ["network", "db"][i % 2]}
+                content, meta = (
+                    f"{ERRORS[i % 5]} (run {i})",
+                    {"type": "error", "outcome_status": "failure", "category": ["network", "db"][i % 2]},
+                )
                 if i % 15 == 0:
                     meta["solution_id"] = solution.solution.id
             elif i % 3 == 1:
@@ -66,15 +76,22 @@ def seed(service: MemoryService, clock: FrozenClock, learning: LearningService) 
                 content, meta = f"a note about the build {i}", {"type": "note"}
             service.store_memory(tenant, {"project": project, "content": content, "meta": meta})
         if i in (40, 100):
-            learning.solution_apply("t", solution.solution.id, {"success": i == 40, "project": "p0",
-                                                                "error": "connect ECONNREFUSED 10.0.0.2:6379"})
+            learning.solution_apply(
+                "t",
+                solution.solution.id,
+                {"success": i == 40, "project": "p0", "error": "connect ECONNREFUSED 10.0.0.2:6379"},
+            )
 
 
 def outcome(learning: LearningService, tenant: str):
-    patterns = {(p.tag, p.category): (p.occurrences, sorted(p.examples), p.terms, p.projects)
-                for p in learning.store.patterns(tenant, category=None, min_occurrences=0, limit=1000)}
-    links = {(k.tag, k.category, k.kind, k.target_id): (k.success, k.failure)
-             for k in learning.store.links(tenant, limit=10_000)}
+    patterns = {
+        (p.tag, p.category): (p.occurrences, sorted(p.examples), p.terms, p.projects)
+        for p in learning.store.patterns(tenant, category=None, min_occurrences=0, limit=1000)
+    }
+    links = {
+        (k.tag, k.category, k.kind, k.target_id): (k.success, k.failure)
+        for k in learning.store.links(tenant, limit=10_000)
+    }
     return patterns, links
 
 
@@ -122,9 +139,17 @@ def test_mining_a_page_at_a_time_finds_what_mining_the_whole_tenant_found(backen
         store, settings = backend(tmp_path / name)
         clock = FrozenClock()
         ids = (f"{n:032x}" for n in itertools.count())  # the same ids in both stores
-        service = MemoryService(store, HashingEmbedder(), clock=clock, settings=settings, new_id=lambda ids=ids: next(ids))
-        learning = LearningService(open_learning_store(store, settings), store, service.embedder, clock=clock,
-                                   new_id=lambda ids=ids: next(ids), mining_options=mining.MiningOptions(max_memories=30, window_days=3))
+        service = MemoryService(
+            store, HashingEmbedder(), clock=clock, settings=settings, new_id=lambda ids=ids: next(ids)
+        )
+        learning = LearningService(
+            open_learning_store(store, settings),
+            store,
+            service.embedder,
+            clock=clock,
+            new_id=lambda ids=ids: next(ids),
+            mining_options=mining.MiningOptions(max_memories=30, window_days=3),
+        )
         seed(service, clock, learning)
         made.append((store, learning))
     (_, whole), (paged_store, paged) = made

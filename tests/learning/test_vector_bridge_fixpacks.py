@@ -18,8 +18,23 @@ TOP = ("title", "description", "category", "component", "tags", "package_manager
 def test_the_six_files_are_there_and_cover_what_compat_names():
     assert len(REAL) == 6 and sum(f.name.startswith("002_") for f in REAL) == 2
     payload_keys = {k for f in REAL for s in load(f)["steps"] for k in s["payload"]}
-    assert {"run", "command", "cwd", "src", "dst", "flags", "include", "exclude", "variable", "value",
-            "description", "file", "search", "replace", "diff"} <= payload_keys
+    assert {
+        "run",
+        "command",
+        "cwd",
+        "src",
+        "dst",
+        "flags",
+        "include",
+        "exclude",
+        "variable",
+        "value",
+        "description",
+        "file",
+        "search",
+        "replace",
+        "diff",
+    } <= payload_keys
 
 
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
@@ -31,7 +46,8 @@ def test_each_real_file_imports_and_reads_back_as_written(world, path):
     for key in TOP:
         assert shown[key] == raw.get(key, shown[key]), key
     assert [(s["kind"], s["payload"], s["description"]) for s in shown["steps"]] == [
-        (s["kind"], s["payload"], s["description"]) for s in raw["steps"]]
+        (s["kind"], s["payload"], s["description"]) for s in raw["steps"]
+    ]
     assert [s["step_order"] for s in shown["steps"]] == list(range(1, len(raw["steps"]) + 1))
     assert [c["cmd"] for c in shown["checks"]] == [c["cmd"] for c in raw["checks"]]
     for kept in REAL_KEPT[path.name]:
@@ -51,7 +67,9 @@ def test_each_is_found_by_its_signature_text(world, imported, path):
     for signature in raw["signatures"]:
         found = world.learning.solution_search("t", {"error": signature["text"]})
         assert found.results and found.results[0].solution.id == imported[path.stem].id, (
-            signature["text"], [(m.solution.title, m.score) for m in found.results])
+            signature["text"],
+            [(m.solution.title, m.score) for m in found.results],
+        )
         by_component = world.learning.solution_search("t", {"error": signature["text"], "component": raw["component"]})
         assert by_component.results[0].solution.id == imported[path.stem].id
 
@@ -64,8 +82,10 @@ def test_the_component_filter_keeps_those_naming_it_or_none(world, imported):
     infra = world.learning.solution_search("t", {"error": text, "component": "infra", "k": 20})
     assert imported["002_shared_folder_sync"].id not in {m.solution.id for m in infra.results}
     assert {m.solution.component for m in infra.results} <= {"infra"}
-    unnamed = world.learning.import_solution("t", {**load(REAL_FILE["002_shared_folder_sync"]), "component": None,
-                                                   "title": "Shared folder sync, any component"}).solution
+    unnamed = world.learning.import_solution(
+        "t",
+        {**load(REAL_FILE["002_shared_folder_sync"]), "component": None, "title": "Shared folder sync, any component"},
+    ).solution
     infra = world.learning.solution_search("t", {"error": text, "component": "infra"})
     assert infra.results[0].solution.id == unnamed.id
 
@@ -73,7 +93,10 @@ def test_the_component_filter_keeps_those_naming_it_or_none(world, imported):
 def test_the_views_read_what_the_preview_shows(imported):
     shared = imported["002_shared_folder_sync"].steps[0].view()
     assert (shared["from"], shared["to"], shared["flags"]) == (
-        "{project_root}/packages/shared/src/", "{project_root}/packages/backend/src/shared/", "-av --delete")
+        "{project_root}/packages/shared/src/",
+        "{project_root}/packages/backend/src/shared/",
+        "-av --delete",
+    )
     assert shared["include"] == ["*.ts", "*.tsx", "*.json"] and shared["other"] == {}
     env = imported["002_railway_wrong_dockerfile"].steps[0].view()
     assert (env["key"], env["value"]) == ("RAILWAY_DOCKERFILE_PATH", "Dockerfile")
@@ -85,7 +108,8 @@ def test_the_views_read_what_the_preview_shows(imported):
     diff = imported["001_monorepo_lockfile_mismatch"].steps[2].view()
     assert diff["file"] == "package.json" and diff["diff"].count("\n") == 9  # a diff's newlines are real
     assert imported["002_shared_folder_sync"].steps[0].summary() == (
-        "copy {project_root}/packages/shared/src/ to {project_root}/packages/backend/src/shared/")
+        "copy {project_root}/packages/shared/src/ to {project_root}/packages/backend/src/shared/"
+    )
     assert fixpack_format.payload_view("copy", {"src": "a", "dst": "b"})["to"] == "b"
 
 

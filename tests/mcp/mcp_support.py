@@ -24,8 +24,16 @@ FIXPACK = {
     "category": "network",
     "signatures": [{"text": "connect ECONNREFUSED 127.0.0.1:6379", "regexes": [r"ECONNREFUSED\s+\S*:6379"]}],
     "steps": [
-        {"step_order": 1, "kind": "patch", "description": "use the private host",
-         "payload": {"file": ".env", "search": "REDIS_URL=redis://localhost", "replace": "REDIS_URL=redis://redis.internal"}},
+        {
+            "step_order": 1,
+            "kind": "patch",
+            "description": "use the private host",
+            "payload": {
+                "file": ".env",
+                "search": "REDIS_URL=redis://localhost",
+                "replace": "REDIS_URL=redis://redis.internal",
+            },
+        },
         {"step_order": 2, "kind": "cmd", "payload": {"command": "npm run worker"}},
     ],
     "checks": [{"check_order": 1, "cmd": "redis-cli -h redis.internal ping", "expect_substring": "PONG"}],
@@ -35,17 +43,18 @@ FIXPACK = {
 def capsule_env(data_dir: Path, **extra: str) -> dict[str, str]:
     """A clean environment: our code on PYTHONPATH, the offline hashing embedder, a temp store,
     and no AWS settings from the machine."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AWS_", "CAPSULE_")) and k != "PYTHONPATH"}
-    env.update({
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
-        "CAPSULE_EMBEDDER": "hashing",
-        "CAPSULE_DATA_DIR": str(data_dir),
-        "AWS_CONFIG_FILE": str(data_dir / "no-aws-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(data_dir / "no-aws-credentials"),
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "CAPSULE_MCP_TOOLS": "all",  # every tool and argument listed; tests/mcp/test_vb_contract.py checks the default
-    })
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CAPSULE_")) and k != "PYTHONPATH"}
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
+            "CAPSULE_EMBEDDER": "hashing",
+            "CAPSULE_DATA_DIR": str(data_dir),
+            "AWS_CONFIG_FILE": str(data_dir / "no-aws-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(data_dir / "no-aws-credentials"),
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "CAPSULE_MCP_TOOLS": "all",  # every tool and argument listed; tests/mcp/test_vb_contract.py checks the default
+        }
+    )
     env.update(extra)
     return env
 
@@ -58,8 +67,6 @@ def hook_input(name: str) -> str:
     """A recorded hook input, pointed at the sample transcript."""
     text = (FIXTURES / name).read_text("utf-8")
     return text.replace("{transcript}", json.dumps(str(FIXTURES / "transcript.jsonl"))[1:-1])
-
-
 
 
 def new_data_dir(tmp_path: Path) -> Path:
@@ -89,8 +96,12 @@ class ToolSession:
 def mcp_params(data_dir: Path, *args: str, **env: str):
     from mcp import StdioServerParameters
 
-    return StdioServerParameters(command=sys.executable, args=["-m", "capsule_cli", "mcp", *args],
-                                 env=capsule_env(data_dir, **env), cwd=str(ROOT))
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "capsule_cli", "mcp", *args],
+        env=capsule_env(data_dir, **env),
+        cwd=str(ROOT),
+    )
 
 
 @contextmanager
@@ -99,16 +110,36 @@ def signing_serve(folder: Path, access_key: str, secret: str, tenant: str, regio
     yields ``{"url", "port", "api_key", "data_dir"}`` and stops the server after."""
     data_dir = new_data_dir(folder)
     env = capsule_env(data_dir)
-    subprocess.run(capsule_command("keys", "add-sigv4", access_key, "--secret", secret, "--tenant", tenant),
-                   env=env, check=True, capture_output=True, timeout=60)
-    made = subprocess.run(capsule_command("keys", "create", "agent", "--json"), env=env, check=True,
-                          capture_output=True, text=True, timeout=60)
-    process = subprocess.Popen(capsule_command("serve", "--port", "0", "--workers", "1", "--region", region),
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    subprocess.run(
+        capsule_command("keys", "add-sigv4", access_key, "--secret", secret, "--tenant", tenant),
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    made = subprocess.run(
+        capsule_command("keys", "create", "agent", "--json"),
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    process = subprocess.Popen(
+        capsule_command("serve", "--port", "0", "--workers", "1", "--region", region),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         url = _wait_for_url(process)
-        yield {"url": url, "port": int(url.rsplit(":", 1)[1].strip("/")),
-               "api_key": json.loads(made.stdout)["key"], "data_dir": data_dir}
+        yield {
+            "url": url,
+            "port": int(url.rsplit(":", 1)[1].strip("/")),
+            "api_key": json.loads(made.stdout)["key"],
+            "data_dir": data_dir,
+        }
     finally:
         process.terminate()
         try:

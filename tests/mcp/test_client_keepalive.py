@@ -26,9 +26,13 @@ REGION = "eu-west-1"
 IDLE_S = 5  # the front closes a connection idle this long (also one waiting this long for an answer)
 
 # .ci/run installs stunnel4; a machine without it leaves these tests out (CI never does: they fail there).
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(stunnel_binary() is None and not os.environ.get("CI"),
-                                 reason="stunnel is not installed (apt-get install stunnel4)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        stunnel_binary() is None and not os.environ.get("CI"),
+        reason="stunnel is not installed (apt-get install stunnel4)",
+    ),
+]
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +52,11 @@ def _warm(served: dict) -> None:
     """One store straight to the server: its first write opens the store and the index, which on a
     busy machine can take longer than IDLE_S, and the front would drop that connection as idle."""
     request = urllib.request.Request(
-        served["url"].rstrip("/") + "/v1/memories", method="POST",
+        served["url"].rstrip("/") + "/v1/memories",
+        method="POST",
         data=json.dumps({"project": "warm-up", "content": "the first write of this server"}).encode(),
-        headers={"Authorization": f"Bearer {served['api_key']}", "Content-Type": "application/json"})
+        headers={"Authorization": f"Bearer {served['api_key']}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=120) as response:
         assert response.status in (200, 201), response.status
 
@@ -88,8 +94,11 @@ def test_signed_calls_share_one_connection_and_one_tls_handshake(front, client):
         assert client.search({"project": "keep", "query": f"deploy switch {n}"}).results[0].id == stored.memory.id
     assert client.feedback(stored.memory.id, {"helpful": True}).memory.helpful == 1
     assert "keep" in [p.project for p in client.projects().projects]
-    assert _delta(tls, before, connections=1, full_handshakes=1) == {"connections": 1, "full_handshakes": 1,
-                                                                      "resumed": 0}
+    assert _delta(tls, before, connections=1, full_handshakes=1) == {
+        "connections": 1,
+        "full_handshakes": 1,
+        "resumed": 0,
+    }
     assert client.waits == []
 
 
@@ -102,7 +111,10 @@ def test_a_connection_the_front_closed_when_idle_is_reopened_with_the_tls_sessio
     stored = client.store({"project": "keep", "content": "Reconnects resume the TLS session"})
     assert client.get(stored.memory.id).memory.content == "Reconnects resume the TLS session"
     assert _delta(tls, before, connections=2, full_handshakes=1, resumed=1) == {
-        "connections": 2, "full_handshakes": 1, "resumed": 1}
+        "connections": 2,
+        "full_handshakes": 1,
+        "resumed": 1,
+    }
     assert client.waits == []  # noticed before use: nothing was sent on the closed connection
 
 
@@ -116,8 +128,18 @@ def test_the_mcp_proxy_keeps_one_connection_for_its_tool_calls(front, tmp_path, 
         options, env = [], {"CAPSULE_API_KEY": front["api_key"]}
 
     async def main():
-        params = mcp_params(new_data_dir(tmp_path), "--url", tls.url, "--auth", auth, *options, "--project", "proxy",
-                            SSL_CERT_FILE=str(tls.cert), **env)
+        params = mcp_params(
+            new_data_dir(tmp_path),
+            "--url",
+            tls.url,
+            "--auth",
+            auth,
+            *options,
+            "--project",
+            "proxy",
+            SSL_CERT_FILE=str(tls.cert),
+            **env,
+        )
         async with Client(params) as mcp:
             stored = await mcp.call_tool("memory_store", {"content": "The proxy keeps its TLS connection"})
             assert not stored.is_error, stored.content
@@ -127,8 +149,11 @@ def test_the_mcp_proxy_keeps_one_connection_for_its_tool_calls(front, tmp_path, 
             assert not (await mcp.call_tool("memory_projects", {})).is_error
 
     anyio.run(main)
-    assert _delta(tls, before, connections=1, full_handshakes=1) == {"connections": 1, "full_handshakes": 1,
-                                                                      "resumed": 0}
+    assert _delta(tls, before, connections=1, full_handshakes=1) == {
+        "connections": 1,
+        "full_handshakes": 1,
+        "resumed": 0,
+    }
 
 
 def test_the_fronts_certificate_is_verified_by_name_and_by_issuer(front, monkeypatch):
@@ -197,8 +222,10 @@ def test_a_lost_answer_repeats_a_store_the_server_deduplicates_but_never_a_vote(
             assert relay.lost == 1 and len(client.waits) == 1  # sent again, after a backoff
             assert stored.deduplicated  # the first try was applied; the second found it
             listed = client.list_memories({"project": "lost"}).memories
-            assert sorted(m.content for m in listed) == ["A first store opens the kept connection",
-                                                         "The answer to this store is lost once"]
+            assert sorted(m.content for m in listed) == [
+                "A first store opens the kept connection",
+                "The answer to this store is lost once",
+            ]
             relay.armed.set()
             with pytest.raises(errors.Unavailable, match="closed before the answer.*may or may not have been applied"):
                 client.feedback(stored.memory.id, {"helpful": True})

@@ -8,8 +8,12 @@ from mcp_support import ToolSession, mcp_params, new_data_dir
 
 EVENTS = [
     {"role": "user", "text": "Can you check why the build is slow?"},
-    {"role": "assistant", "text": "The root cause was a stale .pyc file from the old package layout.",
-     "time": "2026-03-02T10:00:00+00:00", "session": "s1"},
+    {
+        "role": "assistant",
+        "text": "The root cause was a stale .pyc file from the old package layout.",
+        "time": "2026-03-02T10:00:00+00:00",
+        "session": "s1",
+    },
     {"role": "assistant", "text": "We decided to use SQLite in WAL mode because it handles concurrent readers well."},
     {"role": "user", "text": "Thanks!"},
 ]
@@ -24,8 +28,9 @@ def test_capture_candidates_approve_reject_over_stdio(tmp_path):
         assert len(ids) == 2 and ids[0] in text
         listed, _ = await session.ok("memory_candidates", {})
         assert {c["id"] for c in listed["candidates"]} == set(ids)
-        approved, _ = await session.ok("memory_approve", {"id": ids[0], "text": "Stale .pyc files broke imports.",
-                                                          "tags": ["python"]})
+        approved, _ = await session.ok(
+            "memory_approve", {"id": ids[0], "text": "Stale .pyc files broke imports.", "tags": ["python"]}
+        )
         assert approved["memory"]["content"] == "Stale .pyc files broke imports."
         rejected, _ = await session.ok("memory_reject", {"id": ids[1], "reason": "known"})
         assert rejected["candidate"]["status"] == "rejected"

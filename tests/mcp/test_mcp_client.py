@@ -17,8 +17,15 @@ from mcp_client.auth import BearerAuth, SigV4Auth, region_from_url
 from mcp_client.client import CapsuleClient, Retry
 
 SEARCH_OK = {"results": [], "explanation": "Searched 0 memories."}
-MEMORY = {"id": "m1", "project": "p", "content": "c", "occurred_at": "2026-11-29T00:00:00Z",
-          "created_at": "2026-11-29T00:00:00Z", "updated_at": "2026-11-29T00:00:00Z", "helpful": 1}
+MEMORY = {
+    "id": "m1",
+    "project": "p",
+    "content": "c",
+    "occurred_at": "2026-11-29T00:00:00Z",
+    "created_at": "2026-11-29T00:00:00Z",
+    "updated_at": "2026-11-29T00:00:00Z",
+    "helpful": 1,
+}
 FEEDBACK_OK = {"memory": MEMORY, "explanation": "Recorded."}
 
 
@@ -46,8 +53,14 @@ class Scripted:
 
             def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                outer.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
-                                       "body": self.rfile.read(length)})
+                outer.requests.append(
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "headers": dict(self.headers),
+                        "body": self.rfile.read(length),
+                    }
+                )
                 status, body, headers, delay = outer.script.pop(0) if outer.script else (200, {}, {}, 0)
                 time.sleep(delay)
                 if status is DROP:
@@ -126,15 +139,28 @@ def test_a_429_waits_at_least_what_retry_after_says(server, waits):
     assert waits == [1.5]
 
 
-@pytest.mark.parametrize("status, body, error, text", [
-    (422, {"error": {"code": "invalid_input", "message": "query: too long",
-                     "details": [{"field": "query", "message": "too long"}]}}, errors.InvalidInput, "query: too long"),
-    (401, {"error": {"code": "unauthorized", "message": "no verified identity"}}, errors.Unauthorized, "identity"),
-    (403, {"message": "The request signature we calculated does not match"}, errors.Forbidden, "signature"),
-    (404, {"error": {"code": "not_found", "message": "no memory m9"}}, errors.NotFound, "no memory m9"),
-    (409, {"error": {"code": "conflict", "message": "busy"}}, errors.Conflict, "busy"),
-    (413, {"error": {"code": "payload_too_large", "message": "too big"}}, errors.PayloadTooLarge, "too big"),
-])
+@pytest.mark.parametrize(
+    "status, body, error, text",
+    [
+        (
+            422,
+            {
+                "error": {
+                    "code": "invalid_input",
+                    "message": "query: too long",
+                    "details": [{"field": "query", "message": "too long"}],
+                }
+            },
+            errors.InvalidInput,
+            "query: too long",
+        ),
+        (401, {"error": {"code": "unauthorized", "message": "no verified identity"}}, errors.Unauthorized, "identity"),
+        (403, {"message": "The request signature we calculated does not match"}, errors.Forbidden, "signature"),
+        (404, {"error": {"code": "not_found", "message": "no memory m9"}}, errors.NotFound, "no memory m9"),
+        (409, {"error": {"code": "conflict", "message": "busy"}}, errors.Conflict, "busy"),
+        (413, {"error": {"code": "payload_too_large", "message": "too big"}}, errors.PayloadTooLarge, "too big"),
+    ],
+)
 def test_a_4xx_is_our_error_at_once_with_the_servers_message(server, waits, status, body, error, text):
     server.then(status, body)
     with pytest.raises(error, match=text) as caught:
@@ -214,8 +240,10 @@ def test_api_keys_come_from_the_environment_or_a_file(tmp_path):
     key_file.write_text("cmk_from_file\n")
     headers = BearerAuth.from_env({"CAPSULE_API_KEY_FILE": str(key_file)}).headers("GET", "u", {}, b"")
     assert headers["Authorization"] == "Bearer cmk_from_file"
-    assert BearerAuth.from_env({"CAPSULE_API_KEY": "cmk_env"}).headers("GET", "u", {}, b"")["Authorization"] \
+    assert (
+        BearerAuth.from_env({"CAPSULE_API_KEY": "cmk_env"}).headers("GET", "u", {}, b"")["Authorization"]
         == "Bearer cmk_env"
+    )
     with pytest.raises(errors.Unauthorized, match="CAPSULE_API_KEY"):
         BearerAuth.from_env({})
     with pytest.raises(errors.InvalidInput, match="cannot read"):

@@ -19,8 +19,8 @@ TRANSCRIPT = FIXTURES / "transcript.jsonl"
 def test_the_transcript_yields_each_digest_once_with_its_headers_and_sections():
     digests = transcript_digests(TRANSCRIPT)
     assert [(d.agent, d.task, d.status) for d in digests] == [
-        ("backend-dev", "SHOP-142", "success"),   # fenced, written twice in the session
-        ("test-writer", "SHOP-143", "failure"),   # <digest> tags, in a subagent's tool result
+        ("backend-dev", "SHOP-142", "success"),  # fenced, written twice in the session
+        ("test-writer", "SHOP-143", "failure"),  # <digest> tags, in a subagent's tool result
     ]
     first, second = digests
     assert first.sections["files"] == ["shop/db.py", "shop/checkout.py"]
@@ -46,13 +46,16 @@ def test_the_newest_compaction_summary_is_found_in_the_transcript():
     assert summary is not None and "all tests pass now" in summary
 
 
-@pytest.mark.parametrize("text, outcome", [
-    ("The deadlock was fixed and all tests pass now.", "success"),
-    ("The payment test is still failing; blocked on a sandbox key.", "failure"),
-    ("The build is not working yet.", "failure"),
-    ("We discussed the schema.", "unknown"),
-    ("Status: success\nSome tests failed earlier.", "success"),
-    ("Fixed one bug, but the migration still fails and deploy is blocked.", "failure"),
-])
+@pytest.mark.parametrize(
+    "text, outcome",
+    [
+        ("The deadlock was fixed and all tests pass now.", "success"),
+        ("The payment test is still failing; blocked on a sandbox key.", "failure"),
+        ("The build is not working yet.", "failure"),
+        ("We discussed the schema.", "unknown"),
+        ("Status: success\nSome tests failed earlier.", "success"),
+        ("Fixed one bug, but the migration still fails and deploy is blocked.", "failure"),
+    ],
+)
 def test_outcome_is_inferred_from_the_words(text, outcome):
     assert infer_outcome(text) == outcome

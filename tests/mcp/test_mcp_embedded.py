@@ -8,8 +8,16 @@ import anyio
 from mcp import Client
 from mcp_support import ToolSession, mcp_params, new_data_dir
 
-MEMORY_TOOLS = {"memory_store", "memory_ingest", "memory_search", "memory_list", "memory_pin", "memory_forget",
-                "memory_feedback", "memory_projects"}
+MEMORY_TOOLS = {
+    "memory_store",
+    "memory_ingest",
+    "memory_search",
+    "memory_list",
+    "memory_pin",
+    "memory_forget",
+    "memory_feedback",
+    "memory_projects",
+}
 PROJECT = "shop"
 
 
@@ -43,15 +51,23 @@ def test_tools_are_listed_with_schemas_and_descriptions(tmp_path):
 
 def test_every_memory_tool_works_end_to_end(tmp_path):
     async def body(session, client):
-        stored, text = await session.ok("memory_store", {
-            "content": "Checkout deadlock: use BEGIN IMMEDIATE for every SQLite write",
-            "type": "fix", "tags": ["sqlite"], "outcome": "success", "explanation": "cost a day"})
+        stored, text = await session.ok(
+            "memory_store",
+            {
+                "content": "Checkout deadlock: use BEGIN IMMEDIATE for every SQLite write",
+                "type": "fix",
+                "tags": ["sqlite"],
+                "outcome": "success",
+                "explanation": "cost a day",
+            },
+        )
         fix_id = stored["memory"]["id"]
         assert fix_id in text and stored["memory"]["meta"]["tags"] == ["sqlite"]
         assert stored["memory"]["project"] == PROJECT  # the server's default project
 
-        again, _ = await session.ok("memory_store", {"content": "Checkout deadlock: use BEGIN IMMEDIATE for "
-                                                                "every SQLite write"})
+        again, _ = await session.ok(
+            "memory_store", {"content": "Checkout deadlock: use BEGIN IMMEDIATE for every SQLite write"}
+        )
         assert again["deduplicated"] is True and again["memory"]["id"] == fix_id
 
         other, _ = await session.ok("memory_store", {"content": "Fonts: the brand font is Inter", "project": "web"})
@@ -69,8 +85,10 @@ def test_every_memory_tool_works_end_to_end(tmp_path):
         assert everywhere["results"][0]["id"] == other["memory"]["id"]
 
         # as_of is the search's now: seen from 1990 every memory here is in the future, so brand new
-        then, _ = await session.ok("memory_search", {"query": "sqlite deadlock", "k": 1,
-                                                     "as_of": "1990-01-01T00:00:00Z", "min_relevance": 0.05})
+        then, _ = await session.ok(
+            "memory_search",
+            {"query": "sqlite deadlock", "k": 1, "as_of": "1990-01-01T00:00:00Z", "min_relevance": 0.05},
+        )
         assert then["results"][0]["id"] == fix_id and then["results"][0]["components"]["time"] == 1.0
         _, refused, is_error = await session.call("memory_search", {"query": "x", "as_of": "tomorrow-ish"})
         assert is_error and "as_of" in refused

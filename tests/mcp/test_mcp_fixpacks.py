@@ -23,8 +23,14 @@ SUMMARIES = {  # one line of each file's steps, as the text result gives it
 
 
 def import_files(data_dir: Path) -> list[str]:
-    done = subprocess.run([sys.executable, "-m", "capsule_cli", "solutions", "import", *map(str, FILES), "--json"],
-                          cwd=ROOT, env=capsule_env(data_dir), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "capsule_cli", "solutions", "import", *map(str, FILES), "--json"],
+        cwd=ROOT,
+        env=capsule_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return [r["id"] for r in json.loads(done.stdout)]
 

@@ -13,11 +13,14 @@ async def _governance_round(session) -> None:
     old, _ = await session.ok("memory_store", {"content": "Ada lives in Paris", "retention": "permanent"})
     old_id = old["memory"]["id"]
     assert old["memory"]["retention"] == "permanent"
-    updated, text = await session.ok("memory_update", {"id": old_id, "content": "Ada lives in Lyon",
-                                                       "reason": "typo", "if_match": old["memory"]["sha256"]})
+    updated, text = await session.ok(
+        "memory_update",
+        {"id": old_id, "content": "Ada lives in Lyon", "reason": "typo", "if_match": old["memory"]["sha256"]},
+    )
     assert updated["version"] == 2 and "version 2" in text
-    _, text, is_error = await session.call("memory_update", {"id": old_id, "content": "Ada lives in Nice",
-                                                             "if_match": old["memory"]["sha256"]})
+    _, text, is_error = await session.call(
+        "memory_update", {"id": old_id, "content": "Ada lives in Nice", "if_match": old["memory"]["sha256"]}
+    )
     assert is_error and "precondition_failed" in text
     history, _ = await session.ok("memory_history", {"id": old_id})
     assert [v["content"] for v in history["versions"]] == ["Ada lives in Paris", "Ada lives in Lyon"]
@@ -31,8 +34,9 @@ async def _governance_round(session) -> None:
     assert temp["memory"]["retention"] == "ephemeral" and temp["memory"]["expires_at"]
     listed, _ = await session.ok("memory_list", {"retention": "ephemeral"})
     assert [m["id"] for m in listed["memories"]] == [temp["memory"]["id"]]
-    keep, _ = await session.ok("memory_store", {"content": "The signing key lives in the vault",
-                                                "retention": "irreplaceable"})
+    keep, _ = await session.ok(
+        "memory_store", {"content": "The signing key lives in the vault", "retention": "irreplaceable"}
+    )
     _, text, is_error = await session.call("memory_forget", {"id": keep["memory"]["id"]})
     assert is_error and "force" in text
     forced, _ = await session.ok("memory_forget", {"id": keep["memory"]["id"], "force": True})
@@ -53,5 +57,17 @@ def test_governance_tools_embedded(tmp_path):
 
 
 def test_governance_tools_through_the_signing_proxy(serve, tmp_path):  # noqa: F811
-    run_remote(tmp_path, _governance_round, "--url", serve["url"], "--auth", "sigv4", "--region", REGION,
-               "--project", "people-remote", AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET)
+    run_remote(
+        tmp_path,
+        _governance_round,
+        "--url",
+        serve["url"],
+        "--auth",
+        "sigv4",
+        "--region",
+        REGION,
+        "--project",
+        "people-remote",
+        AWS_ACCESS_KEY_ID=ACCESS_KEY,
+        AWS_SECRET_ACCESS_KEY=SECRET,
+    )

@@ -34,9 +34,14 @@ def test_a_hook_killed_while_sending_loses_no_memory(tmp_path):
         silent.listen(8)
         silent.settimeout(60)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        hook = subprocess.Popen(capsule_command("hook", "stop"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True,
-                                env=capsule_env(data_dir, CAPSULE_MEMORY_URL=url, CAPSULE_AUTH="none"))
+        hook = subprocess.Popen(
+            capsule_command("hook", "stop"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=capsule_env(data_dir, CAPSULE_MEMORY_URL=url, CAPSULE_AUTH="none"),
+        )
         hook.stdin.write(hook_input("stop.json"))
         hook.stdin.close()
         connection, _ = silent.accept()  # the first digest is on its way
@@ -56,8 +61,14 @@ def test_a_hook_killed_while_sending_loses_no_memory(tmp_path):
         os.utime(path, (old, old))  # a later run, after any hook's timeout
     assert spool.pending() == kept
 
-    back = subprocess.run(capsule_command("hook", "post-compact"), input=hook_input("post_compact.json"),
-                          capture_output=True, text=True, env=capsule_env(data_dir), timeout=120)
+    back = subprocess.run(
+        capsule_command("hook", "post-compact"),
+        input=hook_input("post_compact.json"),
+        capture_output=True,
+        text=True,
+        env=capsule_env(data_dir),
+        timeout=120,
+    )
     assert back.returncode == 0 and "delivered 2 write(s) kept by earlier runs" in back.stderr, back.stderr
     types = sorted(m.meta["type"] for m in stored(data_dir))
     assert types == ["compaction-summary", "digest", "digest"]  # nothing the killed run held was lost
@@ -66,7 +77,13 @@ def test_a_hook_killed_while_sending_loses_no_memory(tmp_path):
 
 def test_a_delivered_write_leaves_nothing_in_the_spool(tmp_path):
     data_dir = new_data_dir(tmp_path)
-    done = subprocess.run(capsule_command("hook", "stop"), input=hook_input("stop.json"), capture_output=True,
-                          text=True, env=capsule_env(data_dir), timeout=120)
+    done = subprocess.run(
+        capsule_command("hook", "stop"),
+        input=hook_input("stop.json"),
+        capture_output=True,
+        text=True,
+        env=capsule_env(data_dir),
+        timeout=120,
+    )
     assert done.returncode == 0 and "2 stored" in done.stderr, done.stderr
     assert list((data_dir / "hook-spool").glob("*")) == []

@@ -17,8 +17,14 @@ PROJECT = "shop"  # the name of the recorded hook inputs' cwd, /home/dev/shop (t
 
 
 def run_hook(name: str, stdin: str, data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(capsule_command("hook", name, *args), input=stdin, capture_output=True, text=True,
-                          env=capsule_env(data_dir, **env), timeout=60)
+    return subprocess.run(
+        capsule_command("hook", name, *args),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=capsule_env(data_dir, **env),
+        timeout=60,
+    )
 
 
 def stored(data_dir: Path, project: str = PROJECT):
@@ -77,11 +83,14 @@ def test_post_compact_without_a_summary_reads_it_from_the_transcript(data_dir):
 def _seed(data_dir: Path) -> list[str]:
     backend = EmbeddedBackend.from_settings(Settings(data_dir=data_dir, embedder="hashing"))
     try:
-        ids = [backend.store({"project": PROJECT, "content": text}).memory.id for text in [
-            "Checkout deadlock: concurrent SQLite writes deadlock unless each write uses BEGIN IMMEDIATE in shop/db.py",
-            "SQLite busy timeout is 5 s; do not retry writes in the app",
-            "The logo is blue and the font is Inter",
-        ]]
+        ids = [
+            backend.store({"project": PROJECT, "content": text}).memory.id
+            for text in [
+                "Checkout deadlock: concurrent SQLite writes deadlock unless each write uses BEGIN IMMEDIATE in shop/db.py",
+                "SQLite busy timeout is 5 s; do not retry writes in the app",
+                "The logo is blue and the font is Inter",
+            ]
+        ]
     finally:
         backend.close()
     return ids
@@ -119,12 +128,15 @@ def test_pre_tool_use_ignores_other_tools(data_dir):
     assert done.returncode == 0 and done.stdout == ""
 
 
-@pytest.mark.parametrize("name, stdin", [
-    ("stop", "{not json"),
-    ("post-compact", "[]"),
-    ("stop", json.dumps({"transcript_path": str(FIXTURES / "missing.jsonl")})),
-    ("pre-tool-use", hook_input("pre_tool_use_task.json")),  # with an unreachable memory API
-])
+@pytest.mark.parametrize(
+    "name, stdin",
+    [
+        ("stop", "{not json"),
+        ("post-compact", "[]"),
+        ("stop", json.dumps({"transcript_path": str(FIXTURES / "missing.jsonl")})),
+        ("pre-tool-use", hook_input("pre_tool_use_task.json")),  # with an unreachable memory API
+    ],
+)
 def test_every_failure_is_reported_and_exits_zero(data_dir, name, stdin):
     done = run_hook(name, stdin, data_dir, CAPSULE_MEMORY_URL="http://127.0.0.1:9", CAPSULE_AUTH="none")
     assert done.returncode == 0
@@ -139,8 +151,9 @@ def test_a_usage_error_does_not_block_either(data_dir):
 
 
 def test_writes_wait_in_the_spool_while_the_memory_is_unreachable(data_dir):
-    down = run_hook("stop", hook_input("stop.json"), data_dir,
-                    CAPSULE_MEMORY_URL="http://127.0.0.1:9", CAPSULE_AUTH="none")
+    down = run_hook(
+        "stop", hook_input("stop.json"), data_dir, CAPSULE_MEMORY_URL="http://127.0.0.1:9", CAPSULE_AUTH="none"
+    )
     assert down.returncode == 0 and "0 stored" in down.stderr
     assert "memory unreachable: 2 write(s) kept for the next run" in down.stderr
     assert len(list((data_dir / "hook-spool").glob("*.json"))) == 2

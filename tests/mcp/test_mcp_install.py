@@ -30,7 +30,7 @@ def _capsule_on_path(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     script = bin_dir / "capsule"
-    script.write_text(f"#!/bin/sh\nexec {sys.executable} -m capsule_cli \"$@\"\n")
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} -m capsule_cli "$@"\n')
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return script
@@ -64,17 +64,29 @@ def test_without_capsule_on_path_the_write_says_the_file_is_not_portable(tmp_pat
 def test_claude_desktop_merge_keeps_other_servers_and_settings(tmp_path, capsys):
     config = tmp_path / "claude_desktop_config.json"
     config.write_text(json.dumps({"mcpServers": {"github": OTHER_SERVER}, "globalShortcut": "Ctrl+Space"}))
-    args = ["install", "claude-desktop", "--config", str(config), "--write",
-            "--url", "https://abc.execute-api.eu-west-1.amazonaws.com", "--profile", "dev"]
+    args = [
+        "install",
+        "claude-desktop",
+        "--config",
+        str(config),
+        "--write",
+        "--url",
+        "https://abc.execute-api.eu-west-1.amazonaws.com",
+        "--profile",
+        "dev",
+    ]
     assert main(args) == 0
     assert "added MCP server 'capsule-memory' (1 other(s) kept)" in capsys.readouterr().out
     merged = json.loads(config.read_text())
     assert merged["globalShortcut"] == "Ctrl+Space" and merged["mcpServers"]["github"] == OTHER_SERVER
     assert merged["mcpServers"]["capsule-memory"]["env"] == {
-        "CAPSULE_MEMORY_URL": "https://abc.execute-api.eu-west-1.amazonaws.com", "AWS_PROFILE": "dev",
-        "CAPSULE_PROJECT": "desktop"}
+        "CAPSULE_MEMORY_URL": "https://abc.execute-api.eu-west-1.amazonaws.com",
+        "AWS_PROFILE": "dev",
+        "CAPSULE_PROJECT": "desktop",
+    }
     assert json.loads((tmp_path / "claude_desktop_config.json.bak").read_text())["mcpServers"] == {
-        "github": OTHER_SERVER}
+        "github": OTHER_SERVER
+    }
     assert main(args) == 0
     assert "updated" in capsys.readouterr().out
     assert set(json.loads(config.read_text())["mcpServers"]) == {"github", "capsule-memory"}
@@ -84,8 +96,9 @@ def test_claude_code_merges_the_server_and_the_hooks_once(tmp_path, capsys):
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"github": OTHER_SERVER}}))
     settings_path = tmp_path / ".claude" / "settings.json"
-    settings_path.write_text(json.dumps({"permissions": {"allow": ["Bash(pytest:*)"]},
-                                         "hooks": {"PreToolUse": [OTHER_HOOK]}}))
+    settings_path.write_text(
+        json.dumps({"permissions": {"allow": ["Bash(pytest:*)"]}, "hooks": {"PreToolUse": [OTHER_HOOK]}})
+    )
     args = ["install", "claude-code", "--write", "--dir", str(tmp_path)]
     assert main(args) == 0
     mcp = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]
@@ -119,8 +132,15 @@ def test_the_installed_stop_hook_command_runs_as_claude_code_would(tmp_path, mon
     settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
     command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
     data_dir = new_data_dir(tmp_path)
-    done = subprocess.run(command, shell=True, input=hook_input("stop.json"), capture_output=True, text=True,
-                          env=capsule_env(data_dir), timeout=60)
+    done = subprocess.run(
+        command,
+        shell=True,
+        input=hook_input("stop.json"),
+        capture_output=True,
+        text=True,
+        env=capsule_env(data_dir),
+        timeout=60,
+    )
     assert done.returncode == 0 and "2 stored" in done.stderr, done.stderr
 
 
@@ -158,14 +178,22 @@ def test_claude_desktops_server_stores_in_that_project_wherever_it_starts(tmp_pa
     from mcp import Client, StdioServerParameters
 
     data_dir = new_data_dir(tmp_path)
-    printed = subprocess.run([sys.executable, "-m", "capsule_cli", "install", "claude-desktop", "--config",
-                              str(tmp_path / "c.json")], capture_output=True, text=True, timeout=60,
-                             env=capsule_env(data_dir))
+    printed = subprocess.run(
+        [sys.executable, "-m", "capsule_cli", "install", "claude-desktop", "--config", str(tmp_path / "c.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=capsule_env(data_dir),
+    )
     entry = json.loads(printed.stdout)["mcpServers"]["capsule-memory"]
 
     async def stored() -> dict:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "capsule_cli", "mcp"], cwd="/",
-                                       env={**capsule_env(data_dir), **entry["env"]})
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "capsule_cli", "mcp"],
+            cwd="/",
+            env={**capsule_env(data_dir), **entry["env"]},
+        )
         async with Client(params) as client:
             result = await client.call_tool("memory_store", {"content": "Desktop remembers this"})
             assert not result.is_error, result.content
@@ -202,7 +230,7 @@ def _readme_install_extras() -> list[str]:
     import re
 
     readme = (ROOT / "README.md").read_text("utf-8")
-    run_it = readme[readme.index("**Run it**"):]
+    run_it = readme[readme.index("**Run it**") :]
     line = next(line for line in run_it.splitlines() if "pip install" in line)
     found = re.search(r"pip install -e '\.\[([a-z,]+)\]'", line)
     assert found, line
@@ -255,12 +283,20 @@ def test_the_readmes_install_includes_everything_capsule_mcp_embedded_imports(tm
     import importlib.metadata as md
 
     data_dir = new_data_dir(tmp_path)
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "capsule_cli", "mcp", "--embedded"],
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
-                          env={**capsule_env(data_dir), "CAPSULE_EMBEDDER": "minilm"})
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "capsule_cli", "mcp", "--embedded"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**capsule_env(data_dir), "CAPSULE_EMBEDDER": "minilm"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    modules = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in done.stderr.splitlines()
-               if line.startswith("import time:")}
+    modules = {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     by_module = md.packages_distributions()
     imported = {d.lower().replace("_", "-") for m in modules for d in by_module.get(m, [])}
     assert "mcp" in imported

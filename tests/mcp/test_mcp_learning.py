@@ -9,16 +9,42 @@ from mcp_support import ERROR, FIXPACK, ToolSession, mcp_params, new_data_dir
 from capsule import Settings
 from mcp_client.backends import EmbeddedBackend
 
-ALL_TOOLS = {"memory_store", "memory_ingest", "memory_search", "memory_list", "memory_pin", "memory_forget",
-             "memory_feedback", "memory_projects", "memory_get", "memory_restore", "solution_search",
-             "solution_apply", "pattern_detect",
-             "pattern_solutions", "pattern_link", "golden_paths", "detect_patterns",
-             "memory_capture", "memory_candidates", "memory_approve", "memory_reject",
-             "memory_update", "memory_history", "memory_revert",
-             # the Vector Bridge's own tools and the first Capsule's (tests/mcp/test_vb_contract.py)
-             "solution_preview", "solution_upsert", "auto_setup_credentials", "save_credentials",
-             "capsule-memory.store", "capsule-memory.search", "capsule-memory.list", "capsule-memory.pin",
-             "capsule-memory.forget"}
+ALL_TOOLS = {
+    "memory_store",
+    "memory_ingest",
+    "memory_search",
+    "memory_list",
+    "memory_pin",
+    "memory_forget",
+    "memory_feedback",
+    "memory_projects",
+    "memory_get",
+    "memory_restore",
+    "solution_search",
+    "solution_apply",
+    "pattern_detect",
+    "pattern_solutions",
+    "pattern_link",
+    "golden_paths",
+    "detect_patterns",
+    "memory_capture",
+    "memory_candidates",
+    "memory_approve",
+    "memory_reject",
+    "memory_update",
+    "memory_history",
+    "memory_revert",
+    # the Vector Bridge's own tools and the first Capsule's (tests/mcp/test_vb_contract.py)
+    "solution_preview",
+    "solution_upsert",
+    "auto_setup_credentials",
+    "save_credentials",
+    "capsule-memory.store",
+    "capsule-memory.search",
+    "capsule-memory.list",
+    "capsule-memory.pin",
+    "capsule-memory.forget",
+}
 
 
 def seed(data_dir) -> str:
@@ -27,10 +53,20 @@ def seed(data_dir) -> str:
     try:
         solution = backend.learning.create_solution(backend.tenant, FIXPACK).solution
         for project, n in [("api", 1), ("api", 2), ("worker", 3)]:
-            backend.store({"project": project, "content": f"{ERROR} (attempt {n})",
-                           "meta": {"type": "error", "outcome_status": "failure"}})
-        backend.store({"project": "worker", "content": "Fixed the ECONNREFUSED 6379 error by pointing REDIS_URL at "
-                                                       "redis.internal", "meta": {"outcome_status": "success"}})
+            backend.store(
+                {
+                    "project": project,
+                    "content": f"{ERROR} (attempt {n})",
+                    "meta": {"type": "error", "outcome_status": "failure"},
+                }
+            )
+        backend.store(
+            {
+                "project": "worker",
+                "content": "Fixed the ECONNREFUSED 6379 error by pointing REDIS_URL at redis.internal",
+                "meta": {"outcome_status": "success"},
+            }
+        )
     finally:
         backend.close()
     return solution.id
@@ -49,9 +85,16 @@ def test_every_learning_tool_works_end_to_end(tmp_path):
             assert found["results"][0]["solution"]["id"] == solution_id
             assert "Point REDIS_URL" in text and "use the private host" in text and "solution_apply" in text
 
-            applied, _ = await session.ok("solution_apply", {"solution_id": solution_id, "success": True,
-                                                             "error": ERROR, "pattern_tag": "redis-refused",
-                                                             "pattern_category": "network"})
+            applied, _ = await session.ok(
+                "solution_apply",
+                {
+                    "solution_id": solution_id,
+                    "success": True,
+                    "error": ERROR,
+                    "pattern_tag": "redis-refused",
+                    "pattern_category": "network",
+                },
+            )
             assert applied["solution"]["success_count"] == 1
             assert applied["pattern"]["tag"] == "redis-refused"
 
@@ -66,8 +109,9 @@ def test_every_learning_tool_works_end_to_end(tmp_path):
 
             counts = []
             for _ in range(3):
-                linked, _ = await session.ok("pattern_link", {"tag": tag, "category": category,
-                                                              "solution_id": solution_id, "success": True})
+                linked, _ = await session.ok(
+                    "pattern_link", {"tag": tag, "category": category, "solution_id": solution_id, "success": True}
+                )
                 counts.append(linked["link"]["success"])
             assert counts == [counts[0], counts[0] + 1, counts[0] + 2] and linked["pattern_created"] is False
 

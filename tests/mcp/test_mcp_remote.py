@@ -34,11 +34,14 @@ def run_remote(tmp_path: Path, body, *args: str, **env: str) -> None:
 
 def test_every_memory_tool_works_through_the_signing_proxy(serve, tmp_path):
     async def body(session):
-        stored, _ = await session.ok("memory_store", {"content": "Deploys go through the blue/green switch",
-                                                      "type": "decision", "tags": ["deploy"]})
+        stored, _ = await session.ok(
+            "memory_store",
+            {"content": "Deploys go through the blue/green switch", "type": "decision", "tags": ["deploy"]},
+        )
         memory_id = stored["memory"]["id"]
-        ingested, _ = await session.ok("memory_ingest", {"text": "Runbook. Roll back with the switch.",
-                                                         "path": "docs/runbook.md"})
+        ingested, _ = await session.ok(
+            "memory_ingest", {"text": "Runbook. Roll back with the switch.", "path": "docs/runbook.md"}
+        )
         assert ingested["chunks"] == 1
         found, text = await session.ok("memory_search", {"query": "blue green deploy", "k": 3})
         assert found["results"][0]["id"] == memory_id and memory_id in text
@@ -61,8 +64,20 @@ def test_every_memory_tool_works_through_the_signing_proxy(serve, tmp_path):
         structured, text, is_error = await session.call("memory_pin", {"id": "no-such-memory"})
         assert is_error and "not_found" in text and "HTTP 404" in text
 
-    run_remote(tmp_path, body, "--url", serve["url"], "--auth", "sigv4", "--region", REGION, "--project", "ops",
-               AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET)
+    run_remote(
+        tmp_path,
+        body,
+        "--url",
+        serve["url"],
+        "--auth",
+        "sigv4",
+        "--region",
+        REGION,
+        "--project",
+        "ops",
+        AWS_ACCESS_KEY_ID=ACCESS_KEY,
+        AWS_SECRET_ACCESS_KEY=SECRET,
+    )
 
 
 def test_a_wrong_secret_is_refused_and_reported_as_a_tool_error(serve, tmp_path):
@@ -72,8 +87,20 @@ def test_a_wrong_secret_is_refused_and_reported_as_a_tool_error(serve, tmp_path)
         assert "forbidden" in text and "HTTP 403" in text
         assert "not-the-secret" not in text
 
-    run_remote(tmp_path, body, "--url", serve["url"], "--auth", "sigv4", "--region", REGION, "--project", "ops",
-               AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY="not-the-secret")
+    run_remote(
+        tmp_path,
+        body,
+        "--url",
+        serve["url"],
+        "--auth",
+        "sigv4",
+        "--region",
+        REGION,
+        "--project",
+        "ops",
+        AWS_ACCESS_KEY_ID=ACCESS_KEY,
+        AWS_SECRET_ACCESS_KEY="not-the-secret",
+    )
 
 
 def test_an_api_key_reaches_its_own_tenant_only(serve, tmp_path):
@@ -83,8 +110,17 @@ def test_an_api_key_reaches_its_own_tenant_only(serve, tmp_path):
         assert all(h["project"] != "ops" for h in found["results"])  # the SigV4 tenant's memories stay theirs
         assert stored["memory"]["project"] == "notes"
 
-    run_remote(tmp_path, body, "--url", serve["url"], "--auth", "apikey", "--project", "notes",
-               CAPSULE_API_KEY=serve["api_key"])
+    run_remote(
+        tmp_path,
+        body,
+        "--url",
+        serve["url"],
+        "--auth",
+        "apikey",
+        "--project",
+        "notes",
+        CAPSULE_API_KEY=serve["api_key"],
+    )
 
 
 def test_the_memory_url_can_come_from_the_environment(serve, tmp_path):
@@ -108,8 +144,13 @@ def test_the_learning_tools_work_through_the_signing_proxy(serve, tmp_path):
     assert client.get_solution(solution_id).solution.title == FIXPACK["title"]
     assert [s.id for s in client.list_solutions({"category": "network"}).solutions] == [solution_id]
     for project, n in [("api", 1), ("api", 2), ("worker", 3)]:
-        client.store({"project": project, "content": f"{ERROR} (attempt {n})",
-                      "meta": {"type": "error", "outcome_status": "failure"}})
+        client.store(
+            {
+                "project": project,
+                "content": f"{ERROR} (attempt {n})",
+                "meta": {"type": "error", "outcome_status": "failure"},
+            }
+        )
 
     async def body(session):
         found, _ = await session.ok("solution_search", {"error": ERROR})
@@ -122,8 +163,9 @@ def test_the_learning_tools_work_through_the_signing_proxy(serve, tmp_path):
         detected, _ = await session.ok("pattern_detect", {"error": ERROR})
         assert tag in {m["pattern"]["tag"] for m in detected["results"]}
         for _ in range(3):
-            linked, _ = await session.ok("pattern_link", {"tag": tag, "category": category,
-                                                          "solution_id": solution_id, "success": True})
+            linked, _ = await session.ok(
+                "pattern_link", {"tag": tag, "category": category, "solution_id": solution_id, "success": True}
+            )
         solutions, _ = await session.ok("pattern_solutions", {"tag": tag, "category": category})
         assert solutions["solutions"][0]["id"] == solution_id
         golden, _ = await session.ok("golden_paths", {"min_applications": 3})
@@ -131,8 +173,18 @@ def test_the_learning_tools_work_through_the_signing_proxy(serve, tmp_path):
         structured, text, is_error = await session.call("solution_apply", {"solution_id": "nope", "success": False})
         assert is_error and "not_found" in text and "HTTP 404" in text
 
-    run_remote(tmp_path, body, "--url", serve["url"], "--region", REGION, "--project", "worker",
-               AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET)
+    run_remote(
+        tmp_path,
+        body,
+        "--url",
+        serve["url"],
+        "--region",
+        REGION,
+        "--project",
+        "worker",
+        AWS_ACCESS_KEY_ID=ACCESS_KEY,
+        AWS_SECRET_ACCESS_KEY=SECRET,
+    )
     assert client.delete_solution(solution_id).deleted is True
 
 

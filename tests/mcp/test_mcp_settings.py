@@ -21,19 +21,36 @@ from tests.support.fake_provider import FakeProvider
 
 VOYAGE_KEY = "pa-test-key"
 # the machine's settings a user of the first Capsule would not have (the proxies: loopback only)
-NOT_THEIRS = ("PYTHONPATH", "HOME", "VOYAGE_API_KEY", "OPENAI_API_KEY", "VOYAGE_BASE_URL", "VOYAGE_API_BASE",
-              "OPENAI_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+NOT_THEIRS = (
+    "PYTHONPATH",
+    "HOME",
+    "VOYAGE_API_KEY",
+    "OPENAI_API_KEY",
+    "VOYAGE_BASE_URL",
+    "VOYAGE_API_BASE",
+    "OPENAI_BASE_URL",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+)
 TOOLS_WITHOUT_ARGS = ["memory_projects", "memory_list", "golden_paths", "detect_patterns"]
 
 
 def bare_env(home: Path, **extra: str) -> dict[str, str]:
     """What a user of the first Capsule has: a HOME, and nothing of ours but what ``extra`` sets."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AWS_", "CAPSULE_")) and k.upper() not in NOT_THEIRS}
-    env.update({"HOME": str(home), "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
-                "AWS_CONFIG_FILE": str(home / "no-aws-config"),
-                "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-aws-credentials"),
-                "AWS_EC2_METADATA_DISABLED": "true"})
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CAPSULE_")) and k.upper() not in NOT_THEIRS
+    }
+    env.update(
+        {
+            "HOME": str(home),
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
+            "AWS_CONFIG_FILE": str(home / "no-aws-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-aws-credentials"),
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
     env.update(extra)
     return env
 
@@ -50,8 +67,14 @@ def serve(tmp_path_factory, voyage):
     its data in ~/.capsule of a temp HOME; Voyage's API at the stand-in's address."""
     home = tmp_path_factory.mktemp("home")
     env = bare_env(home, VOYAGE_API_KEY=VOYAGE_KEY, VOYAGE_BASE_URL=voyage.url)
-    process = subprocess.Popen(capsule_command("serve", "--port", "0", "--workers", "1"), env=env, cwd=str(ROOT),
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        capsule_command("serve", "--port", "0", "--workers", "1"),
+        env=env,
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         url = None
         for line in process.stdout:
@@ -73,8 +96,9 @@ def serve(tmp_path_factory, voyage):
 
 def run_mcp(body, env: dict[str, str]) -> None:
     async def main():
-        params = StdioServerParameters(command=capsule_command()[0], args=[*capsule_command()[1:], "mcp"],
-                                       env=env, cwd=str(ROOT))
+        params = StdioServerParameters(
+            command=capsule_command()[0], args=[*capsule_command()[1:], "mcp"], env=env, cwd=str(ROOT)
+        )
         async with Client(params) as client:
             await body(ToolSession(client))
 
@@ -83,8 +107,9 @@ def run_mcp(body, env: dict[str, str]) -> None:
 
 def test_the_memory_url_alone_reaches_the_local_server_with_its_token(serve):
     async def body(session):
-        stored, text = await session.ok("memory_store", {"content": "Deploys go through the blue/green switch",
-                                                         "project": "app"})
+        stored, text = await session.ok(
+            "memory_store", {"content": "Deploys go through the blue/green switch", "project": "app"}
+        )
         assert stored["explanation"].endswith("Embedder: voyage (voyage-3.5, 1024 dimensions): VOYAGE_API_KEY is set.")
         assert stored["memory"]["model"] == "voyage-3.5" and stored["memory"]["status"] != "pending_embedding"
         found, _ = await session.ok("memory_search", {"query": "blue green deploy", "project": "app"})
@@ -101,15 +126,16 @@ def test_capsule_data_dir_names_the_servers_folder(serve, tmp_path):
         projects, _ = await session.ok("memory_projects")
         assert "app" in [p["project"] for p in projects["projects"]]
 
-    run_mcp(body, bare_env(tmp_path, CAPSULE_MEMORY_URL=serve["url"],
-                           CAPSULE_DATA_DIR=str(serve["home"] / ".capsule")))
+    run_mcp(body, bare_env(tmp_path, CAPSULE_MEMORY_URL=serve["url"], CAPSULE_DATA_DIR=str(serve["home"] / ".capsule")))
 
 
 def test_without_a_credential_every_call_says_what_to_set(serve, tmp_path):
     async def body(session):
         calls = [(name, {}) for name in TOOLS_WITHOUT_ARGS] + [
-            ("memory_store", {"content": "x"}), ("memory_search", {"query": "deploy"}),
-            ("solution_search", {"error": "ECONNREFUSED"})]
+            ("memory_store", {"content": "x"}),
+            ("memory_search", {"query": "deploy"}),
+            ("solution_search", {"error": "ECONNREFUSED"}),
+        ]
         for name, arguments in calls:
             structured, text, is_error = await session.call(name, arguments)
             assert is_error and structured is None, name
@@ -141,16 +167,22 @@ def test_health_says_the_voyage_key_turned_voyage_on(serve, voyage):
     token = (serve["home"] / ".capsule" / "gateway-token").read_text().strip()
 
     def call(method: str, path: str, body=None):
-        request = urllib.request.Request(serve["url"] + path, method=method,
-                                         data=None if body is None else json.dumps(body).encode(),
-                                         headers={"Authorization": f"Bearer {token}",
-                                                  "Content-Type": "application/json"})
+        request = urllib.request.Request(
+            serve["url"] + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=30) as reply:
             return json.loads(reply.read())
 
     health = call("GET", "/v1/health")
-    assert health["embedder"] == {"name": "voyage", "model": "voyage-3.5", "dims": 1024,
-                                  "reason": "VOYAGE_API_KEY is set"}
+    assert health["embedder"] == {
+        "name": "voyage",
+        "model": "voyage-3.5",
+        "dims": 1024,
+        "reason": "VOYAGE_API_KEY is set",
+    }
     assert "Embedder: voyage (voyage-3.5, 1024 dimensions)" in health["explanation"]
     call("POST", "/v1/memories", {"project": "health", "content": "Voyage made this vector"})
     call("POST", "/v1/memories/search", {"project": "health", "query": "who made this vector"})
@@ -175,5 +207,12 @@ def test_a_base_url_that_is_not_http_is_named_by_every_call(tmp_path):
             structured, text, is_error = await session.call(name, {"query": "x"} if name == "memory_search" else {})
             assert is_error and "VOYAGE_BASE_URL must be an http:// or https:// URL with a host" in text, (name, text)
 
-    run_mcp(body, bare_env(tmp_path, VOYAGE_API_KEY=VOYAGE_KEY, VOYAGE_API_BASE="ftp://127.0.0.1/v1",
-                           CAPSULE_DATA_DIR=str(tmp_path / "data")))
+    run_mcp(
+        body,
+        bare_env(
+            tmp_path,
+            VOYAGE_API_KEY=VOYAGE_KEY,
+            VOYAGE_API_BASE="ftp://127.0.0.1/v1",
+            CAPSULE_DATA_DIR=str(tmp_path / "data"),
+        ),
+    )

@@ -31,20 +31,27 @@ CASES = {
     "memory_feedback": ({"id": MEMORY, "helpful": True}, ("contexts", "x"), "context", ("helpful", "true")),
     "memory_projects": ({}, ("max_char", 600), "max_chars", ("max_chars", "600")),
     "solution_search": ({"error": ERROR}, ("limits", 3), "limit", ("k", "3")),
-    "solution_apply": ({"solution_id": SOLUTION, "success": True}, ("pattern", "x"), "pattern_tag",
-                       ("success", "yes")),
+    "solution_apply": ({"solution_id": SOLUTION, "success": True}, ("pattern", "x"), "pattern_tag", ("success", "yes")),
     "pattern_detect": ({"error": ERROR}, ("min_scores", 0.5), "min_score", ("k", True)),
     "pattern_solutions": ({"tag": "redis"}, ("categories", "x"), "category", ("k", "5")),
-    "pattern_link": ({"tag": "redis", "solution_id": SOLUTION, "success": True}, ("contxt", "x"), "context",
-                     ("success", 1)),
+    "pattern_link": (
+        {"tag": "redis", "solution_id": SOLUTION, "success": True},
+        ("contxt", "x"),
+        "context",
+        ("success", 1),
+    ),
     # {} or only the original's names is a Vector Bridge call (tests/mcp/test_vb_contract.py): ours types k.
     "golden_paths": ({}, ("min_application", 1), "min_applications", ("k", "1")),
     "detect_patterns": ({}, ("min_occurrence", 2), "min_occurrences", ("min_occurrences", 2.5)),
     "memory_update": ({"id": MEMORY, "tags": ["x"]}, ("retension", "permanent"), "retention", ("ttl", "60")),
     "memory_history": ({"id": MEMORY}, ("ids", MEMORY), "id", ("id", 1.5)),
     "memory_revert": ({"id": MEMORY, "version": 1}, ("versions", 1), "version", ("version", "1")),
-    "memory_capture": ({"events": [{"role": "user", "text": "we chose SQLite"}]}, ("event", []), "events",
-                       ("auto_approve", "yes")),
+    "memory_capture": (
+        {"events": [{"role": "user", "text": "we chose SQLite"}]},
+        ("event", []),
+        "events",
+        ("auto_approve", "yes"),
+    ),
     "memory_candidates": ({}, ("state", "pending"), "status", ("limit", "5")),
     "memory_approve": ({"id": "ab12"}, ("texts", "x"), "text", ("tags", "x")),
     "memory_reject": ({"id": "ab12"}, ("reasons", "x"), "reason", ("reason", 7)),
@@ -60,8 +67,13 @@ def seed(data_dir) -> dict[str, str]:
         gone = backend.store({"project": PROJECT, "content": "An outdated note"}).memory.id
         backend.forget(gone, "outdated")
         for n in range(3):
-            backend.store({"project": PROJECT, "content": f"{ERROR} (attempt {n})",
-                           "meta": {"type": "error", "outcome_status": "failure"}})
+            backend.store(
+                {
+                    "project": PROJECT,
+                    "content": f"{ERROR} (attempt {n})",
+                    "meta": {"type": "error", "outcome_status": "failure"},
+                }
+            )
         solution = backend.learning.create_solution(backend.tenant, FIXPACK).solution.id
     finally:
         backend.close()
@@ -76,7 +88,10 @@ def snapshot(data_dir) -> tuple:
         return (
             [(m.id, m.content, m.pinned, m.helpful, m.unhelpful, m.meta) for m in memories],
             [(p.project, p.memories, p.pinned, p.forgotten) for p in backend.projects().projects],
-            [(s.id, s.success_count, s.failure_count) for s in backend.learning.list_solutions(backend.tenant).solutions],
+            [
+                (s.id, s.success_count, s.failure_count)
+                for s in backend.learning.list_solutions(backend.tenant).solutions
+            ],
             [m.pattern.tag for m in backend.pattern_detect({"error": ERROR, "min_score": 0}).results],
             backend.golden_paths({"min_applications": 1}).paths,
         )
@@ -139,13 +154,15 @@ def test_a_missing_argument_and_a_name_given_twice_are_said_briefly(tmp_path):
             _, text, is_error = await session.call("memory_search", {"k": 3})
             assert is_error and text == "memory_search: invalid arguments: 'query' is required"
             # `global` and `chunk_id` are the Vector Bridge's names: its rules, its answer shape.
-            _, text, is_error = await session.call("memory_search", {"query": "x", "global": True,
-                                                                     "all_projects": False})
+            _, text, is_error = await session.call(
+                "memory_search", {"query": "x", "global": True, "all_projects": False}
+            )
             assert is_error and json.loads(text) == {"success": False, "error": "project_root: Required"}
             _, text, is_error = await session.call("memory_feedback", {"chunk_id": True, "helpful": True})
             assert is_error and json.loads(text)["error"] == "chunk_id: Expected number, received boolean"
-            _, text, is_error = await session.call("memory_search", {"query": "x", "project": "p",
-                                                                     "all_projects": False, "k": 0})
+            _, text, is_error = await session.call(
+                "memory_search", {"query": "x", "project": "p", "all_projects": False, "k": 0}
+            )
             assert is_error and "'k'" in text  # ours keeps k within 1-20
 
     anyio.run(main)
@@ -156,8 +173,9 @@ def test_a_string_that_looks_like_json_stays_a_string(tmp_path):
         async with Client(mcp_params(new_data_dir(tmp_path), "--embedded", "--project", PROJECT)) as client:
             session = ToolSession(client)
             for name in ("null", "[1, 2]", '{"a": 1}'):
-                stored, _ = await session.ok("memory_store", {"content": f"about {name}", "project": name,
-                                                              "path": name})
+                stored, _ = await session.ok(
+                    "memory_store", {"content": f"about {name}", "project": name, "path": name}
+                )
                 assert stored["memory"]["project"] == name and stored["memory"]["path"] == name
 
     anyio.run(main)

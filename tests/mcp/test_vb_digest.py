@@ -35,42 +35,51 @@ PARSED = json.loads(BODY)
 # ---- the fence spellings (COMPAT §3.3's table) -----------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    f"```json DIGEST {BODY}```",
-    f"```json\nDIGEST\n{BODY}\n```",
-    f"```DIGEST {BODY}```",
-    f"```digest\n{BODY}```",
-    f"```JSON Digest\n{BODY}\n```",
-    f"```jsonDIGEST{BODY}```",
-    f"Done.\n\n```json DIGEST\n{BODY}\n```\nThanks.",  # anywhere in the message
-    f"``` json\nDIGEST\n{BODY}\n```",  # refused by the original, though its comment promised it: we accept it
-    f"```\tjson DIGEST {BODY}```",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"```json DIGEST {BODY}```",
+        f"```json\nDIGEST\n{BODY}\n```",
+        f"```DIGEST {BODY}```",
+        f"```digest\n{BODY}```",
+        f"```JSON Digest\n{BODY}\n```",
+        f"```jsonDIGEST{BODY}```",
+        f"Done.\n\n```json DIGEST\n{BODY}\n```\nThanks.",  # anywhere in the message
+        f"``` json\nDIGEST\n{BODY}\n```",  # refused by the original, though its comment promised it: we accept it
+        f"```\tjson DIGEST {BODY}```",
+    ],
+)
 def test_every_spelling_the_original_accepted_is_read(text):
     block = first_block(text)
     assert block is not None and block.error is None
     assert block.digest == PARSED
 
 
-@pytest.mark.parametrize("text", [
-    f"```json DIGEST: {BODY}```",      # a colon after the word
-    f"~~~json DIGEST {BODY}~~~",       # another fence
-    f"DIGEST {BODY}",                  # no fence
-    f"```json\n{BODY}\n```",           # no DIGEST word
-    f"```json DIGEST {BODY}",          # never closed
-    f"```json-ld DIGEST {BODY}```",    # a tag of more than letters and digits
-    "```json DIGEST\n{}\n```",      # an empty object is no digest (the original tested its truth)
-    "```json DIGEST {\"agent\": \"x\"\n``` not closed right",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"```json DIGEST: {BODY}```",  # a colon after the word
+        f"~~~json DIGEST {BODY}~~~",  # another fence
+        f"DIGEST {BODY}",  # no fence
+        f"```json\n{BODY}\n```",  # no DIGEST word
+        f"```json DIGEST {BODY}",  # never closed
+        f"```json-ld DIGEST {BODY}```",  # a tag of more than letters and digits
+        "```json DIGEST\n{}\n```",  # an empty object is no digest (the original tested its truth)
+        '```json DIGEST {"agent": "x"\n``` not closed right',
+    ],
+)
 def test_what_the_original_refused_is_not_a_digest(text):
     assert first_block(text) is None
 
 
-@pytest.mark.parametrize("text", [
-    '```json DIGEST {"agent": "a", "note": "ends } ``` inside"}```',  # the capture stops at the first } + fence
-    "```json DIGEST {agent: 'a'}```",
-    '```json DIGEST {"agent": "a",}```',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '```json DIGEST {"agent": "a", "note": "ends } ``` inside"}```',  # the capture stops at the first } + fence
+        "```json DIGEST {agent: 'a'}```",
+        '```json DIGEST {"agent": "a",}```',
+    ],
+)
 def test_a_block_that_is_not_json_is_found_but_not_read(text):
     block = first_block(text)
     assert block is not None and block.digest is None and block.error.startswith("invalid JSON")
@@ -89,13 +98,21 @@ def prompt(text: str) -> dict:
 
 
 def tool_result(text: str) -> dict:
-    return {"type": "user", "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "t1", "content": text}]}}
+    return {
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": text}]},
+    }
 
 
 def said(*texts: str) -> dict:
-    return {"type": "assistant", "message": {"role": "assistant", "content": [
-        {"type": "text", "text": t} for t in texts] + [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]}}
+    return {
+        "type": "assistant",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": t} for t in texts]
+            + [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}],
+        },
+    }
 
 
 def digest_text(task: str, **fields) -> str:
@@ -103,8 +120,15 @@ def digest_text(task: str, **fields) -> str:
 
 
 def test_the_newest_assistant_message_with_a_parsable_digest_wins():
-    found = latest([prompt("go"), said(digest_text("old")), said("no digest here"), said(digest_text("new")),
-                    tool_result(digest_text("from-a-tool"))])  # only assistant messages are read
+    found = latest(
+        [
+            prompt("go"),
+            said(digest_text("old")),
+            said("no digest here"),
+            said(digest_text("new")),
+            tool_result(digest_text("from-a-tool")),
+        ]
+    )  # only assistant messages are read
     assert found.digest["task_id"] == "new" and found.fresh
 
 
@@ -159,11 +183,18 @@ FULL = {
     "outcome": "No logouts in 24 h of staging traffic",
     "cross_project_lesson": "Name every duration setting with its unit",
     "decisions": ["Keep the setting's name", "Add a unit test per duration"],
-    "files": [{"path": "src/auth/session.py", "reason": "TTL read", "anchors": [{"symbol": "refresh"}]},
-              {"path": "src/config.py", "reason": "default"}, {"path": "tests/test_session.py", "reason": "test"},
-              {"path": "docs/auth.md", "reason": "docs"}],
-    "contracts": ["POST /auth/refresh returns 401 on an expired token", "Session cookie lives 30 days",
-                  "REFRESH_TTL is in seconds", "A fourth contract"],
+    "files": [
+        {"path": "src/auth/session.py", "reason": "TTL read", "anchors": [{"symbol": "refresh"}]},
+        {"path": "src/config.py", "reason": "default"},
+        {"path": "tests/test_session.py", "reason": "test"},
+        {"path": "docs/auth.md", "reason": "docs"},
+    ],
+    "contracts": [
+        "POST /auth/refresh returns 401 on an expired token",
+        "Session cookie lives 30 days",
+        "REFRESH_TTL is in seconds",
+        "A fourth contract",
+    ],
     "next": ["Audit the other TTLs", "Add an alert on logout spikes", "Tell the mobile team", "A fourth step"],
     "evidence": {"tests": "42 passed"},
     "problem_type": "configuration",
@@ -202,8 +233,14 @@ def test_the_built_text_of_a_full_digest_is_the_originals_byte_for_byte():
 
 
 def test_decisions_stand_in_for_problem_and_solution_and_evidence_for_outcome():
-    digest = {"agent": "test-writer", "task_id": "T-9", "decisions": ["Use BEGIN IMMEDIATE", "Retry nothing"],
-              "evidence": {"tests": "12 passed", "flaky": 0}, "symptom": "", "question": None}
+    digest = {
+        "agent": "test-writer",
+        "task_id": "T-9",
+        "decisions": ["Use BEGIN IMMEDIATE", "Retry nothing"],
+        "evidence": {"tests": "12 passed", "flaky": 0},
+        "symptom": "",
+        "question": None,
+    }
     assert build_text(digest) == (
         "Session Summary: test-writer agent completed task 'T-9'\n"
         "\n"
@@ -213,10 +250,11 @@ def test_decisions_stand_in_for_problem_and_solution_and_evidence_for_outcome():
         "  2. Retry nothing\n"
         "Outcome: tests: 12 passed, flaky: 0"
     )
-    alternates = {"agent": "a", "task_id": "t", "symptom": "S", "cause": "C", "fix": "F", "impact": "I",
-                  "lesson": "L"}
-    assert build_text(alternates) == ("Session Summary: a agent completed task 't'\n\nProblem: S\nRoot Cause: C\n"
-                                      "Solution: F\nOutcome: I\n\nCross-Project Lesson: L")
+    alternates = {"agent": "a", "task_id": "t", "symptom": "S", "cause": "C", "fix": "F", "impact": "I", "lesson": "L"}
+    assert build_text(alternates) == (
+        "Session Summary: a agent completed task 't'\n\nProblem: S\nRoot Cause: C\n"
+        "Solution: F\nOutcome: I\n\nCross-Project Lesson: L"
+    )
 
 
 def git_checkout(folder: Path, remote: str | None) -> Path:
@@ -244,12 +282,23 @@ def test_the_meta_is_the_originals_key_for_key(tmp_path):
     prepared = prepare(FULL, str(root))
     assert prepared.path == "NOTES.md#digest-auth-fix" and prepared.text == FULL_TEXT
     assert prepared.meta == {
-        "source": "digest", "agent": "backend-dev", "task_id": "auth-fix", "component": "orchestration",
-        "category": "digest", "type": "incident", "stage": "validated", "outcome_status": "partial",
-        "confidence": 0.8, "project_root": str(root), "project_name": "shop",
+        "source": "digest",
+        "agent": "backend-dev",
+        "task_id": "auth-fix",
+        "component": "orchestration",
+        "category": "digest",
+        "type": "incident",
+        "stage": "validated",
+        "outcome_status": "partial",
+        "confidence": 0.8,
+        "project_root": str(root),
+        "project_name": "shop",
         "project_id_hash": hashlib.sha256(b"https://github.com/acme/shop").hexdigest()[:16],
-        "problem_type": "configuration", "solution_pattern": "unit-suffix", "tech_stack": ["python", "fastapi"],
-        "keywords": ["sso", "ttl"], "status": "valid",
+        "problem_type": "configuration",
+        "solution_pattern": "unit-suffix",
+        "tech_stack": ["python", "fastapi"],
+        "keywords": ["sso", "ttl"],
+        "status": "valid",
     }
     assert list(prepared.meta) == list(build_meta(FULL, str(root), "x"))  # the original's key order
 
@@ -262,16 +311,19 @@ def test_defaults_fill_the_meta_and_empty_optionals_stay_out():
     assert not {"problem_type", "solution_pattern", "tech_stack", "keywords"} & set(meta)
 
 
-@pytest.mark.parametrize("digest, reason", [
-    ({"agent": "a", "task_id": "t"}, "insufficient_content"),
-    ({"agent": "a", "task_id": "t", "problem": "p"}, "insufficient_content"),  # a problem without a solution
-    ({"task_id": "t", "summary": "a long enough summary of the work that was done"}, "missing_agent"),
-    ({"agent": "UNKNOWN", "task_id": "t", "summary": "s"}, "missing_agent"),
-    ({"agent": "a", "summary": "s"}, "missing_task_id"),
-    ({"agent": "a", "task_id": "untagged", "summary": "s"}, "missing_task_id"),
-    ({"agent": "a", "task_id": "", "summary": "s"}, "missing_task_id"),
-    # (insufficient_length, under 50 characters, cannot fire: a digest past gates 1-3 builds at least 56)
-])
+@pytest.mark.parametrize(
+    "digest, reason",
+    [
+        ({"agent": "a", "task_id": "t"}, "insufficient_content"),
+        ({"agent": "a", "task_id": "t", "problem": "p"}, "insufficient_content"),  # a problem without a solution
+        ({"task_id": "t", "summary": "a long enough summary of the work that was done"}, "missing_agent"),
+        ({"agent": "UNKNOWN", "task_id": "t", "summary": "s"}, "missing_agent"),
+        ({"agent": "a", "summary": "s"}, "missing_task_id"),
+        ({"agent": "a", "task_id": "untagged", "summary": "s"}, "missing_task_id"),
+        ({"agent": "a", "task_id": "", "summary": "s"}, "missing_task_id"),
+        # (insufficient_length, under 50 characters, cannot fire: a digest past gates 1-3 builds at least 56)
+    ],
+)
 def test_the_quality_gates_stop_what_the_original_stopped(digest, reason):
     with pytest.raises(Skip) as stopped:
         prepare(digest, "/p/app")
@@ -279,9 +331,11 @@ def test_the_quality_gates_stop_what_the_original_stopped(digest, reason):
 
 
 def test_each_gate_lets_its_alternatives_through():
-    for digest in ({"agent": "a", "task_id": "t", "summary": "A summary long enough to pass the last gate"},
-                   {"agent": "a", "task_id": "t", "symptom": "It broke at night", "fix": "Pinned the version"},
-                   {"agent": "a", "task_id": "t", "decisions": ["Use the queue for every write"]}):
+    for digest in (
+        {"agent": "a", "task_id": "t", "summary": "A summary long enough to pass the last gate"},
+        {"agent": "a", "task_id": "t", "symptom": "It broke at night", "fix": "Pinned the version"},
+        {"agent": "a", "task_id": "t", "decisions": ["Use the queue for every write"]},
+    ):
         assert prepare(digest, "/p/app").text.startswith("Session Summary: a agent completed task 't'")
 
 
@@ -289,8 +343,14 @@ def test_each_gate_lets_its_alternatives_through():
 
 
 def run_stop(payload: dict, data_dir: Path, project_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(capsule_command("hook", "stop"), input=json.dumps(payload), capture_output=True,
-                          text=True, env=capsule_env(data_dir, CLAUDE_PROJECT_DIR=str(project_dir)), timeout=120)
+    return subprocess.run(
+        capsule_command("hook", "stop"),
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=capsule_env(data_dir, CLAUDE_PROJECT_DIR=str(project_dir)),
+        timeout=120,
+    )
 
 
 def backend(data_dir: Path) -> EmbeddedBackend:
@@ -310,8 +370,14 @@ def write_transcript(tmp_path: Path, entries: list[dict], form: str = "jsonl") -
 
 
 def stop_payload(transcript: Path | None, checkout: Path, **extra) -> dict:
-    payload = {"session_id": "5f0c2a1e", "cwd": str(checkout), "hook_event_name": "Stop", "stop_hook_active": False,
-               "permission_mode": "default", **extra}
+    payload = {
+        "session_id": "5f0c2a1e",
+        "cwd": str(checkout),
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+        "permission_mode": "default",
+        **extra,
+    }
     if transcript is not None:
         payload["transcript_path"] = str(transcript)
     return payload
@@ -321,8 +387,12 @@ def stop_payload(transcript: Path | None, checkout: Path, **extra) -> dict:
 def test_hook_stop_stores_the_digest_and_tells_the_user(tmp_path, checkout, form):
     data_dir = new_data_dir(tmp_path)
     digest = dict(FULL, outcome_status="none")
-    entries = [prompt("Fix the SSO logout loop"), said("On it."), tool_result("42 passed"),
-               said("Fixed.\n\n```json DIGEST\n" + json.dumps(digest, indent=2) + "\n```")]
+    entries = [
+        prompt("Fix the SSO logout loop"),
+        said("On it."),
+        tool_result("42 passed"),
+        said("Fixed.\n\n```json DIGEST\n" + json.dumps(digest, indent=2) + "\n```"),
+    ]
     payload = stop_payload(write_transcript(tmp_path, entries, form), checkout)
     project = project_of(payload, capsule_env(data_dir, CLAUDE_PROJECT_DIR=str(checkout)))
 
@@ -351,14 +421,20 @@ def test_hook_stop_stores_the_digest_and_tells_the_user(tmp_path, checkout, form
 def test_hook_stop_reads_the_payload_text_first(tmp_path, checkout):
     data_dir = new_data_dir(tmp_path)
     transcript = write_transcript(tmp_path, [prompt("go"), said(digest_text("from-transcript"))])
-    text = "All done.\n```DIGEST " + json.dumps(
-        {"agent": "qa", "task_id": "from-payload", "summary": "Checked every release note for broken links"}) + "```"
+    text = (
+        "All done.\n```DIGEST "
+        + json.dumps(
+            {"agent": "qa", "task_id": "from-payload", "summary": "Checked every release note for broken links"}
+        )
+        + "```"
+    )
     done = run_stop(stop_payload(transcript, checkout, assistant_text=text), data_dir, checkout)
     assert done.returncode == 0, done.stderr
     assert "(task from-payload)" in json.loads(done.stdout)["systemMessage"]
 
-    alone = run_stop(stop_payload(None, checkout, final_message=text.replace("from-payload", "no-transcript")),
-                     data_dir, checkout)
+    alone = run_stop(
+        stop_payload(None, checkout, final_message=text.replace("from-payload", "no-transcript")), data_dir, checkout
+    )
     assert alone.returncode == 0 and "(task no-transcript)" in json.loads(alone.stdout)["systemMessage"]
 
     missing = stop_payload(tmp_path / "gone.jsonl", checkout, content=text.replace("from-payload", "gone"))
@@ -372,9 +448,12 @@ def test_hook_stop_says_why_a_digest_was_not_stored(tmp_path, checkout):
     transcript = write_transcript(tmp_path, [prompt("go"), said(gated)])
     done = run_stop(stop_payload(transcript, checkout), data_dir, checkout)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"systemMessage": (
-        "Capsule: did not store the DIGEST of task no-agent: Quality gate failed: DIGEST must specify agent"
-        " (missing_agent)")}
+    assert json.loads(done.stdout) == {
+        "systemMessage": (
+            "Capsule: did not store the DIGEST of task no-agent: Quality gate failed: DIGEST must specify agent"
+            " (missing_agent)"
+        )
+    }
     assert "task no-agent not stored" in done.stderr
 
     later = write_transcript(tmp_path, [prompt("go"), said(gated), prompt("and now?"), said("Nothing else.")])
@@ -388,15 +467,24 @@ def test_hook_stop_says_why_a_digest_was_not_stored(tmp_path, checkout):
 
     memory = backend(data_dir)
     try:
-        assert memory.list_memories({"project": project_of(stop_payload(None, checkout), capsule_env(
-            data_dir, CLAUDE_PROJECT_DIR=str(checkout))), "limit": 10}).memories == []
+        assert (
+            memory.list_memories(
+                {
+                    "project": project_of(
+                        stop_payload(None, checkout), capsule_env(data_dir, CLAUDE_PROJECT_DIR=str(checkout))
+                    ),
+                    "limit": 10,
+                }
+            ).memories
+            == []
+        )
     finally:
         memory.close()
 
 
 def test_hook_stop_without_a_digest_stays_quiet(tmp_path, checkout):
     data_dir = new_data_dir(tmp_path)
-    transcript = write_transcript(tmp_path, [prompt("hi"), said("Hello! ```json\n{\"a\": 1}\n```")])
+    transcript = write_transcript(tmp_path, [prompt("hi"), said('Hello! ```json\n{"a": 1}\n```')])
     done = run_stop(stop_payload(transcript, checkout), data_dir, checkout)
     assert done.returncode == 0 and done.stdout == ""
     assert "0 digest(s), 0 stored" in done.stderr
@@ -417,12 +505,23 @@ def test_a_digest_the_memory_refuses_is_reported_and_the_hook_still_exits_zero(t
     from mcp_client.hooks import run_hook
 
     data_dir = new_data_dir(tmp_path)
-    big = "```json DIGEST\n" + json.dumps({"agent": "a", "task_id": "big", "summary": "A summary of the work",
-                                           "keywords": ["k" * 100] * 200}) + "\n```"
+    big = (
+        "```json DIGEST\n"
+        + json.dumps(
+            {"agent": "a", "task_id": "big", "summary": "A summary of the work", "keywords": ["k" * 100] * 200}
+        )
+        + "\n```"
+    )
     payload = stop_payload(write_transcript(tmp_path, [prompt("go"), said(big)]), checkout)
     out, err = io.StringIO(), io.StringIO()
-    code = run_hook("stop", io.StringIO(json.dumps(payload)), out, err, open_backend=lambda: backend(data_dir),
-                    environ={"CLAUDE_PROJECT_DIR": str(checkout)})
+    code = run_hook(
+        "stop",
+        io.StringIO(json.dumps(payload)),
+        out,
+        err,
+        open_backend=lambda: backend(data_dir),
+        environ={"CLAUDE_PROJECT_DIR": str(checkout)},
+    )
     assert code == 0
     message = json.loads(out.getvalue())["systemMessage"]
     assert message.startswith("Capsule: the memory refused the digest of task big: meta") and "16384" in message

@@ -17,12 +17,25 @@ from tests.conftest import not_installed
 
 NODE = shutil.which("node")
 PROJECT = "/Users/me/my-app"
-DIGEST_TEXT = ("Session Summary: IE agent completed task 'auth-fix'\n\nProblem: login loops after a password change\n"
-               "Solution: reset the token cache on password change\nOutcome: tests pass")
-DIGEST_META = {"source": "digest", "agent": "IE", "task_id": "auth-fix", "component": "orchestration",
-               "category": "digest", "type": "decision", "stage": "implemented", "outcome_status": "none",
-               "confidence": 0.95, "project_root": PROJECT, "project_name": "my-app",
-               "project_id_hash": "0123456789abcdef", "status": "valid"}
+DIGEST_TEXT = (
+    "Session Summary: IE agent completed task 'auth-fix'\n\nProblem: login loops after a password change\n"
+    "Solution: reset the token cache on password change\nOutcome: tests pass"
+)
+DIGEST_META = {
+    "source": "digest",
+    "agent": "IE",
+    "task_id": "auth-fix",
+    "component": "orchestration",
+    "category": "digest",
+    "type": "decision",
+    "stage": "implemented",
+    "outcome_status": "none",
+    "confidence": 0.95,
+    "project_root": PROJECT,
+    "project_name": "my-app",
+    "project_id_hash": "0123456789abcdef",
+    "status": "valid",
+}
 
 if NODE is None:
     not_installed("node is not on PATH (the Vector Bridge's hooks launch the server with it)", module=True)
@@ -32,8 +45,13 @@ if NODE is None:
 def shim(tmp_path) -> tuple[list[str], dict[str, str]]:
     data_dir = new_data_dir(tmp_path)
     env = capsule_env(data_dir, HOME=str(tmp_path / "home"))
-    subprocess.run(capsule_command("install", "vector-bridge", "--home", str(tmp_path / "home")), env=env,
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        capsule_command("install", "vector-bridge", "--home", str(tmp_path / "home")),
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     script = tmp_path / "home" / ".claude" / "mcp-servers" / "vector-bridge" / "dist" / "index.js"
     assert script.exists()
     return [NODE, str(script)], env
@@ -51,8 +69,12 @@ def line(message: dict) -> bytes:
 
 
 def initialize(version: str, client: str) -> dict:
-    return {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": client, "version": "1.0.0"}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": client, "version": "1.0.0"}},
+    }
 
 
 def call(tool: str, arguments: dict, id_: int = 2) -> dict:
@@ -72,8 +94,12 @@ def result_of(stdout: str, id_: int = 2) -> dict | None:
 
 
 def stop_digest_ingest(launch) -> tuple[dict | None, str]:
-    data = line(initialize("2024-11-05", "stop-digest-hook")) + line(call("memory_ingest", {
-        "project_root": PROJECT, "path": "NOTES.md#digest-auth-fix", "text": DIGEST_TEXT, "meta": DIGEST_META}))
+    data = line(initialize("2024-11-05", "stop-digest-hook")) + line(
+        call(
+            "memory_ingest",
+            {"project_root": PROJECT, "path": "NOTES.md#digest-auth-fix", "text": DIGEST_TEXT, "meta": DIGEST_META},
+        )
+    )
     stdout, stderr = exchange(launch, data)
     return result_of(stdout), stderr
 
@@ -92,9 +118,17 @@ def test_the_stop_digest_queue_processor_sees_success_and_the_memory_is_stored(s
 
 def test_the_context_inject_hook_finds_the_digest_at_the_result_level(shim):
     stop_digest_ingest(shim)
-    data = line(initialize("0.1.0", "memory-context-inject")) + line(call("memory_search", {
-        "query": "login loops after a password change: reset the token cache", "project_root": PROJECT,
-        "k": 2, "global": False}))
+    data = line(initialize("0.1.0", "memory-context-inject")) + line(
+        call(
+            "memory_search",
+            {
+                "query": "login loops after a password change: reset the token cache",
+                "project_root": PROJECT,
+                "k": 2,
+                "global": False,
+            },
+        )
+    )
     stdout, _ = exchange(shim, data)
     result = result_of(stdout)
     # It reads success and results beside the content, keeps hits scoring 0.25 or more, shows meta.agent/task_id.
@@ -105,21 +139,38 @@ def test_the_context_inject_hook_finds_the_digest_at_the_result_level(shim):
 
 
 def test_the_conversation_summary_hook_ingests_with_protocol_0_1_0(shim):
-    data = line(initialize("0.1.0", "conversation-summary-ingest")) + line(call("memory_ingest", {
-        "project_root": PROJECT, "path": ".claude/logs/conversations/2026-12-03_10-00-00_UTC.md",
-        "text": "Conversation Summary - 2026-12-03 10:00:00 UTC\n\nAgents Active: IE, TA\n\nKey Decisions:\n"
+    data = line(initialize("0.1.0", "conversation-summary-ingest")) + line(
+        call(
+            "memory_ingest",
+            {
+                "project_root": PROJECT,
+                "path": ".claude/logs/conversations/2026-12-03_10-00-00_UTC.md",
+                "text": "Conversation Summary - 2026-12-03 10:00:00 UTC\n\nAgents Active: IE, TA\n\nKey Decisions:\n"
                 "  - keep the token cache per user",
-        "meta": {"source": "conversation-summary", "category": "decision", "component": "docs",
-                 "timestamp": "2026-12-03 10:00:00 UTC", "agents": ["IE", "TA"], "decision_count": 1,
-                 "file_count": 0, "has_open_questions": False, "has_risks": False, "outcome_status": "unknown"}}))
+                "meta": {
+                    "source": "conversation-summary",
+                    "category": "decision",
+                    "component": "docs",
+                    "timestamp": "2026-12-03 10:00:00 UTC",
+                    "agents": ["IE", "TA"],
+                    "decision_count": 1,
+                    "file_count": 0,
+                    "has_open_questions": False,
+                    "has_risks": False,
+                    "outcome_status": "unknown",
+                },
+            },
+        )
+    )
     stdout, _ = exchange(shim, data)
     result = result_of(stdout)
     assert result and "error" not in result and result["chunks"] == 1  # it logs the count read here
 
 
 def test_memory_client_gets_one_json_document_for_a_bare_call_without_newline(shim):
-    data = json.dumps(call("memory_search", {"project_root": PROJECT, "query": "token cache", "k": 8,
-                                             "global": False}, id_=1)).encode()  # no newline, no initialize
+    data = json.dumps(
+        call("memory_search", {"project_root": PROJECT, "query": "token cache", "k": 8, "global": False}, id_=1)
+    ).encode()  # no newline, no initialize
     stdout, _ = exchange(shim, data)
     document = json.loads(stdout)  # the whole stdout is one JSON document
     body = json.loads(document["result"]["content"][0]["text"])
@@ -132,7 +183,12 @@ def test_an_existing_vector_bridge_build_is_kept_beside_the_shim(tmp_path):
     script.parent.mkdir(parents=True)
     script.write_text("// the Vector Bridge's own build\n")
     env = capsule_env(new_data_dir(tmp_path))
-    subprocess.run(capsule_command("install", "vector-bridge", "--home", str(home)), env=env, check=True,
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        capsule_command("install", "vector-bridge", "--home", str(home)),
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     assert Path(str(script) + ".vector-bridge").read_text() == "// the Vector Bridge's own build\n"
     assert "capsule-memory" in script.read_text()

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
+from capsule.core.clock import FrozenClock
 from capsule.embedders.hashing import HashingEmbedder
 from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore

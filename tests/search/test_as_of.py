@@ -13,8 +13,9 @@ AS_OF = datetime(2026, 3, 15, 12, 0, tzinfo=UTC)  # the clock says 2026-03-01
 
 
 def remember(service, content, when, outcome="unknown", project="p"):
-    return service.store_memory("t", {"project": project, "content": content, "occurred_at": when,
-                                      "meta": {"outcome_status": outcome}}).memory.id
+    return service.store_memory(
+        "t", {"project": project, "content": content, "occurred_at": when, "meta": {"outcome_status": outcome}}
+    ).memory.id
 
 
 def search(service, query, **extra):
@@ -27,8 +28,9 @@ def history(service):
     at = lambda month, day: datetime(2026, month, day, 9, 0, tzinfo=UTC)  # noqa: E731
     return {
         "feb_pin": remember(service, "Pinning numpy below 2.0 made the wheel build pass.", at(2, 10), "success"),
-        "feb_retry": remember(service, "Retrying the upload with backoff stopped the flaky deploys.", at(2, 18),
-                              "success"),
+        "feb_retry": remember(
+            service, "Retrying the upload with backoff stopped the flaky deploys.", at(2, 18), "success"
+        ),
         "feb_cache": remember(service, "Clearing the CI cache did not help the build.", at(2, 12), "failure"),
         "feb_note": remember(service, "The staging database moved to a new host.", at(2, 20)),
         "jan_lock": remember(service, "Taking a file lock fixed the racing migrations.", at(1, 10), "success"),
@@ -52,14 +54,18 @@ def test_what_worked_last_month_as_a_filter(service, history):
     hits = search(service, "what fixed the build, the deploys, the migrations, the timeouts?", filters=window).results
     assert {h.id for h in hits} == {history[k] for k in ("feb_pin", "feb_retry", "feb_cache")}
     assert search(service, "What worked last month?", as_of=AS_OF, filters=window).results[0].id in {
-        history["feb_pin"], history["feb_retry"]}
+        history["feb_pin"],
+        history["feb_retry"],
+    }
 
 
 def test_since_and_until_fall_back_to_the_stored_time(service, clock):
     stored_now = service.store_memory("t", {"project": "p", "content": "deploy notes for the gateway"}).memory.id
     assert service.get("t", stored_now).memory.occurred_at == clock.now
+
     def found(since, until):
         return [h.id for h in search(service, "deploy gateway", filters={"since": since, "until": until}).results]
+
     day = timedelta(days=1)
     assert found((clock.now - day).isoformat(), (clock.now + day).isoformat()) == [stored_now]
     assert found((clock.now + timedelta(days=1)).isoformat(), (clock.now + timedelta(days=2)).isoformat()) == []

@@ -16,8 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_quick_bench_writes_every_method(tmp_path):
     out = tmp_path / "bench.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)])}
-    run = subprocess.run([sys.executable, "-m", "capsule_cli", "bench", "--quick", "--no-external", "--out", str(out)],
-                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
+    run = subprocess.run(
+        [sys.executable, "-m", "capsule_cli", "bench", "--quick", "--no-external", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=240,
+    )
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
     assert [(r["n"], r["dim"]) for r in report["results"]] == [(300, 64), (2000, 64)]
@@ -52,9 +58,30 @@ def test_ops_bench_gives_every_operation_and_its_ratio(tmp_path):
 
     out = tmp_path / "ops.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)])}
-    run = subprocess.run([sys.executable, "-m", "capsule_cli", "bench", "--ops", "--sizes", "200,2000",
-                          "--global-projects", "10", "--op-runs", "5", "--job-runs", "1", "--out", str(out)],
-                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capsule_cli",
+            "bench",
+            "--ops",
+            "--sizes",
+            "200,2000",
+            "--global-projects",
+            "10",
+            "--op-runs",
+            "5",
+            "--job-runs",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=240,
+    )
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
     assert [(r["n"], r["projects"]) for r in report["ops"]] == [(200, 1), (2000, 1), (2000, 10)]

@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule.search import terms
+from capsule.core.records import Filters, MemoryRecord
 from capsule.embedders.hashing import HashingEmbedder
+from capsule.search import terms
+from capsule.search.hybrid import search_indexes
 from capsule.search.index import ProjectIndex, store_fetcher
 from capsule.search.ranking import Weights
-from capsule.core.records import Filters, MemoryRecord
-from capsule.search.hybrid import search_indexes
 from capsule.store.sqlite import SQLiteStore
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -31,18 +31,39 @@ def memories(count: int, seed: int = 3) -> list[MemoryRecord]:
     for i in range(count):
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 9))) + f" n{i}"
         at = NOW - timedelta(hours=i)
-        meta = {"component": rng.choice(["api", "db"]), "session": f"s{i // 5}", "author": rng.choice(["Ann", "Bo"]),
-                "outcome_status": rng.choice(["success", "failure", "unknown"])} if i % 3 else {}
+        meta = (
+            {
+                "component": rng.choice(["api", "db"]),
+                "session": f"s{i // 5}",
+                "author": rng.choice(["Ann", "Bo"]),
+                "outcome_status": rng.choice(["success", "failure", "unknown"]),
+            }
+            if i % 3
+            else {}
+        )
         vector, model = EMBEDDER.embed([text])[0], EMBEDDER.model_id
         if i % 11 == 0:
             vector, model = None, None  # no embedding yet
         elif i % 13 == 0:
             model = "another-model"
         elif i % 17 == 0:
-            vector = np.full(8, 8 ** -0.5, dtype=np.float32)  # another size: left out of the matrix
-        out.append(MemoryRecord(id=f"m{i:04d}", tenant="t", project="p", content=text, sha256=f"h{i}",
-                                occurred_at=at, created_at=at, updated_at=at, embedding=vector, model=model,
-                                meta=meta, status="ready" if vector is not None else "pending_embedding"))
+            vector = np.full(8, 8**-0.5, dtype=np.float32)  # another size: left out of the matrix
+        out.append(
+            MemoryRecord(
+                id=f"m{i:04d}",
+                tenant="t",
+                project="p",
+                content=text,
+                sha256=f"h{i}",
+                occurred_at=at,
+                created_at=at,
+                updated_at=at,
+                embedding=vector,
+                model=model,
+                meta=meta,
+                status="ready" if vector is not None else "pending_embedding",
+            )
+        )
     return out
 
 
@@ -68,10 +89,19 @@ def by_records(store) -> ProjectIndex:
 
 
 def results(index: ProjectIndex, query: str, filters: Filters = Filters()) -> list[tuple]:
-    hits, searched = search_indexes([index], filters=filters, query=query, query_vector=EMBEDDER.embed([query])[0],
-                                    model_id=EMBEDDER.model_id, now=NOW, weights=Weights(), k=8)
-    return [searched] + [(h.record.id, h.record.content, h.record.meta, h.score, h.vector, h.bm25, h.boost)
-                         for h in hits]
+    hits, searched = search_indexes(
+        [index],
+        filters=filters,
+        query=query,
+        query_vector=EMBEDDER.embed([query])[0],
+        model_id=EMBEDDER.model_id,
+        now=NOW,
+        weights=Weights(),
+        k=8,
+    )
+    return [searched] + [
+        (h.record.id, h.record.content, h.record.meta, h.score, h.vector, h.bm25, h.boost) for h in hits
+    ]
 
 
 def assert_same(a: ProjectIndex, b: ProjectIndex) -> None:
@@ -126,14 +156,16 @@ def test_term_hashes_are_stable_and_match_the_tokenizer():
     text = "Fix ECONNREFUSED in getUserById (HTTP 503)"
     hashed = np.frombuffer(terms.encode(text), dtype="<i8")
     from capsule.core.text import tokens
+
     assert hashed.tolist() == [terms.term_hash(t) for t in tokens(text)]
 
 
 def test_reading_many_rows_one_by_one_fetches_the_rest_at_once(store):
     reads = []
     fetch = store_fetcher(store)
-    index = ProjectIndex("t", "p", EMBEDDER.model_id, lambda *args: reads.append(len(args[2])) or fetch(*args),
-                         eager_records=0)
+    index = ProjectIndex(
+        "t", "p", EMBEDDER.model_id, lambda *args: reads.append(len(args[2])) or fetch(*args), eager_records=0
+    )
     index.apply(store.changes_since("t", "p", 0, columns=True))
     contents = [index.records[row].content for row in range(index.n)]  # as a ranking aid might
     assert contents == [r.content for r in memories(120)]

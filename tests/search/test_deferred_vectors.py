@@ -13,8 +13,8 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
+from capsule.core.clock import FrozenClock
 from capsule.embedders.hashing import HashingEmbedder
 from capsule.search.index import ProjectIndex, store_fetcher
 from capsule.service.memory_service import MemoryService
@@ -103,21 +103,33 @@ def test_packed_rows_written_before_they_were_kept_are_recomputed(store, tmp_pat
         conn.execute("UPDATE memories SET facets = NULL WHERE seq % 4 = 0")
         conn.execute("UPDATE memories SET terms = NULL, terms_version = NULL WHERE seq % 5 = 0")
     assert_same(deferred(store), fresh)
-    assert conn.execute("SELECT count(*) FROM memories WHERE packed IS NULL OR facets IS NULL "
-                        "OR terms_version IS NULL").fetchone()[0] == 0
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM memories WHERE packed IS NULL OR facets IS NULL OR terms_version IS NULL"
+        ).fetchone()[0]
+        == 0
+    )
     assert conn.execute("SELECT count(*) FROM memories WHERE facets != ''").fetchone()[0] > 50  # sessions, authors
     conn.close()
     assert_same(deferred(store), fresh)
 
 
 def test_exact_search_reads_every_vector_first(store):
-    from capsule.search.ranking import Weights
     from capsule.search.hybrid import SearchOptions, search_indexes
+    from capsule.search.ranking import Weights
 
     def exact(index):
-        hits, _ = search_indexes([index], filters=Filters(), query="redis timeout",
-                                 query_vector=EMBEDDER.embed(["redis timeout"])[0], model_id=EMBEDDER.model_id,
-                                 now=NOW, weights=Weights(), k=8, options=SearchOptions(exact=True))
+        hits, _ = search_indexes(
+            [index],
+            filters=Filters(),
+            query="redis timeout",
+            query_vector=EMBEDDER.embed(["redis timeout"])[0],
+            model_id=EMBEDDER.model_id,
+            now=NOW,
+            weights=Weights(),
+            k=8,
+            options=SearchOptions(exact=True),
+        )
         return [(h.record.id, h.score) for h in hits]
 
     from capsule.core.records import Filters
@@ -244,8 +256,12 @@ def test_a_failed_background_read_is_tried_again_by_the_next_search(tmp_path, ca
     rng = random.Random(6)
     for _ in range(60):
         writer.store_memory("t", {"project": "p", "content": sentence(rng)})
-    lazy = MemoryService(FlakyStore(path, defer_vectors_from=1), HashingEmbedder(), clock=FrozenClock(NOW),
-                         settings=Settings(data_dir=tmp_path, query_cache_entries=0))
+    lazy = MemoryService(
+        FlakyStore(path, defer_vectors_from=1),
+        HashingEmbedder(),
+        clock=FrozenClock(NOW),
+        settings=Settings(data_dir=tmp_path, query_cache_entries=0),
+    )
     reference = service_on(path, 10**9)
 
     def one(service):

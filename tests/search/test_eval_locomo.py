@@ -21,13 +21,19 @@ def tiny_locomo(path: Path) -> Path:
     sample = {
         "sample_id": "conv-x",
         "conversation": {
-            "speaker_a": "Ana", "speaker_b": "Ben",
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [
                 {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a puppy named Biscuit."},
                 {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely! I started learning the cello."},
-                {"speaker": "Ana", "dia_id": "D1:3", "text": "Biscuit chewed my running shoes.",
-                 "img_url": ["x"], "blip_caption": "a photo of a chewed shoe"},
+                {
+                    "speaker": "Ana",
+                    "dia_id": "D1:3",
+                    "text": "Biscuit chewed my running shoes.",
+                    "img_url": ["x"],
+                    "blip_caption": "a photo of a chewed shoe",
+                },
             ],
             "session_2_date_time": "10:04 am on 19 June, 2023",
             "session_2": [
@@ -37,12 +43,20 @@ def tiny_locomo(path: Path) -> Path:
         },
         "qa": [
             {"question": "What is the name of Ana's puppy?", "answer": "Biscuit", "evidence": ["D1:1"], "category": 4},
-            {"question": "Which instrument does Ben play?", "answer": "cello", "evidence": ["D1:2; D2:01"],
-             "category": 1},
+            {
+                "question": "Which instrument does Ben play?",
+                "answer": "cello",
+                "evidence": ["D1:2; D2:01"],
+                "category": 1,
+            },
             {"question": "When was the recital?", "answer": "June 2023", "evidence": ["D:2:1"], "category": 2},
             {"question": "What would Ana like?", "answer": "dogs", "evidence": [], "category": 3},
-            {"question": "What did Ben's puppy chew?", "adversarial_answer": "shoes", "evidence": ["D1:3"],
-             "category": 5},
+            {
+                "question": "What did Ben's puppy chew?",
+                "adversarial_answer": "shoes",
+                "evidence": ["D1:3"],
+                "category": 5,
+            },
         ],
     }
     path.write_text(json.dumps([sample]))
@@ -79,10 +93,19 @@ def test_metrics():
 def test_the_command_reports_every_mode_and_category(tmp_path):
     data = tiny_locomo(tmp_path / "locomo.json")
     out = tmp_path / "report.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
-           "CAPSULE_EMBEDDER": "hashing"}
-    run = subprocess.run([sys.executable, "-m", "capsule_cli", "eval", "locomo", str(data), "--out", str(out)],
-                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
+        "CAPSULE_EMBEDDER": "hashing",
+    }
+    run = subprocess.run(
+        [sys.executable, "-m", "capsule_cli", "eval", "locomo", str(data), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert "embedder: hashing-v1-384" in run.stdout
     report = json.loads(out.read_text())
@@ -98,6 +121,12 @@ def test_a_bad_file_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)])}
-    run = subprocess.run([sys.executable, "-m", "capsule_cli", "eval", "locomo", str(bad), "--embedder", "hashing"],
-                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "capsule_cli", "eval", "locomo", str(bad), "--embedder", "hashing"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert run.returncode == 1 and "cannot read LoCoMo data" in run.stderr

@@ -18,27 +18,62 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def item(qid, kind, question, date, sessions, dates):
-    return {"question_id": qid, "question_type": kind, "question": question, "question_date": date,
-            "answer": "?", "answer_session_ids": [f"s{qid}{i}" for i in range(len(sessions))],
-            "haystack_session_ids": [f"s{qid}{i}" for i in range(len(sessions))],
-            "haystack_dates": dates, "haystack_sessions": sessions}
+    return {
+        "question_id": qid,
+        "question_type": kind,
+        "question": question,
+        "question_date": date,
+        "answer": "?",
+        "answer_session_ids": [f"s{qid}{i}" for i in range(len(sessions))],
+        "haystack_session_ids": [f"s{qid}{i}" for i in range(len(sessions))],
+        "haystack_dates": dates,
+        "haystack_sessions": sessions,
+    }
 
 
 def tiny(path: Path) -> Path:
     filler = {"role": "assistant", "content": "Here are some general tips about many things you could try."}
-    path.write_text(json.dumps([
-        item("q1", "single-session-user", "What is my puppy called?", "2023/05/30 (Tue) 10:00", [[
-            {"role": "user", "content": "I adopted a puppy named Biscuit.", "has_answer": True}, filler]],
-            ["2023/05/20 (Sat) 02:21"]),
-        item("q2", "temporal-reasoning", "Which book did I finish a week ago?", "2023/06/08 (Thu) 09:00", [
-            [{"role": "user", "content": "I finished the book Dune today.", "has_answer": True}, filler],
-            [{"role": "user", "content": "I finished the book Emma today."}, filler]],
-            ["2023/06/01 (Thu) 08:00", "2023/04/01 (Sat) 08:00"]),
-        item("q3", "multi-session", "What car do I drive?", "2023/06/08 (Thu) 09:00",
-             [[{"role": "user", "content": "I like tea."}, filler]], ["2023/06/01 (Thu) 08:00"]),
-        item("q4_abs", "multi-session", "What boat do I sail?", "2023/06/08 (Thu) 09:00",
-             [[{"role": "user", "content": "I sail a lot.", "has_answer": True}, filler]], ["2023/06/01 (Thu) 08:00"]),
-    ]))
+    path.write_text(
+        json.dumps(
+            [
+                item(
+                    "q1",
+                    "single-session-user",
+                    "What is my puppy called?",
+                    "2023/05/30 (Tue) 10:00",
+                    [[{"role": "user", "content": "I adopted a puppy named Biscuit.", "has_answer": True}, filler]],
+                    ["2023/05/20 (Sat) 02:21"],
+                ),
+                item(
+                    "q2",
+                    "temporal-reasoning",
+                    "Which book did I finish a week ago?",
+                    "2023/06/08 (Thu) 09:00",
+                    [
+                        [{"role": "user", "content": "I finished the book Dune today.", "has_answer": True}, filler],
+                        [{"role": "user", "content": "I finished the book Emma today."}, filler],
+                    ],
+                    ["2023/06/01 (Thu) 08:00", "2023/04/01 (Sat) 08:00"],
+                ),
+                item(
+                    "q3",
+                    "multi-session",
+                    "What car do I drive?",
+                    "2023/06/08 (Thu) 09:00",
+                    [[{"role": "user", "content": "I like tea."}, filler]],
+                    ["2023/06/01 (Thu) 08:00"],
+                ),
+                item(
+                    "q4_abs",
+                    "multi-session",
+                    "What boat do I sail?",
+                    "2023/06/08 (Thu) 09:00",
+                    [[{"role": "user", "content": "I sail a lot.", "has_answer": True}, filler]],
+                    ["2023/06/01 (Thu) 08:00"],
+                ),
+            ]
+        )
+    )
     return path
 
 
@@ -59,10 +94,19 @@ def test_turns_are_memories_dated_by_their_session(tmp_path):
 
 
 def run_cli(tmp_path, *args):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
-           "CAPSULE_EMBEDDER": "hashing"}
-    return subprocess.run([sys.executable, "-m", "capsule_cli", "eval", "longmemeval", *args],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT)]),
+        "CAPSULE_EMBEDDER": "hashing",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "capsule_cli", "eval", "longmemeval", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
 
 
 def test_the_command_reports_every_mode_and_type(tmp_path):

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from capsule.search.index import ProjectIndex, TermScores, pack_row
-from capsule.search.ranking import Weights
 from capsule.core.records import ChangeSet, Filters, IndexColumns
 from capsule.search.hybrid import _best_rows, _top_positive, search_indexes
+from capsule.search.index import ProjectIndex, TermScores, pack_row
+from capsule.search.ranking import Weights
 
 from .test_cold_columns import EMBEDDER, NOW, memories
 
@@ -45,8 +45,16 @@ def test_term_scores_stay_within_their_bound():
 
 
 def hits(index: ProjectIndex, query: str, filters: Filters = Filters()) -> list[tuple]:
-    found, _ = search_indexes([index], filters=filters, query=query, query_vector=EMBEDDER.embed([query])[0],
-                              model_id=EMBEDDER.model_id, now=NOW, weights=Weights(), k=10)
+    found, _ = search_indexes(
+        [index],
+        filters=filters,
+        query=query,
+        query_vector=EMBEDDER.embed([query])[0],
+        model_id=EMBEDDER.model_id,
+        now=NOW,
+        weights=Weights(),
+        k=10,
+    )
     return [(h.record.id, h.score, h.bm25) for h in found]
 
 
@@ -62,8 +70,9 @@ def test_kept_term_scores_give_what_a_fresh_index_gives_and_go_with_a_change():
     for query in ("redis timeout", "redis timeout", "cache token retry", "redis cache"):
         assert hits(warm, query) == hits(fresh([*map(_copy, records)]), query)
     assert warm.scores.bytes > 0
-    assert hits(warm, "redis timeout", Filters(component="api")) == \
-        hits(fresh([*map(_copy, records)]), "redis timeout", Filters(component="api"))
+    assert hits(warm, "redis timeout", Filters(component="api")) == hits(
+        fresh([*map(_copy, records)]), "redis timeout", Filters(component="api")
+    )
     extra = _copy(records[0])
     extra.id, extra.content = "extra", "redis redis timeout"
     warm.apply(ChangeSet(version=2, changed=[extra]))
@@ -73,6 +82,7 @@ def test_kept_term_scores_give_what_a_fresh_index_gives_and_go_with_a_change():
 
 def _copy(record):
     from dataclasses import replace
+
     return replace(record)
 
 
@@ -88,7 +98,7 @@ class MemoryVectors:
     def chunks(self, model):
         items = [(i, v.astype("<f4").tobytes()) for i, v in self.vectors.items()]
         for start in range(0, len(items), 500):
-            yield items[start:start + 500]
+            yield items[start : start + 500]
 
 
 def test_settling_a_large_deferred_index_reads_moves_and_sorts_without_changing_results():
@@ -100,19 +110,42 @@ def test_settling_a_large_deferred_index_reads_moves_and_sorts_without_changing_
     words = "alpha beta gamma delta epsilon zeta eta theta".split()
     texts = [" ".join(rng.choice(words, 6)) for _ in range(n)]
     from capsule.search import terms
+
     packed = [pack_row(i, 1000.0 + i, 2000.0 + i, vectors[i]) for i in range(n)]
-    columns = IndexColumns(ids=ids, keys=[], vectors=bytearray(), vector_sizes=[], models=["m"] * n,
-                           terms=[terms.encode(t) for t in texts], occurred=[], created=[], helpful=[0] * n,
-                           unhelpful=[0] * n, metas=[None] * n, packed=bytearray(b"".join(packed)),
-                           packed_lengths=[len(p) for p in packed], deferred=MemoryVectors(dict(zip(ids, vectors))))
+    columns = IndexColumns(
+        ids=ids,
+        keys=[],
+        vectors=bytearray(),
+        vector_sizes=[],
+        models=["m"] * n,
+        terms=[terms.encode(t) for t in texts],
+        occurred=[],
+        created=[],
+        helpful=[0] * n,
+        unhelpful=[0] * n,
+        metas=[None] * n,
+        packed=bytearray(b"".join(packed)),
+        packed_lengths=[len(p) for p in packed],
+        deferred=MemoryVectors(dict(zip(ids, vectors))),
+    )
     from capsule.core.clock import from_epoch
     from capsule.core.records import MemoryRecord
 
     def fetch(tenant, project, wanted):
         at = {i: k for k, i in enumerate(ids)}
-        return {i: MemoryRecord(id=i, tenant=tenant, project=project, content=texts[at[i]], sha256=i,
-                                occurred_at=from_epoch(1000.0 + at[i]), created_at=from_epoch(2000.0 + at[i]),
-                                updated_at=from_epoch(2000.0 + at[i])) for i in wanted}
+        return {
+            i: MemoryRecord(
+                id=i,
+                tenant=tenant,
+                project=project,
+                content=texts[at[i]],
+                sha256=i,
+                occurred_at=from_epoch(1000.0 + at[i]),
+                created_at=from_epoch(2000.0 + at[i]),
+                updated_at=from_epoch(2000.0 + at[i]),
+            )
+            for i in wanted
+        }
 
     index = ProjectIndex("t", "p", "m", fetch, eager_records=0)
     index.apply(ChangeSet(version=1, columns=columns, reset=True))
@@ -120,8 +153,16 @@ def test_settling_a_large_deferred_index_reads_moves_and_sorts_without_changing_
     assert index.deferred is not None and lazy is index._lazy
 
     def top(query_vector, query="alpha beta"):
-        found, _ = search_indexes([index], filters=Filters(), query=query, query_vector=query_vector, model_id="m",
-                                  now=NOW, weights=Weights(), k=10)
+        found, _ = search_indexes(
+            [index],
+            filters=Filters(),
+            query=query,
+            query_vector=query_vector,
+            model_id="m",
+            now=NOW,
+            weights=Weights(),
+            k=10,
+        )
         return [(h.record.id, h.score) for h in found]
 
     queries = [vectors[i] for i in (3, 700, 2100)]

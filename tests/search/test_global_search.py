@@ -13,11 +13,10 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule.search import globalsearch, hamming, tenantpostings
 from capsule.config import Settings
-from capsule.search.globalsearch import TenantCodes, candidate_rows, search_global
-from capsule.search.index import ProjectIndex
 from capsule.core.records import ChangeSet, Filters, MemoryRecord
+from capsule.search import globalsearch, hamming, tenantpostings
+from capsule.search.globalsearch import TenantCodes, candidate_rows, search_global
 from capsule.search.hybrid import (
     SearchOptions,
     _keyword_stage,
@@ -26,9 +25,10 @@ from capsule.search.hybrid import (
     _views,
     search_indexes,
 )
+from capsule.search.index import ProjectIndex
+from capsule.search.tenantpostings import TenantPostings
 from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
-from capsule.search.tenantpostings import TenantPostings
 from capsule_cli.bench_data import TableEmbedder, exact_top, make_dataset
 
 PROJECTS, PER, DIM, QUERIES = 12, 800, 256, 40
@@ -47,9 +47,19 @@ def data():
 def record(data, i: int, project: str) -> MemoryRecord:
     at = BASE + timedelta(hours=i)
     meta = {"component": "api" if i % 3 == 0 else "web"}
-    return MemoryRecord(id=f"m{i:07d}", tenant="t", project=project, content=data.texts[i], sha256=f"{i:064x}",
-                        occurred_at=at, created_at=at, updated_at=at, embedding=data.vectors[i].copy(), model=MODEL,
-                        meta=meta)
+    return MemoryRecord(
+        id=f"m{i:07d}",
+        tenant="t",
+        project=project,
+        content=data.texts[i],
+        sha256=f"{i:064x}",
+        occurred_at=at,
+        created_at=at,
+        updated_at=at,
+        embedding=data.vectors[i].copy(),
+        model=MODEL,
+        meta=meta,
+    )
 
 
 def project_of(i: int) -> str:
@@ -74,8 +84,16 @@ def indexes(data):
 
 
 def both(indexes, data, q: int, *, filters=Filters(), weights=WEIGHTS, options=SearchOptions(), k=10):
-    args = dict(filters=filters, query=data.query_texts[q], query_vector=data.queries[q], model_id=MODEL, now=NOW,
-                weights=weights, k=k, options=options)
+    args = dict(
+        filters=filters,
+        query=data.query_texts[q],
+        query_vector=data.queries[q],
+        model_id=MODEL,
+        now=NOW,
+        weights=weights,
+        k=k,
+        options=options,
+    )
     return search_indexes(indexes, **args), search_global(indexes, **args)
 
 
@@ -113,14 +131,32 @@ def test_a_project_of_a_few_rows_beside_large_ones(indexes, data):
         vector /= np.linalg.norm(vector)
         vectors.append(vector.copy())  # an index keeps a record's vector in its matrix, not the record
         at = BASE + timedelta(days=j)
-        rows.append(MemoryRecord(id=f"tiny{j}", tenant="t", project="tiny", content=f"zephyr{j} note",
-                                 sha256=f"{j:064x}", occurred_at=at, created_at=at, updated_at=at, embedding=vector,
-                                 model=MODEL))
+        rows.append(
+            MemoryRecord(
+                id=f"tiny{j}",
+                tenant="t",
+                project="tiny",
+                content=f"zephyr{j} note",
+                sha256=f"{j:064x}",
+                occurred_at=at,
+                created_at=at,
+                updated_at=at,
+                embedding=vector,
+                model=MODEL,
+            )
+        )
     tiny.apply(ChangeSet(version=1, changed=rows, reset=True))
     everything = [*indexes, tiny]
     for j in range(len(rows)):
-        args = dict(filters=Filters(), query=f"zephyr{j}", query_vector=vectors[j], model_id=MODEL, now=NOW,
-                    weights=WEIGHTS, k=10)
+        args = dict(
+            filters=Filters(),
+            query=f"zephyr{j}",
+            query_vector=vectors[j],
+            model_id=MODEL,
+            now=NOW,
+            weights=WEIGHTS,
+            k=10,
+        )
         hits, _ = search_global(everything, **args)
         assert hits[0].record.id == f"tiny{j}"
         assert hits[0].vector == pytest.approx(1.0, abs=1e-6)  # its exact float32 cosine
@@ -145,14 +181,24 @@ def test_recall_at_10_against_exact_float32_at_every_stage(indexes, data, stage)
     weights = WEIGHTS.replace(bm25=0.0, time=0.0, feedback=0.0)
     hits = 0
     for q in range(QUERIES):
-        found, _ = search_global(indexes, filters=Filters(), query=data.query_texts[q], query_vector=data.queries[q],
-                                 model_id=MODEL, now=NOW, weights=weights, k=10, options=options)
+        found, _ = search_global(
+            indexes,
+            filters=Filters(),
+            query=data.query_texts[q],
+            query_vector=data.queries[q],
+            model_id=MODEL,
+            now=NOW,
+            weights=weights,
+            k=10,
+            options=options,
+        )
         got = {int(h.record.id[1:]) for h in found}
         hits += len(got & set(truth[q].tolist()))
         # Returned scores are exact float32 cosines.
         for h in found:
-            assert h.vector == pytest.approx(float(np.clip(data.vectors[int(h.record.id[1:])] @ data.queries[q], 0, 1)),
-                                             abs=1e-5)
+            assert h.vector == pytest.approx(
+                float(np.clip(data.vectors[int(h.record.id[1:])] @ data.queries[q], 0, 1)), abs=1e-5
+            )
     assert hits / (10 * QUERIES) >= 0.99
 
 
@@ -197,7 +243,7 @@ def test_a_small_tenant_joins_its_codes_and_vectors_once(indexes, data):
     columns = TenantCodes().columns(indexes)
     matrix = columns.joined(indexes, "matrix", DIM)
     assert matrix.shape == (PROJECTS * PER, DIM)
-    assert np.array_equal(matrix[PER:2 * PER], indexes[1].vectors(np.arange(PER)))
+    assert np.array_equal(matrix[PER : 2 * PER], indexes[1].vectors(np.arange(PER)))
     assert columns.joined(indexes, "matrix", DIM) is matrix  # kept with the columns
     assert columns.joined(indexes, "row_codes", indexes[0].words).shape[0] == PROJECTS * PER
     assert columns.joined(indexes, "matrix", DIM + 1) is None  # another model's width: each read alone
@@ -217,8 +263,16 @@ def test_an_index_with_vectors_still_in_the_store_is_not_joined(indexes, data):
 def same_with(codes: TenantCodes, indexes, data, queries) -> None:
     """The per-project path and a global search through ``codes`` (its kept tables), alike."""
     for q in queries:
-        args = dict(filters=Filters(), query=data.query_texts[q], query_vector=data.queries[q], model_id=MODEL,
-                    now=NOW, weights=WEIGHTS, k=10, options=SearchOptions())
+        args = dict(
+            filters=Filters(),
+            query=data.query_texts[q],
+            query_vector=data.queries[q],
+            model_id=MODEL,
+            now=NOW,
+            weights=WEIGHTS,
+            k=10,
+            options=SearchOptions(),
+        )
         same(search_indexes(indexes, **args), search_global(indexes, codes=codes, **args))
 
 
@@ -228,16 +282,29 @@ def test_a_write_keeps_the_sorted_postings_and_the_answers_stay_the_same(data):
     indexes = build_indexes(data)
     codes = TenantCodes()
     table = codes.columns(indexes).postings.table
-    fact = replace(record(data, 0, indexes[3].project), id="new-fact", content=data.query_texts[0],
-                   embedding=data.queries[0].copy())
+    fact = replace(
+        record(data, 0, indexes[3].project),
+        id="new-fact",
+        content=data.query_texts[0],
+        embedding=data.queries[0].copy(),
+    )
     indexes[3].apply(ChangeSet(version=2, changed=[fact]))
     gone = next(iter(indexes[5].row_of))
     indexes[5].apply(ChangeSet(version=2, removed=[gone]))
     postings = codes.columns(indexes).postings
     assert postings.table is table and postings.stale == (3, 5)
     same_with(codes, indexes, data, range(0, QUERIES, 4))
-    hits, _ = search_global(indexes, filters=Filters(), query=data.query_texts[0], query_vector=data.queries[0],
-                            model_id=MODEL, now=NOW, weights=WEIGHTS, k=10, codes=codes)
+    hits, _ = search_global(
+        indexes,
+        filters=Filters(),
+        query=data.query_texts[0],
+        query_vector=data.queries[0],
+        model_id=MODEL,
+        now=NOW,
+        weights=WEIGHTS,
+        k=10,
+        codes=codes,
+    )
     assert hits[0].record.id == "new-fact"  # found through index 3's own postings
     assert gone not in {h.record.id for h in hits}
 
@@ -254,7 +321,9 @@ def test_a_new_project_is_read_on_its_own_until_the_postings_are_sorted_again(da
     same_with(codes, grown, data, range(1, QUERIES, 4))
     monkeypatch.setattr(tenantpostings, "STALE_MAX", 2)
     for index in grown[:3]:
-        index.apply(ChangeSet(version=3, changed=[replace(record(data, 11, index.project), id=f"late-{index.project}")]))
+        index.apply(
+            ChangeSet(version=3, changed=[replace(record(data, 11, index.project), id=f"late-{index.project}")])
+        )
     postings = codes.columns(grown).postings
     assert postings.table is not table and postings.stale == ()  # 4 read on their own: sorted again
     same_with(codes, grown, data, range(2, QUERIES, 4))
@@ -269,7 +338,9 @@ def test_past_stale_max_the_postings_are_sorted_beside_the_searches(data, monkey
     codes = TenantCodes(tasks.append)
     table = codes.columns(indexes).postings.table
     for index in indexes[:3]:
-        index.apply(ChangeSet(version=3, changed=[replace(record(data, 13, index.project), id=f"late-{index.project}")]))
+        index.apply(
+            ChangeSet(version=3, changed=[replace(record(data, 13, index.project), id=f"late-{index.project}")])
+        )
     postings = codes.columns(indexes).postings
     assert postings.table is table and postings.stale == (0, 1, 2) and len(tasks) == 1
     same_with(codes, indexes, data, range(0, QUERIES, 4))
@@ -314,15 +385,23 @@ def test_the_service_answers_global_searches_from_one_pass(tmp_path, data):
         rows = [record(data, i, f"p{p}") for i in range(p, 2000, 4)]
         store.insert(rows, limit=10_000, dedupe_after=None, actor="test")
     table = dict(zip(data.query_texts, data.queries))
-    service = MemoryService(store, TableEmbedder(table, DIM), settings=Settings(data_dir=tmp_path,
-                                                                                query_cache_entries=0))
+    service = MemoryService(
+        store, TableEmbedder(table, DIM), settings=Settings(data_dir=tmp_path, query_cache_entries=0)
+    )
     try:
         for q in range(5):
             answer = service.search("t", {"global": True, "query": data.query_texts[q], "k": 10})
             indexes = [service.indexes.get("t", f"p{p}", MODEL) for p in range(4)]
-            expected, _ = search_indexes(indexes, filters=Filters(), query=data.query_texts[q],
-                                         query_vector=data.queries[q], model_id=MODEL, now=service.clock(),
-                                         weights=WEIGHTS, k=10)
+            expected, _ = search_indexes(
+                indexes,
+                filters=Filters(),
+                query=data.query_texts[q],
+                query_vector=data.queries[q],
+                model_id=MODEL,
+                now=service.clock(),
+                weights=WEIGHTS,
+                k=10,
+            )
             assert [h.id for h in answer.results] == [h.record.id for h in expected]
             assert len(service._tenant_codes._kept) == 1  # the tenant's codes kept between searches
             assert service._tenant_codes._resorter is not None  # postings sorted again on the index thread
@@ -351,7 +430,7 @@ def mixed(data, indexes):
     for i in range(300):
         r = record(data, i, "long")
         r.id = f"l{i:06d}"
-        r.content = " ".join(data.texts[i:i + 5])  # about 70 tokens: the long-memory prior applies
+        r.content = " ".join(data.texts[i : i + 5])  # about 70 tokens: the long-memory prior applies
         rows.append(r)
     long.apply(ChangeSet(version=1, changed=rows, reset=True))
     out.append(long)
@@ -364,14 +443,29 @@ def test_the_same_over_projects_with_their_own_ranking_aids(mixed, data, suffix)
     global one 500 of all): the scores, aids included, are then compared row for row."""
     options = SearchOptions(candidates=8000)
     for q in range(0, QUERIES, 2):
-        args = dict(filters=Filters(), query=data.query_texts[q] + suffix, query_vector=data.queries[q],
-                    model_id=MODEL, now=NOW, weights=WEIGHTS, k=10, options=options)
+        args = dict(
+            filters=Filters(),
+            query=data.query_texts[q] + suffix,
+            query_vector=data.queries[q],
+            model_id=MODEL,
+            now=NOW,
+            weights=WEIGHTS,
+            k=10,
+            options=options,
+        )
         same(search_indexes(mixed, **args), search_global(mixed, **args))
 
 
 def test_a_time_named_query_finds_what_happened_then_in_every_project(indexes, data):
-    args = dict(filters=Filters(), query="what happened on March 3, 2025", query_vector=None, model_id=MODEL,
-                now=NOW, weights=WEIGHTS, k=30)
+    args = dict(
+        filters=Filters(),
+        query="what happened on March 3, 2025",
+        query_vector=None,
+        model_id=MODEL,
+        now=NOW,
+        weights=WEIGHTS,
+        k=30,
+    )
     old, new = search_indexes(indexes, **args), search_global(indexes, **args)
     same(old, new)
     assert len({h.record.project for h in new[0]}) == PROJECTS  # 24 hours: two rows of each project
@@ -401,8 +495,15 @@ def test_kept_term_scores_give_the_same_answers_and_go_with_a_change(data, monke
     codes = TenantCodes()
 
     def args(q):
-        return dict(filters=Filters(), query=data.query_texts[q], query_vector=data.queries[q],
-                    model_id=MODEL, now=NOW, weights=WEIGHTS, k=10)
+        return dict(
+            filters=Filters(),
+            query=data.query_texts[q],
+            query_vector=data.queries[q],
+            model_id=MODEL,
+            now=NOW,
+            weights=WEIGHTS,
+            k=10,
+        )
 
     looked = []
     original = TenantPostings.rows_of
@@ -418,8 +519,9 @@ def test_kept_term_scores_give_the_same_answers_and_go_with_a_change(data, monke
     assert codes.columns(indexes).scores.bytes == 0  # the change made new columns
     for q in range(QUERIES):
         kept = search_global(indexes, codes=codes, **args(q))
-        assert [(h.record.id, h.score) for h in kept[0]] == \
-            [(h.record.id, h.score) for h in search_global(indexes, codes=TenantCodes(), **args(q))[0]]
+        assert [(h.record.id, h.score) for h in kept[0]] == [
+            (h.record.id, h.score) for h in search_global(indexes, codes=TenantCodes(), **args(q))[0]
+        ]
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "bm25"])
@@ -432,9 +534,17 @@ def test_the_sparse_keyword_stage_gives_the_same_global_answers(data, mode, monk
     for q in range(QUERIES):
         answers = []
         for sparse_from in (0, 10**9):
-            found, n = search_global(indexes, filters=Filters(), query=data.query_texts[q],
-                                     query_vector=data.queries[q], model_id=MODEL, now=NOW, weights=weights, k=10,
-                                     options=SearchOptions(candidates=40, sparse_from=sparse_from))
+            found, n = search_global(
+                indexes,
+                filters=Filters(),
+                query=data.query_texts[q],
+                query_vector=data.queries[q],
+                model_id=MODEL,
+                now=NOW,
+                weights=weights,
+                k=10,
+                options=SearchOptions(candidates=40, sparse_from=sparse_from),
+            )
             answers.append(([(h.record.id, h.score, h.bm25, h.vector) for h in found], n))
         assert answers[0] == answers[1], q
     assert len(taken) == QUERIES
@@ -450,9 +560,17 @@ def test_the_sparse_keyword_stage_over_projects_with_their_own_aids(mixed, data,
     for q in range(QUERIES):
         answers = []
         for sparse_from in (0, 10**9):
-            found, _ = search_global(views, filters=Filters(), query=data.query_texts[q], query_vector=data.queries[q],
-                                     model_id=MODEL, now=NOW, weights=WEIGHTS, k=10,
-                                     options=SearchOptions(candidates=60, sparse_from=sparse_from))
+            found, _ = search_global(
+                views,
+                filters=Filters(),
+                query=data.query_texts[q],
+                query_vector=data.queries[q],
+                model_id=MODEL,
+                now=NOW,
+                weights=WEIGHTS,
+                k=10,
+                options=SearchOptions(candidates=60, sparse_from=sparse_from),
+            )
             answers.append([(h.record.id, h.score, h.bm25, h.vector, h.boost) for h in found])
         assert answers[0] == answers[1], q
     assert any(t is not None for t in taken)
@@ -489,7 +607,9 @@ def test_int8_copies_give_the_same_answers_reading_few_vectors(data, mode, monke
     for q, want in zip(queries, expected):
         per_project, global_ = both(copied, data, q, weights=weights)
         same(per_project, global_)
-        assert [(h.record.id, h.score, h.vector) for h in global_[0]] == [(h.record.id, h.score, h.vector) for h in want]
+        assert [(h.record.id, h.score, h.vector) for h in global_[0]] == [
+            (h.record.id, h.score, h.vector) for h in want
+        ]
     assert read and all(exact < candidates / 4 for exact, candidates in read)
 
 
@@ -500,8 +620,23 @@ def test_a_postings_table_keeps_each_term_once_and_finds_every_posting():
     two = (np.array([-5, 3, 9]), np.array([7, 8, 9], dtype=np.int32), np.array([4, 5, 6], dtype=np.float32))
     table = PostingsTable.of_parts([((1, 0), one), ((2, 0), two)])
     assert table.terms.tolist() == [-5, 3, 7, 9] and table.offsets.tolist() == [0, 1, 4, 5, 7]
-    found = {h: sorted(zip(table.owner[slice(*table.span(h))].tolist(), table.local[slice(*table.span(h))].tolist(),
-                           table.counts[slice(*table.span(h))].tolist())) for h in (-5, 3, 7, 9, 4, 10, -9)}
-    assert found == {-5: [(1, 7, 4.0)], 3: [(0, 0, 1.0), (0, 4, 2.0), (1, 8, 5.0)], 7: [(0, 1, 1.0)],
-                     9: [(0, 2, 3.0), (1, 9, 6.0)], 4: [], 10: [], -9: []}
+    found = {
+        h: sorted(
+            zip(
+                table.owner[slice(*table.span(h))].tolist(),
+                table.local[slice(*table.span(h))].tolist(),
+                table.counts[slice(*table.span(h))].tolist(),
+            )
+        )
+        for h in (-5, 3, 7, 9, 4, 10, -9)
+    }
+    assert found == {
+        -5: [(1, 7, 4.0)],
+        3: [(0, 0, 1.0), (0, 4, 2.0), (1, 8, 5.0)],
+        7: [(0, 1, 1.0)],
+        9: [(0, 2, 3.0), (1, 9, 6.0)],
+        4: [],
+        10: [],
+        -9: [],
+    }
     assert PostingsTable.of_parts([]).span(3) == (0, 0)

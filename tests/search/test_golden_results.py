@@ -23,21 +23,33 @@ from pathlib import Path
 
 import pytest
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
+from capsule.core.clock import FrozenClock
 from capsule.embedders.hashing import HashingEmbedder
 from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 
 GOLDEN = Path(__file__).with_name("golden") / "search_results.json"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-WORDS = ("deploy redis worker timeout mongo index gateway cache token retry queue schema migration lambda "
-         "container build test flaky network latency thread project billing invoice login session").split()
+WORDS = (
+    "deploy redis worker timeout mongo index gateway cache token retry queue schema migration lambda "
+    "container build test flaky network latency thread project billing invoice login session"
+).split()
 AUTHORS = ["Ann", "Bo", "Caro"]
-QUERIES = ["redis timeout", "flaky test retry", "project thread latency deploy", "gateway cache token",
-           "what did Ann say about billing", "when did the login fail", "migration last week",
-           "deploy yesterday", "invoice", "schema migration lambda container", "zzz unknown words",
-           "what happened in February 2026"]
+QUERIES = [
+    "redis timeout",
+    "flaky test retry",
+    "project thread latency deploy",
+    "gateway cache token",
+    "what did Ann say about billing",
+    "when did the login fail",
+    "migration last week",
+    "deploy yesterday",
+    "invoice",
+    "schema migration lambda container",
+    "zzz unknown words",
+    "what happened in February 2026",
+]
 
 
 def _notes(rng: random.Random, i: int) -> dict:
@@ -45,16 +57,22 @@ def _notes(rng: random.Random, i: int) -> dict:
     meta = {"component": rng.choice(["api", "db"]), "tags": [rng.choice(["a", "b", "c"])]}
     if i % 7 == 0:
         meta["outcome_status"] = rng.choice(["success", "failure"])
-    return {"content": f"note {i}: {words}", "meta": meta,
-            "occurred_at": (NOW - timedelta(hours=rng.randint(0, 24 * 120))).isoformat()}
+    return {
+        "content": f"note {i}: {words}",
+        "meta": meta,
+        "occurred_at": (NOW - timedelta(hours=rng.randint(0, 24 * 120))).isoformat(),
+    }
 
 
 def _turns(rng: random.Random, i: int) -> dict:
     words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 7)))
     ending = "?" if i % 5 == 0 else "."
     session = i // 8
-    return {"content": f"{words} {i}{ending}", "meta": {"session": f"s{session}", "author": AUTHORS[i % 3]},
-            "occurred_at": (NOW - timedelta(days=60 - session % 60, minutes=-i % 8)).isoformat()}
+    return {
+        "content": f"{words} {i}{ending}",
+        "meta": {"session": f"s{session}", "author": AUTHORS[i % 3]},
+        "occurred_at": (NOW - timedelta(days=60 - session % 60, minutes=-i % 8)).isoformat(),
+    }
 
 
 CORPORA = {"notes": (_notes, 1500), "turns": (_turns, 1200)}
@@ -65,8 +83,13 @@ def _service(path: Path, **settings) -> MemoryService:
     store.migrate()
     counter = iter(range(10**9))
     options = {"data_dir": path, "retention_limit": 100_000, "index_snapshot_min": 100, **settings}
-    return MemoryService(store, HashingEmbedder(), clock=FrozenClock(NOW), settings=Settings(**options),
-                         new_id=lambda: f"m{next(counter):05d}")
+    return MemoryService(
+        store,
+        HashingEmbedder(),
+        clock=FrozenClock(NOW),
+        settings=Settings(**options),
+        new_id=lambda: f"m{next(counter):05d}",
+    )
 
 
 def _seed(path: Path, corpus: str) -> None:
@@ -83,8 +106,7 @@ def _seed(path: Path, corpus: str) -> None:
             service.feedback("t", memory_id, {"helpful": False})
         for memory_id in ids[9::301]:
             service.forget("t", memory_id)
-        service.store_memory("t", {"project": "p", "content": f"{WORDS[0]} {WORDS[1]} replaced",
-                                   "supersedes": ids[1]})
+        service.store_memory("t", {"project": "p", "content": f"{WORDS[0]} {WORDS[1]} replaced", "supersedes": ids[1]})
     finally:
         service.store.close()
 
@@ -114,8 +136,15 @@ def _answers(service: MemoryService) -> list[dict]:
     out = []
     for request in _requests():
         result = service.search("t", request)
-        out.append({"request": request, "explanation": result.explanation, "hits": [
-            [h.id, h.score, h.components.model_dump(), [s.id for s in h.superseded]] for h in result.results]})
+        out.append(
+            {
+                "request": request,
+                "explanation": result.explanation,
+                "hits": [
+                    [h.id, h.score, h.components.model_dump(), [s.id for s in h.superseded]] for h in result.results
+                ],
+            }
+        )
     return out
 
 

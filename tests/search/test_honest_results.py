@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from capsule import InvalidInput
-from capsule.search.ranking import Weights
 from capsule.search.hybrid import Scored, describe
+from capsule.search.ranking import Weights
 
 
 def store(service, content, **meta):
@@ -42,19 +42,31 @@ def test_min_relevance_is_bounded(service):
 
 
 def scored(**parts) -> Scored:
-    values = {"score": 0.0, "vector": 0.0, "bm25": 0.0, "time": 0.0, "feedback": 0.0, "outcome": 0.0,
-              "boost": 0.0, "when": 0.0, **parts}
+    values = {
+        "score": 0.0,
+        "vector": 0.0,
+        "bm25": 0.0,
+        "time": 0.0,
+        "feedback": 0.0,
+        "outcome": 0.0,
+        "boost": 0.0,
+        "when": 0.0,
+        **parts,
+    }
     values["score"] = values["score"] or sum(values[k] for k in ("vector", "bm25", "time", "outcome", "boost"))
     return Scored(record=None, **values)
 
 
-@pytest.mark.parametrize("parts, says", [
-    ({"vector": 0.62, "bm25": 0.2}, "by meaning (cosine 0.62)"),
-    ({"vector": 0.08, "bm25": 1.0}, "by keyword (BM25 1.00 of the best)"),
-    ({"vector": 0.08, "time": 0.9, "boost": 0.1, "when": 0.1, "outcome": 0.1}, "happened when the query says"),
-    ({"vector": 0.08, "time": 1.0}, "by recency"),
-    ({"vector": 0.05, "outcome": 0.1}, "by a recorded success"),
-])
+@pytest.mark.parametrize(
+    "parts, says",
+    [
+        ({"vector": 0.62, "bm25": 0.2}, "by meaning (cosine 0.62)"),
+        ({"vector": 0.08, "bm25": 1.0}, "by keyword (BM25 1.00 of the best)"),
+        ({"vector": 0.08, "time": 0.9, "boost": 0.1, "when": 0.1, "outcome": 0.1}, "happened when the query says"),
+        ({"vector": 0.08, "time": 1.0}, "by recency"),
+        ({"vector": 0.05, "outcome": 0.1}, "by a recorded success"),
+    ],
+)
 def test_the_explanation_names_what_ranked_the_top_result(parts, says):
     text = describe([scored(**parts)], Weights(vector=0.6, bm25=0.3, time=0.1, feedback=0.15))
     assert says in text and "of its score" in text

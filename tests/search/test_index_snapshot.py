@@ -14,8 +14,12 @@ QUERIES = ["redis timeout", "gateway cache", "schema retry queue"]
 
 def fill(service, count, seed=0):
     rng = random.Random(seed)
-    return [service.store_memory("t", {"project": "p", "content": " ".join(rng.choice(WORDS) for _ in range(6))
-                                       + f" {seed}-{i}"}).memory.id for i in range(count)]
+    return [
+        service.store_memory(
+            "t", {"project": "p", "content": " ".join(rng.choice(WORDS) for _ in range(6)) + f" {seed}-{i}"}
+        ).memory.id
+        for i in range(count)
+    ]
 
 
 def answers(service):
@@ -68,14 +72,31 @@ def test_a_snapshot_of_another_database_is_never_used(make_service, tmp_path):
 def test_records_pack_and_unpack_whole():
     from datetime import datetime
 
-    from capsule.search.index import pack, unpack
     from capsule.core.records import MemoryRecord
+    from capsule.search.index import pack, unpack
 
     at = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
-    record = MemoryRecord(id="m", tenant="t", project="p", content="c", sha256="s", occurred_at=at, created_at=at,
-                          updated_at=at, path="a/b.py", chunk_index=1, chunk_count=3, model="m1", pinned=True,
-                          explanation="why", meta={"tags": ["x"], "author": "Ana"}, helpful=2, unhelpful=1,
-                          accessed_at=at, status="ready")
+    record = MemoryRecord(
+        id="m",
+        tenant="t",
+        project="p",
+        content="c",
+        sha256="s",
+        occurred_at=at,
+        created_at=at,
+        updated_at=at,
+        path="a/b.py",
+        chunk_index=1,
+        chunk_count=3,
+        model="m1",
+        pinned=True,
+        explanation="why",
+        meta={"tags": ["x"], "author": "Ana"},
+        helpful=2,
+        unhelpful=1,
+        accessed_at=at,
+        status="ready",
+    )
     assert unpack(pack(record)) == record
 
 
@@ -115,8 +136,9 @@ def test_beyond_the_budget_of_records_in_ram_an_index_holds_ids(make_service, db
     for project in ("a", "b", "c"):
         rng = random.Random(project)
         for i in range(40):
-            writer.store_memory("t", {"project": project, "content": " ".join(rng.choice(WORDS) for _ in range(6))
-                                      + f" {project}-{i}"})
+            writer.store_memory(
+                "t", {"project": project, "content": " ".join(rng.choice(WORDS) for _ in range(6)) + f" {project}-{i}"}
+            )
     search = {"global": True, "query": "redis timeout cache", "k": 10}
     expected = writer.search("t", search)  # every index loaded whole, its snapshot written
     writer.settle()
@@ -153,9 +175,13 @@ def test_a_global_search_reads_the_records_of_every_projects_hits_at_once(make_s
     for project in ("a", "b", "c", "d"):
         rng = random.Random(project)
         for i in range(30):
-            writer.store_memory("t", {"project": project, "content": " ".join(rng.choice(WORDS) for _ in range(6))
-                                      + f" {project}-{i}"})
-    searches = [{"global": True, "query": query, "k": 12} for query in ("redis timeout cache", "deploy worker", "gateway retry queue")]
+            writer.store_memory(
+                "t", {"project": project, "content": " ".join(rng.choice(WORDS) for _ in range(6)) + f" {project}-{i}"}
+            )
+    searches = [
+        {"global": True, "query": query, "k": 12}
+        for query in ("redis timeout cache", "deploy worker", "gateway retry queue")
+    ]
     expected = [writer.search("t", search) for search in searches]
     writer.settle()
     fresh = make_service(index_snapshot_min=10, records_in_ram=0)

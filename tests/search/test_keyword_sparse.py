@@ -9,11 +9,11 @@ from datetime import timedelta
 
 import numpy as np
 
+from capsule.core.records import ChangeSet, Filters, MemoryRecord
 from capsule.search import keywordsparse
+from capsule.search.hybrid import SearchOptions, _top_positive, search_indexes
 from capsule.search.index import ProjectIndex
 from capsule.search.ranking import Weights
-from capsule.core.records import ChangeSet, Filters, MemoryRecord
-from capsule.search.hybrid import SearchOptions, _top_positive, search_indexes
 
 from .test_cold_columns import EMBEDDER, NOW
 
@@ -40,7 +40,7 @@ def _parts(rng, size: int) -> list:
         df = int(rng.integers(0, size // 3)) if kind < 0.8 else int(rng.integers(0, 40))
         rows = np.sort(rng.choice(size, df, replace=False)).astype(np.int32)
         if kind > 0.95 and df > 2:  # rows from two sources: not ascending, one repeated
-            rows = np.concatenate((rows[df // 2:], rows[: df // 2 + 1]))
+            rows = np.concatenate((rows[df // 2 :], rows[: df // 2 + 1]))
         scores = rng.random(rows.size) * float(rng.choice([1.0, 5.0, 10.0])) + 0.01
         parts.append((rows, scores, float(scores.max()) if scores.size else 0.0))
     return parts
@@ -82,9 +82,20 @@ def _zipf_memories(count: int, seed: int = 5) -> list[MemoryRecord]:
     for i, row in enumerate(picks):
         text = " ".join(vocab[w] for w in row)
         at = NOW - timedelta(minutes=i)
-        out.append(MemoryRecord(id=f"z{i:05d}", tenant="t", project="p", content=text, sha256=f"h{i}",
-                                occurred_at=at, created_at=at, updated_at=at,
-                                embedding=EMBEDDER.embed([text])[0], model=EMBEDDER.model_id))
+        out.append(
+            MemoryRecord(
+                id=f"z{i:05d}",
+                tenant="t",
+                project="p",
+                content=text,
+                sha256=f"h{i}",
+                occurred_at=at,
+                created_at=at,
+                updated_at=at,
+                embedding=EMBEDDER.embed([text])[0],
+                model=EMBEDDER.model_id,
+            )
+        )
     return out
 
 
@@ -101,6 +112,7 @@ def test_a_search_by_the_sparse_stage_returns_what_the_per_row_stage_does(monkey
         return found
 
     import capsule.search.hybrid as search
+
     monkeypatch.setattr(search, "sparse_keyword", counted)
     rng = np.random.default_rng(9)
     for q in range(40):
@@ -109,9 +121,17 @@ def test_a_search_by_the_sparse_stage_returns_what_the_per_row_stage_does(monkey
         vector = EMBEDDER.embed([query])[0]
         answers = []
         for sparse_from in (0, 10**9):
-            found, _ = search_indexes([index], filters=Filters(), query=query, query_vector=vector,
-                                      model_id=EMBEDDER.model_id, now=NOW, weights=Weights(), k=10,
-                                      options=SearchOptions(candidates=50, sparse_from=sparse_from))
+            found, _ = search_indexes(
+                [index],
+                filters=Filters(),
+                query=query,
+                query_vector=vector,
+                model_id=EMBEDDER.model_id,
+                now=NOW,
+                weights=Weights(),
+                k=10,
+                options=SearchOptions(candidates=50, sparse_from=sparse_from),
+            )
             answers.append([(h.record.id, h.score, h.bm25, h.vector) for h in found])
         assert answers[0] == answers[1], query
     assert any(calls) and not all(calls)  # the sparse stage answered, and refused where it must

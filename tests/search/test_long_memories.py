@@ -9,15 +9,25 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 AT = datetime(2023, 5, 1, tzinfo=UTC)
-ANSWER = ("Sure! Here are some thoughts on a commute by bike: " + " ".join(
-    f"tip{i} about routes, gear and safety when you commute by bike every day" for i in range(8)))
+ANSWER = "Sure! Here are some thoughts on a commute by bike: " + " ".join(
+    f"tip{i} about routes, gear and safety when you commute by bike every day" for i in range(8)
+)
 
 
 def turns(service, pairs):
     ids = []
     for i, (author, text) in enumerate(pairs):
-        ids.append(service.store_memory("t", {"project": "p", "content": text, "occurred_at": AT + timedelta(seconds=i),
-                                              "meta": {"author": author, "session": "s1"}}).memory.id)
+        ids.append(
+            service.store_memory(
+                "t",
+                {
+                    "project": "p",
+                    "content": text,
+                    "occurred_at": AT + timedelta(seconds=i),
+                    "meta": {"author": author, "session": "s1"},
+                },
+            ).memory.id
+        )
     return ids
 
 
@@ -27,9 +37,16 @@ def top_bm25(service, query):
 
 def test_a_short_fact_beats_a_long_answer_that_repeats_the_words(make_service):
     service = make_service(query_cache_entries=0)
-    ids = turns(service, [("user", "I commute by bike, 12 km each way."), ("assistant", ANSWER),
-                          ("user", "What gear should I buy?"), ("assistant", ANSWER + " Also lights."),
-                          ("assistant", ANSWER + " And a lock.")])
+    ids = turns(
+        service,
+        [
+            ("user", "I commute by bike, 12 km each way."),
+            ("assistant", ANSWER),
+            ("user", "What gear should I buy?"),
+            ("assistant", ANSWER + " Also lights."),
+            ("assistant", ANSWER + " And a lock."),
+        ],
+    )
     assert top_bm25(service, "how far do I commute by bike") == ids[0]
     old = replace(service._options, long_b=service._options.b, long_length_prior=0.0)  # the ranking before
     service._options = replace(old, long_length_prior=-0.1)

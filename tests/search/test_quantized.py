@@ -10,14 +10,14 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
+import capsule.search.hybrid as search
 import capsule.search.indexvectors as indexvectors
 import capsule.search.quantized as quantized_module
-import capsule.search.hybrid as search
+from capsule.core.records import ChangeSet, Filters, MemoryRecord
+from capsule.search.hybrid import SearchOptions, search_indexes
 from capsule.search.index import ProjectIndex
 from capsule.search.quantized import Quantized, build, quantize
 from capsule.search.ranking import Weights
-from capsule.core.records import ChangeSet, Filters, MemoryRecord
-from capsule.search.hybrid import SearchOptions, search_indexes
 
 from .test_cold_columns import NOW
 from .test_index_snapshot import fill
@@ -64,11 +64,21 @@ def _records(count: int, dim: int, seed: int) -> list[MemoryRecord]:
         vector /= np.linalg.norm(vector)
         text = " ".join(rng.choice(words, 6))
         at = NOW - timedelta(hours=i)
-        out.append(MemoryRecord(id=f"q{i:05d}", tenant="t", project="p", content=text, sha256=f"h{i}",
-                                occurred_at=at, created_at=at, updated_at=at, model="m", meta={
-                                    "component": ["api", "db"][i % 2],
-                                    "outcome_status": ["success", "failure", "unknown"][i % 3]},
-                                embedding=None if i % 29 == 0 else vector))
+        out.append(
+            MemoryRecord(
+                id=f"q{i:05d}",
+                tenant="t",
+                project="p",
+                content=text,
+                sha256=f"h{i}",
+                occurred_at=at,
+                created_at=at,
+                updated_at=at,
+                model="m",
+                meta={"component": ["api", "db"][i % 2], "outcome_status": ["success", "failure", "unknown"][i % 3]},
+                embedding=None if i % 29 == 0 else vector,
+            )
+        )
     return out
 
 
@@ -105,8 +115,17 @@ def test_a_search_with_the_copy_returns_what_one_without_it_does(monkeypatch, we
         answers = []
         for copy in (made, None):
             index.quant = copy
-            found, _ = search_indexes([index], filters=filters, query=query, query_vector=query_vector,
-                                      model_id="m", now=NOW, weights=weights, k=10, options=options)
+            found, _ = search_indexes(
+                [index],
+                filters=filters,
+                query=query,
+                query_vector=query_vector,
+                model_id="m",
+                now=NOW,
+                weights=weights,
+                k=10,
+                options=options,
+            )
             answers.append([(h.record.id, h.score, h.vector, h.bm25) for h in found])
         index.quant = made
         assert answers[0] == answers[1], trial

@@ -74,16 +74,27 @@ def test_a_fresh_copy_equals_a_deep_copy_and_shares_nothing_mutable():
     from capsule.search.querycache import fresh
 
     at = datetime(2026, 1, 2, tzinfo=UTC)
-    hit = models.SearchHit(id="m", project="p", content="c", score=0.5, occurred_at=at, created_at=at,
-                           components=models.Components(vector=0.1, bm25=0.2, time=1.0, feedback=0.0,
-                                                        outcome=0.0, boost=0.0),
-                           meta={"tags": ["a"], "nested": {"x": [1, {"y": 2}]}})
+    hit = models.SearchHit(
+        id="m",
+        project="p",
+        content="c",
+        score=0.5,
+        occurred_at=at,
+        created_at=at,
+        components=models.Components(vector=0.1, bm25=0.2, time=1.0, feedback=0.0, outcome=0.0, boost=0.0),
+        meta={"tags": ["a"], "nested": {"x": [1, {"y": 2}]}},
+    )
     result = models.SearchResult(results=[hit], explanation="e")
     copied = fresh(result)
     assert copied == result.model_copy(deep=True) == result
     assert copied.model_fields_set == result.model_fields_set
     assert copied.results[0].model_fields_set == hit.model_fields_set
-    for original, clone in ((result, copied), (result.results, copied.results), (hit, copied.results[0]),
-                            (hit.components, copied.results[0].components), (hit.meta, copied.results[0].meta),
-                            (hit.meta["nested"]["x"], copied.results[0].meta["nested"]["x"])):
+    for original, clone in (
+        (result, copied),
+        (result.results, copied.results),
+        (hit, copied.results[0]),
+        (hit.components, copied.results[0].components),
+        (hit.meta, copied.results[0].meta),
+        (hit.meta["nested"]["x"], copied.results[0].meta["nested"]["x"]),
+    ):
         assert original is not clone

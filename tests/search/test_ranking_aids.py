@@ -10,17 +10,30 @@ import pytest
 from capsule.search.query import named_authors, named_dates
 
 DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-FILLER = ["How was your weekend?", "Pretty quiet, mostly reading.", "Any good books?", "A novel about sailing.",
-          "Sounds lovely.", "It was, thanks for asking."]
+FILLER = [
+    "How was your weekend?",
+    "Pretty quiet, mostly reading.",
+    "Any good books?",
+    "A novel about sailing.",
+    "Sounds lovely.",
+    "It was, thanks for asking.",
+]
 
 
 def store_session(service, project, turns, *, session, start, pad=""):
     ids = []
     for offset, (author, text) in enumerate(turns):
-        ids.append(service.store_memory("t", {
-            "project": project, "content": f"{author}: {text}{pad}",
-            "occurred_at": start + timedelta(seconds=offset), "meta": {"author": author, "session": session},
-        }).memory.id)
+        ids.append(
+            service.store_memory(
+                "t",
+                {
+                    "project": project,
+                    "content": f"{author}: {text}{pad}",
+                    "occurred_at": start + timedelta(seconds=offset),
+                    "meta": {"author": author, "session": session},
+                },
+            ).memory.id
+        )
     return ids
 
 
@@ -72,10 +85,12 @@ def test_memories_without_sessions_get_no_window(service):
 
 
 def test_a_named_author_lifts_their_memories(service):
-    mel = service.store_memory("t", {"project": "p", "content": "I painted a sunrise last week",
-                                     "meta": {"author": "Melanie"}}).memory.id
-    car = service.store_memory("t", {"project": "p", "content": "I painted a sunrise last week!",
-                                     "meta": {"author": "Caroline"}}).memory.id
+    mel = service.store_memory(
+        "t", {"project": "p", "content": "I painted a sunrise last week", "meta": {"author": "Melanie"}}
+    ).memory.id
+    car = service.store_memory(
+        "t", {"project": "p", "content": "I painted a sunrise last week!", "meta": {"author": "Caroline"}}
+    ).memory.id
     for name, wanted, other in (("Melanie", mel, car), ("Caroline", car, mel)):
         result = service.search("t", {"project": "p", "query": f"When did {name} paint a sunrise?"})
         hits = {h.id: h for h in result.results}
@@ -85,12 +100,16 @@ def test_a_named_author_lifts_their_memories(service):
 
 
 def test_of_two_named_authors_the_one_spoken_to_is_not_lifted(service):
-    mel = service.store_memory("t", {"project": "p", "content": "I painted a sunrise last week",
-                                     "meta": {"author": "Melanie"}}).memory.id
-    car = service.store_memory("t", {"project": "p", "content": "I painted a sunrise last week!",
-                                     "meta": {"author": "Caroline"}}).memory.id
-    for query, wanted, other in (("What did Melanie tell Caroline's sister about the sunrise?", mel, car),
-                                 ("What did Caroline say to Melanie about the sunrise?", car, mel)):
+    mel = service.store_memory(
+        "t", {"project": "p", "content": "I painted a sunrise last week", "meta": {"author": "Melanie"}}
+    ).memory.id
+    car = service.store_memory(
+        "t", {"project": "p", "content": "I painted a sunrise last week!", "meta": {"author": "Caroline"}}
+    ).memory.id
+    for query, wanted, other in (
+        ("What did Melanie tell Caroline's sister about the sunrise?", mel, car),
+        ("What did Caroline say to Melanie about the sunrise?", car, mel),
+    ):
         hits = {h.id: h for h in service.search("t", {"project": "p", "query": query}).results}
         assert hits[wanted].components.boost == pytest.approx(0.2)
         assert hits[other].components.boost == 0.0
@@ -99,10 +118,18 @@ def test_of_two_named_authors_the_one_spoken_to_is_not_lifted(service):
 
 
 def test_a_named_date_lifts_what_happened_then(service):
-    early = service.store_memory("t", {"project": "p", "content": "Went to the support group",
-                                       "occurred_at": datetime(2023, 5, 7, 18, tzinfo=UTC)}).memory.id
-    late = service.store_memory("t", {"project": "p", "content": "Went to the support group again",
-                                      "occurred_at": datetime(2023, 6, 20, 18, tzinfo=UTC)}).memory.id
+    early = service.store_memory(
+        "t",
+        {"project": "p", "content": "Went to the support group", "occurred_at": datetime(2023, 5, 7, 18, tzinfo=UTC)},
+    ).memory.id
+    late = service.store_memory(
+        "t",
+        {
+            "project": "p",
+            "content": "Went to the support group again",
+            "occurred_at": datetime(2023, 6, 20, 18, tzinfo=UTC),
+        },
+    ).memory.id
     result = service.search("t", {"project": "p", "query": "support group on 20 June, 2023"})
     hits = {h.id: h for h in result.results}
     assert result.results[0].id == late

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from capsule import InvalidInput
+from capsule.core.text import tokens
 from capsule.search import ranking
 from capsule.search.hybrid import SearchOptions
-from capsule.core.text import tokens
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)  # the clock fixture's time
 
@@ -32,8 +32,15 @@ def store_corpus(service, **extra_meta):
     ids = {}
     for name, content in CORPUS:
         meta = extra_meta.get(name, {})
-        result = service.store_memory("t", {"project": "p", "content": content, "meta": meta,
-                                            "occurred_at": NOW - timedelta(days=extra_meta.get(f"{name}_age", 0))})
+        result = service.store_memory(
+            "t",
+            {
+                "project": "p",
+                "content": content,
+                "meta": meta,
+                "occurred_at": NOW - timedelta(days=extra_meta.get(f"{name}_age", 0)),
+            },
+        )
         ids[name] = result.memory.id
     return ids
 
@@ -110,8 +117,10 @@ def test_an_old_memory_decays(service):
     assert hits[ids["twin"]].components.time == pytest.approx(0.25, abs=1e-6)
     assert hits[ids["deploy"]].score - hits[ids["twin"]].score == pytest.approx(
         0.60 * (hits[ids["deploy"]].components.vector - hits[ids["twin"]].components.vector)
-        + 0.30 * (hits[ids["deploy"]].components.bm25 - hits[ids["twin"]].components.bm25) + 0.10 * 0.25,
-        abs=2e-6)
+        + 0.30 * (hits[ids["deploy"]].components.bm25 - hits[ids["twin"]].components.bm25)
+        + 0.10 * 0.25,
+        abs=2e-6,
+    )
 
 
 def test_time_decays_as_the_clock_moves(service, clock):
@@ -119,7 +128,7 @@ def test_time_decays_as_the_clock_moves(service, clock):
     clock.advance(days=30)
     hits = by_id(service.search("t", {"project": "p", "query": "E11000 duplicate key"}))
     assert hits[ids["mongo"]].components.time == pytest.approx(0.5, abs=1e-6)
-    assert math.isclose(ranking.time_decay(15.0)[()], 2 ** -0.5)
+    assert math.isclose(ranking.time_decay(15.0)[()], 2**-0.5)
 
 
 def test_a_keyword_only_match_is_found(service):
@@ -140,8 +149,7 @@ def test_an_http_status_is_found_by_keyword(service):
 
 def test_per_request_weights_apply_within_bounds(service):
     ids = store_corpus(service)
-    query = {"project": "p", "query": "redis ENOTFOUND", "weights": {"vector": 0, "bm25": 1, "time": 0,
-                                                                       "feedback": 0}}
+    query = {"project": "p", "query": "redis ENOTFOUND", "weights": {"vector": 0, "bm25": 1, "time": 0, "feedback": 0}}
     result = service.search("t", query)
     top = result.results[0]
     assert top.id == ids["deploy"]
@@ -154,6 +162,7 @@ def test_per_request_weights_apply_within_bounds(service):
 def test_vector_mode_ignores_keywords(service):
     store_corpus(service)
     result = service.search("t", {"project": "p", "query": "redis ENOTFOUND", "mode": "vector"})
-    assert all(h.score == pytest.approx(0.6 * h.components.vector + 0.1 * h.components.time, abs=2e-6)
-               for h in result.results)
+    assert all(
+        h.score == pytest.approx(0.6 * h.components.vector + 0.1 * h.components.time, abs=2e-6) for h in result.results
+    )
     assert np.all([h.components.vector > 0 for h in result.results])

@@ -131,8 +131,10 @@ def kernel_populates() -> bool:
     return matrix._LIBC is not None and matrix._LIBC.madvise(None, 0, matrix.MADV_POPULATE_READ) == 0
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/smaps") or not kernel_populates(),
-                    reason="needs Linux 5.14 or later (MADV_POPULATE_READ)")
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/smaps") or not kernel_populates(),
+    reason="needs Linux 5.14 or later (MADV_POPULATE_READ)",
+)
 def test_a_file_read_through_its_mapping_is_mapped_by_the_reader(tmp_path):
     values = np.arange(4 << 20, dtype=np.float32).reshape(-1, 256)  # 16 MB
     for name in ("mapped.npy", "pread.npy"):

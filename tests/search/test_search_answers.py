@@ -51,8 +51,13 @@ def test_the_rows_of_many_arrays_are_gathered_one_after_another(tmp_path):
     np.save(tmp_path / "m.npy", matrix)
     split = SplitRows(map_npy(tmp_path / "m.npy", pread_from=0)[:300], 500)
     split[np.arange(300, 500)] = matrix[300:]
-    sources = [matrix, map_npy(tmp_path / "m.npy"), map_npy(tmp_path / "m.npy", pread_from=0), split,
-               matrix.astype(np.float64)]  # another dtype: read, then cast like a concatenation
+    sources = [
+        matrix,
+        map_npy(tmp_path / "m.npy"),
+        map_npy(tmp_path / "m.npy", pread_from=0),
+        split,
+        matrix.astype(np.float64),
+    ]  # another dtype: read, then cast like a concatenation
     picks = [np.sort(rng.choice(500, size, replace=False)) for size in (3, 0, 40, 1, 7)]
     parts = [(values, rows) for values, rows in zip(sources, picks)] + [(matrix[:5], None)]  # read already
     got = take_parts(parts, 64, np.float32)

@@ -13,13 +13,13 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule.search import tenantpostings
 from capsule.config import Settings
 from capsule.core.records import Filters, MemoryRecord
+from capsule.search import tenantpostings
 from capsule.search.hybrid import search_indexes
+from capsule.search.tenantpostings import PostingsTable
 from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
-from capsule.search.tenantpostings import PostingsTable
 from capsule_cli.bench_data import TableEmbedder, make_dataset
 
 PROJECTS, PER, DIM, QUERIES = 5, 300, 64, 12
@@ -34,8 +34,18 @@ def data():
 
 def record(data, i: int, project: str, **changes) -> MemoryRecord:
     at = BASE + timedelta(hours=i)
-    made = MemoryRecord(id=f"m{i:07d}", tenant="t", project=project, content=data.texts[i], sha256=f"{i:064x}",
-                        occurred_at=at, created_at=at, updated_at=at, embedding=data.vectors[i].copy(), model=MODEL)
+    made = MemoryRecord(
+        id=f"m{i:07d}",
+        tenant="t",
+        project=project,
+        content=data.texts[i],
+        sha256=f"{i:064x}",
+        occurred_at=at,
+        created_at=at,
+        updated_at=at,
+        embedding=data.vectors[i].copy(),
+        model=MODEL,
+    )
     return replace(made, **changes)
 
 
@@ -63,8 +73,16 @@ def global_ids(service: MemoryService, text: str) -> list[str]:
 
 def per_project_ids(service: MemoryService, text: str, vector: np.ndarray) -> list[str]:
     indexes = [service.indexes.get("t", f"p{p}", MODEL) for p in range(PROJECTS)]
-    hits, _ = search_indexes(indexes, filters=Filters(), query=text, query_vector=vector, model_id=MODEL,
-                             now=service.clock(), weights=service.settings.weights, k=10)
+    hits, _ = search_indexes(
+        indexes,
+        filters=Filters(),
+        query=text,
+        query_vector=vector,
+        model_id=MODEL,
+        now=service.clock(),
+        weights=service.settings.weights,
+        k=10,
+    )
     return [h.record.id for h in hits]
 
 
@@ -114,15 +132,20 @@ def test_an_index_changed_since_its_snapshot_is_read_on_its_own(folder, data, mo
         table = service._tenant_codes._columns.postings.table
         # A write the kept table does not hold: its index no longer names its snapshot's file.
         fact = data.query_texts[0] + " zebra"
-        service.store.insert([record(data, 0, "p2", id="new-fact", content=fact, sha256="f" * 64,
-                                     embedding=data.queries[0].copy())], limit=10_000, dedupe_after=None, actor="t")
+        service.store.insert(
+            [record(data, 0, "p2", id="new-fact", content=fact, sha256="f" * 64, embedding=data.queries[0].copy())],
+            limit=10_000,
+            dedupe_after=None,
+            actor="t",
+        )
         found = global_ids(service, "zebra")
         postings = service._tenant_codes._columns.postings
         assert postings.table is table and postings.stale == (2,)
         assert found[0] == "new-fact"  # by keyword, through index p2's own postings
         for q in range(QUERIES):
             assert global_ids(service, data.query_texts[q]) == per_project_ids(
-                service, data.query_texts[q], data.queries[q])
+                service, data.query_texts[q], data.queries[q]
+            )
     finally:
         service.store.close()
 
@@ -207,8 +230,9 @@ def test_a_kept_table_of_no_index_now_leaves_a_large_tenants_sort_beside_the_sea
     old = table_files(folder)
     store = SQLiteStore(folder / "g.db")
     for p in range(PROJECTS):
-        store.insert([record(data, p, f"p{p}", id=f"late-{p}", sha256=f"{p:063x}e")], limit=10_000,
-                     dedupe_after=None, actor="t")
+        store.insert(
+            [record(data, p, f"p{p}", id=f"late-{p}", sha256=f"{p:063x}e")], limit=10_000, dedupe_after=None, actor="t"
+        )
     store.close()
     monkeypatch.setattr(tenantpostings, "SORT_BESIDE_FROM", 1)
 

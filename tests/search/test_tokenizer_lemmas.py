@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from capsule.search.ranking import bm25
 from capsule.core.text import tokens
+from capsule.search.ranking import bm25
 
 
 def test_irregular_forms_become_their_base():

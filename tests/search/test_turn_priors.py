@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from capsule.core.text import ends_with_question, says_when, tokens
 from capsule.search import ranking
 from capsule.search.query import asks_when
-from capsule.core.text import ends_with_question, says_when, tokens
 
 DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 # Ten short turns of four keyword tokens each (no stop words), so the median length is 4.
@@ -23,17 +23,31 @@ FILLER = [f"alpha{c} bravo{c} charlie{c} delta{c}." for c in "abcdefghij"]
 def store(service, turns, *, session="s1", project="p"):
     ids = []
     for offset, (author, text) in enumerate(turns):
-        ids.append(service.store_memory("t", {
-            "project": project, "content": text, "occurred_at": DAY + timedelta(seconds=offset),
-            "meta": {"author": author, "session": session},
-        }).memory.id)
+        ids.append(
+            service.store_memory(
+                "t",
+                {
+                    "project": project,
+                    "content": text,
+                    "occurred_at": DAY + timedelta(seconds=offset),
+                    "meta": {"author": author, "session": session},
+                },
+            ).memory.id
+        )
     return ids
 
 
 def only(service, **aids):
     """Every ranking aid off but the ones named (so a boost is exactly what they add)."""
-    off = dict(author_boost=0.0, date_boost=0.0, session_boost=0.0,
-               answer_boost=0.0, length_prior=0.0, question_prior=0.0, long_length_prior=0.0)
+    off = dict(
+        author_boost=0.0,
+        date_boost=0.0,
+        session_boost=0.0,
+        answer_boost=0.0,
+        length_prior=0.0,
+        question_prior=0.0,
+        long_length_prior=0.0,
+    )
     service._options = replace(service._options, **{**off, **aids})
 
 

@@ -12,14 +12,14 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule.search import hamming, indexload
 from capsule.config import Settings
+from capsule.core.records import ChangeSet, Filters, MemoryRecord
+from capsule.search import hamming, indexload
+from capsule.search.hybrid import SearchOptions, _vector_rows, _View
 from capsule.search.index import ProjectIndex
 from capsule.search.matrix import SplitRows, is_mapped
-from capsule.core.records import ChangeSet, Filters, MemoryRecord
-from capsule.search.hybrid import SearchOptions, _vector_rows, _View
-from capsule.service.memory_service import MemoryService
 from capsule.search.snapshot import Snapshots
+from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from capsule_cli.bench_data import TableEmbedder, exact_top, make_dataset
 
@@ -35,10 +35,21 @@ def data():
 
 
 def records(data, start: int, stop: int, project: str = "p") -> list[MemoryRecord]:
-    return [MemoryRecord(id=f"m{i:07d}", tenant="t", project=project, content=data.texts[i], sha256=f"{i:064x}",
-                         occurred_at=BASE + timedelta(seconds=i), created_at=BASE + timedelta(seconds=i),
-                         updated_at=BASE + timedelta(seconds=i), embedding=data.vectors[i].copy(), model=MODEL)
-            for i in range(start, stop)]
+    return [
+        MemoryRecord(
+            id=f"m{i:07d}",
+            tenant="t",
+            project=project,
+            content=data.texts[i],
+            sha256=f"{i:064x}",
+            occurred_at=BASE + timedelta(seconds=i),
+            created_at=BASE + timedelta(seconds=i),
+            updated_at=BASE + timedelta(seconds=i),
+            embedding=data.vectors[i].copy(),
+            model=MODEL,
+        )
+        for i in range(start, stop)
+    ]
 
 
 def built(data, rows: int = N) -> ProjectIndex:
@@ -137,14 +148,16 @@ def test_a_large_matrix_read_from_the_store_goes_to_a_file(data, tmp_path, monke
     table = dict(zip(data.query_texts, data.queries))
 
     def service(snapshot_min: int) -> MemoryService:
-        settings = Settings(data_dir=tmp_path, retention_limit=1_000_000, query_cache_entries=0,
-                            index_snapshot_min=snapshot_min)
-        return MemoryService(SQLiteStore(db, defer_vectors_from=1000), TableEmbedder(table, DIM),
-                             settings=settings)
+        settings = Settings(
+            data_dir=tmp_path, retention_limit=1_000_000, query_cache_entries=0, index_snapshot_min=snapshot_min
+        )
+        return MemoryService(SQLiteStore(db, defer_vectors_from=1000), TableEmbedder(table, DIM), settings=settings)
 
     def answers(s: MemoryService) -> list:
-        return [[(h.id, h.score) for h in s.search("t", {"project": "p", "query": text, "k": 10}).results]
-                for text in data.query_texts[:15]]
+        return [
+            [(h.id, h.score) for h in s.search("t", {"project": "p", "query": text, "k": 10}).results]
+            for text in data.query_texts[:15]
+        ]
 
     lazy, resident = service(1), service(0)
     first = answers(lazy)
@@ -171,8 +184,7 @@ def test_workers_share_the_snapshot_and_never_answer_from_before_a_write(data, t
     table = dict(zip(data.query_texts + [data.texts[N]], [*data.queries, data.vectors[N]]))
 
     def worker() -> MemoryService:
-        settings = Settings(data_dir=tmp_path, retention_limit=1_000_000, query_cache_entries=0,
-                            index_snapshot_min=1)
+        settings = Settings(data_dir=tmp_path, retention_limit=1_000_000, query_cache_entries=0, index_snapshot_min=1)
         return MemoryService(SQLiteStore(db), TableEmbedder(table, DIM), settings=settings)
 
     one, two = worker(), worker()

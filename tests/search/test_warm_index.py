@@ -9,14 +9,21 @@ from datetime import UTC
 import numpy as np
 import pytest
 
-from capsule.search.index import IndexCache, ProjectIndex, sign_codes
 from capsule.core.records import ChangeSet
 from capsule.search.hybrid import SearchOptions
+from capsule.search.index import IndexCache, ProjectIndex, sign_codes
 
-WORDS = ("deploy redis worker timeout mongo index gateway cache token retry queue schema "
-         "migration lambda container build test flaky network ENOTFOUND E11000 getUserById").split()
-QUERIES = ["redis timeout", "ENOTFOUND worker", "flaky test retry", "getUserById schema migration",
-           "gateway cache token"]
+WORDS = (
+    "deploy redis worker timeout mongo index gateway cache token retry queue schema "
+    "migration lambda container build test flaky network ENOTFOUND E11000 getUserById"
+).split()
+QUERIES = [
+    "redis timeout",
+    "ENOTFOUND worker",
+    "flaky test retry",
+    "getUserById schema migration",
+    "gateway cache token",
+]
 
 
 def sentence(rng: random.Random) -> str:
@@ -43,7 +50,9 @@ def test_warm_equals_cold_after_every_kind_of_change(make_service, clock):
     writer.forget("t", ids[0])
     writer.feedback("t", ids[1], {"helpful": True})
     writer.pin("t", ids[2])
-    writer.store_memory("t", {"project": "p", "content": "redis timeout on the worker", "meta": {"outcome_status": "failure"}})
+    writer.store_memory(
+        "t", {"project": "p", "content": "redis timeout on the worker", "meta": {"outcome_status": "failure"}}
+    )
     assert_same_as_cold(warm, make_service)
     writer.restore("t", ids[0])
     assert_same_as_cold(warm, make_service, filters={"tags": []})
@@ -101,13 +110,24 @@ def test_warm_equals_cold_with_filters_and_across_projects(make_service):
     warm = make_service()
     rng = random.Random(3)
     for i in range(50):
-        writer.store_memory("t", {"project": f"p{i % 3}", "content": sentence(rng), "path": f"src/{i % 4}.py",
-                                  "meta": {"component": f"c{i % 2}", "tags": [f"t{i % 5}"]}})
+        writer.store_memory(
+            "t",
+            {
+                "project": f"p{i % 3}",
+                "content": sentence(rng),
+                "path": f"src/{i % 4}.py",
+                "meta": {"component": f"c{i % 2}", "tags": [f"t{i % 5}"]},
+            },
+        )
     warm.search("t", {"global": True, "query": "warm up"})
     writer.store_memory("t", {"project": "p1", "content": "redis timeout in src", "path": "src/0.py"})
     cold = make_service()
-    for extra in ({"filters": {"component": "c1"}}, {"filters": {"tags": ["t2"]}},
-                  {"filters": {"path_prefix": "src/0"}}, {}):
+    for extra in (
+        {"filters": {"component": "c1"}},
+        {"filters": {"tags": ["t2"]}},
+        {"filters": {"path_prefix": "src/0"}},
+        {},
+    ):
         for query in QUERIES:
             request = {"global": True, "query": query, "k": 10, **extra}
             assert warm.search("t", request) == cold.search("t", request)
@@ -141,9 +161,26 @@ def test_the_cache_drops_least_recently_used_projects():
     def fill(index: ProjectIndex) -> None:
         now = datetime(2026, 1, 1, tzinfo=UTC)
         vec = rng.standard_normal(8).astype(np.float32)
-        index.apply(ChangeSet(version=1, reset=True, changed=[MemoryRecord(
-            id=index.project, tenant="t", project=index.project, content="x", sha256="s",
-            occurred_at=now, created_at=now, updated_at=now, embedding=vec / np.linalg.norm(vec), model="m")]))
+        index.apply(
+            ChangeSet(
+                version=1,
+                reset=True,
+                changed=[
+                    MemoryRecord(
+                        id=index.project,
+                        tenant="t",
+                        project=index.project,
+                        content="x",
+                        sha256="s",
+                        occurred_at=now,
+                        created_at=now,
+                        updated_at=now,
+                        embedding=vec / np.linalg.norm(vec),
+                        model="m",
+                    )
+                ],
+            )
+        )
 
     for name in ("a", "b", "c"):
         fill(cache.get("t", name, "m"))
@@ -174,24 +211,50 @@ def test_the_two_pass_binary_stage_on_a_large_index():
     """Large enough for the 256-bit first pass: the nearest rows survive both passes."""
     from datetime import datetime
 
-    from capsule.search.index import ProjectIndex
     from capsule.core.records import Filters, MemoryRecord
     from capsule.search.hybrid import search_indexes
+    from capsule.search.index import ProjectIndex
     from capsule_cli.bench_data import exact_top, make_dataset, recall
 
     data = make_dataset(3000, 512, 20, seed=11)
     now = datetime(2026, 1, 1, tzinfo=UTC)
     index = ProjectIndex("t", "p", "m")
-    index.apply(ChangeSet(version=1, reset=True, changed=[
-        MemoryRecord(id=f"m{i:05d}", tenant="t", project="p", content=data.texts[i], sha256=str(i),
-                     occurred_at=now, created_at=now, updated_at=now, embedding=data.vectors[i], model="m")
-        for i in range(len(data.texts))]))
+    index.apply(
+        ChangeSet(
+            version=1,
+            reset=True,
+            changed=[
+                MemoryRecord(
+                    id=f"m{i:05d}",
+                    tenant="t",
+                    project="p",
+                    content=data.texts[i],
+                    sha256=str(i),
+                    occurred_at=now,
+                    created_at=now,
+                    updated_at=now,
+                    embedding=data.vectors[i],
+                    model="m",
+                )
+                for i in range(len(data.texts))
+            ],
+        )
+    )
     options = SearchOptions(candidates=200, prefilter=4)  # 800 of 3,000 survive the first pass
     from capsule.search.ranking import Weights
 
     found = []
     for q in data.queries:
-        hits, _ = search_indexes([index], filters=Filters(), query="", query_vector=q, model_id="m", now=now,
-                                 weights=Weights(bm25=0.0, time=0.0, feedback=0.0), k=10, options=options)
+        hits, _ = search_indexes(
+            [index],
+            filters=Filters(),
+            query="",
+            query_vector=q,
+            model_id="m",
+            now=now,
+            weights=Weights(bm25=0.0, time=0.0, feedback=0.0),
+            k=10,
+            options=options,
+        )
         found.append([int(h.record.id[1:]) for h in hits])
     assert recall(found, exact_top(data.vectors, data.queries)) >= 0.95

@@ -25,8 +25,14 @@ def environment() -> dict[str, str]:
 
 
 def capsule(*args: str, data_dir: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "capsule_cli", *args, "--data-dir", str(data_dir)],
-                          input=stdin, capture_output=True, text=True, env=environment(), timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "capsule_cli", *args, "--data-dir", str(data_dir)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=120,
+    )
 
 
 class Reply:
@@ -45,9 +51,23 @@ class Server:
     def __init__(self, data_dir: Path, *args: str) -> None:
         self.data_dir = data_dir
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "capsule_cli", "serve", "--port", "0", "--workers", "2",
-             "--data-dir", str(data_dir), *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(),
+            [
+                sys.executable,
+                "-m",
+                "capsule_cli",
+                "serve",
+                "--port",
+                "0",
+                "--workers",
+                "2",
+                "--data-dir",
+                str(data_dir),
+                *args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment(),
         )
         self.stdout: list[str] = []
         self.stderr: list[str] = []
@@ -77,8 +97,15 @@ class Server:
     def token(self) -> str:
         return (self.data_dir / "gateway-token").read_text().strip()
 
-    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
-                raw: bytes | None = None, token: str | None = "default") -> Reply:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+        token: str | None = "default",
+    ) -> Reply:
         data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
         sent = {"Content-Type": "application/json", **(headers or {})}
         if token == "default":
@@ -87,8 +114,7 @@ class Server:
             sent["Authorization"] = f"Bearer {token}"
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         try:
-            connection.request(method, path, body=data if (data or method in ("POST", "PUT")) else None,
-                               headers=sent)
+            connection.request(method, path, body=data if (data or method in ("POST", "PUT")) else None, headers=sent)
             response = connection.getresponse()
             return Reply(response.status, response.headers, response.read())  # names in any case
         finally:

@@ -25,9 +25,18 @@ class SignedAt(SigV4Auth):
         self._inject_signature_to_request(request, self.signature(string_to_sign, request))
 
 
-def sign(method: str, url: str, body: bytes = b"", *, key: str, secret: str, region: str = "us-east-1",
-         headers: dict[str, str] | None = None, at: datetime | None = None,
-         service: str = SERVICE) -> dict[str, str]:
+def sign(
+    method: str,
+    url: str,
+    body: bytes = b"",
+    *,
+    key: str,
+    secret: str,
+    region: str = "us-east-1",
+    headers: dict[str, str] | None = None,
+    at: datetime | None = None,
+    service: str = SERVICE,
+) -> dict[str, str]:
     """The headers (Authorization, X-Amz-Date, ...) botocore adds to this request."""
     request = AWSRequest(method=method, url=url, data=body, headers=dict(headers or {}))
     credentials = Credentials(key, secret)

@@ -27,9 +27,15 @@ BODY = b'{"query": "sqlite", "project": "api"}'
 
 
 def request(url=URL, body=BODY, method="POST", *, tamper=None, **sign_kwargs) -> HttpRequest:
-    headers = sign(method, url, body, key=sign_kwargs.pop("key", KEY.access_key_id),
-                   secret=sign_kwargs.pop("secret", KEY.secret), headers={"content-type": "application/json"},
-                   **sign_kwargs)
+    headers = sign(
+        method,
+        url,
+        body,
+        key=sign_kwargs.pop("key", KEY.access_key_id),
+        secret=sign_kwargs.pop("secret", KEY.secret),
+        headers={"content-type": "application/json"},
+        **sign_kwargs,
+    )
     headers.setdefault("host", urlsplit(url).netloc)
     parts = urlsplit(url)
     lines = list(headers.items())
@@ -52,13 +58,16 @@ def test_botocore_signature_verifies_and_names_the_principal():
     assert authorizer["iam"]["accessKey"] == KEY.access_key_id
 
 
-@pytest.mark.parametrize("url, method, body", [
-    ("http://127.0.0.1:8787/v1/memories", "GET", b""),
-    ("http://127.0.0.1:8787/v1/memories?project=a%2Fb&limit=5&cursor=abc-_.~", "GET", b""),
-    ("http://127.0.0.1:8787/v1/memories/abc123/feedback", "POST", b'{"helpful": true}'),
-    ("http://localhost/v1/memories/abc123", "DELETE", b""),
-    ("http://127.0.0.1:8787/v1/projects/settings", "PUT", "{\"project\": \"caf\u00e9\"}".encode()),
-])
+@pytest.mark.parametrize(
+    "url, method, body",
+    [
+        ("http://127.0.0.1:8787/v1/memories", "GET", b""),
+        ("http://127.0.0.1:8787/v1/memories?project=a%2Fb&limit=5&cursor=abc-_.~", "GET", b""),
+        ("http://127.0.0.1:8787/v1/memories/abc123/feedback", "POST", b'{"helpful": true}'),
+        ("http://localhost/v1/memories/abc123", "DELETE", b""),
+        ("http://127.0.0.1:8787/v1/projects/settings", "PUT", '{"project": "caf\u00e9"}'.encode()),
+    ],
+)
 def test_canonical_form_matches_botocore(url, method, body):
     assert verify(request(url, body, method))["iam"]["userArn"] == KEY.tenant
 
@@ -70,9 +79,11 @@ def test_tampered_body_is_403():
 
 def test_tampered_query_or_path_is_403():
     req = request()
-    for changed in (HttpRequest(req.method, req.raw_path, req.raw_query + "&extra=1", req.headers, req.body),
-                    HttpRequest(req.method, "/v1/memories", req.raw_query, req.headers, req.body),
-                    HttpRequest("PUT", req.raw_path, req.raw_query, req.headers, req.body)):
+    for changed in (
+        HttpRequest(req.method, req.raw_path, req.raw_query + "&extra=1", req.headers, req.body),
+        HttpRequest(req.method, "/v1/memories", req.raw_query, req.headers, req.body),
+        HttpRequest("PUT", req.raw_path, req.raw_query, req.headers, req.body),
+    ):
         with pytest.raises(Forbidden):
             verify(changed)
 
@@ -105,10 +116,13 @@ def test_skew_within_five_minutes_is_accepted():
     assert verify(request(at=now() - timedelta(minutes=4)))
 
 
-@pytest.mark.parametrize("region, service, match", [
-    ("eu-west-1", "execute-api", "region"),
-    ("us-east-1", "s3", "service"),
-])
+@pytest.mark.parametrize(
+    "region, service, match",
+    [
+        ("eu-west-1", "execute-api", "region"),
+        ("us-east-1", "s3", "service"),
+    ],
+)
 def test_scope_must_name_this_region_and_execute_api(region, service, match):
     with pytest.raises(Forbidden, match=match):
         verify(request(region=region, service=service))
@@ -128,9 +142,11 @@ def test_host_and_date_must_be_signed():
 
 
 def test_malformed_authorization_is_403():
-    for header in ("AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/execute-api/aws4_request",
-                   "AWS4-HMAC-SHA256 Credential=x, SignedHeaders=host, Signature=00",
-                   "AWS4-HMAC-SHA256 garbage"):
+    for header in (
+        "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/execute-api/aws4_request",
+        "AWS4-HMAC-SHA256 Credential=x, SignedHeaders=host, Signature=00",
+        "AWS4-HMAC-SHA256 garbage",
+    ):
         with pytest.raises(Forbidden):
             parse_authorization(header)
 
@@ -158,8 +174,16 @@ def test_token_and_keys_map_to_their_tenant():
     assert authorize(plain({"X-Api-Key": "cmk_abc"}), **kwargs)["lambda"]["tenant"] == "team"
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic dTpw"},
-                                     {"Authorization": "Bearer "}, {"X-Api-Key": "tok-local2"}])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": "Basic dTpw"},
+        {"Authorization": "Bearer "},
+        {"X-Api-Key": "tok-local2"},
+    ],
+)
 def test_missing_or_bad_bearer_is_401(headers):
     with pytest.raises(Unauthorized):
         authorize(plain(headers), bearers=lambda: KNOWN, sigv4_keys=keys, now=now(), region="us-east-1")

@@ -35,9 +35,23 @@ def test_the_banner_is_flushed_before_the_first_request_line(tmp_path):
     port = _free_port()
     log = tmp_path / "serve.log"
     with log.open("w") as out:  # one file for both streams, as a shell redirection makes it
-        process = subprocess.Popen([sys.executable, "-m", "capsule_cli", "serve", "--port", str(port), "--workers", "2",
-                                    "--data-dir", str(tmp_path / "data")], stdout=out, stderr=subprocess.STDOUT,
-                                   env=environment())
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "capsule_cli",
+                "serve",
+                "--port",
+                str(port),
+                "--workers",
+                "2",
+                "--data-dir",
+                str(tmp_path / "data"),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=environment(),
+        )
     try:
         deadline = time.monotonic() + 120
         while _healthz(port) != 200:

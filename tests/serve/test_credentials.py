@@ -87,8 +87,11 @@ def test_a_scoped_key_keeps_its_scope_and_a_bad_scope_makes_no_key(tmp_path):
     assert creds.list_keys()[0]["scope"] == {"access": "read", "projects": ["acme/*"]}
     plain = creds.create_key("plain", "team-a", {})
     assert creds.bearers()[key_hash(plain)].scope is None and "scope" not in creds.list_keys()[1]
-    for scope, field in (({"access": "owner"}, "scope.access"), ({"projects": ["a["]}, "scope.projects"),
-                         ({"subject": ["x"]}, "scope.subject")):
+    for scope, field in (
+        ({"access": "owner"}, "scope.access"),
+        ({"projects": ["a["]}, "scope.projects"),
+        ({"subject": ["x"]}, "scope.subject"),
+    ):
         with pytest.raises(InvalidInput) as refused:
             creds.create_key("bad", "team-a", scope)
         assert refused.value.field == field

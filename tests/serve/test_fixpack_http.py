@@ -32,8 +32,12 @@ def test_a_binary_truncated_or_mistyped_file_is_refused_and_imports_nothing(serv
     good = FILES[0].read_bytes()
     mistyped = json.dumps({**load(FILES[0]), "signatures": [{"text": "x", "regexes": [7]}]}).encode()
     # Bytes that are not UTF-8 cannot be JSON at all (400); JSON that is cut short or mistyped is 422.
-    for body, status, field in [(os.urandom(256) + b"\xff", 400, "body"), (good[: len(good) // 2], 422, "body"),
-                                (mistyped, 422, "signatures.0.regexes.0"), (b"", 422, "body")]:
+    for body, status, field in [
+        (os.urandom(256) + b"\xff", 400, "body"),
+        (good[: len(good) // 2], 422, "body"),
+        (mistyped, 422, "signatures.0.regexes.0"),
+        (b"", 422, "body"),
+    ]:
         refused = server.request("POST", "/v1/solutions/import", raw=body)
         assert refused.status == status, (refused, field)
         assert refused.json["error"]["details"][0]["field"] == field, refused.json

@@ -83,15 +83,19 @@ def config_file(document: Path) -> Path:
     then accepts them for that operation only)."""
     doc = json.loads(document.read_text())
     assert isinstance(doc.get("x-capsule-max-body-bytes"), int)
-    text = ("[checks.negative_data_rejection]\n"
-            f"expected-statuses = {json.dumps(NEGATIVE_REFUSALS)}\n"
-            "[checks.positive_data_acceptance]\n"
-            f"expected-statuses = {json.dumps(POSITIVE_ANSWERS)}\n")
+    text = (
+        "[checks.negative_data_rejection]\n"
+        f"expected-statuses = {json.dumps(NEGATIVE_REFUSALS)}\n"
+        "[checks.positive_data_acceptance]\n"
+        f"expected-statuses = {json.dumps(POSITIVE_ANSWERS)}\n"
+    )
     for operation_id, statuses in sorted(stated_rules(doc).items()):
-        text += ("[[operations]]\n"
-                 f"include-operation-id = {json.dumps(operation_id)}\n"
-                 "[operations.checks.positive_data_acceptance]\n"
-                 f"expected-statuses = {json.dumps(POSITIVE_ANSWERS + statuses)}\n")
+        text += (
+            "[[operations]]\n"
+            f"include-operation-id = {json.dumps(operation_id)}\n"
+            "[operations.checks.positive_data_acceptance]\n"
+            f"expected-statuses = {json.dumps(POSITIVE_ANSWERS + statuses)}\n"
+        )
     path = document.with_name("schemathesis.toml")
     path.write_text(text)
     return path
@@ -100,21 +104,53 @@ def config_file(document: Path) -> Path:
 def run(served: Server, report: Path) -> subprocess.CompletedProcess:
     document = served_document(served, report.with_name("openapi.json"))
     return subprocess.run(
-        [schemathesis(), "--config-file", str(config_file(document)), "run", str(document),
-         "--url", served.url, "--checks", "all", "--seed", str(SEED),
-         "--phases", PHASES,
-         "--max-examples", str(FUZZ_EXAMPLES), "--workers", "1", "--no-color", "--output-truncate", "true",
-         # ignored_auth sends requests without the token and expects 401: the header is the only credential.
-         "-H", f"Authorization: Bearer {served.token}",
-         "--report", "json", "--report-json-path", str(report), "--request-timeout", "30",
-         # No example database: each run is the seed's own, not a replay of earlier runs' finds.
-         "--generation-database", "none",
-         # "Data generation too slow" measures the machine's load (the suite runs modules side by
-         # side), not the API: it failed a run under load 16 and never an idle one.
-         "--suppress-health-check", "too_slow"],
-        capture_output=True, text=True, timeout=1800, cwd=report.parent,
-        env={**os.environ, "SCHEMATHESIS_HOOKS": "fuzz_hooks",
-             "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))},
+        [
+            schemathesis(),
+            "--config-file",
+            str(config_file(document)),
+            "run",
+            str(document),
+            "--url",
+            served.url,
+            "--checks",
+            "all",
+            "--seed",
+            str(SEED),
+            "--phases",
+            PHASES,
+            "--max-examples",
+            str(FUZZ_EXAMPLES),
+            "--workers",
+            "1",
+            "--no-color",
+            "--output-truncate",
+            "true",
+            # ignored_auth sends requests without the token and expects 401: the header is the only credential.
+            "-H",
+            f"Authorization: Bearer {served.token}",
+            "--report",
+            "json",
+            "--report-json-path",
+            str(report),
+            "--request-timeout",
+            "30",
+            # No example database: each run is the seed's own, not a replay of earlier runs' finds.
+            "--generation-database",
+            "none",
+            # "Data generation too slow" measures the machine's load (the suite runs modules side by
+            # side), not the API: it failed a run under load 16 and never an idle one.
+            "--suppress-health-check",
+            "too_slow",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=report.parent,
+        env={
+            **os.environ,
+            "SCHEMATHESIS_HOOKS": "fuzz_hooks",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+        },
     )
 
 
@@ -125,8 +161,12 @@ def failures_by_operation(failures: list[dict], output: str = "") -> list[tuple[
     """Every failure, by (check, operation); none is set aside here (a rule the document states is
     honoured by the run's configuration, see config_file). A stateful failure is named by the call
     its chain ended on, read from schemathesis's output (its report names only the phase)."""
-    found = [(failure["code"], operation) for failure in failures for operation in failure["operations"]
-             if operation != STATEFUL]
+    found = [
+        (failure["code"], operation)
+        for failure in failures
+        for operation in failure["operations"]
+        if operation != STATEFUL
+    ]
     if any(STATEFUL in failure["operations"] for failure in failures):
         found += stateful_failures(output) or [("?", STATEFUL)]  # unread: never set aside
     return found
@@ -158,11 +198,13 @@ def test_schemathesis_finds_no_5xx_and_no_schema_violation(served, tmp_path):
     done = run(served, report)
     summary = json.loads(report.read_text())
     counts = summary["test_cases"]
-    print(f"\nschemathesis {summary['schemathesis_version']}, seed {SEED}, {FUZZ_EXAMPLES} examples:"
-          f" {summary['operations']['tested']}/{summary['operations']['total']} operations,"
-          f" {counts['generated']} cases, {counts['unique_failures']} unique failures,"
-          f" {sum(f['count'] for f in summary['failures'])} by check: "
-          + ", ".join(f"{f['code']} {f['title']} x{f['count']}" for f in summary["failures"]))
+    print(
+        f"\nschemathesis {summary['schemathesis_version']}, seed {SEED}, {FUZZ_EXAMPLES} examples:"
+        f" {summary['operations']['tested']}/{summary['operations']['total']} operations,"
+        f" {counts['generated']} cases, {counts['unique_failures']} unique failures,"
+        f" {sum(f['count'] for f in summary['failures'])} by check: "
+        + ", ".join(f"{f['code']} {f['title']} x{f['count']}" for f in summary["failures"])
+    )
     # Kept where a failing CI run leaves it (test-artifacts/, as the console test's screenshot).
     log = ARTIFACTS / "schemathesis.txt"
     log.parent.mkdir(exist_ok=True)

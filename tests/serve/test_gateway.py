@@ -60,14 +60,26 @@ def test_router_matches_every_route_and_prefers_literals():
 
 
 def test_event_has_the_v2_shape():
-    request = HttpRequest("POST", "/v1/memories/abc/feedback", "x=1&x=2&y=%20z",
-                          [("Host", "h"), ("Content-Type", "application/json"), ("X-Multi", "a"),
-                           ("X-Multi", "b"), ("Cookie", "a=1; b=2"), ("Authorization", "Bearer t"), ("X-Api-Key", "k")],
-                          b'{"helpful": true}')
+    request = HttpRequest(
+        "POST",
+        "/v1/memories/abc/feedback",
+        "x=1&x=2&y=%20z",
+        [
+            ("Host", "h"),
+            ("Content-Type", "application/json"),
+            ("X-Multi", "a"),
+            ("X-Multi", "b"),
+            ("Cookie", "a=1; b=2"),
+            ("Authorization", "Bearer t"),
+            ("X-Api-Key", "k"),
+        ],
+        b'{"helpful": true}',
+    )
     match = Router().match("POST", request.raw_path)
     at = datetime(2026, 11, 29, 22, 0, tzinfo=UTC)
-    event = build_event(request, match, authorizer={"lambda": {"tenant": "t"}}, source_ip="127.0.0.1",
-                        request_id="rid", now=at)
+    event = build_event(
+        request, match, authorizer={"lambda": {"tenant": "t"}}, source_ip="127.0.0.1", request_id="rid", now=at
+    )
     assert event["version"] == "2.0" and event["routeKey"] == "POST /v1/memories/{id}/feedback"
     assert event["rawPath"] == "/v1/memories/abc/feedback" and event["rawQueryString"] == "x=1&x=2&y=%20z"
     assert event["queryStringParameters"] == {"x": "1,2", "y": " z"}
@@ -77,14 +89,22 @@ def test_event_has_the_v2_shape():
     assert event["cookies"] == ["a=1", "b=2"]
     assert event["body"] == '{"helpful": true}' and event["isBase64Encoded"] is False
     ctx = event["requestContext"]
-    assert ctx["http"]["method"] == "POST" and ctx["requestId"] == "rid" and ctx["timeEpoch"] == int(at.timestamp() * 1000)
+    assert (
+        ctx["http"]["method"] == "POST" and ctx["requestId"] == "rid" and ctx["timeEpoch"] == int(at.timestamp() * 1000)
+    )
     assert ctx["authorizer"] == {"lambda": {"tenant": "t"}}
 
 
 def test_binary_body_is_base64():
     request = HttpRequest("POST", "/v1/memories", "", [("Content-Type", "application/octet-stream")], b"\xff\x00")
-    event = build_event(request, Router().match("POST", "/v1/memories"), authorizer=None, source_ip="x",
-                        request_id="r", now=datetime.now(UTC))
+    event = build_event(
+        request,
+        Router().match("POST", "/v1/memories"),
+        authorizer=None,
+        source_ip="x",
+        request_id="r",
+        now=datetime.now(UTC),
+    )
     assert event["isBase64Encoded"] is True and event["body"] == "/wA="
 
 

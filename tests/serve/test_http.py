@@ -38,8 +38,7 @@ def test_full_flow_with_the_token(server):
 
 
 def test_the_cli_and_the_server_share_the_local_tenant(server):
-    stored = capsule("store", "written by the command line", "--project", "shared", "--json",
-                     data_dir=server.data_dir)
+    stored = capsule("store", "written by the command line", "--project", "shared", "--json", data_dir=server.data_dir)
     assert stored.returncode == 0, stored.stderr
     mid = json.loads(stored.stdout)["memory"]["id"]
     assert server.request("GET", f"/v1/memories/{mid}").status == 200

@@ -18,9 +18,17 @@ from .test_http_front import assert_json_error, raw, split
 
 
 def _post(server, body: bytes, headers: bytes = b"Content-Type: application/json\r\n") -> tuple[int, dict, bytes]:
-    return split(raw(server, b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-                     + server.token.encode() + b"\r\n" + headers
-                     + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body))
+    return split(
+        raw(
+            server,
+            b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + server.token.encode()
+            + b"\r\n"
+            + headers
+            + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+            + body,
+        )
+    )
 
 
 def _count(server, project: str) -> int:
@@ -43,13 +51,16 @@ def test_an_integer_past_pythons_digit_limit_is_422_naming_the_field(server):
     assert assert_json_error(status, headers, body, "invalid_input")["details"][0]["field"] == "meta.n"
 
 
-@pytest.mark.parametrize("header,field", [
-    (b"", "content-type"),                                                      # none
-    (b"Content-Type: \r\n", "content-type"),                                    # empty
-    (b"Content-Type: text/plain\r\n", "content-type"),
-    (b"Content-Type: application/json; charset=utf-16\r\n", "content-type"),
-    (b"Content-Type: application/json\r\nContent-Encoding: gzip\r\n", "content-encoding"),
-])
+@pytest.mark.parametrize(
+    "header,field",
+    [
+        (b"", "content-type"),  # none
+        (b"Content-Type: \r\n", "content-type"),  # empty
+        (b"Content-Type: text/plain\r\n", "content-type"),
+        (b"Content-Type: application/json; charset=utf-16\r\n", "content-type"),
+        (b"Content-Type: application/json\r\nContent-Encoding: gzip\r\n", "content-encoding"),
+    ],
+)
 def test_a_body_not_declared_as_utf8_json_sent_as_is_is_415(server, header, field):
     status, headers, body = _post(server, b'{"project": "ct", "content": "declared?"}', header)
     assert status == 415, body
@@ -57,14 +68,23 @@ def test_a_body_not_declared_as_utf8_json_sent_as_is_is_415(server, header, fiel
 
 
 def test_utf8_json_with_identity_encoding_is_taken(server):
-    status, _, body = _post(server, b'{"project": "ct-ok", "content": "declared"}',
-                            b"Content-Type: application/json; charset=UTF-8\r\nContent-Encoding: identity\r\n")
+    status, _, body = _post(
+        server,
+        b'{"project": "ct-ok", "content": "declared"}',
+        b"Content-Type: application/json; charset=UTF-8\r\nContent-Encoding: identity\r\n",
+    )
     assert status == 201, body
 
 
 def test_a_100_kb_head_in_one_read_is_431(server):
-    answer = raw(server, b"GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + server.token.encode()
-                 + b"\r\nX-Big: " + b"a" * 100_000 + b"\r\nConnection: close\r\n\r\n")
+    answer = raw(
+        server,
+        b"GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + server.token.encode()
+        + b"\r\nX-Big: "
+        + b"a" * 100_000
+        + b"\r\nConnection: close\r\n\r\n",
+    )
     status, headers, body = split(answer)
     assert status == 431
     assert_json_error(status, headers, body, "headers_too_large")
@@ -77,9 +97,13 @@ def test_http_0_9_is_refused(server):
 
 
 def test_expect_100_continue_with_a_body_over_the_limit_gets_413_not_100(server):
-    answer = raw(server, b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + server.token.encode()
-                 + b"\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n"
-                 % (2 << 20), timeout=10)
+    answer = raw(
+        server,
+        b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + server.token.encode()
+        + b"\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n" % (2 << 20),
+        timeout=10,
+    )
     assert not answer.startswith(b"HTTP/1.1 100")
     status, headers, body = split(answer)
     assert status == 413 and headers["connection"] == "close"
@@ -89,8 +113,11 @@ def test_expect_100_continue_with_a_body_over_the_limit_gets_413_not_100(server)
 def test_a_body_over_16_mib_still_reads_its_413(server):
     size = 17 << 20
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
-        sock.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + server.token.encode()
-                     + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % size)
+        sock.sendall(
+            b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + server.token.encode()
+            + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % size
+        )
         sock.sendall(b"x" * size)  # a reset here (the server closed with unread bytes) fails the test
         answer = b""
         while chunk := sock.recv(65536):
@@ -134,10 +161,13 @@ def test_the_resolver_reads_the_body_parsed_once():
     assert bodies.loads(event["body"]) is not parsed  # another request's text is parsed afresh
 
 
-@pytest.mark.parametrize("text,field", [
-    ('{"a": {"b": [{"c": 1, "c": 2}]}}', "a.b.0.c"),
-    ('{"a": [-' + "1" * 4301 + "]}", "a.0"),
-])
+@pytest.mark.parametrize(
+    "text,field",
+    [
+        ('{"a": {"b": [{"c": 1, "c": 2}]}}', "a.b.0.c"),
+        ('{"a": [-' + "1" * 4301 + "]}", "a.0"),
+    ],
+)
 def test_repeats_and_huge_integers_are_named_where_they_are(text, field):
     refused = bodies.parse({"body": text})
     assert refused.field == field, refused

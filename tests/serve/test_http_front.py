@@ -58,8 +58,9 @@ def test_one_keep_alive_connection_carries_many_requests(server):
             response = connection.getresponse()
             assert response.status == 201 and response.getheader("connection") != "close"
             response.read()
-            connection.request("POST", "/v1/memories/search", body=json.dumps({"project": "reuse", "query": "kept"}),
-                               headers=headers)
+            connection.request(
+                "POST", "/v1/memories/search", body=json.dumps({"project": "reuse", "query": "kept"}), headers=headers
+            )
             response = connection.getresponse()
             assert response.status == 200 and response.read()
             assert connection.sock is sock  # the same socket: http.client reconnects silently otherwise
@@ -67,17 +68,20 @@ def test_one_keep_alive_connection_carries_many_requests(server):
         connection.close()
 
 
-@pytest.mark.parametrize("method,path,allowed", [
-    ("PATCH", "/v1/memories", "GET, HEAD, POST"),
-    ("TRACE", "/v1/memories", "GET, HEAD, POST"),
-    ("PUT", "/v1/memories/abc", "DELETE, GET, HEAD, PATCH"),
-    ("GET", "/v1/memories/search", "POST"),  # its own resource, as the document says, not an {id}
-    ("OPTIONS", "/v1/solutions/import", "POST"),
-    ("DELETE", "/v1/projects", "GET, HEAD"),
-    ("POST", "/healthz", "GET, HEAD"),
-    ("DELETE", "/ui", "GET, HEAD"),
-    ("TRACE", "/openapi.json", "GET, HEAD"),
-])
+@pytest.mark.parametrize(
+    "method,path,allowed",
+    [
+        ("PATCH", "/v1/memories", "GET, HEAD, POST"),
+        ("TRACE", "/v1/memories", "GET, HEAD, POST"),
+        ("PUT", "/v1/memories/abc", "DELETE, GET, HEAD, PATCH"),
+        ("GET", "/v1/memories/search", "POST"),  # its own resource, as the document says, not an {id}
+        ("OPTIONS", "/v1/solutions/import", "POST"),
+        ("DELETE", "/v1/projects", "GET, HEAD"),
+        ("POST", "/healthz", "GET, HEAD"),
+        ("DELETE", "/ui", "GET, HEAD"),
+        ("TRACE", "/openapi.json", "GET, HEAD"),
+    ],
+)
 def test_a_wrong_method_on_a_known_path_is_405_with_allow(server, method, path, allowed):
     r = server.request(method, path)
     assert r.status == 405, r
@@ -87,8 +91,12 @@ def test_a_wrong_method_on_a_known_path_is_405_with_allow(server, method, path, 
 
 
 def test_trace_and_unknown_paths_answer_json_never_html(server):
-    for method, path, status in [("TRACE", "/", 404), ("TRACE", "/nothing", 404), ("GET", "/v2/x", 404),
-                                 ("BREW", "/v1/memories", 400)]:  # the parser knows no such method
+    for method, path, status in [
+        ("TRACE", "/", 404),
+        ("TRACE", "/nothing", 404),
+        ("GET", "/v2/x", 404),
+        ("BREW", "/v1/memories", 400),
+    ]:  # the parser knows no such method
         r = server.request(method, path, token=None)
         assert r.status == status, (method, path, r)
         assert_json_error(r.status, {"content-type": r.headers["Content-Type"]}, r.body)
@@ -96,19 +104,25 @@ def test_trace_and_unknown_paths_answer_json_never_html(server):
 
 @pytest.mark.parametrize("length", [b"-5", b"abc", b"1.5", b"0x10", b"5, 6"])
 def test_a_malformed_content_length_is_400_json(server, length):
-    answer = raw(server, b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: " + length + b"\r\n\r\n{}")
+    answer = raw(
+        server,
+        b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + length + b"\r\n\r\n{}",
+    )
     status, headers, body = split(answer)
     assert status == 400, answer
     assert_json_error(status, headers, body, "bad_request")
     assert headers["connection"] == "close"
 
 
-@pytest.mark.parametrize("request_bytes", [
-    b"GARBAGE\r\n\r\n",
-    b"GET /v1/health HTTP/1.1\r\nHost x\r\n\r\n",                      # a header without a colon
-    b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",  # bad chunk size
-])
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GARBAGE\r\n\r\n",
+        b"GET /v1/health HTTP/1.1\r\nHost x\r\n\r\n",  # a header without a colon
+        b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",  # bad chunk size
+    ],
+)
 def test_broken_framing_is_400_json(server, request_bytes):
     status, headers, body = split(raw(server, request_bytes))
     assert status == 400
@@ -119,16 +133,30 @@ def test_a_body_over_the_limit_is_413_json_and_a_chunked_body_is_read(server):
     from capsule.core import limits
 
     big = b"x" * (limits.MAX_BODY_BYTES + 1)
-    status, headers, body = split(raw(server, b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-                                      + server.token.encode() + b"\r\nContent-Length: "
-                                      + str(len(big)).encode() + b"\r\n\r\n" + big))
+    status, headers, body = split(
+        raw(
+            server,
+            b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + server.token.encode()
+            + b"\r\nContent-Length: "
+            + str(len(big)).encode()
+            + b"\r\n\r\n"
+            + big,
+        )
+    )
     assert status == 413
     assert_json_error(status, headers, body, "payload_too_large")
     payload = json.dumps({"project": "chunked", "content": "sent in chunks"}).encode()
     chunked = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (payload[:10], payload[10:])) + b"0\r\n\r\n"
-    status, _, body = split(raw(server, b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-                                + server.token.encode() + b"\r\nContent-Type: application/json\r\n"
-                                b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked))
+    status, _, body = split(
+        raw(
+            server,
+            b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + server.token.encode()
+            + b"\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked,
+        )
+    )
     assert status == 201, body
 
 
@@ -180,8 +208,11 @@ def test_slow_clients_hold_nobody_up(server):
     occupy no worker: others are answered meanwhile (2 workers, 6 slow connections)."""
     slow = []
     try:
-        for partial in (b"POST /v1/mem", b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Slow: ",
-                        b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"pro") * 2:
+        for partial in (
+            b"POST /v1/mem",
+            b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Slow: ",
+            b'POST /v1/memories HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"pro',
+        ) * 2:
             sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
             sock.sendall(partial)
             slow.append(sock)
@@ -199,8 +230,11 @@ def test_sigterm_drains_even_with_a_client_stalled_mid_body(tmp_path):
     server = Server(tmp_path)
     try:
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
-        sock.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + server.token.encode()
-                     + b"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"project\"")
+        sock.sendall(
+            b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + server.token.encode()
+            + b'\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"project"'
+        )
         time.sleep(1)  # the worker has the request and waits for the rest of the body
         started = time.monotonic()
         code = server.stop(signal.SIGTERM, timeout=60)
@@ -258,8 +292,9 @@ def test_a_keep_alive_answer_arrives_in_one_segment(server):
         counts = []
         for i in range(5):
             before = _data_segments_in(connection.sock)
-            connection.request("POST", "/v1/memories", body=json.dumps({"project": "seg", "content": f"one {i}"}),
-                               headers=headers)
+            connection.request(
+                "POST", "/v1/memories", body=json.dumps({"project": "seg", "content": f"one {i}"}), headers=headers
+            )
             response = connection.getresponse()
             assert response.status == 201
             response.read()

@@ -30,8 +30,9 @@ def gateway(tmp_path):
 def call(gateway, method, path, body=None, secret=None):
     secret = secret or gateway.credentials.token_path.read_text().strip()
     data = json.dumps(body).encode() if isinstance(body, dict) else (body or b"")
-    request = HttpRequest(method, path, "", [("Authorization", f"Bearer {secret}"),
-                                             ("Content-Type", "application/json")], data)
+    request = HttpRequest(
+        method, path, "", [("Authorization", f"Bearer {secret}"), ("Content-Type", "application/json")], data
+    )
     reply = gateway.handle(request, "127.0.0.1")
     return reply.status, json.loads(reply.body)
 
@@ -53,13 +54,16 @@ def test_create_list_and_revoke_a_key_and_the_key_works_until_revoked(gateway):
     assert call(gateway, "GET", "/v1/keys", secret=made["key"])[0] == 401
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"name": "ok", "tenat": "x"}, "tenat"),
-    ({"name": 7}, "name"),
-    ({}, "name"),
-    ({"name": "bad name!"}, "name"),
-    ({"name": "ok", "tenant": ["x"]}, "tenant"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"name": "ok", "tenat": "x"}, "tenat"),
+        ({"name": 7}, "name"),
+        ({}, "name"),
+        ({"name": "bad name!"}, "name"),
+        ({"name": "ok", "tenant": ["x"]}, "tenant"),
+    ],
+)
 def test_a_bad_create_is_refused_naming_the_field_and_makes_no_key(gateway, body, field):
     status, answer = call(gateway, "POST", "/v1/keys", body)
     assert status == 422, answer
@@ -83,4 +87,3 @@ def test_refusals_not_json_twice_wrong_method_no_token_unknown_key(gateway):
     assert call(gateway, "GET", "/v1/keys/twice")[0] == 405
     assert call(gateway, "GET", "/v1/keys", secret="wrong")[0] == 401
     assert [k["name"] for k in gateway.credentials.list_keys()] == ["twice"]
-

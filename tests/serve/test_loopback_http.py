@@ -26,14 +26,20 @@ def one_reply(reply: bytes) -> tuple[int, list[bytes]]:
                 while b"\r\n\r\n" not in data:
                     data += conn.recv(65536)
                 head, _, body = data.partition(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
                 while len(body) < length:
                     body += conn.recv(65536)
                 seen.append(head + b"\r\n\r\n" + body)
                 try:
                     for i in range(0, len(reply), 7):  # in small pieces: the reader must reassemble
-                        conn.sendall(reply[i:i + 7])
+                        conn.sendall(reply[i : i + 7])
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # a client may hang up once it sees the reply is not HTTP (an SSH banner)
 
@@ -42,13 +48,16 @@ def one_reply(reply: bytes) -> tuple[int, list[bytes]]:
 
 
 def exchange(port: int, body: bytes | None = b'{"q": 1}') -> tuple[int, bytes]:
-    return loopback_http.exchange("127.0.0.1", port, "POST", "/v1/x", {"Authorization": "Bearer t"}, body,
-                                  connect_timeout_s=5.0, timeout_s=30.0)
+    return loopback_http.exchange(
+        "127.0.0.1", port, "POST", "/v1/x", {"Authorization": "Bearer t"}, body, connect_timeout_s=5.0, timeout_s=30.0
+    )
 
 
 def test_a_content_length_response_and_the_request_sent():
-    port, seen = one_reply(b"HTTP/1.1 201 Created\r\nContent-Length: 12\r\nContent-Type: application/json\r\n"
-                           b"\r\n{\"ok\": true}trailing bytes not read")
+    port, seen = one_reply(
+        b"HTTP/1.1 201 Created\r\nContent-Length: 12\r\nContent-Type: application/json\r\n"
+        b'\r\n{"ok": true}trailing bytes not read'
+    )
     assert exchange(port) == (201, b'{"ok": true}')
     request = seen[0]
     assert request.startswith(b"POST /v1/x HTTP/1.1\r\n")
@@ -57,8 +66,9 @@ def test_a_content_length_response_and_the_request_sent():
 
 
 def test_a_chunked_response():
-    port, _ = one_reply(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                        b"5\r\nhello\r\n1;ext=1\r\n \r\n5\r\nworld\r\n0\r\n\r\n")
+    port, _ = one_reply(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n1;ext=1\r\n \r\n5\r\nworld\r\n0\r\n\r\n"
+    )
     assert exchange(port) == (200, b"hello world")
 
 
@@ -67,9 +77,16 @@ def test_a_response_without_length_is_read_to_the_end():
     assert exchange(port, body=None) == (200, b"all of it")
 
 
-@pytest.mark.parametrize("reply", [b"", b"SSH-2.0-OpenSSH\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort",
-                                   b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n",
-                                   b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"",
+        b"SSH-2.0-OpenSSH\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ],
+)
 def test_what_is_not_an_http_response_is_unavailable_after_sending(reply):
     port, _ = one_reply(reply)
     server = local_server.LocalServer(f"http://127.0.0.1:{port}", "t", {"search": ["POST", "/v1/memories/search"]})

@@ -26,10 +26,24 @@ pytestmark = pytest.mark.slow
 
 README = ROOT / "README.md"
 # The pages whose examples run, in the order they run: the README, these pages of docs/, then any other.
-ORDER = ("getting-started", "claude", "http-api", "search", "transfer", "capture", "governance", "learning", "aws",
-         "operations")
-DOCS = [README, *sorted((ROOT / "docs").glob("*.md"), key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER
-                                                                      else len(ORDER), p.name))]
+ORDER = (
+    "getting-started",
+    "claude",
+    "http-api",
+    "search",
+    "transfer",
+    "capture",
+    "governance",
+    "learning",
+    "aws",
+    "operations",
+)
+DOCS = [
+    README,
+    *sorted(
+        (ROOT / "docs").glob("*.md"), key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER else len(ORDER), p.name)
+    ),
+]
 ACTIVATE = "source .venv/bin/activate"
 BLOCK = re.compile(r"^```(bash|json)\n(.*?)^```$", re.S | re.M)
 # First line of a block -> the folder it runs in ("repo": the checkout, for the files it names).
@@ -43,16 +57,16 @@ RUN = {
 }
 NOT_RUN = {
     "python3 -m venv .venv && .venv/bin/pip install -e '.[local]'": "the install itself (test_readme_install checks "
-                                                                    "what it leaves on PATH)",
+    "what it leaves on PATH)",
     "./scripts/test": "the test command: it runs this suite (tests/cli/test_test_script.py runs its checks)",
     "capsule bench ": "benchmarks and evals take minutes and need the datasets",
     "capsule import vector-bridge": "needs the original projects' databases",
     "python3 -m venv .venv && .venv/bin/pip install -e '.[infra,mongo]'": "deploys to an AWS account",
-    'aws secretsmanager put-secret-value': "needs an AWS account",
+    "aws secretsmanager put-secret-value": "needs an AWS account",
     "capsule sync both --url https://api.example.com": "needs a remote tenant (tests/serve/test_sync_http.py syncs "
-                                                       "with a live capsule serve)",
+    "with a live capsule serve)",
     "capsule capture transcript.jsonl": "a placeholder transcript (tests/cli/test_capture_cli.py runs capture on "
-                                        "real ones)",
+    "real ones)",
 }
 
 
@@ -69,7 +83,6 @@ def key_line(block: str) -> str:
 def decision(block: str, table: dict[str, str]) -> str | None:
     first = key_line(block)
     return next((value for key, value in table.items() if first.startswith(key)), None)
-
 
 
 def test_every_shell_block_is_run_or_says_why_not():
@@ -89,8 +102,12 @@ def _env(live: Server, home: Path) -> dict[str, str]:
     capsule = Path(sys.executable).parent / "capsule"
     assert capsule.exists(), f"the README's 'capsule' is the installed script; {capsule} is missing"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CAPSULE_", "XDG_", "AWS_"))}
-    env.update(PATH=os.pathsep.join([str(capsule.parent), "/usr/bin", "/bin"]), HOME=str(home),
-               CAPSULE_DATA_DIR=str(live.data_dir), CAPSULE_EMBEDDER="hashing")
+    env.update(
+        PATH=os.pathsep.join([str(capsule.parent), "/usr/bin", "/bin"]),
+        HOME=str(home),
+        CAPSULE_DATA_DIR=str(live.data_dir),
+        CAPSULE_EMBEDDER="hashing",
+    )
     return env
 
 
@@ -118,8 +135,14 @@ def test_the_shell_examples_run_as_printed(live, tmp_path):
         script = block.replace("127.0.0.1:8787", f"127.0.0.1:{live.port}")
         # The venv the README's first command made is the one running these tests, wherever it is.
         script = script.replace("source .venv/bin/activate", f"source {Path(sys.prefix) / 'bin' / 'activate'}")
-        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT if where == "repo" else scratch,
-                              env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=ROOT if where == "repo" else scratch,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, f"{block}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
         ran.append((key_line(block), done.stdout))
     # Every RUN entry names a block that exists (a block may be printed on two pages: both run).
@@ -131,8 +154,9 @@ def test_the_shell_examples_run_as_printed(live, tmp_path):
     stored, found = _outputs(outputs["TOKEN=$(capsule keys token)"])
     assert stored["memory"]["meta"]["tags"] == ["sqlite"], stored
     assert found["results"][0]["id"] == stored["memory"]["id"], found
-    projects = json.loads(subprocess.run(["capsule", "projects", "--json"], env=env, capture_output=True, text=True,
-                                         check=True).stdout)["projects"]
+    projects = json.loads(
+        subprocess.run(["capsule", "projects", "--json"], env=env, capture_output=True, text=True, check=True).stdout
+    )["projects"]
     assert any(p["project"] == "api" and p["retention_limit"] == 500 for p in projects)
     assert (scratch / "api.jsonl").stat().st_size > 0 and (scratch / ".mcp.json").exists()
 
@@ -141,12 +165,23 @@ def test_the_json_examples_are_what_the_commands_write_and_what_the_api_takes(li
     env = _env(live, tmp_path)
     examples = [json.loads(block) for block in blocks("json")]  # every one parses
     project = tmp_path / "project"
-    subprocess.run(["capsule", "install", "claude-code", "--write", "--dir", str(project)], env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["capsule", "install", "claude-code", "--write", "--dir", str(project)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     written_mcp = json.loads((project / ".mcp.json").read_text())
     written_hooks = json.loads((project / ".claude" / "settings.json").read_text())
-    desktop = json.loads(subprocess.run(["capsule", "install", "claude-desktop", "--project", "my-project"], env=env,
-                                        check=True, capture_output=True, text=True).stdout)
+    desktop = json.loads(
+        subprocess.run(
+            ["capsule", "install", "claude-desktop", "--project", "my-project"],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     checked = 0
     for example in examples:
         if "hooks" in example:
@@ -174,7 +209,7 @@ def test_the_first_command_says_how_capsule_gets_on_path(tmp_path):
     text = README.read_text("utf-8")
     first = blocks("bash", [README])[0]
     assert first.startswith("python3 -m venv .venv") and ".venv/bin/capsule" in first
-    after = text[text.index(first) + len(first):][:1500]
+    after = text[text.index(first) + len(first) :][:1500]
     activate = re.search(r"`(source \.venv/bin/activate)`", after)
     assert activate, "the README must say, after its first command, how to get capsule on PATH"
     checkout = tmp_path / "checkout"
@@ -184,12 +219,22 @@ def test_the_first_command_says_how_capsule_gets_on_path(tmp_path):
     path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p and Path(p) != Path(venv_bin))
     env = {"PATH": path, "HOME": str(tmp_path)}
     if shutil.which("capsule", path=path) is None:  # a new shell: not found until activated
-        fresh = subprocess.run(["bash", "--noprofile", "--norc", "-c", "capsule --help"], cwd=checkout, env=env,
-                               capture_output=True, text=True)
+        fresh = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-c", "capsule --help"],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert fresh.returncode == 127
-    shell = subprocess.run(["bash", "--noprofile", "--norc", "-c", f"{activate.group(1)} && command -v capsule "
-                            "&& capsule keys --help"], cwd=checkout, env=env, capture_output=True, text=True,
-                           timeout=120)
+    shell = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-c", f"{activate.group(1)} && command -v capsule && capsule keys --help"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shell.returncode == 0, shell.stderr
     assert shell.stdout.splitlines()[0].endswith("/bin/capsule")
     # ...and the first block of capsule commands starts with that step, so it works in a new shell as printed.

@@ -13,8 +13,9 @@ from .sigv4 import sign
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("scoped")
-    added = capsule("keys", "add-sigv4", SIGV4_KEY, "--tenant", SIGV4_TENANT, data_dir=data_dir,
-                    stdin=SIGV4_SECRET + "\n")
+    added = capsule(
+        "keys", "add-sigv4", SIGV4_KEY, "--tenant", SIGV4_TENANT, data_dir=data_dir, stdin=SIGV4_SECRET + "\n"
+    )
     assert added.returncode == 0, added.stderr
     srv = Server(data_dir)
     yield srv
@@ -33,8 +34,14 @@ def as_key(server, key, method, path, body=None):
 
 def signed(server, method, path, body=None):
     data = b"" if body is None else json.dumps(body).encode()
-    headers = sign(method, f"{server.url}{path}", data, key=SIGV4_KEY, secret=SIGV4_SECRET,
-                   headers={"Content-Type": "application/json"})
+    headers = sign(
+        method,
+        f"{server.url}{path}",
+        data,
+        key=SIGV4_KEY,
+        secret=SIGV4_SECRET,
+        headers={"Content-Type": "application/json"},
+    )
     return server.request(method, path, raw=data, headers=headers, token=None)
 
 
@@ -77,6 +84,7 @@ def test_principal_scopes_limit_a_sigv4_principal(live):
 
 
 def test_a_principal_cannot_lock_itself_out(live):
-    r = signed(live, "PUT", "/v1/scopes/principals",
-               {"rules": [{"principal": "arn:aws:iam::*", "scope": {"access": "write"}}]})
+    r = signed(
+        live, "PUT", "/v1/scopes/principals", {"rules": [{"principal": "arn:aws:iam::*", "scope": {"access": "write"}}]}
+    )
     assert r.status == 409 and r.json["error"]["details"][0]["field"] == "rules"

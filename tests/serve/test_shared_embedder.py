@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from capsule.core.errors import Unavailable
 from capsule.embedders import HashingEmbedder
 from capsule.embedders.shared import EmbedServer, SharedEmbedder
-from capsule.core.errors import Unavailable
 
 from .server import Server
 
@@ -144,10 +144,15 @@ def test_serve_holds_the_model_once(tmp_path):
         pytest.skip("the offline model is not installed")
     server = Server(tmp_path, "--embedder", "minilm")
     try:
-        stored = server.request("POST", "/v1/memories", {"project": "web", "content": "Use WAL mode for SQLite readers"})
+        stored = server.request(
+            "POST", "/v1/memories", {"project": "web", "content": "Use WAL mode for SQLite readers"}
+        )
         assert stored.status == 201, stored
-        workers = [p for p in _children(server.process.pid) if "multiprocessing.spawn" in
-                   Path(f"/proc/{p}/cmdline").read_text()]
+        workers = [
+            p
+            for p in _children(server.process.pid)
+            if "multiprocessing.spawn" in Path(f"/proc/{p}/cmdline").read_text()
+        ]
         assert len(workers) == 2
         # Distinct queries (each one embedded, none cached) on fresh connections until both workers asked.
         answers = {}
@@ -165,8 +170,9 @@ def test_serve_holds_the_model_once(tmp_path):
         for query, first in answers.items():
             again = server.request("POST", "/v1/memories/search", {"query": query, "project": "web"}).json["results"]
             assert [(h["id"], h["score"]) for h in again] == [(h["id"], h["score"]) for h in first]
-        exact = server.request("POST", "/v1/memories/search", {"query": "Use WAL mode for SQLite readers",
-                                                               "project": "web"}).json["results"]
+        exact = server.request(
+            "POST", "/v1/memories/search", {"query": "Use WAL mode for SQLite readers", "project": "web"}
+        ).json["results"]
         assert exact[0]["id"] == stored.json["memory"]["id"]
     finally:
         assert server.stop() == 0, "".join(server.stderr)

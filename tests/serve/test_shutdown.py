@@ -23,8 +23,9 @@ def test_signal_mid_load_keeps_every_acknowledged_write(tmp_path, sig):
     def client(n: int) -> None:
         for i in range(10_000):
             try:
-                r = server.request("POST", "/v1/memories", {"project": "load", "content": f"client {n} write {i}"},
-                                   token=token)
+                r = server.request(
+                    "POST", "/v1/memories", {"project": "load", "content": f"client {n} write {i}"}, token=token
+                )
             except OSError:
                 return  # refused or reset: not acknowledged
             if r.status != 201:
@@ -98,7 +99,11 @@ def test_a_signal_while_workers_start_stops_cleanly_and_leaves_no_worker(tmp_pat
 
     process = subprocess.Popen(
         [sys.executable, "-m", "capsule_cli", "serve", "--port", "0", "--workers", "2", "--data-dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment())
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment(),
+    )
     lines = []
     for line in process.stderr:  # a worker building its service logs this while serve waits for it
         lines.append(line)
@@ -158,9 +163,12 @@ def test_sigterm_under_load_resets_no_connection(tmp_path):
         except ConnectionRefusedError:
             return "refused"
         try:
-            sock.sendall(b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
-                         + b"\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
-                         % len(body) + body)
+            sock.sendall(
+                b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                + token
+                + b"\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
+                + body
+            )
             answer = b""
             while chunk := sock.recv(65536):
                 answer += chunk

@@ -11,8 +11,9 @@ from .sigv4 import now, sign
 
 def signed(server, method, path, body=None, *, secret=SIGV4_SECRET, key=SIGV4_KEY, at=None, send=None):
     data = b"" if body is None else json.dumps(body).encode()
-    headers = sign(method, f"{server.url}{path}", data, key=key, secret=secret, at=at,
-                   headers={"Content-Type": "application/json"})
+    headers = sign(
+        method, f"{server.url}{path}", data, key=key, secret=secret, at=at, headers={"Content-Type": "application/json"}
+    )
     return server.request(method, path, raw=data if send is None else send, headers=headers, token=None)
 
 
@@ -44,11 +45,14 @@ def test_tampered_body_is_refused_and_changes_nothing(server):
     assert count(server, "signed-t") == before
 
 
-@pytest.mark.parametrize("kwargs, status", [
-    ({"secret": "a-wrong-secret-0123456789abcdef"}, 403),
-    ({"at": now() - timedelta(minutes=10)}, 403),
-    ({"key": "AKIDNOTCONFIGURED01"}, 403),
-])
+@pytest.mark.parametrize(
+    "kwargs, status",
+    [
+        ({"secret": "a-wrong-secret-0123456789abcdef"}, 403),
+        ({"at": now() - timedelta(minutes=10)}, 403),
+        ({"key": "AKIDNOTCONFIGURED01"}, 403),
+    ],
+)
 def test_wrong_secret_stale_date_unknown_key_are_refused(server, kwargs, status):
     before = count(server, "signed-w")
     r = signed(server, "POST", "/v1/memories", {"project": "signed-w", "content": "must not land"}, **kwargs)

@@ -17,9 +17,9 @@ from capsule.config import Settings
 from capsule.core.errors import CapsuleError
 from capsule.runtime.service import build_service
 from capsule.sync import LocalPeer, Watermarks, run_sync
+from capsule_cli.sync_cmd import HttpPeer
 from mcp_client.auth import BearerAuth
 from mcp_client.client import CapsuleClient, Response, Retry
-from capsule_cli.sync_cmd import HttpPeer
 from mcp_client.transport import PooledTransport
 
 from .server import ROOT, Server, capsule, environment
@@ -62,8 +62,10 @@ def remote_memory(remote, memory_id: str) -> dict:
 
 def test_both_ways_with_ids_pins_votes_forgets_and_a_second_run_moves_nothing(remote, tmp_path):
     local = tmp_path / "local"
-    ids = [local_cli(local, "store", f"decision {n}: keep WAL mode on", "--project", "alpha")["memory"]["id"]
-           for n in range(4)]
+    ids = [
+        local_cli(local, "store", f"decision {n}: keep WAL mode on", "--project", "alpha")["memory"]["id"]
+        for n in range(4)
+    ]
     local_cli(local, "pin", ids[0])
     local_cli(local, "feedback", ids[1], "--helpful", "--context", "it worked")
     local_cli(local, "forget", ids[2], "--reason", "stale")
@@ -95,13 +97,18 @@ def test_conflicts_follow_the_rule_and_are_reported(remote, tmp_path):
     local = tmp_path / "local"
     memory_id = local_cli(local, "store", "the cache TTL is 5 minutes", "--project", "beta")["memory"]["id"]
     sync(remote, local, "both", "beta")
-    local_cli(local, "pin", memory_id)                 # an edit here ...
+    local_cli(local, "pin", memory_id)  # an edit here ...
     time.sleep(0.05)
-    assert remote.request("DELETE", f"/v1/memories/{memory_id}?reason=outdated").status == 200  # ... a later forget there
+    assert (
+        remote.request("DELETE", f"/v1/memories/{memory_id}?reason=outdated").status == 200
+    )  # ... a later forget there
     report = sync(remote, local, "both", "beta")
     conflicts = [c for m in report["moves"] for c in m["conflicts"]]
     assert conflicts and conflicts[0]["id"] == memory_id
-    assert conflicts[0]["fields"]["deleted_at"] in ("kept", "arrived") and "forget wins over an older edit" in conflicts[0]["rule"]
+    assert (
+        conflicts[0]["fields"]["deleted_at"] in ("kept", "arrived")
+        and "forget wins over an older edit" in conflicts[0]["rule"]
+    )
     assert capsule("get", memory_id, data_dir=local).returncode == 1  # forgotten on both sides
     assert remote.request("GET", f"/v1/memories/{memory_id}").status == 404
 
@@ -109,12 +116,27 @@ def test_conflicts_follow_the_rule_and_are_reported(remote, tmp_path):
 def test_a_sync_killed_with_sigkill_resumes_and_loses_nothing(remote, tmp_path):
     local = tmp_path / "local"
     service = build_service(Settings(data_dir=local, embedder="hashing"))
-    ids = [service.store_memory("local", {"project": "gamma", "content": f"note {n}: " + "word " * 40}).memory.id
-           for n in range(900)]
+    ids = [
+        service.store_memory("local", {"project": "gamma", "content": f"note {n}: " + "word " * 40}).memory.id
+        for n in range(900)
+    ]
     here = next(p for p in service.projects("local").projects if p.project == "gamma")  # the rolling limit evicted some
     service.store.close()
-    args = [sys.executable, "-m", "capsule_cli", "sync", "push", "--url", remote.url, "--project", "gamma",
-            "--api-key-file", str(remote.data_dir / "gateway-token"), "--data-dir", str(local)]
+    args = [
+        sys.executable,
+        "-m",
+        "capsule_cli",
+        "sync",
+        "push",
+        "--url",
+        remote.url,
+        "--project",
+        "gamma",
+        "--api-key-file",
+        str(remote.data_dir / "gateway-token"),
+        "--data-dir",
+        str(local),
+    ]
     proc = subprocess.Popen(args, env=environment(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     marks = local / "sync"
     deadline = time.monotonic() + 120
@@ -128,9 +150,10 @@ def test_a_sync_killed_with_sigkill_resumes_and_loses_nothing(remote, tmp_path):
     assert 0 < sent < 900, sent  # it resumed where the killed run stopped
     listed = remote.request("GET", "/v1/projects").json
     gamma = next(p for p in listed["projects"] if p["project"] == "gamma")
-    assert (gamma["memories"], gamma["forgotten"]) == (here.memories, here.forgotten) and \
-        gamma["memories"] + gamma["forgotten"] == 900, (moved_before, gamma)
-    for memory_id in ids[-here.memories::17]:  # the active ones, under their own ids
+    assert (gamma["memories"], gamma["forgotten"]) == (here.memories, here.forgotten) and gamma["memories"] + gamma[
+        "forgotten"
+    ] == 900, (moved_before, gamma)
+    for memory_id in ids[-here.memories :: 17]:  # the active ones, under their own ids
         assert remote_memory(remote, memory_id)["id"] == memory_id
     assert totals(sync(remote, local, "push", "gamma"), "push") == (0, 0)
 

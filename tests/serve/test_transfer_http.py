@@ -17,8 +17,9 @@ def test_export_pages_and_import_over_http(server):
     assert again.status == 200, again
     assert again.json["skipped"] == {"memory": 3, "project": 1} and again.json["imported"] == {}
 
-    refused = server.request("POST", "/v1/import", raw=b'{"kind":"memory"}\n',
-                             headers={"Content-Type": "application/x-ndjson"})
+    refused = server.request(
+        "POST", "/v1/import", raw=b'{"kind":"memory"}\n', headers={"Content-Type": "application/x-ndjson"}
+    )
     assert refused.status == 422 and "line 1" in refused.json["error"]["message"]
     bad_cursor = server.request("GET", "/v1/export?cursor=nonsense")
     assert bad_cursor.status == 404  # a cursor no export returned names no page
@@ -28,6 +29,7 @@ def test_export_pages_and_import_over_http(server):
 def test_an_import_body_over_the_limit_is_refused_before_it_is_read(server):
     from capsule.core import limits
 
-    big = server.request("POST", "/v1/import", raw=b"x" * (limits.MAX_BODY_BYTES + 1),
-                         headers={"Content-Type": "application/x-ndjson"})
+    big = server.request(
+        "POST", "/v1/import", raw=b"x" * (limits.MAX_BODY_BYTES + 1), headers={"Content-Type": "application/x-ndjson"}
+    )
     assert big.status == 413, big

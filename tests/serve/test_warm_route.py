@@ -17,18 +17,35 @@ import pytest
 
 from .server import ROOT, Server, environment
 
-HEAVY = ("numpy", "pydantic", "onnxruntime", "tokenizers", "aws_lambda_powertools", "boto3", "botocore",
-         "mcp", "uvicorn", "capsule.service.memory_service", "capsule.core.models")
+HEAVY = (
+    "numpy",
+    "pydantic",
+    "onnxruntime",
+    "tokenizers",
+    "aws_lambda_powertools",
+    "boto3",
+    "botocore",
+    "mcp",
+    "uvicorn",
+    "capsule.service.memory_service",
+    "capsule.core.models",
+)
 FIXTURES = ROOT / "tests" / "mcp" / "fixtures"
 PROJECT = "shop"  # the recorded hook inputs ran in /home/dev/shop: its folder name
 
 
-def run(*args: str, data_dir: Path, stdin: str | None = None, env: dict[str, str] | None = None
-        ) -> subprocess.CompletedProcess:
+def run(
+    *args: str, data_dir: Path, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """``capsule ARGS`` as a user runs it, with -X importtime: stderr lists every module loaded."""
-    return subprocess.run([sys.executable, "-X", "importtime", "-m", "capsule_cli", *args],
-                          input=stdin, capture_output=True, text=True, timeout=120,
-                          env={**environment(), "CAPSULE_DATA_DIR": str(data_dir), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "capsule_cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**environment(), "CAPSULE_DATA_DIR": str(data_dir), **(env or {})},
+    )
 
 
 def imported(done: subprocess.CompletedProcess) -> set[str]:
@@ -80,8 +97,16 @@ def test_serve_announces_itself_in_its_data_folder(served):
 
 
 def test_store_and_search_go_to_the_running_server_without_loading_the_heavy_modules(served):
-    stored = run("store", "Use BEGIN IMMEDIATE for SQLite writes", "--project", "warm", "--tag", "sqlite",
-                 "--json", data_dir=served.data_dir)
+    stored = run(
+        "store",
+        "Use BEGIN IMMEDIATE for SQLite writes",
+        "--project",
+        "warm",
+        "--tag",
+        "sqlite",
+        "--json",
+        data_dir=served.data_dir,
+    )
     assert stored.returncode == 0, messages(stored)
     assert heavy(stored) == []  # an embedded run imports numpy and pydantic before anything else
     memory = json.loads(stored.stdout)["memory"]
@@ -100,9 +125,25 @@ def test_store_and_search_go_to_the_running_server_without_loading_the_heavy_mod
 # What the warm route must not load either: the standard library's HTTP client (it brings email
 # and ssl), logging, the route table and the credentials module (the server announces both),
 # typing and dataclasses (with inspect), and what only an embedded run or a refused option needs.
-NOT_ON_THE_WARM_ROUTE = ("http.client", "ssl", "email.parser", "logging", "uuid", "platform", "subprocess",
-                         "difflib", "shutil", "typing", "dataclasses", "inspect", "datetime",
-                         "functions.routes", "functions.credentials", "functions.auth", "mcp_client.auth")
+NOT_ON_THE_WARM_ROUTE = (
+    "http.client",
+    "ssl",
+    "email.parser",
+    "logging",
+    "uuid",
+    "platform",
+    "subprocess",
+    "difflib",
+    "shutil",
+    "typing",
+    "dataclasses",
+    "inspect",
+    "datetime",
+    "functions.routes",
+    "functions.credentials",
+    "functions.auth",
+    "mcp_client.auth",
+)
 # ...and search, store and pre-tool-use neither the transcript parsers nor the secret guard
 # (stop and post-compact guard what they keep in the spool).
 NOT_FOR_A_QUERY = NOT_ON_THE_WARM_ROUTE + ("capsule.guard", "mcp_client.digest")
@@ -113,10 +154,16 @@ def test_the_warm_route_imports_only_what_a_loopback_request_needs(served):
     found = run("search", "onnx runtime", "--project", "lean", data_dir=served.data_dir)
     lean = {"CAPSULE_PROJECT": "lean"}  # not the recorded inputs' project, which other tests count
     stop = run("hook", "stop", data_dir=served.data_dir, stdin=hook_input("stop.json"), env=lean)
-    compacted = run("hook", "post-compact", data_dir=served.data_dir, stdin=hook_input("post_compact.json"),
-                    env=lean)
-    pre = run("hook", "pre-tool-use", "--min-score", "0", data_dir=served.data_dir,
-              stdin=hook_input("pre_tool_use_task.json"), env=lean)
+    compacted = run("hook", "post-compact", data_dir=served.data_dir, stdin=hook_input("post_compact.json"), env=lean)
+    pre = run(
+        "hook",
+        "pre-tool-use",
+        "--min-score",
+        "0",
+        data_dir=served.data_dir,
+        stdin=hook_input("pre_tool_use_task.json"),
+        env=lean,
+    )
     assert stored.returncode == found.returncode == 0, messages(stored) + messages(found)
     assert "Pin the ONNX runtime version" in found.stdout
     assert json.loads(pre.stdout)["hookSpecificOutput"]["additionalContext"].startswith("Relevant memories")
@@ -136,8 +183,9 @@ def test_an_announcement_without_routes_or_token_file_still_reaches_the_server(s
     announced = json.loads((served.data_dir / "serve.json").read_text())
     assert announced["routes"]["search"] == ["POST", "/v1/memories/search"]
     assert announced["token_file"] == str(served.data_dir / "gateway-token")
-    (tmp_path / "serve.json").write_text(json.dumps(
-        {k: v for k, v in announced.items() if k not in ("routes", "token_file")}))
+    (tmp_path / "serve.json").write_text(
+        json.dumps({k: v for k, v in announced.items() if k not in ("routes", "token_file")})
+    )
     (tmp_path / "gateway-token").write_text((served.data_dir / "gateway-token").read_text())
     server = local_server.find({"CAPSULE_EMBEDDER": "hashing"}, data_dir=tmp_path)
     assert server is not None and server.routes is None
@@ -170,8 +218,9 @@ def test_hooks_go_to_the_running_server_without_loading_the_heavy_modules(served
     assert len(contents(served, PROJECT)) == 2
     assert list((served.data_dir / "hook-spool").glob("*")) == []  # delivered: nothing kept
 
-    answer = run("hook", "pre-tool-use", "--min-score", "0", data_dir=served.data_dir,
-                 stdin=hook_input("pre_tool_use_task.json"))
+    answer = run(
+        "hook", "pre-tool-use", "--min-score", "0", data_dir=served.data_dir, stdin=hook_input("pre_tool_use_task.json")
+    )
     assert answer.returncode == 0, messages(answer)
     assert heavy(answer) == []
     context = json.loads(answer.stdout)["hookSpecificOutput"]["additionalContext"]
@@ -201,8 +250,9 @@ def test_without_an_answering_server_the_commands_run_embedded(tmp_path):
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     # announced by a live process (this one) that does not answer: the connection is refused
-    (data_dir / "serve.json").write_text(json.dumps(
-        {"url": f"http://127.0.0.1:{port}", "pid": os.getpid(), "embedder": "hashing", "store": "sqlite"}))
+    (data_dir / "serve.json").write_text(
+        json.dumps({"url": f"http://127.0.0.1:{port}", "pid": os.getpid(), "embedder": "hashing", "store": "sqlite"})
+    )
     stored = run("store", "kept by the embedded store", "--project", "p", data_dir=data_dir)
     assert stored.returncode == 0, messages(stored)
     assert "numpy" in imported(stored)  # ran embedded
@@ -255,17 +305,21 @@ def _children_of(pid: int) -> list[int]:
 def test_every_memory_command_goes_to_the_running_server_without_loading_the_heavy_modules(served):
     """Issue 30: beside a server every memory command answers as store and search do (none
     loads numpy, pydantic or the model); a short id is the one memory of this data folder it names."""
+
     def ok(*args: str) -> subprocess.CompletedProcess:
         done = run(*args, data_dir=served.data_dir)
         assert done.returncode == 0, messages(done)
         # A short id is looked up in the data folder's SQLite file (sqlite3 imports datetime: 7 ms).
         allowed = {"datetime"} if args[0] in ("get", "pin", "unpin", "feedback", "forget", "restore") else set()
         assert heavy(done) == [] and sorted(imported(done) & set(NOT_FOR_A_QUERY) - allowed) == [], (
-            args, messages(done))
+            args,
+            messages(done),
+        )
         return done
 
     memory_id = json.loads(ok("store", "Vacuum the SQLite file monthly", "--project", "every", "--json").stdout)[
-        "memory"]["id"]
+        "memory"
+    ]["id"]
     short = memory_id[:12]
     assert short in ok("list", "--project", "every").stdout  # a table shows 12 characters, --json the whole id
     listed = json.loads(ok("list", "--project", "every", "--limit", "5", "--json").stdout)

@@ -18,12 +18,12 @@ mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' e
 
 from pymongo.errors import ExecutionTimeout, OperationFailure  # noqa: E402
 
+from capsule.config import Settings  # noqa: E402
 from capsule.core import text  # noqa: E402
 from capsule.core.clock import FrozenClock  # noqa: E402
-from capsule.config import Settings  # noqa: E402
-from capsule.embedders import HashingEmbedder  # noqa: E402
 from capsule.core.errors import Conflict, Unavailable  # noqa: E402
 from capsule.core.records import Filters, KeywordStats, MemoryRecord  # noqa: E402
+from capsule.embedders import HashingEmbedder  # noqa: E402
 from capsule.service.memory_service import MemoryService  # noqa: E402
 from capsule.store import atlas_search, atlas_setup  # noqa: E402
 from capsule.store import mongo_vector as vs  # noqa: E402
@@ -36,23 +36,50 @@ from scripts.atlas_fake_search import Analyzer  # noqa: E402
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 T1_SIZE = 1200  # several times the shortlist (<= 300), so the hosted answer is not the whole project re-ranked
 EMBEDDER = HashingEmbedder(64)
-SUBJECTS = ["the sqlite checkpoint deadlocked while workers were writing", "redis timeouts in the queue worker",
-            "docker build cache misses after bumping the base image", "terraform state lock held by a crashed run",
-            "python import cycles broke the loader", "getUserById returned stale rows from the replica",
-            "the deploy went out before the migration ran", "ECONNREFUSED from redis.railway.internal on boot"]
-DETAILS = ["on monday", "again", "in staging", "during the release", "for the third time", "under load",
-           "after the upgrade", "in ci"]
+SUBJECTS = [
+    "the sqlite checkpoint deadlocked while workers were writing",
+    "redis timeouts in the queue worker",
+    "docker build cache misses after bumping the base image",
+    "terraform state lock held by a crashed run",
+    "python import cycles broke the loader",
+    "getUserById returned stale rows from the replica",
+    "the deploy went out before the migration ran",
+    "ECONNREFUSED from redis.railway.internal on boot",
+]
+DETAILS = [
+    "on monday",
+    "again",
+    "in staging",
+    "during the release",
+    "for the third time",
+    "under load",
+    "after the upgrade",
+    "in ci",
+]
 
 
 def corpus_records(tenant: str, project: str, n: int, *, offset: int = 0) -> list[MemoryRecord]:
-    texts = [f"{SUBJECTS[i % len(SUBJECTS)]} {DETAILS[(i * 3 + i // 8) % len(DETAILS)]} note {i}"
-             for i in range(offset, offset + n)]
+    texts = [
+        f"{SUBJECTS[i % len(SUBJECTS)]} {DETAILS[(i * 3 + i // 8) % len(DETAILS)]} note {i}"
+        for i in range(offset, offset + n)
+    ]
     vectors = EMBEDDER.embed(texts)
-    return [MemoryRecord(id=f"{tenant}-{project}-{i}", tenant=tenant, project=project, content=content,
-                         sha256=f"{tenant}{project}{i}", occurred_at=T0 - timedelta(hours=i),
-                         created_at=T0 - timedelta(hours=i), updated_at=T0, embedding=vector,
-                         model=EMBEDDER.model_id, status="ready")
-            for i, (content, vector) in zip(range(offset, offset + n), zip(texts, vectors))]
+    return [
+        MemoryRecord(
+            id=f"{tenant}-{project}-{i}",
+            tenant=tenant,
+            project=project,
+            content=content,
+            sha256=f"{tenant}{project}{i}",
+            occurred_at=T0 - timedelta(hours=i),
+            created_at=T0 - timedelta(hours=i),
+            updated_at=T0,
+            embedding=vector,
+            model=EMBEDDER.model_id,
+            status="ready",
+        )
+        for i, (content, vector) in zip(range(offset, offset + n), zip(texts, vectors))
+    ]
 
 
 def make_cluster(ready_after: int = 0):
@@ -73,8 +100,17 @@ def fill(db, corpus, groups) -> None:
             seq += 1
             docs.append({**record_to_doc(record, seq=seq), "version": 1})
         corpus.add(docs)
-        db["projects"].insert_one({"tenant": tenant, "name": project, "version": 1, "purged_version": 0,
-                                   "memories": n, "seq": n, "updated_at": 0.0})
+        db["projects"].insert_one(
+            {
+                "tenant": tenant,
+                "name": project,
+                "version": 1,
+                "purged_version": 0,
+                "memories": n,
+                "seq": n,
+                "updated_at": 0.0,
+            }
+        )
 
 
 @pytest.fixture
@@ -87,8 +123,9 @@ def cluster():
 
 
 def service(store, embedder=EMBEDDER):
-    return MemoryService(store, embedder, clock=FrozenClock(T0),
-                         settings=Settings(embedder="hashing", query_cache_entries=0))
+    return MemoryService(
+        store, embedder, clock=FrozenClock(T0), settings=Settings(embedder="hashing", query_cache_entries=0)
+    )
 
 
 # ---- 1. the analyzer agrees with the local tokenizer ---------------------------------------
@@ -137,12 +174,16 @@ def test_the_analyzer_is_made_from_the_local_tokenizers_tables():
 
 # ---- index definitions and pipeline shapes --------------------------------------------------
 
+
 def test_the_search_index_maps_content_and_every_filter_field():
     index = atlas_search.search_index_definition()
     fields = index["definition"]["mappings"]["fields"]
     assert index["type"] == "search" and index["definition"]["mappings"]["dynamic"] is False
-    assert fields["content"] == {"type": "string", "analyzer": atlas_search.ANALYZER,
-                                 "searchAnalyzer": atlas_search.ANALYZER}
+    assert fields["content"] == {
+        "type": "string",
+        "analyzer": atlas_search.ANALYZER,
+        "searchAnalyzer": atlas_search.ANALYZER,
+    }
     assert fields["tenant"] == fields["project"] == {"type": "token"}
     assert fields["active"] == {"type": "boolean"} and fields["occurred_at"] == {"type": "number"}
     assert set(fields["meta"]["fields"]) == {"component", "category", "tags"}
@@ -152,14 +193,17 @@ def test_the_vector_index_is_scalar_quantized_and_sized_per_embedder():
     for dims in (1536, 1024, 384):
         vector = vs.vector_index_definition(dims)["definition"]["fields"][0]
         assert (vector["numDimensions"], vector["quantization"]) == (dims, "scalar")
-    assert vs.vector_index_definition(1024, quantization="binary")["definition"]["fields"][0]["quantization"] == "binary"
+    assert (
+        vs.vector_index_definition(1024, quantization="binary")["definition"]["fields"][0]["quantization"] == "binary"
+    )
     with pytest.raises(ValueError):
         vs.vector_index_definition(1024, quantization="int4")
 
 
 def test_num_candidates_is_twenty_times_the_limit_within_atlas_maximum():
-    args = dict(tenant="t", projects=["p"], filters=Filters(), query_vector=np.ones(4, np.float32), model="m",
-                index="v")
+    args = dict(
+        tenant="t", projects=["p"], filters=Filters(), query_vector=np.ones(4, np.float32), model="m", index="v"
+    )
     assert vs.vector_pipeline(**args)[0]["$vectorSearch"]["numCandidates"] == 20 * vs.VECTOR_LIMIT
     assert vs.vector_pipeline(**args, limit=1000)[0]["$vectorSearch"]["numCandidates"] == 10_000
 
@@ -176,13 +220,21 @@ def test_the_keyword_pipeline_filters_inside_the_index():
     assert {"in": {"path": "project", "value": ["p", "q"]}} in clauses
     assert {"equals": {"path": "meta.tags", "value": "a"}} in clauses and len(clauses) == 8
     assert {"range": {"path": "occurred_at", "gte": T0.timestamp(), "lt": T0.timestamp()}} in clauses
-    assert [next(iter(s)) for s in pipeline[1:]] == ["$match", "$limit", "$addFields", "$project", "$unionWith",
-                                                      "$unionWith"]
+    assert [next(iter(s)) for s in pipeline[1:]] == [
+        "$match",
+        "$limit",
+        "$addFields",
+        "$project",
+        "$unionWith",
+        "$unionWith",
+    ]
     assert pipeline[2] == {"$limit": atlas_search.KEYWORD_LIMIT}
     # in the same round trip: how many memories of the scope hold "redis", and how many it holds
     counts = [s["$unionWith"]["pipeline"] for s in pipeline[-2:]]
-    assert counts[0][0]["$searchMeta"]["compound"] == {"filter": clauses, "must": [
-        {"text": {"path": "content", "query": "redis"}}]}
+    assert counts[0][0]["$searchMeta"]["compound"] == {
+        "filter": clauses,
+        "must": [{"text": {"path": "content", "query": "redis"}}],
+    }
     assert counts[1][0]["$searchMeta"]["compound"] == {"filter": clauses}
     assert counts[0][1] == {"$addFields": {atlas_search.COUNT_KEY: "redi"}}
     assert counts[1][1] == {"$addFields": {atlas_search.COUNT_KEY: None}}
@@ -196,10 +248,16 @@ def test_counts_ask_for_the_word_not_its_stem():
 
 # ---- BM25 from the index ----------------------------------------------------------------------
 
+
 def test_the_keyword_score_is_lucenes_bm25_with_the_whole_indexs_statistics(cluster):
     store, db, _ = cluster
-    found, stats = atlas_search.split_counts(list(store.memories.aggregate(atlas_search.keyword_pipeline(
-        tenant="t1", projects=["big"], filters=Filters(), query="terraform"))))
+    found, stats = atlas_search.split_counts(
+        list(
+            store.memories.aggregate(
+                atlas_search.keyword_pipeline(tenant="t1", projects=["big"], filters=Filters(), query="terraform")
+            )
+        )
+    )
     assert {d["tenant"] for d in found} == {"t1"} and all("terraform" in d["content"] for d in found)
     # the scope's statistics, for the service's re-ranking: t1's memories, not the index's
     assert stats == KeywordStats(n=T1_SIZE, avgdl=None, df={"terraform": T1_SIZE // 8})
@@ -221,8 +279,15 @@ def test_the_hosted_answers_are_the_embedded_stores(cluster, tmp_path):
     local = SQLiteStore(tmp_path / "c.db")
     local.migrate()
     local.insert(corpus_records("t1", "big", T1_SIZE), limit=10_000, dedupe_after=None, actor="t")
-    queries = ["redis timeout", "terraform state lock", "getUserById stale replica", "deploy migration",
-               "docker cache", "sqlite deadlock under load", "import cycle loader in ci"]
+    queries = [
+        "redis timeout",
+        "terraform state lock",
+        "getUserById stale replica",
+        "deploy migration",
+        "docker cache",
+        "sqlite deadlock under load",
+        "import cycle loader in ci",
+    ]
     for query in queries:
         for mode in ("hybrid", "bm25", "vector"):
             request = {"project": "big", "query": query, "k": 5, "mode": mode}
@@ -241,14 +306,29 @@ def skewed_records(n: int) -> list[MemoryRecord]:
     rare = ["deadlock", "checksum", "segfault", "oom"]
     texts = []
     for i in range(n):
-        words = rng.sample(common, 3) + ([rng.choice(rare)] if rng.random() < 0.04 else []) + [
-            f"n{i}", rng.choice(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta"])]
+        words = (
+            rng.sample(common, 3)
+            + ([rng.choice(rare)] if rng.random() < 0.04 else [])
+            + [f"n{i}", rng.choice(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta"])]
+        )
         rng.shuffle(words)
         texts.append(" ".join(words))
-    return [MemoryRecord(id=f"m{i}", tenant="t1", project="big", content=content, sha256=str(i),
-                         occurred_at=T0 - timedelta(hours=i), created_at=T0 - timedelta(hours=i), updated_at=T0,
-                         embedding=vector, model=EMBEDDER.model_id, status="ready")
-            for i, (content, vector) in enumerate(zip(texts, EMBEDDER.embed(texts)))]
+    return [
+        MemoryRecord(
+            id=f"m{i}",
+            tenant="t1",
+            project="big",
+            content=content,
+            sha256=str(i),
+            occurred_at=T0 - timedelta(hours=i),
+            created_at=T0 - timedelta(hours=i),
+            updated_at=T0,
+            embedding=vector,
+            model=EMBEDDER.model_id,
+            status="ready",
+        )
+        for i, (content, vector) in enumerate(zip(texts, EMBEDDER.embed(texts)))
+    ]
 
 
 def test_the_shortlist_is_ranked_by_the_scopes_term_rarity_not_its_own(tmp_path):
@@ -258,13 +338,29 @@ def test_the_shortlist_is_ranked_by_the_scopes_term_rarity_not_its_own(tmp_path)
     store.ensure_vector_index(EMBEDDER.dim)
     records = skewed_records(2000)
     corpus.add([{**record_to_doc(r, seq=i + 1), "version": 1} for i, r in enumerate(records)])
-    db["projects"].insert_one({"tenant": "t1", "name": "big", "version": 1, "purged_version": 0, "memories": 2000,
-                               "seq": 2000, "updated_at": 0.0})
+    db["projects"].insert_one(
+        {
+            "tenant": "t1",
+            "name": "big",
+            "version": 1,
+            "purged_version": 0,
+            "memories": 2000,
+            "seq": 2000,
+            "updated_at": 0.0,
+        }
+    )
     local = SQLiteStore(tmp_path / "c.db")
     local.migrate()
     local.insert(records, limit=10_000, dedupe_after=None, actor="t")
-    for query in ["redis deadlock", "worker checksum timeout", "queue segfault", "build oom deploy",
-                  "redis worker alpha", "timeout eta beta", "deploy zeta"]:
+    for query in [
+        "redis deadlock",
+        "worker checksum timeout",
+        "queue segfault",
+        "build oom deploy",
+        "redis worker alpha",
+        "timeout eta beta",
+        "deploy zeta",
+    ]:
         for mode in ("hybrid", "bm25"):
             request = {"project": "big", "query": query, "k": 10, "mode": mode}
             hosted = [h.id for h in service(store).search("t1", request).results]
@@ -273,6 +369,7 @@ def test_the_shortlist_is_ranked_by_the_scopes_term_rarity_not_its_own(tmp_path)
 
 
 # ---- 2. the halves are independent -----------------------------------------------------------
+
 
 def test_a_failing_keyword_half_leaves_the_vector_results_and_says_so(cluster, monkeypatch):
     store, db, _ = cluster
@@ -328,17 +425,26 @@ def test_a_partial_answer_is_not_cached(cluster, monkeypatch):
 
 # ---- 4. setup-atlas -----------------------------------------------------------------------------
 
+
 def test_setup_creates_both_indexes_waits_until_queryable_and_a_second_run_changes_nothing():
     store, _, _, counter = make_cluster(ready_after=2)
     lines, sleeps = [], []
     wanted = atlas_setup.wanted_indexes(1536, vector_index=store.vector_index)
-    done = atlas_setup.ensure_search_indexes(store.memories, wanted, wait_s=60, poll_s=5, progress=lines.append,
-                                             sleep=sleeps.append, clock=lambda: 5.0 * len(sleeps))
+    done = atlas_setup.ensure_search_indexes(
+        store.memories,
+        wanted,
+        wait_s=60,
+        poll_s=5,
+        progress=lines.append,
+        sleep=sleeps.append,
+        clock=lambda: 5.0 * len(sleeps),
+    )
     assert done == {store.vector_index: "created", atlas_search.SEARCH_INDEX: "created"}
     assert sleeps == [5, 5] and "BUILDING" in lines[2] and "READY" in lines[-1]
     counter.reset()
-    again = atlas_setup.ensure_search_indexes(store.memories, wanted, wait_s=60, progress=lines.append,
-                                              sleep=sleeps.append)
+    again = atlas_setup.ensure_search_indexes(
+        store.memories, wanted, wait_s=60, progress=lines.append, sleep=sleeps.append
+    )
     assert set(again.values()) == {"unchanged"}
     assert "createSearchIndexes" not in counter.commands and "updateSearchIndex" not in counter.commands
 
@@ -358,8 +464,10 @@ def test_setup_updates_a_changed_definition_in_place():
     store, _, _, _ = make_cluster()
     store.ensure_vector_index(1024)
     done = atlas_setup.ensure_search_indexes(
-        store.memories, atlas_setup.wanted_indexes(1024, vector_index=store.vector_index, quantization="binary"),
-        wait_s=0)
+        store.memories,
+        atlas_setup.wanted_indexes(1024, vector_index=store.vector_index, quantization="binary"),
+        wait_s=0,
+    )
     assert done[store.vector_index] == "updated" and done[atlas_search.SEARCH_INDEX] == "unchanged"
 
 
@@ -367,25 +475,36 @@ def test_setup_refuses_a_vector_index_of_other_dimensions():
     store, _, _, _ = make_cluster()
     store.ensure_vector_index(1024)
     with pytest.raises(Conflict, match="1024-dimension vectors but the embedder makes 1536"):
-        atlas_setup.ensure_search_indexes(store.memories, atlas_setup.wanted_indexes(
-            1536, vector_index=store.vector_index), wait_s=0)
+        atlas_setup.ensure_search_indexes(
+            store.memories, atlas_setup.wanted_indexes(1536, vector_index=store.vector_index), wait_s=0
+        )
 
 
 def test_setup_gives_up_waiting_with_a_clear_error():
     store, _, _, _ = make_cluster(ready_after=1000)
     ticks = []
     with pytest.raises(Unavailable, match="not queryable after 20 s"):
-        atlas_setup.ensure_search_indexes(store.memories, atlas_setup.wanted_indexes(
-            64, vector_index=store.vector_index), wait_s=20, poll_s=5, sleep=ticks.append,
-            clock=lambda: 5.0 * len(ticks))
+        atlas_setup.ensure_search_indexes(
+            store.memories,
+            atlas_setup.wanted_indexes(64, vector_index=store.vector_index),
+            wait_s=20,
+            poll_s=5,
+            sleep=ticks.append,
+            clock=lambda: 5.0 * len(ticks),
+        )
 
 
 def test_a_search_index_still_building_answers_nothing():
     store, db, corpus, _ = make_cluster(ready_after=1)
     store.ensure_vector_index(EMBEDDER.dim)
     fill(db, corpus, (("t1", "big", 120),))
-    assert atlas_search.split_counts(list(store.memories.aggregate(atlas_search.keyword_pipeline(
-        tenant="t1", projects=None, filters=Filters(), query="redis")))) == ([], None)
+    assert atlas_search.split_counts(
+        list(
+            store.memories.aggregate(
+                atlas_search.keyword_pipeline(tenant="t1", projects=None, filters=Filters(), query="redis")
+            )
+        )
+    ) == ([], None)
 
 
 def test_setup_drops_the_classic_text_indexes():

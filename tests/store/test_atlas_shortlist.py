@@ -16,11 +16,11 @@ import pytest
 
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
 
-from capsule.core.clock import FrozenClock  # noqa: E402
 from capsule.config import Settings, index_budget_mb  # noqa: E402
-from capsule.embedders import HashingEmbedder  # noqa: E402
+from capsule.core.clock import FrozenClock  # noqa: E402
 from capsule.core.errors import Unavailable  # noqa: E402
 from capsule.core.records import Filters, MemoryRecord  # noqa: E402
+from capsule.embedders import HashingEmbedder  # noqa: E402
 from capsule.service.memory_service import MemoryService  # noqa: E402
 from capsule.store import atlas_search  # noqa: E402
 from capsule.store import mongo_vector as vs  # noqa: E402
@@ -30,8 +30,13 @@ from scripts.atlas_fake import DocsCorpus, FakeAtlasDatabase, OperationCounter, 
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 EMBEDDER = HashingEmbedder(64)
-TOPICS = ["sqlite deadlock on checkpoint", "redis timeout in the worker", "docker build cache miss",
-          "terraform state lock held", "python import cycle in the loader"]
+TOPICS = [
+    "sqlite deadlock on checkpoint",
+    "redis timeout in the worker",
+    "docker build cache miss",
+    "terraform state lock held",
+    "python import cycle in the loader",
+]
 
 
 class Down:
@@ -44,11 +49,22 @@ class Down:
 def memories(tenant: str, project: str, n: int) -> list[MemoryRecord]:
     texts = [f"{TOPICS[i % len(TOPICS)]} case {i} in {project}" for i in range(n)]
     vectors = EMBEDDER.embed(texts)
-    return [MemoryRecord(id=f"{tenant}-{project}-{i}", tenant=tenant, project=project, content=text,
-                         sha256=f"{tenant}{project}{i}", occurred_at=T0 - timedelta(hours=i),
-                         created_at=T0 - timedelta(hours=i), updated_at=T0, embedding=vector,
-                         model=EMBEDDER.model_id, status="ready")
-            for i, (text, vector) in enumerate(zip(texts, vectors))]
+    return [
+        MemoryRecord(
+            id=f"{tenant}-{project}-{i}",
+            tenant=tenant,
+            project=project,
+            content=text,
+            sha256=f"{tenant}{project}{i}",
+            occurred_at=T0 - timedelta(hours=i),
+            created_at=T0 - timedelta(hours=i),
+            updated_at=T0,
+            embedding=vector,
+            model=EMBEDDER.model_id,
+            status="ready",
+        )
+        for i, (text, vector) in enumerate(zip(texts, vectors))
+    ]
 
 
 @pytest.fixture
@@ -67,16 +83,26 @@ def cluster():
             seq += 1
             docs.append({**record_to_doc(record, seq=seq), "version": 1})
         corpus.add(docs)
-        db["projects"].insert_one({"tenant": tenant, "name": project, "version": 1, "purged_version": 0,
-                                   "memories": n, "seq": n, "updated_at": 0.0})
+        db["projects"].insert_one(
+            {
+                "tenant": tenant,
+                "name": project,
+                "version": 1,
+                "purged_version": 0,
+                "memories": n,
+                "seq": n,
+                "updated_at": 0.0,
+            }
+        )
     counter.reset()
     yield store, counter
     client.close()
 
 
 def service(store, embedder=EMBEDDER):
-    return MemoryService(store, embedder, clock=FrozenClock(T0),
-                         settings=Settings(embedder="hashing", query_cache_entries=0))
+    return MemoryService(
+        store, embedder, clock=FrozenClock(T0), settings=Settings(embedder="hashing", query_cache_entries=0)
+    )
 
 
 def test_a_large_project_is_ranked_from_the_clusters_shortlist(cluster):
@@ -117,34 +143,67 @@ def test_the_old_full_load_is_what_the_fake_refuses(cluster):
 
 def test_filters_become_prefilters_the_shipped_index_declares(cluster):
     store, _ = cluster
-    near = store.nearest_candidates("t1", ["big"], Filters(component="db", tags=("a",)), query="sqlite",
-                                    query_vector=EMBEDDER.embed(["sqlite"])[0], model=EMBEDDER.model_id)
+    near = store.nearest_candidates(
+        "t1",
+        ["big"],
+        Filters(component="db", tags=("a",)),
+        query="sqlite",
+        query_vector=EMBEDDER.embed(["sqlite"])[0],
+        model=EMBEDDER.model_id,
+    )
     assert near == []  # no memory has that component; the fake accepted every filter path
     from pymongo.errors import OperationFailure
 
     with pytest.raises(OperationFailure, match="status"):  # a path the index does not declare: refused
-        store.memories.aggregate([{"$vectorSearch": {
-            "index": store.vector_index, "path": "embedding", "queryVector": vs.encode_vector(np.ones(64)),
-            "numCandidates": 10, "limit": 5, "filter": {"$and": [{"tenant": "t1"}, {"status": "ready"}]}}}])
+        store.memories.aggregate(
+            [
+                {
+                    "$vectorSearch": {
+                        "index": store.vector_index,
+                        "path": "embedding",
+                        "queryVector": vs.encode_vector(np.ones(64)),
+                        "numCandidates": 10,
+                        "limit": 5,
+                        "filter": {"$and": [{"tenant": "t1"}, {"status": "ready"}]},
+                    }
+                }
+            ]
+        )
 
 
 def test_the_keyword_half_filters_inside_the_search_index_and_refuses_an_unmapped_path(cluster):
     store, _ = cluster
-    found, _ = atlas_search.split_counts(list(store.memories.aggregate(atlas_search.keyword_pipeline(
-        tenant="t2", projects=None, filters=Filters(), query="redis"))))
+    found, _ = atlas_search.split_counts(
+        list(
+            store.memories.aggregate(
+                atlas_search.keyword_pipeline(tenant="t2", projects=None, filters=Filters(), query="redis")
+            )
+        )
+    )
     assert found and {d["tenant"] for d in found} == {"t2"}
     from pymongo.errors import OperationFailure
 
     with pytest.raises(OperationFailure, match="status"):  # a filter the index does not map: refused
-        store.memories.aggregate([{"$search": {"index": atlas_search.SEARCH_INDEX, "compound": {
-            "filter": [{"equals": {"path": "status", "value": "ready"}}],
-            "must": [{"text": {"path": "content", "query": "redis"}}]}}}])
+        store.memories.aggregate(
+            [
+                {
+                    "$search": {
+                        "index": atlas_search.SEARCH_INDEX,
+                        "compound": {
+                            "filter": [{"equals": {"path": "status", "value": "ready"}}],
+                            "must": [{"text": {"path": "content", "query": "redis"}}],
+                        },
+                    }
+                }
+            ]
+        )
 
 
 def test_the_vector_half_sees_only_the_tenants_own_memories(cluster):
     store, _ = cluster
-    near = store.nearest_candidates("t2", None, Filters(), query="", query_vector=EMBEDDER.embed(["redis"])[0],
-                                    model=EMBEDDER.model_id)
+    near = store.nearest_candidates(
+        "t2", None, Filters(), query="", query_vector=EMBEDDER.embed(["redis"])[0], model=EMBEDDER.model_id
+    )
     assert len(near) == vs.VECTOR_LIMIT and {r.tenant for r in near} == {"t2"}
 
 
@@ -157,6 +216,8 @@ def test_a_scope_below_the_threshold_is_not_shortlisted(cluster):
 def test_the_index_budget_follows_the_functions_memory():
     assert Settings.from_env({"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"}).index_memory_mb == index_budget_mb(1024)
     assert index_budget_mb(1024) == 256
-    assert Settings.from_env({"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024",
-                              "CAPSULE_INDEX_MEMORY_MB": "100"}).index_memory_mb == 100
+    assert (
+        Settings.from_env({"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "CAPSULE_INDEX_MEMORY_MB": "100"}).index_memory_mb
+        == 100
+    )
     assert Settings.from_env({}).index_memory_mb == 1024

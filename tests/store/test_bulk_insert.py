@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule.search import terms
 from capsule.core.records import MemoryRecord
+from capsule.search import terms
 from capsule.store import sqlite_bulk
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.sqlite_rows import record_params
@@ -21,7 +21,11 @@ TEXTS = [
     "Fix ECONNREFUSED in getUserById (HTTP 503) on redis.railway.internal",
     "the cat and the dog went to the market and bought apples",
     "SQLSTATE 40001 serialization_failure retry; see docs/retry-policy.md",
-    "", "a", "de-stress before the deploy: don't", "x" * 300, "camelCase snake_case kebab-case 42 007",
+    "",
+    "a",
+    "de-stress before the deploy: don't",
+    "x" * 300,
+    "camelCase snake_case kebab-case 42 007",
 ]
 
 
@@ -32,9 +36,22 @@ def rows(count: int, dim: int = 96, project: str = "p", sha=lambda i: f"{i:064x}
         at = BASE + timedelta(seconds=i)
         vector = None if i % 7 == 3 else rng.standard_normal(dim if i % 11 != 5 else 32).astype(np.float32)
         meta = {"component": "api", "session": "s1", "author": "ann"} if i % 2 else {}
-        out.append(MemoryRecord(id=f"m{i:05d}", tenant="t", project=project, content=TEXTS[i % len(TEXTS)] + f" {i}",
-                                sha256=sha(i), occurred_at=at, created_at=at, updated_at=at, embedding=vector,
-                                model=None if vector is None else "m", meta=meta, pinned=i % 5 == 0))
+        out.append(
+            MemoryRecord(
+                id=f"m{i:05d}",
+                tenant="t",
+                project=project,
+                content=TEXTS[i % len(TEXTS)] + f" {i}",
+                sha256=sha(i),
+                occurred_at=at,
+                created_at=at,
+                updated_at=at,
+                embedding=vector,
+                model=None if vector is None else "m",
+                meta=meta,
+                pinned=i % 5 == 0,
+            )
+        )
     return out
 
 

@@ -14,16 +14,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
+from capsule.core.clock import FrozenClock
+from capsule.core.records import MemoryRecord
+from capsule.core.text import sha256
 from capsule.embedders import HashingEmbedder
 from capsule.runtime.learning import build_jobs, build_learning
-from capsule.core.records import MemoryRecord
 from capsule.service.memory_service import MemoryService
 from capsule.store import sqlite_connection
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.transfer import transfer_store
-from capsule.core.text import sha256
 from capsule.transfer.export import Sources, export_page
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -50,12 +50,27 @@ def seeded(folder, size: int) -> SQLiteStore:
     for tenant in ("t", "other"):
         texts = [f"{tenant} memory {i} about the lock timeout and retry number {i % 17}" for i in range(size)]
         vectors = embedder.embed(texts)
-        store.insert_bulk([
-            MemoryRecord(id=f"{tenant}-{i:05d}", tenant=tenant, project="p", content=text, sha256=sha256(text),
-                         occurred_at=T0 + timedelta(minutes=i), created_at=T0 + timedelta(minutes=i),
-                         updated_at=T0 + timedelta(minutes=i), embedding=vectors[i], model=embedder.model_id,
-                         meta={"type": "error"} if i % 10 == 0 else {})
-            for i, text in enumerate(texts)], limit=1_000_000, dedupe_after=None, actor="seed")
+        store.insert_bulk(
+            [
+                MemoryRecord(
+                    id=f"{tenant}-{i:05d}",
+                    tenant=tenant,
+                    project="p",
+                    content=text,
+                    sha256=sha256(text),
+                    occurred_at=T0 + timedelta(minutes=i),
+                    created_at=T0 + timedelta(minutes=i),
+                    updated_at=T0 + timedelta(minutes=i),
+                    embedding=vectors[i],
+                    model=embedder.model_id,
+                    meta={"type": "error"} if i % 10 == 0 else {},
+                )
+                for i, text in enumerate(texts)
+            ],
+            limit=1_000_000,
+            dedupe_after=None,
+            actor="seed",
+        )
         for i in range(0, size, 10):  # forgotten ones, as a used store holds
             store.forget(tenant, f"{tenant}-{i:05d}", at=T0 + timedelta(days=1), actor="seed", reason="seed")
     store._conn().execute("ANALYZE")
@@ -73,8 +88,15 @@ def costs(store: SQLiteStore, folder) -> dict[str, int]:
     ids = iter(f"t-{i:05d}" for i in range(3, SMALL, 10))
     ops = {
         "store": lambda k: service.store_memory("t", {"project": "p", "content": f"a new decision {k}"}),
-        "ingest": lambda k: service.ingest("t", {"project": "p", "text": "\n\n".join(
-            f"Part {c} of document {k}: " + "the retry waits for the lock. " * 60 for c in range(10))}),
+        "ingest": lambda k: service.ingest(
+            "t",
+            {
+                "project": "p",
+                "text": "\n\n".join(
+                    f"Part {c} of document {k}: " + "the retry waits for the lock. " * 60 for c in range(10)
+                ),
+            },
+        ),
         "get": lambda k: service.get("t", next(ids)),
         "list page": lambda k: service.list_memories("t", {"project": "p", "limit": 20}),
         "pin": lambda k: service.pin("t", next(ids), True),
@@ -123,6 +145,9 @@ def measured(tmp_path_factory):
 def test_each_operations_sql_work_is_flat_in_the_projects_size(measured):
     small, large = measured[SMALL], measured[LARGE]
     assert all(small.values()), small  # every operation was counted
-    grew = {name: f"{small[name] * STEP:,} -> {large[name] * STEP:,} instructions"
-            for name in small if large[name] > FLAT * small[name] + 2}
+    grew = {
+        name: f"{small[name] * STEP:,} -> {large[name] * STEP:,} instructions"
+        for name in small
+        if large[name] > FLAT * small[name] + 2
+    }
     assert not grew, f"SQL work that grows with the data ({SMALL} -> {LARGE} memories): {grew}"

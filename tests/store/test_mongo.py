@@ -11,12 +11,12 @@ import pytest
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
 from bson.binary import Binary  # noqa: E402
 
+from capsule.config import Settings  # noqa: E402
 from capsule.core import limits  # noqa: E402
 from capsule.core.clock import FrozenClock  # noqa: E402
-from capsule.config import Settings  # noqa: E402
-from capsule.embedders import HashingEmbedder  # noqa: E402
 from capsule.core.errors import NotFound, Unavailable  # noqa: E402
 from capsule.core.records import Filters, MemoryRecord  # noqa: E402
+from capsule.embedders import HashingEmbedder  # noqa: E402
 from capsule.service.memory_service import MemoryService  # noqa: E402
 from capsule.store import mongo_vector as vs  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
@@ -59,8 +59,18 @@ def store(db, wall):
 
 def rec(content="hello", *, id=None, project="p", vector=None) -> MemoryRecord:
     v = np.asarray(vector if vector is not None else [0.6, 0.8, 0.0, 0.0], dtype=np.float32)
-    return MemoryRecord(id=id or content, tenant="t1", project=project, content=content, sha256=f"sha-{content}",
-                        occurred_at=T0, created_at=T0, updated_at=T0, embedding=v, model="m4")
+    return MemoryRecord(
+        id=id or content,
+        tenant="t1",
+        project=project,
+        content=content,
+        sha256=f"sha-{content}",
+        occurred_at=T0,
+        created_at=T0,
+        updated_at=T0,
+        embedding=v,
+        model="m4",
+    )
 
 
 def put(store, *records, limit=100):
@@ -68,6 +78,7 @@ def put(store, *records, limit=100):
 
 
 # ---- the stored form ---------------------------------------------------------------
+
 
 def test_embeddings_are_stored_as_bson_float32_vectors(store, db):
     put(store, rec("a", vector=[0.25, -1.5, 3.0, 0.0]))
@@ -124,6 +135,7 @@ def test_forget_stamps_the_ttl_date_from_the_server_clock(store, db, wall):
 
 # ---- writes without transactions: the lease and the pending marker ----------------------
 
+
 def test_a_held_lease_makes_a_writer_give_up_without_writing(store, db, wall):
     put(store, rec("a"))
     db.projects.update_one({"name": "p"}, {"$set": {"lock": "someone", "lock_until": wall.now.timestamp() + 30}})
@@ -137,8 +149,13 @@ def test_a_held_lease_makes_a_writer_give_up_without_writing(store, db, wall):
 
 def test_an_unpublished_write_is_invisible_and_cleaned_up(store, db, wall):
     put(store, rec("a"))
-    ghost = {**db.memories.find_one({"id": "a"}, {"_id": 0}), "id": "ghost", "active": False,
-             "pending": "dead-writer", "pending_on": wall.now}
+    ghost = {
+        **db.memories.find_one({"id": "a"}, {"_id": 0}),
+        "id": "ghost",
+        "active": False,
+        "pending": "dead-writer",
+        "pending_on": wall.now,
+    }
     db.memories.insert_one(ghost)
     with pytest.raises(NotFound):
         store.get("t1", "ghost")
@@ -160,6 +177,7 @@ def test_eviction_skips_a_memory_pinned_meanwhile(store):
 
 # ---- failures become Unavailable ------------------------------------------------------
 
+
 def test_an_unreachable_cluster_is_unavailable_quickly():
     import pymongo
 
@@ -177,8 +195,12 @@ def test_an_unreachable_cluster_is_unavailable_quickly():
 def test_from_settings_shares_one_client_per_uri():
     with pytest.raises(Unavailable, match="CAPSULE_MONGODB_URI"):
         MongoStore.from_settings(Settings(store="mongo"))
-    settings = Settings(store="mongo", mongodb_uri="mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=100",
-                        mongodb_db="one", mongodb_vector_search_min=5000)
+    settings = Settings(
+        store="mongo",
+        mongodb_uri="mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=100",
+        mongodb_db="one",
+        mongodb_vector_search_min=5000,
+    )
     try:
         a, b = MongoStore.from_settings(settings), MongoStore.from_settings(settings)
         assert a.client is b.client and a.db.name == "one" and a.vector_search_min == 5000
@@ -191,10 +213,17 @@ def test_from_settings_shares_one_client_per_uri():
 
 # ---- Atlas Vector Search ----------------------------------------------------------------
 
+
 def test_vector_pipeline_prefilters_by_tenant_and_project_on_indexed_fields():
     filters = Filters(component="db", tags=("a", "b"), path_prefix="src/(x)", since=T0)
-    pipeline = vs.vector_pipeline(tenant="t1", projects=["p", "q"], filters=filters,
-                                  query_vector=np.ones(4, np.float32) / 2, model="m4", index="capsule_vectors")
+    pipeline = vs.vector_pipeline(
+        tenant="t1",
+        projects=["p", "q"],
+        filters=filters,
+        query_vector=np.ones(4, np.float32) / 2,
+        model="m4",
+        index="capsule_vectors",
+    )
     stage = pipeline[0]["$vectorSearch"]
     clauses = stage["filter"]["$and"]
     assert {"tenant": "t1"} in clauses and {"project": {"$in": ["p", "q"]}} in clauses
@@ -211,7 +240,11 @@ def test_the_shipped_index_definition_is_sized_per_embedder():
     index = vs.vector_index_definition(384, name="v384")
     vector = [f for f in index["definition"]["fields"] if f["type"] == "vector"][0]
     assert (index["name"], index["type"], vector["numDimensions"], vector["path"]) == (
-        "v384", "vectorSearch", 384, "embedding")
+        "v384",
+        "vectorSearch",
+        384,
+        "embedding",
+    )
     assert {"tenant", "project", "active", "model"} <= vs.filter_paths()
 
 
@@ -219,11 +252,14 @@ def test_small_projects_are_scored_whole(db):
     store = MongoStore(db, transactions=False, vector_search_min=3)
     store.migrate()
     put(store, rec("a"), rec("b"))
-    near = store.nearest_candidates("t1", ["p"], Filters(), query="a", query_vector=np.ones(4, np.float32),
-                                    model="m4")
+    near = store.nearest_candidates("t1", ["p"], Filters(), query="a", query_vector=np.ones(4, np.float32), model="m4")
     assert near is None
-    assert MongoStore(db, transactions=False).nearest_candidates(
-        "t1", ["p"], Filters(), query="a", query_vector=np.ones(4, np.float32), model="m4") is None
+    assert (
+        MongoStore(db, transactions=False).nearest_candidates(
+            "t1", ["p"], Filters(), query="a", query_vector=np.ones(4, np.float32), model="m4"
+        )
+        is None
+    )
 
 
 class ShortlistStore(SQLiteStore):
@@ -239,10 +275,10 @@ class ShortlistStore(SQLiteStore):
 def test_search_ranks_the_stores_shortlist_when_it_gives_one(tmp_path):
     store = ShortlistStore(tmp_path / "c.db")
     store.migrate()
-    service = MemoryService(store, HashingEmbedder(), clock=FrozenClock(T0),
-                            settings=Settings(data_dir=tmp_path, embedder="hashing"))
-    ids = [service.store_memory("t1", {"project": "p", "content": f"sqlite deadlock {n}"}).memory.id
-           for n in range(3)]
+    service = MemoryService(
+        store, HashingEmbedder(), clock=FrozenClock(T0), settings=Settings(data_dir=tmp_path, embedder="hashing")
+    )
+    ids = [service.store_memory("t1", {"project": "p", "content": f"sqlite deadlock {n}"}).memory.id for n in range(3)]
     store.shortlist = ids[:2]
     hits = service.search("t1", {"project": "p", "query": "sqlite deadlock"}).results
     assert sorted(h.id for h in hits) == sorted(ids[:2])

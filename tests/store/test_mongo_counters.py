@@ -35,9 +35,19 @@ def store():
 
 def rec(i: int, *, project="p", pinned=False) -> MemoryRecord:
     at = T0 + timedelta(minutes=i)
-    return MemoryRecord(id=f"m{i}", tenant="t1", project=project, content=f"memory {i}", sha256=f"s{i}",
-                        occurred_at=at, created_at=at, updated_at=at, pinned=pinned,
-                        embedding=np.ones(4, np.float32) / 2, model="m4")
+    return MemoryRecord(
+        id=f"m{i}",
+        tenant="t1",
+        project=project,
+        content=f"memory {i}",
+        sha256=f"s{i}",
+        occurred_at=at,
+        created_at=at,
+        updated_at=at,
+        pinned=pinned,
+        embedding=np.ones(4, np.float32) / 2,
+        model="m4",
+    )
 
 
 def stored(store, project="p"):

@@ -22,8 +22,11 @@ URI = "mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=100"  # no server: the cl
 
 def test_a_lambda_container_keeps_a_pool_of_two_and_the_uri_wins():
     assert pool_options(URI, {"AWS_LAMBDA_FUNCTION_NAME": "capsule-search"}) == {
-        "maxPoolSize": LAMBDA_POOL_SIZE, "maxIdleTimeMS": 60_000, "maxConnecting": 1,
-        "serverMonitoringMode": "poll"}
+        "maxPoolSize": LAMBDA_POOL_SIZE,
+        "maxIdleTimeMS": 60_000,
+        "maxConnecting": 1,
+        "serverMonitoringMode": "poll",
+    }
     assert pool_options(URI, {}) == {"maxPoolSize": 10, "maxIdleTimeMS": 60_000}  # pymongo's own monitoring
     given = "&maxPoolSize=5&maxIdleTimeMS=1000&maxConnecting=2&serverMonitoringMode=stream"
     assert pool_options(URI + given, {"AWS_LAMBDA_FUNCTION_NAME": "x"}) == {}

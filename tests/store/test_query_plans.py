@@ -19,15 +19,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from capsule.core.clock import FrozenClock, to_epoch
 from capsule.config import Settings
+from capsule.core.clock import FrozenClock, to_epoch
+from capsule.core.records import MemoryRecord
+from capsule.core.text import sha256
 from capsule.embedders import HashingEmbedder
 from capsule.runtime.learning import build_jobs, build_learning
-from capsule.core.records import MemoryRecord
 from capsule.service.memory_service import MemoryService
 from capsule.store import sqlite_connection
 from capsule.store.sqlite import SQLiteStore
-from capsule.core.text import sha256
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TENANTS = ("t0", "t1", "t2", "t3")
@@ -70,27 +70,52 @@ def seed(store: SQLiteStore) -> None:
     embedder = HashingEmbedder()
     for t, tenant in enumerate(TENANTS):
         for p, project in enumerate(PROJECTS):
-            texts = [f"{tenant} {project} " + _text(i) + (" ECONNREFUSED 6379" if i % 20 == 0 else "")
-                     for i in range(PER_PROJECT)]
+            texts = [
+                f"{tenant} {project} " + _text(i) + (" ECONNREFUSED 6379" if i % 20 == 0 else "")
+                for i in range(PER_PROJECT)
+            ]
             vectors = embedder.embed(texts)
             records = []
             for i, text in enumerate(texts):
                 at = T0 + timedelta(minutes=i, seconds=t * 10 + p)
-                records.append(MemoryRecord(
-                    id=f"{tenant}-{project}-{i:05d}", tenant=tenant, project=project, content=text,
-                    sha256=sha256(text), occurred_at=at, created_at=at, updated_at=at, embedding=vectors[i],
-                    model=embedder.model_id, meta=_meta(i), pinned=i % 50 == 0))
+                records.append(
+                    MemoryRecord(
+                        id=f"{tenant}-{project}-{i:05d}",
+                        tenant=tenant,
+                        project=project,
+                        content=text,
+                        sha256=sha256(text),
+                        occurred_at=at,
+                        created_at=at,
+                        updated_at=at,
+                        embedding=vectors[i],
+                        model=embedder.model_id,
+                        meta=_meta(i),
+                        pinned=i % 50 == 0,
+                    )
+                )
             store.insert_bulk(records, limit=1_000_000, dedupe_after=None, actor="seed")
-            store.cache_put(embedder.model_id, {sha256("cache " + t): v for t, v in zip(texts, vectors)},
-                            at=T0 - timedelta(days=90 * (p % 2)))
+            store.cache_put(
+                embedder.model_id,
+                {sha256("cache " + t): v for t, v in zip(texts, vectors)},
+                at=T0 - timedelta(days=90 * (p % 2)),
+            )
             with store._write() as conn:  # votes on most memories, as a long-used store has
-                conn.executemany("INSERT INTO feedback (tenant, memory_id, helpful, context, at) VALUES (?, ?, ?, ?, ?)",
-                                 [(tenant, r.id, i % 3, None, to_epoch(T0)) for i, r in enumerate(records)])
+                conn.executemany(
+                    "INSERT INTO feedback (tenant, memory_id, helpful, context, at) VALUES (?, ?, ?, ?, ?)",
+                    [(tenant, r.id, i % 3, None, to_epoch(T0)) for i, r in enumerate(records)],
+                )
             for i in range(0, PER_PROJECT, 15):  # some forgotten, some voted on
-                store.forget(tenant, f"{tenant}-{project}-{i:05d}", at=T0 + timedelta(days=1), actor="seed",
-                             reason="seed")
-                store.add_feedback(tenant, f"{tenant}-{project}-{i + 1:05d}", helpful=i % 2 == 0, context=None,
-                                   at=T0 + timedelta(days=1))
+                store.forget(
+                    tenant, f"{tenant}-{project}-{i:05d}", at=T0 + timedelta(days=1), actor="seed", reason="seed"
+                )
+                store.add_feedback(
+                    tenant,
+                    f"{tenant}-{project}-{i + 1:05d}",
+                    helpful=i % 2 == 0,
+                    context=None,
+                    at=T0 + timedelta(days=1),
+                )
 
 
 class Traced:
@@ -150,13 +175,25 @@ def run_paths(store: SQLiteStore, trace: Traced, folder) -> None:
 
     stored = op("store", lambda: service.store_memory(tenant, {"project": project, "content": "a new decision"}))
     op("store duplicate", lambda: service.store_memory(tenant, {"project": project, "content": "a new decision"}))
-    op("ingest", lambda: service.ingest(tenant, {"project": project, "text": "\n\n".join(
-        f"Paragraph {i} of a document about {WORDS[i]} and more words to chunk." * 8 for i in range(10))}))
+    op(
+        "ingest",
+        lambda: service.ingest(
+            tenant,
+            {
+                "project": project,
+                "text": "\n\n".join(
+                    f"Paragraph {i} of a document about {WORDS[i]} and more words to chunk." * 8 for i in range(10)
+                ),
+            },
+        ),
+    )
     mid = stored.memory.id
     op("get", lambda: service.get(tenant, mid))
     first = op("list page", lambda: service.list_memories(tenant, {"project": project, "limit": 20}))
-    op("list next page", lambda: service.list_memories(tenant, {"project": project, "limit": 20,
-                                                                  "cursor": first.next_cursor}))
+    op(
+        "list next page",
+        lambda: service.list_memories(tenant, {"project": project, "limit": 20, "cursor": first.next_cursor}),
+    )
     op("list pinned", lambda: service.list_memories(tenant, {"project": project, "pinned_only": True}))
     op("list forgotten", lambda: service.list_memories(tenant, {"project": project, "forgotten": True}))
     op("pin", lambda: service.pin(tenant, mid, True))
@@ -170,8 +207,7 @@ def run_paths(store: SQLiteStore, trace: Traced, folder) -> None:
     op("search", lambda: service.search(tenant, {"project": project, "query": "alpha bravo"}))
     sources = Sources(service.store, learning.store, transfer_store(service.store))
     page = op("export page", lambda: export_page(sources, tenant, project, None, max_bytes=20_000, page=100))
-    op("export next page", lambda: export_page(sources, tenant, project, page.next_cursor, max_bytes=20_000,
-                                               page=100))
+    op("export next page", lambda: export_page(sources, tenant, project, page.next_cursor, max_bytes=20_000, page=100))
     op("export tenant page", lambda: export_page(sources, tenant, None, None, max_bytes=20_000, page=100))
     op("sync page", lambda: changes(service, tenant, project, after=None, limit=100))
     for job in ("retention", "backfill", "mining"):
@@ -221,10 +257,26 @@ def test_no_statement_of_a_hot_path_scans(traced):
                 found[f"{line}  <-  {_short(sql)}"].add(name)
     check.close()
     assert seen > 50, f"only {seen} statements traced: the tracing missed the store's connections"
-    assert {"store", "ingest", "get", "list page", "pin", "forget", "restore", "update", "feedback", "history",
-            "export page", "sync page", "job retention", "job mining", "projects"} <= set(trace.by_op)
+    assert {
+        "store",
+        "ingest",
+        "get",
+        "list page",
+        "pin",
+        "forget",
+        "restore",
+        "update",
+        "feedback",
+        "history",
+        "export page",
+        "sync page",
+        "job retention",
+        "job mining",
+        "projects",
+    } <= set(trace.by_op)
     assert not found, "statements that scan:\n" + "\n".join(
-        f"  [{', '.join(sorted(ops))}] {what}" for what, ops in sorted(found.items()))
+        f"  [{', '.join(sorted(ops))}] {what}" for what, ops in sorted(found.items())
+    )
 
 
 def _short(sql: str) -> str:

@@ -9,17 +9,17 @@ import pytest
 
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
 
-from capsule.core.clock import FrozenClock  # noqa: E402
 from capsule.config import Settings  # noqa: E402
-from capsule.embedders import HashingEmbedder  # noqa: E402
-from capsule.embedders.cached import CachedEmbedder  # noqa: E402
+from capsule.core.clock import FrozenClock  # noqa: E402
 from capsule.core.errors import Unavailable  # noqa: E402
 from capsule.core.records import MemoryRecord  # noqa: E402
+from capsule.core.text import sha256  # noqa: E402
+from capsule.embedders import HashingEmbedder  # noqa: E402
+from capsule.embedders.cached import CachedEmbedder  # noqa: E402
 from capsule.service.memory_service import MemoryService  # noqa: E402
 from capsule.store.mongo import MongoStore  # noqa: E402
 from capsule.store.mongo_docs import record_to_doc  # noqa: E402
 from capsule.store.sqlite import SQLiteStore  # noqa: E402
-from capsule.core.text import sha256  # noqa: E402
 from scripts.atlas_fake import DocsCorpus, FakeAtlasDatabase, OperationCounter  # noqa: E402
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -45,14 +45,26 @@ class PaidEmbedder(HashingEmbedder):
 
 
 def records(tenant: str, n: int) -> list[MemoryRecord]:
-    texts = [f"redis timeouts in the queue worker note {i}" if i % 3 else f"docker build cache note {i}"
-             for i in range(n)]
+    texts = [
+        f"redis timeouts in the queue worker note {i}" if i % 3 else f"docker build cache note {i}" for i in range(n)
+    ]
     vectors = HashingEmbedder(64).embed(texts)
-    return [MemoryRecord(id=f"{tenant}-{i}", tenant=tenant, project="big", content=content,
-                         sha256=f"{tenant}{i}", occurred_at=T0 - timedelta(hours=i),
-                         created_at=T0 - timedelta(hours=i), updated_at=T0, embedding=vector,
-                         model=HashingEmbedder(64).model_id, status="ready")
-            for i, (content, vector) in enumerate(zip(texts, vectors))]
+    return [
+        MemoryRecord(
+            id=f"{tenant}-{i}",
+            tenant=tenant,
+            project="big",
+            content=content,
+            sha256=f"{tenant}{i}",
+            occurred_at=T0 - timedelta(hours=i),
+            created_at=T0 - timedelta(hours=i),
+            updated_at=T0,
+            embedding=vector,
+            model=HashingEmbedder(64).model_id,
+            status="ready",
+        )
+        for i, (content, vector) in enumerate(zip(texts, vectors))
+    ]
 
 
 @pytest.fixture
@@ -70,12 +82,25 @@ def hosted():
             seq += 1
             docs.append({**record_to_doc(record, seq=seq), "version": 1})
         corpus.add(docs)
-        db["projects"].insert_one({"tenant": tenant, "name": "big", "version": 1, "purged_version": 0,
-                                   "memories": SIZE, "seq": SIZE, "updated_at": 0.0})
+        db["projects"].insert_one(
+            {
+                "tenant": tenant,
+                "name": "big",
+                "version": 1,
+                "purged_version": 0,
+                "memories": SIZE,
+                "seq": SIZE,
+                "updated_at": 0.0,
+            }
+        )
     embedder = PaidEmbedder()
     clock = FrozenClock(T0)
-    service = MemoryService(store, CachedEmbedder(embedder, store, clock), clock=clock,
-                            settings=Settings(embedder="hashing", query_cache_entries=0))
+    service = MemoryService(
+        store,
+        CachedEmbedder(embedder, store, clock),
+        clock=clock,
+        settings=Settings(embedder="hashing", query_cache_entries=0),
+    )
     counter.reset()
     yield service, db, counter, embedder
     client.close()

@@ -18,8 +18,16 @@ PREFIX = "ab" * 8  # 16 characters: every hash below shares the index's key
 
 
 def record(id: str, sha: str, *, tenant: str = "t", project: str = "p", at: datetime = AT) -> MemoryRecord:
-    return MemoryRecord(id=id, tenant=tenant, project=project, content=f"text of {id}", sha256=sha,
-                        occurred_at=at, created_at=at, updated_at=at)
+    return MemoryRecord(
+        id=id,
+        tenant=tenant,
+        project=project,
+        content=f"text of {id}",
+        sha256=sha,
+        occurred_at=at,
+        created_at=at,
+        updated_at=at,
+    )
 
 
 def insert(store: SQLiteStore, *records: MemoryRecord, after: datetime | None = AT - timedelta(days=1)):
@@ -30,8 +38,12 @@ def test_only_the_whole_hash_in_the_same_project_and_tenant_is_a_duplicate(tmp_p
     store = SQLiteStore(tmp_path / "m.db")
     store.migrate()
     insert(store, record("first", PREFIX + "0" * 48))
-    outcome = insert(store, record("same-prefix", PREFIX + "1" * 48), record("other-project", PREFIX + "0" * 48,
-                     project="q"), record("other-tenant", PREFIX + "0" * 48, tenant="u"))
+    outcome = insert(
+        store,
+        record("same-prefix", PREFIX + "1" * 48),
+        record("other-project", PREFIX + "0" * 48, project="q"),
+        record("other-tenant", PREFIX + "0" * 48, tenant="u"),
+    )
     assert outcome.duplicates == {} and len(outcome.inserted) == 3
     assert insert(store, record("again", PREFIX + "0" * 48)).duplicates == {"again": "first"}
     assert insert(store, record("late", PREFIX + "0" * 48), after=AT + timedelta(days=1)).duplicates == {}
@@ -62,8 +74,11 @@ def test_a_database_from_before_the_index_finds_its_rows_once_migrated(tmp_path)
     for number, script in enumerate(MIGRATIONS[:10], start=1):
         conn.executescript(script)
         conn.execute(f"PRAGMA user_version = {number}")
-    conn.execute("INSERT INTO memories (id, tenant, project, content, sha256, occurred_at, created_at, updated_at) "
-                 f"VALUES ('old', 't', 'p', 'kept from before', '{PREFIX}{'9' * 48}', ?, ?, ?)", (AT.timestamp(),) * 3)
+    conn.execute(
+        "INSERT INTO memories (id, tenant, project, content, sha256, occurred_at, created_at, updated_at) "
+        f"VALUES ('old', 't', 'p', 'kept from before', '{PREFIX}{'9' * 48}', ?, ?, ?)",
+        (AT.timestamp(),) * 3,
+    )
     conn.commit()
     conn.close()
     store = SQLiteStore(path)

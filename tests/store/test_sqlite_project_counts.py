@@ -14,8 +14,10 @@ from capsule.store import sqlite_counts
 from capsule.store.sqlite import SQLiteStore
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
-RECOUNT = ("SELECT tenant, project, sum(deleted_at IS NULL), sum(deleted_at IS NULL AND pinned = 1), "
-           "sum(deleted_at IS NOT NULL) FROM memories GROUP BY tenant, project")
+RECOUNT = (
+    "SELECT tenant, project, sum(deleted_at IS NULL), sum(deleted_at IS NULL AND pinned = 1), "
+    "sum(deleted_at IS NOT NULL) FROM memories GROUP BY tenant, project"
+)
 
 
 @pytest.fixture
@@ -28,8 +30,17 @@ def store(tmp_path):
 
 def rec(i: int, *, project="p", tenant="t1", pinned=False) -> MemoryRecord:
     at = T0 + timedelta(minutes=i)
-    return MemoryRecord(id=f"{tenant}-m{i}", tenant=tenant, project=project, content=f"memory {i}",
-                        sha256=f"s{i}", occurred_at=at, created_at=at, updated_at=at, pinned=pinned)
+    return MemoryRecord(
+        id=f"{tenant}-m{i}",
+        tenant=tenant,
+        project=project,
+        content=f"memory {i}",
+        sha256=f"s{i}",
+        occurred_at=at,
+        created_at=at,
+        updated_at=at,
+        pinned=pinned,
+    )
 
 
 def kept(store) -> dict[tuple[str, str], tuple[int, int, int]]:
@@ -99,8 +110,10 @@ def test_a_table_of_an_older_shape_is_made_again_and_recounted(store):
         for name in sqlite_counts.TRIGGERS:
             conn.execute(f"DROP TRIGGER {name}")
         conn.execute("DROP TABLE project_counts")
-        conn.execute("CREATE TABLE project_counts (tenant TEXT NOT NULL, name TEXT NOT NULL, active INTEGER NOT NULL, "
-                     "PRIMARY KEY (tenant, name)) WITHOUT ROWID")
+        conn.execute(
+            "CREATE TABLE project_counts (tenant TEXT NOT NULL, name TEXT NOT NULL, active INTEGER NOT NULL, "
+            "PRIMARY KEY (tenant, name)) WITHOUT ROWID"
+        )
         conn.execute("INSERT INTO project_counts VALUES ('t1', 'p', 1)")
         conn.execute("CREATE TRIGGER memories_count_insert AFTER INSERT ON memories BEGIN SELECT 1; END")
     store.migrate()
@@ -111,8 +124,9 @@ def test_a_table_of_an_older_shape_is_made_again_and_recounted(store):
 
 def test_one_projects_stats_read_alone(store):
     for n, project in enumerate(("p", "q", "r")):
-        store.insert([rec(2 * n, project=project), rec(2 * n + 1, project=project)], limit=10, dedupe_after=None,
-                     actor="x")
+        store.insert(
+            [rec(2 * n, project=project), rec(2 * n + 1, project=project)], limit=10, dedupe_after=None, actor="x"
+        )
     [stats] = store.projects("t1", only="q")
     assert (stats.project, stats.memories) == ("q", 2)
     assert store.projects("t1", only="none") == [] and len(store.projects("t1")) == 3

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from capsule.embedders import HashingEmbedder
 from capsule.core.errors import Unavailable
 from capsule.core.records import MemoryRecord
+from capsule.embedders import HashingEmbedder
 from capsule.store import sqlite_counts
 from capsule.store.sqlite import SQLiteStore
 from capsule.store.sqlite_connection import PAGE_SIZE, WAL_KEEP_BYTES
@@ -24,8 +24,16 @@ from tests.conftest import REPO
 
 def record(tenant: str, project: str, n: int, clock) -> MemoryRecord:
     now = clock()
-    return MemoryRecord(id=f"{project}-{n}", tenant=tenant, project=project, content=f"memory {n} of {project}",
-                        sha256=f"{project}-{n}", occurred_at=now, created_at=now, updated_at=now)
+    return MemoryRecord(
+        id=f"{project}-{n}",
+        tenant=tenant,
+        project=project,
+        content=f"memory {n} of {project}",
+        sha256=f"{project}-{n}",
+        occurred_at=now,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def counted(store: SQLiteStore) -> dict[tuple[str, str], int]:
@@ -34,8 +42,11 @@ def counted(store: SQLiteStore) -> dict[tuple[str, str], int]:
 
 
 def actual(store: SQLiteStore) -> dict[tuple[str, str], int]:
-    rows = store._conn().execute(
-        "SELECT tenant, project, count(*) FROM memories WHERE deleted_at IS NULL GROUP BY tenant, project").fetchall()
+    rows = (
+        store._conn()
+        .execute("SELECT tenant, project, count(*) FROM memories WHERE deleted_at IS NULL GROUP BY tenant, project")
+        .fetchall()
+    )
     return {(r[0], r[1]): r[2] for r in rows}
 
 
@@ -154,8 +165,12 @@ print("released", flush=True)
 
 
 def test_a_writer_waiting_on_another_process_is_woken_by_the_queue_not_the_busy_handler(sqlite_store, clock):
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, sqlite_store.path, str(REPO / "layers")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, sqlite_store.path, str(REPO / "layers")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "holding"
         # SQLite's busy handler is off for this connection: reaching BEGIN IMMEDIATE while the
@@ -168,8 +183,7 @@ def test_a_writer_waiting_on_another_process_is_woken_by_the_queue_not_the_busy_
             sqlite_store._conn().execute("PRAGMA busy_timeout = 0")
             queues.append(getattr(sqlite_store._local, "write_lock", None))
             try:
-                done.append(sqlite_store.insert([record("t", "p", 1, clock)], limit=10, dedupe_after=None,
-                                                actor="t"))
+                done.append(sqlite_store.insert([record("t", "p", 1, clock)], limit=10, dedupe_after=None, actor="t"))
             except Unavailable as exc:
                 done.append(exc)
 
@@ -274,8 +288,9 @@ for i in range(100_000):
 
 @pytest.mark.parametrize("round_", range(3))
 def test_every_acknowledged_store_survives_kill_9(tmp_path, round_):
-    process = subprocess.Popen([sys.executable, "-c", STORER, str(tmp_path), str(REPO / "layers")],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", STORER, str(tmp_path), str(REPO / "layers")], stdout=subprocess.PIPE, text=True
+    )
     acknowledged = []
     try:
         for line in process.stdout:
@@ -299,14 +314,17 @@ def test_every_acknowledged_store_survives_kill_9(tmp_path, round_):
 # ---- the stored memory is returned without reading it back ---------------------------------
 
 
-@pytest.mark.parametrize("extra", [
-    {},
-    {"occurred_at": "2025-03-04T05:06:07.891234+05:30", "path": "src/a.py", "explanation": "why"},
-    {"pinned": True, "meta": {"tags": ["a", "b"], "session": "s1", "nested": {"x": [1, 2.5, None]}}},
-    {"retention": "ephemeral", "ttl": 3600},
-    {"retention": "permanent", "meta": {"author": "me"}},
-    {"content": "mail me at someone@example.com about it"},
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"occurred_at": "2025-03-04T05:06:07.891234+05:30", "path": "src/a.py", "explanation": "why"},
+        {"pinned": True, "meta": {"tags": ["a", "b"], "session": "s1", "nested": {"x": [1, 2.5, None]}}},
+        {"retention": "ephemeral", "ttl": 3600},
+        {"retention": "permanent", "meta": {"author": "me"}},
+        {"content": "mail me at someone@example.com about it"},
+    ],
+)
 def test_a_store_answers_the_memory_a_get_reads(service, sqlite_store, extra):
     statements: list[str] = []
     sqlite_store._conn().set_trace_callback(statements.append)

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from capsule.store import tenants
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
-from capsule.embedders import HashingEmbedder
+from capsule.core.clock import FrozenClock
 from capsule.core.learning_records import ApplicationRecord, PatternRecord, SolutionRecord
+from capsule.embedders import HashingEmbedder
 from capsule.service.memory_service import MemoryService
+from capsule.store import tenants
 
 ACCOUNT = "123456789012"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/capsule-dev"
@@ -55,16 +55,29 @@ def remember(service, tenant, project, content, **extra):
 
 
 def pattern(tenant, occurrences, description):
-    return PatternRecord(tenant=tenant, tag="redis-refused", category="network", terms=["redis", "refused"],
-                         occurrences=occurrences, projects=["api"], examples=[], description=description,
-                         created_at=T0, updated_at=T0)
+    return PatternRecord(
+        tenant=tenant,
+        tag="redis-refused",
+        category="network",
+        terms=["redis", "refused"],
+        occurrences=occurrences,
+        projects=["api"],
+        examples=[],
+        description=description,
+        created_at=T0,
+        updated_at=T0,
+    )
 
 
 @pytest.fixture
 def world(stores, tmp_path):
     store, learning = stores
-    service = MemoryService(store, HashingEmbedder(), clock=FrozenClock(),
-                            settings=Settings(data_dir=tmp_path, embedder="hashing", retention_limit=100))
+    service = MemoryService(
+        store,
+        HashingEmbedder(),
+        clock=FrozenClock(),
+        settings=Settings(data_dir=tmp_path, embedder="hashing", retention_limit=100),
+    )
     ids = {
         "role": remember(service, ROLE, "api", "the role already knew: deploys use blue/green"),
         "s1": remember(service, S1, "api", "session one: redis refused connections on port 6380", pinned=True),
@@ -76,8 +89,17 @@ def world(stores, tmp_path):
     service.forget(S1, ids["s1_gone"], {"reason": "outdated"})
     service.feedback(S1, ids["s1"], {"helpful": True})
     service.set_retention_limit(S2, "docs", {"retention_limit": 50})
-    learning.insert_solution(SolutionRecord(id="sol-1", tenant=S1, title="restart redis", category="network",
-                                            body={"steps": []}, created_at=T0, updated_at=T0))
+    learning.insert_solution(
+        SolutionRecord(
+            id="sol-1",
+            tenant=S1,
+            title="restart redis",
+            category="network",
+            body={"steps": []},
+            created_at=T0,
+            updated_at=T0,
+        )
+    )
     learning.record_application(ApplicationRecord(id="app-1", tenant=S1, solution_id="sol-1", success=True, at=T0))
     learning.upsert_pattern(pattern(S1, 5, "seen more in session one"))
     learning.upsert_pattern(pattern(ROLE, 2, "seen less by the role"))
@@ -93,8 +115,10 @@ def everything(store, learning, tenant):
         "audit": len(store.audit_log(tenant)),
         "solutions": [s.id for s in learning.solutions(tenant, category=None, limit=10)],
         "applications": [a.id for a in learning.applications(tenant, limit=10)],
-        "patterns": [(p.occurrences, p.description) for p in learning.patterns(tenant, category=None,
-                                                                                min_occurrences=0, limit=10)],
+        "patterns": [
+            (p.occurrences, p.description)
+            for p in learning.patterns(tenant, category=None, min_occurrences=0, limit=10)
+        ],
         "links": [(link.success, link.failure) for link in learning.links(tenant)],
     }
 
@@ -104,7 +128,8 @@ def test_a_dry_run_says_what_would_move_and_changes_nothing(world, stores):
     before = {t: everything(store, learning, t) for t in (ROLE, S1, S2, OTHER, USER)}
     report = tenants.merge(tenants.mover_for(store))
     assert [(m.source, m.target) for m in report.moves] == sorted(
-        [(S1, ROLE), (S2, ROLE), (OTHER, f"arn:aws:iam::{ACCOUNT}:role/capsule-ci")])
+        [(S1, ROLE), (S2, ROLE), (OTHER, f"arn:aws:iam::{ACCOUNT}:role/capsule-ci")]
+    )
     counts = {m.source: m.counts for m in report.moves}
     assert counts[S1]["memories"] == 2 and counts[S1]["solutions"] == 1 and counts[S1]["pattern_links"] == 1
     line = next(x for x in report.explanation.splitlines() if x.endswith(f"from {S1} into {ROLE}"))
@@ -120,8 +145,14 @@ def test_merging_moves_every_session_into_its_role(world, stores):
     report = tenants.merge(tenants.mover_for(store), apply=True)
     assert report.applied and len(report.moves) == 3
     for session in (S1, S2, OTHER):
-        assert everything(store, learning, session) == {"projects": [], "audit": 0, "solutions": [],
-                                                       "applications": [], "patterns": [], "links": []}
+        assert everything(store, learning, session) == {
+            "projects": [],
+            "audit": 0,
+            "solutions": [],
+            "applications": [],
+            "patterns": [],
+            "links": [],
+        }
     role = everything(store, learning, ROLE)
     assert role["projects"] == [("api", 2, 1, None), ("docs", 1, 0, 50)]
     assert role["solutions"] == ["sol-1"] and role["applications"] == ["app-1"]
@@ -173,8 +204,12 @@ def test_mongo_moves_memories_in_batches_after_the_targets_own(tmp_path):
 
     store = MongoStore(mongomock.MongoClient().get_database("batches"), transactions=False)
     store.migrate()
-    service = MemoryService(store, HashingEmbedder(), clock=FrozenClock(),
-                            settings=Settings(data_dir=tmp_path, embedder="hashing", retention_limit=100))
+    service = MemoryService(
+        store,
+        HashingEmbedder(),
+        clock=FrozenClock(),
+        settings=Settings(data_dir=tmp_path, embedder="hashing", retention_limit=100),
+    )
     own = remember(service, ROLE, "api", "the role's first memory")
     moved = [remember(service, S1, "api", f"session memory number {i}") for i in range(5)]
     report = tenants.merge(MongoTenantMover(store, batch=2), apply=True)
@@ -191,8 +226,7 @@ def test_a_merged_project_over_its_limit_gets_a_limit_that_keeps_every_memory(wo
     dry = tenants.merge(tenants.mover_for(store), store=store, default_limit=1, role=ROLE)
     assert {m.source: m.raised for m in dry.moves} == {S1: {"api": 2}, S2: {}}
     assert "would raise the retention limit of" in dry.explanation and store.retention_limit(ROLE, "api") is None
-    report = tenants.merge(tenants.mover_for(store), store=store, default_limit=1, role=ROLE, apply=True,
-                           at=T0)
+    report = tenants.merge(tenants.mover_for(store), store=store, default_limit=1, role=ROLE, apply=True, at=T0)
     assert {m.source: m.raised for m in report.moves} == {S1: {"api": 2}, S2: {}}
     assert store.retention_limit(ROLE, "api") == 2 and store.retention_limit(ROLE, "docs") == 50
     assert store.enforce_limit(ROLE, "api", limit=2, at=T0, actor="retention") == []  # nothing evicted
@@ -202,8 +236,9 @@ def test_raised_limits_is_pure_arithmetic():
     from capsule.core.records import ProjectStats
 
     def stats(project, memories, limit=None):
-        return ProjectStats(project=project, memories=memories, pinned=0, forgotten=0, retention_limit=limit,
-                            last_activity=T0)
+        return ProjectStats(
+            project=project, memories=memories, pinned=0, forgotten=0, retention_limit=limit, last_activity=T0
+        )
 
     source = [stats("a", 60), stats("b", 10, limit=5), stats("c", 1)]
     target = [stats("a", 50, limit=200), stats("c", 99)]

@@ -16,9 +16,19 @@ from capsule.store.sqlite import SQLiteStore
 
 def _records(start: int, count: int) -> list[MemoryRecord]:
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    return [MemoryRecord(id=f"m-{n}", tenant="t", project="p", content=f"memory {n} " + "x" * 2000,
-                         sha256=f"s-{n}", occurred_at=now, created_at=now, updated_at=now)
-            for n in range(start, start + count)]
+    return [
+        MemoryRecord(
+            id=f"m-{n}",
+            tenant="t",
+            project="p",
+            content=f"memory {n} " + "x" * 2000,
+            sha256=f"s-{n}",
+            occurred_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+        for n in range(start, start + count)
+    ]
 
 
 def _store(tmp_path) -> SQLiteStore:

@@ -25,15 +25,20 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Union
+from typing import Any
 
 CLOSE = "close"  # close the connection without answering, as a host going away does
-Answer = Union[int, tuple[int, dict], str]
+Answer = int | tuple[int, dict] | str
 
-MODELS = {"voyage": {"voyage-3.5": 1024, "voyage-3.5-lite": 1024, "voyage-3-large": 1024},
-          "openai": {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072}}
-REQUIRED = {"voyage": ("input", "model", "input_type"), "openai": ("input", "model", "encoding_format"),
-            None: ("input", "model")}
+MODELS = {
+    "voyage": {"voyage-3.5": 1024, "voyage-3.5-lite": 1024, "voyage-3-large": 1024},
+    "openai": {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072},
+}
+REQUIRED = {
+    "voyage": ("input", "model", "input_type"),
+    "openai": ("input", "model", "encoding_format"),
+    None: ("input", "model"),
+}
 ALLOWED = {"voyage": {"input_type": (None, "query", "document")}, "openai": {"encoding_format": ("float",)}}
 
 
@@ -54,8 +59,14 @@ def hashed_vectors(texts: list[str], dims: int) -> list[list[float]]:
 class FakeProvider(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, flavor: str | None = None, api_key: str | None = None, *, dims: int = 8,
-                 vectors: Callable[[list[str], int], list[list[float]]] = hashed_vectors) -> None:
+    def __init__(
+        self,
+        flavor: str | None = None,
+        api_key: str | None = None,
+        *,
+        dims: int = 8,
+        vectors: Callable[[list[str], int], list[list[float]]] = hashed_vectors,
+    ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.flavor, self.api_key, self.dims, self.vectors = flavor, api_key, dims, vectors
         self.calls: list[dict[str, Any]] = []
@@ -115,8 +126,9 @@ class FakeProvider(ThreadingHTTPServer):
     def answer(self, body: dict) -> dict:
         texts = body["input"]
         dims = MODELS[self.flavor][body["model"]] if self.flavor else self.dims
-        data = [{"object": "embedding", "embedding": row, "index": i}
-                for i, row in enumerate(self.vectors(texts, dims))]
+        data = [
+            {"object": "embedding", "embedding": row, "index": i} for i, row in enumerate(self.vectors(texts, dims))
+        ]
         tokens = sum(len(t.split()) for t in texts)
         usage = {"total_tokens": tokens}
         if self.flavor == "openai":

@@ -15,8 +15,18 @@ VEC = np.ones(4, dtype=np.float32) / 2
 
 
 def rec(**changes) -> MemoryRecord:
-    base = MemoryRecord(id="m1", tenant="t", project="p", content="use WAL", sha256="a" * 64, occurred_at=T0,
-                        created_at=T0, updated_at=T0, embedding=VEC, model="hashing-v1-384")
+    base = MemoryRecord(
+        id="m1",
+        tenant="t",
+        project="p",
+        content="use WAL",
+        sha256="a" * 64,
+        occurred_at=T0,
+        created_at=T0,
+        updated_at=T0,
+        embedding=VEC,
+        model="hashing-v1-384",
+    )
     return replace(base, **changes)
 
 
@@ -69,8 +79,12 @@ def test_vectors_of_another_model_are_left_to_the_receivers_backfill():
     changed = rec(content="use WAL mode", sha256="b" * 64, updated_at=at(3))
     out = merge(rec(), changed, kept_changed=False, own_model="minilm")
     assert out.record.status == "pending_embedding" and out.record.embedding is None
-    kept = merge(rec(), rec(pinned=True, updated_at=at(1), embedding=None, model=None, status="pending_embedding"),
-                 kept_changed=False, own_model="hashing-v1-384")
+    kept = merge(
+        rec(),
+        rec(pinned=True, updated_at=at(1), embedding=None, model=None, status="pending_embedding"),
+        kept_changed=False,
+        own_model="hashing-v1-384",
+    )
     assert kept.record.embedding is VEC  # the content is the same: its vector stays
 
 

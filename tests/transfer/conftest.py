@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
+from capsule.core.clock import FrozenClock
 from capsule.learning import LearningService
 from capsule.service.memory_service import MemoryService
 from capsule.store.sides import open_learning_store, transfer_store

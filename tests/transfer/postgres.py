@@ -53,16 +53,43 @@ def start(bin_dir: Path) -> tuple[Postgres, str | None]:
         shutil.chown(folder, run_as)
     data, port = folder / "data", _free_port()
     role = run_as or pwd.getpwuid(os.geteuid()).pw_name
-    subprocess.run(_as_user(run_as, [str(bin_dir / "initdb"), "-D", str(data), "-U", role, "--auth=trust",
-                                     "-E", "UTF8", "--no-sync"]), check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        _as_user(
+            run_as, [str(bin_dir / "initdb"), "-D", str(data), "-U", role, "--auth=trust", "-E", "UTF8", "--no-sync"]
+        ),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c fsync=off"
-    subprocess.run(_as_user(run_as, [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l",
-                                     str(folder / "log"), "-w", "-t", "60", "start"]),
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        _as_user(
+            run_as,
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-o",
+                options,
+                "-l",
+                str(folder / "log"),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+        ),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     return Postgres(folder, port, role), run_as
 
 
 def stop(bin_dir: Path, server: Postgres, run_as: str | None) -> None:
-    subprocess.run(_as_user(run_as, [str(bin_dir / "pg_ctl"), "-D", str(server.folder / "data"), "-m", "fast",
-                                     "-w", "stop"]), capture_output=True, timeout=120)
+    subprocess.run(
+        _as_user(run_as, [str(bin_dir / "pg_ctl"), "-D", str(server.folder / "data"), "-m", "fast", "-w", "stop"]),
+        capture_output=True,
+        timeout=120,
+    )
     shutil.rmtree(server.folder, ignore_errors=True)

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from capsule.embedders.hashing import HashingEmbedder
 from capsule.core.errors import InvalidInput
-from capsule.jobs.scheduled import Jobs
 from capsule.core.records import Filters
+from capsule.embedders.hashing import HashingEmbedder
+from capsule.jobs.scheduled import Jobs
 from capsule.transfer.capsule_mongo import import_capsule_mongo
 
 mongomock = pytest.importorskip("mongomock", reason="mongomock is in the 'dev' extra")
@@ -28,16 +28,30 @@ def first_capsule():
     """The first Capsule's collection as its db.ts writes it (naive UTC dates, as pymongo reads them)."""
     client = mongomock.MongoClient()
     at = datetime(2025, 3, 1, 12, 0)
-    client["modelence"]["memories"].insert_many([
-        {"content": "Deploys go through the staging branch first", "embedding": unit(1), "embeddingNorm": 13.2,
-         "createdAt": at, "pinned": True, "explanation": "team rule"},
-        {"content": "Use pnpm, not npm, in this repo", "embedding": unit(2), "embeddingNorm": 9.1,
-         "createdAt": at + timedelta(hours=1), "pinned": False, "__v": 0},
-        {"content": "", "embedding": unit(3), "createdAt": at, "pinned": False},
-        {"content": "a memory with a damaged vector", "embedding": [0.1, "x"], "createdAt": at, "pinned": False},
-        {"content": "no date", "embedding": unit(4), "pinned": False},
-        {"content": "stored before embeddings worked", "createdAt": at, "pinned": False},
-    ])
+    client["modelence"]["memories"].insert_many(
+        [
+            {
+                "content": "Deploys go through the staging branch first",
+                "embedding": unit(1),
+                "embeddingNorm": 13.2,
+                "createdAt": at,
+                "pinned": True,
+                "explanation": "team rule",
+            },
+            {
+                "content": "Use pnpm, not npm, in this repo",
+                "embedding": unit(2),
+                "embeddingNorm": 9.1,
+                "createdAt": at + timedelta(hours=1),
+                "pinned": False,
+                "__v": 0,
+            },
+            {"content": "", "embedding": unit(3), "createdAt": at, "pinned": False},
+            {"content": "a memory with a damaged vector", "embedding": [0.1, "x"], "createdAt": at, "pinned": False},
+            {"content": "no date", "embedding": unit(4), "pinned": False},
+            {"content": "stored before embeddings worked", "createdAt": at, "pinned": False},
+        ]
+    )
     yield client
     client.close()
 

@@ -14,8 +14,7 @@ from capsule.transfer import import_lines
 def govern(d) -> dict[str, str]:
     m = d.memories
     old = m.store_memory("t", {"project": "people", "content": "Ada lives in Paris", "retention": "permanent"})
-    m.history.update("t", old.memory.id, {"content": "Ada lives in Lyon", "reason": "typo"},
-                     if_match=old.memory.sha256)
+    m.history.update("t", old.memory.id, {"content": "Ada lives in Lyon", "reason": "typo"}, if_match=old.memory.sha256)
     d.clock.advance(minutes=1)
     new = m.store_memory("t", {"project": "people", "content": "Ada moved to Berlin", "supersedes": old.memory.id})
     temp = m.store_memory("t", {"project": "people", "content": "build cache warm", "ttl": 3600})
@@ -80,8 +79,9 @@ def test_a_bad_version_row_is_refused_naming_its_field(make):
 
 def test_visibility_and_subject_round_trip_through_export_and_import(make):
     first, second = make(), make()
-    shared = first.memories.store_memory("t", {"project": "p", "content": "team fact", "visibility": "shared",
-                                               "subject": "alice"})
+    shared = first.memories.store_memory(
+        "t", {"project": "p", "content": "team fact", "visibility": "shared", "subject": "alice"}
+    )
     plain = first.memories.store_memory("t", {"project": "p", "content": "plain fact"})
     lines = export_text(first)
     rows = {r["id"]: r for r in map(json.loads, lines) if r["kind"] == "memory"}

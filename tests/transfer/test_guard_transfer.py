@@ -10,9 +10,9 @@ import json
 import pytest
 from test_roundtrip import export_text
 
+from capsule.core.text import sha256
 from capsule.jobs.scheduled import Jobs
 from capsule.sync import exchange
-from capsule.core.text import sha256
 from capsule.transfer import import_lines
 
 STRIPE = "sk_live_4eC39HqLyjWDarjtT1zdp7dcXq9wZ2"
@@ -23,11 +23,21 @@ def leaky(d) -> dict[str, str]:
     """A source that kept secrets: project 'app' under secrets_policy flag."""
     m = d.memories
     m.set_project_settings("t", "app", {"secrets_policy": "flag"})
-    first = m.store_memory("t", {"project": "app", "content": f"billing uses {STRIPE} in prod",
-                                 "explanation": f"connect with {DB_URL}", "meta": {"tags": ["billing"]}})
-    m.history.update("t", first.memory.id, {"content": f"billing uses {STRIPE} (rotated)",
-                                            "reason": f"rotated, old one was {STRIPE}"},
-                     if_match=first.memory.sha256)
+    first = m.store_memory(
+        "t",
+        {
+            "project": "app",
+            "content": f"billing uses {STRIPE} in prod",
+            "explanation": f"connect with {DB_URL}",
+            "meta": {"tags": ["billing"]},
+        },
+    )
+    m.history.update(
+        "t",
+        first.memory.id,
+        {"content": f"billing uses {STRIPE} (rotated)", "reason": f"rotated, old one was {STRIPE}"},
+        if_match=first.memory.sha256,
+    )
     clean = m.store_memory("t", {"project": "app", "content": "the build needs node 20"})
     m.feedback("t", clean.memory.id, {"helpful": True, "context": f"worked after setting DATABASE_URL={DB_URL}"})
     return {"secret": first.memory.id, "clean": clean.memory.id}
@@ -119,12 +129,16 @@ def test_an_import_from_the_first_capsule_is_guarded_too(make):
     from capsule.transfer.capsule_mongo import import_capsule_mongo
 
     client = mongomock.MongoClient()
-    client["modelence"]["memories"].insert_many([
-        {"content": f"prod db is {DB_URL}", "createdAt": datetime(2025, 3, 1, 12, 0), "pinned": False},
-        {"content": "use pnpm", "createdAt": datetime(2025, 3, 1, 13, 0), "pinned": False}])
+    client["modelence"]["memories"].insert_many(
+        [
+            {"content": f"prod db is {DB_URL}", "createdAt": datetime(2025, 3, 1, 12, 0), "pinned": False},
+            {"content": "use pnpm", "createdAt": datetime(2025, 3, 1, 13, 0), "pinned": False},
+        ]
+    )
     d = make()
-    result = import_capsule_mongo(d.sources, "t", "mongodb://localhost:27017/modelence", project="web",
-                                  embedder=d.embedder, client=client)
+    result = import_capsule_mongo(
+        d.sources, "t", "mongodb://localhost:27017/modelence", project="web", embedder=d.embedder, client=client
+    )
     assert result.imported == {"memory": 2} and "url-credential" in result.explanation
     kept = [line for line in export_text(d) if '"kind":"memory"' in line]
     assert len(kept) == 2 and all(_no_secret(line) for line in kept)

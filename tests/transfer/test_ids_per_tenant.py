@@ -48,7 +48,11 @@ def test_two_tenants_hold_the_same_ids_with_no_cross_talk(make):
     assert len(d.memories.history.history("v", m).versions) == history_t + 1
     kept = d.memories.get("t", m).memory
     assert (kept.content, kept.pinned, kept.helpful, kept.unhelpful) == (
-        theirs.content, theirs.pinned, theirs.helpful, theirs.unhelpful)
+        theirs.content,
+        theirs.pinned,
+        theirs.helpful,
+        theirs.unhelpful,
+    )
     assert len(d.memories.history.history("t", m).versions) == history_t
 
     d.memories.forget("v", m, {"reason": "v forgets"})
@@ -133,7 +137,10 @@ def test_two_tenants_hold_the_same_solution_ids_with_no_cross_talk(make):
     copied = import_lines(d.sources, "v", exported)
     assert copied.refused_total == 0 and "held by another tenant" not in copied.explanation, copied.explanation
     assert (copied.imported.get("solution"), copied.imported.get("application"), copied.imported.get("link")) == (
-        1, 1, 1), copied
+        1,
+        1,
+        1,
+    ), copied
     mine = export_text(d, tenant="v")
     assert [r["id"] for r in _rows(mine, "solution")] == [sid]  # kept as sent
     assert [(r["id"], r["solution_id"]) for r in _rows(mine, "application")] == [(application["id"], sid)]
@@ -198,16 +205,19 @@ def test_migration_14_rebuilds_the_memories_table_keyed_by_tenant_and_id(make, t
         store.migrate()
         d = deployment(store, Settings(data_dir=tmp_path, embedder="hashing"))
         ids = populate(d)
-        with pytest.raises(Conflict):  # ids unique per store, before 14
-            with store._write() as conn:
-                conn.execute("UPDATE memories SET id = ? WHERE id = ?", (ids["m3"], ids["pinned"]))
+        with pytest.raises(Conflict), store._write() as conn:  # ids unique per store, before 14
+            conn.execute("UPDATE memories SET id = ? WHERE id = ?", (ids["m3"], ids["pinned"]))
         with store._write() as conn:  # the last row purged: the counter stays above every seq left
             conn.execute("DELETE FROM memories WHERE seq = (SELECT max(seq) FROM memories)")
         with store._snapshot() as conn:
             rows = conn.execute("SELECT * FROM memories ORDER BY seq").fetchall()
             sequence = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memories'").fetchone()[0]
-            indexes = {r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'memories' AND sql IS NOT NULL")}
+            indexes = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'memories' AND sql IS NOT NULL"
+                )
+            }
             counts = conn.execute("SELECT tenant, name, active FROM project_counts ORDER BY tenant, name").fetchall()
         assert sequence > rows[-1]["seq"]
         store.close()
@@ -222,12 +232,18 @@ def test_migration_14_rebuilds_the_memories_table_keyed_by_tenant_and_id(make, t
         assert [tuple(r) for r in after] == [tuple(r) for r in rows]
         assert conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memories'").fetchone()[0] == sequence
         assert conn.execute("SELECT count(*) FROM sqlite_sequence WHERE name LIKE 'memories%'").fetchone()[0] == 1
-        now = {r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'memories' AND sql IS NOT NULL")}
+        now = {
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'memories' AND sql IS NOT NULL"
+            )
+        }
         assert now == indexes | {"memories_id"}
         assert "UNIQUE" not in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'memories'").fetchone()[0]
-        assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
-                                           "AND tbl_name = 'memories'")} == set(sqlite_counts.TRIGGERS)
+        assert {
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memories'")
+        } == set(sqlite_counts.TRIGGERS)
         counted = conn.execute("SELECT tenant, name, active FROM project_counts ORDER BY tenant, name").fetchall()
     assert [tuple(c) for c in counted] == [tuple(c) for c in counts]
     with store._write() as conn:
@@ -251,11 +267,19 @@ def test_migration_15_rebuilds_the_solution_tables_keyed_by_tenant_and_id(make, 
     tables = {"solutions": "solutions_id", "solution_applications": "applications_id"}
 
     def state(conn):
-        return {t: ([tuple(r) for r in conn.execute(f"SELECT * FROM {t} ORDER BY seq")],
-                    conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (t,)).fetchone()[0],
-                    {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
-                                                "AND tbl_name = ? AND sql IS NOT NULL", (t,))})
-                for t in tables}
+        return {
+            t: (
+                [tuple(r) for r in conn.execute(f"SELECT * FROM {t} ORDER BY seq")],
+                conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (t,)).fetchone()[0],
+                {
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", (t,)
+                    )
+                },
+            )
+            for t in tables
+        }
 
     path = tmp_path / "old.db"
     store = SQLiteStore(path)
@@ -289,14 +313,18 @@ def test_migration_15_rebuilds_the_solution_tables_keyed_by_tenant_and_id(make, 
             rows, counter, indexes = before[table]
             assert after[table] == (rows, counter, indexes | {key}), table
             assert "UNIQUE" not in conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
-            assert conn.execute("SELECT count(*) FROM sqlite_sequence WHERE name LIKE ?",
-                                (f"{table}%",)).fetchone()[0] == 1
+            assert (
+                conn.execute("SELECT count(*) FROM sqlite_sequence WHERE name LIKE ?", (f"{table}%",)).fetchone()[0]
+                == 1
+            )
     with store._write() as conn:
         for table in tables:
-            rest = ", ".join(r[1] for r in conn.execute(f"PRAGMA table_info({table})")
-                             if r[1] not in ("seq", "id", "tenant"))
-            copy = (f"INSERT INTO {table} (id, tenant, {rest}) SELECT id, ?, {rest} FROM {table} "
-                    "WHERE tenant = 't' LIMIT 1")
+            rest = ", ".join(
+                r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] not in ("seq", "id", "tenant")
+            )
+            copy = (
+                f"INSERT INTO {table} (id, tenant, {rest}) SELECT id, ?, {rest} FROM {table} WHERE tenant = 't' LIMIT 1"
+            )
             conn.execute(copy, ("w",))  # another tenant: fine
             with pytest.raises(sqlite3.IntegrityError):  # one tenant: still one row per id
                 conn.execute(copy, ("t",))
@@ -317,11 +345,37 @@ def test_mongo_learning_schema_2_keys_existing_solutions_by_tenant_and_id(tmp_pa
     solutions, applications = db["solutions"], db["solution_applications"]
     solutions.create_index([("tenant", ASCENDING), ("created_at", DESCENDING), ("_id", DESCENDING)])
     applications.create_index([("tenant", ASCENDING), ("_id", ASCENDING)], name="applications_export")
-    solutions.insert_one({"_id": "sol-1", "tenant": "t", "title": "old fix", "category": "network",
-                          "body": {"title": "old fix"}, "embeddings": None, "signatures": 0, "model": None,
-                          "success": 2, "failure": 0, "created_at": 1.0, "updated_at": 1.0})
-    applications.insert_many([{"_id": f"app-{n}", "tenant": "t", "solution_id": "sol-1", "success": True,
-                                "project": None, "error": None, "context": None, "at": float(n)} for n in range(3)])
+    solutions.insert_one(
+        {
+            "_id": "sol-1",
+            "tenant": "t",
+            "title": "old fix",
+            "category": "network",
+            "body": {"title": "old fix"},
+            "embeddings": None,
+            "signatures": 0,
+            "model": None,
+            "success": 2,
+            "failure": 0,
+            "created_at": 1.0,
+            "updated_at": 1.0,
+        }
+    )
+    applications.insert_many(
+        [
+            {
+                "_id": f"app-{n}",
+                "tenant": "t",
+                "solution_id": "sol-1",
+                "success": True,
+                "project": None,
+                "error": None,
+                "context": None,
+                "at": float(n),
+            }
+            for n in range(3)
+        ]
+    )
     db["meta"].insert_one({"_id": "learning_schema", "version": 1})
 
     store = MongoLearningStore(db)
@@ -343,8 +397,9 @@ def test_mongo_learning_schema_2_keys_existing_solutions_by_tenant_and_id(tmp_pa
         store.insert_solution(kept)  # the same tenant: still one
     from capsule.core.learning_records import ApplicationRecord
 
-    store.record_application(ApplicationRecord(id="app-0", tenant="v", solution_id="sol-1", success=False,
-                                               at=kept.created_at))
+    store.record_application(
+        ApplicationRecord(id="app-0", tenant="v", solution_id="sol-1", success=False, at=kept.created_at)
+    )
     assert (store.get_solution("t", "sol-1").failure, store.get_solution("v", "sol-1").failure) == (0, 1)
     assert [a.id for a in store.applications("t", limit=10)] == ["app-2", "app-1", "app-0"]
     assert [a.id for a in store.applications("v", limit=10)] == ["app-0"]

@@ -22,11 +22,18 @@ def populate(d) -> dict[str, str]:
     d.memories.set_retention_limit("t", "app", {"retention_limit": 3})
     for n in range(4):  # one more than the limit: the oldest is evicted (and audited)
         d.clock.advance(minutes=5)
-        ids[f"m{n}"] = d.memories.store_memory("t", {"project": "app", "content": f"memory number {n} about redis",
-                                                     "meta": {"component": "api", "tags": ["redis"]}}).memory.id
+        ids[f"m{n}"] = d.memories.store_memory(
+            "t",
+            {
+                "project": "app",
+                "content": f"memory number {n} about redis",
+                "meta": {"component": "api", "tags": ["redis"]},
+            },
+        ).memory.id
     d.clock.advance(minutes=5)
-    ids["pinned"] = d.memories.store_memory("t", {"project": "other", "content": "pin me", "pinned": True,
-                                                  "explanation": "kept for ever"}).memory.id
+    ids["pinned"] = d.memories.store_memory(
+        "t", {"project": "other", "content": "pin me", "pinned": True, "explanation": "kept for ever"}
+    ).memory.id
     d.memories.feedback("t", ids["m3"], {"helpful": True, "context": "solved it"})
     d.memories.feedback("t", ids["m3"], {"helpful": False})
     d.clock.advance(minutes=5)
@@ -37,8 +44,9 @@ def populate(d) -> dict[str, str]:
     d.memories.store_memory("u", {"project": "app", "content": "another tenant's"})
     solution = d.learning.create_solution("t", fixpack()).solution.id
     d.learning.solution_apply("t", solution, {"success": True})
-    d.learning.pattern_link("t", {"tag": "redis-refused", "category": "network", "solution_id": solution,
-                                  "success": True})
+    d.learning.pattern_link(
+        "t", {"tag": "redis-refused", "category": "network", "solution_id": solution, "success": True}
+    )
     return ids
 
 
@@ -147,8 +155,14 @@ def test_a_file_without_the_header_is_refused_whole(make):
     with pytest.raises(InvalidInput, match="line 1"):
         import_lines(second.sources, "t", ['{"kind": "project", "name": "x", "retention_limit": null}\n'])
     with pytest.raises(InvalidInput, match="version"):
-        import_lines(second.sources, "t", ['{"kind":"header","format":"capsule-memory-export","version":3,'
-                                           '"tenant":"t","project":null,"exported_at":"2026-01-01T00:00:00Z"}\n'])
+        import_lines(
+            second.sources,
+            "t",
+            [
+                '{"kind":"header","format":"capsule-memory-export","version":3,'
+                '"tenant":"t","project":null,"exported_at":"2026-01-01T00:00:00Z"}\n'
+            ],
+        )
     assert second.store.projects("t") == []
 
 
@@ -228,13 +242,20 @@ def test_a_line_given_twice_is_imported_once(make):
     assert result.imported["memory"] == 6 and result.skipped == {"memory": 1}, result.explanation
 
 
-@pytest.mark.parametrize("field, value, says", [
-    ("content", "x" * (64 * 1024 + 1), "65536"),  # the limit, as the schema's maxLength or the UTF-8 size check says it
-    ("meta", {"$where": 1}, "not allowed"),
-    ("project", "", "at least 1"),
-    ("occurred_at", "yesterday", "datetime"),
-    ("embedding", "not base64!", "base64"),
-])
+@pytest.mark.parametrize(
+    "field, value, says",
+    [
+        (
+            "content",
+            "x" * (64 * 1024 + 1),
+            "65536",
+        ),  # the limit, as the schema's maxLength or the UTF-8 size check says it
+        ("meta", {"$where": 1}, "not allowed"),
+        ("project", "", "at least 1"),
+        ("occurred_at", "yesterday", "datetime"),
+        ("embedding", "not base64!", "base64"),
+    ],
+)
 def test_a_memory_row_keeps_the_rules_a_stored_memory_keeps(make, field, value, says):
     first, second = make(), make()
     populate(first)

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capsule.core import idprefix, legacy_ids
 from capsule.compat.vector_bridge import meta_as_sent
-from capsule.embedders.hashing import HashingEmbedder
+from capsule.core import idprefix, legacy_ids
 from capsule.core.errors import InvalidInput, NotFound, Unavailable
+from capsule.embedders.hashing import HashingEmbedder
 from capsule.jobs.scheduled import Jobs
 from capsule.transfer.vector_bridge import import_vector_bridge
 
@@ -67,10 +67,24 @@ REDIS_ERROR = "Error: getaddrinfo ENOTFOUND redis.railway.internal"
 # Columns not placed, with their reason: the migrations' derived and bookkeeping ones, and the
 # user's own column and table.
 NOT_PLACED = {
-    "projects.label", "projects.created_at", "projects.updated_at", "documents.repo_name", "documents.chunk_tsv",
-    "documents.my_note", "memory_feedback.id", "signatures.id", "signatures.created_at", "signatures.embedding",
-    "steps.id", "steps.created_at", "checks.id", "checks.created_at", "pattern_solutions.id",
-    "pattern_solutions.created_at", "pattern_solutions.avg_helpful_ratio", "app_users.*",
+    "projects.label",
+    "projects.created_at",
+    "projects.updated_at",
+    "documents.repo_name",
+    "documents.chunk_tsv",
+    "documents.my_note",
+    "memory_feedback.id",
+    "signatures.id",
+    "signatures.created_at",
+    "signatures.embedding",
+    "steps.id",
+    "steps.created_at",
+    "checks.id",
+    "checks.created_at",
+    "pattern_solutions.id",
+    "pattern_solutions.created_at",
+    "pattern_solutions.avg_helpful_ratio",
+    "app_users.*",
 }
 
 
@@ -93,35 +107,83 @@ def _database(postgres, fill) -> str:
 def _document(conn, project, path, chunk, emb, component, category, tags, meta, *, sha=None):
     import hashlib
 
-    conn.execute("INSERT INTO documents (project_id, path, chunk, embedding, component, category, tags, meta, "
-                 "content_sha, repo_name, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 'my-app', "
-                 "'2025-06-01T10:00:00Z')",
-                 (project, path, chunk, emb, component, category, tags, json.dumps(meta),
-                  sha or hashlib.sha256((chunk or "").encode()).hexdigest()))
+    conn.execute(
+        "INSERT INTO documents (project_id, path, chunk, embedding, component, category, tags, meta, "
+        "content_sha, repo_name, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 'my-app', "
+        "'2025-06-01T10:00:00Z')",
+        (
+            project,
+            path,
+            chunk,
+            emb,
+            component,
+            category,
+            tags,
+            json.dumps(meta),
+            sha or hashlib.sha256((chunk or "").encode()).hexdigest(),
+        ),
+    )
 
 
 def _fill(conn) -> None:
-    conn.execute("INSERT INTO projects (root_path, label) VALUES (%s, 'my-app'), ('/Users/me/other', 'other'), "
-                 "('/Users/me/empty', 'empty')", (ROOT,))
+    conn.execute(
+        "INSERT INTO projects (root_path, label) VALUES (%s, 'my-app'), ('/Users/me/other', 'other'), "
+        "('/Users/me/empty', 'empty')",
+        (ROOT,),
+    )
     docs = [  # ids 1..9
-        (1, "src/auth.ts", LOGIN, vector_text(1), "backend", "code", ["auth"],
-         {"type": "code", "language": "typescript", "outcome_status": "success"}),
-        (1, "notes/redis.md", REDIS, vector_text(2), "infra", "fix", ["redis"],
-         {"agent": "claude", "task_id": "T-7", "component": "ops"}),  # the column overrules meta's component
+        (
+            1,
+            "src/auth.ts",
+            LOGIN,
+            vector_text(1),
+            "backend",
+            "code",
+            ["auth"],
+            {"type": "code", "language": "typescript", "outcome_status": "success"},
+        ),
+        (
+            1,
+            "notes/redis.md",
+            REDIS,
+            vector_text(2),
+            "infra",
+            "fix",
+            ["redis"],
+            {"agent": "claude", "task_id": "T-7", "component": "ops"},
+        ),  # the column overrules meta's component
         (1, "bad.txt", "a broken vector", "[0.1,abc]", "other", "code", [], {}),
         (1, "empty.txt", "   ", vector_text(3), "other", "code", [], {}),
         (2, None, "a decision without a vector", None, "orchestration", "decision", None, {}),
-        (1, "digest.md", DIGEST, vector_text(4), "orchestration", "digest", ["queue"],
-         {"outcome_status": "none", "tags": "queue", "type": 7, "session": None, "nested": {"a": [1, None]}}),
-        (1, "failed.md", "the migration failed twice", vector_text(5), "data", "decision", [],
-         {"outcome_status": "failed"}),
+        (
+            1,
+            "digest.md",
+            DIGEST,
+            vector_text(4),
+            "orchestration",
+            "digest",
+            ["queue"],
+            {"outcome_status": "none", "tags": "queue", "type": 7, "session": None, "nested": {"a": [1, None]}},
+        ),
+        (
+            1,
+            "failed.md",
+            "the migration failed twice",
+            vector_text(5),
+            "data",
+            "decision",
+            [],
+            {"outcome_status": "failed"},
+        ),
         (1, "odd.md", ODD, vector_text(6), "other", "docs", [], ["not", "an", "object"]),
         (1, "drift.md", "a content whose sha drifted", vector_text(7), "other", "docs", [], {}),
     ]
     for row in docs:
         _document(conn, *row, sha="0" * 64 if row[2] == "a content whose sha drifted" else None)
-    conn.execute("INSERT INTO memory_feedback (chunk_id, helpful, context) VALUES "
-                 "(2, true, 'solved it'), (1, false, NULL), (6, true, 'the digest helped')")
+    conn.execute(
+        "INSERT INTO memory_feedback (chunk_id, helpful, context) VALUES "
+        "(2, true, 'solved it'), (1, false, NULL), (6, true, 'the digest helped')"
+    )
     conn.execute(
         "INSERT INTO solutions (title, description, category, component, tags, project_root, repo_name, "
         "package_manager, monorepo_tool, success_count, failure_count, last_applied_at, verified_on, created_at) "
@@ -130,22 +192,32 @@ def _fill(conn) -> None:
         "'2025-05-01T09:00:00Z', '2025-04-01T00:00:00Z'), "
         "('Broken', NULL, 'deploy', NULL, '{}', NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, '2025-04-02T00:00:00Z'), "
         "('Redis on Railway needs family=0', 'the same fix, upserted again', 'deploy', NULL, '{}', NULL, NULL, "
-        "NULL, NULL, 1, 0, NULL, NULL, '2025-04-03T00:00:00Z')", (ROOT,))
-    conn.execute("INSERT INTO signatures (solution_id, text, regexes, embedding, meta) VALUES "
-                 "(1, %s, ARRAY['ENOTFOUND\\s+redis'], %s, '{\"min_score\": 0.3, \"platform\": \"railway\"}'), "
-                 "(2, '', NULL, NULL, NULL), (3, %s, '{}', NULL, '{}')",
-                 (REDIS_ERROR, vector_text(9), REDIS_ERROR))
-    conn.execute("INSERT INTO steps (solution_id, step_order, kind, payload, description, timeout_ms) VALUES "
-                 "(1, 2, 'cmd', '{\"run\": \"npm run start\", \"cwd\": \"{project_root}\"}', 'restart', 60000), "
-                 "(1, 1, 'patch', '{\"file\": \"src/redis.ts\", \"search\": \"new Redis(url)\", "
-                 "\"replace\": \"new Redis(url, {family: 0})\"}', NULL, 120000), "
-                 "(3, 1, 'env', '{\"variable\": \"REDIS_FAMILY\", \"value\": \"0\"}', NULL, 120000)")
-    conn.execute("INSERT INTO checks (solution_id, check_order, cmd, expect_substring, expect_exit_code, timeout_ms) "
-                 "VALUES (1, 1, 'redis-cli ping', 'PONG', 0, 5000)")
-    conn.execute("INSERT INTO pattern_solutions (pattern_tag, pattern_category, solution_id, success_count, "
-                 "failure_count, avg_helpful_ratio, updated_at) VALUES "
-                 "('redis-enotfound', 'runtime', 1, 4, 1, 0.5, '2025-05-03T00:00:00Z'), "
-                 "('ghost', 'runtime', 2, 1, 0, 0, now())")
+        "NULL, NULL, 1, 0, NULL, NULL, '2025-04-03T00:00:00Z')",
+        (ROOT,),
+    )
+    conn.execute(
+        "INSERT INTO signatures (solution_id, text, regexes, embedding, meta) VALUES "
+        '(1, %s, ARRAY[\'ENOTFOUND\\s+redis\'], %s, \'{"min_score": 0.3, "platform": "railway"}\'), '
+        "(2, '', NULL, NULL, NULL), (3, %s, '{}', NULL, '{}')",
+        (REDIS_ERROR, vector_text(9), REDIS_ERROR),
+    )
+    conn.execute(
+        "INSERT INTO steps (solution_id, step_order, kind, payload, description, timeout_ms) VALUES "
+        '(1, 2, \'cmd\', \'{"run": "npm run start", "cwd": "{project_root}"}\', \'restart\', 60000), '
+        '(1, 1, \'patch\', \'{"file": "src/redis.ts", "search": "new Redis(url)", '
+        '"replace": "new Redis(url, {family: 0})"}\', NULL, 120000), '
+        '(3, 1, \'env\', \'{"variable": "REDIS_FAMILY", "value": "0"}\', NULL, 120000)'
+    )
+    conn.execute(
+        "INSERT INTO checks (solution_id, check_order, cmd, expect_substring, expect_exit_code, timeout_ms) "
+        "VALUES (1, 1, 'redis-cli ping', 'PONG', 0, 5000)"
+    )
+    conn.execute(
+        "INSERT INTO pattern_solutions (pattern_tag, pattern_category, solution_id, success_count, "
+        "failure_count, avg_helpful_ratio, updated_at) VALUES "
+        "('redis-enotfound', 'runtime', 1, 4, 1, 0.5, '2025-05-03T00:00:00Z'), "
+        "('ghost', 'runtime', 2, 1, 0, 0, now())"
+    )
     conn.execute("INSERT INTO app_users (email) VALUES ('me@example.com')")
 
 
@@ -170,8 +242,12 @@ def test_every_row_comes_along_or_is_refused_by_name(make, vector_bridge):
     result = _run(d, vector_bridge)
     assert result.imported == {"memory": 7, "feedback": 3, "solution": 2, "link": 1}, result.explanation
     refused = {(r.line, r.field) for r in result.refused}
-    assert refused == {(3, "documents.embedding"), (4, "documents.chunk"), (2, "solutions.signatures.0.text"),
-                       (2, "pattern_solutions.solution_id")}, result.refused
+    assert refused == {
+        (3, "documents.embedding"),
+        (4, "documents.chunk"),
+        (2, "solutions.signatures.0.text"),
+        (2, "pattern_solutions.solution_id"),
+    }, result.refused
 
     memories = _memories(d)
     redis = memories[REDIS]
@@ -184,8 +260,13 @@ def test_every_row_comes_along_or_is_refused_by_name(make, vector_bridge):
     assert (login.helpful, login.unhelpful) == (0, 1)
     digest = memories[DIGEST]
     assert digest.meta["outcome_status"] == "unknown" and digest.meta["tags"] == ["queue"]
-    assert meta_as_sent(digest.meta) == {"outcome_status": "none", "tags": "queue", "type": 7, "session": None,
-                                         "nested": {"a": [1, None]}}
+    assert meta_as_sent(digest.meta) == {
+        "outcome_status": "none",
+        "tags": "queue",
+        "type": 7,
+        "session": None,
+        "nested": {"a": [1, None]},
+    }
     assert memories["the migration failed twice"].meta["outcome_status"] == "failure"
     assert meta_as_sent(memories["the migration failed twice"].meta)["outcome_status"] == "failed"
     assert meta_as_sent(memories[ODD].meta) == {"value": ["not", "an", "object"]}
@@ -215,13 +296,18 @@ def test_solutions_keep_every_field_and_their_links(make, vector_bridge):
     first = d.learning.get_solution("t", "1").solution  # the old solution_id names it
     assert first.id == legacy_ids.vector_bridge_solution("t", 1)
     assert (first.title, first.category, first.component, first.tags) == (
-        "Redis on Railway needs family=0", "deploy", "backend", ["redis", "railway"])
+        "Redis on Railway needs family=0",
+        "deploy",
+        "backend",
+        ["redis", "railway"],
+    )
     assert first.package_manager == "pnpm" and (first.success_count, first.failure_count) == (5, 1)
     kept = first.model_dump(mode="json")
     fields = {**kept.get("extra", {}), **kept}
     assert fields["monorepo_tool"] == "turbo" and fields["project_root"] == ROOT and fields["repo_name"] == "my-app"
     assert str(fields["last_applied_at"]).startswith("2025-05-02") and str(fields["verified_on"]).startswith(
-        "2025-05-01")
+        "2025-05-01"
+    )
     assert [s.kind for s in first.steps] == ["patch", "cmd"] and first.steps[1].timeout_ms == 60000
     assert first.signatures[0].regexes == ["ENOTFOUND\\s+redis"]
     assert first.checks[0].expect_substring == "PONG" and first.checks[0].timeout_ms == 5000
@@ -251,8 +337,9 @@ def test_old_integer_ids_reach_what_they_named(make, vector_bridge):
 
     applied = d.learning.solution_apply("t", "1", {"success": True})  # solution_apply {solution_id: 1}
     assert applied.solution.id == legacy_ids.vector_bridge_solution("t", 1) and applied.solution.success_count == 6
-    linked = d.learning.pattern_link("t", {"tag": "redis-enotfound", "category": "runtime", "solution_id": "1",
-                                           "success": True})
+    linked = d.learning.pattern_link(
+        "t", {"tag": "redis-enotfound", "category": "runtime", "solution_id": "1", "success": True}
+    )
     assert linked.link.id == applied.solution.id
     with pytest.raises(NotFound):
         d.learning.solution_apply("t", "2", {"success": True})  # refused at import
@@ -370,8 +457,17 @@ def test_the_cli_imports_and_the_old_ids_work_through_mcp(tmp_path, vector_bridg
 def _many(conn) -> None:
     conn.execute("INSERT INTO projects (root_path, label) VALUES (%s, 'my-app')", (ROOT,))
     for i in range(130):
-        _document(conn, 1, f"notes/{i}.md", f"Decision {i}: queue {i} keeps its own Redis database {i}.",
-                  vector_text(i + 1), "infra", "decision", [], {"outcome_status": "none"})
+        _document(
+            conn,
+            1,
+            f"notes/{i}.md",
+            f"Decision {i}: queue {i} keeps its own Redis database {i}.",
+            vector_text(i + 1),
+            "infra",
+            "decision",
+            [],
+            {"outcome_status": "none"},
+        )
 
 
 def test_an_import_over_the_default_limit_keeps_every_memory_and_later_writes_evict_none(make, postgres):

@@ -15,21 +15,24 @@ HOSTED = "https://memory.example.com"
 LOCAL = "http://127.0.0.1:8787"
 
 
-@pytest.mark.parametrize("url, method, options, chosen", [
-    (API, None, False, "sigv4"),                   # execute-api host: SigV4, region from the host
-    (API + "/prod", None, False, "sigv4"),
-    ("https://x.execute-api.cn-north-1.amazonaws.com.cn", None, False, "sigv4"),
-    (LOCAL, None, False, "apikey"),                # loopback: a key, else capsule serve's token
-    ("http://localhost:8787", None, False, "apikey"),
-    ("http://[::1]:8787", None, False, "apikey"),
-    (HOSTED, None, False, "apikey"),               # any other host: an API key
-    (HOSTED, None, True, "sigv4"),                 # --region / --profile exist only for SigV4
-    (LOCAL, "sigv4", False, "sigv4"),              # --auth overrides the URL ...
-    (API, "apikey", False, "apikey"),
-    (API, "none", False, "none"),
-    (HOSTED, "auto", False, "apikey"),
-    (API, "", False, "sigv4"),                     # CAPSULE_AUTH="" is unset
-])
+@pytest.mark.parametrize(
+    "url, method, options, chosen",
+    [
+        (API, None, False, "sigv4"),  # execute-api host: SigV4, region from the host
+        (API + "/prod", None, False, "sigv4"),
+        ("https://x.execute-api.cn-north-1.amazonaws.com.cn", None, False, "sigv4"),
+        (LOCAL, None, False, "apikey"),  # loopback: a key, else capsule serve's token
+        ("http://localhost:8787", None, False, "apikey"),
+        ("http://[::1]:8787", None, False, "apikey"),
+        (HOSTED, None, False, "apikey"),  # any other host: an API key
+        (HOSTED, None, True, "sigv4"),  # --region / --profile exist only for SigV4
+        (LOCAL, "sigv4", False, "sigv4"),  # --auth overrides the URL ...
+        (API, "apikey", False, "apikey"),
+        (API, "none", False, "none"),
+        (HOSTED, "auto", False, "apikey"),
+        (API, "", False, "sigv4"),  # CAPSULE_AUTH="" is unset
+    ],
+)
 def test_the_auth_choice_table(url, method, options, chosen):
     assert choose_auth(url, method, sigv4_options=options).method == chosen
 
@@ -41,10 +44,20 @@ def test_an_unknown_method_is_refused_with_the_nearest_name():
         Connection.from_env({"CAPSULE_MEMORY_URL": LOCAL, "CAPSULE_AUTH": "sigv5"})
 
 
-@pytest.mark.parametrize("host, loopback", [
-    ("127.0.0.1", True), ("127.1.2.3", True), ("::1", True), ("localhost", True), ("api.localhost", True),
-    ("LOCALHOST", True), ("10.0.0.1", False), ("example.com", False), ("localhost.example.com", False),
-])
+@pytest.mark.parametrize(
+    "host, loopback",
+    [
+        ("127.0.0.1", True),
+        ("127.1.2.3", True),
+        ("::1", True),
+        ("localhost", True),
+        ("api.localhost", True),
+        ("LOCALHOST", True),
+        ("10.0.0.1", False),
+        ("example.com", False),
+        ("localhost.example.com", False),
+    ],
+)
 def test_loopback_hosts(host, loopback):
     assert is_loopback(host) is loopback
 
@@ -146,8 +159,9 @@ def test_a_refused_key_says_which_credential_was_sent(tmp_path):
     client = CapsuleClient(LOCAL, auth=make_auth(Connection.from_env(env), env), send=send)
     with pytest.raises(Unauthorized) as caught:
         client.projects()
-    assert caught.value.message == (f"unknown token (HTTP 401); this client sent the token in "
-                                    f"{tmp_path / 'gateway-token'}")
+    assert caught.value.message == (
+        f"unknown token (HTTP 401); this client sent the token in {tmp_path / 'gateway-token'}"
+    )
     assert "stale" not in caught.value.message
 
 

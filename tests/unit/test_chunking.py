@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from capsule.service.chunking import ChunkPolicy, chunk_text, looks_like_code
 from capsule.core.text import estimate_tokens
+from capsule.service.chunking import ChunkPolicy, chunk_text, looks_like_code
 
 POLICY = ChunkPolicy()
 

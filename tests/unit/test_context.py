@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from capsule.config import Settings
-from capsule.service.context import embedding_text, session_of
 from capsule.embedders import HashingEmbedder
+from capsule.service.context import embedding_text, session_of
 from capsule.service.memory_service import MemoryService
 
 ASK = "[1:56 pm on 8 May, 2023] Nate: What genre is your first screenplay?"
@@ -32,10 +32,18 @@ def test_long_memories_are_embedded_alone():
     assert embedding_text(ANSWER, ASK, max_words=0) == ANSWER  # switched off
 
 
-@pytest.mark.parametrize("meta,expected", [
-    ({"session": "s1"}, "s1"), ({"session": 7}, 7), ({}, None), ({"session": ""}, None),
-    ({"session": True}, None), ({"session": ["a"]}, None), ({"session": {"id": 1}}, None),
-])
+@pytest.mark.parametrize(
+    "meta,expected",
+    [
+        ({"session": "s1"}, "s1"),
+        ({"session": 7}, 7),
+        ({}, None),
+        ({"session": ""}, None),
+        ({"session": True}, None),
+        ({"session": ["a"]}, None),
+        ({"session": {"id": 1}}, None),
+    ],
+)
 def test_only_a_plain_session_value_counts(meta, expected):
     assert session_of(meta) == expected
 
@@ -55,7 +63,9 @@ def test_the_service_embeds_a_turn_with_the_one_before_it_in_its_session(service
     alone = embedder.embed([ANSWER])[0]
     with_context = embedder.embed([embedding_text(ANSWER, ASK)])[0]
     assert np.allclose(sqlite_store.get("t", first).embedding, embedder.embed([ASK])[0])
-    assert np.allclose(sqlite_store.get("t", other).embedding, embedder.embed([sqlite_store.get("t", other).content])[0])
+    assert np.allclose(
+        sqlite_store.get("t", other).embedding, embedder.embed([sqlite_store.get("t", other).content])[0]
+    )
     assert np.allclose(sqlite_store.get("t", second).embedding, with_context)
     assert not np.allclose(with_context, alone)
     assert sqlite_store.get("t", second).content == ANSWER  # only the vector sees the context
@@ -63,14 +73,20 @@ def test_the_service_embeds_a_turn_with_the_one_before_it_in_its_session(service
 
 def test_a_forgotten_turn_is_no_context_and_the_setting_turns_it_off(sqlite_store, clock, tmp_path):
     embedder = HashingEmbedder()
-    service = MemoryService(sqlite_store, embedder, clock=clock, settings=Settings(data_dir=tmp_path, embedder="hashing"))
+    service = MemoryService(
+        sqlite_store, embedder, clock=clock, settings=Settings(data_dir=tmp_path, embedder="hashing")
+    )
     asked = _turn(service, ASK)
     service.forget("t", asked)
     clock.advance(seconds=1)
     answer = _turn(service, ANSWER)
     assert np.allclose(sqlite_store.get("t", answer).embedding, embedder.embed([ANSWER])[0])
-    off = MemoryService(sqlite_store, embedder, clock=clock,
-                        settings=Settings(data_dir=tmp_path, embedder="hashing", session_context_words=0))
+    off = MemoryService(
+        sqlite_store,
+        embedder,
+        clock=clock,
+        settings=Settings(data_dir=tmp_path, embedder="hashing", session_context_words=0),
+    )
     clock.advance(seconds=1)
     _turn(off, ASK.replace("first", "second"))
     clock.advance(seconds=1)
@@ -85,10 +101,12 @@ def test_an_import_takes_the_turn_that_happened_before_not_the_one_stored_last(s
     at = lambda minute: datetime(2023, 5, 8, 13, minute, tzinfo=UTC)  # noqa: E731
     late = "[8 May] Nate: And what about the ending?"
     for content, minute in ((late, 30), (ASK, 10)):  # stored out of order
-        service.store_memory("t", {"project": "chat", "content": content, "occurred_at": at(minute),
-                                   "meta": {"session": "s"}})
-    answer = service.store_memory("t", {"project": "chat", "content": ANSWER, "occurred_at": at(11),
-                                        "meta": {"session": "s"}}).memory.id
+        service.store_memory(
+            "t", {"project": "chat", "content": content, "occurred_at": at(minute), "meta": {"session": "s"}}
+        )
+    answer = service.store_memory(
+        "t", {"project": "chat", "content": ANSWER, "occurred_at": at(11), "meta": {"session": "s"}}
+    ).memory.id
     assert np.allclose(sqlite_store.get("t", answer).embedding, embedder.embed([embedding_text(ANSWER, ASK)])[0])
 
 

@@ -14,45 +14,49 @@ MONDAY = datetime(2023, 5, 29, 15, 0, tzinfo=UTC)  # a Monday
 
 def days(query: str, as_of: datetime = MONDAY) -> list[tuple[str, str]]:
     """Each window as (first day, last day) inclusive, in as_of's calendar."""
-    return [(w.start.date().isoformat(), (w.end - timedelta(seconds=1)).date().isoformat())
-            for w in windows(query, as_of)]
+    return [
+        (w.start.date().isoformat(), (w.end - timedelta(seconds=1)).date().isoformat()) for w in windows(query, as_of)
+    ]
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("what did I cook yesterday?", [("2023-05-28", "2023-05-28")]),
-    ("the day before yesterday", [("2023-05-27", "2023-05-27")]),
-    ("anything today?", [("2023-05-29", "2023-05-29")]),
-    ("which book did I finish a week ago?", [("2023-05-19", "2023-05-26")]),  # 7 days back, +-3.5
-    ("two days ago", [("2023-05-27", "2023-05-27")]),
-    ("a couple of days ago", [("2023-05-26", "2023-05-28")]),
-    ("what did I buy three months ago", [("2023-02-13", "2023-03-15")]),  # 90 days back, +-15
-    ("what certification did I complete last month?", [("2023-04-01", "2023-04-30")]),
-    ("what worked this month", [("2023-05-01", "2023-05-31")]),
-    ("last week", [("2023-05-22", "2023-05-28")]),
-    ("last year", [("2022-01-01", "2022-12-31")]),
-    ("in the past three weeks", [("2023-05-08", "2023-05-29")]),
-    ("over the past month", [("2023-04-29", "2023-05-29")]),
-    ("how much did I earn last Thursday?", [("2023-05-25", "2023-05-25")]),
-    ("last Monday", [("2023-05-22", "2023-05-22")]),
-    ("on Sunday", [("2023-05-28", "2023-05-28")]),
-    ("museums in the month of February?", [("2023-02-01", "2023-02-28")]),
-    ("in June", [("2022-06-01", "2022-06-30")]),  # not yet June: last year's
-    ("the March 3rd meeting", [("2023-03-03", "2023-03-03")]),
-    ("on the 3rd of March", [("2023-03-03", "2023-03-03")]),
-    ("the 2/8 trip", [("2023-02-08", "2023-02-08"), ("2022-08-02", "2022-08-02")]),  # both readings
-    ("before the 7/22 trip", [("2022-07-22", "2022-07-22")]),  # 22/7 is no date
-    ("last spring", [("2022-03-01", "2022-05-31")]),  # spring now: the one before
-    ("this winter", [("2022-12-01", "2023-02-28")]),
-    ("the week before March 3", [("2023-03-03", "2023-03-03"), ("2023-02-24", "2023-02-24")]),
-    ("on 8 May, 2023", [("2023-05-08", "2023-05-08")]),
-    ("in May 2021", [("2021-05-01", "2021-05-31")]),
-    ("2023-01-15", [("2023-01-15", "2023-01-15")]),
-    ("when did I adopt the puppy?", []),
-    ("how many days ago did I watch the Super Bowl?", []),  # asks how long: names no time itself
-    ("what was my last name before I changed it?", []),
-    ("24/7 support", []),
-    ("the day before", []),  # before what: nothing to move
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("what did I cook yesterday?", [("2023-05-28", "2023-05-28")]),
+        ("the day before yesterday", [("2023-05-27", "2023-05-27")]),
+        ("anything today?", [("2023-05-29", "2023-05-29")]),
+        ("which book did I finish a week ago?", [("2023-05-19", "2023-05-26")]),  # 7 days back, +-3.5
+        ("two days ago", [("2023-05-27", "2023-05-27")]),
+        ("a couple of days ago", [("2023-05-26", "2023-05-28")]),
+        ("what did I buy three months ago", [("2023-02-13", "2023-03-15")]),  # 90 days back, +-15
+        ("what certification did I complete last month?", [("2023-04-01", "2023-04-30")]),
+        ("what worked this month", [("2023-05-01", "2023-05-31")]),
+        ("last week", [("2023-05-22", "2023-05-28")]),
+        ("last year", [("2022-01-01", "2022-12-31")]),
+        ("in the past three weeks", [("2023-05-08", "2023-05-29")]),
+        ("over the past month", [("2023-04-29", "2023-05-29")]),
+        ("how much did I earn last Thursday?", [("2023-05-25", "2023-05-25")]),
+        ("last Monday", [("2023-05-22", "2023-05-22")]),
+        ("on Sunday", [("2023-05-28", "2023-05-28")]),
+        ("museums in the month of February?", [("2023-02-01", "2023-02-28")]),
+        ("in June", [("2022-06-01", "2022-06-30")]),  # not yet June: last year's
+        ("the March 3rd meeting", [("2023-03-03", "2023-03-03")]),
+        ("on the 3rd of March", [("2023-03-03", "2023-03-03")]),
+        ("the 2/8 trip", [("2023-02-08", "2023-02-08"), ("2022-08-02", "2022-08-02")]),  # both readings
+        ("before the 7/22 trip", [("2022-07-22", "2022-07-22")]),  # 22/7 is no date
+        ("last spring", [("2022-03-01", "2022-05-31")]),  # spring now: the one before
+        ("this winter", [("2022-12-01", "2023-02-28")]),
+        ("the week before March 3", [("2023-03-03", "2023-03-03"), ("2023-02-24", "2023-02-24")]),
+        ("on 8 May, 2023", [("2023-05-08", "2023-05-08")]),
+        ("in May 2021", [("2021-05-01", "2021-05-31")]),
+        ("2023-01-15", [("2023-01-15", "2023-01-15")]),
+        ("when did I adopt the puppy?", []),
+        ("how many days ago did I watch the Super Bowl?", []),  # asks how long: names no time itself
+        ("what was my last name before I changed it?", []),
+        ("24/7 support", []),
+        ("the day before", []),  # before what: nothing to move
+    ],
+)
 def test_times_a_query_names(query, expected):
     assert days(query) == expected
 

@@ -9,9 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
+from capsule.core.errors import Unavailable
 from capsule.embedders.http import HttpError, JsonClient, backoff_s, provider_message
 from capsule.embedders.remote import OpenAIEmbedder, VoyageEmbedder
-from capsule.core.errors import Unavailable
 from tests.support.fake_provider import FakeProvider
 
 KEY = "pa-secret-key-123"
@@ -43,17 +43,23 @@ def test_voyage_calls_its_api_over_one_kept_alive_connection(provider, waits):
     assert out.shape == (300, 3) and np.allclose(np.linalg.norm(out, axis=1), 1)
     assert np.allclose(out[:, 2] / out[:, 1], [i % 128 for i in range(300)])  # input order
     assert [len(r["body"]["input"]) for r in provider.calls] == [128, 128, 44]
-    assert provider.calls[0] == {"path": "/v1/embeddings", "auth": f"Bearer {KEY}", "status": 200,
-                                 "body": {"input": provider.calls[0]["body"]["input"], "model": "voyage-3.5",
-                                          "input_type": "query"}}
+    assert provider.calls[0] == {
+        "path": "/v1/embeddings",
+        "auth": f"Bearer {KEY}",
+        "status": 200,
+        "body": {"input": provider.calls[0]["body"]["input"], "model": "voyage-3.5", "input_type": "query"},
+    }
     assert provider.connections == 1 and waits == []
 
 
 def test_openai_asks_for_floats_and_keeps_the_input_order(provider, waits):
     out = OpenAIEmbedder(KEY, dim=3, client=client(provider, waits)).embed(["a", "bb", "ccc"])
     assert np.allclose(out[:, 2] / out[:, 1], [0, 1, 2])
-    assert provider.calls[0]["body"] == {"input": ["a", "bb", "ccc"], "model": "text-embedding-3-small",
-                                            "encoding_format": "float"}
+    assert provider.calls[0]["body"] == {
+        "input": ["a", "bb", "ccc"],
+        "model": "text-embedding-3-small",
+        "encoding_format": "float",
+    }
 
 
 def test_429_and_5xx_are_retried_with_the_servers_retry_after(provider, waits):
@@ -149,9 +155,28 @@ def certificate(tmp_path_factory):
 
         not_installed("openssl is not installed (Debian: openssl)")
     folder = tmp_path_factory.mktemp("tls")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(folder / "key.pem"),
-                    "-out", str(folder / "cert.pem")], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(folder / "key.pem"),
+            "-out",
+            str(folder / "cert.pem"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return folder / "cert.pem", folder / "key.pem"
 
 
@@ -235,13 +260,20 @@ def test_the_proxy_the_environment_names_tunnels_the_calls(provider, proxy, wait
     assert len(proxy.tunnels) == 1  # NO_PROXY: straight to the provider
 
 
-@pytest.mark.parametrize("flavor, body, refusal", [
-    ("voyage", {"input": ["x"], "model": "voyage-3.5"}, "answered 400: missing field: input_type"),
-    ("voyage", {"input": ["x"], "model": "voyage-3.5", "input_type": "passage"}, "answered 400: input_type must be"),
-    ("openai", {"input": ["x"], "model": "text-embedding-3-small"}, "answered 400: missing field: encoding_format"),
-    ("openai", {"input": [], "model": "text-embedding-3-small", "encoding_format": "float"}, "input must be"),
-    ("openai", {"input": ["x"], "model": "voyage-3.5", "encoding_format": "float"}, "is not supported"),
-])
+@pytest.mark.parametrize(
+    "flavor, body, refusal",
+    [
+        ("voyage", {"input": ["x"], "model": "voyage-3.5"}, "answered 400: missing field: input_type"),
+        (
+            "voyage",
+            {"input": ["x"], "model": "voyage-3.5", "input_type": "passage"},
+            "answered 400: input_type must be",
+        ),
+        ("openai", {"input": ["x"], "model": "text-embedding-3-small"}, "answered 400: missing field: encoding_format"),
+        ("openai", {"input": [], "model": "text-embedding-3-small", "encoding_format": "float"}, "input must be"),
+        ("openai", {"input": ["x"], "model": "voyage-3.5", "encoding_format": "float"}, "is not supported"),
+    ],
+)
 def test_the_stand_in_providers_refuse_what_theirs_refuse(flavor, body, refusal, waits):
     with FakeProvider(flavor, KEY) as fake:
         with pytest.raises(HttpError, match=refusal):

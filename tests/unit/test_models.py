@@ -50,9 +50,15 @@ def test_store_request_refuses(data, field):
 
 
 def test_limits_are_inclusive():
-    validate(StoreRequest, {**OK, "content": "a" * limits.MAX_CONTENT_BYTES,
-                            "project": "p" * limits.MAX_PROJECT_CHARS,
-                            "meta": {"tags": ["t" * limits.MAX_TAG_CHARS] * limits.MAX_TAGS}})
+    validate(
+        StoreRequest,
+        {
+            **OK,
+            "content": "a" * limits.MAX_CONTENT_BYTES,
+            "project": "p" * limits.MAX_PROJECT_CHARS,
+            "meta": {"tags": ["t" * limits.MAX_TAG_CHARS] * limits.MAX_TAGS},
+        },
+    )
     validate(IngestRequest, {"project": "p", "text": "a" * limits.MAX_INGEST_BYTES})
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
-from capsule.embedders import HashingEmbedder
+from capsule.core.clock import FrozenClock
 from capsule.core.errors import Conflict
+from capsule.embedders import HashingEmbedder
 from capsule.jobs.scheduled import Jobs
 from capsule.learning.service import LearningService
 from capsule.service.memory_service import MemoryService

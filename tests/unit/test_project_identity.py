@@ -9,10 +9,10 @@ from datetime import UTC
 
 import pytest
 
-from capsule.core.clock import FrozenClock
 from capsule.config import Settings
-from capsule.embedders import HashingEmbedder
+from capsule.core.clock import FrozenClock
 from capsule.core.project_identity import canonical, label_of, merge_plan, root_path
+from capsule.embedders import HashingEmbedder
 from capsule.service.memory_service import MemoryService
 from capsule.store.sqlite import SQLiteStore
 from mcp_client import project_name
@@ -41,8 +41,12 @@ def store(request, tmp_path):
 
 @pytest.fixture
 def svc(store, tmp_path):
-    return MemoryService(store, HashingEmbedder(), clock=FrozenClock(),
-                         settings=Settings(data_dir=tmp_path, embedder="hashing", retention_limit=100))
+    return MemoryService(
+        store,
+        HashingEmbedder(),
+        clock=FrozenClock(),
+        settings=Settings(data_dir=tmp_path, embedder="hashing", retention_limit=100),
+    )
 
 
 def test_canonical_names_and_labels():
@@ -51,7 +55,9 @@ def test_canonical_names_and_labels():
     assert label_of("/Users/me/my-app/") == "my-app" and label_of("my-app") == "my-app"
     assert root_path("my-app") is None and root_path("/a/b/") == "/a/b"
     assert merge_plan(["/a/app/", "/a/app", "app", "lib", "/b/x", "/c/x", "x"]) == [
-        ("/a/app/", "/a/app"), ("app", "/a/app")]  # "x" has two checkouts: left alone
+        ("/a/app/", "/a/app"),
+        ("app", "/a/app"),
+    ]  # "x" has two checkouts: left alone
 
 
 def test_client_side_default_is_the_checkout_as_a_canonical_path(tmp_path):
@@ -84,11 +90,14 @@ def test_root_and_home_are_never_a_project(tmp_path):
 
 
 def test_every_spelling_lands_in_one_project(svc):
-    ids = [svc.store_memory("t", {"project": name, "content": f"note {i}"}).memory.id
-           for i, name in enumerate(["/Users/me/my-app", "/Users/me/my-app/", "/Users/me//my-app", "my-app"])]
+    ids = [
+        svc.store_memory("t", {"project": name, "content": f"note {i}"}).memory.id
+        for i, name in enumerate(["/Users/me/my-app", "/Users/me/my-app/", "/Users/me//my-app", "my-app"])
+    ]
     projects = svc.projects("t").projects
     assert [(p.project, p.root_path, p.label, p.memories) for p in projects] == [
-        ("/Users/me/my-app", "/Users/me/my-app", "my-app", 4)]
+        ("/Users/me/my-app", "/Users/me/my-app", "my-app", 4)
+    ]
     for name in ("my-app", "/Users/me/my-app/"):
         listed = {m.id for m in svc.list_memories("t", {"project": name, "limit": 10}).memories}
         assert listed == set(ids)
@@ -96,8 +105,9 @@ def test_every_spelling_lands_in_one_project(svc):
 
 
 def test_a_bare_project_is_merged_when_its_checkout_appears(svc, store):
-    first = svc.store_memory("t", {"project": "my-app", "content": "written under the folder's name",
-                                   "pinned": True}).memory.id
+    first = svc.store_memory(
+        "t", {"project": "my-app", "content": "written under the folder's name", "pinned": True}
+    ).memory.id
     twice = svc.store_memory("t", {"project": "my-app", "content": "the same digest"}).memory.id
     other = svc.store_memory("t", {"project": "other", "content": "another project"}).memory.id
     # The Vector Bridge's hook names the checkout by its full path: the bare project joins it.
@@ -123,10 +133,26 @@ def _split(store, clock):
     from capsule.core.text import sha256
 
     now = clock()
-    for i, (project, text) in enumerate([("my-app", "bare a"), ("my-app", "both"), ("/x/my-app/", "slashed"),
-                                         ("/x/my-app", "path a"), ("/x/my-app", "both")]):
-        record = MemoryRecord(id=f"m{i}", tenant="t", project=project, content=text, sha256=sha256(text),
-                              occurred_at=now, created_at=now, updated_at=now, status="pending_embedding")
+    for i, (project, text) in enumerate(
+        [
+            ("my-app", "bare a"),
+            ("my-app", "both"),
+            ("/x/my-app/", "slashed"),
+            ("/x/my-app", "path a"),
+            ("/x/my-app", "both"),
+        ]
+    ):
+        record = MemoryRecord(
+            id=f"m{i}",
+            tenant="t",
+            project=project,
+            content=text,
+            sha256=sha256(text),
+            occurred_at=now,
+            created_at=now,
+            updated_at=now,
+            status="pending_embedding",
+        )
         store.insert([record], limit=100, dedupe_after=None, actor="t")
 
 
@@ -172,8 +198,17 @@ def _record(memory_id, project, text):
     from capsule.core.text import sha256
 
     now = datetime.now(UTC)
-    return MemoryRecord(id=memory_id, tenant="t", project=project, content=text, sha256=sha256(text),
-                        occurred_at=now, created_at=now, updated_at=now, status="pending_embedding")
+    return MemoryRecord(
+        id=memory_id,
+        tenant="t",
+        project=project,
+        content=text,
+        sha256=sha256(text),
+        occurred_at=now,
+        created_at=now,
+        updated_at=now,
+        status="pending_embedding",
+    )
 
 
 def test_the_cli_and_its_default_name_one_project(tmp_path):
@@ -186,9 +221,12 @@ def test_the_cli_and_its_default_name_one_project(tmp_path):
     (repo / ".git").mkdir(parents=True)
     (repo / "sub").mkdir()
     env = cli_env(tmp_path / "data", CAPSULE_EMBEDDER="hashing", HOME=str(tmp_path))
+
     def run(*args, cwd=repo):
-        return subprocess.run([sys.executable, "-m", "capsule_cli", *args], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "capsule_cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        )
+
     stored = run("store", "--project", "my-app", "kept under the folder's name", cwd=tmp_path)
     assert stored.returncode == 0, stored.stderr
     stored = run("store", "a note from the checkout", cwd=repo / "sub")  # the default: the checkout's path

@@ -24,7 +24,14 @@ def test_the_service_module_still_gives_what_its_callers_import():
     and the client import these names from capsule.service.memory_service."""
     import capsule.service.memory_service as service
 
-    assert service.__all__ == ["BULK_FROM", "MemoryService", "decode_cursor", "encode_cursor", "to_memory",
-                               "validate", "visibility_of"]
+    assert service.__all__ == [
+        "BULK_FROM",
+        "MemoryService",
+        "decode_cursor",
+        "encode_cursor",
+        "to_memory",
+        "validate",
+        "visibility_of",
+    ]
     for name in service.__all__:
         assert hasattr(service, name), name

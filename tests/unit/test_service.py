@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 
 from capsule.config import Settings
-from capsule.embedders import HashingEmbedder
 from capsule.core.errors import InvalidInput, NotFound, Unavailable
+from capsule.embedders import HashingEmbedder
 from capsule.service.memory_service import MemoryService
 
 T = "tenant-a"
@@ -23,8 +23,12 @@ def active_ids(service, project="p"):
 
 
 def test_store_returns_the_memory_and_explains(service):
-    result = store(service, "Use BEGIN IMMEDIATE for writes", meta={"tags": ["sqlite"], "type": "decision"},
-                   explanation="avoids deadlocks")
+    result = store(
+        service,
+        "Use BEGIN IMMEDIATE for writes",
+        meta={"tags": ["sqlite"], "type": "decision"},
+        explanation="avoids deadlocks",
+    )
     m = result.memory
     assert m.content == "Use BEGIN IMMEDIATE for writes" and m.project == "p" and m.status == "ready"
     assert m.meta["tags"] == ["sqlite"] and m.explanation == "avoids deadlocks"
@@ -56,8 +60,9 @@ def test_same_content_in_another_project_is_separate(service):
 
 
 def test_rolling_limit_evicts_the_oldest_unpinned_and_names_it(sqlite_store, clock, tmp_path):
-    service = MemoryService(sqlite_store, HashingEmbedder(), clock=clock,
-                            settings=Settings(data_dir=tmp_path, retention_limit=3))
+    service = MemoryService(
+        sqlite_store, HashingEmbedder(), clock=clock, settings=Settings(data_dir=tmp_path, retention_limit=3)
+    )
     pinned = store(service, "keep me", pinned=True).memory.id
     ids = []
     for i in range(3):

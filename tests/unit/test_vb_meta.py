@@ -12,10 +12,19 @@ from capsule.core.models import MemoryMeta
 SENT = [
     {},
     {"outcome_status": "none", "agent": "IE", "task_id": "auth-fix"},  # the stop hook's default
-    {"outcome_status": "failed"}, {"outcome_status": "partial"}, {"outcome_status": "expected"},
-    {"outcome_status": "SUCCESS"}, {"outcome_status": None}, {"outcome_status": "unknown"},
-    {"tags": "auth"}, {"tags": ["auth", 7, None]}, {"type": 5}, {"component": None, "category": ["x"]},
-    {"outcome": "success"}, {"a.b": 1, "$where": {"c": [1, None]}}, {"nested": {"deep": {"er": [1.5, True]}}},
+    {"outcome_status": "failed"},
+    {"outcome_status": "partial"},
+    {"outcome_status": "expected"},
+    {"outcome_status": "SUCCESS"},
+    {"outcome_status": None},
+    {"outcome_status": "unknown"},
+    {"tags": "auth"},
+    {"tags": ["auth", 7, None]},
+    {"type": 5},
+    {"component": None, "category": ["x"]},
+    {"outcome": "success"},
+    {"a.b": 1, "$where": {"c": [1, None]}},
+    {"nested": {"deep": {"er": [1.5, True]}}},
     {KEPT_KEY: "a caller's own key of our name"},
     {"id": 42, "repo_name": "my-app", "confidence": 0.95, "keywords": ["redis", "docker"]},
 ]
@@ -28,14 +37,22 @@ def test_meta_is_stored_within_our_rules_and_given_back_as_sent(sent):
     assert meta_as_sent(stored) == sent
 
 
-@pytest.mark.parametrize(("meta", "outcome"), [
-    ({"outcome_status": "success"}, "success"), ({"outcome_status": "SUCCESS"}, "success"),
-    ({"outcome_status": "failed"}, "failure"), ({"outcome_status": "failure"}, "failure"),
-    ({"outcome_status": "none"}, "unknown"), ({"outcome_status": "partial"}, "unknown"),
-    ({"outcome_status": "expected"}, "unknown"), ({"outcome_status": ""}, "unknown"),
-    ({"outcome_status": "", "outcome": "success"}, "success"),  # empty: the original read `outcome`
-    ({"outcome_status": None, "outcome": "failed"}, "failure"), ({"outcome_status": 3}, "unknown"),
-])
+@pytest.mark.parametrize(
+    ("meta", "outcome"),
+    [
+        ({"outcome_status": "success"}, "success"),
+        ({"outcome_status": "SUCCESS"}, "success"),
+        ({"outcome_status": "failed"}, "failure"),
+        ({"outcome_status": "failure"}, "failure"),
+        ({"outcome_status": "none"}, "unknown"),
+        ({"outcome_status": "partial"}, "unknown"),
+        ({"outcome_status": "expected"}, "unknown"),
+        ({"outcome_status": ""}, "unknown"),
+        ({"outcome_status": "", "outcome": "success"}, "success"),  # empty: the original read `outcome`
+        ({"outcome_status": None, "outcome": "failed"}, "failure"),
+        ({"outcome_status": 3}, "unknown"),
+    ],
+)
 def test_outcome_spellings_map_onto_ours_for_ranking(meta, outcome):
     assert outcome_of(meta) == outcome
     assert meta_request(meta)["outcome_status"] == outcome

@@ -13,9 +13,15 @@ SEARCH_FIELDS = {"query", "project", "all_projects", "k", "mode", "tags", "compo
 def test_its_names_become_ours_and_its_integer_ids_strings():
     given = {"project_root": "/Users/me/app", "query": "q", "global": True, "limit": 3}
     assert vector_bridge.translate("memory_search", given, SEARCH_FIELDS) == {
-        "project": "/Users/me/app", "query": "q", "all_projects": True, "k": 3}
+        "project": "/Users/me/app",
+        "query": "q",
+        "all_projects": True,
+        "k": 3,
+    }
     assert vector_bridge.translate("memory_feedback", {"chunk_id": 123, "helpful": True}, {"id", "helpful"}) == {
-        "id": "123", "helpful": True}
+        "id": "123",
+        "helpful": True,
+    }
     assert vector_bridge.translate("solution_apply", {"solution_id": True}, {"solution_id"}) == {"solution_id": True}
 
 
@@ -38,12 +44,15 @@ def test_the_published_schema_takes_integer_ids_and_lists_only_our_names():
     assert "project_root" not in published
 
 
-@pytest.mark.parametrize("tool, name, known, nearest", [
-    ("memory_pin", "pinned", ["action", "id"], "action"),
-    ("memory_list", "pinned", ["cursor", "limit", "pinned_only", "project"], "pinned_only"),
-    ("memory_search", "limt", ["k", "limit", "query"], "limit"),
-    ("solution_search", "error_msg", ["category", "error", "error_message", "k"], "error_message"),
-])
+@pytest.mark.parametrize(
+    "tool, name, known, nearest",
+    [
+        ("memory_pin", "pinned", ["action", "id"], "action"),
+        ("memory_list", "pinned", ["cursor", "limit", "pinned_only", "project"], "pinned_only"),
+        ("memory_search", "limt", ["k", "limit", "query"], "limit"),
+        ("solution_search", "error_msg", ["category", "error", "error_message", "k"], "error_message"),
+    ],
+)
 def test_the_nearest_known_name(tool, name, known, nearest):
     assert strict_tools.nearest(tool, name, known) == nearest
 

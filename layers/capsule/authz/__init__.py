@@ -25,5 +25,19 @@ from .needs import NEEDS, OBJECTS, REACHES, UNDECLARED, Need, need_of
 
 Principal = Reach  # what a caller may do; FULL is the tenant's own token and unscoped keys
 
-__all__ = ["FULL", "NEEDS", "OBJECTS", "Need", "Principal", "REACHES", "Reach", "Readable", "Request",
-           "UNDECLARED", "authorize", "export_keep", "narrow", "need_of"]
+__all__ = [
+    "FULL",
+    "NEEDS",
+    "OBJECTS",
+    "Need",
+    "Principal",
+    "REACHES",
+    "Reach",
+    "Readable",
+    "Request",
+    "UNDECLARED",
+    "authorize",
+    "export_keep",
+    "narrow",
+    "need_of",
+]

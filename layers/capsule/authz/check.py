@@ -20,10 +20,10 @@ class Request:
     """What the check needs of one request, whatever carried it (an HTTP event, a tool call)."""
 
     operation: str
-    label: str                              # how refusals name it: "PUT /v1/projects/settings"
-    project: str | None = None              # the body's or query's project
-    memory_id: str | None = None            # the id the path names
-    subject: str | None = None              # what a write would give its memory
+    label: str  # how refusals name it: "PUT /v1/projects/settings"
+    project: str | None = None  # the body's or query's project
+    memory_id: str | None = None  # the id the path names
+    subject: str | None = None  # what a write would give its memory
     visibility: str | None = None
     memory: Callable[[str], Any] | None = None  # id -> the record (raises NotFound)
 
@@ -57,10 +57,13 @@ def _require_every_visibility(reach: Reach, operation: str) -> None:
     """A call over every memory of the tenant: a principal that sees less than private memories
     could otherwise change (or be shown) what it cannot read back."""
     if reach.sees != "private":
-        raise Forbidden(f"{operation} reaches every memory of the tenant, private ones too; {reach.who} sees only "
-                        f"{reach.sees} memories and wider",
-                        details=[{"field": "scope", "message": "needs a key that sees private memories",
-                                  "missing": "sees:private"}])
+        raise Forbidden(
+            f"{operation} reaches every memory of the tenant, private ones too; {reach.who} sees only "
+            f"{reach.sees} memories and wider",
+            details=[
+                {"field": "scope", "message": "needs a key that sees private memories", "missing": "sees:private"}
+            ],
+        )
 
 
 def _require_memory(reach: Reach, request: Request) -> None:
@@ -72,5 +75,4 @@ def _require_memory(reach: Reach, request: Request) -> None:
         return  # the operation answers 404 as it would for anyone
     reach.require_memory(record.id, record.project, record.subject, record.visibility)
     if request.operation == "update":
-        reach.require_write(record.project, request.subject or record.subject,
-                            request.visibility or record.visibility)
+        reach.require_write(record.project, request.subject or record.subject, request.visibility or record.visibility)

@@ -46,7 +46,11 @@ class Readable:
 
     def pattern(self, pattern: Any) -> bool:
         """``pattern``: anything with projects, examples and occurrences (a record, a view, a row)."""
-        projects, examples, occurrences = _get(pattern, "projects"), _get(pattern, "examples"), _get(pattern, "occurrences")
+        projects, examples, occurrences = (
+            _get(pattern, "projects"),
+            _get(pattern, "examples"),
+            _get(pattern, "occurrences"),
+        )
         if self.reach.unrestricted:
             return True
         if not all(self.reach.allows_project(p) for p in projects or ()):
@@ -102,9 +106,21 @@ def _narrow(value: Any, readable: Readable) -> Any:
     if not isinstance(value, BaseModel):
         return value
     if isinstance(value, pattern_kind):
-        return value if readable.pattern(value) else value.model_copy(update={
-            "terms": [], "occurrences": 0, "projects": [], "examples": [], "description": WITHHELD,
-            "first_seen": None, "last_seen": None})
+        return (
+            value
+            if readable.pattern(value)
+            else value.model_copy(
+                update={
+                    "terms": [],
+                    "occurrences": 0,
+                    "projects": [],
+                    "examples": [],
+                    "description": WITHHELD,
+                    "first_seen": None,
+                    "last_seen": None,
+                }
+            )
+        )
     if isinstance(value, fix_kind):
         return value  # a fix in a list was dropped by _hidden; one on its own, by its holder
     changes: dict[str, Any] = {}

@@ -30,15 +30,28 @@ from dataclasses import dataclass
 
 ACCESS = ("read", "write", "admin")
 REACHES = ("memory", "project", "project_all", "filtered", "derived", "tenant", "any")
-OBJECTS = ("memory", "project_settings", "pattern", "golden_path", "candidate", "solution", "export_row",
-           "sync_row", "history", "audit", "scope_rules", "data_key", "service")
+OBJECTS = (
+    "memory",
+    "project_settings",
+    "pattern",
+    "golden_path",
+    "candidate",
+    "solution",
+    "export_row",
+    "sync_row",
+    "history",
+    "audit",
+    "scope_rules",
+    "data_key",
+    "service",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Need:
-    access: str                   # read | write | admin
-    reach: str                    # one of REACHES
-    reads: tuple[str, ...] = ()   # object kinds it hands back (OBJECTS)
+    access: str  # read | write | admin
+    reach: str  # one of REACHES
+    reads: tuple[str, ...] = ()  # object kinds it hands back (OBJECTS)
     changes: tuple[str, ...] = ()  # object kinds it may change (OBJECTS)
 
     def __post_init__(self) -> None:
@@ -81,8 +94,9 @@ NEEDS: dict[str, Need] = {
     "candidate_reject": Need("write", "tenant", reads=("candidate",), changes=("candidate",)),
     # a retention limit evicts and the secrets, PII and encryption policies rewrite every memory
     # of the project, whoever it is about
-    "project_settings": Need("admin", "project_all", reads=("project_settings",),
-                             changes=("project_settings", "memory", "audit")),
+    "project_settings": Need(
+        "admin", "project_all", reads=("project_settings",), changes=("project_settings", "memory", "audit")
+    ),
     "rotate_data_key": Need("admin", "tenant", changes=("data_key", "memory", "audit")),
     # solutions: the tenant's shared knowledge, not kept per project
     "solution_create": Need("write", "any", reads=S, changes=S),
@@ -100,8 +114,9 @@ NEEDS: dict[str, Need] = {
     "golden_paths": Need("read", "derived", reads=("golden_path", "pattern", "memory", "solution")),
     "detect_patterns": Need("write", "tenant", reads=("pattern",), changes=("pattern", "golden_path")),
     # data in and out
-    "export": Need("admin", "project_all", reads=("export_row", "memory", "audit", "history", "pattern",
-                                                  "golden_path", "solution")),
+    "export": Need(
+        "admin", "project_all", reads=("export_row", "memory", "audit", "history", "pattern", "golden_path", "solution")
+    ),
     "import_data": Need("admin", "tenant", changes=("memory", "audit", "history", "pattern", "solution")),
     "sync_changes": Need("admin", "project_all", reads=("sync_row", "memory")),
     "sync_apply": Need("admin", "tenant", reads=("sync_row",), changes=("memory", "sync_row")),

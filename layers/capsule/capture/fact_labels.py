@@ -29,7 +29,7 @@ _FIELDS = {"question_id": str, "session": int, "turn": int, "fact": bool, "why":
 class FactSample:
     """The labelled turns as two labellings of the same events (scored once)."""
 
-    facts: list[Labelled]       # label: fact by hand, or has_answer
+    facts: list[Labelled]  # label: fact by hand, or has_answer
     has_answer: list[Labelled]  # label: has_answer only
     agreement: dict[str, dict[str, int]]  # per split: has_answer turns, of which labelled fact
 
@@ -57,8 +57,10 @@ def parse(data: Any, *, dataset_sha256: str | None = None) -> list[dict[str, Any
     dataset = data.get("dataset")
     recorded = dataset.get("sha256") if isinstance(dataset, dict) else None
     if dataset_sha256 is not None and recorded is not None and recorded != dataset_sha256:
-        raise InvalidInput(f"the labels were made on another file (sha256 {recorded[:12]}...), not this one",
-                           field="labels.dataset.sha256")
+        raise InvalidInput(
+            f"the labels were made on another file (sha256 {recorded[:12]}...), not this one",
+            field="labels.dataset.sha256",
+        )
     labels = data.get("labels")
     if not isinstance(labels, list) or not labels:
         raise InvalidInput("labels must be a non-empty list", field="labels.labels")
@@ -80,21 +82,25 @@ def _turn(questions: dict[str, tuple[int, dict]], number: int, item: dict) -> tu
     position, question = found
     sessions = question.get("haystack_sessions") or []
     if not 0 <= item["session"] < len(sessions):
-        raise InvalidInput(f"{where}: question {item['question_id']} has no session {item['session']}",
-                           field=f"{where}.session")
+        raise InvalidInput(
+            f"{where}: question {item['question_id']} has no session {item['session']}", field=f"{where}.session"
+        )
     if not 0 <= item["turn"] < len(sessions[item["session"]]):
         raise InvalidInput(f"{where}: session {item['session']} has no turn {item['turn']}", field=f"{where}.turn")
     turn = sessions[item["session"]][item["turn"]]
     if turn.get("role") != "user":
-        raise InvalidInput(f"{where} refers to a {turn.get('role')} turn; only user turns are labelled",
-                           field=f"{where}.turn")
+        raise InvalidInput(
+            f"{where} refers to a {turn.get('role')} turn; only user turns are labelled", field=f"{where}.turn"
+        )
     return position, turn
 
 
 def sample(dataset: list[Any], labels: list[dict[str, Any]]) -> FactSample:
     """The labelled turns of a LongMemEval list, split as :mod:`.evaluation` splits it
     (questions at even positions: ``even``, at odd: ``odd``)."""
-    questions: dict[Any, tuple[int, dict]] = {q.get("question_id"): (n, q) for n, q in enumerate(dataset) if isinstance(q, dict)}
+    questions: dict[Any, tuple[int, dict]] = {
+        q.get("question_id"): (n, q) for n, q in enumerate(dataset) if isinstance(q, dict)
+    }
     facts: list = []
     answers: list = []
     agreement: dict = {}
@@ -104,8 +110,9 @@ def sample(dataset: list[Any], labels: list[dict[str, Any]]) -> FactSample:
         event, has_answer = Event("user", turn["content"]), bool(turn.get("has_answer"))
         facts.append(Labelled(split, event, item["fact"] or has_answer))
         answers.append(Labelled(split, event, has_answer))
-        counts = agreement.setdefault(split, {"turns": 0, "labelled_fact": 0, "has_answer": 0,
-                                              "has_answer_labelled_fact": 0})
+        counts = agreement.setdefault(
+            split, {"turns": 0, "labelled_fact": 0, "has_answer": 0, "has_answer_labelled_fact": 0}
+        )
         counts["turns"] += 1
         counts["labelled_fact"] += item["fact"]
         counts["has_answer"] += has_answer

@@ -32,7 +32,8 @@ class CaptureEvent(_Request):
     time: AwareDatetime | None = Field(None, description="When it was said (default: now).")
     session: Annotated[str, Field(min_length=1, max_length=256, pattern=NO_CONTROL)] | None = None
     tool_results: list[Annotated[str, Field(max_length=MAX_EVENT_CHARS)]] = Field(
-        default_factory=list, max_length=MAX_TOOL_RESULTS, description="What the tools the event called printed.")
+        default_factory=list, max_length=MAX_TOOL_RESULTS, description="What the tools the event called printed."
+    )
 
 
 class CaptureRequest(_Request):

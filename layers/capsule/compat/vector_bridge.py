@@ -27,9 +27,20 @@ KEPT_KEY = "vector_bridge"
 # The spellings of an outcome seen in the Vector Bridge's hooks and digests (COMPAT §2.6), and the
 # obvious others. The original penalised only the exact word "failure"; "failed" is a failure too.
 OUTCOMES = {
-    "success": "success", "succeeded": "success", "successful": "success", "passed": "success",
-    "pass": "success", "ok": "success", "done": "success", "fixed": "success", "resolved": "success",
-    "failure": "failure", "failed": "failure", "fail": "failure", "error": "failure", "broken": "failure",
+    "success": "success",
+    "succeeded": "success",
+    "successful": "success",
+    "passed": "success",
+    "pass": "success",
+    "ok": "success",
+    "done": "success",
+    "fixed": "success",
+    "resolved": "success",
+    "failure": "failure",
+    "failed": "failure",
+    "fail": "failure",
+    "error": "failure",
+    "broken": "failure",
     "blocked": "failure",
 }
 

@@ -23,9 +23,9 @@ from contextvars import ContextVar
 
 from .errors import Unavailable
 
-RESPONSE_MARGIN_S = 0.5    # building and returning the response after the last call gives up
-FALLBACK_RESERVE_S = 2.0   # kept back from the embedder for the fallback's own database calls
-MIN_CALL_S = 0.05          # less than this left: the call is not started
+RESPONSE_MARGIN_S = 0.5  # building and returning the response after the last call gives up
+FALLBACK_RESERVE_S = 2.0  # kept back from the embedder for the fallback's own database calls
+MIN_CALL_S = 0.05  # less than this left: the call is not started
 
 _deadline: ContextVar[float | None] = ContextVar("capsule_deadline", default=None)
 

@@ -72,7 +72,7 @@ def _message(err: dict[str, Any], model: type[BaseModel] | None, loc: Sequence[A
     message = str(err.get("msg", "invalid"))
     for prefix in ("Value error, ", "Assertion failed, "):
         if message.startswith(prefix):
-            message = message[len(prefix):]
+            message = message[len(prefix) :]
     return message
 
 
@@ -82,8 +82,9 @@ def field_name(loc: Sequence[Any]) -> str:
     return ".".join(str(p) for p in loc if not (isinstance(p, str) and ("[" in p or "(" in p))) or "body"
 
 
-def details_of(errors: Iterable[dict[str, Any]], model: type[BaseModel] | None = None,
-               skip: int = 0) -> list[dict[str, Any]]:
+def details_of(
+    errors: Iterable[dict[str, Any]], model: type[BaseModel] | None = None, skip: int = 0
+) -> list[dict[str, Any]]:
     """``skip`` leading parts of each location are the transport's (``body``, ``query``)."""
     details = []
     for err in errors:
@@ -92,8 +93,9 @@ def details_of(errors: Iterable[dict[str, Any]], model: type[BaseModel] | None =
     return details
 
 
-def invalid_input(errors: Iterable[dict[str, Any]], model: type[BaseModel] | None = None,
-                  skip: int = 0) -> InvalidInput:
+def invalid_input(
+    errors: Iterable[dict[str, Any]], model: type[BaseModel] | None = None, skip: int = 0
+) -> InvalidInput:
     details = details_of(errors, model, skip) or [{"field": "body", "message": "invalid", "type": None}]
     first = details[0]
     message = f"{first['field']}: {first['message']}"

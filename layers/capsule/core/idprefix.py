@@ -38,8 +38,10 @@ def resolve(store: IdLookup, tenant: str, text: str) -> str:
         raise NotFound(f"no memory {text}")
     if len(found) > 1:
         more = ", ..." if len(found) > SHOWN else ""
-        raise InvalidInput(f"the id prefix {text} matches several memories: {', '.join(found[:SHOWN])}{more};"
-                           " give more characters", field="id")
+        raise InvalidInput(
+            f"the id prefix {text} matches several memories: {', '.join(found[:SHOWN])}{more}; give more characters",
+            field="id",
+        )
     return found[0]
 
 

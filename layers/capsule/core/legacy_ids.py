@@ -20,7 +20,7 @@ import uuid
 from typing import Any, Protocol
 
 MAX_DIGITS = 19  # a PostgreSQL bigint
-_DIGITS = re.compile(r"[0-9]{1,%d}" % MAX_DIGITS)
+_DIGITS = re.compile(rf"[0-9]{{1,{MAX_DIGITS}}}")
 
 
 def old_number(value: Any) -> int | None:
@@ -28,7 +28,7 @@ def old_number(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if 0 <= value < 10 ** MAX_DIGITS else None
+        return value if 0 <= value < 10**MAX_DIGITS else None
     if isinstance(value, str) and _DIGITS.fullmatch(value):
         return int(value)
     return None

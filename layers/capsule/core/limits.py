@@ -1,7 +1,7 @@
 """Every explicit limit of the service, in one place (the models and the edge read them)."""
 
-MAX_CONTENT_BYTES = 64 * 1024          # one stored memory
-MAX_INGEST_BYTES = 1024 * 1024         # one ingest text (it is chunked)
+MAX_CONTENT_BYTES = 64 * 1024  # one stored memory
+MAX_INGEST_BYTES = 1024 * 1024  # one ingest text (it is chunked)
 MAX_BODY_BYTES = 1024 * 1024 + 64 * 1024  # one HTTP body: an ingest text plus its JSON envelope
 MAX_PROJECT_CHARS = 512
 MAX_PATH_CHARS = 1024
@@ -25,9 +25,9 @@ FORGET_RECOVERABLE_DAYS = 30
 EMBEDDING_CACHE_DAYS = 60
 QUERY_CACHE_SECONDS = 300
 # Governance (capsule.governance)
-MAX_TTL_SECONDS = 10 * 366 * 86_400    # an ephemeral memory's time to live: 1 s to 10 years
+MAX_TTL_SECONDS = 10 * 366 * 86_400  # an ephemeral memory's time to live: 1 s to 10 years
 DEFAULT_EPHEMERAL_TTL_SECONDS = 7 * 86_400  # an ephemeral memory given no ttl or expires_at
-MAX_VERSIONS_LISTED = 100              # a history page
+MAX_VERSIONS_LISTED = 100  # a history page
 MAX_SHA256_CHARS = 64
 # Integers the stores hold (SQLite's INTEGER, BSON's int64) are below this, and at least its negative.
 # A schema states it as exclusiveMaximum: the document's numbers are floats, which hold 2**63 exactly

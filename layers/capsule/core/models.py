@@ -33,8 +33,8 @@ from .fielderrors import PATTERN_MESSAGES
 from .schema_rules import any_given
 
 Outcome = Literal["success", "failure", "unknown"]
-from .retention_policy import EXPIRY_SCHEMA  # noqa: E402  (the expiry rules the service checks)
 from .retention import EffectiveClass, RetentionClass  # noqa: E402  (one place for the classes)
+from .retention_policy import EXPIRY_SCHEMA  # noqa: E402  (the expiry rules the service checks)
 
 # A page's position: the last item's creation time (epoch seconds) and its id as hex; any
 # string of this shape is a position, so a client can never send one that is refused.
@@ -59,8 +59,10 @@ def _aware(value: datetime | None) -> datetime | None:
 
 # Years 0002-9998 only: with any UTC offset the instant stays a datetime Python can hold, so a
 # stored time can always be read back (9999-12-31T23:59:59-14:00 is in year 10000 in UTC).
-DATETIME_PATTERN = (r"^(000[2-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-"
-                    r"[0-9]{2}-[0-9]{2}T")
+DATETIME_PATTERN = (
+    r"^(000[2-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-"
+    r"[0-9]{2}-[0-9]{2}T"
+)
 _DATETIME_RE = re.compile(DATETIME_PATTERN)
 
 
@@ -91,19 +93,29 @@ NO_NUL = r"^[^\x00]*$"
 
 ProjectName = Annotated[
     str,
-    Field(min_length=1, max_length=limits.MAX_PROJECT_CHARS, pattern=NO_CONTROL,
-          description="Project name, e.g. a repository path (no control characters)."),
+    Field(
+        min_length=1,
+        max_length=limits.MAX_PROJECT_CHARS,
+        pattern=NO_CONTROL,
+        description="Project name, e.g. a repository path (no control characters).",
+    ),
     # One checkout, one project: "/a/b/" and "/a//b" name "/a/b" (capsule.core.project_identity).
     AfterValidator(project_identity.canonical),
 ]
 Content = Annotated[
     str,
-    Field(min_length=1, max_length=limits.MAX_CONTENT_BYTES, description="The memory's text (at most 64 KiB of UTF-8)."),
+    Field(
+        min_length=1, max_length=limits.MAX_CONTENT_BYTES, description="The memory's text (at most 64 KiB of UTF-8)."
+    ),
     AfterValidator(_utf8_within(limits.MAX_CONTENT_BYTES, "content")),
 ]
 IngestText = Annotated[
     str,
-    Field(min_length=1, max_length=limits.MAX_INGEST_BYTES, description="Text to chunk and store (at most 1 MiB of UTF-8)."),
+    Field(
+        min_length=1,
+        max_length=limits.MAX_INGEST_BYTES,
+        description="Text to chunk and store (at most 1 MiB of UTF-8).",
+    ),
     AfterValidator(_utf8_within(limits.MAX_INGEST_BYTES, "text")),
 ]
 PathText = Annotated[str, Field(max_length=limits.MAX_PATH_CHARS, pattern=NO_NUL)]
@@ -111,7 +123,8 @@ Tag = Annotated[str, Field(min_length=1, max_length=limits.MAX_TAG_CHARS, patter
 AwareDatetime = Annotated[
     datetime,
     Field(strict=False, json_schema_extra={"pattern": DATETIME_PATTERN}),
-    BeforeValidator(_iso_text), AfterValidator(_aware),
+    BeforeValidator(_iso_text),
+    AfterValidator(_aware),
 ]
 # A key that a document store reads as written: not empty, no leading '$', no '.' or NUL.
 META_KEY_PATTERN = r"^[^$.\x00][^.\x00]*$"
@@ -124,12 +137,14 @@ MetaInt = Annotated[int, Field(ge=-limits.INT_END, lt=limits.INT_END)]
 MetaValue = TypeAliasType("MetaValue", "str | MetaInt | float | bool | None | list[MetaValue] | MetaObject")
 META_SCHEMA_EXTRA: dict[str, Any] = {"propertyNames": {"pattern": META_KEY_PATTERN}}
 _META_KEY = re.compile(META_KEY_PATTERN)  # check_meta_keys reads the pattern the schema states
-PATTERN_MESSAGES.update({
-    NO_CONTROL: "must not contain control characters",
-    NO_NUL: "must not contain NUL characters",
-    CURSOR_PATTERN: "is not a cursor this service returned",
-    META_KEY_PATTERN: "keys must not be empty, start with '$', or contain '.' or NUL",
-})
+PATTERN_MESSAGES.update(
+    {
+        NO_CONTROL: "must not contain control characters",
+        NO_NUL: "must not contain NUL characters",
+        CURSOR_PATTERN: "is not a cursor this service returned",
+        META_KEY_PATTERN: "keys must not be empty, start with '$', or contain '.' or NUL",
+    }
+)
 
 
 def check_meta_keys(value: Any, where: str = "meta", depth: int = 0) -> None:
@@ -141,7 +156,9 @@ def check_meta_keys(value: Any, where: str = "meta", depth: int = 0) -> None:
             if not isinstance(key, str):
                 raise ValueError(f"{where} keys must be strings")
             if not _META_KEY.fullmatch(key):
-                raise ValueError(f"key {key!r} in {where} is not allowed (empty, starts with '$', or contains '.' or NUL)")
+                raise ValueError(
+                    f"key {key!r} in {where} is not allowed (empty, starts with '$', or contains '.' or NUL)"
+                )
             check_meta_keys(item, f"{where}.{key}", depth + 1)
     elif isinstance(value, list):
         for item in value:
@@ -192,12 +209,19 @@ def union_tags(first: list[str], then: list[str] | None) -> list[str]:
     both, ``meta.tags`` first, no tag twice, at most ``MAX_TAGS`` together."""
     merged = list(dict.fromkeys([*first, *(then or [])]))
     if len(merged) > limits.MAX_TAGS:
-        raise ValueError(f"tags and meta.tags hold {len(merged)} different tags together; the limit is {limits.MAX_TAGS}")
+        raise ValueError(
+            f"tags and meta.tags hold {len(merged)} different tags together; the limit is {limits.MAX_TAGS}"
+        )
     return merged
 
 
-TopTags = Annotated[list[Tag] | None, Field(max_length=limits.MAX_TAGS, description=(
-    "Tags (the same as meta.tags; given both, the memory gets both, meta.tags first, no tag twice)."))]
+TopTags = Annotated[
+    list[Tag] | None,
+    Field(
+        max_length=limits.MAX_TAGS,
+        description=("Tags (the same as meta.tags; given both, the memory gets both, meta.tags first, no tag twice)."),
+    ),
+]
 
 
 def _into_meta(tags: list[str] | None, info: ValidationInfo) -> list[str] | None:
@@ -217,10 +241,17 @@ class _Request(BaseModel):
 RETENTION_DESCRIPTION = (
     "Retention class: irreplaceable (never evicted; forget needs force), permanent (never evicted), replaceable "
     "(evicted oldest first by the rolling limit), ephemeral (also expires after its ttl or at expires_at), "
-    "auto (default: pinned means irreplaceable, else replaceable; a ttl or expires_at alone means ephemeral).")
-Ttl = Annotated[int, Field(ge=1, le=limits.MAX_TTL_SECONDS, description=(
-    "Seconds until an ephemeral memory expires (1 to 10 years); the retention job then purges it.")),
-    BeforeValidator(json_int)]
+    "auto (default: pinned means irreplaceable, else replaceable; a ttl or expires_at alone means ephemeral)."
+)
+Ttl = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=limits.MAX_TTL_SECONDS,
+        description=("Seconds until an ephemeral memory expires (1 to 10 years); the retention job then purges it."),
+    ),
+    BeforeValidator(json_int),
+]
 MemoryRef = Annotated[str, Field(min_length=1, max_length=128, description="A memory's id.")]
 
 
@@ -228,9 +259,17 @@ Visibility = Literal["private", "shared", "public"]
 VISIBILITY_DESCRIPTION = (
     "Who in the tenant may read it: private (default; callers that see private memories: the tenant's own "
     "token, unscoped keys), shared (also keys scoped to see shared ones), public (also keys that see only "
-    "public ones). A memory with flagged personal data cannot be public.")
-Subject = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_CONTROL, description=(
-    "The person or end-user the memory is about (keys scoped to subjects reach only theirs)."))]
+    "public ones). A memory with flagged personal data cannot be public."
+)
+Subject = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=256,
+        pattern=NO_CONTROL,
+        description=("The person or end-user the memory is about (keys scoped to subjects reach only theirs)."),
+    ),
+]
 
 
 class _Governed(_Request):
@@ -242,9 +281,13 @@ class _Governed(_Request):
     subject: Subject | None = None
     retention: RetentionClass | None = Field(None, description=RETENTION_DESCRIPTION)
     ttl: Ttl | None = None
-    expires_at: AwareDatetime | None = Field(None, description=(
-        "When an ephemeral memory expires; instead of ttl, and only with retention ephemeral or none. Checked "
-        "against the server's clock, so not in this schema: at least 1 second and at most 10 years ahead of now."))
+    expires_at: AwareDatetime | None = Field(
+        None,
+        description=(
+            "When an ephemeral memory expires; instead of ttl, and only with retention ephemeral or none. Checked "
+            "against the server's clock, so not in this schema: at least 1 second and at most 10 years ahead of now."
+        ),
+    )
 
 
 class StoreRequest(_Governed):
@@ -254,15 +297,20 @@ class StoreRequest(_Governed):
     content: Content
     path: PathText | None = None
     pinned: bool = False
-    explanation: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS,
-                                    description="Why this is worth remembering.")
+    explanation: str | None = Field(
+        None, max_length=limits.MAX_EXPLANATION_CHARS, description="Why this is worth remembering."
+    )
     meta: MemoryMeta = Field(default_factory=MemoryMeta)
     tags: TopTags = None
     occurred_at: AwareDatetime | None = Field(None, description="When it happened, for imported history.")
-    supersedes: MemoryRef | None = Field(None, description=(
-        "The id of an older memory this one replaces (the fact changed): it is kept, but search returns "
-        "this one unless include_superseded. Checked against the stored memories, so not in this schema: "
-        "it names an active (not forgotten) memory of the caller's."))
+    supersedes: MemoryRef | None = Field(
+        None,
+        description=(
+            "The id of an older memory this one replaces (the fact changed): it is kept, but search returns "
+            "this one unless include_superseded. Checked against the stored memories, so not in this schema: "
+            "it names an active (not forgotten) memory of the caller's."
+        ),
+    )
 
     _tags = field_validator("tags")(_into_meta)
 
@@ -284,11 +332,16 @@ class IngestRequest(_Governed):
 class SearchFilters(_Request):
     component: str | None = Field(None, max_length=128)
     category: str | None = Field(None, max_length=128)
-    tags: list[Tag] = Field(default_factory=list, max_length=limits.MAX_TAGS,
-                            description="Every tag listed must be present.")
+    tags: list[Tag] = Field(
+        default_factory=list, max_length=limits.MAX_TAGS, description="Every tag listed must be present."
+    )
     path_prefix: PathText | None = None
-    since: AwareDatetime | None = Field(None, description="Happened (occurred_at; stored time where there is none) at or after.")
-    until: AwareDatetime | None = Field(None, description="Happened before (an until at or before since matches nothing).")
+    since: AwareDatetime | None = Field(
+        None, description="Happened (occurred_at; stored time where there is none) at or after."
+    )
+    until: AwareDatetime | None = Field(
+        None, description="Happened before (an until at or before since matches nothing)."
+    )
     retention: EffectiveClass | None = Field(None, description="Only memories of this (effective) retention class.")
     visibility: Visibility | None = Field(None, description="Only memories of this visibility.")
     subject: Subject | None = Field(None, description="Only memories about this subject.")
@@ -304,9 +357,14 @@ class Weights(_Request):
 
 
 class SearchRequest(_Request):
-    model_config = ConfigDict(json_schema_extra={"anyOf": [
-        {"required": ["project"], "properties": {"project": {"type": "string"}}},
-        {"required": ["global"], "properties": {"global": {"const": True}}}]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["project"], "properties": {"project": {"type": "string"}}},
+                {"required": ["global"], "properties": {"global": {"const": True}}},
+            ]
+        }
+    )
 
     query: str = Field(min_length=1, max_length=limits.MAX_QUERY_CHARS)
     project: ProjectName | None = None
@@ -315,14 +373,25 @@ class SearchRequest(_Request):
     filters: SearchFilters = Field(default_factory=SearchFilters)
     weights: Weights | None = None
     mode: Literal["hybrid", "vector", "bm25"] = "hybrid"
-    as_of: AwareDatetime | None = Field(None, description=(
-        "The search's now (default: the current time): recency is counted back from it, and the times a "
-        "query names (\"last month\", \"a week ago\", \"in February\") are read from it."))
-    min_relevance: float | None = Field(None, ge=0, le=1, description=(
-        "A hit needs its meaning (cosine) or keyword score (BM25 over the best match) at least this, or to have "
-        "happened when the query says; default: the deployment's (see the README)."))
-    include_superseded: bool = Field(False, description=(
-        "Also return, on each hit, the older memories it superseded (the chain, newest first)."))
+    as_of: AwareDatetime | None = Field(
+        None,
+        description=(
+            "The search's now (default: the current time): recency is counted back from it, and the times a "
+            'query names ("last month", "a week ago", "in February") are read from it.'
+        ),
+    )
+    min_relevance: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description=(
+            "A hit needs its meaning (cosine) or keyword score (BM25 over the best match) at least this, or to have "
+            "happened when the query says; default: the deployment's (see the README)."
+        ),
+    )
+    include_superseded: bool = Field(
+        False, description=("Also return, on each hit, the older memories it superseded (the chain, newest first).")
+    )
 
     @model_validator(mode="after")
     def _scope(self) -> SearchRequest:
@@ -367,8 +436,9 @@ class ProjectSettingsRequest(_Request):
     # Not nullable: a setting not given is left out, and null is refused (the schema says so too).
     # The Field first (as Ttl): after a BeforeValidator, in a union member, its bounds are published as
     # "ge"/"le" keys instead of minimum/maximum.
-    retention_limit: Annotated[int, Field(ge=1, le=limits.MAX_RETENTION_LIMIT), BeforeValidator(json_int)] | Literal[
-        "unlimited"] = Field(
+    retention_limit: (
+        Annotated[int, Field(ge=1, le=limits.MAX_RETENTION_LIMIT), BeforeValidator(json_int)] | Literal["unlimited"]
+    ) = Field(
         None,  # type: ignore[arg-type]
         description=(
             "The most memories the project keeps (a store beyond it evicts the oldest unpinned one, naming it;"
@@ -471,10 +541,14 @@ class Components(BaseModel):
     time: float
     feedback: float
     outcome: float
-    boost: float = Field(0.0, description=(
-        "Query aids that adapt to the memories: the author or date the query names and, for short turns of "
-        "longer sessions, neighbouring turns, the session's best match, the answer after a question, "
-        "length and when-priors."))
+    boost: float = Field(
+        0.0,
+        description=(
+            "Query aids that adapt to the memories: the author or date the query names and, for short turns of "
+            "longer sessions, neighbouring turns, the session's best match, the answer after a question, "
+            "length and when-priors."
+        ),
+    )
 
 
 class SupersededMemory(BaseModel):
@@ -501,8 +575,9 @@ class SearchHit(BaseModel):
     visibility: Visibility = "private"
     subject: str | None = None
     supersedes: str | None = None
-    superseded: list[SupersededMemory] = Field(default_factory=list, description=(
-        "With include_superseded: the memories this one superseded, newest first."))
+    superseded: list[SupersededMemory] = Field(
+        default_factory=list, description=("With include_superseded: the memories this one superseded, newest first.")
+    )
 
 
 class SearchResult(BaseModel):
@@ -522,17 +597,21 @@ class MemoryResult(BaseModel):
 
 
 class RestoreResult(MemoryResult):
-    over_limit: bool = Field(description=(
-        "The project now holds more than its rolling limit: nothing else was evicted; the next store evicts "
-        "(naming them in its answer) the oldest unpinned memories beyond it, which may be this one."))
+    over_limit: bool = Field(
+        description=(
+            "The project now holds more than its rolling limit: nothing else was evicted; the next store evicts "
+            "(naming them in its answer) the oldest unpinned memories beyond it, which may be this one."
+        )
+    )
     memories: int = Field(description="Memories the project holds now.")
     retention_limit: int | None
 
 
 class ProjectInfo(BaseModel):
     project: str
-    root_path: str | None = Field(None, description=(
-        "The checkout's folder, where the project is named by it (capsule.core.project_identity)."))
+    root_path: str | None = Field(
+        None, description=("The checkout's folder, where the project is named by it (capsule.core.project_identity).")
+    )
     label: str = Field(description="The folder's name (the basename of the root path; a bare name is its own).")
     memories: int
     pinned: int
@@ -541,14 +620,16 @@ class ProjectInfo(BaseModel):
     last_activity: datetime | None = None
     secrets_policy: str | None = Field(None, description="What a store does with secrets found (capsule.guard).")
     pii_policy: str | None = Field(None, description="What a store does with personal data found.")
-    encryption: str | None = Field(None, description=(
-        "Which memories are encrypted at rest: flagged (the default) or all (capsule.crypto)."))
+    encryption: str | None = Field(
+        None, description=("Which memories are encrypted at rest: flagged (the default) or all (capsule.crypto).")
+    )
 
 
 class ProjectsResult(BaseModel):
     projects: list[ProjectInfo]
-    evicted: list[Eviction] = Field(default_factory=list, description=(
-        "Memories a lowered retention limit evicted, each with its reason."))
+    evicted: list[Eviction] = Field(
+        default_factory=list, description=("Memories a lowered retention limit evicted, each with its reason.")
+    )
     explanation: str
 
 

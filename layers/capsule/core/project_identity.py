@@ -109,8 +109,7 @@ def resolve(store: Any, tenant: str, name: str, *, at: datetime) -> str:
     return Resolver(store)(tenant, name, at=at)
 
 
-def absorb_bare(store: Any, tenant: str, path: str, *, at: datetime, actor: str = "project-identity"
-                ) -> dict[str, int]:
+def absorb_bare(store: Any, tenant: str, path: str, *, at: datetime, actor: str = "project-identity") -> dict[str, int]:
     """Merge the bare project named as ``path``'s label into it, when ``path`` is the only path
     project of that label (rule 4). Returns what moved ({} when nothing did)."""
     label = label_of(path)
@@ -153,5 +152,15 @@ def settle_store(store: Any, *, at: datetime, actor: str = "migration") -> dict[
     return done
 
 
-__all__ = ["Resolver", "absorb_bare", "canonical", "is_bare", "is_path", "label_of", "merge_plan", "resolve",
-           "root_path", "settle_store"]
+__all__ = [
+    "Resolver",
+    "absorb_bare",
+    "canonical",
+    "is_bare",
+    "is_path",
+    "label_of",
+    "merge_plan",
+    "resolve",
+    "root_path",
+    "settle_store",
+]

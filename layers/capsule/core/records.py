@@ -59,7 +59,7 @@ class Filters:
     until: datetime | None = None
     retention: str | None = None  # an effective class (capsule.core.retention.effective_class)
     visibility: tuple[str, ...] = ()  # only these visibilities (empty: any)
-    subjects: tuple[str, ...] = ()    # only memories about one of these subjects (empty: any)
+    subjects: tuple[str, ...] = ()  # only memories about one of these subjects (empty: any)
 
 
 @dataclass(slots=True)

@@ -71,8 +71,13 @@ def needs_force(retention: str | None, pinned: bool) -> bool:
     return retention == "irreplaceable"
 
 
-def expiry(now: datetime, *, ttl: int | None, expires_at: datetime | None,
-           default_ttl: int = limits.DEFAULT_EPHEMERAL_TTL_SECONDS) -> datetime:
+def expiry(
+    now: datetime,
+    *,
+    ttl: int | None,
+    expires_at: datetime | None,
+    default_ttl: int = limits.DEFAULT_EPHEMERAL_TTL_SECONDS,
+) -> datetime:
     """When an ephemeral memory expires: ``expires_at``, else now + ``ttl``, else the default."""
     if expires_at is not None:
         return expires_at
@@ -91,5 +96,7 @@ def check_expires_at(now: datetime, expires_at: datetime) -> str | None:
 
 def eviction_reason(limit: int, klass: str) -> str:
     """The explanation of one eviction by the rolling limit, naming the memory's class."""
-    return (f"the project holds its rolling limit of {limit} memories; this was the oldest unpinned one of an"
-            f" evictable class (class {klass}; irreplaceable and permanent memories are never evicted)")
+    return (
+        f"the project holds its rolling limit of {limit} memories; this was the oldest unpinned one of an"
+        f" evictable class (class {klass}; irreplaceable and permanent memories are never evicted)"
+    )

@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from . import retention as rules
 from .errors import InvalidInput
 from .schema_rules import absent
-from . import retention as rules
 
 EXPIRING = "ephemeral"  # the one class that expires
 EXPIRIES = ("ttl", "expires_at")  # the two ways to say when (one at most); null is not given
@@ -23,14 +23,17 @@ EXPIRIES = ("ttl", "expires_at")  # the two ways to say when (one at most); null
 # for the stored one (an update) or for the expiry to imply (a new memory). Positive branches
 # only (no "not"), so a generator builds valid bodies instead of filtering them.
 _OPEN_CLASS = {"retention": {"enum": [EXPIRING, None]}}
-EXPIRY_SCHEMA: dict[str, Any] = {"anyOf": [
-    absent(*EXPIRIES),
-    *({"properties": {**_OPEN_CLASS, **absent(other)["properties"]}} for other in EXPIRIES),
-]}
+EXPIRY_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        absent(*EXPIRIES),
+        *({"properties": {**_OPEN_CLASS, **absent(other)["properties"]}} for other in EXPIRIES),
+    ]
+}
 
 
-def for_new(now: datetime, *, retention: str | None, ttl: int | None, expires_at: datetime | None,
-            default_ttl: int) -> tuple[str, datetime | None]:
+def for_new(
+    now: datetime, *, retention: str | None, ttl: int | None, expires_at: datetime | None, default_ttl: int
+) -> tuple[str, datetime | None]:
     """A new memory's class and expiry: a ttl or expires_at alone means ephemeral."""
     _one_expiry(ttl, expires_at)
     if retention is None and (ttl is not None or expires_at is not None):
@@ -38,15 +41,25 @@ def for_new(now: datetime, *, retention: str | None, ttl: int | None, expires_at
     return _resolved(now, retention or "auto", ttl, expires_at, default_ttl, current=None)
 
 
-def for_update(now: datetime, *, current: str, current_expiry: datetime | None, retention: str | None,
-               ttl: int | None, expires_at: datetime | None, default_ttl: int) -> tuple[str, datetime | None]:
+def for_update(
+    now: datetime,
+    *,
+    current: str,
+    current_expiry: datetime | None,
+    retention: str | None,
+    ttl: int | None,
+    expires_at: datetime | None,
+    default_ttl: int,
+) -> tuple[str, datetime | None]:
     """An existing memory's class and expiry after an update (unchanged when none is given)."""
     _one_expiry(ttl, expires_at)
     wanted = retention or current
     if retention is None and wanted != EXPIRING and (ttl is not None or expires_at is not None):
         field = "ttl" if ttl is not None else "expires_at"
-        raise InvalidInput(f"{field}: only an ephemeral memory expires; this one is {current}"
-                           " (give retention 'ephemeral' too)", field=field)
+        raise InvalidInput(
+            f"{field}: only an ephemeral memory expires; this one is {current} (give retention 'ephemeral' too)",
+            field=field,
+        )
     return _resolved(now, wanted, ttl, expires_at, default_ttl, current=current_expiry)
 
 
@@ -55,8 +68,15 @@ def _one_expiry(ttl: int | None, expires_at: datetime | None) -> None:
         raise InvalidInput("expires_at: give ttl or expires_at, not both", field="expires_at")
 
 
-def _resolved(now: datetime, retention: str, ttl: int | None, expires_at: datetime | None, default_ttl: int, *,
-              current: datetime | None) -> tuple[str, datetime | None]:
+def _resolved(
+    now: datetime,
+    retention: str,
+    ttl: int | None,
+    expires_at: datetime | None,
+    default_ttl: int,
+    *,
+    current: datetime | None,
+) -> tuple[str, datetime | None]:
     if retention != EXPIRING:
         if ttl is not None or expires_at is not None:
             field = "ttl" if ttl is not None else "expires_at"

@@ -36,21 +36,65 @@ TOKENIZER_VERSION = 2
 # (a stemmer only strips regular endings). A few forms are other words too (left, found, saw);
 # in what people tell an agent the verb is the likelier reading. Forms of be/do/have are left
 # alone: they are stop words.
-_IRREGULAR = {form: base for base, forms in {
-    "begin": "began begun", "break": "broke broken",
-    "bring": "brought", "build": "built", "buy": "bought", "catch": "caught", "choose": "chose chosen",
-    "come": "came", "draw": "drew drawn", "drink": "drank drunk",
-    "drive": "drove driven", "eat": "ate eaten", "fall": "fell fallen", "feel": "felt",
-    "fight": "fought", "find": "found", "fly": "flew flown", "forget": "forgot forgotten",
-    "get": "got gotten", "give": "gave given", "go": "went gone", "grow": "grew grown",
-    "hear": "heard", "hold": "held", "keep": "kept", "know": "knew known",
-    "learn": "learnt", "leave": "left", "lose": "lost", "make": "made", "meet": "met",
-    "pay": "paid", "ride": "rode ridden", "run": "ran", "say": "said", "see": "saw seen",
-    "sell": "sold", "send": "sent", "sing": "sang sung", "sit": "sat", "sleep": "slept",
-    "speak": "spoke spoken", "spend": "spent", "stand": "stood", "swim": "swam swum",
-    "take": "took taken", "teach": "taught", "tell": "told", "think": "thought", "throw": "threw thrown",
-    "wear": "wore worn", "win": "won", "write": "wrote written",
-}.items() for form in forms.split()}
+_IRREGULAR = {
+    form: base
+    for base, forms in {
+        "begin": "began begun",
+        "break": "broke broken",
+        "bring": "brought",
+        "build": "built",
+        "buy": "bought",
+        "catch": "caught",
+        "choose": "chose chosen",
+        "come": "came",
+        "draw": "drew drawn",
+        "drink": "drank drunk",
+        "drive": "drove driven",
+        "eat": "ate eaten",
+        "fall": "fell fallen",
+        "feel": "felt",
+        "fight": "fought",
+        "find": "found",
+        "fly": "flew flown",
+        "forget": "forgot forgotten",
+        "get": "got gotten",
+        "give": "gave given",
+        "go": "went gone",
+        "grow": "grew grown",
+        "hear": "heard",
+        "hold": "held",
+        "keep": "kept",
+        "know": "knew known",
+        "learn": "learnt",
+        "leave": "left",
+        "lose": "lost",
+        "make": "made",
+        "meet": "met",
+        "pay": "paid",
+        "ride": "rode ridden",
+        "run": "ran",
+        "say": "said",
+        "see": "saw seen",
+        "sell": "sold",
+        "send": "sent",
+        "sing": "sang sung",
+        "sit": "sat",
+        "sleep": "slept",
+        "speak": "spoke spoken",
+        "spend": "spent",
+        "stand": "stood",
+        "swim": "swam swum",
+        "take": "took taken",
+        "teach": "taught",
+        "tell": "told",
+        "think": "thought",
+        "throw": "threw thrown",
+        "wear": "wore worn",
+        "win": "won",
+        "write": "wrote written",
+    }.items()
+    for form in forms.split()
+}
 
 
 @lru_cache(maxsize=65536)
@@ -109,7 +153,8 @@ _WHEN = re.compile(
     r"\b(?:yesterday|today|tonight|tomorrow|ago|last|next|recently|since|soon|weekend|"
     r"this (?:week|month|year|morning|evening)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
     r"january|february|march|april|june|july|august|september|october|november|december|19\d\d|20\d\d)\b",
-    re.I)
+    re.I,
+)
 
 
 @lru_cache(maxsize=65536)

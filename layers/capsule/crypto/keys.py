@@ -114,8 +114,9 @@ class Keyring:
             for row in rows:
                 if row.version == version and row.kid == kid:
                     return self._unwrapped(row)
-        raise KeyUnavailable(f"data key {kid}.{version} of this tenant is not in the key store:"
-                             " the sealed value cannot be opened")
+        raise KeyUnavailable(
+            f"data key {kid}.{version} of this tenant is not in the key store: the sealed value cannot be opened"
+        )
 
     def versions(self, tenant: str) -> list[DataKey]:
         return [self._unwrapped(row) for row in self.rows(tenant)]
@@ -124,15 +125,20 @@ class Keyring:
         if row.wrapped_by.startswith(CustomerKey.kind + ":"):
             given = request_key.get()
             if given is None:
-                raise KeyRefused(f"this tenant's data is sealed under its own key ({row.wrapped_by}):"
-                                 f" send it in {BYOK_HEADER}")
+                raise KeyRefused(
+                    f"this tenant's data is sealed under its own key ({row.wrapped_by}): send it in {BYOK_HEADER}"
+                )
             if given.id != row.wrapped_by:
-                raise KeyRefused(f"the key in {BYOK_HEADER} ({given.id}) is not the one this tenant's data"
-                                 f" is sealed under ({row.wrapped_by})")
+                raise KeyRefused(
+                    f"the key in {BYOK_HEADER} ({given.id}) is not the one this tenant's data"
+                    f" is sealed under ({row.wrapped_by})"
+                )
             return given
         if row.wrapped_by != self.wrapper.id:
-            raise KeyUnavailable(f"this tenant's data key {row.kid}.{row.version} is wrapped by {row.wrapped_by},"
-                                 f" and this server holds {self.wrapper.id}: configure that key, or re-wrap")
+            raise KeyUnavailable(
+                f"this tenant's data key {row.kid}.{row.version} is wrapped by {row.wrapped_by},"
+                f" and this server holds {self.wrapper.id}: configure that key, or re-wrap"
+            )
         return self.wrapper
 
     def _unwrapped(self, row: DataKeyRow) -> DataKey:

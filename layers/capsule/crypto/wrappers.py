@@ -120,8 +120,10 @@ class LocalKeyFile(_AesWrapper):
         return key
 
     def _refused(self) -> Exception:
-        return KeyUnavailable(f"the key file {self.path} ({self.id}) does not open this tenant's data key:"
-                              " it is not the file the data was sealed under")
+        return KeyUnavailable(
+            f"the key file {self.path} ({self.id}) does not open this tenant's data key:"
+            " it is not the file the data was sealed under"
+        )
 
 
 class CustomerKey(_AesWrapper):
@@ -155,18 +157,29 @@ class KmsWrapper:
         self.id = f"kms:{key_id}"
 
     def new_data_key(self, tenant: str) -> tuple[bytes, bytes]:
-        answer = self._call("GenerateDataKey", self._client.generate_data_key, KeyId=self.key_id,
-                            KeySpec="AES_256", EncryptionContext={"tenant": tenant})
+        answer = self._call(
+            "GenerateDataKey",
+            self._client.generate_data_key,
+            KeyId=self.key_id,
+            KeySpec="AES_256",
+            EncryptionContext={"tenant": tenant},
+        )
         return answer["Plaintext"], answer["CiphertextBlob"]
 
     def wrap(self, data_key: bytes, tenant: str) -> bytes:
-        answer = self._call("Encrypt", self._client.encrypt, KeyId=self.key_id, Plaintext=data_key,
-                            EncryptionContext={"tenant": tenant})
+        answer = self._call(
+            "Encrypt", self._client.encrypt, KeyId=self.key_id, Plaintext=data_key, EncryptionContext={"tenant": tenant}
+        )
         return answer["CiphertextBlob"]
 
     def unwrap(self, wrapped: bytes, tenant: str) -> bytes:
-        answer = self._call("Decrypt", self._client.decrypt, KeyId=self.key_id, CiphertextBlob=wrapped,
-                            EncryptionContext={"tenant": tenant})
+        answer = self._call(
+            "Decrypt",
+            self._client.decrypt,
+            KeyId=self.key_id,
+            CiphertextBlob=wrapped,
+            EncryptionContext={"tenant": tenant},
+        )
         return answer["Plaintext"]
 
     @property
@@ -184,8 +197,9 @@ class KmsWrapper:
             return method(**params)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "error")
-            raise KeyUnavailable(f"AWS KMS refused {name} on {self.key_id}: {code}"
-                                 f" ({exc.response.get('Error', {}).get('Message', '')})") from exc
+            raise KeyUnavailable(
+                f"AWS KMS refused {name} on {self.key_id}: {code} ({exc.response.get('Error', {}).get('Message', '')})"
+            ) from exc
         except BotoCoreError as exc:
             raise KeyUnavailable(f"AWS KMS could not be reached for {name} on {self.key_id}: {exc}") from exc
 

@@ -26,7 +26,7 @@ class Embedder(Protocol):
 class EmbedderInfo:
     """Which embedder is in use, for health and explanations."""
 
-    name: str           # voyage | openai | minilm | hashing (or the model id of another)
+    name: str  # voyage | openai | minilm | hashing (or the model id of another)
     model: str
     dims: int
     reason: str | None  # why it was chosen (capsule.embedders.choice), when known
@@ -38,8 +38,12 @@ class EmbedderInfo:
 
 def describe(embedder: Embedder) -> EmbedderInfo:
     """Embedders may carry ``name`` and ``reason``; any other embedder is named by its model."""
-    return EmbedderInfo(name=getattr(embedder, "name", None) or embedder.model_id, model=embedder.model_id,
-                        dims=embedder.dim, reason=getattr(embedder, "reason", None))
+    return EmbedderInfo(
+        name=getattr(embedder, "name", None) or embedder.model_id,
+        model=embedder.model_id,
+        dims=embedder.dim,
+        reason=getattr(embedder, "reason", None),
+    )
 
 
 def normalize(matrix: np.ndarray) -> np.ndarray:

@@ -20,8 +20,8 @@ import numpy as np
 from ..core import limits
 from ..core.clock import Clock, system_clock
 from ..core.errors import Unavailable
-from ..store.base import MemoryStore
 from ..core.text import sha256
+from ..store.base import MemoryStore
 from .base import Embedder
 
 logger = logging.getLogger("capsule.embedders")

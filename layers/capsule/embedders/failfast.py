@@ -20,8 +20,7 @@ COOL_S = 60.0
 
 
 class FailFast:
-    def __init__(self, inner: Embedder, *, cool_s: float = COOL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, inner: Embedder, *, cool_s: float = COOL_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.inner = inner
         self.model_id, self.dim = inner.model_id, inner.dim
         self.name = getattr(inner, "name", None) or inner.model_id

@@ -34,7 +34,7 @@ class HashingEmbedder:
     @staticmethod
     def _features(word: str) -> list[str]:
         """A word and, when longer than three letters, its character trigrams."""
-        return [word, *(f"#{word[i:i + 3]}" for i in range(len(word) - 2) if len(word) > 3)]
+        return [word, *(f"#{word[i : i + 3]}" for i in range(len(word) - 2) if len(word) > 3)]
 
     def embed(self, texts: Sequence[str], *, kind: str = "document") -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_BACKOFF_S = 4.0
 MAX_ERROR_TEXT = 300
-MAX_IDLE = 2         # kept-alive connections kept for the next calls (more only while calls overlap)
+MAX_IDLE = 2  # kept-alive connections kept for the next calls (more only while calls overlap)
 MIN_ATTEMPT_S = 0.05  # less than this left of a call's timeout: no further attempt
 
 
@@ -71,7 +71,7 @@ def backoff_s(attempt: int, retry_after: str | None) -> float:
             return min(max(float(retry_after), 0.0), MAX_BACKOFF_S)
         except ValueError:
             pass  # an HTTP date: use our own schedule
-    return min(0.5 * 2 ** attempt, MAX_BACKOFF_S)
+    return min(0.5 * 2**attempt, MAX_BACKOFF_S)
 
 
 def provider_message(body: bytes) -> str:
@@ -98,12 +98,24 @@ def _proxy_for(endpoint: Endpoint) -> Endpoint | None:
 class JsonClient:
     """POSTs JSON to one provider and returns the decoded JSON answer. Safe to share between threads."""
 
-    def __init__(self, base_url: str, api_key: str, *, timeout_s: float = 30.0, retries: int = 3,
-                 sleep: Callable[[float], None] = time.sleep, ssl_context: ssl.SSLContext | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout_s: float = 30.0,
+        retries: int = 3,
+        sleep: Callable[[float], None] = time.sleep,
+        ssl_context: ssl.SSLContext | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.endpoint = Endpoint.parse(base_url)
-        self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
-                         "Accept": "application/json", "User-Agent": "capsule-memory"}
+        self._headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "capsule-memory",
+        }
         self.timeout_s, self.retries, self._sleep, self._clock = timeout_s, retries, sleep, clock
         self._ssl = ssl_context
         self._idle: list[http.client.HTTPConnection] = []  # connections no call is using
@@ -134,7 +146,8 @@ class JsonClient:
         if target.scheme == "https":
             context = self._ssl or ssl.create_default_context()
             conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                via.host, via.port, timeout=timeout, context=context)
+                via.host, via.port, timeout=timeout, context=context
+            )
         else:
             conn = http.client.HTTPConnection(via.host, via.port, timeout=timeout)
         if proxy is not None:
@@ -166,8 +179,11 @@ class JsonClient:
                     return json.loads(data)
                 except ValueError as exc:
                     raise HttpError(f"{self.endpoint.host} answered {status} with no JSON", status) from exc
-            if status not in RETRY_STATUSES or last or not self._wait(backoff_s(attempt, headers.get("retry-after")),
-                                                                      until):
+            if (
+                status not in RETRY_STATUSES
+                or last
+                or not self._wait(backoff_s(attempt, headers.get("retry-after")), until)
+            ):
                 raise HttpError(f"{self.endpoint.host} answered {status}: {provider_message(data)}", status)
         raise AssertionError("unreachable")  # the loop returns or raises on its last attempt
 

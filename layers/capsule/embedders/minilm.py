@@ -169,7 +169,7 @@ class MiniLMEmbedder:
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for start in range(0, len(order), self._batch_size):
-            batch = order[start:start + self._batch_size]
+            batch = order[start : start + self._batch_size]
             out[batch] = self._run([encodings[i] for i in batch])
         _release_freed()
         return normalize(out)

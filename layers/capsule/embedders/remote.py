@@ -71,7 +71,7 @@ class _Remote:
     def embed(self, texts: Sequence[str], *, kind: str = "document") -> np.ndarray:
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start:start + self.batch_size])
+            batch = list(texts[start : start + self.batch_size])
             seconds = deadline.for_embedder(self.timeout_s)  # Unavailable when no time is left
             try:
                 rows.extend(bounded(partial(self._call, batch, kind, seconds), seconds))
@@ -97,9 +97,17 @@ def _vectors(response: Any, count: int) -> list[list[float]]:
 class VoyageEmbedder(_Remote):
     name = "voyage"
 
-    def __init__(self, api_key: str, *, model: str = "voyage-3.5", dim: int = 1024,
-                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None,
-                 base_url: str | None = None) -> None:
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        model: str = "voyage-3.5",
+        dim: int = 1024,
+        timeout_s: float = TIMEOUT_S,
+        retries: int = RETRIES,
+        client: Any = None,
+        base_url: str | None = None,
+    ) -> None:
         self._client = client or JsonClient(base_url or VOYAGE_URL, api_key, timeout_s=timeout_s, retries=retries)
         self.model_id, self.dim, self.timeout_s = model, dim, timeout_s
 
@@ -111,9 +119,17 @@ class VoyageEmbedder(_Remote):
 class OpenAIEmbedder(_Remote):
     name = "openai"
 
-    def __init__(self, api_key: str, *, model: str = "text-embedding-3-small", dim: int = 1536,
-                 timeout_s: float = TIMEOUT_S, retries: int = RETRIES, client: Any = None,
-                 base_url: str | None = None) -> None:
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        model: str = "text-embedding-3-small",
+        dim: int = 1536,
+        timeout_s: float = TIMEOUT_S,
+        retries: int = RETRIES,
+        client: Any = None,
+        base_url: str | None = None,
+    ) -> None:
         self._client = client or JsonClient(base_url or OPENAI_URL, api_key, timeout_s=timeout_s, retries=retries)
         self.model_id, self.dim, self.timeout_s = model, dim, timeout_s
 

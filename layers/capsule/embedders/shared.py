@@ -26,16 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from ..core import deadline
 from ..config import Settings
+from ..core import deadline
 from ..core.errors import Unavailable
 from .base import Embedder
 from .remote import bounded
 
 log = logging.getLogger("capsule.embedders")
 
-TIMEOUT_S = 60.0   # the longest route's time: an import's batch on a busy model
-CONNECT_S = 5.0    # connecting and authenticating
+TIMEOUT_S = 60.0  # the longest route's time: an import's batch on a busy model
+CONNECT_S = 5.0  # connecting and authenticating
 
 
 def worth_sharing(settings: Settings) -> bool:
@@ -65,8 +65,14 @@ class EmbedServer:
     def client_spec(self) -> dict[str, Any]:
         """What a worker needs to build its :class:`SharedEmbedder` (picklable)."""
         e = self.embedder
-        return {"address": self.address, "authkey": self.authkey, "model_id": e.model_id, "dim": e.dim,
-                "name": getattr(e, "name", None), "reason": getattr(e, "reason", None)}
+        return {
+            "address": self.address,
+            "authkey": self.authkey,
+            "model_id": e.model_id,
+            "dim": e.dim,
+            "name": getattr(e, "name", None),
+            "reason": getattr(e, "reason", None),
+        }
 
     def _accept(self) -> None:
         while not self._closed.is_set():
@@ -87,7 +93,10 @@ class EmbedServer:
                 except (EOFError, OSError):
                     break
                 try:
-                    answer: tuple[str, Any] = ("ok", np.asarray(self.embedder.embed(texts, kind=kind), dtype=np.float32))
+                    answer: tuple[str, Any] = (
+                        "ok",
+                        np.asarray(self.embedder.embed(texts, kind=kind), dtype=np.float32),
+                    )
                 except Unavailable as exc:
                     answer = ("unavailable", exc.message)
                 except Exception as exc:  # the worker says so as 503, the holder goes on
@@ -119,8 +128,17 @@ class SharedEmbedder:
 
     worth_caching = True
 
-    def __init__(self, address: str, authkey: bytes, model_id: str, dim: int, name: str | None = None,
-                 reason: str | None = None, *, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        address: str,
+        authkey: bytes,
+        model_id: str,
+        dim: int,
+        name: str | None = None,
+        reason: str | None = None,
+        *,
+        timeout_s: float = TIMEOUT_S,
+    ) -> None:
         self.address, self._authkey = address, authkey
         self.model_id, self.dim = model_id, dim
         self.name = name or model_id
@@ -160,8 +178,9 @@ class SharedEmbedder:
                 raise
             except Exception as exc:  # refused, reset, EOF, timeout: the holder cannot answer now
                 self._drop()
-                raise Unavailable(f"the {self.name} embedder of this server could not embed: "
-                                  f"{type(exc).__name__}: {exc}") from exc
+                raise Unavailable(
+                    f"the {self.name} embedder of this server could not embed: {type(exc).__name__}: {exc}"
+                ) from exc
         if state != "ok":
             raise Unavailable(str(value))
         return value

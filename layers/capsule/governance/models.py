@@ -26,8 +26,8 @@ from ..core.models import (
     Visibility,
     _Request,
 )
-from ..core.schema_rules import any_given
 from ..core.retention_policy import EXPIRY_SCHEMA
+from ..core.schema_rules import any_given
 
 # The If-Match header: the content's sha256 as a memory result gives it (an ETag's quotes allowed).
 IF_MATCH_PATTERN = r'^"?[0-9a-f]{64}"?$'
@@ -38,8 +38,9 @@ def check_if_match(value: str | None) -> str | None:
     if value is None:
         return None
     if not re.fullmatch(IF_MATCH_PATTERN.strip("^$"), value):
-        raise InvalidInput("If-Match: must be the memory's sha256 (64 lowercase hex digits, optionally quoted)",
-                           field="If-Match")
+        raise InvalidInput(
+            "If-Match: must be the memory's sha256 (64 lowercase hex digits, optionally quoted)", field="If-Match"
+        )
     return value.strip('"')
 
 
@@ -60,14 +61,21 @@ class UpdateRequest(_Request):
     explanation: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS)
     retention: RetentionClass | None = Field(None, description=RETENTION_DESCRIPTION)
     ttl: Ttl | None = None
-    expires_at: AwareDatetime | None = Field(None, description=(
-        "When an ephemeral memory expires; instead of ttl, and only with retention ephemeral, or none for a memory "
-        "already ephemeral. Checked against the stored memory and the server's clock, so not in this schema: "
-        "the memory is ephemeral when retention is left out, and expires_at is 1 second to 10 years ahead of now."))
+    expires_at: AwareDatetime | None = Field(
+        None,
+        description=(
+            "When an ephemeral memory expires; instead of ttl, and only with retention ephemeral, or none for a memory "
+            "already ephemeral. Checked against the stored memory and the server's clock, so not in this schema: "
+            "the memory is ephemeral when retention is left out, and expires_at is 1 second to 10 years ahead of now."
+        ),
+    )
     visibility: Visibility | None = Field(None, description=VISIBILITY_DESCRIPTION + " Not versioned: revert keeps it.")
     subject: Subject | None = Field(None, description="The person or end-user it is about (set or changed).")
-    reason: str | None = Field(None, max_length=limits.MAX_EXPLANATION_CHARS,
-                               description="Why it changed (kept in the audit record and the version).")
+    reason: str | None = Field(
+        None,
+        max_length=limits.MAX_EXPLANATION_CHARS,
+        description="Why it changed (kept in the audit record and the version).",
+    )
 
     @model_validator(mode="after")
     def _something(self) -> UpdateRequest:

@@ -36,7 +36,7 @@ GUARD_KEY = "_guard"  # capsule.guard.policy.GUARD_KEY (not imported: the guard 
 
 def visible_levels(sees: str) -> tuple[str, ...]:
     """The visibilities a caller that sees ``sees`` may read (``private``: all three)."""
-    return VISIBILITIES[_RANK[sees]:]
+    return VISIBILITIES[_RANK[sees] :]
 
 
 def flagged_kinds(meta: Mapping[str, Any]) -> list[str]:
@@ -68,8 +68,8 @@ def public_refusal(visibility: str, meta: Mapping[str, Any], memory: str = "the 
     return Conflict(
         f"visibility: {memory} holds data the guard flagged ({', '.join(kinds)}); it cannot be "
         "public until that is redacted (update its content without it)",
-        details=[{"field": "visibility", "message": "flagged: " + ", ".join(kinds),
-                  "flags": kinds}])
+        details=[{"field": "visibility", "message": "flagged: " + ", ".join(kinds), "flags": kinds}],
+    )
 
 
 # ---- the caller's reach ---------------------------------------------------------------------
@@ -86,7 +86,7 @@ def pattern_problem(pattern: str) -> str | None:
         if char == "[":
             if depth:
                 return f"has a '[' inside a '[...]' class at {index}"
-            if pattern[index + 1:index + 2] == "]":
+            if pattern[index + 1 : index + 2] == "]":
                 return f"has an empty '[]' class at {index}"
             depth = 1
         elif char == "]" and depth:
@@ -115,38 +115,68 @@ class Reach:
 
     def require_access(self, needed: str, operation: str) -> None:
         if not self.has_access(needed):
-            raise Forbidden(f"{operation} needs the '{needed}' scope; {self.who} has '{self.access}'",
-                            details=[{"field": "scope", "message": f"missing scope {needed}", "missing": needed}])
+            raise Forbidden(
+                f"{operation} needs the '{needed}' scope; {self.who} has '{self.access}'",
+                details=[{"field": "scope", "message": f"missing scope {needed}", "missing": needed}],
+            )
 
     def allows_project(self, project: str) -> bool:
         return self.projects is None or any(fnmatch.fnmatchcase(project, p) for p in self.projects)
 
     def require_project(self, project: str) -> None:
         if not self.allows_project(project):
-            raise Forbidden(f"project: {self.who} is scoped to projects {', '.join(self.projects or ())}; "
-                            f"{project!r} is not one of them",
-                            details=[{"field": "project", "message": f"not in the key's projects: {project}",
-                                      "missing": f"project:{project}"}])
+            raise Forbidden(
+                f"project: {self.who} is scoped to projects {', '.join(self.projects or ())}; "
+                f"{project!r} is not one of them",
+                details=[
+                    {
+                        "field": "project",
+                        "message": f"not in the key's projects: {project}",
+                        "missing": f"project:{project}",
+                    }
+                ],
+            )
 
     def require_whole_tenant(self, operation: str) -> None:
         """A route that reaches every project (and every subject) of the tenant."""
-        limits = [name for name, on in (("projects", self.projects is not None),
-                                        ("subjects", self.subjects is not None)) if on]
+        limits = [
+            name
+            for name, on in (("projects", self.projects is not None), ("subjects", self.subjects is not None))
+            if on
+        ]
         if limits:
-            raise Forbidden(f"{operation} reaches every project of the tenant; {self.who} is limited to "
-                            f"{' and '.join(limits)}",
-                            details=[{"field": "scope", "message": "needs a key not limited to " + " or ".join(limits),
-                                      "missing": "tenant"}])
+            raise Forbidden(
+                f"{operation} reaches every project of the tenant; {self.who} is limited to {' and '.join(limits)}",
+                details=[
+                    {
+                        "field": "scope",
+                        "message": "needs a key not limited to " + " or ".join(limits),
+                        "missing": "tenant",
+                    }
+                ],
+            )
 
     def require_every_memory(self, operation: str) -> None:
         """A route that hands over every memory of a project, whatever its subject or visibility."""
-        limits = [name for name, on in (("subjects", self.subjects is not None),
-                                        (f"seeing {self.sees} memories", self.sees != "private")) if on]
+        limits = [
+            name
+            for name, on in (
+                ("subjects", self.subjects is not None),
+                (f"seeing {self.sees} memories", self.sees != "private"),
+            )
+            if on
+        ]
         if limits:
-            raise Forbidden(f"{operation} hands over every memory of the project; {self.who} is limited to "
-                            f"{' and '.join(limits)}",
-                            details=[{"field": "scope", "message": "needs a key not limited to subjects or visibility",
-                                      "missing": "sees:private" if self.sees != "private" else "subjects"}])
+            raise Forbidden(
+                f"{operation} hands over every memory of the project; {self.who} is limited to {' and '.join(limits)}",
+                details=[
+                    {
+                        "field": "scope",
+                        "message": "needs a key not limited to subjects or visibility",
+                        "missing": "sees:private" if self.sees != "private" else "subjects",
+                    }
+                ],
+            )
 
     def allows_subject(self, subject: str | None) -> bool:
         return self.subjects is None or (subject is not None and subject in self.subjects)
@@ -161,30 +191,54 @@ class Reach:
         """A memory this caller names by id: in its projects, of its subjects, visible to it."""
         self.require_project(project)
         if not self.allows_subject(subject):
-            raise Forbidden(f"subject: memory {memory_id} is about {subject or 'no subject'}; {self.who} is scoped to "
-                            f"subjects {', '.join(self.subjects or ())}",
-                            details=[{"field": "subject", "message": "not in the key's subjects",
-                                      "missing": f"subject:{subject or ''}"}])
+            raise Forbidden(
+                f"subject: memory {memory_id} is about {subject or 'no subject'}; {self.who} is scoped to "
+                f"subjects {', '.join(self.subjects or ())}",
+                details=[
+                    {"field": "subject", "message": "not in the key's subjects", "missing": f"subject:{subject or ''}"}
+                ],
+            )
         if not self.allows_visibility(visibility):
-            raise Forbidden(f"visibility: memory {memory_id} is {visibility or DEFAULT_VISIBILITY}; {self.who} sees "
-                            f"only {' and '.join(visible_levels(self.sees))} memories",
-                            details=[{"field": "visibility", "message": f"the key sees {self.sees} and wider",
-                                      "missing": f"sees:{visibility or DEFAULT_VISIBILITY}"}])
+            raise Forbidden(
+                f"visibility: memory {memory_id} is {visibility or DEFAULT_VISIBILITY}; {self.who} sees "
+                f"only {' and '.join(visible_levels(self.sees))} memories",
+                details=[
+                    {
+                        "field": "visibility",
+                        "message": f"the key sees {self.sees} and wider",
+                        "missing": f"sees:{visibility or DEFAULT_VISIBILITY}",
+                    }
+                ],
+            )
 
     def require_write(self, project: str, subject: str | None, visibility: str | None) -> None:
         """What a store, ingest or update would write: the caller must be able to read it back."""
         self.require_project(project)
         if not self.allows_subject(subject):
             named = f"subject {subject!r}" if subject else "no subject"
-            raise Forbidden(f"subject: {self.who} is scoped to subjects {', '.join(self.subjects or ())}; "
-                            f"a memory with {named} is outside it",
-                            details=[{"field": "subject", "message": "give one of the key's subjects",
-                                      "missing": f"subject:{subject or ''}"}])
+            raise Forbidden(
+                f"subject: {self.who} is scoped to subjects {', '.join(self.subjects or ())}; "
+                f"a memory with {named} is outside it",
+                details=[
+                    {
+                        "field": "subject",
+                        "message": "give one of the key's subjects",
+                        "missing": f"subject:{subject or ''}",
+                    }
+                ],
+            )
         if not self.allows_visibility(visibility):
-            raise Forbidden(f"visibility: {self.who} sees only {' and '.join(visible_levels(self.sees))} memories; "
-                            f"it cannot write a {visibility or DEFAULT_VISIBILITY} one",
-                            details=[{"field": "visibility", "message": f"the key sees {self.sees} and wider",
-                                      "missing": f"sees:{visibility or DEFAULT_VISIBILITY}"}])
+            raise Forbidden(
+                f"visibility: {self.who} sees only {' and '.join(visible_levels(self.sees))} memories; "
+                f"it cannot write a {visibility or DEFAULT_VISIBILITY} one",
+                details=[
+                    {
+                        "field": "visibility",
+                        "message": f"the key sees {self.sees} and wider",
+                        "missing": f"sees:{visibility or DEFAULT_VISIBILITY}",
+                    }
+                ],
+            )
 
     def visibilities(self, wanted: str | None) -> tuple[str, ...]:
         """The visibilities a list or search returns: the one asked for (if visible), else all visible."""
@@ -192,9 +246,16 @@ class Reach:
         if wanted is None:
             return () if self.sees == "private" else levels
         if wanted not in levels:
-            raise Forbidden(f"visibility: {self.who} sees only {' and '.join(levels)} memories",
-                            details=[{"field": "visibility", "message": f"the key sees {self.sees} and wider",
-                                      "missing": f"sees:{wanted}"}])
+            raise Forbidden(
+                f"visibility: {self.who} sees only {' and '.join(levels)} memories",
+                details=[
+                    {
+                        "field": "visibility",
+                        "message": f"the key sees {self.sees} and wider",
+                        "missing": f"sees:{wanted}",
+                    }
+                ],
+            )
         return (wanted,)
 
     def subjects_for(self, wanted: str | None) -> tuple[str, ...]:
@@ -202,9 +263,10 @@ class Reach:
         if wanted is None:
             return self.subjects or ()
         if not self.allows_subject(wanted):
-            raise Forbidden(f"subject: {self.who} is scoped to subjects {', '.join(self.subjects or ())}",
-                            details=[{"field": "subject", "message": "not in the key's subjects",
-                                      "missing": f"subject:{wanted}"}])
+            raise Forbidden(
+                f"subject: {self.who} is scoped to subjects {', '.join(self.subjects or ())}",
+                details=[{"field": "subject", "message": "not in the key's subjects", "missing": f"subject:{wanted}"}],
+            )
         return (wanted,)
 
     def projects_among(self, projects: Iterable[str]) -> list[str]:

@@ -35,10 +35,14 @@ class GuardedWrite:
     def note(self) -> str:
         """One sentence for the write's explanation (empty when nothing was found)."""
         every = [g for g in self.guards] + ([self.explanation_guard] if self.explanation_guard else [])
-        redacted = sorted({f["kind"] for g in every for fs in g.report.values() for f in fs if f["action"] == "redacted"}
-                          | self.meta_found.redacted)
-        flagged = sorted({f["kind"] for g in every for fs in g.report.values() for f in fs if f["action"] == "flagged"}
-                         | self.meta_found.flagged)
+        redacted = sorted(
+            {f["kind"] for g in every for fs in g.report.values() for f in fs if f["action"] == "redacted"}
+            | self.meta_found.redacted
+        )
+        flagged = sorted(
+            {f["kind"] for g in every for fs in g.report.values() for f in fs if f["action"] == "flagged"}
+            | self.meta_found.flagged
+        )
         parts = []
         if redacted:
             parts.append(f"redacted {', '.join(redacted)} before storing or embedding")
@@ -47,22 +51,28 @@ class GuardedWrite:
         return f" Guard: {'; '.join(parts)}." if parts else ""
 
 
-def guard_write(texts: list[str], explanation: str | None, meta: dict[str, Any], policies: Policies,
-                *, field: str = "content") -> GuardedWrite:
+def guard_write(
+    texts: list[str], explanation: str | None, meta: dict[str, Any], policies: Policies, *, field: str = "content"
+) -> GuardedWrite:
     """Every text of one write guarded; raises (422) before anything is written when a policy
     refuses, or the caller's meta uses the reserved key."""
     check_reserved(meta)
     guards = [guard_text(text, policies, field=field) for text in texts]
     explanation_guard = None if explanation is None else guard_text(explanation, policies, field="explanation")
     meta_found = TreeReport()
-    return GuardedWrite(texts=[g.text for g in guards],
-                        explanation=None if explanation_guard is None else explanation_guard.text,
-                        guards=guards, explanation_guard=explanation_guard,
-                        meta=guard_tree(meta, policies, meta_found, where="meta"), meta_found=meta_found)
+    return GuardedWrite(
+        texts=[g.text for g in guards],
+        explanation=None if explanation_guard is None else explanation_guard.text,
+        guards=guards,
+        explanation_guard=explanation_guard,
+        meta=guard_tree(meta, policies, meta_found, where="meta"),
+        meta_found=meta_found,
+    )
 
 
-def guard_chunks(text: str, chunker: Callable[[str], list[str]], meta: dict[str, Any], policies: Policies
-                 ) -> GuardedWrite:
+def guard_chunks(
+    text: str, chunker: Callable[[str], list[str]], meta: dict[str, Any], policies: Policies
+) -> GuardedWrite:
     """An ingest: the whole text is guarded before it is split, so a key cut in two by a chunk
     boundary (or repeated in the overlap) is still found whole; each chunk then carries its own
     findings."""
@@ -70,5 +80,11 @@ def guard_chunks(text: str, chunker: Callable[[str], list[str]], meta: dict[str,
     whole = guard_text(text, policies, field="text")
     guards = [rescan(chunk, policies) for chunk in chunker(whole.text)]
     meta_found = TreeReport()
-    return GuardedWrite(texts=[g.text for g in guards], explanation=None, guards=guards, explanation_guard=None,
-                        meta=guard_tree(meta, policies, meta_found, where="meta"), meta_found=meta_found)
+    return GuardedWrite(
+        texts=[g.text for g in guards],
+        explanation=None,
+        guards=guards,
+        explanation_guard=None,
+        meta=guard_tree(meta, policies, meta_found, where="meta"),
+        meta_found=meta_found,
+    )

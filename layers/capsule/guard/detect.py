@@ -50,15 +50,18 @@ class Finding(namedtuple("Finding", "kind start end")):
 Span = tuple[int, int]
 _W = r"A-Za-z0-9"
 
-EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})@((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24})(?![A-Za-z0-9-])")
+EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+-])([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})@((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24})(?![A-Za-z0-9-])"
+)
 CARD = re.compile(r"(?<![\d.-])\d(?:[ -]?\d){11,18}(?![\d-])")
 IBAN_START = re.compile(r"(?<![A-Za-z0-9])([A-Z]{2})(\d{2})(?=[ A-Z0-9])")
 PHONE = re.compile(
     r"(?<![\w+.-])(?:"
-    r"\+[1-9]\d{0,2}(?:[ .-]?\(?\d{1,4}\)?){2,5}"      # international: +49 30 1234567, +1 (415) 555-0132
-    r"|\(\d{3}\) ?\d{3}-\d{4}"                          # North American: (415) 555-0132
-    r"|[2-9]\d{2}[-.][2-9]\d{2}[-.]\d{4}"               # 415-555-0132, same separator checked below
-    r")(?![\w.-]*\d)")
+    r"\+[1-9]\d{0,2}(?:[ .-]?\(?\d{1,4}\)?){2,5}"  # international: +49 30 1234567, +1 (415) 555-0132
+    r"|\(\d{3}\) ?\d{3}-\d{4}"  # North American: (415) 555-0132
+    r"|[2-9]\d{2}[-.][2-9]\d{2}[-.]\d{4}"  # 415-555-0132, same separator checked below
+    r")(?![\w.-]*\d)"
+)
 DOC_DOMAINS = ("example.com", "example.org", "example.net", "example.edu")
 DOC_TLDS = ("test", "example", "invalid", "localhost", "local", "internal")
 NOT_PERSONAL_LOCALS = ("git",)  # git@github.com:owner/repo is a remote, not a person
@@ -91,7 +94,7 @@ def _iban(text: str) -> Iterator[Span]:
         if length is None:
             continue
         end = _iban_end(text, m.start(), length)
-        if end is not None and checks.iban_ok(re.sub(r" ", "", text[m.start():end])):
+        if end is not None and checks.iban_ok(re.sub(r" ", "", text[m.start() : end])):
             yield m.start(), end
 
 
@@ -139,7 +142,7 @@ def _pem(text: str) -> Iterator[Span]:
     for m in PEM_BEGIN.finditer(_subject(text)):
         if m.start() < cursor:
             continue
-        label = text[m.start(1):m.end(1)]
+        label = text[m.start(1) : m.end(1)]
         closing = f"-----END {label}PRIVATE KEY{' BLOCK' if m.start(2) >= 0 else ''}-----"
         end = text.find(closing, m.end())
         cursor = len(text) if end < 0 else end + len(closing)
@@ -151,7 +154,7 @@ def _jwt(text: str) -> Iterator[Span]:
         start, end = m.span()
         if start and text[start - 1] in JWT_EDGE or end < len(text) and text[end] in JWT_EDGE:
             continue
-        if checks.jwt_header_ok(text[m.start(1):m.end(1)]):
+        if checks.jwt_header_ok(text[m.start(1) : m.end(1)]):
             yield start, end
 
 
@@ -183,7 +186,7 @@ def _secrets(text: str) -> Iterator[tuple[str, int, int]]:
 
 def _in_url_authority(text: str, start: int) -> bool:
     """``scheme://user:password@host``: the part before ``@`` is a URL's user, not a mailbox."""
-    head = text[max(0, start - 300):start]
+    head = text[max(0, start - 300) : start]
     word = head.rsplit(None, 1)[-1] if head and not head[-1].isspace() else ""
     return "://" in word
 
@@ -191,8 +194,13 @@ def _in_url_authority(text: str, start: int) -> bool:
 # The order is the priority where two findings overlap: a private key block holds base64 that may
 # look like anything; a provider's token beats the generic assignment it stands in.
 DETECTORS: dict[str, Callable[[str], Iterator[Span]]] = {
-    "private-key": _pem, "jwt": _jwt, "secrets": None,  # type: ignore[dict-item]
-    "card-number": _card, "iban": _iban, "email": _email, "phone": _phone,
+    "private-key": _pem,
+    "jwt": _jwt,
+    "secrets": None,  # type: ignore[dict-item]
+    "card-number": _card,
+    "iban": _iban,
+    "email": _email,
+    "phone": _phone,
 }
 KINDS: tuple[str, ...] = (*SECRET_KINDS, *PII_KINDS)
 

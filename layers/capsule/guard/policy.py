@@ -47,7 +47,9 @@ def refuse(findings: list[Finding], policies: Policies, field: str) -> None:
         setting = sorted({f"{f.category}_policy" for f in findings if policies.of(f) == "refuse"})
         raise InvalidInput(
             f"{field} holds {', '.join(refused)}; the project's {' and '.join(setting)} is refuse,"
-            " so nothing was stored", field=field)
+            " so nothing was stored",
+            field=field,
+        )
 
 
 def guard_text(text: str, policies: Policies, *, field: str = "content") -> Guarded:
@@ -58,13 +60,19 @@ def guard_text(text: str, policies: Policies, *, field: str = "content") -> Guar
     report: dict[str, list[dict[str, Any]]] = {"secrets": [], "pii": []}
     cursor = length = 0
     for finding in findings:
-        out.append(text[cursor:finding.start])
+        out.append(text[cursor : finding.start])
         length += finding.start - cursor
         action = policies.of(finding)
-        value = f"[REDACTED:{finding.kind}]" if action == "redact" else text[finding.start:finding.end]
+        value = f"[REDACTED:{finding.kind}]" if action == "redact" else text[finding.start : finding.end]
         out.append(value)
-        report[finding.category].append({"kind": finding.kind, "start": length, "end": length + len(value),
-                                         "action": "redacted" if action == "redact" else "flagged"})
+        report[finding.category].append(
+            {
+                "kind": finding.kind,
+                "start": length,
+                "end": length + len(value),
+                "action": "redacted" if action == "redact" else "flagged",
+            }
+        )
         length += len(value)
         cursor = finding.end
     out.append(text[cursor:])
@@ -74,8 +82,10 @@ def guard_text(text: str, policies: Policies, *, field: str = "content") -> Guar
 def check_reserved(meta: dict[str, Any]) -> None:
     """A caller's own ``_guard`` is refused, so the detector's record cannot be forged."""
     if GUARD_KEY in meta:
-        raise InvalidInput(f"meta.{GUARD_KEY} is reserved for the findings of the secrets and personal-data"
-                           " detector", field=f"meta.{GUARD_KEY}")
+        raise InvalidInput(
+            f"meta.{GUARD_KEY} is reserved for the findings of the secrets and personal-data detector",
+            field=f"meta.{GUARD_KEY}",
+        )
 
 
 def rescan(text: str, policies: Policies, *, field: str = "content") -> Guarded:
@@ -87,12 +97,15 @@ def rescan(text: str, policies: Policies, *, field: str = "content") -> Guarded:
 def with_placeholders(guarded: Guarded) -> Guarded:
     """``guarded``'s flags, and every placeholder in its text as a redacted finding: what a text
     guarded more than once reports (each redaction once, whichever pass made it)."""
-    report = {"secrets": [f for f in guarded.report["secrets"] if f["action"] == "flagged"],
-              "pii": [f for f in guarded.report["pii"] if f["action"] == "flagged"]}
+    report = {
+        "secrets": [f for f in guarded.report["secrets"] if f["action"] == "flagged"],
+        "pii": [f for f in guarded.report["pii"] if f["action"] == "flagged"],
+    }
     for match in PLACEHOLDER.finditer(guarded.text):
         category = "secrets" if Finding(match.group(1), 0, 0).category == "secrets" else "pii"
-        report[category].append({"kind": match.group(1), "start": match.start(), "end": match.end(),
-                                 "action": "redacted"})
+        report[category].append(
+            {"kind": match.group(1), "start": match.start(), "end": match.end(), "action": "redacted"}
+        )
     for findings in report.values():
         findings.sort(key=lambda f: f["start"])
     return Guarded(guarded.text, report)

@@ -36,8 +36,10 @@ PolicyOf = Callable[[str, str], Policies]  # (tenant, project) -> the project's 
 
 def for_sweep(policies: Policies) -> Policies:
     """The policies a sweep over stored rows applies: ``refuse`` acts as ``redact``."""
-    return Policies(secrets="redact" if policies.secrets == "refuse" else policies.secrets,
-                    pii="redact" if policies.pii == "refuse" else policies.pii)
+    return Policies(
+        secrets="redact" if policies.secrets == "refuse" else policies.secrets,
+        pii="redact" if policies.pii == "refuse" else policies.pii,
+    )
 
 
 def store_policies(store: Any, default: Policies | None = None) -> PolicyOf:
@@ -83,8 +85,9 @@ class Cleaned:
         return set().union(*self.where.values()) if self.where else set()
 
 
-def clean_texts(content: str, explanation: str | None, meta: dict[str, Any], policies: Policies, *,
-                field: str = "") -> Cleaned:
+def clean_texts(
+    content: str, explanation: str | None, meta: dict[str, Any], policies: Policies, *, field: str = ""
+) -> Cleaned:
     """Guard a stored row's content, explanation and meta (raises under ``refuse``)."""
     prefix = f"{field}." if field else ""
     own = {k: v for k, v in meta.items() if k != GUARD_KEY}
@@ -92,14 +95,27 @@ def clean_texts(content: str, explanation: str | None, meta: dict[str, Any], pol
     note = None if explanation is None else _rescan(explanation, policies, f"{prefix}explanation")
     found = TreeReport()
     guarded_meta = guard_tree(own, policies, found, where=f"{prefix}meta")
-    where = {name: kinds for name, kinds in (("content", body_now), ("explanation", note[1] if note else set()),
-                                             ("meta", set(found.redacted))) if kinds}
+    where = {
+        name: kinds
+        for name, kinds in (
+            ("content", body_now),
+            ("explanation", note[1] if note else set()),
+            ("meta", set(found.redacted)),
+        )
+        if kinds
+    }
     if not where:
         return Cleaned(content, explanation, meta, {})
     earlier = (meta.get(GUARD_KEY) or {}).get("meta") or {}
     found.redacted |= set(earlier.get("redacted") or ())
-    write = GuardedWrite(texts=[body.text], explanation=None if note is None else note[0].text, guards=[body],
-                         explanation_guard=None if note is None else note[0], meta=guarded_meta, meta_found=found)
+    write = GuardedWrite(
+        texts=[body.text],
+        explanation=None if note is None else note[0].text,
+        guards=[body],
+        explanation_guard=None if note is None else note[0],
+        meta=guarded_meta,
+        meta_found=found,
+    )
     return Cleaned(body.text, write.explanation, write.meta_for(0), where)
 
 
@@ -127,8 +143,9 @@ def clean_memory(record: MemoryRecord, policies: Policies, *, field: str = "") -
     reason = _also(cleaned, "deleted_reason", record.deleted_reason, policies, field)
     if not cleaned.changed:
         return record, cleaned
-    out = replace(record, content=cleaned.content, explanation=cleaned.explanation, meta=cleaned.meta,
-                  deleted_reason=reason)
+    out = replace(
+        record, content=cleaned.content, explanation=cleaned.explanation, meta=cleaned.meta, deleted_reason=reason
+    )
     if cleaned.content != record.content:
         out.sha256 = content_key(record, cleaned.content)
         out.embedding, out.model, out.status = None, None, "pending_embedding"
@@ -143,8 +160,7 @@ def clean_version(version: Any, policies: Policies, *, field: str = "") -> tuple
     reason = _also(cleaned, "reason", version.reason, policies, field)
     if not cleaned.changed:
         return version, cleaned
-    out = replace(version, content=cleaned.content, explanation=cleaned.explanation, meta=cleaned.meta,
-                  reason=reason)
+    out = replace(version, content=cleaned.content, explanation=cleaned.explanation, meta=cleaned.meta, reason=reason)
     if cleaned.content != version.content:
         out.sha256 = sha256(cleaned.content)  # a version's hash is of its content (history shows it so)
     return out, cleaned

@@ -52,15 +52,20 @@ def _guard_string(value: str, policies: Policies, where: str, key: str | None) -
         return guard_text(value, policies, field=field)
     prefix = f"{key}="
     guarded = guard_text(prefix + value, policies, field=field)
-    if not guarded.text.startswith(prefix) or any(f["start"] < len(prefix) for fs in guarded.report.values() for f in fs):
+    if not guarded.text.startswith(prefix) or any(
+        f["start"] < len(prefix) for fs in guarded.report.values() for f in fs
+    ):
         return guard_text(value, policies, field=field)
-    shifted = {category: [{**f, "start": f["start"] - len(prefix), "end": f["end"] - len(prefix)} for f in findings]
-               for category, findings in guarded.report.items()}
-    return Guarded(guarded.text[len(prefix):], shifted)
+    shifted = {
+        category: [{**f, "start": f["start"] - len(prefix), "end": f["end"] - len(prefix)} for f in findings]
+        for category, findings in guarded.report.items()
+    }
+    return Guarded(guarded.text[len(prefix) :], shifted)
 
 
-def guard_tree(value: Any, policies: Policies, report: TreeReport, *, where: str = "", regex: bool = False,
-               key: str | None = None) -> Any:
+def guard_tree(
+    value: Any, policies: Policies, report: TreeReport, *, where: str = "", regex: bool = False, key: str | None = None
+) -> Any:
     """``value`` with every string guarded; raises InvalidInput naming the field under refuse."""
     if isinstance(value, str):
         guarded = _guard_string(value, policies, where, key)
@@ -69,9 +74,12 @@ def guard_tree(value: Any, policies: Policies, report: TreeReport, *, where: str
                 (report.redacted if finding["action"] == "redacted" else report.flagged).add(finding["kind"])
         return PLACEHOLDER.sub(lambda m: re.escape(m.group()), guarded.text) if regex else guarded.text
     if isinstance(value, dict):
-        return {key: guard_tree(item, policies, report, where=f"{where}.{key}".lstrip("."),
-                                regex=regex or key in REGEX_KEYS, key=key)
-                for key, item in value.items()}
+        return {
+            key: guard_tree(
+                item, policies, report, where=f"{where}.{key}".lstrip("."), regex=regex or key in REGEX_KEYS, key=key
+            )
+            for key, item in value.items()
+        }
     if isinstance(value, list):
         return [guard_tree(item, policies, report, where=f"{where}.{i}", regex=regex) for i, item in enumerate(value)]
     return value

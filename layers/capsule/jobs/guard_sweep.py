@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core import deadline
-from ..service.context import text_to_embed
 from ..core.errors import CapsuleError, Unavailable
 from ..core.records import AuditRecord, MemoryRecord
-from ..store.redaction import redaction_store
-from ..store.sides import governance_store, sync_store, transfer_store
 from ..guard import stored
 from ..guard.policy import Policies
+from ..service.context import text_to_embed
+from ..store.redaction import redaction_store
+from ..store.sides import governance_store, sync_store, transfer_store
 
 ACTION = "redact"  # the audit action (capsule.governance.audit lists the others)
 ACTOR = "guard"
@@ -67,8 +67,15 @@ class SweepReport:
 
 
 class Sweep:
-    def __init__(self, memories: Any, embedder: Any, *, policies: Callable[[str, str], Policies],
-                 clock: Callable[[], Any], session_words: int = 60) -> None:
+    def __init__(
+        self,
+        memories: Any,
+        embedder: Any,
+        *,
+        policies: Callable[[str, str], Policies],
+        clock: Callable[[], Any],
+        session_words: int = 60,
+    ) -> None:
         self.memories, self.embedder, self.clock = memories, embedder, clock
         self.session_words = session_words
         self._policy_of = policies
@@ -83,8 +90,13 @@ class Sweep:
     def run(self, state: dict[str, Any], *, max_memories: int, page: int) -> SweepReport:
         rules = rules_fingerprint()
         if state.get("rules") == rules and state.get("done"):
-            return SweepReport(True, dict(self.counts), state, "Every memory was swept under the current secret "
-                               "rules already; new writes are guarded on the way in. Nothing to do.")
+            return SweepReport(
+                True,
+                dict(self.counts),
+                state,
+                "Every memory was swept under the current secret "
+                "rules already; new writes are guarded on the way in. Nothing to do.",
+            )
         if state.get("rules") != rules:
             state = {"rules": rules, "tenant": None, "after": None, "retry": False}
         transfer = transfer_store(self.memories)
@@ -110,15 +122,19 @@ class Sweep:
 
     def _report(self, complete: bool, state: dict[str, Any]) -> SweepReport:
         c = self.counts
-        text = (f"Swept {c['scanned']} memories by the current secret rules: redacted {c['redacted']} memories and "
-                f"{c['versions']} old versions")
+        text = (
+            f"Swept {c['scanned']} memories by the current secret rules: redacted {c['redacted']} memories and "
+            f"{c['versions']} old versions"
+        )
         text += f" ({', '.join(sorted(self.kinds))}), each audited as '{ACTION}'" if self.kinds else ""
         text += f"; re-embedded {c['embedded']}" if c["embedded"] else ""
         if c["pending"]:
             text += f"; {c['pending']} left pending_embedding (the embedder was unavailable) for the backfill job"
         if c["skipped"]:
-            text += (f"; {c['skipped']} skipped (sealed under a key not available here, or changed during the sweep)"
-                     " for the next sweep")
+            text += (
+                f"; {c['skipped']} skipped (sealed under a key not available here, or changed during the sweep)"
+                " for the next sweep"
+            )
         text += "." if complete else "; stopped at the budget, the next run continues where this one stopped."
         return SweepReport(complete, dict(c), state, text, set(self.kinds))
 
@@ -158,8 +174,9 @@ class Sweep:
             self._audit(records[memory_id], where)
         return left
 
-    def _versions(self, tenant: str, records: dict[str, MemoryRecord], found: dict[str, dict[str, set[str]]]
-                  ) -> list[Any]:
+    def _versions(
+        self, tenant: str, records: dict[str, MemoryRecord], found: dict[str, dict[str, set[str]]]
+    ) -> list[Any]:
         out = []
         for version in redaction_store(self.memories).versions_of(tenant, list(records)):
             opened = self._open_version(version)
@@ -197,8 +214,9 @@ class Sweep:
         if not wanted:
             return
         try:
-            vectors = self.embedder.embed([text_to_embed(self.memories, r, max_words=self.session_words)
-                                           for r in wanted])
+            vectors = self.embedder.embed(
+                [text_to_embed(self.memories, r, max_words=self.session_words) for r in wanted]
+            )
         except Unavailable:
             self.counts["pending"] += len(wanted)
             return
@@ -209,13 +227,23 @@ class Sweep:
     def _audit(self, record: MemoryRecord, where: dict[str, set[str]]) -> None:
         kinds = set().union(*where.values())
         self.kinds |= kinds
-        reason = (f"redacted by the secret rules {rules_fingerprint()} (secrets policy of project "
-                  f"'{record.project}'): {stored.where_said(where)}")
+        reason = (
+            f"redacted by the secret rules {rules_fingerprint()} (secrets policy of project "
+            f"'{record.project}'): {stored.where_said(where)}"
+        )
         if any(not name.startswith("version") for name in where) and "content" in where:
             reason += "; re-embedded from the redacted text"
-        governance_store(self.memories).add_audit(AuditRecord(
-            tenant=record.tenant, memory_id=record.id, project=record.project, action=ACTION, actor=ACTOR,
-            reason=reason, at=self.clock()))
+        governance_store(self.memories).add_audit(
+            AuditRecord(
+                tenant=record.tenant,
+                memory_id=record.id,
+                project=record.project,
+                action=ACTION,
+                actor=ACTOR,
+                reason=reason,
+                at=self.clock(),
+            )
+        )
 
     # ---- sealed rows (capsule.crypto) -------------------------------------------------
 
@@ -252,12 +280,25 @@ class Sweep:
 
 def _as_record(version: Any) -> MemoryRecord:
     """A version as the record the sealer seals and opens (bound to the memory's id)."""
-    return MemoryRecord(id=version.memory_id, tenant=version.tenant, project=version.project, content=version.content,
-                        sha256=version.sha256, occurred_at=version.created_at, created_at=version.created_at,
-                        updated_at=version.created_at, explanation=version.explanation, meta=version.meta)
+    return MemoryRecord(
+        id=version.memory_id,
+        tenant=version.tenant,
+        project=version.project,
+        content=version.content,
+        sha256=version.sha256,
+        occurred_at=version.created_at,
+        created_at=version.created_at,
+        updated_at=version.created_at,
+        explanation=version.explanation,
+        meta=version.meta,
+    )
 
 
 def _same_row(now: MemoryRecord, read: MemoryRecord) -> bool:
     """The stored row is still the one the sweep read (no write came between)."""
     return (now.updated_at, now.sha256, now.deleted_at, now.content) == (
-        read.updated_at, read.sha256, read.deleted_at, read.content)
+        read.updated_at,
+        read.sha256,
+        read.deleted_at,
+        read.content,
+    )

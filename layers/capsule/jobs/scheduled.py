@@ -25,14 +25,14 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
+from ..config import Settings
 from ..core import deadline, limits
 from ..core.clock import Clock, system_clock
-from ..config import Settings
-from ..service.context import text_to_embed
-from ..embedders.base import Embedder
 from ..core.errors import InvalidInput, Unavailable
 from ..core.retention import over_limit
+from ..embedders.base import Embedder
 from ..learning.service import LearningService
+from ..service.context import text_to_embed
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
 from ..store.sides import governance_store
@@ -81,21 +81,36 @@ class Jobs:
             raise InvalidInput(f"no job '{name}'; the jobs are {', '.join(JOB_NAMES)}", field="name")
         started, holder = self.clock(), self._holder()
         lease = f"job:{name}"
-        if not self.store.acquire_lease(lease, holder, now=started,
-                                        until=started + timedelta(seconds=self.lease_seconds)):
-            return JobReport(job=name, ran=False, complete=False, started_at=started, finished_at=self.clock(),
-                             explanation=f"Skipped: another {name} run holds the lease; it will finish the work.")
+        if not self.store.acquire_lease(
+            lease, holder, now=started, until=started + timedelta(seconds=self.lease_seconds)
+        ):
+            return JobReport(
+                job=name,
+                ran=False,
+                complete=False,
+                started_at=started,
+                finished_at=self.clock(),
+                explanation=f"Skipped: another {name} run holds the lease; it will finish the work.",
+            )
         try:
             complete, counts, text = getattr(self, f"_{name}")(**budget)
         finally:
             self.store.release_lease(lease, holder)
-        return JobReport(job=name, ran=True, complete=complete, counts=counts, started_at=started,
-                         finished_at=self.clock(), explanation=text)
+        return JobReport(
+            job=name,
+            ran=True,
+            complete=complete,
+            counts=counts,
+            started_at=started,
+            finished_at=self.clock(),
+            explanation=text,
+        )
 
     # ---- retention -----------------------------------------------------------
 
-    def _retention(self, max_evictions: int = 1000, max_expiries: int = 1000, max_reseals: int = 1000
-                   ) -> tuple[bool, dict[str, int], str]:
+    def _retention(
+        self, max_evictions: int = 1000, max_expiries: int = 1000, max_reseals: int = 1000
+    ) -> tuple[bool, dict[str, int], str]:
         now = self.clock()
         # Ephemeral memories past their expiry go first, for good and audited (capsule.governance).
         lapsed = len(governance_store(self.memories).expire(at=now, limit=max_expiries))
@@ -105,19 +120,29 @@ class Jobs:
         # by a lowered limit's own answer: this job evicts nothing by it (nothing is evicted that
         # no answer announced, capsule.core.retention); it only counts projects over it.
         evicted, complete = 0, True
-        over_projects = sum(over_limit(s.memories, s.retention_limit, self.settings.retention_limit)
-                            for tenant in self.memories.tenants() for s in self.memories.projects(tenant))
-        counts = {"purged": purged, "cache_expired": expired, "evicted": evicted, "projects_over_limit": over_projects,
-                  "ephemeral_expired": lapsed}
+        over_projects = sum(
+            over_limit(s.memories, s.retention_limit, self.settings.retention_limit)
+            for tenant in self.memories.tenants()
+            for s in self.memories.projects(tenant)
+        )
+        counts = {
+            "purged": purged,
+            "cache_expired": expired,
+            "evicted": evicted,
+            "projects_over_limit": over_projects,
+            "ephemeral_expired": lapsed,
+        }
         if hasattr(self.memories, "sealer"):  # encryption at rest: re-seal under the current keys (capsule.crypto)
             from ..sealing.reseal import sweep
 
             counts["resealed"] = sweep(self.memories, limit=max_reseals)
         complete = complete and lapsed < max_expiries
-        text = (f"Purged {lapsed} ephemeral memories past their expiry, purged {purged} memories forgotten more than {limits.FORGET_RECOVERABLE_DAYS} days ago, expired "
-                f"{expired} embedding-cache entries older than {limits.EMBEDDING_CACHE_DAYS} days, and evicted "
-                f"{evicted} memories by the rolling limit (only a write, naming them in its answer, evicts by it);"
-                f" {over_projects} project(s) hold more than their limit (restored or pinned memories).")
+        text = (
+            f"Purged {lapsed} ephemeral memories past their expiry, purged {purged} memories forgotten more than {limits.FORGET_RECOVERABLE_DAYS} days ago, expired "
+            f"{expired} embedding-cache entries older than {limits.EMBEDDING_CACHE_DAYS} days, and evicted "
+            f"{evicted} memories by the rolling limit (only a write, naming them in its answer, evicts by it);"
+            f" {over_projects} project(s) hold more than their limit (restored or pinned memories)."
+        )
         if not complete:
             text += f" Stopped at the budget of {max_expiries} expiries; the next run continues."
         return complete, counts, text
@@ -151,8 +176,10 @@ class Jobs:
         complete = len(tenants) <= max_tenants
         if complete:
             self.store.save_job_state("mining", {}, at=self.clock())
-        text = (f"Mined {counts['tenants']} tenant(s): scanned {counts['scanned']} failure/error memories, "
-                f"{counts['clusters']} recurring cluster(s), {counts['linked']} new piece(s) of fix evidence.")
+        text = (
+            f"Mined {counts['tenants']} tenant(s): scanned {counts['scanned']} failure/error memories, "
+            f"{counts['clusters']} recurring cluster(s), {counts['linked']} new piece(s) of fix evidence."
+        )
         if counts["unchanged"]:
             text += f" {counts['unchanged']} tenant(s) unchanged since their last mining were not read again."
         if not complete:
@@ -164,9 +191,12 @@ class Jobs:
         of a memory bumps it: the search index trusts the same), the newest solution
         application, the options and the embedding model. Equal marks find equal patterns."""
         latest = self.store.applications(tenant, limit=1)
-        what = [sorted(self.memories.change_markers(tenant, None).items()),
-                [latest[0].id, latest[0].at.isoformat()] if latest else None,
-                repr(self.learning.mining_options), self.embedder.model_id]
+        what = [
+            sorted(self.memories.change_markers(tenant, None).items()),
+            [latest[0].id, latest[0].at.isoformat()] if latest else None,
+            repr(self.learning.mining_options),
+            self.embedder.model_id,
+        ]
         return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:32]
 
     # ---- backfill ------------------------------------------------------------
@@ -183,8 +213,14 @@ class Jobs:
         text = f"Embedded {embedded} memories stored while the embedder was unavailable or under another model"
         text += f" and the signatures of {solutions} solution(s)" if solutions else ""
         if error is not None:
-            return False, counts, (f"{text}, then the embedder was unavailable ({error}); {left} memories remain "
-                                   "pending, found by keyword until the next run embeds them.")
+            return (
+                False,
+                counts,
+                (
+                    f"{text}, then the embedder was unavailable ({error}); {left} memories remain "
+                    "pending, found by keyword until the next run embeds them."
+                ),
+            )
         if left:
             return False, counts, f"{text}; {left} remain for the next run (budget {batch * max_batches} per run)."
         return True, counts, f"{text}; none remain."
@@ -218,10 +254,16 @@ class Jobs:
         from ..guard.stored import store_policies
         from .guard_sweep import Sweep
 
-        policies = store_policies(self.memories, Policies(secrets=self.settings.secrets_policy,
-                                                          pii=self.settings.pii_policy))
-        sweep = Sweep(self.memories, self.embedder, policies=policies, clock=self.clock,
-                      session_words=self.settings.session_context_words)
+        policies = store_policies(
+            self.memories, Policies(secrets=self.settings.secrets_policy, pii=self.settings.pii_policy)
+        )
+        sweep = Sweep(
+            self.memories,
+            self.embedder,
+            policies=policies,
+            clock=self.clock,
+            session_words=self.settings.session_context_words,
+        )
         report = sweep.run(self.store.job_state("redact"), max_memories=max_memories, page=page)
         self.store.save_job_state("redact", report.state, at=self.clock())
         return report.complete, report.counts, report.explanation

@@ -31,16 +31,35 @@ DESCRIPTION = ("description",)
 # step kind -> field of the view -> the spellings that give it, the preferred first.
 SPELLINGS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "cmd": {"command": ("command", "run"), "cwd": ("cwd",), "env": ("env",), "description": DESCRIPTION},
-    "patch": {"file": ("file", "path"), "search": ("search",), "replace": ("replace",),
-              "diff": ("diff", "patch"), "description": DESCRIPTION},
-    "copy": {"from": ("from", "src", "source"), "to": ("to", "dst", "dest", "destination", "target"),
-             "flags": ("flags",), "include": ("include", "includes"), "exclude": ("exclude", "excludes"),
-             "description": DESCRIPTION},
-    "script": {"script": ("script", "run", "code", "content"), "file": ("file", "path"),
-               "interpreter": ("interpreter", "shell", "language", "lang"), "cwd": ("cwd",),
-               "description": DESCRIPTION},
-    "env": {"key": ("key", "variable", "name"), "value": ("value",), "set": ("set", "vars", "variables"),
-            "file": ("file",), "description": DESCRIPTION},
+    "patch": {
+        "file": ("file", "path"),
+        "search": ("search",),
+        "replace": ("replace",),
+        "diff": ("diff", "patch"),
+        "description": DESCRIPTION,
+    },
+    "copy": {
+        "from": ("from", "src", "source"),
+        "to": ("to", "dst", "dest", "destination", "target"),
+        "flags": ("flags",),
+        "include": ("include", "includes"),
+        "exclude": ("exclude", "excludes"),
+        "description": DESCRIPTION,
+    },
+    "script": {
+        "script": ("script", "run", "code", "content"),
+        "file": ("file", "path"),
+        "interpreter": ("interpreter", "shell", "language", "lang"),
+        "cwd": ("cwd",),
+        "description": DESCRIPTION,
+    },
+    "env": {
+        "key": ("key", "variable", "name"),
+        "value": ("value",),
+        "set": ("set", "vars", "variables"),
+        "file": ("file",),
+        "description": DESCRIPTION,
+    },
 }
 assert tuple(SPELLINGS) == STEP_KINDS
 
@@ -92,7 +111,7 @@ def _env(view: dict[str, Any]) -> None:
     if isinstance(view["key"], str):
         view["set"] = {**given, view["key"]: view["value"]}
     elif len(given) == 1:
-        (view["key"], view["value"]), = given.items()
+        ((view["key"], view["value"]),) = given.items()
 
 
 def payload_view(kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -46,8 +46,8 @@ WEIGHTS = {"regex": 0.45, "vector": 0.35, "keyword": 0.10, "success": 0.10}
 # tests/learning/error_match_set.json and checked on its holdout split.
 CALIBRATED = (("hashing-", 0.42), ("all-MiniLM-L6-v2", 0.42))
 DEFAULT_THRESHOLD = 0.50  # models not measured here (Voyage, OpenAI): the stricter reading
-REGEX_FLOOR_SHARE = 0.3   # a regex with no min_score needs this share of the threshold
-KEYWORD_SHARE = 0.5       # share of a signature's terms that counts as evidence
+REGEX_FLOOR_SHARE = 0.3  # a regex with no min_score needs this share of the threshold
+KEYWORD_SHARE = 0.5  # share of a signature's terms that counts as evidence
 
 
 def meaning_threshold(model_id: str | None) -> float:
@@ -80,7 +80,7 @@ class Match:
     vector: float
     keyword: float
     confirmed: bool  # regex and meaning agree
-    meaning: bool    # some signature means the same as the error
+    meaning: bool  # some signature means the same as the error
     reasons: list[str] = field(default_factory=list)
 
 
@@ -111,8 +111,9 @@ def _conflict(signature: dict[str, Any], error: ErrorText) -> bool:
     return bool(named and error.codes and not named & error.codes)
 
 
-def _similarities(signatures: Sequence[dict[str, Any]], vectors: np.ndarray | None,
-                  error: ErrorText) -> list[float | None]:
+def _similarities(
+    signatures: Sequence[dict[str, Any]], vectors: np.ndarray | None, error: ErrorText
+) -> list[float | None]:
     """Each signature's similarity to the error, None when it cannot be judged."""
     if vectors is None or error.vector is None:
         return [None] * len(signatures)
@@ -137,8 +138,7 @@ class _Verdict:
     reasons: list[str] = field(default_factory=list)
 
 
-def _judge(number: int, signature: dict[str, Any], sim: float | None, error: ErrorText,
-           threshold: float) -> _Verdict:
+def _judge(number: int, signature: dict[str, Any], sim: float | None, error: ErrorText, threshold: float) -> _Verdict:
     """Whether one signature matches the error by meaning, by regex, and why."""
     verdict = _Verdict()
     own = (signature.get("meta") or {}).get("min_score")
@@ -146,12 +146,16 @@ def _judge(number: int, signature: dict[str, Any], sim: float | None, error: Err
     conflict = _conflict(signature, error)
     meant = sim if sim is None or not conflict else 0.0
     if conflict and sim is not None and sim >= needed:
-        verdict.reasons.append(f"reads like signature {number} (similarity {sim:.2f}) but names another "
-                               f"error ({', '.join(sorted(error.codes))}): its meaning is not counted")
+        verdict.reasons.append(
+            f"reads like signature {number} (similarity {sim:.2f}) but names another "
+            f"error ({', '.join(sorted(error.codes))}): its meaning is not counted"
+        )
     if meant is not None and meant >= needed:
         verdict.meaning = True
-        verdict.reasons.append(f"means nearly the same as signature {number} '{signature['text'][:80]}' "
-                               f"(similarity {meant:.2f} >= {needed:.2f})")
+        verdict.reasons.append(
+            f"means nearly the same as signature {number} '{signature['text'][:80]}' "
+            f"(similarity {meant:.2f} >= {needed:.2f})"
+        )
     pattern = _regex_hit(signature, error.text)
     if pattern is None:
         return verdict
@@ -160,13 +164,16 @@ def _judge(number: int, signature: dict[str, Any], sim: float | None, error: Err
     if seen is None or seen >= floor:
         verdict.regex = f"regex /{pattern}/ of signature {number} matched"
     else:
-        verdict.reasons.append(f"regex /{pattern}/ of signature {number} matched but the error differs in "
-                               f"meaning (similarity {seen:.2f} < {floor:.2f}): not counted")
+        verdict.reasons.append(
+            f"regex /{pattern}/ of signature {number} matched but the error differs in "
+            f"meaning (similarity {seen:.2f} < {floor:.2f}): not counted"
+        )
     return verdict
 
 
-def match(signatures: Sequence[dict[str, Any]], vectors: np.ndarray | None, error: ErrorText,
-          threshold: float) -> Match | None:
+def match(
+    signatures: Sequence[dict[str, Any]], vectors: np.ndarray | None, error: ErrorText, threshold: float
+) -> Match | None:
     """The evidence that ``signatures`` (with their vectors, or None) name ``error``, or None."""
     sims = _similarities(signatures, vectors, error)
     verdicts = [_judge(n, sig, sim, error, threshold) for n, (sig, sim) in enumerate(zip(signatures, sims), 1)]
@@ -178,8 +185,14 @@ def match(signatures: Sequence[dict[str, Any]], vectors: np.ndarray | None, erro
     if not (regex_ok or meaning_ok or keyword >= KEYWORD_SHARE):
         return None
     known = [0.0 if _conflict(sig, error) else s for sig, s in zip(signatures, sims) if s is not None]
-    return Match(regex=1.0 if regex_ok else 0.0, vector=max(known, default=0.0), keyword=keyword,
-                 confirmed=regex_ok and meaning_ok, meaning=meaning_ok, reasons=reasons)
+    return Match(
+        regex=1.0 if regex_ok else 0.0,
+        vector=max(known, default=0.0),
+        keyword=keyword,
+        confirmed=regex_ok and meaning_ok,
+        meaning=meaning_ok,
+        reasons=reasons,
+    )
 
 
 def band(found: Match) -> int:

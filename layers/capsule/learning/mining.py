@@ -26,20 +26,20 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from ..core.learning_records import ApplicationRecord
 from ..core.records import MemoryRecord
 from ..core.text import tokens
 from . import tags
-from ..core.learning_records import ApplicationRecord
 from .signature import common_terms, overlap, terms
 
 
 @dataclass(frozen=True, slots=True)
 class MiningOptions:
-    similar: float = 0.80       # cosine that joins two occurrences on meaning alone
-    overlap: float = 0.50       # share of signature terms that joins two occurrences...
-    floor: float = 0.20         # ...unless their meanings are this far apart
-    window_days: float = 30.0   # how long after a failure a fix still counts as following it
-    max_memories: int = 2000    # the most recent failures scanned per tenant per run
+    similar: float = 0.80  # cosine that joins two occurrences on meaning alone
+    overlap: float = 0.50  # share of signature terms that joins two occurrences...
+    floor: float = 0.20  # ...unless their meanings are this far apart
+    window_days: float = 30.0  # how long after a failure a fix still counts as following it
+    max_memories: int = 2000  # the most recent failures scanned per tenant per run
 
 
 @dataclass(slots=True)
@@ -65,10 +65,10 @@ class Cluster:
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    kind: str          # "memory" (a fix memory) or "solution"
+    kind: str  # "memory" (a fix memory) or "solution"
     target_id: str
     success: bool
-    key: str           # what proves it, e.g. "memory:<id>" or "application:<id>"
+    key: str  # what proves it, e.g. "memory:<id>" or "application:<id>"
 
 
 @dataclass(slots=True)
@@ -115,12 +115,12 @@ def _pairs_sharing_terms(items: Sequence[Occurrence]) -> set[tuple[int, int]]:
     """Pairs that share a strong term, or (when neither has one) an identifier."""
     by_term: dict[str, list[int]] = {}
     for index, item in enumerate(items):
-        for term in (item.strong or item.terms):
+        for term in item.strong or item.terms:
             by_term.setdefault(term, []).append(index)
     pairs: set[tuple[int, int]] = set()
     for indices in by_term.values():
         for a_pos, a in enumerate(indices):
-            for b in indices[a_pos + 1:]:
+            for b in indices[a_pos + 1 :]:
                 pairs.add((a, b))
     return pairs
 
@@ -221,8 +221,11 @@ def _named_solution(record: MemoryRecord) -> str | None:
 
 
 def evidence(
-    found: Cluster, successes: Sequence[MemoryRecord], applications: Sequence[ApplicationRecord],
-    vectors: dict[str, np.ndarray], options: MiningOptions = MiningOptions(),
+    found: Cluster,
+    successes: Sequence[MemoryRecord],
+    applications: Sequence[ApplicationRecord],
+    vectors: dict[str, np.ndarray],
+    options: MiningOptions = MiningOptions(),
 ) -> list[Evidence]:
     """What followed the cluster's failures in the same project, within the window."""
     return [*success_evidence(found, successes, vectors, options), *own_evidence(found, applications, options)]
@@ -241,23 +244,29 @@ def following(found: Cluster, options: MiningOptions = MiningOptions()):
     return follows
 
 
-def success_evidence(found: Cluster, successes: Sequence[MemoryRecord], vectors: dict[str, np.ndarray],
-                     options: MiningOptions = MiningOptions()) -> list[Evidence]:
+def success_evidence(
+    found: Cluster,
+    successes: Sequence[MemoryRecord],
+    vectors: dict[str, np.ndarray],
+    options: MiningOptions = MiningOptions(),
+) -> list[Evidence]:
     """The fix memories that followed the cluster (and the solutions they name); successes may
     come a page at a time (capsule.learning.mining_pages)."""
     follows = following(found, options)
     out: list[Evidence] = []
     for memory in successes:  # a fix memory, and the solution it names
         if follows(memory.project, memory.occurred_at) and _related(
-                found, memory.content, vectors.get(memory.id), options.floor):
+            found, memory.content, vectors.get(memory.id), options.floor
+        ):
             out.append(Evidence("memory", memory.id, True, f"memory:{memory.id}"))
             if solution := _named_solution(memory):
                 out.append(Evidence("solution", solution, True, f"memory:{memory.id}"))
     return out
 
 
-def own_evidence(found: Cluster, applications: Sequence[ApplicationRecord],
-                 options: MiningOptions = MiningOptions()) -> list[Evidence]:
+def own_evidence(
+    found: Cluster, applications: Sequence[ApplicationRecord], options: MiningOptions = MiningOptions()
+) -> list[Evidence]:
     """The solutions the cluster's failures name (they did not help), and the applications of
     solutions that followed it."""
     follows = following(found, options)

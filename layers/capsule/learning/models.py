@@ -154,8 +154,11 @@ class _Kept(_Strict):
     # A result read back from a store or a client: whatever an import kept reads back.
     LENIENT: ClassVar[bool] = False
 
-    extra: Extra = Field(default_factory=dict, exclude_if=_empty,
-                         description="Keys of an imported file that this format does not know, kept as written.")
+    extra: Extra = Field(
+        default_factory=dict,
+        exclude_if=_empty,
+        description="Keys of an imported file that this format does not know, kept as written.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -172,9 +175,11 @@ class _Kept(_Strict):
 
 class Signature(_Kept):
     text: Annotated[str, Field(min_length=1, max_length=2000, pattern=NO_NUL)] = Field(
-        description="An error message this solution fixes, as it is usually seen.")
-    regexes: list[Regex] = Field(default_factory=list, max_length=MAX_REGEXES,
-                                 description="Patterns (RE2 syntax) that identify the error.")
+        description="An error message this solution fixes, as it is usually seen."
+    )
+    regexes: list[Regex] = Field(
+        default_factory=list, max_length=MAX_REGEXES, description="Patterns (RE2 syntax) that identify the error."
+    )
     meta: SignatureMeta = Field(default_factory=SignatureMeta)
 
 
@@ -183,18 +188,26 @@ Payload = Annotated[MetaObject, AfterValidator(lambda value: _storable(value, "p
 
 
 # The bounds go on the integer itself: on the union pydantic checks them but states them wrongly.
-Order = Annotated[Annotated[int, Field(ge=0, le=10_000), BeforeValidator(json_int)] | None, Field(
-    None, description="Absent: its place in the file (1, 2, ...).")]
+Order = Annotated[
+    Annotated[int, Field(ge=0, le=10_000), BeforeValidator(json_int)] | None,
+    Field(None, description="Absent: its place in the file (1, 2, ...)."),
+]
 
 
 def _payload_rules() -> dict[str, Any]:
     # The payload each kind takes, stated in the schema as the validator below checks it.
-    return {"anyOf": [{"properties": {"kind": {"const": kind}, "payload": payloads.payload_schema(kind)}}
-                      for kind in fixpack_format.STEP_KINDS]}
+    return {
+        "anyOf": [
+            {"properties": {"kind": {"const": kind}, "payload": payloads.payload_schema(kind)}}
+            for kind in fixpack_format.STEP_KINDS
+        ]
+    }
 
 
-StepKind = Annotated[str, Field(min_length=1, max_length=64, pattern=NO_CONTROL,
-                                json_schema_extra={"enum": list(fixpack_format.STEP_KINDS)})]
+StepKind = Annotated[
+    str,
+    Field(min_length=1, max_length=64, pattern=NO_CONTROL, json_schema_extra={"enum": list(fixpack_format.STEP_KINDS)}),
+]
 
 
 class Step(_Kept):
@@ -208,8 +221,11 @@ class Step(_Kept):
 
     step_order: Order
     kind: StepKind
-    payload: Payload = Field(description="By kind: " + "; ".join(f"{k} {v}" for k, v in payloads.SHAPES.items())
-                             + ". Any payload may carry a description.")
+    payload: Payload = Field(
+        description="By kind: "
+        + "; ".join(f"{k} {v}" for k, v in payloads.SHAPES.items())
+        + ". Any payload may carry a description."
+    )
     description: LongText | None = None
     timeout_ms: Timeout = STEP_TIMEOUT_MS
 
@@ -218,8 +234,10 @@ class Step(_Kept):
     def _known_kind(cls, kind: str, info: ValidationInfo) -> str:
         if kind in fixpack_format.STEP_KINDS or cls._lenient(info):
             return kind
-        raise ValueError(f"must be one of {', '.join(fixpack_format.STEP_KINDS)} "
-                         "(an import keeps a step of any other kind as written)")
+        raise ValueError(
+            f"must be one of {', '.join(fixpack_format.STEP_KINDS)} "
+            "(an import keeps a step of any other kind as written)"
+        )
 
     @model_validator(mode="after")
     def _payload_fits_kind(self, info: ValidationInfo) -> Step:
@@ -228,8 +246,9 @@ class Step(_Kept):
         try:
             payloads.check_payload(self.kind, self.payload)
         except ValueError as exc:
-            raise PydanticCustomError("payload", "{detail}", {
-                "detail": f"{exc} ({self.kind} payloads are {payloads.SHAPES[self.kind]})"}) from None
+            raise PydanticCustomError(
+                "payload", "{detail}", {"detail": f"{exc} ({self.kind} payloads are {payloads.SHAPES[self.kind]})"}
+            ) from None
         return self
 
     def view(self) -> dict[str, Any]:
@@ -257,9 +276,14 @@ class StoredStep(Step):
 
 
 class Check(_Kept):
-    model_config = ConfigDict(json_schema_extra={"anyOf": [
-        {"required": ["expect_substring"], "properties": {"expect_substring": {"type": "string"}}},
-        {"required": ["expect_exit_code"], "properties": {"expect_exit_code": {"type": "integer"}}}]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["expect_substring"], "properties": {"expect_substring": {"type": "string"}}},
+                {"required": ["expect_exit_code"], "properties": {"expect_exit_code": {"type": "integer"}}},
+            ]
+        }
+    )
 
     _placed: bool = PrivateAttr(False)
 
@@ -297,8 +321,9 @@ def kept_keys(fixpack: Fixpack) -> list[str]:
         for place, item in enumerate(getattr(fixpack, name)):
             found += [f"{name}[{place}].{key}" for key in item.extra]
             if name == "steps" and item.kind in fixpack_format.STEP_KINDS:
-                found += [f"steps[{place}].payload.{key}"
-                          for key in fixpack_format.interpret(item.kind, item.payload).unknown]
+                found += [
+                    f"steps[{place}].payload.{key}" for key in fixpack_format.interpret(item.kind, item.payload).unknown
+                ]
     return found
 
 
@@ -315,11 +340,13 @@ class Fixpack(_Kept):
     title: ShortText
     description: LongText = ""
     category: Name = "general"
-    component: Name | None = Field(None, description="What part of a system it fixes; a search naming a "
-                                                     "component also finds solutions with none.")
+    component: Name | None = Field(
+        None, description="What part of a system it fixes; a search naming a component also finds solutions with none."
+    )
     tags: list[Tag] = Field(default_factory=list, max_length=limits.MAX_TAGS)
-    project_root: Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=NO_NUL)] | None = \
-        Field(None, description="The project it was written for; absent: any.")
+    project_root: Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=NO_NUL)] | None = Field(
+        None, description="The project it was written for; absent: any."
+    )
     repo_name: Name | None = None
     package_manager: Name | None = None
     monorepo_tool: Name | None = None
@@ -377,16 +404,22 @@ class Fixpack(_Kept):
     def _ordered(self) -> Fixpack:
         # Named before sorting, so places are the file's.
         self._kept = kept_keys(self)
-        self._numbered = [f"{name}[{place}]" for name in ("steps", "checks")
-                          for place, item in enumerate(getattr(self, name)) if item._placed]
+        self._numbered = [
+            f"{name}[{place}]"
+            for name in ("steps", "checks")
+            for place, item in enumerate(getattr(self, name))
+            if item._placed
+        ]
         for place, step in enumerate(self.steps):
             if step.kind not in fixpack_format.STEP_KINDS:
                 self._other_kinds.append(f"steps[{place}] ({step.kind})")
                 continue
             reading = fixpack_format.interpret(step.kind, step.payload)
             self._interpreted += [f"steps[{place}].payload.{name}" for name in reading.interpreted]
-            self._doubled += [f"steps[{place}].payload gives both {' and '.join(names)}: read {reading.used[field]}"
-                              for field, names in reading.doubled.items()]
+            self._doubled += [
+                f"steps[{place}].payload gives both {' and '.join(names)}: read {reading.used[field]}"
+                for field, names in reading.doubled.items()
+            ]
         self.steps = sorted(self.steps, key=lambda s: s.step_order)  # type: ignore[arg-type, return-value]  # _place gave each one
         self.checks = sorted(self.checks, key=lambda c: c.check_order)  # type: ignore[arg-type, return-value]  # as steps
         return self
@@ -532,9 +565,13 @@ class SolutionResult(BaseModel):
 class ImportResult(BaseModel):
     solution: Solution
     created: bool
-    kept_fields: list[str] = Field(default_factory=list, description=(
-        "Keys of the file this format does not know, kept where they were: a step payload's in the payload "
-        "(steps[0].payload.recursive), the others under 'extra' at their level (steps[0]._comment)."))
+    kept_fields: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Keys of the file this format does not know, kept where they were: a step payload's in the payload "
+            "(steps[0].payload.recursive), the others under 'extra' at their level (steps[0]._comment)."
+        ),
+    )
     explanation: str
 
 

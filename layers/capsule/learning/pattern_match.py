@@ -70,8 +70,15 @@ def conflicts(description: str, error: ErrorWords) -> bool:
     return bool(named and error.codes and not named & error.codes)
 
 
-def score(similarity: float, hits: Sequence[str], pattern_terms: Sequence[str], error: ErrorWords,
-          threshold: float, *, conflict: bool = False) -> tuple[float, float] | None:
+def score(
+    similarity: float,
+    hits: Sequence[str],
+    pattern_terms: Sequence[str],
+    error: ErrorWords,
+    threshold: float,
+    *,
+    conflict: bool = False,
+) -> tuple[float, float] | None:
     """(score, share of terms found) when the pattern matches the error, else None. When the
     codes conflict, meaning alone does not match."""
     share = len(hits) / len(pattern_terms) if pattern_terms else 0.0
@@ -94,8 +101,9 @@ def linked_description(tag: str, signature_texts: Sequence[str]) -> str:
     return text[:500]
 
 
-def linked_profile(tag: str, signature_texts: Sequence[str], vectors: Sequence[np.ndarray]
-                   ) -> tuple[list[str], np.ndarray | None]:
+def linked_profile(
+    tag: str, signature_texts: Sequence[str], vectors: Sequence[np.ndarray]
+) -> tuple[list[str], np.ndarray | None]:
     """Terms and a unit vector for a pattern known only by its tag and linked solutions."""
     named = sorted({c for text in signature_texts for c in codes(text)})
     found = list(dict.fromkeys(tag_words(tag) + named))[:MAX_PROFILE_TERMS] or [tag.lower()]

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..core.clock import Clock
-from ..embedders.base import Embedder
 from ..core.errors import NotFound
+from ..core.learning_records import LinkRecord, PatternRecord, SolutionRecord
+from ..embedders.base import Embedder
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
 from . import matching, models, pattern_match
-from ..core.learning_records import LinkRecord, PatternRecord, SolutionRecord
 from .signature import terms
 from .solution_search import embed_error
 from .views import linked_fix, linked_solution, rate, to_pattern
@@ -32,8 +32,16 @@ def _merged(links: Sequence[LinkRecord]) -> list[LinkRecord]:
     for link in links:
         key = (link.kind, link.target_id)
         if key not in merged:
-            merged[key] = LinkRecord(tenant=link.tenant, tag=link.tag, category=link.category, kind=link.kind,
-                                     target_id=link.target_id, success=0, failure=0, last_at=link.last_at)
+            merged[key] = LinkRecord(
+                tenant=link.tenant,
+                tag=link.tag,
+                category=link.category,
+                kind=link.kind,
+                target_id=link.target_id,
+                success=0,
+                failure=0,
+                last_at=link.last_at,
+            )
         total = merged[key]
         total.success += link.success
         total.failure += link.failure
@@ -43,8 +51,14 @@ def _merged(links: Sequence[LinkRecord]) -> list[LinkRecord]:
 
 
 class Patterns:
-    def __init__(self, store: LearningStore, memories: MemoryStore, embedder: Embedder, clock: Clock,
-                 stale: Callable[[SolutionRecord], bool]) -> None:
+    def __init__(
+        self,
+        store: LearningStore,
+        memories: MemoryStore,
+        embedder: Embedder,
+        clock: Clock,
+        stale: Callable[[SolutionRecord], bool],
+    ) -> None:
         self.store = store
         self.memories = memories
         self.embedder = embedder
@@ -57,15 +71,21 @@ class Patterns:
         except NotFound:
             now = self.clock()
             record = PatternRecord(
-                tenant=tenant, tag=tag, category=category, terms=pattern_match.tag_words(tag) or [tag.lower()],
-                occurrences=0, projects=[], examples=[], description=f"Created by a link to pattern '{tag}'.",
-                created_at=now, updated_at=now,
+                tenant=tenant,
+                tag=tag,
+                category=category,
+                terms=pattern_match.tag_words(tag) or [tag.lower()],
+                occurrences=0,
+                projects=[],
+                examples=[],
+                description=f"Created by a link to pattern '{tag}'.",
+                created_at=now,
+                updated_at=now,
             )
             self.store.upsert_pattern(record)
             return record, True
 
-    def profile_linked(self, tenant: str, pattern: PatternRecord, *, only_with_vector: bool = False
-                       ) -> PatternRecord:
+    def profile_linked(self, tenant: str, pattern: PatternRecord, *, only_with_vector: bool = False) -> PatternRecord:
         """A pattern with no occurrences takes its terms and vector from its tag and the
         signatures of the solutions linked to it, so pattern_detect finds it by meaning and terms.
         ``only_with_vector``: change nothing unless a vector comes of it."""
@@ -92,8 +112,9 @@ class Patterns:
         self.store.upsert_pattern(pattern)
         return pattern
 
-    def _linked(self, tenant: str, links: Sequence[LinkRecord], k: int
-                ) -> tuple[list[models.LinkedSolution], list[models.LinkedFix]]:
+    def _linked(
+        self, tenant: str, links: Sequence[LinkRecord], k: int
+    ) -> tuple[list[models.LinkedSolution], list[models.LinkedFix]]:
         ranked = sorted(links, key=lambda link: (-rate(link.success, link.failure), -link.success, link.target_id))
         solutions: list[models.LinkedSolution] = []
         fixes: list[models.LinkedFix] = []
@@ -120,14 +141,17 @@ class Patterns:
             if query is not None and p.embedding is not None and p.model == self.embedder.model_id:
                 vector = max(0.0, float(p.embedding @ query))
             matched = pattern_match.term_hits(p.terms, error)
-            found = pattern_match.score(vector, matched, p.terms, error, threshold,
-                                        conflict=pattern_match.conflicts(p.description, error))
+            found = pattern_match.score(
+                vector, matched, p.terms, error, threshold, conflict=pattern_match.conflicts(p.description, error)
+            )
             if found is not None and found[0] >= req.min_score:
                 scored.append((found[0], vector, found[1], matched, p))
         scored.sort(key=lambda s: (-s[0], -s[4].occurrences, s[4].tag))
         results = [self._pattern_match(tenant, req, *item) for item in scored[: req.k]]
-        text = (f"Compared the error with {len(patterns)} known pattern(s); {len(scored)} matched by meaning "
-                f"(similarity >= {threshold:.2f}) or terms and scored at least {req.min_score}.")
+        text = (
+            f"Compared the error with {len(patterns)} known pattern(s); {len(scored)} matched by meaning "
+            f"(similarity >= {threshold:.2f}) or terms and scored at least {req.min_score}."
+        )
         if results:
             text += f" The best is '{results[0].pattern.tag}': {results[0].explanation}."
         if query is None:
@@ -146,19 +170,34 @@ class Patterns:
             out.append(p)
         return out
 
-    def _pattern_match(self, tenant: str, req: models.PatternDetectRequest, score: float, vector: float,
-                       share: float, matched: list[str], p: PatternRecord) -> models.PatternMatch:
+    def _pattern_match(
+        self,
+        tenant: str,
+        req: models.PatternDetectRequest,
+        score: float,
+        vector: float,
+        share: float,
+        matched: list[str],
+        p: PatternRecord,
+    ) -> models.PatternMatch:
         links = self.store.links(tenant, tag=p.tag, category=p.category)
         solutions, fixes = self._linked(tenant, links, req.solutions)
         why = [f"similar in meaning ({vector:.2f})"] if vector else []
         if matched:
             why.append(f"shares the terms {', '.join(matched)}")
-        why.append(f"seen {p.occurrences} time(s) in {len(p.projects)} project(s)" if p.occurrences
-                   else "known from the solutions linked to it")
+        why.append(
+            f"seen {p.occurrences} time(s) in {len(p.projects)} project(s)"
+            if p.occurrences
+            else "known from the solutions linked to it"
+        )
         return models.PatternMatch(
-            pattern=to_pattern(p), score=round(score, 6),
+            pattern=to_pattern(p),
+            score=round(score, 6),
             components=models.PatternComponents(vector=round(vector, 6), terms=round(share, 6)),
-            matched_terms=matched, solutions=solutions, fixes=fixes, explanation="; ".join(why),
+            matched_terms=matched,
+            solutions=solutions,
+            fixes=fixes,
+            explanation="; ".join(why),
         )
 
     def solutions(self, tenant: str, req: models.PatternSolutionsRequest) -> models.PatternSolutionsResult:
@@ -168,38 +207,50 @@ class Patterns:
             pattern = self.store.get_pattern(tenant, req.tag, req.category)
             links, where = self.store.links(tenant, tag=req.tag, category=req.category), ""
         else:
-            found = [p for p in self.store.patterns(tenant, category=None, min_occurrences=0,
-                                                     limit=MAX_PATTERNS_SCANNED) if p.tag == req.tag]
+            found = [
+                p
+                for p in self.store.patterns(tenant, category=None, min_occurrences=0, limit=MAX_PATTERNS_SCANNED)
+                if p.tag == req.tag
+            ]
             if not found:
                 raise NotFound(f"no pattern '{req.tag}' in any category")
             pattern = found[0]  # the most frequent stands for the tag
             categories = {p.category for p in found}
             links = _merged([link for link in self.store.links(tenant, tag=req.tag) if link.category in categories])
-            where = f" in {len(categories)} categor{'y' if len(categories) == 1 else 'ies'} " \
-                    f"({', '.join(sorted(categories))}; counts summed across them)"
+            where = (
+                f" in {len(categories)} categor{'y' if len(categories) == 1 else 'ies'} "
+                f"({', '.join(sorted(categories))}; counts summed across them)"
+            )
         solutions, fixes = self._linked(tenant, links, req.k)
         text = f"{len(solutions)} solution(s) and {len(fixes)} fix(es) linked to pattern '{req.tag}'{where}"
         text += ", ranked by how often each worked for this pattern (Wilson lower bound)."
-        return models.PatternSolutionsResult(pattern=to_pattern(pattern), solutions=solutions, fixes=fixes,
-                                             explanation=text)
+        return models.PatternSolutionsResult(
+            pattern=to_pattern(pattern), solutions=solutions, fixes=fixes, explanation=text
+        )
 
     def link(self, tenant: str, req: models.PatternLinkRequest) -> models.PatternLinkResult:
         solution = self.store.get_solution(tenant, req.solution_id)
         pattern, created = self.pattern_or_new(tenant, req.tag, req.category)
-        link, _ = self.store.link(tenant, req.tag, req.category, "solution", solution.id, success=req.success,
-                                  at=self.clock(), evidence=None)
+        link, _ = self.store.link(
+            tenant, req.tag, req.category, "solution", solution.id, success=req.success, at=self.clock(), evidence=None
+        )
         pattern = self.profile_linked(tenant, pattern)
         verdict = "worked" if req.success else "failed"
-        text = (f"Recorded that solution {solution.id} {verdict} for pattern '{req.tag}': now "
-                f"{link.success} success(es), {link.failure} failure(s).")
+        text = (
+            f"Recorded that solution {solution.id} {verdict} for pattern '{req.tag}': now "
+            f"{link.success} success(es), {link.failure} failure(s)."
+        )
         if created:
             text += " The pattern did not exist yet; it was created with no occurrences."
-        return models.PatternLinkResult(pattern=to_pattern(pattern), link=linked_solution(link, solution),
-                                        pattern_created=created, explanation=text)
+        return models.PatternLinkResult(
+            pattern=to_pattern(pattern), link=linked_solution(link, solution), pattern_created=created, explanation=text
+        )
 
     def golden_paths(self, tenant: str, req: models.GoldenPathsRequest) -> models.GoldenPathsResult:
         links = self.store.links(tenant, category=req.category, min_success=req.min_applications, limit=10 * req.k)
-        links = sorted(links, key=lambda link: (-rate(link.success, link.failure), -link.success, link.tag, link.target_id))
+        links = sorted(
+            links, key=lambda link: (-rate(link.success, link.failure), -link.success, link.tag, link.target_id)
+        )
         paths: list[models.GoldenPath] = []
         for link in links:
             if len(paths) >= req.k:
@@ -211,8 +262,10 @@ class Patterns:
             paths.append(path)
         return models.GoldenPathsResult(
             paths=paths,
-            explanation=(f"{len(paths)} pattern-fix pair(s) that worked at least {req.min_applications} time(s),"
-                         " best success rate (Wilson lower bound) first."),
+            explanation=(
+                f"{len(paths)} pattern-fix pair(s) that worked at least {req.min_applications} time(s),"
+                " best success rate (Wilson lower bound) first."
+            ),
         )
 
     def _golden(self, tenant: str, link: LinkRecord) -> models.GoldenPath:
@@ -225,8 +278,14 @@ class Patterns:
             solution, fix = None, linked_fix(link, self.memories.get(tenant, link.target_id))
             what = f"the fix in memory {link.target_id}"
         return models.GoldenPath(
-            pattern=pattern, solution=solution, fix=fix, success=link.success, failure=link.failure,
+            pattern=pattern,
+            solution=solution,
+            fix=fix,
+            success=link.success,
+            failure=link.failure,
             success_rate=worked,
-            explanation=(f"{what} fixed pattern '{link.tag}' {link.success} of {link.success + link.failure} "
-                         f"time(s) (Wilson lower bound {worked:.2f})"),
+            explanation=(
+                f"{what} fixed pattern '{link.tag}' {link.success} of {link.success + link.failure} "
+                f"time(s) (Wilson lower bound {worked:.2f})"
+            ),
         )

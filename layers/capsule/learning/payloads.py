@@ -29,10 +29,20 @@ ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=ENV_NAME)]
 EnvValue = Annotated[str, Field(max_length=MAX_TEXT_CHARS, pattern=NO_NUL)]
 # Every key a name (pydantic states the key rule as patternProperties only, which lets other keys by).
-EnvVars = Annotated[dict[EnvName, EnvValue], Field(min_length=1, max_length=100, json_schema_extra={
-    "additionalProperties": False, "propertyNames": {"minLength": 1, "maxLength": 256, "pattern": ENV_NAME}})]
-Globs = Annotated[list[Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=NO_NUL)]],
-                  Field(max_length=100)]
+EnvVars = Annotated[
+    dict[EnvName, EnvValue],
+    Field(
+        min_length=1,
+        max_length=100,
+        json_schema_extra={
+            "additionalProperties": False,
+            "propertyNames": {"minLength": 1, "maxLength": 256, "pattern": ENV_NAME},
+        },
+    ),
+]
+Globs = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=NO_NUL)]], Field(max_length=100)
+]
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_CONTROL)]
 
 
@@ -107,11 +117,19 @@ class EnvView(_View):
 
 
 VIEWS: Mapping[str, type[_View]] = {
-    "cmd": CmdView, "patch": PatchView, "copy": CopyView, "script": ScriptView, "env": EnvView}
-SHAPES = {"cmd": "{command (or run), cwd?, env?}", "patch": "{file, search, replace} or {diff, file?}",
-          "copy": "{from (or src), to (or dst), flags?, include?, exclude?}",
-          "script": "{script (or run) or file, interpreter?, cwd?}",
-          "env": "{key (or variable) and value} or {set: {NAME: value}}, file?"}
+    "cmd": CmdView,
+    "patch": PatchView,
+    "copy": CopyView,
+    "script": ScriptView,
+    "env": EnvView,
+}
+SHAPES = {
+    "cmd": "{command (or run), cwd?, env?}",
+    "patch": "{file, search, replace} or {diff, file?}",
+    "copy": "{from (or src), to (or dst), flags?, include?, exclude?}",
+    "script": "{script (or run) or file, interpreter?, cwd?}",
+    "env": "{key (or variable) and value} or {set: {NAME: value}}, file?",
+}
 assert tuple(VIEWS) == fixpack_format.STEP_KINDS
 
 
@@ -165,14 +183,22 @@ def _shape(kind: str) -> dict[str, Any]:
     if kind == "cmd":
         return one("command")
     if kind == "patch":
-        return {"anyOf": [{"allOf": [one("diff"), none("search"), none("replace")]},
-                          {"allOf": [one("file"), one("search"), one("replace"), none("diff")]}]}
+        return {
+            "anyOf": [
+                {"allOf": [one("diff"), none("search"), none("replace")]},
+                {"allOf": [one("file"), one("search"), one("replace"), none("diff")]},
+            ]
+        }
     if kind == "copy":
         return {"allOf": [one("from"), one("to")]}
     if kind == "script":
         return {"anyOf": [{"allOf": [one("script"), none("file")]}, {"allOf": [one("file"), none("script")]}]}
-    return {"anyOf": [{"allOf": [one("key"), one("value"), none("set")]},  # env
-                      {"allOf": [one("set"), none("key"), none("value")]}]}
+    return {
+        "anyOf": [
+            {"allOf": [one("key"), one("value"), none("set")]},  # env
+            {"allOf": [one("set"), none("key"), none("value")]},
+        ]
+    }
 
 
 def payload_schema(kind: str) -> dict[str, Any]:
@@ -183,8 +209,15 @@ def payload_schema(kind: str) -> dict[str, Any]:
     no fixpack body at all (tests/serve/test_fuzz.py sets the refusals aside)."""
     view = VIEWS[kind].model_json_schema(by_alias=True)
     fields = view["properties"]
-    properties = {spelling: {"anyOf": [fields[name], {"type": "null"}]}
-                  for name, spellings in fixpack_format.SPELLINGS[kind].items() for spelling in spellings}
-    return {"type": "object", "properties": properties, "additionalProperties": False,
-            "allOf": [_shape(kind)],
-            "description": f"{kind} payloads are {SHAPES[kind]}; at most one spelling of each field"}
+    properties = {
+        spelling: {"anyOf": [fields[name], {"type": "null"}]}
+        for name, spellings in fixpack_format.SPELLINGS[kind].items()
+        for spelling in spellings
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+        "allOf": [_shape(kind)],
+        "description": f"{kind} payloads are {SHAPES[kind]}; at most one spelling of each field",
+    }

@@ -19,17 +19,17 @@ import numpy as np
 from ..core import legacy_ids
 from ..core.clock import Clock, system_clock
 from ..core.cursor import decode_cursor, encode_cursor
-from ..embedders.base import Embedder
 from ..core.errors import NotFound, Unavailable
 from ..core.fielderrors import validate
+from ..core.learning_records import ApplicationRecord, PatternRecord, SolutionRecord
+from ..core.records import MemoryRecord
+from ..embedders.base import Embedder
 from ..guard.policy import Policies
 from ..guard.tree import TreeReport, guard_tree
-from ..core.records import MemoryRecord
 from ..store.base import MemoryStore
 from ..store.learning import LearningStore
 from . import fixpack_format, mining, mining_pages, models
 from .patterns import MAX_PATTERNS_SCANNED, Patterns
-from ..core.learning_records import ApplicationRecord, PatternRecord, SolutionRecord
 from .solution_search import SolutionSearch
 from .views import rate as _rate
 from .views import to_pattern, to_solution
@@ -46,8 +46,10 @@ def _import_notes(fixpack: models.Fixpack) -> str:
     the orders it gave."""
     notes = ""
     if fixpack.kept:
-        notes += (f" Kept unknown keys as written (a step payload's in the payload, others under 'extra'): "
-                  f"{', '.join(fixpack.kept)}.")
+        notes += (
+            f" Kept unknown keys as written (a step payload's in the payload, others under 'extra'): "
+            f"{', '.join(fixpack.kept)}."
+        )
     if fixpack.other_kinds:
         notes += f" Kept as written, of a kind this format does not interpret: {', '.join(fixpack.other_kinds)}."
     if fixpack.interpreted:
@@ -69,8 +71,9 @@ def _guard_env_values(body: dict[str, Any], guard: Policies, found: TreeReport) 
         reading = fixpack_format.interpret("env", step["payload"])
         name, spelling = reading.view["key"], reading.used.get("value")
         if isinstance(name, str) and spelling and isinstance(step["payload"][spelling], str):
-            step["payload"][spelling] = guard_tree(step["payload"][spelling], guard, found,
-                                                   where=f"steps.{place}.payload.{spelling}", key=name)
+            step["payload"][spelling] = guard_tree(
+                step["payload"][spelling], guard, found, where=f"steps.{place}.payload.{spelling}", key=name
+            )
     return body
 
 
@@ -111,22 +114,32 @@ class LearningService:
     def _record(self, tenant: str, fixpack: models.Fixpack, solution_id: str | None = None) -> SolutionRecord:
         return self._guarded_record(tenant, fixpack, solution_id)[0]
 
-    def _guarded_record(self, tenant: str, fixpack: models.Fixpack, solution_id: str | None = None
-                        ) -> tuple[SolutionRecord, str]:
+    def _guarded_record(
+        self, tenant: str, fixpack: models.Fixpack, solution_id: str | None = None
+    ) -> tuple[SolutionRecord, str]:
         """The record and a note for the explanation of what the guard found."""
         now = self.clock()
         # Secrets and personal data in any of its texts, by the deployment's policies, before it
         # is embedded or stored (capsule.guard); the note for the explanation says what was found.
         found = TreeReport()
-        body = _guard_env_values(guard_tree(fixpack.model_dump(mode="json", exclude=RECORD_FIELDS), self.guard, found),
-                                 self.guard, found)
+        body = _guard_env_values(
+            guard_tree(fixpack.model_dump(mode="json", exclude=RECORD_FIELDS), self.guard, found), self.guard, found
+        )
         vectors = self._embed([s["text"] for s in body["signatures"]])
         return SolutionRecord(
-            id=solution_id or self._new_id(), tenant=tenant, title=body["title"], category=body["category"],
-            body=body, created_at=now, updated_at=now, success=fixpack.success_count,
-            failure=fixpack.failure_count, embeddings=vectors,
+            id=solution_id or self._new_id(),
+            tenant=tenant,
+            title=body["title"],
+            category=body["category"],
+            body=body,
+            created_at=now,
+            updated_at=now,
+            success=fixpack.success_count,
+            failure=fixpack.failure_count,
+            embeddings=vectors,
             model=None if vectors is None else self.embedder.model_id,
-            last_applied_at=fixpack.last_applied_at, verified_on=fixpack.verified_on,
+            last_applied_at=fixpack.last_applied_at,
+            verified_on=fixpack.verified_on,
         ), found.note()
 
     @staticmethod
@@ -143,9 +156,13 @@ class LearningService:
         self.store.insert_solution(record)
         return models.SolutionResult(
             solution=to_solution(record),
-            explanation=(f"Created solution {record.id} '{record.title}' ({record.category}) with "
-                         f"{len(fixpack.signatures)} signature(s), {len(fixpack.steps)} step(s) and "
-                         f"{len(fixpack.checks)} check(s).") + self._embedding_note(record) + guard_note,
+            explanation=(
+                f"Created solution {record.id} '{record.title}' ({record.category}) with "
+                f"{len(fixpack.signatures)} signature(s), {len(fixpack.steps)} step(s) and "
+                f"{len(fixpack.checks)} check(s)."
+            )
+            + self._embedding_note(record)
+            + guard_note,
         )
 
     def _embedding_note(self, record: SolutionRecord) -> str:
@@ -172,19 +189,22 @@ class LearningService:
         return models.SolutionResult(
             solution=to_solution(record),
             explanation=f"Solution {solution_id}: applied {record.success + record.failure} times, "
-                        f"{record.success} successfully.",
+            f"{record.success} successfully.",
         )
 
-    def list_solutions(self, tenant: str, request: models.ListSolutionsRequest | dict | None = None
-                       ) -> models.SolutionList:
+    def list_solutions(
+        self, tenant: str, request: models.ListSolutionsRequest | dict | None = None
+    ) -> models.SolutionList:
         req = validate(models.ListSolutionsRequest, request or {})
         after = decode_cursor(req.cursor) if req.cursor else None
         rows = self.store.list_solutions(tenant, category=req.category, after=after, limit=req.limit + 1)
         page, more = rows[: req.limit], len(rows) > req.limit
         scope = f" in category '{req.category}'" if req.category else ""
         return models.SolutionList(
-            solutions=[to_solution(r) for r in page], next_cursor=encode_cursor(page[-1]) if more else None,  # type: ignore[arg-type]  # any row with created_at and id
-            explanation=f"{len(page)} solution(s){scope}, newest first" + ("; more follow the cursor." if more else "."),
+            solutions=[to_solution(r) for r in page],
+            next_cursor=encode_cursor(page[-1]) if more else None,  # type: ignore[arg-type]  # any row with created_at and id
+            explanation=f"{len(page)} solution(s){scope}, newest first"
+            + ("; more follow the cursor." if more else "."),
         )
 
     def update_solution(self, tenant: str, solution_id: str, body: models.Fixpack | dict) -> models.SolutionResult:
@@ -196,21 +216,32 @@ class LearningService:
         self.store.replace_solution(record)
         return models.SolutionResult(
             solution=to_solution(record),
-            explanation=(f"Replaced solution {solution_id}. Its success and failure counts "
-                         f"({current.success}/{current.failure}) are kept: only solution_apply changes them.")
-            + self._embedding_note(record) + guard_note,
+            explanation=(
+                f"Replaced solution {solution_id}. Its success and failure counts "
+                f"({current.success}/{current.failure}) are kept: only solution_apply changes them."
+            )
+            + self._embedding_note(record)
+            + guard_note,
         )
 
     def delete_solution(self, tenant: str, solution_id: str) -> models.DeleteResult:
         solution_id = self.named_solution(tenant, solution_id)
         self.store.delete_solution(tenant, solution_id)
         return models.DeleteResult(
-            id=solution_id, deleted=True,
+            id=solution_id,
+            deleted=True,
             explanation=f"Deleted solution {solution_id}, its applications and its links to patterns.",
         )
 
-    def import_solution(self, tenant: str, body: Any, *, source: str | None = None,
-                        solution_id: str | None = None, always_new: bool = False) -> models.ImportResult:
+    def import_solution(
+        self,
+        tenant: str,
+        body: Any,
+        *,
+        source: str | None = None,
+        solution_id: str | None = None,
+        always_new: bool = False,
+    ) -> models.ImportResult:
         """Import one fixpack as it is (ours or the Vector Bridge's): any step kind and payload
         object, kept as written; keys this format does not know are kept where they were, and
         named. The fixpack's counts and times (``success_count``, ``failure_count``,
@@ -221,25 +252,33 @@ class LearningService:
         With ``solution_id`` (a database row's own id, :mod:`capsule.core.legacy_ids`) it is a new
         solution of that id: a database's rows are distinct solutions even where titles repeat."""
         fixpack = models.read_fixpack_file(body)
-        existing = None if solution_id or always_new else self.store.find_solution(
-            tenant, fixpack.title, fixpack.category)
+        existing = (
+            None if solution_id or always_new else self.store.find_solution(tenant, fixpack.title, fixpack.category)
+        )
         origin = f" from {source}" if source else ""
         notes = _import_notes(fixpack)
         if existing is None:
             record, guard_note = self._guarded_record(tenant, fixpack, solution_id)
             self.store.insert_solution(record)
             return models.ImportResult(
-                solution=to_solution(record), created=True, kept_fields=fixpack.kept,
+                solution=to_solution(record),
+                created=True,
+                kept_fields=fixpack.kept,
                 explanation=f"Imported '{record.title}'{origin} as new solution {record.id}.{notes}"
-                + self._embedding_note(record) + guard_note,
+                + self._embedding_note(record)
+                + guard_note,
             )
         record, guard_note = self._guarded_record(tenant, fixpack, existing.id)
         self._keep_history(record, existing)
         self.store.replace_solution(record)
         return models.ImportResult(
-            solution=to_solution(record), created=False, kept_fields=fixpack.kept,
-            explanation=(f"Solution {existing.id} already had the title '{record.title}' in category "
-                         f"'{record.category}': replaced its content{origin}, kept its counts.{notes}")
+            solution=to_solution(record),
+            created=False,
+            kept_fields=fixpack.kept,
+            explanation=(
+                f"Solution {existing.id} already had the title '{record.title}' in category "
+                f"'{record.category}': replaced its content{origin}, kept its counts.{notes}"
+            )
             + guard_note,
         )
 
@@ -253,28 +292,42 @@ class LearningService:
         model, in one call; updates ``records`` in place. Raises Unavailable when the embedder is down."""
         return self._search.embed_solutions(records, limit=limit)
 
-    def solution_search(self, tenant: str, request: models.SolutionSearchRequest | dict
-                        ) -> models.SolutionSearchResult:
+    def solution_search(self, tenant: str, request: models.SolutionSearchRequest | dict) -> models.SolutionSearchResult:
         req = validate(models.SolutionSearchRequest, request)
         return self._search.search(tenant, req, embed_budget=self.search_embed_budget)
 
-    def solution_apply(self, tenant: str, solution_id: str, request: models.ApplyRequest | dict
-                       ) -> models.ApplyResult:
+    def solution_apply(self, tenant: str, solution_id: str, request: models.ApplyRequest | dict) -> models.ApplyResult:
         solution_id = self.named_solution(tenant, solution_id)
         req = validate(models.ApplyRequest, request)
         application = ApplicationRecord(
-            id=self._new_id(), tenant=tenant, solution_id=solution_id, success=req.success, at=self.clock(),
-            project=req.project, error=req.error, context=req.context,
+            id=self._new_id(),
+            tenant=tenant,
+            solution_id=solution_id,
+            success=req.success,
+            at=self.clock(),
+            project=req.project,
+            error=req.error,
+            context=req.context,
         )
         record = self.store.record_application(application)
         outcome = "success" if req.success else "failure"
-        text = (f"Recorded a {outcome} for solution {solution_id}: {record.success} success(es), "
-                f"{record.failure} failure(s), success rate (Wilson) {_rate(record.success, record.failure):.2f}.")
+        text = (
+            f"Recorded a {outcome} for solution {solution_id}: {record.success} success(es), "
+            f"{record.failure} failure(s), success rate (Wilson) {_rate(record.success, record.failure):.2f}."
+        )
         pattern = None
         if req.pattern is not None:
             found, created = self._patterns.pattern_or_new(tenant, req.pattern.tag, req.pattern.category)
-            self.store.link(tenant, found.tag, found.category, "solution", solution_id, success=req.success,
-                            at=application.at, evidence=f"application:{application.id}")
+            self.store.link(
+                tenant,
+                found.tag,
+                found.category,
+                "solution",
+                solution_id,
+                success=req.success,
+                at=application.at,
+                evidence=f"application:{application.id}",
+            )
             pattern = to_pattern(self._patterns.profile_linked(tenant, found))
             text += f" Also counted for pattern '{found.tag}'" + (" (created)." if created else ".")
         return models.ApplyResult(solution=to_solution(record), pattern=pattern, explanation=text)
@@ -284,8 +337,9 @@ class LearningService:
     def pattern_detect(self, tenant: str, request: models.PatternDetectRequest | dict) -> models.PatternDetectResult:
         return self._patterns.detect(tenant, validate(models.PatternDetectRequest, request))
 
-    def pattern_solutions(self, tenant: str, request: models.PatternSolutionsRequest | dict
-                          ) -> models.PatternSolutionsResult:
+    def pattern_solutions(
+        self, tenant: str, request: models.PatternSolutionsRequest | dict
+    ) -> models.PatternSolutionsResult:
         return self._patterns.solutions(tenant, validate(models.PatternSolutionsRequest, request))
 
     def pattern_link(self, tenant: str, request: models.PatternLinkRequest | dict) -> models.PatternLinkResult:
@@ -293,8 +347,9 @@ class LearningService:
         req.solution_id = self.named_solution(tenant, req.solution_id)  # a Vector Bridge solution_id too
         return self._patterns.link(tenant, req)
 
-    def golden_paths(self, tenant: str, request: models.GoldenPathsRequest | dict | None = None
-                     ) -> models.GoldenPathsResult:
+    def golden_paths(
+        self, tenant: str, request: models.GoldenPathsRequest | dict | None = None
+    ) -> models.GoldenPathsResult:
         return self._patterns.golden_paths(tenant, validate(models.GoldenPathsRequest, request or {}))
 
     # ---- mining -------------------------------------------------------------
@@ -303,8 +358,9 @@ class LearningService:
         """Cluster the tenant's failures into patterns and link what followed; idempotent."""
         return self.detect_patterns(tenant, {"min_occurrences": 2, "k": 100})
 
-    def detect_patterns(self, tenant: str, request: models.DetectPatternsRequest | dict | None = None
-                        ) -> models.DetectPatternsResult:
+    def detect_patterns(
+        self, tenant: str, request: models.DetectPatternsRequest | dict | None = None
+    ) -> models.DetectPatternsResult:
         req = validate(models.DetectPatternsRequest, request or {})
         # Read a page at a time (capsule.learning.mining_pages), never the whole tenant: the latest
         # failures first, then the successes as evidence after the clusters are known. A memory
@@ -323,8 +379,9 @@ class LearningService:
                 continue
             found = mining.describe_cluster([items[i] for i in group])
             taken = {c.tag for c in clusters if c.category == found.category}
-            same_category = {p.tag: set(p.examples) for p in existing
-                             if p.category == found.category and p.tag not in taken}
+            same_category = {
+                p.tag: set(p.examples) for p in existing if p.category == found.category and p.tag not in taken
+            }
             found.tag = mining.name(found, same_category, taken)
             self._save_pattern(tenant, found, existing)
             clusters.append(found)
@@ -337,17 +394,22 @@ class LearningService:
                 page_vectors = self._vectors(following)
                 for found in clusters:
                     counted += self._record_evidence(
-                        tenant, found, mining.success_evidence(found, following, page_vectors, options))
+                        tenant, found, mining.success_evidence(found, following, page_vectors, options)
+                    )
         for found in clusters:  # after the successes, as mining.evidence orders them
             counted += self._record_evidence(tenant, found, mining.own_evidence(found, applications, options))
-        wanted = self.store.patterns(tenant, category=req.category, min_occurrences=req.min_occurrences,
-                                     limit=req.k)
+        wanted = self.store.patterns(tenant, category=req.category, min_occurrences=req.min_occurrences, limit=req.k)
         return models.DetectPatternsResult(
-            patterns=[to_pattern(p) for p in wanted], scanned=len(items), clusters=len(clusters), linked=counted,
-            explanation=(f"Scanned {len(items)} failure/error memories across the tenant's projects, found "
-                         f"{len(clusters)} recurring cluster(s) and recorded {counted} new piece(s) of evidence of "
-                         f"what fixed them; {len(wanted)} pattern(s) occur at least {req.min_occurrences} times"
-                         + (f" in category '{req.category}'." if req.category else ".")),
+            patterns=[to_pattern(p) for p in wanted],
+            scanned=len(items),
+            clusters=len(clusters),
+            linked=counted,
+            explanation=(
+                f"Scanned {len(items)} failure/error memories across the tenant's projects, found "
+                f"{len(clusters)} recurring cluster(s) and recorded {counted} new piece(s) of evidence of "
+                f"what fixed them; {len(wanted)} pattern(s) occur at least {req.min_occurrences} times"
+                + (f" in category '{req.category}'." if req.category else ".")
+            ),
         )
 
     def _vectors(self, records: Sequence[MemoryRecord]) -> dict[str, np.ndarray]:
@@ -364,14 +426,24 @@ class LearningService:
         now = self.clock()
         created = next((p.created_at for p in existing if p.tag == found.tag and p.category == found.category), now)
         records = [m.record for m in found.members]
-        self.store.upsert_pattern(PatternRecord(
-            tenant=tenant, tag=found.tag, category=found.category, terms=found.terms,
-            occurrences=len(records), projects=sorted({r.project for r in records}),
-            examples=[r.id for r in records[:50]], description=records[0].content[:500],
-            created_at=created, updated_at=now, first_seen=min(r.occurred_at for r in records),
-            last_seen=max(r.occurred_at for r in records), embedding=found.centroid,
-            model=None if found.centroid is None else self.embedder.model_id,
-        ))
+        self.store.upsert_pattern(
+            PatternRecord(
+                tenant=tenant,
+                tag=found.tag,
+                category=found.category,
+                terms=found.terms,
+                occurrences=len(records),
+                projects=sorted({r.project for r in records}),
+                examples=[r.id for r in records[:50]],
+                description=records[0].content[:500],
+                created_at=created,
+                updated_at=now,
+                first_seen=min(r.occurred_at for r in records),
+                last_seen=max(r.occurred_at for r in records),
+                embedding=found.centroid,
+                model=None if found.centroid is None else self.embedder.model_id,
+            )
+        )
 
     def _record_evidence(self, tenant: str, found: mining.Cluster, evidence: Sequence[mining.Evidence]) -> int:
         counted = 0
@@ -381,7 +453,15 @@ class LearningService:
                     self.store.get_solution(tenant, item.target_id)
                 except NotFound:
                     continue  # a memory named a solution this tenant does not have
-            _, new = self.store.link(tenant, found.tag, found.category, item.kind, item.target_id,
-                                     success=item.success, at=self.clock(), evidence=item.key)
+            _, new = self.store.link(
+                tenant,
+                found.tag,
+                found.category,
+                item.kind,
+                item.target_id,
+                success=item.success,
+                at=self.clock(),
+                evidence=item.key,
+            )
             counted += int(new)
         return counted

@@ -19,14 +19,16 @@ from collections.abc import Iterable, Sequence
 from ..core.text import tokens
 
 _WORD = re.compile(r"[A-Za-z0-9_]+(?:[.\-/:][A-Za-z0-9_]+)*")
-_CODE = re.compile(r"^(?=.*[A-Z])[A-Z][A-Z0-9_]{2,}$")           # ECONNREFUSED, E11000, ERR_X
-_MIXED = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9_]+$")     # e11000, sha256
+_CODE = re.compile(r"^(?=.*[A-Z])[A-Z][A-Z0-9_]{2,}$")  # ECONNREFUSED, E11000, ERR_X
+_MIXED = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9_]+$")  # e11000, sha256
 _EXCEPTION = re.compile(r"(Error|Exception|Fault|Panic)$")
-_NUMBER = re.compile(r"^\d{3,5}$")               # HTTP statuses, ports; not long ids
+_NUMBER = re.compile(r"^\d{3,5}$")  # HTTP statuses, ports; not long ids
 _COMPOUND = re.compile(r"[a-z][A-Z]|[A-Za-z]_[A-Za-z]|[A-Za-z0-9][.:/-][A-Za-z0-9]")
 # Words that look like codes but name no particular error.
-NOISE = frozenset("""err error errors warn warning info debug fatal trace http https api url uri
-    json html xml sql utf utf8 utf-8 todo ok null none true false get post put delete""".split())
+NOISE = frozenset(
+    """err error errors warn warning info debug fatal trace http https api url uri
+    json html xml sql utf utf8 utf-8 todo ok null none true false get post put delete""".split()
+)
 MAX_TERMS = 40
 # What differs between two sightings of the same error: when, which request, which file and line.
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}|^\d{1,2}:\d{2}(:\d{2})?|\d[tT]\d{2}[:_]\d{2}")
@@ -79,8 +81,9 @@ def salient_text(text: str) -> str:
     """``text`` without what differs between two sightings of one error: stack frames,
     timestamps, ids, paths and source locations. What gets embedded, so that the noise
     around an error does not drown its meaning."""
-    kept = _WORD.sub(lambda m: "" if is_incidental(m.group(0).strip("._-/:")) else m.group(0),
-                     _FRAME.sub("", text[:16384]))
+    kept = _WORD.sub(
+        lambda m: "" if is_incidental(m.group(0).strip("._-/:")) else m.group(0), _FRAME.sub("", text[:16384])
+    )
     kept = re.sub(r"[ \t]+", " ", kept)
     kept = "\n".join(line.strip() for line in kept.splitlines() if line.strip())
     return kept or text

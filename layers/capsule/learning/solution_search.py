@@ -12,12 +12,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..embedders.base import Embedder
 from ..core.errors import Unavailable
+from ..core.learning_records import SolutionRecord
+from ..embedders.base import Embedder
 from ..search.ranking import wilson_lower_bound
 from ..store.learning import LearningStore
 from . import matching, models
-from ..core.learning_records import SolutionRecord
 from .signature import salient_text
 from .views import to_solution
 
@@ -58,15 +58,16 @@ class SolutionSearch:
         start = 0
         for record in stale:
             count = len(record.body["signatures"])
-            record.embeddings, record.model = vectors[start:start + count], self.embedder.model_id
+            record.embeddings, record.model = vectors[start : start + count], self.embedder.model_id
             self.store.set_solution_embeddings(record.tenant, record.id, record.embeddings, record.model)
             start += count
         return len(stale)
 
     def _match(self, record: SolutionRecord, error: matching.ErrorText) -> models.SolutionMatch | None:
         vectors = None if self.stale(record) else record.embeddings
-        found = matching.match(record.body["signatures"], vectors, error,
-                               matching.meaning_threshold(self.embedder.model_id))
+        found = matching.match(
+            record.body["signatures"], vectors, error, matching.meaning_threshold(self.embedder.model_id)
+        )
         if found is None:
             return None
         applied = record.success + record.failure
@@ -76,16 +77,24 @@ class SolutionSearch:
         if not found.meaning and found.regex and error.vector is not None:
             found.reasons.append("matched by regex without the same meaning: ranked below matches by meaning")
         return models.SolutionMatch(
-            solution=to_solution(record), score=round(matching.score(found, success), 6),
-            components=models.MatchComponents(regex=found.regex, vector=round(found.vector, 6),
-                                              keyword=round(found.keyword, 6), success=round(success, 6)),
-            reasons=found.reasons, explanation="; ".join(found.reasons),
+            solution=to_solution(record),
+            score=round(matching.score(found, success), 6),
+            components=models.MatchComponents(
+                regex=found.regex,
+                vector=round(found.vector, 6),
+                keyword=round(found.keyword, 6),
+                success=round(success, 6),
+            ),
+            reasons=found.reasons,
+            explanation="; ".join(found.reasons),
         )
 
-    def search(self, tenant: str, req: models.SolutionSearchRequest, *, embed_budget: int
-               ) -> models.SolutionSearchResult:
-        records = self.store.solutions(tenant, category=req.category, limit=MAX_SEARCH_SOLUTIONS,
-                                       component=req.component)
+    def search(
+        self, tenant: str, req: models.SolutionSearchRequest, *, embed_budget: int
+    ) -> models.SolutionSearchResult:
+        records = self.store.solutions(
+            tenant, category=req.category, limit=MAX_SEARCH_SOLUTIONS, component=req.component
+        )
         query = embed_error(self.embedder, req.error)
         if query is not None:
             try:  # a few at a time here; the backfill job embeds the rest

@@ -19,11 +19,13 @@ from ..core.text import STOP_WORDS, tokens
 from .signature import NOISE, codes, is_incidental
 
 # Words every error message uses: they say that something failed, not what.
-GENERIC = frozenset("""error errors failed failure fail fails failing cannot could couldn unable while during
+GENERIC = frozenset(
+    """error errors failed failure fail fails failing cannot could couldn unable while during
     again retry retrying exception warning fatal unhandled event code line file process exited exit status
     received request response because after before found want need needs must should something went wrong
     oops please check make sure message reason caused details more here running run value type object
-    undefined null none true false new old use used using""".split())
+    undefined null none true false new old use used using""".split()
+)
 MAX_WORDS = 3
 
 
@@ -33,8 +35,13 @@ def _words(text: str) -> set[str]:
         if is_incidental(word):
             continue
         for part in tokens(word, stem=False):
-            if part.isalpha() and len(part) > 2 and part not in STOP_WORDS and part not in NOISE \
-                    and part not in GENERIC:
+            if (
+                part.isalpha()
+                and len(part) > 2
+                and part not in STOP_WORDS
+                and part not in NOISE
+                and part not in GENERIC
+            ):
                 out.add(part)
     return out
 

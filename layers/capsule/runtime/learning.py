@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..guard.policy import Policies
+from ..learning.service import LearningService
 from ..service.memory_service import MemoryService
 from ..store.sides import open_learning_store
-from ..learning.service import LearningService
 
 
 def build_learning(service: MemoryService) -> LearningService:

@@ -6,8 +6,8 @@ Long-lived processes (a warm Lambda container, ``capsule serve``, ``capsule mcp`
 
 from __future__ import annotations
 
-from ..core.clock import Clock, system_clock
 from ..config import Settings
+from ..core.clock import Clock, system_clock
 from ..embedders import Embedder, build_embedder
 from ..embedders.cached import CachedEmbedder
 from ..service.memory_service import MemoryService
@@ -37,8 +37,13 @@ def seal_store(store: MemoryStore, settings: Settings, clock: Clock = system_clo
     return sealed(store, wrapper_for(settings), clock=clock)
 
 
-def build_service(settings: Settings, *, store: MemoryStore | None = None, clock: Clock = system_clock,
-                  embedder: Embedder | None = None) -> MemoryService:
+def build_service(
+    settings: Settings,
+    *,
+    store: MemoryStore | None = None,
+    clock: Clock = system_clock,
+    embedder: Embedder | None = None,
+) -> MemoryService:
     """``embedder``: one built already (``capsule serve``'s shared model), else the settings pick one."""
     store = store or open_store(settings)
     store = seal_store(store, settings, clock)

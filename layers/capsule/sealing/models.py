@@ -8,8 +8,14 @@ from ..core.models import _Request
 
 
 class RotateRequest(_Request):
-    reason: str = Field(None, min_length=1, max_length=500, description=(  # type: ignore[assignment]
-        "Why, for the audit record (default: 'rotated on request')."))
+    reason: str = Field(
+        None,
+        min_length=1,
+        max_length=500,
+        description=(  # type: ignore[assignment]
+            "Why, for the audit record (default: 'rotated on request')."
+        ),
+    )
 
 
 class RotateResult(BaseModel):
@@ -28,7 +34,8 @@ def rotate_for(service, tenant: str, request: RotateRequest | dict) -> RotateRes
     req = validate(RotateRequest, request)
     if getattr(service.store, "sealer", None) is None:
         raise Conflict("this deployment encrypts nothing at rest: there is no data key to rotate")
-    said = rotate(service.store, service.governance_store, tenant, actor=tenant, at=service.clock(),
-                  why=req.reason)
+    said = rotate(service.store, service.governance_store, tenant, actor=tenant, at=service.clock(), why=req.reason)
     row = service.store.sealer.keyring.rows(tenant)[-1]
-    return RotateResult(kid=row.kid, version=row.version, wrapped_by=row.wrapped_by, explanation=said[0].upper() + said[1:] + ".")
+    return RotateResult(
+        kid=row.kid, version=row.version, wrapped_by=row.wrapped_by, explanation=said[0].upper() + said[1:] + "."
+    )

@@ -58,16 +58,28 @@ def sweep(store: Any, *, limit: int) -> int:
 def rotate(store: Any, governance: Any, tenant: str, *, actor: str, at: datetime, why: str | None = None) -> str:
     """A new data key for the tenant, audited; returns the sentence saying what happened."""
     row = store.sealer.keyring.rotate(tenant)
-    reason = (f"new data key {row.kid}.{row.version} (wrapped by {row.wrapped_by}) seals what is written from now"
-              " on; memories sealed under earlier keys are re-sealed as they are read and by the retention job")
-    governance.add_audit(AuditRecord(tenant=tenant, memory_id=f"data-key:{row.kid}.{row.version}", project="",
-                                     action=ROTATE, actor=actor, reason=f"{why}: {reason}" if why else reason, at=at))
+    reason = (
+        f"new data key {row.kid}.{row.version} (wrapped by {row.wrapped_by}) seals what is written from now"
+        " on; memories sealed under earlier keys are re-sealed as they are read and by the retention job"
+    )
+    governance.add_audit(
+        AuditRecord(
+            tenant=tenant,
+            memory_id=f"data-key:{row.kid}.{row.version}",
+            project="",
+            action=ROTATE,
+            actor=actor,
+            reason=f"{why}: {reason}" if why else reason,
+            at=at,
+        )
+    )
     return reason
 
 
 def rewrap(store: Any, governance: Any, tenant: str, to: Any, *, actor: str, at: datetime) -> str:
     count = store.sealer.keyring.rewrap(tenant, to)
     reason = f"re-wrapped {count} data key(s) under {to.id}; no memory was re-sealed"
-    governance.add_audit(AuditRecord(tenant=tenant, memory_id="data-keys", project="", action=REWRAP,
-                                     actor=actor, reason=reason, at=at))
+    governance.add_audit(
+        AuditRecord(tenant=tenant, memory_id="data-keys", project="", action=REWRAP, actor=actor, reason=reason, at=at)
+    )
     return reason

@@ -23,8 +23,9 @@ class SealedGovernance:
             return lambda *a, **k: self._memories.open_any(value(*a, **k))
         return value
 
-    def replace(self, before: MemoryRecord, after: MemoryRecord, *, action: str, actor: str, reason: str
-                ) -> MemoryRecord:
+    def replace(
+        self, before: MemoryRecord, after: MemoryRecord, *, action: str, actor: str, reason: str
+    ) -> MemoryRecord:
         was_sealed = bool(getattr(before, "sealed", ""))
         stored_before = self._sealer.seal(before) if was_sealed else before
         if was_sealed or self._sealer.wanted(after):
@@ -38,10 +39,18 @@ class SealedGovernance:
     def _open_version(self, version: Any) -> Any:
         if not envelope.is_sealed(version.content):
             return version
-        as_record = MemoryRecord(id=version.memory_id, tenant=version.tenant, project=version.project,
-                                 content=version.content, sha256=version.sha256, occurred_at=version.created_at,
-                                 created_at=version.created_at, updated_at=version.created_at,
-                                 explanation=version.explanation, meta=version.meta)
+        as_record = MemoryRecord(
+            id=version.memory_id,
+            tenant=version.tenant,
+            project=version.project,
+            content=version.content,
+            sha256=version.sha256,
+            occurred_at=version.created_at,
+            created_at=version.created_at,
+            updated_at=version.created_at,
+            explanation=version.explanation,
+            meta=version.meta,
+        )
         opened = self._sealer.open(as_record)
         return copy_with(version, content=opened.content, meta=opened.meta, explanation=opened.explanation)
 

@@ -20,10 +20,22 @@ from .sealer import Sealer
 logger = logging.getLogger("capsule.crypto")
 
 # Store methods whose answer holds memory records (or one), opened before they are returned.
-OPENS = frozenset({
-    "get_many", "list", "set_pinned", "forget", "restore", "add_feedback", "candidates",
-    "nearest_candidates", "pending_embeddings", "changes_since", "supersede", "replace",
-})
+OPENS = frozenset(
+    {
+        "get_many",
+        "list",
+        "set_pinned",
+        "forget",
+        "restore",
+        "add_feedback",
+        "candidates",
+        "nearest_candidates",
+        "pending_embeddings",
+        "changes_since",
+        "supersede",
+        "replace",
+    }
+)
 
 
 class SealedStore:
@@ -40,6 +52,7 @@ class SealedStore:
     def _opening(self, method: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             return self.open_any(method(*args, **kwargs))
+
         return call
 
     def open_any(self, value: Any) -> Any:
@@ -52,8 +65,7 @@ class SealedStore:
             return replace(value, changed=[open_(r) for r in value.changed])
         return value
 
-    def get(self, tenant: str, memory_id: str, *, include_forgotten: bool = False, reseal: bool = True
-            ) -> MemoryRecord:
+    def get(self, tenant: str, memory_id: str, *, include_forgotten: bool = False, reseal: bool = True) -> MemoryRecord:
         """One memory, opened; one sealed under an older data key (or unsealed where its project
         now seals every memory) is sealed again under the current one on the way (lazily)."""
         record = self.sealer.open(self.backing_store.get(tenant, memory_id, include_forgotten=include_forgotten))

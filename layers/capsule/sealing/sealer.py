@@ -22,10 +22,10 @@ import numpy as np
 
 from ..core import text
 from ..core.errors import KeyUnavailable
-from ..guard.policy import GUARD_KEY
 from ..core.records import MemoryRecord
 from ..crypto import envelope
 from ..crypto.keys import DataKey, Keyring, keyed_hash
+from ..guard.policy import GUARD_KEY
 
 SEALED_META = "_sealed"  # the one key of a sealed memory's stored meta
 MODES = ("flagged", "all")
@@ -70,8 +70,14 @@ class Sealer:
     @staticmethod
     def _sealer(key: DataKey, record: MemoryRecord) -> Callable[[str, str], str]:
         def token(name: str, value: str) -> str:
-            return envelope.seal(key.key, value.encode("utf-8", "surrogatepass"), aad=_aad(record, name),
-                                 kid=key.kid, version=key.version)
+            return envelope.seal(
+                key.key,
+                value.encode("utf-8", "surrogatepass"),
+                aad=_aad(record, name),
+                kid=key.kid,
+                version=key.version,
+            )
+
         return token
 
     # ---- opening ---------------------------------------------------------------
@@ -98,8 +104,9 @@ class Sealer:
         try:
             return envelope.open_token(key.key, token, aad=_aad(record, name)).decode("utf-8", "surrogatepass")
         except envelope.EnvelopeError as exc:
-            raise KeyUnavailable(f"memory {record.id}: its {name} does not open under data key"
-                                 f" {key.label} (damaged or moved)") from exc
+            raise KeyUnavailable(
+                f"memory {record.id}: its {name} does not open under data key {key.label} (damaged or moved)"
+            ) from exc
 
     def stale(self, record: MemoryRecord) -> bool:
         """An opened record sealed under an older data key than the tenant's current one."""

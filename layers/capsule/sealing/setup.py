@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..crypto.keys import Keyring
+from ..crypto.wrappers import KeyWrapper, KmsWrapper, LocalKeyFile, NoKeys
 from .sealedstore import SealedStore
 from .sealer import Sealer
-from ..crypto.wrappers import KeyWrapper, KmsWrapper, LocalKeyFile, NoKeys
 
 KEY_FILE = "keys/capsule.key"  # under the data folder
 
@@ -36,8 +36,10 @@ def wrapper_for(settings: Any, *, kms_client: Any = None) -> KeyWrapper:
         return KmsWrapper(kms_client, settings.kms_key_id)
     if settings.store == "sqlite":
         return LocalKeyFile(Path(settings.data_dir) / KEY_FILE)
-    return NoKeys("no key wraps this deployment's data keys: set CAPSULE_KMS_KEY_ID (the stack's KMS key)"
-                  " to store memories that must be encrypted")
+    return NoKeys(
+        "no key wraps this deployment's data keys: set CAPSULE_KMS_KEY_ID (the stack's KMS key)"
+        " to store memories that must be encrypted"
+    )
 
 
 class _Modes:
@@ -73,11 +75,14 @@ def set_encryption(store: Any, tenant: str, project: str, mode: str, *, at: Any)
 
     sealer = getattr(store, "sealer", None)
     if sealer is None:
-        raise InvalidInput("encryption: this store encrypts nothing at rest (it was opened without capsule.crypto)",
-                           field="encryption")
+        raise InvalidInput(
+            "encryption: this store encrypts nothing at rest (it was opened without capsule.crypto)", field="encryption"
+        )
     sealer.keyring.store.set_encryption_mode(tenant, project, mode, at=at)
     sealer.modes.forget(tenant, project)
     if mode == "all":
-        return ("encrypts every memory stored or changed from now on at rest (earlier ones as they are"
-                " next written, or by the retention job)")
+        return (
+            "encrypts every memory stored or changed from now on at rest (earlier ones as they are"
+            " next written, or by the retention job)"
+        )
     return "encrypts at rest only the memories with secrets or personal data found, from now on"

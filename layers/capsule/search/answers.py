@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core import models
-from .construct import built
 from ..core.retention import effective_class
-from .querycache import fresh
+from .construct import built
 from .hybrid import Scored
+from .querycache import fresh
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,15 +42,38 @@ def hit_model(hit: Scored) -> models.SearchHit:
     # meta is copied: the record is the index's own.
     r = hit.record
     chunk = built(models.Chunk, {"index": r.chunk_index, "of": r.chunk_count}) if r.chunk_index is not None else None
-    components = built(models.Components, {
-        "vector": round(hit.vector, 6), "bm25": round(hit.bm25, 6), "time": round(hit.time, 6),
-        "feedback": round(hit.feedback, 6), "outcome": round(hit.outcome, 6), "boost": round(hit.boost, 6)})
-    return built(models.SearchHit, {  # every field, in the model's order
-        "id": r.id, "project": r.project, "path": r.path, "chunk": chunk, "content": r.content,
-        "score": round(hit.score, 6), "components": components, "pinned": r.pinned, "meta": fresh(r.meta),
-        "occurred_at": r.occurred_at, "created_at": r.created_at,
-        "retention": effective_class(r.retention, r.pinned), "visibility": r.visibility or "private",
-        "subject": r.subject, "supersedes": r.supersedes, "superseded": []})
+    components = built(
+        models.Components,
+        {
+            "vector": round(hit.vector, 6),
+            "bm25": round(hit.bm25, 6),
+            "time": round(hit.time, 6),
+            "feedback": round(hit.feedback, 6),
+            "outcome": round(hit.outcome, 6),
+            "boost": round(hit.boost, 6),
+        },
+    )
+    return built(
+        models.SearchHit,
+        {  # every field, in the model's order
+            "id": r.id,
+            "project": r.project,
+            "path": r.path,
+            "chunk": chunk,
+            "content": r.content,
+            "score": round(hit.score, 6),
+            "components": components,
+            "pinned": r.pinned,
+            "meta": fresh(r.meta),
+            "occurred_at": r.occurred_at,
+            "created_at": r.created_at,
+            "retention": effective_class(r.retention, r.pinned),
+            "visibility": r.visibility or "private",
+            "subject": r.subject,
+            "supersedes": r.supersedes,
+            "superseded": [],
+        },
+    )
 
 
 def superseded_note(ids: Sequence[tuple[str, str | None]], walk: bool) -> str:
@@ -58,5 +81,8 @@ def superseded_note(ids: Sequence[tuple[str, str | None]], walk: bool) -> str:
     notes = [f"{hit} superseded {old}" for hit, old in ids if old is not None]
     if not notes:
         return ""
-    return (" Newer memories replace older ones: " + "; ".join(notes)
-            + (" (each hit lists what it superseded)." if walk else " (include_superseded shows the older ones)."))
+    return (
+        " Newer memories replace older ones: "
+        + "; ".join(notes)
+        + (" (each hit lists what it superseded)." if walk else " (include_superseded shows the older ones).")
+    )

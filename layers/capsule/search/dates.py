@@ -27,11 +27,30 @@ from .query import MONTH_PATTERN as _M
 from .query import MONTHS, named_dates
 
 DAY = timedelta(days=1)
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3, "several": 4}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "couple": 2,
+    "few": 3,
+    "several": 4,
+}
 _FUZZY = {"couple", "few", "several"}  # "a few weeks": the window widens by one unit each side
-_N = (r"(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
-      r"|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several)")
+_N = (
+    r"(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several)"
+)
 _UNIT = r"(day|week|month|year)s?"
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 _SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}  # first month (northern)
@@ -46,8 +65,11 @@ _WEEKDAY = re.compile(r"\b(last|this|past|on)?\s*(" + "|".join(_WEEKDAYS) + r")s
 _SEASON = re.compile(r"\b(last|this|past|in(?:\s+the)?)?\s*(spring|summer|fall|autumn|winter)\b", re.I)
 _MONTH_DAY = re.compile(rf"\b{_M}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?!\s*,?\s*\d{{4}})", re.I)
 _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}\b(?!\s*,?\s*\d{{4}})", re.I)
-_MONTH = re.compile(rf"\b(?:in|during|of|since|by|from|to|until|and|early|late|mid)\s+(?:the\s+month\s+of\s+)?{_M}\b"
-                    rf"(?!\s*,?\s*\d{{4}})", re.I)
+_MONTH = re.compile(
+    rf"\b(?:in|during|of|since|by|from|to|until|and|early|late|mid)\s+(?:the\s+month\s+of\s+)?{_M}\b"
+    rf"(?!\s*,?\s*\d{{4}})",
+    re.I,
+)
 _NUMERIC = re.compile(r"(?<![\d/.-])(\d{1,2})/(\d{1,2})(?![\d/]|\.\d)")
 _BEFORE = re.compile(r"\bthe\s+(day|week|month)\s+(before|after)\b(?!\s+yesterday)", re.I)
 
@@ -211,7 +233,7 @@ def _latest_day(today: datetime, month: int, day: int) -> list[Window]:
 
 
 def _shifted(query: str, as_of: datetime, found: list[Window]) -> list[Window]:
-    """"The day (week, month) before/after <a date>": each window also moved by that much."""
+    """ "The day (week, month) before/after <a date>": each window also moved by that much."""
     moves = [(_unit(m.group(1)), -1 if m.group(2).lower() == "before" else 1) for m in _BEFORE.finditer(query)]
     if not moves or not found:
         return found

@@ -32,15 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import dates, hamming, quantized, ranking
 from ..core.clock import to_epoch
-from .index import ProjectIndex, sign_codes, stable_key
-from .indexrecords import Records, prefetch_together
-from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
-from .matrix import read_rows, row_dots, take_parts
-from .postings import TermScores
-from .query import named_authors
 from ..core.records import Filters
+from . import dates, hamming, quantized, ranking
 from .hybrid import (
     Scored,
     SearchOptions,
@@ -61,6 +55,12 @@ from .hybrid import (
     where_it_counts,
     wilson,
 )
+from .index import ProjectIndex, sign_codes, stable_key
+from .indexrecords import Records, prefetch_together
+from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
+from .matrix import read_rows, row_dots, take_parts
+from .postings import TermScores
+from .query import named_authors
 from .tenantpostings import PostingsTable, Resorter, TenantPostings
 
 if TYPE_CHECKING:
@@ -81,8 +81,11 @@ class TenantCodes:
     """The concatenated first-pass codes of the indexes a global search reads, rebuilt only
     when one of them changed (another version or row count) or the set of indexes did."""
 
-    def __init__(self, submit: Callable[[Callable[[], None]], object] | None = None,
-                 tables: Callable[[], TenantTables | None] | None = None) -> None:
+    def __init__(
+        self,
+        submit: Callable[[Callable[[], None]], object] | None = None,
+        tables: Callable[[], TenantTables | None] | None = None,
+    ) -> None:
         """``submit``: runs work beside the searches (the service's background thread), where a
         tenant's postings are sorted again once many of its indexes changed, and a table is
         written to ``tables``; None: on the search's path. ``tables``: where a tenant's table
@@ -150,7 +153,7 @@ class TenantCodes:
         prefix = np.zeros((int(starts[-1]), words), dtype=np.uint64)
         for index, start in zip(indexes, starts[:-1].tolist()):
             if index.n and index.words >= words:
-                prefix[start:start + index.n] = index.prefix_codes(words)
+                prefix[start : start + index.n] = index.prefix_codes(words)
         keys = np.concatenate([i.key[: i.n] for i in indexes]) if indexes else np.zeros(0, np.int64)
         made = _Concat(stamp, starts, prefix, keys)
         with self._lock:
@@ -196,12 +199,19 @@ class _Columns:
         return self._joined[(name, width)]
 
     @classmethod
-    def of(cls, indexes: Sequence[ProjectIndex], stamp: tuple, postings: PostingsTable | None = None,
-           resorter: Resorter | None = None) -> _Columns:
+    def of(
+        cls,
+        indexes: Sequence[ProjectIndex],
+        stamp: tuple,
+        postings: PostingsTable | None = None,
+        resorter: Resorter | None = None,
+    ) -> _Columns:
         """``postings``: the table an earlier search sorted, kept where few indexes changed since."""
         starts = np.concatenate(([0], np.cumsum([i.n for i in indexes]))).astype(np.int64)
-        joined: dict[str, Any] = {name: np.concatenate([getattr(i, name)[: i.n] for i in indexes])
-                  for name in ("key", "length", "occurred", "helpful", "unhelpful", "outcome", "has_vec")}
+        joined: dict[str, Any] = {
+            name: np.concatenate([getattr(i, name)[: i.n] for i in indexes])
+            for name in ("key", "length", "occurred", "helpful", "unhelpful", "outcome", "has_vec")
+        }
         return cls(stamp, starts, postings=TenantPostings.of(indexes, starts, postings, resorter), **joined)
 
 
@@ -216,8 +226,9 @@ def _join(indexes: Sequence[ProjectIndex], name: str, width: int, rows: int) -> 
     if rows * width * np.dtype(arrays[0].dtype).itemsize > JOIN_MAX:
         return None
     # A slice where the rows are an array (copied once, by the concatenation), else read.
-    return np.concatenate([a[: i.n] if isinstance(a, np.ndarray) else read_rows(a, np.arange(i.n))
-                           for i, a in zip(held, arrays)])
+    return np.concatenate(
+        [a[: i.n] if isinstance(a, np.ndarray) else read_rows(a, np.arange(i.n)) for i, a in zip(held, arrays)]
+    )
 
 
 def _holds_any(table: PostingsTable, indexes: Sequence[ProjectIndex]) -> bool:
@@ -253,8 +264,11 @@ def search_global(
     capable = [_vector_ok(v.index, q, model_id) for v in views]
     chosen = candidate_rows(views, capable, q, options, top_keyword, spans, codes)
     plain = [_plain_scoring(v.index, options, query) for v in views]
-    ranked = [_rank_rows(v, rows, q if ok else None, now, weights, options, top_keyword, k, query, spans)
-              for v, rows, ok, simple in zip(views, chosen, capable, plain) if rows.size and not simple]
+    ranked = [
+        _rank_rows(v, rows, q if ok else None, now, weights, options, top_keyword, k, query, spans)
+        for v, rows, ok, simple in zip(views, chosen, capable, plain)
+        if rows.size and not simple
+    ]
     together = _rank_plain(views, chosen, capable, plain, columns, q, now, weights, options, top_keyword, k, spans)
     if together is not None:
         ranked.append(together)
@@ -284,8 +298,9 @@ def _plain_scoring(index: ProjectIndex, options: SearchOptions, query: str) -> b
     return True
 
 
-def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: ranking.Weights,
-                    options: SearchOptions) -> float:
+def _tenant_keyword(
+    views: list[_View], columns: _Columns, query: str, weights: ranking.Weights, options: SearchOptions
+) -> float:
     """:func:`capsule.search.hybrid._keyword_stage` for many views, each term looked up once in the
     tenant's postings: the same statistics (n, average length and df over every row
     searched), the same arithmetic and the same order of sums, so the same scores."""
@@ -323,8 +338,11 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
                     columns.scores.fit(keyword.size)
                     columns.scores.put(key, *found)
             parts.append(found)
-        if everyone and keyword.size >= options.sparse_from and not any(
-                _windowed(v.index.shape(), options) for v in views):
+        if (
+            everyone
+            and keyword.size >= options.sparse_from
+            and not any(_windowed(v.index.shape(), options) for v in views)
+        ):
             found = sparse_keyword(parts, keyword.size, columns.key, options.candidates, _top_positive)
             if found is not None:
                 for v, start in zip(views, starts[:-1].tolist()):
@@ -340,8 +358,18 @@ def _tenant_keyword(views: list[_View], columns: _Columns, query: str, weights: 
     return max((float(v.keyword.max()) for v in views if v.keyword.size), default=0.0)
 
 
-def _term_part(columns: _Columns, indexes: Sequence[ProjectIndex], term: str, variants, mask: np.ndarray | None,
-               single_b: float | None, b_of: np.ndarray, n: int, avg: float, options: SearchOptions) -> Part:
+def _term_part(
+    columns: _Columns,
+    indexes: Sequence[ProjectIndex],
+    term: str,
+    variants,
+    mask: np.ndarray | None,
+    single_b: float | None,
+    b_of: np.ndarray,
+    n: int,
+    avg: float,
+    options: SearchOptions,
+) -> Part:
     """One term's scores over the tenant's rows (``mask``: only those rows; None: every row),
     rows ascending, with the best score; a frequent term's as one score per row."""
     rows, tf = columns.postings.rows_of(indexes, term, variants)
@@ -371,9 +399,20 @@ class _TenantSlice:
         return self.scores[np.asarray(rows, dtype=np.int64) + self.start]
 
 
-def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool], plain: list[bool],
-                columns: _Columns, q: np.ndarray | None, now: datetime, weights: ranking.Weights,
-                options: SearchOptions, top_keyword: float, k: int, spans: list[dates.Window]) -> _Tenant | None:
+def _rank_plain(
+    views: list[_View],
+    chosen: list[np.ndarray],
+    capable: list[bool],
+    plain: list[bool],
+    columns: _Columns,
+    q: np.ndarray | None,
+    now: datetime,
+    weights: ranking.Weights,
+    options: SearchOptions,
+    top_keyword: float,
+    k: int,
+    spans: list[dates.Window],
+) -> _Tenant | None:
     """The candidates of every plain-scored view (:func:`_plain_scoring`), scored together:
     what :func:`capsule.search.hybrid._rank_rows` computes for them (their boosts are all 0 but the
     time the query names), tenant-wide."""
@@ -394,8 +433,11 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
     helpful = columns.helpful[rows]
     feedback = wilson(helpful, helpful + columns.unhelpful[rows])
     outcome = columns.outcome[rows]
-    when = options.date_boost * dates.closeness(columns.occurred[rows], spans) if options.date_boost and spans \
+    when = (
+        options.date_boost * dates.closeness(columns.occurred[rows], spans)
+        if options.date_boost and spans
         else np.zeros(rows.size)
+    )
     boost = np.zeros(rows.size, dtype=np.float64) + when
     vector, exact = np.zeros(rows.size, dtype=np.float64), None
     if q is not None:
@@ -405,20 +447,41 @@ def _rank_plain(views: list[_View], chosen: list[np.ndarray], capable: list[bool
             vector[with_vec] = _plain_dots(views, columns, rows, with_vec, q)
         else:  # as capsule.search.hybrid._vector_where_it_counts, over the tenant's candidates
             vector, exact = where_it_counts(
-                *bounds, with_vec, lambda exact: _plain_dots(views, columns, rows, exact, q),
+                *bounds,
+                with_vec,
+                lambda exact: _plain_dots(views, columns, rows, exact, q),
                 lambda cosine: ranking.combine(weights, cosine, keyword, time, feedback, outcome) + boost,
-                keyword, when, options, k)
+                keyword,
+                when,
+                options,
+                k,
+            )
     score = ranking.combine(weights, vector, keyword, time, feedback, outcome) + boost
     matched = np.flatnonzero(_matched(vector, keyword, when, options))
     if exact is not None:
         matched = matched[exact[matched]]
     keep = matched[_best_rows(score[matched], None, k, columns.key[rows[matched]], smaller_is_better=False)]
-    return _Tenant(None, rows, keep, score, vector, keyword, time, feedback, outcome, boost, when,
-                   views=views, owner=owner, local=local)
+    return _Tenant(
+        None,
+        rows,
+        keep,
+        score,
+        vector,
+        keyword,
+        time,
+        feedback,
+        outcome,
+        boost,
+        when,
+        views=views,
+        owner=owner,
+        local=local,
+    )
 
 
-def _plain_bounds(views: list[_View], columns: _Columns, rows: np.ndarray, with_vec: np.ndarray,
-                  q: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def _plain_bounds(
+    views: list[_View], columns: _Columns, rows: np.ndarray, with_vec: np.ndarray, q: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Bounds of each candidate's cosine from its index's int8 copy (:mod:`capsule.search.quantized`):
     [0, 1] for a row with a vector no copy holds (an index without one, or a row added since),
     [0, 0] for one without a vector; None where no copy holds any candidate."""
@@ -433,7 +496,7 @@ def _plain_bounds(views: list[_View], columns: _Columns, rows: np.ndarray, with_
         # Ascending: the copy holds a prefix of them (all, unless rows were added since it).
         count = mine.size if int(mine[-1]) < quant.n else int(np.searchsorted(mine, quant.n))
         if count:
-            held[a:a + count] = True
+            held[a : a + count] = True
             codes.append((quant.codes, mine[:count]))
             meta.append((quant.meta, mine[:count]))
     if not codes:
@@ -445,8 +508,9 @@ def _plain_bounds(views: list[_View], columns: _Columns, rows: np.ndarray, with_
     return low, high
 
 
-def _plain_dots(views: list[_View], columns: _Columns, rows: np.ndarray, with_vec: np.ndarray,
-                q: np.ndarray) -> np.ndarray:
+def _plain_dots(
+    views: list[_View], columns: _Columns, rows: np.ndarray, with_vec: np.ndarray, q: np.ndarray
+) -> np.ndarray:
     """The exact float32 cosine, clipped to [0, 1], of ``rows[with_vec]``: from the tenant's
     joined vectors, or each index's read at once. einsum, not BLAS: each row's dot is summed
     in one fixed order wherever it sits, so both give the sums a project search gives."""
@@ -473,12 +537,16 @@ class _Tenant(_Ranked):
         self.views, self.owner, self.local = views, owner, local
 
     def keys(self, keep: np.ndarray) -> np.ndarray:
-        return np.array([self.views[o].index.key[r] for o, r in zip(self.owner[keep].tolist(),
-                                                                    self.local[keep].tolist())], dtype=np.int64)
+        return np.array(
+            [self.views[o].index.key[r] for o, r in zip(self.owner[keep].tolist(), self.local[keep].tolist())],
+            dtype=np.int64,
+        )
 
     def record_rows(self, keep: np.ndarray) -> list[tuple[Records, np.ndarray]]:
-        return [(self.views[o].index.records, self.local[keep[self.owner[keep] == o]])
-                for o in np.unique(self.owner[keep]).tolist()]
+        return [
+            (self.views[o].index.records, self.local[keep[self.owner[keep] == o]])
+            for o in np.unique(self.owner[keep]).tolist()
+        ]
 
     def hits(self, keep: np.ndarray | None = None) -> list[Scored]:
         keep = self.keep if keep is None else keep
@@ -487,11 +555,19 @@ class _Tenant(_Ranked):
             mine = keep[self.owner[keep] == o]
             index = self.views[o].index  # its hits' records read already (search_global: prefetch_together)
             out.extend(
-                Scored(record=index.records[int(self.local[i])], score=float(self.score[i]),
-                       vector=float(self.vector[i]), bm25=float(self.keyword[i]), time=float(self.time[i]),
-                       feedback=float(self.feedback[i]), outcome=float(self.outcome[i]), boost=float(self.boost[i]),
-                       when=float(self.when[i]))
-                for i in mine)
+                Scored(
+                    record=index.records[int(self.local[i])],
+                    score=float(self.score[i]),
+                    vector=float(self.vector[i]),
+                    bm25=float(self.keyword[i]),
+                    time=float(self.time[i]),
+                    feedback=float(self.feedback[i]),
+                    outcome=float(self.outcome[i]),
+                    boost=float(self.boost[i]),
+                    when=float(self.when[i]),
+                )
+                for i in mine
+            )
         return out
 
 
@@ -501,15 +577,21 @@ def _best_of_all(ranked: list[_Ranked], k: int) -> list[np.ndarray]:
     if not ranked:
         return []
     score = np.concatenate([r.score[r.keep] for r in ranked])
-    keys = np.concatenate([r.keys(r.keep) if isinstance(r, _Tenant) else r.index.key[r.rows[r.keep]]
-                           for r in ranked])
+    keys = np.concatenate([r.keys(r.keep) if isinstance(r, _Tenant) else r.index.key[r.rows[r.keep]] for r in ranked])
     starts = np.concatenate(([0], np.cumsum([r.keep.size for r in ranked]))).astype(np.int64)
     best = np.sort(_best_rows(score, None, k, keys, smaller_is_better=False))
     return [r.keep[part] for r, part in zip(ranked, _split(best, starts, len(ranked)))]
 
 
-def candidate_rows(views: list[_View], capable: list[bool], q: np.ndarray | None, options: SearchOptions,
-                   top_keyword: float, spans: list[dates.Window], codes: TenantCodes) -> list[np.ndarray]:
+def candidate_rows(
+    views: list[_View],
+    capable: list[bool],
+    q: np.ndarray | None,
+    options: SearchOptions,
+    top_keyword: float,
+    spans: list[dates.Window],
+    codes: TenantCodes,
+) -> list[np.ndarray]:
     """The rows of each view a global search scores (ascending): the union of the stages'."""
     columns = codes.columns([v.index for v in views])
     parts = []  # tenant-wide row numbers
@@ -529,21 +611,29 @@ def _split(rows: np.ndarray, starts: np.ndarray, count: int) -> list[np.ndarray]
     order = np.argsort(owner, kind="stable")
     rows, owner = rows[order], owner[order]
     bounds = np.searchsorted(owner, np.arange(count + 1))
-    return [rows[bounds[i]:bounds[i + 1]] - starts[i] for i in range(count)]
+    return [rows[bounds[i] : bounds[i + 1]] - starts[i] for i in range(count)]
 
 
 def _eligible(views: list[_View], capable: list[bool]) -> np.ndarray | None:
     """Rows a vector may be scored for, tenant-wide; None: every row."""
     if all(ok and v.plain and _every_row_has_a_vector(v.index) for v, ok in zip(views, capable)):
         return None  # known per index until its rows change: no pass over every row's mask
-    parts = [(v.mask & v.index.has_vec[: v.index.n]) if ok else np.zeros(v.index.n, dtype=bool)
-             for v, ok in zip(views, capable)]
+    parts = [
+        (v.mask & v.index.has_vec[: v.index.n]) if ok else np.zeros(v.index.n, dtype=bool)
+        for v, ok in zip(views, capable)
+    ]
     eligible = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
     return None if eligible.all() else eligible
 
 
-def _vector_candidates(views: list[_View], capable: list[bool], q: np.ndarray, options: SearchOptions,
-                       codes: TenantCodes, columns: _Columns) -> np.ndarray:
+def _vector_candidates(
+    views: list[_View],
+    capable: list[bool],
+    q: np.ndarray,
+    options: SearchOptions,
+    codes: TenantCodes,
+    columns: _Columns,
+) -> np.ndarray:
     """The ``candidates`` rows (tenant-wide) of all views nearest the query: by sign bits (a first pass over
     the leading words of every row, then every bit of the survivors), or exactly."""
     indexes = [v.index for v in views]
@@ -588,8 +678,9 @@ def _local_parts(rows: np.ndarray, starts: np.ndarray) -> list[tuple[int, np.nda
     return [(i, rows[a:b] - starts[i]) for i, a, b in _spans(rows, starts)]
 
 
-def _exact_candidates(views: list[_View], capable: list[bool], q: np.ndarray, options: SearchOptions,
-                      eligible: np.ndarray | None) -> np.ndarray:
+def _exact_candidates(
+    views: list[_View], capable: list[bool], q: np.ndarray, options: SearchOptions, eligible: np.ndarray | None
+) -> np.ndarray:
     sims, keys = [], []
     for v, ok in zip(views, capable):
         if ok:
@@ -598,8 +689,7 @@ def _exact_candidates(views: list[_View], capable: list[bool], q: np.ndarray, op
         else:
             sims.append(np.zeros(v.index.n, dtype=np.float32))
         keys.append(v.index.key[: v.index.n])
-    return _best_rows(np.concatenate(sims), eligible, options.candidates, np.concatenate(keys),
-                      smaller_is_better=False)
+    return _best_rows(np.concatenate(sims), eligible, options.candidates, np.concatenate(keys), smaller_is_better=False)
 
 
 def _positive_best(values: np.ndarray, keys: np.ndarray, count: int) -> np.ndarray:
@@ -628,8 +718,9 @@ def _tenant_scores(views: list[_View], options: SearchOptions) -> np.ndarray | N
     return views[0].keyword.base
 
 
-def _timed_candidates(views: list[_View], columns: _Columns, spans: list[dates.Window],
-                      options: SearchOptions) -> np.ndarray:
+def _timed_candidates(
+    views: list[_View], columns: _Columns, spans: list[dates.Window], options: SearchOptions
+) -> np.ndarray:
     """The rows nearest the times the query names, of all views; of many equally near, the
     most recent (a rise far below any score step, over the times of every view)."""
     when = columns.occurred

@@ -58,7 +58,15 @@ def nearest(codes: np.ndarray, query: np.ndarray, count: int, eligible: np.ndarr
     if eligible is not None:
         bitmap = np.packbits(eligible[:n], bitorder="little")
         selector = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bitmap))
-    faiss.hammings_knn_mc(faiss.swig_ptr(query.view(np.uint8)), faiss.swig_ptr(codes.view(np.uint8)), 1, n,
-                          count, 8 * words, faiss.swig_ptr(distances), faiss.swig_ptr(labels),
-                          selector)  # the SWIG wrapper takes a selector since faiss 1.8
+    faiss.hammings_knn_mc(
+        faiss.swig_ptr(query.view(np.uint8)),
+        faiss.swig_ptr(codes.view(np.uint8)),
+        1,
+        n,
+        count,
+        8 * words,
+        faiss.swig_ptr(distances),
+        faiss.swig_ptr(labels),
+        selector,
+    )  # the SWIG wrapper takes a selector since faiss 1.8
     return labels[labels >= 0]

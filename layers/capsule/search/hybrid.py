@@ -32,13 +32,13 @@ from datetime import datetime
 
 import numpy as np
 
-from . import dates, hamming, ranking
 from ..core.clock import to_epoch
+from ..core.records import ChangeSet, Filters, KeywordStats, MemoryRecord
+from ..core.text import ends_with_question, says_when, tokens
+from . import dates, hamming, ranking
 from .index import ProjectIndex, Records, Shape, sign_codes, stable_key
 from .keywordsparse import Part, SparseKeyword, held_part, sparse_keyword
 from .query import asks_when, named_authors
-from ..core.records import ChangeSet, Filters, KeywordStats, MemoryRecord
-from ..core.text import ends_with_question, says_when, tokens
 
 
 @dataclass(slots=True)
@@ -128,8 +128,9 @@ def _feedback(index: ProjectIndex) -> np.ndarray:
     return found
 
 
-def _best_rows(values: np.ndarray, eligible: np.ndarray | None, count: int, keys: np.ndarray, *,
-               smaller_is_better: bool) -> np.ndarray:
+def _best_rows(
+    values: np.ndarray, eligible: np.ndarray | None, count: int, keys: np.ndarray, *, smaller_is_better: bool
+) -> np.ndarray:
     """The ``count`` eligible rows (None: every row) with the best values; ties at the cut go
     to the smaller key.
 
@@ -157,8 +158,7 @@ def _best_rows(values: np.ndarray, eligible: np.ndarray | None, count: int, keys
     return np.concatenate((better, tied))
 
 
-def _near_best(values: np.ndarray, count: int, *, smaller_is_better: bool,
-               positive: bool = False) -> np.ndarray | None:
+def _near_best(values: np.ndarray, count: int, *, smaller_is_better: bool, positive: bool = False) -> np.ndarray | None:
     """Rows (ascending) holding every row the best ``count`` of ``values`` can be, ties
     included, found without ranking them all; None when that does not pay or the guess fails.
 
@@ -241,8 +241,9 @@ def _keyword_indexed(v: _View, terms: list[str], options: SearchOptions, stats: 
         if not rows.size:
             continue
         df = max(stats.df.get(term, rows.size), rows.size)
-        v.keyword[rows] += _term_scores(v.index, rows, tfs[keep].astype(np.float64), df, max(stats.n, df),
-                                        avg or 1.0, options)
+        v.keyword[rows] += _term_scores(
+            v.index, rows, tfs[keep].astype(np.float64), df, max(stats.n, df), avg or 1.0, options
+        )
 
 
 def _length_b(index: ProjectIndex, options: SearchOptions) -> float:
@@ -250,8 +251,9 @@ def _length_b(index: ProjectIndex, options: SearchOptions) -> float:
     return options.long_b if index.shape().median_length > options.window_max_length else options.b
 
 
-def _term_scores(index: ProjectIndex, rows: np.ndarray, tf: np.ndarray, df: int, n: int, avg: float,
-                 options: SearchOptions) -> np.ndarray:
+def _term_scores(
+    index: ProjectIndex, rows: np.ndarray, tf: np.ndarray, df: int, n: int, avg: float, options: SearchOptions
+) -> np.ndarray:
     return ranking.bm25_term(tf, index.length[rows], df, n, avg, k1=options.k1, b=_length_b(index, options))
 
 
@@ -287,8 +289,7 @@ def _term_part(v: _View, term: str, options: SearchOptions, n: int, avg: float) 
     if n < index.n:  # some rows are dead (n: the active ones): their postings go
         keep = v.mask[rows]
         rows, tfs = rows[keep], tfs[keep]
-    scores = _term_scores(index, rows, tfs.astype(np.float64), rows.size, n, avg, options) \
-        if rows.size else np.zeros(0)
+    scores = _term_scores(index, rows, tfs.astype(np.float64), rows.size, n, avg, options) if rows.size else np.zeros(0)
     found = held_part(rows, scores, index.n)
     index.scores.fit(index.n)
     index.scores.put(key, *found)
@@ -347,8 +348,7 @@ def _vector_rows(view: _View, query: np.ndarray, options: SearchOptions) -> np.n
         prefix = _hamming(codes[: options.prefix_words], code[: options.prefix_words])
         rows = _best_rows(prefix, eligible, wide, index.key, smaller_is_better=True)
         distance = np.bitwise_count(index.row_codes[rows] ^ code).sum(axis=1, dtype=np.uint16)
-        return rows[_best_rows(distance, None, options.candidates, index.key[rows],
-                               smaller_is_better=True)]
+        return rows[_best_rows(distance, None, options.candidates, index.key[rows], smaller_is_better=True)]
     return _best_rows(_hamming(codes, code), eligible, options.candidates, index.key, smaller_is_better=True)
 
 
@@ -396,8 +396,7 @@ def _keyword_stage(views: list[_View], query: str, weights: ranking.Weights, opt
         _keyword(views, _keyword_terms(views, query, options), options)
         for v in views:
             _widen(v, options)
-    return max((float(v.keyword.max()) for v in views if v.keyword is not None and v.keyword.size),
-               default=0.0)
+    return max((float(v.keyword.max()) for v in views if v.keyword is not None and v.keyword.size), default=0.0)
 
 
 def _keyword_terms(views: list[_View], query: str, options: SearchOptions) -> list[str]:
@@ -415,8 +414,9 @@ def _keyword_terms(views: list[_View], query: str, options: SearchOptions) -> li
 
 def _windowed(shape: Shape, options: SearchOptions) -> bool:
     if options.window == "auto":
-        return (0 < shape.median_length <= options.window_max_length
-                and shape.median_session >= options.window_min_session)
+        return (
+            0 < shape.median_length <= options.window_max_length and shape.median_session >= options.window_min_session
+        )
     return options.window == "on"
 
 
@@ -488,8 +488,11 @@ def _content_test(index: ProjectIndex, rows: np.ndarray, test: Callable[[str], b
     """``test`` of each row's content (False for -1 or a purged row). Rows an index loaded as
     columns holds only as ids are fetched in one read, not one read per row."""
     index.records.prefetch(rows[rows >= 0])
-    return np.fromiter((row >= 0 and (r := index.records[row]) is not None and test(r.content)
-                        for row in rows.tolist()), dtype=bool, count=rows.size)
+    return np.fromiter(
+        (row >= 0 and (r := index.records[row]) is not None and test(r.content) for row in rows.tolist()),
+        dtype=bool,
+        count=rows.size,
+    )
 
 
 def _answer_boost(index: ProjectIndex, rows: np.ndarray, score: np.ndarray, options: SearchOptions) -> np.ndarray:
@@ -546,17 +549,29 @@ def _timed_rows(v: _View, spans: list[dates.Window], options: SearchOptions) -> 
     return _top_positive(np.where(near > 0, order, 0.0), options.candidates, index.key)
 
 
-def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datetime,
-                weights: ranking.Weights, options: SearchOptions, top_keyword: float, k: int,
-                query: str = "", spans: list[dates.Window] | None = None) -> list[Scored]:
+def _score_view(
+    v: _View,
+    q: np.ndarray | None,
+    model_id: str | None,
+    now: datetime,
+    weights: ranking.Weights,
+    options: SearchOptions,
+    top_keyword: float,
+    k: int,
+    query: str = "",
+    spans: list[dates.Window] | None = None,
+) -> list[Scored]:
     index = v.index
     parts = []
     vector_ok = _vector_ok(index, q, model_id)
     if vector_ok:
         parts.append(_vector_rows(v, q, options))
     if v.keyword is not None and top_keyword > 0:
-        parts.append(v.keyword.best if isinstance(v.keyword, SparseKeyword)
-                     else _top_positive(v.keyword, options.candidates, index.key))
+        parts.append(
+            v.keyword.best
+            if isinstance(v.keyword, SparseKeyword)
+            else _top_positive(v.keyword, options.candidates, index.key)
+        )
     if spans and options.date_boost:
         parts.append(_timed_rows(v, spans, options))
     if not parts:
@@ -564,8 +579,9 @@ def _score_view(v: _View, q: np.ndarray | None, model_id: str | None, now: datet
     chosen = np.zeros(index.n, dtype=bool)  # a mark per row: cheaper than sorting the union
     for part in parts:
         chosen[part] = True
-    return _score_rows(v, np.flatnonzero(chosen), q if vector_ok else None, now, weights, options, top_keyword,
-                       k, query, spans)
+    return _score_rows(
+        v, np.flatnonzero(chosen), q if vector_ok else None, now, weights, options, top_keyword, k, query, spans
+    )
 
 
 def _vector_ok(index: ProjectIndex, q: np.ndarray | None, model_id: str | None) -> bool:
@@ -573,17 +589,35 @@ def _vector_ok(index: ProjectIndex, q: np.ndarray | None, model_id: str | None) 
     return q is not None and index.model_id == model_id and index.dim == q.size
 
 
-def _score_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime, weights: ranking.Weights,
-                options: SearchOptions, top_keyword: float, k: int, query: str = "",
-                spans: list[dates.Window] | None = None) -> list[Scored]:
+def _score_rows(
+    v: _View,
+    rows: np.ndarray,
+    q: np.ndarray | None,
+    now: datetime,
+    weights: ranking.Weights,
+    options: SearchOptions,
+    top_keyword: float,
+    k: int,
+    query: str = "",
+    spans: list[dates.Window] | None = None,
+) -> list[Scored]:
     """The k best of the candidate ``rows`` (ascending) of one view, scored in full; ``q``
     None: no vector score (no query vector, or another model's index)."""
     return _rank_rows(v, rows, q, now, weights, options, top_keyword, k, query, spans).hits()
 
 
-def _rank_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime, weights: ranking.Weights,
-               options: SearchOptions, top_keyword: float, k: int, query: str = "",
-               spans: list[dates.Window] | None = None) -> _Ranked:
+def _rank_rows(
+    v: _View,
+    rows: np.ndarray,
+    q: np.ndarray | None,
+    now: datetime,
+    weights: ranking.Weights,
+    options: SearchOptions,
+    top_keyword: float,
+    k: int,
+    query: str = "",
+    spans: list[dates.Window] | None = None,
+) -> _Ranked:
     """:func:`_score_rows` without building the results (records are read only for hits)."""
     index = v.index
     windowed = _windowed(index.shape(), options)
@@ -600,8 +634,15 @@ def _rank_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime, 
     if q is not None and not windowed and index.quant is not None and rows.size > 4 * k:
         # Without the chat aids no part of the score but the cosine depends on the cosine.
         vector, exact = _vector_where_it_counts(
-            index, rows, q, lambda cosine: ranking.combine(weights, cosine, keyword, time, feedback, outcome) + boost,
-            keyword, when, options, k)
+            index,
+            rows,
+            q,
+            lambda cosine: ranking.combine(weights, cosine, keyword, time, feedback, outcome) + boost,
+            keyword,
+            when,
+            options,
+            k,
+        )
     elif q is not None:
         vector = _vector(index, rows, q)
         if options.vector_window and windowed:
@@ -614,8 +655,7 @@ def _rank_rows(v: _View, rows: np.ndarray, q: np.ndarray | None, now: datetime, 
     if exact is not None:
         matched = matched[exact[matched]]
     # Only the k best (and every tie with the k-th) can be returned: build just those.
-    keep = matched[_best_rows(score[matched], None, k, index.key[rows[matched]],
-                              smaller_is_better=False)]
+    keep = matched[_best_rows(score[matched], None, k, index.key[rows[matched]], smaller_is_better=False)]
     return _Ranked(index, rows, keep, score, vector, keyword, time, feedback, outcome, boost, when)
 
 
@@ -637,9 +677,16 @@ def _matched(vector: np.ndarray, keyword: np.ndarray, when: np.ndarray, options:
     return ((relevance > 0) & (relevance >= options.min_relevance)) | (when > 0)
 
 
-def _vector_where_it_counts(index: ProjectIndex, rows: np.ndarray, q: np.ndarray,
-                            score_of: Callable[[np.ndarray], np.ndarray], keyword: np.ndarray,
-                            when: np.ndarray, options: SearchOptions, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _vector_where_it_counts(
+    index: ProjectIndex,
+    rows: np.ndarray,
+    q: np.ndarray,
+    score_of: Callable[[np.ndarray], np.ndarray],
+    keyword: np.ndarray,
+    when: np.ndarray,
+    options: SearchOptions,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_vector` for the rows that can be among the k best, and which rows those are;
     a lower bound of the cosine for the others (:mod:`capsule.search.quantized`).
 
@@ -654,14 +701,22 @@ def _vector_where_it_counts(index: ProjectIndex, rows: np.ndarray, q: np.ndarray
     if held.any():
         below, above = index.quant.bounds(rows[held], q)
         low[held], high[held] = np.clip(below, 0.0, 1.0), np.clip(above, 0.0, 1.0)
-    return where_it_counts(low, high, has, lambda exact: np.clip(index.dots(rows[exact], q), 0.0, 1.0),
-                           score_of, keyword, when, options, k)
+    return where_it_counts(
+        low, high, has, lambda exact: np.clip(index.dots(rows[exact], q), 0.0, 1.0), score_of, keyword, when, options, k
+    )
 
 
-def where_it_counts(low: np.ndarray, high: np.ndarray, has: np.ndarray,
-                    exact_of: Callable[[np.ndarray], np.ndarray], score_of: Callable[[np.ndarray], np.ndarray],
-                    keyword: np.ndarray, when: np.ndarray, options: SearchOptions,
-                    k: int) -> tuple[np.ndarray, np.ndarray]:
+def where_it_counts(
+    low: np.ndarray,
+    high: np.ndarray,
+    has: np.ndarray,
+    exact_of: Callable[[np.ndarray], np.ndarray],
+    score_of: Callable[[np.ndarray], np.ndarray],
+    keyword: np.ndarray,
+    when: np.ndarray,
+    options: SearchOptions,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Of rows whose cosines lie within ``[low, high]`` (``has``: those with a vector), which
     can be among the k best (and match), and the cosines to score them by: the exact one
     (``exact_of(mask)``, clipped) of those with a vector, the lower bound of the others. The
@@ -683,6 +738,7 @@ def where_it_counts(low: np.ndarray, high: np.ndarray, has: np.ndarray,
 @dataclass(slots=True)
 class _Ranked:
     """One view's scored candidates: ``keep`` (positions in ``rows``) are its k best."""
+
     index: ProjectIndex
     rows: np.ndarray
     keep: np.ndarray
@@ -705,9 +761,17 @@ class _Ranked:
         index, rows = self.index, self.rows
         index.records.prefetch(rows[keep])  # one read for the hits of an index loaded as columns
         return [
-            Scored(record=index.records[rows[i]], score=float(self.score[i]), vector=float(self.vector[i]),
-                   bm25=float(self.keyword[i]), time=float(self.time[i]), feedback=float(self.feedback[i]),
-                   outcome=float(self.outcome[i]), boost=float(self.boost[i]), when=float(self.when[i]))
+            Scored(
+                record=index.records[rows[i]],
+                score=float(self.score[i]),
+                vector=float(self.vector[i]),
+                bm25=float(self.keyword[i]),
+                time=float(self.time[i]),
+                feedback=float(self.feedback[i]),
+                outcome=float(self.outcome[i]),
+                boost=float(self.boost[i]),
+                when=float(self.when[i]),
+            )
             for i in keep
         ]
 
@@ -726,8 +790,17 @@ def rank(
     """The k best of ``records`` (a cold index built for this one search)."""
     index = ProjectIndex("", "", model_id)
     index.apply(ChangeSet(version=0, changed=[replace(r) for r in records], reset=True))
-    hits, _ = search_indexes([index], filters=Filters(), query=query, query_vector=query_vector,
-                             model_id=model_id, now=now, weights=weights, k=k, options=options)
+    hits, _ = search_indexes(
+        [index],
+        filters=Filters(),
+        query=query,
+        query_vector=query_vector,
+        model_id=model_id,
+        now=now,
+        weights=weights,
+        k=k,
+        options=options,
+    )
     return hits
 
 
@@ -740,16 +813,19 @@ def describe(hits: Sequence[Scored], weights: ranking.Weights) -> str:
         f"by meaning (cosine {top.vector:.2f})": weights.vector * top.vector,
         f"by keyword (BM25 {top.bm25:.2f} of the best)": weights.bm25 * top.bm25,
         "by having happened when the query says": top.when,
-        "by its place among the memories (an author named, its neighbouring turns, its session, its length)":
-            top.boost - top.when,
+        "by its place among the memories (an author named, its neighbouring turns, its session, its length)": top.boost
+        - top.when,
         f"by recency ({top.time:.2f})": weights.time * top.time,
         "by helpful feedback": weights.feedback * top.feedback,
         "by a recorded success": top.outcome,
     }
     why, share = max(parts.items(), key=lambda item: item[1])
     text = f"the top result ranked first {why}: {share:.2f} of its score {top.score:.2f}"
-    lifts = [name for name, value in parts.items() if value > 0 and name != why and not name.startswith(
-        ("by meaning", "by keyword", "by recency", "by its place"))]
+    lifts = [
+        name
+        for name, value in parts.items()
+        if value > 0 and name != why and not name.startswith(("by meaning", "by keyword", "by recency", "by its place"))
+    ]
     if lifts:
         text += ", raised " + " and ".join(lifts)
     if top.outcome < 0:

@@ -38,6 +38,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
+from ..core.records import KeywordStats, MemoryRecord
 from .indexchanges import IndexChanges
 from .indexfilters import IndexFilters
 from .indexload import EAGER_RECORDS
@@ -46,13 +47,27 @@ from .indexshape import Shape
 from .indexsnapshot import IndexSnapshot
 from .matrix import resident_bytes
 from .postings import TermScores
-from ..core.records import KeywordStats, MemoryRecord
 from .signbits import PACKED, Packed, pack_row, sign_codes, stable_key
 
 # What other modules import from here: the index and its cache, and (re-exported, as stores
 # and tests import them from here) sign bits, packed rows and records.
-__all__ = ["EAGER_RECORDS", "Fetch", "IndexCache", "PACKED", "Packed", "ProjectIndex", "Records", "Shape",
-           "TermScores", "pack", "pack_row", "sign_codes", "stable_key", "store_fetcher", "unpack"]
+__all__ = [
+    "EAGER_RECORDS",
+    "Fetch",
+    "IndexCache",
+    "PACKED",
+    "Packed",
+    "ProjectIndex",
+    "Records",
+    "Shape",
+    "TermScores",
+    "pack",
+    "pack_row",
+    "sign_codes",
+    "stable_key",
+    "store_fetcher",
+    "unpack",
+]
 
 
 _SERIALS = itertools.count(1)
@@ -61,9 +76,15 @@ _SERIALS = itertools.count(1)
 class ProjectIndex(IndexChanges, IndexSnapshot, IndexFilters):
     """Every active memory of one project, ready to search. Guard with :attr:`lock`."""
 
-    def __init__(self, tenant: str, project: str, model_id: str | None,
-                 fetch: Callable[[str, str, list[str]], dict[str, MemoryRecord]] | None = None, *,
-                 eager_records: int = EAGER_RECORDS) -> None:
+    def __init__(
+        self,
+        tenant: str,
+        project: str,
+        model_id: str | None,
+        fetch: Callable[[str, str, list[str]], dict[str, MemoryRecord]] | None = None,
+        *,
+        eager_records: int = EAGER_RECORDS,
+    ) -> None:
         self.tenant, self.project, self.model_id = tenant, project, model_id
         # Never reused, unlike id(): what a cache of many indexes (capsule.search.globalsearch) knows it by.
         self.serial = next(_SERIALS)
@@ -98,13 +119,33 @@ class ProjectIndex(IndexChanges, IndexSnapshot, IndexFilters):
         """About how much RAM the index holds (kept as rows are added, not recounted); rows in
         a mapped file are the OS's cache, not this process's."""
         quant = self.quant
-        arrays = (self.matrix, self.codes, self.row_codes, self._prefix, self.length, self.occurred, self.created,
-                  self.helpful, self.unhelpful, self.outcome, *((quant.codes, quant.meta) if quant else ()))
+        arrays = (
+            self.matrix,
+            self.codes,
+            self.row_codes,
+            self._prefix,
+            self.length,
+            self.occurred,
+            self.created,
+            self.helpful,
+            self.unhelpful,
+            self.outcome,
+            *((quant.codes, quant.meta) if quant else ()),
+        )
         # Counted again only when an array was replaced: the cache asks every index on every
         # search, and a global search reads a hundred of them.
         matrix = self.matrix
-        stamp = (self.version, self.n, len(self.alive), id(matrix), id(getattr(matrix, "tail", None)),
-                 id(self.codes), id(self.row_codes), id(self._prefix), id(quant))
+        stamp = (
+            self.version,
+            self.n,
+            len(self.alive),
+            id(matrix),
+            id(getattr(matrix, "tail", None)),
+            id(self.codes),
+            id(self.row_codes),
+            id(self._prefix),
+            id(quant),
+        )
         if self._nbytes is None or self._nbytes[0] != stamp:
             self._nbytes = (stamp, sum(resident_bytes(a) for a in arrays if a is not None))
         return self._nbytes[1] + self._bytes + self.scores.bytes
@@ -127,8 +168,9 @@ class ProjectIndex(IndexChanges, IndexSnapshot, IndexFilters):
 class IndexCache:
     """Project indexes of one process, least recently used dropped beyond ``max_bytes``."""
 
-    def __init__(self, max_bytes: int = 1 << 30,
-                 fetch: Callable[[str, str, list[str]], dict[str, MemoryRecord]] | None = None) -> None:
+    def __init__(
+        self, max_bytes: int = 1 << 30, fetch: Callable[[str, str, list[str]], dict[str, MemoryRecord]] | None = None
+    ) -> None:
         self.max_bytes = max_bytes
         self.fetch = fetch
         self._lock = threading.Lock()
@@ -177,7 +219,7 @@ def store_fetcher(store) -> Callable[[str, str, list[str]], dict[str, MemoryReco
     def fetch(tenant: str, project: str, ids: list[str]) -> dict[str, MemoryRecord]:
         found: dict[str, MemoryRecord] = {}
         for start in range(0, len(ids), 5000):
-            found.update((r.id, r) for r in store.get_many(tenant, ids[start:start + 5000]))
+            found.update((r.id, r) for r in store.get_many(tenant, ids[start : start + 5000]))
         return found
 
     return fetch

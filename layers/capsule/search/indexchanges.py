@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import terms
 from ..core.clock import to_epoch
+from ..core.records import ChangeSet, MemoryRecord
+from . import terms
 from .indexload import IndexLoading
 from .indexrows import facet, id_of, outcome_of
-from ..core.records import ChangeSet, MemoryRecord
 from .signbits import stable_key
 
 

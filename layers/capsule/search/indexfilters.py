@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.clock import to_epoch
+from ..core.records import Filters, MemoryRecord
 from ..core.retention import effective_class
 from .indexrows import IndexRows
-from ..core.records import Filters, MemoryRecord
 
 _NONE = Filters()
 
@@ -34,8 +34,15 @@ class IndexFilters(IndexRows):
             mask &= self.occurred[: self.n] >= to_epoch(filters.since)
         if filters.until:
             mask &= self.occurred[: self.n] < to_epoch(filters.until)
-        if (filters.component or filters.category or filters.tags or filters.path_prefix or filters.retention
-                or filters.visibility or filters.subjects):
+        if (
+            filters.component
+            or filters.category
+            or filters.tags
+            or filters.path_prefix
+            or filters.retention
+            or filters.visibility
+            or filters.subjects
+        ):
             rows = np.flatnonzero(mask)
             self.records.prefetch(rows)
             for row in rows:

@@ -15,11 +15,11 @@ import mmap
 
 import numpy as np
 
+from ..core.records import DeferredVectors, IndexColumns
 from .indexpostings import IndexPostings
 from .indexrows import id_of, outcome_of
 from .indexvectors import IndexVectors
 from .matrix import RESIDENT_MAX, Spill
-from ..core.records import DeferredVectors, IndexColumns
 from .signbits import Packed, sign_codes
 
 EAGER_RECORDS = 20_000  # a smaller project loaded as columns fetches its records at once

@@ -48,7 +48,7 @@ class IndexPostings(IndexRows):
     def _add_postings(self, start: int, documents: list[np.ndarray]) -> None:
         """The term hashes of new rows, kept unsorted until there are enough to sort."""
         lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
-        self.length[start:start + len(documents)] = lengths
+        self.length[start : start + len(documents)] = lengths
         if not lengths.sum():
             return
         flat = np.concatenate(documents)
@@ -60,8 +60,9 @@ class IndexPostings(IndexRows):
         self._pending_n += flat.size
         self._arrays.clear()
         if len(self._pending) > 16:  # many small writes: one part to scan, not many
-            self._pending = [(np.concatenate([h for h, _ in self._pending]),
-                              np.concatenate([r for _, r in self._pending]))]
+            self._pending = [
+                (np.concatenate([h for h, _ in self._pending]), np.concatenate([r for _, r in self._pending]))
+            ]
 
     def postings_count(self) -> int:
         """How many postings the index holds (sorted and pending; a pending one per token)."""
@@ -84,8 +85,11 @@ class IndexPostings(IndexRows):
             return
         merged = _merged(main, pending)
         with self.lock:
-            if self._main is main and len(self._pending) == len(pending) and all(
-                    a is b for a, b in zip(self._pending, pending)):
+            if (
+                self._main is main
+                and len(self._pending) == len(pending)
+                and all(a is b for a, b in zip(self._pending, pending))
+            ):
                 self._main = merged
                 self._pending, self._pending_n = [], 0
                 self._arrays.clear()

@@ -22,8 +22,9 @@ _TIMES = frozenset(f.name for f in fields(MemoryRecord) if f.name.endswith("_at"
 
 def pack(record: MemoryRecord) -> tuple:
     """A record as plain values (times as epoch seconds): quick to pickle and to load."""
-    return tuple(None if (v := getattr(record, name)) is None else to_epoch(v) if name in _TIMES else v
-                 for name in _FIELDS)
+    return tuple(
+        None if (v := getattr(record, name)) is None else to_epoch(v) if name in _TIMES else v for name in _FIELDS
+    )
 
 
 def unpack(values: tuple) -> MemoryRecord:
@@ -114,8 +115,14 @@ class Records:
 
     def packed(self) -> list[tuple | str | None]:
         # A sealed memory (capsule.crypto) only as its id: its text is fetched (and opened) on use.
-        return [item if item is None or isinstance(item, (tuple, str)) else item.id if getattr(item, "sealed", "")
-                else pack(item) for item in self._items]
+        return [
+            item
+            if item is None or isinstance(item, (tuple, str))
+            else item.id
+            if getattr(item, "sealed", "")
+            else pack(item)
+            for item in self._items
+        ]
 
     def keep(self, rows: np.ndarray) -> Records:
         return Records([self._items[row] for row in rows.tolist()], self.fetch)

@@ -18,18 +18,29 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.records import MemoryRecord
 from .indexrecords import Records
 from .postings import TermScores
 from .ranking import outcome_bonus
-from ..core.records import MemoryRecord
 
 if TYPE_CHECKING:
     from .indexshape import Shape
 
 # The arrays with one value per row (grown, compacted and exported together). The matrix and
 # the sign codes have rows too; :mod:`.indexvectors` keeps them.
-ROW_ARRAYS = ("alive", "has_vec", "key", "session", "author", "length", "occurred",
-              "created", "helpful", "unhelpful", "outcome")
+ROW_ARRAYS = (
+    "alive",
+    "has_vec",
+    "key",
+    "session",
+    "author",
+    "length",
+    "occurred",
+    "created",
+    "helpful",
+    "unhelpful",
+    "outcome",
+)
 
 
 def grow(values: np.ndarray, capacity: int) -> np.ndarray:

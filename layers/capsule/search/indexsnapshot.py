@@ -19,8 +19,20 @@ from .indexvectors import IndexVectors
 from .matrix import SplitRows
 
 # The per-row arrays a snapshot holds, beside the codes (which it holds by word and by row).
-ARRAYS = ("alive", "has_vec", "matrix", "length", "occurred", "created", "helpful", "unhelpful", "outcome",
-          "key", "session", "author")
+ARRAYS = (
+    "alive",
+    "has_vec",
+    "matrix",
+    "length",
+    "occurred",
+    "created",
+    "helpful",
+    "unhelpful",
+    "outcome",
+    "key",
+    "session",
+    "author",
+)
 
 
 class IndexSnapshot(IndexVectors, IndexPostings):
@@ -39,9 +51,18 @@ class IndexSnapshot(IndexVectors, IndexPostings):
         arrays["row_codes"] = self.row_codes
         arrays["codes"] = np.ascontiguousarray(self.codes[:, : self.n])
         return {
-            "arrays": arrays, "n": self.n, "dead": self.dead, "dim": self.dim, "words": self.words,
-            "version": self.version, "bytes": self._bytes, "records": self.records.packed(), "row_of": self.row_of,
-            "sessions": self.sessions, "authors": self.authors, "postings": self._main,
+            "arrays": arrays,
+            "n": self.n,
+            "dead": self.dead,
+            "dim": self.dim,
+            "words": self.words,
+            "version": self.version,
+            "bytes": self._bytes,
+            "records": self.records.packed(),
+            "row_of": self.row_of,
+            "sessions": self.sessions,
+            "authors": self.authors,
+            "postings": self._main,
         }
 
     def restore(self, state: dict) -> None:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.records import DeferredVectors
 from . import quantized
 from .indexrows import IndexRows, grow
 from .matrix import Spill, SplitRows, blocked_dot, is_mapped, read_rows, row_dots
 from .quantized import Quantized, build
-from ..core.records import DeferredVectors
 from .signbits import sign_codes
 
 
@@ -143,7 +143,7 @@ class IndexVectors(IndexRows):
                     return  # reloaded or compacted away meanwhile
                 rows = [self.row_of.get(memory_id, -1) for memory_id, _ in chunk]
                 at = np.asarray(rows, dtype=np.int64)
-                wanted = (at >= 0)
+                wanted = at >= 0
                 wanted[wanted] = ~self.filled[at[wanted]]
                 if wanted.any():
                     self._fill(at[wanted], {memory_id: blob for (memory_id, blob), w in zip(chunk, wanted) if w})
@@ -205,8 +205,12 @@ class IndexVectors(IndexRows):
         epoch, rows = self._quant_tried
         if epoch == self._quant_epoch and self.n - rows <= self.n // 8:
             return False  # tried at about this size: a failure (a full disk) is not retried per search
-        return (self.n >= quantized.QUANT_FROM and self.dim > 0 and self.deferred is None
-                and (self.quant is None or self.n - self.quant.n > self.n // 8))
+        return (
+            self.n >= quantized.QUANT_FROM
+            and self.dim > 0
+            and self.deferred is None
+            and (self.quant is None or self.n - self.quant.n > self.n // 8)
+        )
 
     def quantize(self, path: Path | None = None) -> bool:
         """Make the int8 copy of every row, outside :attr:`lock` (a million rows: seconds of

@@ -67,8 +67,13 @@ class SparseKeyword:
         return self.peak
 
 
-def sparse_keyword(parts: Sequence[Part], size: int, keys: np.ndarray, count: int,
-                   best_of: Callable[[np.ndarray, int, np.ndarray], np.ndarray]) -> SparseKeyword | None:
+def sparse_keyword(
+    parts: Sequence[Part],
+    size: int,
+    keys: np.ndarray,
+    count: int,
+    best_of: Callable[[np.ndarray, int, np.ndarray], np.ndarray],
+) -> SparseKeyword | None:
     """The query's BM25 over ``size`` rows from each term's part (in term order), or None when
     no split into strong and weak terms shows which rows are the ``count`` best. ``best_of(values,
     count, keys)``: the positions of the best positive values, ties to the smaller key."""

@@ -62,8 +62,9 @@ def resident_bytes(values: object) -> int:
     return 0 if is_mapped(values) else int(getattr(values, "nbytes", 0))
 
 
-def map_npy(path: str | Path, *, pread_from: int = PREAD_FROM, whole: bool = False,
-            map_ahead: bool = True) -> np.ndarray:
+def map_npy(
+    path: str | Path, *, pread_from: int = PREAD_FROM, whole: bool = False, map_ahead: bool = True
+) -> np.ndarray:
     """A ``.npy`` file mapped read-only, read ahead only as asked: a search reads scattered rows,
     and reading ahead around each would make the process map (and count) many more.
 
@@ -122,7 +123,7 @@ def read_rows(values, rows: np.ndarray) -> np.ndarray:
     view = memoryview(out).cast("B")
     start = values.offset
     for i, row in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
-        os.preadv(fd, [view[i * width:(i + 1) * width]], start + row * width)
+        os.preadv(fd, [view[i * width : (i + 1) * width]], start + row * width)
     return out
 
 
@@ -133,7 +134,7 @@ def read_block(values, start: int, stop: int) -> np.ndarray:
         low = min(stop, values.split)
         parts = [read_block(values.base, start, low)] if start < low else []
         if stop > values.split:
-            parts.append(values.tail[max(start, values.split) - values.split: stop - values.split])
+            parts.append(values.tail[max(start, values.split) - values.split : stop - values.split])
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
     fd = getattr(values, "_rows_fd", None)
     if fd is None or values.ndim != 2 or not values.flags.c_contiguous:
@@ -161,8 +162,14 @@ def row_dots(values, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     Rows of an array in RAM are gathered by ``np.take`` into a buffer this thread reuses:
     a fresh gather (``values[rows]``) of a search's thousand rows costs a third more, most of it
     in touching new memory. The buffer never leaves this function."""
-    if (isinstance(values, SplitRows) or getattr(values, "_rows_fd", None) is not None or values.ndim != 2
-            or not rows.size or int(rows.max()) >= len(values) or int(rows.min()) < 0):
+    if (
+        isinstance(values, SplitRows)
+        or getattr(values, "_rows_fd", None) is not None
+        or values.ndim != 2
+        or not rows.size
+        or int(rows.max()) >= len(values)
+        or int(rows.min()) < 0
+    ):
         return np.einsum("ij,j->i", read_rows(values, rows), query)
     shape = (rows.size, values.shape[1])
     buffer = getattr(_scratch, "buffer", None)
@@ -279,8 +286,9 @@ class Spill:
         self._map = mmap.mmap(self.fd, 0)
         _random(self._map)
         self.rows, self.dim = rows, dim
-        self.matrix = np.frombuffer(self._map, dtype=np.float32, count=rows * dim, offset=self.offset) \
-            .reshape(rows, dim)
+        self.matrix = np.frombuffer(self._map, dtype=np.float32, count=rows * dim, offset=self.offset).reshape(
+            rows, dim
+        )
 
     def seal(self) -> np.ndarray:
         """The filled matrix, mapped read-only. Once the writable one is dropped (:meth:`close`)
@@ -288,8 +296,9 @@ class Spill:
         mapped again only as rows are read."""
         sealed = mmap.mmap(self.fd, 0, prot=mmap.PROT_READ)
         _random(sealed)
-        return np.frombuffer(sealed, dtype=np.float32, count=self.rows * self.dim, offset=self.offset) \
-            .reshape(self.rows, self.dim)
+        return np.frombuffer(sealed, dtype=np.float32, count=self.rows * self.dim, offset=self.offset).reshape(
+            self.rows, self.dim
+        )
 
     def close(self) -> None:
         self.matrix = None

@@ -7,8 +7,9 @@ from collections import OrderedDict
 import numpy as np
 
 
-def _merged(main: tuple[np.ndarray, np.ndarray, np.ndarray],
-            pending: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _merged(
+    main: tuple[np.ndarray, np.ndarray, np.ndarray], pending: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Main postings (sorted by term hash; one entry per (term, row) with its count) with the
     pending ones (one entry per token) sorted in."""
     flat = np.concatenate([h for h, _ in pending])

@@ -72,8 +72,9 @@ class Quantized:
         return bounds_of(codes, meta, query, wide)
 
 
-def bounds_of(codes: np.ndarray, meta: np.ndarray, query: np.ndarray,
-              wide: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def bounds_of(
+    codes: np.ndarray, meta: np.ndarray, query: np.ndarray, wide: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Bounds (float64) of the float32 dot with ``query`` of rows given by their int8 codes and
     (scale, error, norm); ``wide``: a float32 buffer of the codes' shape to convert them into."""
     if wide is None:
@@ -81,7 +82,8 @@ def bounds_of(codes: np.ndarray, meta: np.ndarray, query: np.ndarray,
     wide[...] = codes
     estimate = (wide @ query).astype(np.float64) * meta[:, 0]
     width = float(np.linalg.norm(query.astype(np.float64))) * (
-        meta[:, 1].astype(np.float64) + SLACK * meta[:, 2].astype(np.float64))
+        meta[:, 1].astype(np.float64) + SLACK * meta[:, 2].astype(np.float64)
+    )
     return estimate - width, estimate + width
 
 
@@ -92,8 +94,11 @@ def _buffers(rows: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     held = getattr(_scratch, "held", None)
     if held is None or held[0].shape[1] != dim or len(held[0]) < rows:
         size = max(rows, 1024)
-        held = _scratch.held = (np.empty((size, dim), dtype=np.int8), np.empty((size, 3), dtype=np.float32),
-                                np.empty((size, dim), dtype=np.float32))
+        held = _scratch.held = (
+            np.empty((size, dim), dtype=np.int8),
+            np.empty((size, 3), dtype=np.float32),
+            np.empty((size, dim), dtype=np.float32),
+        )
     return held[0][:rows], held[1][:rows], held[2][:rows]
 
 

@@ -12,8 +12,12 @@ from datetime import UTC, datetime, timedelta
 
 from ..core.text import tokens
 
-MONTHS = {name: number for number, name in enumerate(
-    "january february march april may june july august september october november december".split(), start=1)}
+MONTHS = {
+    name: number
+    for number, name in enumerate(
+        "january february march april may june july august september october november december".split(), start=1
+    )
+}
 MONTHS.update({name[:3]: number for name, number in list(MONTHS.items())})
 MONTHS["sept"] = 9
 _M = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
@@ -107,7 +111,7 @@ def named_authors(query: str, authors: dict[str, int]) -> list[int]:
     named = sorted(set(named_at.values()))
     if len(named) < 2:
         return named
-    cited = {a for i, a in named_at.items() if words[max(i - 2, 0):i] == ["according", "to"]}
+    cited = {a for i, a in named_at.items() if words[max(i - 2, 0) : i] == ["according", "to"]}
     if cited:
         return sorted(cited)
     speaking = {a for i, a in named_at.items() if _speaks(words, bare, i, named_at)}

@@ -71,8 +71,13 @@ _set = object.__setattr__  # pydantic models refuse setattr of their own slots
 
 
 class QueryCache(Generic[T]):
-    def __init__(self, *, ttl_seconds: float = limits.QUERY_CACHE_SECONDS, max_entries: int = 1024,
-                 copy: Callable[[T], T] | None = fresh) -> None:
+    def __init__(
+        self,
+        *,
+        ttl_seconds: float = limits.QUERY_CACHE_SECONDS,
+        max_entries: int = 1024,
+        copy: Callable[[T], T] | None = fresh,
+    ) -> None:
         self.ttl = timedelta(seconds=ttl_seconds)
         self.max_entries = max_entries
         self._copy = copy or (lambda value: value)

@@ -55,9 +55,7 @@ def outcome_bonus(status: str | None) -> float:
     return OUTCOME_BONUS.get(status or "unknown", 0.0)
 
 
-def bm25(
-    query: Sequence[str], documents: Sequence[Sequence[str]], *, k1: float = 1.2, b: float = 0.75
-) -> np.ndarray:
+def bm25(query: Sequence[str], documents: Sequence[Sequence[str]], *, k1: float = 1.2, b: float = 0.75) -> np.ndarray:
     """Okapi BM25 of each document for the query tokens (raw, unnormalised)."""
     n = len(documents)
     scores = np.zeros(n, dtype=np.float64)
@@ -76,8 +74,9 @@ def bm25(
     return scores
 
 
-def bm25_term(tf: np.ndarray, lengths: np.ndarray, df: int, n: int, avg: float, *, k1: float,
-              b: float | np.ndarray) -> np.ndarray:
+def bm25_term(
+    tf: np.ndarray, lengths: np.ndarray, df: int, n: int, avg: float, *, k1: float, b: float | np.ndarray
+) -> np.ndarray:
     """One term's Okapi BM25 in each document: ``tf`` its counts there, ``lengths`` theirs,
     ``df`` of ``n`` documents hold it; ``b`` one value, or one per document. Every search path
     sums these very floats, so their sums agree to the last bit.
@@ -127,11 +126,7 @@ def combine(
     outcome: np.ndarray,
 ) -> np.ndarray:
     return (
-        weights.vector * vector
-        + weights.bm25 * keyword
-        + weights.time * time
-        + weights.feedback * feedback
-        + outcome
+        weights.vector * vector + weights.bm25 * keyword + weights.time * time + weights.feedback * feedback + outcome
     )
 
 

@@ -23,7 +23,7 @@ def sign_codes(vectors: np.ndarray, words: int) -> np.ndarray:
     padded = np.zeros((*vectors.shape[:-1], words * 8), dtype=np.uint8)
     if vectors.ndim == 2:
         for start in range(0, vectors.shape[0], 2048):  # blocks: the temporary booleans stay in cache
-            padded[start:start + 2048, :packed] = np.packbits(vectors[start:start + 2048] > 0, axis=-1)
+            padded[start : start + 2048, :packed] = np.packbits(vectors[start : start + 2048] > 0, axis=-1)
     else:
         padded[..., :packed] = np.packbits(vectors > 0, axis=-1)
     return padded.view(np.uint64)

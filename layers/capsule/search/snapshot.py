@@ -103,19 +103,25 @@ class Snapshots:
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, KeyError) as exc:
             logger.warning("ignoring the unreadable index snapshot %s: %s", path, exc)
             return False
-        if state.get("format") != FORMAT or state.get("tokenizer") != terms.TOKENIZER or state.get("owner") != (
-                self.identity, index.tenant, index.project, index.model_id):
+        if (
+            state.get("format") != FORMAT
+            or state.get("tokenizer") != terms.TOKENIZER
+            or state.get("owner") != (self.identity, index.tenant, index.project, index.model_id)
+        ):
             return False
         try:
             # Mapped, not read: a search touches only its candidates' rows, and rows added later
             # go to RAM after them (see ProjectIndex._reserve).
             arrays = state["index"]["arrays"]
-            quant = self._quant_prefix(state["files"]["matrix"]) if state["index"]["n"] >= quantized.QUANT_FROM else None
+            quant = (
+                self._quant_prefix(state["files"]["matrix"]) if state["index"]["n"] >= quantized.QUANT_FROM else None
+            )
             copied = quant is not None and quantized.files(quant)["codes"].exists()
             for name in MAPPED:  # a large float32 matrix is read a few rows a search: not whole
                 arrays[name] = self._map(state, name, copied)
-            state["index"]["postings"] = tuple(map_npy(self.folder / name, whole=True, map_ahead=False)
-                                               for name in state["files"]["postings"])
+            state["index"]["postings"] = tuple(
+                map_npy(self.folder / name, whole=True, map_ahead=False) for name in state["files"]["postings"]
+            )
         except (OSError, ValueError, KeyError) as exc:
             logger.warning("ignoring the index snapshot %s: its arrays are unreadable: %s", path, exc)
             return False
@@ -186,9 +192,13 @@ class Snapshots:
         files["postings"] = [f"{path.stem}.{unique}.postings{i}.npy" for i in range(len(postings))]
         written = [self.folder / name for name in files["postings"]]
         written += [self.folder / files[name] for name in MAPPED if name != "matrix" or kept is None]
-        state = {"format": FORMAT, "tokenizer": terms.TOKENIZER,
-                 "owner": (self.identity, index.tenant, index.project, index.model_id),
-                 "index": exported, "files": files}
+        state = {
+            "format": FORMAT,
+            "tokenizer": terms.TOKENIZER,
+            "owner": (self.identity, index.tenant, index.project, index.model_id),
+            "index": exported,
+            "files": files,
+        }
         temporary = path.with_name(f"{path.name}.{unique}.tmp")
         try:
             for name in MAPPED:
@@ -209,12 +219,16 @@ class Snapshots:
                 done.unlink(missing_ok=True)
             return False
         copy = quantized.files(self._quant_prefix(files["matrix"]))
-        self._drop_old_files(path.stem, keep={*files["postings"], *(files[name] for name in MAPPED),
-                                              *(f.name for f in copy.values())})
+        self._drop_old_files(
+            path.stem, keep={*files["postings"], *(files[name] for name in MAPPED), *(f.name for f in copy.values())}
+        )
         index.postings_file = (index.changes, files["postings"][0])  # what export() gave, merged
         try:
-            index.adopt_files(map_npy(self.folder / files["matrix"]), map_npy(self.folder / files["row_codes"]),
-                              self.folder / files["matrix"])
+            index.adopt_files(
+                map_npy(self.folder / files["matrix"]),
+                map_npy(self.folder / files["row_codes"]),
+                self.folder / files["matrix"],
+            )
         except (OSError, ValueError) as exc:  # the index keeps its arrays in RAM
             logger.warning("could not map the snapshot just written %s: %s", path, exc)
         return True

@@ -76,11 +76,20 @@ class PostingsTable:
         owner = np.repeat(np.arange(len(mains), dtype=np.int32), [m[0].size for m in mains])
         local = np.concatenate([m[1] for m in mains])
         counts = np.concatenate([m[2] for m in mains])
-        first = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1]))) if hashes.size else \
-            np.zeros(0, dtype=np.int64)
+        first = (
+            np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1])))
+            if hashes.size
+            else np.zeros(0, dtype=np.int64)
+        )
         offsets = np.append(first, hashes.size).astype(np.int64)
-        return cls({marker: place for place, (marker, _) in enumerate(parts)},
-                   hashes[first], offsets, owner[order], local[order], counts[order])
+        return cls(
+            {marker: place for place, (marker, _) in enumerate(parts)},
+            hashes[first],
+            offsets,
+            owner[order],
+            local[order],
+            counts[order],
+        )
 
     @classmethod
     def beside(cls, indexes: Sequence[ProjectIndex]) -> PostingsTable:
@@ -107,8 +116,13 @@ class TenantPostings:
     skips: bool  # some of the table's entries are of an index changed or gone since
 
     @classmethod
-    def of(cls, indexes: Sequence[ProjectIndex], starts: np.ndarray, previous: PostingsTable | None = None,
-           resorter: Resorter | None = None) -> TenantPostings:
+    def of(
+        cls,
+        indexes: Sequence[ProjectIndex],
+        starts: np.ndarray,
+        previous: PostingsTable | None = None,
+        resorter: Resorter | None = None,
+    ) -> TenantPostings:
         """Over ``previous`` where few indexes changed since it was built (or where ``resorter``
         sorts a new table beside the searches), else over a new table."""
         table, now = previous, None
@@ -119,8 +133,12 @@ class TenantPostings:
                 table = None  # of other indexes altogether (another scope), or too old to keep
             elif stale > STALE_MAX:
                 resorter.sort(indexes)
-        if table is None and resorter is not None and not (previous and previous.places) and (
-                sum(i.postings_count() for i in indexes) >= SORT_BESIDE_FROM):
+        if (
+            table is None
+            and resorter is not None
+            and not (previous and previous.places)
+            and (sum(i.postings_count() for i in indexes) >= SORT_BESIDE_FROM)
+        ):
             # A large tenant's first table (23M postings at 1M memories: 4.4 s) is sorted beside
             # the searches; until it is ready every index is read from its own postings.
             resorter.sort(indexes)

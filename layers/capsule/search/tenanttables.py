@@ -57,8 +57,12 @@ class TenantTables:
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, KeyError) as exc:
             logger.warning("ignoring the unreadable postings table %s: %s", path, exc)
             return None
-        if not isinstance(state, dict) or state.get("format") != FORMAT or state.get("tokenizer") != terms.TOKENIZER \
-                or state.get("owner") != (self.identity, tenant, model):
+        if (
+            not isinstance(state, dict)
+            or state.get("format") != FORMAT
+            or state.get("tokenizer") != terms.TOKENIZER
+            or state.get("owner") != (self.identity, tenant, model)
+        ):
             return None
         try:
             arrays = {name: _mapped(self.folder / state["files"][name]) for name in ARRAYS}
@@ -67,7 +71,8 @@ class TenantTables:
             return None
         postings = int(arrays["offsets"][-1]) if arrays["offsets"].size else -1
         if arrays["offsets"].size != arrays["terms"].size + 1 or any(
-                arrays[name].size != postings for name in ("owner", "local", "counts")):
+            arrays[name].size != postings for name in ("owner", "local", "counts")
+        ):
             logger.warning("ignoring the postings table %s: its arrays do not agree", path)
             return None
         return PostingsTable({mark: place for place, mark in enumerate(state["places"])}, **arrays)
@@ -81,8 +86,13 @@ class TenantTables:
         unique = f"{os.getpid()}.{uuid.uuid4().hex[:8]}"
         files = {name: f"{stem}.{unique}.{name}.npy" for name in ARRAYS}
         places = [mark for mark, _ in sorted(table.places.items(), key=lambda item: item[1])]
-        state = {"format": FORMAT, "tokenizer": terms.TOKENIZER, "owner": (self.identity, tenant, model),
-                 "places": places, "files": files}
+        state = {
+            "format": FORMAT,
+            "tokenizer": terms.TOKENIZER,
+            "owner": (self.identity, tenant, model),
+            "places": places,
+            "files": files,
+        }
         path = self.folder / f"{stem}.postings"
         temporary = path.with_name(f"{path.name}.{unique}.tmp")
         written = [self.folder / name for name in files.values()]

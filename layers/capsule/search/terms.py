@@ -38,8 +38,7 @@ TOKENIZER = _tokenizer_version()
 @lru_cache(maxsize=262144)
 def term_hash(term: str) -> int:
     """A term's 63-bit id, the same in every process (fits SQLite's and numpy's int64)."""
-    return int.from_bytes(hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                          "little") >> 1
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little") >> 1
 
 
 def hashes(content: str) -> np.ndarray:

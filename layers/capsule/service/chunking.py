@@ -62,7 +62,7 @@ def _cut(text: str, boundary: re.Pattern[str]) -> list[str]:
     pieces, start = [], 0
     for match in boundary.finditer(text):
         if match.end() > start:
-            pieces.append(text[start:match.end()])
+            pieces.append(text[start : match.end()])
             start = match.end()
     pieces.append(text[start:])
     return [p for p in pieces if p]

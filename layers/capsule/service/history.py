@@ -12,19 +12,19 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from ..core import limits
 from ..config import Settings
-from .context import text_to_embed
+from ..core import limits
 from ..core.errors import InvalidInput, NotFound, PreconditionFailed
 from ..core.records import MemoryRecord
-from .edge import to_memory, validate
+from ..core.retention import effective_class
+from ..core.retention_policy import for_update
 from ..core.text import sha256
 from ..governance import audit as actions
 from ..governance import models as gm
 from ..governance.intake import admit
 from ..governance.models import check_if_match
-from ..core.retention_policy import for_update
-from ..core.retention import effective_class
+from .context import text_to_embed
+from .edge import to_memory, validate
 
 
 class Service(Protocol):
@@ -45,6 +45,7 @@ class Service(Protocol):
     def get_record(self, tenant: str, memory_id: str) -> MemoryRecord: ...
 
     def _embed(self, texts: list[str]) -> tuple[Any, Any]: ...
+
 
 MAX_CHAIN = 20  # supersession links walked for one hit
 
@@ -68,16 +69,29 @@ class History:
 
     # ---- update ------------------------------------------------------------
 
-    def update(self, tenant: str, memory_id: str, request: gm.UpdateRequest | dict, *,
-               if_match: str | None = None, actor: str | None = None) -> gm.UpdateResult:
+    def update(
+        self,
+        tenant: str,
+        memory_id: str,
+        request: gm.UpdateRequest | dict,
+        *,
+        if_match: str | None = None,
+        actor: str | None = None,
+    ) -> gm.UpdateResult:
         expected = check_if_match(if_match)
         req = validate(gm.UpdateRequest, request)
         before = self.service.store.get(tenant, memory_id)
         self._precondition(before, expected)
         now = self.service.clock()
         retention, expires_at = for_update(
-            now, current=before.retention, current_expiry=before.expires_at, retention=req.retention, ttl=req.ttl,
-            expires_at=req.expires_at, default_ttl=self.service.settings.ephemeral_ttl)
+            now,
+            current=before.retention,
+            current_expiry=before.expires_at,
+            retention=req.retention,
+            ttl=req.ttl,
+            expires_at=req.expires_at,
+            default_ttl=self.service.settings.ephemeral_ttl,
+        )
         meta = before.meta if req.meta is None else req.meta.plain()
         if req.tags is not None:
             meta = {**meta, "tags": list(req.tags)}
@@ -85,9 +99,17 @@ class History:
         explanation = before.explanation if req.explanation is None else req.explanation
         if req.content is not None or req.explanation is not None or req.meta is not None:
             content, explanation, meta = self._guarded(tenant, before.project, content, explanation, meta)
-        after = replace(before, content=content, meta=meta, retention=retention, expires_at=expires_at,
-                        explanation=explanation, updated_at=now, visibility=req.visibility or before.visibility,
-                        subject=req.subject or before.subject)
+        after = replace(
+            before,
+            content=content,
+            meta=meta,
+            retention=retention,
+            expires_at=expires_at,
+            explanation=explanation,
+            updated_at=now,
+            visibility=req.visibility or before.visibility,
+            subject=req.subject or before.subject,
+        )
         self._refuse_public(after, actor or tenant)
         return self._write(before, after, actor or tenant, req.reason, revert_of=None)
 
@@ -99,13 +121,22 @@ class History:
         refused = public_refusal(after.visibility, after.meta, f"memory {after.id}")
         if refused is None:
             return
-        self.service.governance_store.add_audit(AuditRecord(
-            tenant=after.tenant, memory_id=after.id, project=after.project, action=actions.REFUSE, actor=actor,
-            reason=f"made public refused: {refused.message}", at=after.updated_at))
+        self.service.governance_store.add_audit(
+            AuditRecord(
+                tenant=after.tenant,
+                memory_id=after.id,
+                project=after.project,
+                action=actions.REFUSE,
+                actor=actor,
+                reason=f"made public refused: {refused.message}",
+                at=after.updated_at,
+            )
+        )
         raise refused
 
-    def _guarded(self, tenant: str, project: str, content: str, explanation: str | None, meta: dict
-                 ) -> tuple[str, str | None, dict]:
+    def _guarded(
+        self, tenant: str, project: str, content: str, explanation: str | None, meta: dict
+    ) -> tuple[str, str | None, dict]:
         """An update passes the project's secrets and personal-data policies as a store does
         (capsule.guard): redacted, flagged or refused before it is embedded or written."""
         from ..guard.apply import guard_write
@@ -120,22 +151,38 @@ class History:
         if expected is not None and expected != content_sha(before):
             raise PreconditionFailed(
                 f"If-Match: memory {before.id} has changed (its sha256 is now {content_sha(before)}); read it"
-                " again and retry", details=[{"field": "If-Match", "message": "does not match the current sha256"}])
+                " again and retry",
+                details=[{"field": "If-Match", "message": "does not match the current sha256"}],
+            )
 
-    def _write(self, before: MemoryRecord, after: MemoryRecord, actor: str, reason: str | None, *,
-               revert_of: int | None) -> gm.UpdateResult:
+    def _write(
+        self, before: MemoryRecord, after: MemoryRecord, actor: str, reason: str | None, *, revert_of: int | None
+    ) -> gm.UpdateResult:
         reembedded = after.content != before.content
         if reembedded:
             after = self._reembed(before, after)
         changed = _changes(before, after)
         if not changed:
-            current = len(self.service.governance_store.versions(before.tenant, before.id,
-                                                                 limit=limits.MAX_VERSIONS_LISTED)) + 1
-            return gm.UpdateResult(memory=to_memory(before), version=current,
-                                   explanation=f"Nothing changed: memory {before.id} already holds these values.")
-        action = actions.REVERT if revert_of else (
-            actions.UPDATE if set(changed) - {"retention", "expires_at", "visibility", "subject"}
-            else actions.RETENTION if set(changed) - {"visibility", "subject"} else actions.VISIBILITY)
+            current = (
+                len(self.service.governance_store.versions(before.tenant, before.id, limit=limits.MAX_VERSIONS_LISTED))
+                + 1
+            )
+            return gm.UpdateResult(
+                memory=to_memory(before),
+                version=current,
+                explanation=f"Nothing changed: memory {before.id} already holds these values.",
+            )
+        action = (
+            actions.REVERT
+            if revert_of
+            else (
+                actions.UPDATE
+                if set(changed) - {"retention", "expires_at", "visibility", "subject"}
+                else actions.RETENTION
+                if set(changed) - {"visibility", "subject"}
+                else actions.VISIBILITY
+            )
+        )
         why = reason or (f"reverted to version {revert_of}" if revert_of else f"changed {', '.join(changed)}")
         if action == actions.VISIBILITY:
             why = f"{visibility_change(before, after)}{f' ({reason})' if reason else ''}"
@@ -146,12 +193,18 @@ class History:
         if action != actions.VISIBILITY and {"visibility", "subject"} & set(changed):
             self._audit_visibility(before, record, actor)
         number = len(gov.versions(before.tenant, before.id, limit=10**9)) + 1
-        text = (f"Reverted memory {before.id} to version {revert_of}" if revert_of
-                else f"Updated memory {before.id} ({', '.join(changed)})")
+        text = (
+            f"Reverted memory {before.id} to version {revert_of}"
+            if revert_of
+            else f"Updated memory {before.id} ({', '.join(changed)})"
+        )
         text += f"; it is now version {number} and version {number - 1} is kept in its history."
         if reembedded:
-            text += (" The new content was re-embedded and re-indexed." if record.status == "ready" else
-                     " No embedding could be made; it is found by keyword now and the backfill job will embed it.")
+            text += (
+                " The new content was re-embedded and re-indexed."
+                if record.status == "ready"
+                else " No embedding could be made; it is found by keyword now and the backfill job will embed it."
+            )
         return gm.UpdateResult(memory=to_memory(record), version=number, reembedded=reembedded, explanation=text)
 
     def _audit_class(self, before: MemoryRecord, after: MemoryRecord, actor: str) -> None:
@@ -160,21 +213,38 @@ class History:
         reason = f"retention {before.retention} -> {after.retention}"
         if after.expires_at is not None:
             reason += f", expires {after.expires_at.isoformat()}"
-        self.service.governance_store.add_audit(AuditRecord(
-            tenant=before.tenant, memory_id=before.id, project=before.project, action=actions.RETENTION,
-            actor=actor, reason=reason, at=after.updated_at))
+        self.service.governance_store.add_audit(
+            AuditRecord(
+                tenant=before.tenant,
+                memory_id=before.id,
+                project=before.project,
+                action=actions.RETENTION,
+                actor=actor,
+                reason=reason,
+                at=after.updated_at,
+            )
+        )
 
     def _audit_visibility(self, before: MemoryRecord, after: MemoryRecord, actor: str) -> None:
         from ..core.records import AuditRecord
 
-        self.service.governance_store.add_audit(AuditRecord(
-            tenant=before.tenant, memory_id=before.id, project=before.project, action=actions.VISIBILITY,
-            actor=actor, reason=visibility_change(before, after), at=after.updated_at))
+        self.service.governance_store.add_audit(
+            AuditRecord(
+                tenant=before.tenant,
+                memory_id=before.id,
+                project=before.project,
+                action=actions.VISIBILITY,
+                actor=actor,
+                reason=visibility_change(before, after),
+                at=after.updated_at,
+            )
+        )
 
     def _reembed(self, before: MemoryRecord, after: MemoryRecord) -> MemoryRecord:
         s = self.service
-        after = replace(after, sha256=_dedupe_key(before, after.content), embedding=None, model=None,
-                        status="pending_embedding")
+        after = replace(
+            after, sha256=_dedupe_key(before, after.content), embedding=None, model=None, status="pending_embedding"
+        )
         vectors, _ = s._embed([text_to_embed(s.store, after, max_words=s.settings.session_context_words)])
         if vectors is not None:
             after = replace(after, embedding=vectors[0], model=s.embedder.model_id, status="ready")
@@ -186,31 +256,57 @@ class History:
         record = self.service.get_record(tenant, memory_id)
         kept = self.service.governance_store.versions(tenant, memory_id, limit=limits.MAX_VERSIONS_LISTED)
         versions = [_version(v.number, v) for v in kept]
-        versions.append(gm.Version(
-            version=(kept[-1].number if kept else 0) + 1, current=True, content=record.content,
-            sha256=content_sha(record), path=record.path, explanation=record.explanation, meta=record.meta,
-            retention=record.retention, effective_retention=effective_class(record.retention, record.pinned),
-            expires_at=record.expires_at, pinned=record.pinned, created_at=record.updated_at))
+        versions.append(
+            gm.Version(
+                version=(kept[-1].number if kept else 0) + 1,
+                current=True,
+                content=record.content,
+                sha256=content_sha(record),
+                path=record.path,
+                explanation=record.explanation,
+                meta=record.meta,
+                retention=record.retention,
+                effective_retention=effective_class(record.retention, record.pinned),
+                expires_at=record.expires_at,
+                pinned=record.pinned,
+                created_at=record.updated_at,
+            )
+        )
         text = f"Memory {memory_id} has {len(versions)} version{'s' if len(versions) != 1 else ''}, oldest first"
         if record.superseded_by:
             text += f"; it was superseded by {record.superseded_by}"
         return gm.HistoryResult(memory=to_memory(record), versions=versions, explanation=text + ".")
 
-    def revert(self, tenant: str, memory_id: str, request: gm.RevertRequest | dict, *,
-               if_match: str | None = None, actor: str | None = None) -> gm.UpdateResult:
+    def revert(
+        self,
+        tenant: str,
+        memory_id: str,
+        request: gm.RevertRequest | dict,
+        *,
+        if_match: str | None = None,
+        actor: str | None = None,
+    ) -> gm.UpdateResult:
         expected = check_if_match(if_match)
         req = validate(gm.RevertRequest, request)
         before = self.service.store.get(tenant, memory_id)
         self._precondition(before, expected)
         kept = {v.number: v for v in self.service.governance_store.versions(tenant, memory_id, limit=10**9)}
         if req.version == len(kept) + 1:
-            raise InvalidInput(f"version: {req.version} is the current version; there is nothing to revert",
-                               field="version")
+            raise InvalidInput(
+                f"version: {req.version} is the current version; there is nothing to revert", field="version"
+            )
         if req.version not in kept:
             raise NotFound(f"memory {memory_id} has no version {req.version} (it has {len(kept) + 1})")
         old = kept[req.version]
-        after = replace(before, content=old.content, meta=dict(old.meta), explanation=old.explanation,
-                        retention=old.retention, expires_at=old.expires_at, updated_at=self.service.clock())
+        after = replace(
+            before,
+            content=old.content,
+            meta=dict(old.meta),
+            explanation=old.explanation,
+            retention=old.retention,
+            expires_at=old.expires_at,
+            updated_at=self.service.clock(),
+        )
         self._refuse_public(after, actor or tenant)
         return self._write(before, after, actor or tenant, req.reason, revert_of=req.version)
 
@@ -248,7 +344,18 @@ def _changes(before: MemoryRecord, after: MemoryRecord) -> list[str]:
 
 def _version(number: int, v: Any) -> gm.Version:
     return gm.Version(
-        version=number, content=v.content, sha256=sha256(v.content), path=v.path, explanation=v.explanation,
-        meta=v.meta, retention=v.retention, effective_retention=effective_class(v.retention, v.pinned),
-        expires_at=v.expires_at, pinned=v.pinned, created_at=v.created_at, replaced_at=v.replaced_at,
-        actor=v.actor, reason=v.reason)
+        version=number,
+        content=v.content,
+        sha256=sha256(v.content),
+        path=v.path,
+        explanation=v.explanation,
+        meta=v.meta,
+        retention=v.retention,
+        effective_retention=effective_class(v.retention, v.pinned),
+        expires_at=v.expires_at,
+        pinned=v.pinned,
+        created_at=v.created_at,
+        replaced_at=v.replaced_at,
+        actor=v.actor,
+        reason=v.reason,
+    )

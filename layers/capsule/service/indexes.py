@@ -12,14 +12,14 @@ from typing import cast
 
 import numpy as np
 
-from .background import Background
 from ..config import Settings
-from ..embedders.base import Embedder
 from ..core.errors import Unavailable
-from ..search.index import EAGER_RECORDS, IndexCache, ProjectIndex, store_fetcher
 from ..core.records import ChangeSet, Filters, MemoryRecord
+from ..embedders.base import Embedder
+from ..search.index import EAGER_RECORDS, IndexCache, ProjectIndex, store_fetcher
 from ..search.snapshot import Snapshots, gc_paused
 from ..store.base import MemoryStore, NearestCandidates
+from .background import Background
 
 logger = logging.getLogger("capsule.service.memory_service")
 
@@ -53,8 +53,9 @@ class ServiceIndexes:
                     name = identity()
                 except Unavailable:  # a database not migrated since snapshots came: just no snapshots
                     name = None
-                self._snapshots = name and Snapshots(self.settings.data_dir / "index", name,
-                                                     min_rows=self.settings.index_snapshot_min)
+                self._snapshots = name and Snapshots(
+                    self.settings.data_dir / "index", name, min_rows=self.settings.index_snapshot_min
+                )
         return self._snapshots or None  # type: ignore[return-value]  # never True: False, None or Snapshots
 
     def settle(self) -> None:
@@ -67,8 +68,9 @@ class ServiceIndexes:
             return None
         return self.store.change_markers(tenant, projects)
 
-    def _indexes(self, tenant: str, projects: list[str] | None, markers: dict[str, int] | None,
-                 filters: Filters) -> list[ProjectIndex]:
+    def _indexes(
+        self, tenant: str, projects: list[str] | None, markers: dict[str, int] | None, filters: Filters
+    ) -> list[ProjectIndex]:
         """Current indexes of the projects searched: warm ones brought up to date, or one cold one."""
         model = self.embedder.model_id
         if markers is None:  # a store without change tracking: one index built for this search
@@ -113,8 +115,12 @@ class ServiceIndexes:
             # attempt failed), then its snapshot is written.
             index.settling = True
             self.background.submit(partial(self._complete, index))
-        elif (not index.quantizing and index.wants_quant() and self.snapshots is not None
-              and self.snapshots.quant_path(index) is not None):
+        elif (
+            not index.quantizing
+            and index.wants_quant()
+            and self.snapshots is not None
+            and self.snapshots.quant_path(index) is not None
+        ):
             index.quantizing = True
             self.background.submit(partial(self._quantize, index))
 
@@ -144,15 +150,21 @@ class ServiceIndexes:
         finally:
             index.quantizing = False
 
-    def _shortlist(self, tenant: str, projects: list[str] | None, filters: Filters, query: str,
-                   query_vector: np.ndarray | None) -> list[ProjectIndex] | None:
+    def _shortlist(
+        self, tenant: str, projects: list[str] | None, filters: Filters, query: str, query_vector: np.ndarray | None
+    ) -> list[ProjectIndex] | None:
         """For a scope too large to hold (Atlas Vector Search and ``$text``), an index of the
         store's shortlist. Without a query vector (keyword mode, the embedder down) too: a large
         scope is never read whole for want of a vector."""
         if not self._has_shortlist:
             return None
         shortlist = cast(NearestCandidates, self.store).nearest_candidates(  # _has_shortlist: it is one
-            tenant, projects, filters, query=query, query_vector=query_vector, model=self.embedder.model_id,
+            tenant,
+            projects,
+            filters,
+            query=query,
+            query_vector=query_vector,
+            model=self.embedder.model_id,
         )
         if shortlist is None:
             return None

@@ -19,19 +19,18 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..core.clock import Clock, system_clock
 from ..config import Settings
+from ..core.clock import Clock, system_clock
 from ..embedders.base import Embedder
+from ..store.base import MemoryStore
 from .edge import decode_cursor, encode_cursor, to_memory, validate
 from .indexes import ServiceIndexes
 from .memories import ServiceMemories
 from .projects import ServiceProjects
 from .search import ServiceSearch
 from .writes import BULK_FROM, ServiceWrites, visibility_of
-from ..store.base import MemoryStore
 
-__all__ = ["BULK_FROM", "MemoryService", "decode_cursor", "encode_cursor", "to_memory", "validate",
-           "visibility_of"]
+__all__ = ["BULK_FROM", "MemoryService", "decode_cursor", "encode_cursor", "to_memory", "validate", "visibility_of"]
 
 
 class MemoryService(ServiceWrites, ServiceSearch, ServiceIndexes, ServiceMemories, ServiceProjects):

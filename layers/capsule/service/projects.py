@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..config import Settings
 from ..core import models, project_identity
 from ..core.clock import Clock
-from ..config import Settings
+from ..core.records import WriteOutcome
 from ..core.retention import NO_LIMIT, project_limit
 from ..guard.policy import Policies
-from ..core.records import WriteOutcome
-from .edge import validate
 from ..store.base import MemoryStore
+from .edge import validate
 from .write_notes import retention_note
 
 
@@ -55,18 +55,27 @@ class ServiceProjects:
     def guard_policies(self, tenant: str, project: str) -> Policies:
         """The project's own policies, the deployment's where it has not set one."""
         own = self.store.guard_policies(tenant, project)
-        return Policies(secrets=own["secrets_policy"] or self.settings.secrets_policy,
-                        pii=own["pii_policy"] or self.settings.pii_policy)
+        return Policies(
+            secrets=own["secrets_policy"] or self.settings.secrets_policy,
+            pii=own["pii_policy"] or self.settings.pii_policy,
+        )
 
     def projects(self, tenant: str) -> models.ProjectsResult:
         stats = self.store.projects(tenant)
         return models.ProjectsResult(
             projects=[
                 models.ProjectInfo(
-                    project=s.project, root_path=project_identity.root_path(s.project),
-                    label=project_identity.label_of(s.project), memories=s.memories, pinned=s.pinned, forgotten=s.forgotten,
-                    retention_limit=self._limit(s.retention_limit), last_activity=s.last_activity,
-                    secrets_policy=p.secrets, pii_policy=p.pii, encryption=self._encryption(tenant, s.project),
+                    project=s.project,
+                    root_path=project_identity.root_path(s.project),
+                    label=project_identity.label_of(s.project),
+                    memories=s.memories,
+                    pinned=s.pinned,
+                    forgotten=s.forgotten,
+                    retention_limit=self._limit(s.retention_limit),
+                    last_activity=s.last_activity,
+                    secrets_policy=p.secrets,
+                    pii_policy=p.pii,
+                    encryption=self._encryption(tenant, s.project),
                 )
                 for s, p in zip(stats, [self.guard_policies(tenant, s.project) for s in stats])
             ],
@@ -78,8 +87,9 @@ class ServiceProjects:
         sealer = getattr(self.store, "sealer", None)
         return None if sealer is None else sealer.mode(tenant, project)
 
-    def set_project_settings(self, tenant: str, project: str, request: models.ProjectSettingsRequest | dict
-                             ) -> models.ProjectsResult:
+    def set_project_settings(
+        self, tenant: str, project: str, request: models.ProjectSettingsRequest | dict
+    ) -> models.ProjectsResult:
         """Set the settings given (retention limit, secrets and personal-data policies)."""
         req = validate(models.ProjectSettingsRequest, request)
         named = validate(models.ListRequest, {"project": project}).project  # the same name rules as everywhere
@@ -95,11 +105,18 @@ class ServiceProjects:
         if req.ephemeral_ttl is not None:
             self.governance_store.set_project_ttl(tenant, project, req.ephemeral_ttl, at=self.clock())
             said.append(f"keeps an ephemeral memory stored without a ttl {req.ephemeral_ttl} seconds")
-        policies: dict[str, str] = {k: v for k, v in (("secrets_policy", req.secrets_policy), ("pii_policy", req.pii_policy)) if v}
+        policies: dict[str, str] = {
+            k: v for k, v in (("secrets_policy", req.secrets_policy), ("pii_policy", req.pii_policy)) if v
+        }
         if policies:
             self.store.set_guard_policies(tenant, project, policies, at=self.clock())
-            said.append("will " + " and ".join(f"{v} {'secrets' if k == 'secrets_policy' else 'personal data'}"
-                                               for k, v in policies.items()) + " found in what is stored next")
+            said.append(
+                "will "
+                + " and ".join(
+                    f"{v} {'secrets' if k == 'secrets_policy' else 'personal data'}" for k, v in policies.items()
+                )
+                + " found in what is stored next"
+            )
         if req.encryption is not None:
             from ..sealing.setup import set_encryption
 

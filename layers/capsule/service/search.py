@@ -15,26 +15,26 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core import limits, models
-from ..search.answers import Answer, search_result, superseded_note
-from ..core.clock import Clock
 from ..config import Settings
-from ..embedders.base import Embedder
+from ..core import limits, models
+from ..core.clock import Clock
 from ..core.errors import Unavailable
-from ..search.globalsearch import TenantCodes, search_global
+from ..core.records import Filters, MemoryRecord
+from ..core.text import sha256
+from ..embedders.base import Embedder
 from ..governance.visibility import FULL, Reach
+from ..search.answers import Answer, search_result, superseded_note
+from ..search.globalsearch import TenantCodes, search_global
+from ..search.hybrid import SearchOptions, describe, search_indexes
 from ..search.index import ProjectIndex
 from ..search.querycache import QueryCache
 from ..search.ranking import Weights
-from ..core.records import Filters, MemoryRecord
-from ..search.hybrid import SearchOptions, describe, search_indexes
-from .edge import validate
 from ..store.base import MemoryStore
-from ..core.text import sha256
+from .edge import validate
 
 if TYPE_CHECKING:
-    from .background import Background
     from ..search.snapshot import Snapshots
+    from .background import Background
 
 # Query vectors kept per warm process: 4 KiB each at 1024 dimensions, so 4 MiB at most.
 QUERY_VECTOR_ENTRIES = 1024
@@ -54,9 +54,15 @@ def weights_for(weights: Weights, req: models.SearchRequest) -> Weights:
 def filters_for(f: models.SearchFilters, reach: Reach) -> Filters:
     """The request's filters, narrowed to the visibilities and subjects the caller may see."""
     return Filters(
-        component=f.component, category=f.category, tags=tuple(f.tags), path_prefix=f.path_prefix,
-        since=f.since, until=f.until, retention=f.retention,
-        visibility=reach.visibilities(f.visibility), subjects=reach.subjects_for(f.subject),
+        component=f.component,
+        category=f.category,
+        tags=tuple(f.tags),
+        path_prefix=f.path_prefix,
+        since=f.since,
+        until=f.until,
+        retention=f.retention,
+        visibility=reach.visibilities(f.visibility),
+        subjects=reach.subjects_for(f.subject),
     )
 
 
@@ -81,19 +87,17 @@ class ServiceSearch:
         # A global search's first-pass codes and postings, until an index changes (the postings
         # sorted again beside the searches, on the index thread, once many changed); the postings
         # table kept beside the index snapshots, for the next process.
-        self._tenant_codes = TenantCodes(self.background.submit,
-                                         tables=lambda: getattr(self.snapshots, "tables", None))
-        self._options = SearchOptions(candidates=self.settings.search_candidates,
-                                      exact=self.settings.search_exact)
+        self._tenant_codes = TenantCodes(self.background.submit, tables=lambda: getattr(self.snapshots, "tables", None))
+        self._options = SearchOptions(candidates=self.settings.search_candidates, exact=self.settings.search_exact)
         # The query's vector by (tenant, model, sha256 of the text), in this process only: a
         # search then writes nothing to the store (a hosted cluster's operations are its limit),
         # and, per tenant, how fast one tenant's search answers never tells whether another asked
         # the same text. The price: a query is embedded once per warm container and tenant.
         self._query_vectors: QueryCache[np.ndarray] = QueryCache(
-            ttl_seconds=limits.EMBEDDING_CACHE_DAYS * 86_400, max_entries=QUERY_VECTOR_ENTRIES, copy=None)
+            ttl_seconds=limits.EMBEDDING_CACHE_DAYS * 86_400, max_entries=QUERY_VECTOR_ENTRIES, copy=None
+        )
 
-    def search(self, tenant: str, request: models.SearchRequest | dict, *, reach: Reach = FULL
-               ) -> models.SearchResult:
+    def search(self, tenant: str, request: models.SearchRequest | dict, *, reach: Reach = FULL) -> models.SearchResult:
         """``reach``: what the caller may see (capsule.governance.visibility); a global search
         covers its projects only, and every hit is of its subjects and visible to it."""
         req = validate(models.SearchRequest, request)
@@ -103,8 +107,10 @@ class ServiceSearch:
         filters = filters_for(req.filters, reach)
         projects = self._reached_projects(tenant, req, reach)
         if projects == []:
-            return models.SearchResult(results=[], explanation=(
-                f"Searched 0 memories: none of the projects {reach.who} is scoped to holds any."))
+            return models.SearchResult(
+                results=[],
+                explanation=(f"Searched 0 memories: none of the projects {reach.who} is scoped to holds any."),
+            )
         markers = self._change_markers(tenant, projects)
         key = self._cache_key(tenant, req, markers, filters)
         if key is not None:
@@ -116,26 +122,40 @@ class ServiceSearch:
             self.query_cache.put(key, answer, self.clock())
         return search_result(answer)
 
-    def _cache_key(self, tenant: str, req: models.SearchRequest, markers: dict[str, int] | None,
-                   filters: Filters) -> tuple | None:
+    def _cache_key(
+        self, tenant: str, req: models.SearchRequest, markers: dict[str, int] | None, filters: Filters
+    ) -> tuple | None:
         """The query cache's key: None (not cached) when the cache is off or the store tracks no
         changes, since only the projects' change markers say when an answer is stale."""
         if markers is None or not self.query_cache.max_entries:
             return None
-        return (tenant, self.embedder.model_id, req.model_dump_json(by_alias=True),
-                tuple(sorted(markers.items())), filters.visibility, filters.subjects)
+        return (
+            tenant,
+            self.embedder.model_id,
+            req.model_dump_json(by_alias=True),
+            tuple(sorted(markers.items())),
+            filters.visibility,
+            filters.subjects,
+        )
 
-    def _search_afresh(self, tenant: str, req: models.SearchRequest, projects: list[str] | None,
-                       markers: dict[str, int] | None, filters: Filters, weights: Weights
-                       ) -> tuple[Answer, str | None]:
+    def _search_afresh(
+        self,
+        tenant: str,
+        req: models.SearchRequest,
+        projects: list[str] | None,
+        markers: dict[str, int] | None,
+        filters: Filters,
+        weights: Weights,
+    ) -> tuple[Answer, str | None]:
         """The answer ranked from the indexes, and why it is not the whole answer (None if it is):
         the embedder could not help, or a half of a hosted shortlist did not answer."""
         query_vector, embed_error = None, None
         if weights.vector > 0:
             vectors, embed_error = self._embed_query(tenant, req.query)
             query_vector = None if vectors is None else vectors[0]
-        indexes = (self._shortlist(tenant, projects, filters, req.query, query_vector)
-                   or self._indexes(tenant, projects, markers, filters))
+        indexes = self._shortlist(tenant, projects, filters, req.query, query_vector) or self._indexes(
+            tenant, projects, markers, filters
+        )
         hits, searched = self._search_locked(indexes, filters, req, query_vector, weights)
         scope = "every project" if req.global_ else f"project '{req.project}'"
         explanation = f"Searched {searched} memories in {scope} ({req.mode}); {describe(hits, weights)}."
@@ -173,17 +193,30 @@ class ServiceSearch:
             self._query_vectors.put(key, vectors, self.clock())
         return vectors, None
 
-    def _search_locked(self, indexes: list[ProjectIndex], filters: Filters, req: models.SearchRequest,
-                       query_vector: np.ndarray | None, weights: Weights) -> tuple[list, int]:
+    def _search_locked(
+        self,
+        indexes: list[ProjectIndex],
+        filters: Filters,
+        req: models.SearchRequest,
+        query_vector: np.ndarray | None,
+        weights: Weights,
+    ) -> tuple[list, int]:
         options = self._options
         if req.min_relevance is not None:
             options = replace(options, min_relevance=req.min_relevance)
         for index in indexes:
             index.lock.acquire()
         try:
-            args: dict[str, Any] = dict(filters=filters, query=req.query, query_vector=query_vector,
-                        model_id=self.embedder.model_id, now=req.as_of or self.clock(), weights=weights, k=req.k,
-                        options=options)
+            args: dict[str, Any] = dict(
+                filters=filters,
+                query=req.query,
+                query_vector=query_vector,
+                model_id=self.embedder.model_id,
+                now=req.as_of or self.clock(),
+                weights=weights,
+                k=req.k,
+                options=options,
+            )
             if len(indexes) > 1:  # candidates chosen across the projects, not per project
                 return search_global(indexes, codes=self._tenant_codes, **args)
             return search_indexes(indexes, **args)
@@ -202,9 +235,24 @@ class ServiceSearch:
         return Answer(tuple(hits), explanation, chains)
 
     def _chain(self, tenant: str, hit: MemoryRecord) -> list[models.SupersededMemory]:
-        record = MemoryRecord(id=hit.id, tenant=tenant, project=hit.project, content="", sha256="",
-                              occurred_at=hit.occurred_at, created_at=hit.created_at,
-                              updated_at=hit.created_at, supersedes=hit.supersedes)
-        return [models.SupersededMemory(id=r.id, content=r.content, superseded_by=r.superseded_by,
-                                        occurred_at=r.occurred_at, created_at=r.created_at)
-                for r in self.history.chain(tenant, record)]
+        record = MemoryRecord(
+            id=hit.id,
+            tenant=tenant,
+            project=hit.project,
+            content="",
+            sha256="",
+            occurred_at=hit.occurred_at,
+            created_at=hit.created_at,
+            updated_at=hit.created_at,
+            supersedes=hit.supersedes,
+        )
+        return [
+            models.SupersededMemory(
+                id=r.id,
+                content=r.content,
+                superseded_by=r.superseded_by,
+                occurred_at=r.occurred_at,
+                created_at=r.created_at,
+            )
+            for r in self.history.chain(tenant, record)
+        ]

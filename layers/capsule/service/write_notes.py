@@ -5,14 +5,15 @@ job, the embedder a project's first write used, and the retention class a memory
 from __future__ import annotations
 
 from ..core import models
+from ..core.records import MemoryRecord, WriteOutcome
+from ..core.retention import effective_class, eviction_reason
 from ..embedders.base import Embedder
 from ..embedders.base import describe as describe_embedder
-from ..core.retention import effective_class, eviction_reason
-from ..core.records import MemoryRecord, WriteOutcome
 
 
 def retention_note(outcome: WriteOutcome) -> tuple[list[models.Eviction], str]:
     """The memories evicted by the write, each with its reason, and the sentence saying so."""
+
     def reason(memory_id: str) -> str:
         return eviction_reason(outcome.limit, outcome.evicted_classes.get(memory_id, "replaceable"))
 
@@ -31,8 +32,9 @@ def retention_note(outcome: WriteOutcome) -> tuple[list[models.Eviction], str]:
 def pending_note(embed_error: str | None) -> str:
     if embed_error is None:
         return ""
-    return (f" No embedding could be made ({embed_error}); it is found by keyword now and"
-            " the backfill job will embed it.")
+    return (
+        f" No embedding could be made ({embed_error}); it is found by keyword now and the backfill job will embed it."
+    )
 
 
 def embedder_note(outcome: WriteOutcome, embedder: Embedder) -> str:

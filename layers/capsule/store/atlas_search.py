@@ -34,11 +34,11 @@ from ..core.records import Filters, KeywordStats
 from .mongo_docs import RECORD_PROJECTION
 from .mongo_vector import post_filter
 
-SEARCH_INDEX = "capsule_text"   # the Atlas Search index's default name
+SEARCH_INDEX = "capsule_text"  # the Atlas Search index's default name
 ANALYZER = "capsule_terms"
-KEYWORD_LIMIT = 100             # best BM25 matches added to the shortlist
-_MARK = "_"                     # "do not stem": no Snowball English suffix ends with it
-COUNT_KEY = "counted_term"      # marks the count documents after the matches (None: the scope's size)
+KEYWORD_LIMIT = 100  # best BM25 matches added to the shortlist
+_MARK = "_"  # "do not stem": no Snowball English suffix ends with it
+COUNT_KEY = "counted_term"  # marks the count documents after the matches (None: the scope's size)
 
 
 def analyzer() -> dict[str, Any]:
@@ -47,39 +47,64 @@ def analyzer() -> dict[str, Any]:
     for form, base in sorted(text._IRREGULAR.items()):
         irregular.setdefault(base, []).append(form)
     filters: list[dict[str, Any]] = [
-        {"type": "wordDelimiterGraph", "delimiterOptions": {
-            "generateWordParts": True, "generateNumberParts": True, "concatenateWords": False,
-            "concatenateNumbers": False, "concatenateAll": False, "preserveOriginal": True,
-            "splitOnCaseChange": True, "splitOnNumerics": True, "stemEnglishPossessive": False}},
+        {
+            "type": "wordDelimiterGraph",
+            "delimiterOptions": {
+                "generateWordParts": True,
+                "generateNumberParts": True,
+                "concatenateWords": False,
+                "concatenateNumbers": False,
+                "concatenateAll": False,
+                "preserveOriginal": True,
+                "splitOnCaseChange": True,
+                "splitOnNumerics": True,
+                "stemEnglishPossessive": False,
+            },
+        },
         {"type": "lowercase"},
         {"type": "stopword", "tokens": sorted(text.STOP_WORDS), "ignoreCase": True},
         {"type": "length", "min": 2, "max": 255},
-        *({"type": "regex", "pattern": f"^({'|'.join(forms)})$", "replacement": base, "matches": "all"}
-          for base, forms in sorted(irregular.items())),
+        *(
+            {"type": "regex", "pattern": f"^({'|'.join(forms)})$", "replacement": base, "matches": "all"}
+            for base, forms in sorted(irregular.items())
+        ),
         # text._stem: only words of letters, longer than three, are stemmed.
         {"type": "regex", "pattern": "^([a-z]{1,3}|.*[^a-z].*)$", "replacement": "$1" + _MARK, "matches": "all"},
         {"type": "snowballStemming", "stemmerName": "english"},
         {"type": "regex", "pattern": _MARK + "$", "replacement": "", "matches": "all"},
     ]
-    return {"name": ANALYZER, "tokenizer": {"type": "regexCaptureGroup", "pattern": text._WORD.pattern, "group": 0},
-            "tokenFilters": filters}
+    return {
+        "name": ANALYZER,
+        "tokenizer": {"type": "regexCaptureGroup", "pattern": text._WORD.pattern, "group": 0},
+        "tokenFilters": filters,
+    }
 
 
 def search_index_definition(*, name: str = SEARCH_INDEX) -> dict[str, Any]:
     """The Atlas Search index: ``content`` analyzed, every filter field as a filterable type
     (strings as ``token``, which ``equals``/``in`` need), nothing mapped dynamically."""
     return {
-        "name": name, "type": "search",
+        "name": name,
+        "type": "search",
         "definition": {
-            "mappings": {"dynamic": False, "fields": {
-                "content": {"type": "string", "analyzer": ANALYZER, "searchAnalyzer": ANALYZER},
-                "tenant": {"type": "token"},
-                "project": {"type": "token"},
-                "active": {"type": "boolean"},
-                "occurred_at": {"type": "number"},
-                "meta": {"type": "document", "fields": {
-                    "component": {"type": "token"}, "category": {"type": "token"}, "tags": {"type": "token"}}},
-            }},
+            "mappings": {
+                "dynamic": False,
+                "fields": {
+                    "content": {"type": "string", "analyzer": ANALYZER, "searchAnalyzer": ANALYZER},
+                    "tenant": {"type": "token"},
+                    "project": {"type": "token"},
+                    "active": {"type": "boolean"},
+                    "occurred_at": {"type": "number"},
+                    "meta": {
+                        "type": "document",
+                        "fields": {
+                            "component": {"type": "token"},
+                            "category": {"type": "token"},
+                            "tags": {"type": "token"},
+                        },
+                    },
+                },
+            },
             "analyzers": [analyzer()],
         },
     }
@@ -88,8 +113,10 @@ def search_index_definition(*, name: str = SEARCH_INDEX) -> dict[str, Any]:
 def filter_clauses(tenant: str, projects: Sequence[str] | None, filters: Filters) -> list[dict[str, Any]]:
     """``compound.filter``: the same scope as :func:`capsule.store.mongo_vector.scope_filter`,
     in Atlas Search operators (exact matches on ``token`` fields; they add nothing to the score)."""
-    clauses: list[dict[str, Any]] = [{"equals": {"path": "tenant", "value": tenant}},
-                                     {"equals": {"path": "active", "value": True}}]
+    clauses: list[dict[str, Any]] = [
+        {"equals": {"path": "tenant", "value": tenant}},
+        {"equals": {"path": "active", "value": True}},
+    ]
     if projects is not None:
         clauses.append({"in": {"path": "project", "value": list(projects)}})
     if filters.component:
@@ -107,9 +134,16 @@ def filter_clauses(tenant: str, projects: Sequence[str] | None, filters: Filters
     return clauses
 
 
-def keyword_pipeline(*, tenant: str, projects: Sequence[str] | None, filters: Filters, query: str,
-                     index: str = SEARCH_INDEX, limit: int = KEYWORD_LIMIT, collection: str = "memories",
-                     ) -> list[dict[str, Any]]:
+def keyword_pipeline(
+    *,
+    tenant: str,
+    projects: Sequence[str] | None,
+    filters: Filters,
+    query: str,
+    index: str = SEARCH_INDEX,
+    limit: int = KEYWORD_LIMIT,
+    collection: str = "memories",
+) -> list[dict[str, Any]]:
     """The ``limit`` best BM25 matches of ``query`` in the scope, as documents with their score,
     then BM25's statistics over the scope (:func:`split_counts` takes them apart).
 
@@ -118,10 +152,14 @@ def keyword_pipeline(*, tenant: str, projects: Sequence[str] | None, filters: Fi
     simply, and the candidates it reads are only the query's matches in the scope.
     """
     clauses = filter_clauses(tenant, projects, filters)
-    stages: list[dict[str, Any]] = [{"$search": {
-        "index": index,
-        "compound": {"filter": clauses, "must": [{"text": {"path": "content", "query": query}}]},
-    }}]
+    stages: list[dict[str, Any]] = [
+        {
+            "$search": {
+                "index": index,
+                "compound": {"filter": clauses, "must": [{"text": {"path": "content", "query": query}}]},
+            }
+        }
+    ]
     if filters.path_prefix:
         stages.append({"$match": post_filter(filters)})
     # An exclusion $project takes no $meta: the score is added first.
@@ -132,11 +170,18 @@ def keyword_pipeline(*, tenant: str, projects: Sequence[str] | None, filters: Fi
         operator: dict[str, Any] = {"filter": clauses}
         if word is not None:
             operator["must"] = [{"text": {"path": "content", "query": word}}]
-        stages.append({"$unionWith": {"coll": collection, "pipeline": [
-            {"$searchMeta": {"index": index, "compound": operator, "count": {"type": "total"}}},
-            {"$addFields": {COUNT_KEY: term}}]}})
+        stages.append(
+            {
+                "$unionWith": {
+                    "coll": collection,
+                    "pipeline": [
+                        {"$searchMeta": {"index": index, "compound": operator, "count": {"type": "total"}}},
+                        {"$addFields": {COUNT_KEY: term}},
+                    ],
+                }
+            }
+        )
     return stages
-
 
 
 def counted_words(query: str) -> dict[str, str]:

@@ -16,7 +16,6 @@ reloading the project, and can tell from :meth:`MemoryStore.change_markers` alon
 anything changed (the query cache keys on it, which keeps it right across processes).
 """
 
-
 from __future__ import annotations
 
 import builtins
@@ -82,8 +81,15 @@ class MemoryStore(Protocol):
         left out. The embedding may be omitted (a search index fetches the records of its hits)."""
 
     def list(
-        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int,
-        retention: str | None = None, forgotten: bool = False,
+        self,
+        tenant: str,
+        project: str,
+        *,
+        pinned_only: bool,
+        after: Cursor | None,
+        limit: int,
+        retention: str | None = None,
+        forgotten: bool = False,
     ) -> list[MemoryRecord]:
         """Active memories (or, with ``forgotten``, the forgotten ones still restorable), newest
         first by (created_at, id), strictly after ``after``."""
@@ -106,9 +112,7 @@ class MemoryStore(Protocol):
     ) -> MemoryRecord:
         """Count one vote on an active memory and keep the vote. Raises NotFound."""
 
-    def candidates(
-        self, tenant: str, projects: Sequence[str] | None, filters: Filters
-    ) -> builtins.list[MemoryRecord]:
+    def candidates(self, tenant: str, projects: Sequence[str] | None, filters: Filters) -> builtins.list[MemoryRecord]:
         """Active memories of the given projects (None: all of the tenant's), filtered."""
 
     def tenants(self) -> builtins.list[str]:
@@ -203,8 +207,14 @@ class NearestCandidates(Protocol):
     """Optional: a store with a vector index shortlists candidates for very large scopes."""
 
     def nearest_candidates(
-        self, tenant: str, projects: Sequence[str] | None, filters: Filters, *, query: str,
-        query_vector: np.ndarray | None, model: str,
+        self,
+        tenant: str,
+        projects: Sequence[str] | None,
+        filters: Filters,
+        *,
+        query: str,
+        query_vector: np.ndarray | None,
+        model: str,
     ) -> list[MemoryRecord] | None:
         """Active memories likely to rank best for the query (nearest by vector when
         ``query_vector`` is given, best by keyword), filtered like :meth:`MemoryStore.candidates`;

@@ -56,12 +56,21 @@ class CandidateStore(Protocol):
     def get(self, tenant: str, candidate_id: str) -> CandidateRecord:
         """One candidate. Raises NotFound."""
 
-    def list(self, tenant: str, project: str | None, status: str | None, *,
-             before: tuple[datetime, str] | None, limit: int) -> list[CandidateRecord]:
+    def list(
+        self, tenant: str, project: str | None, status: str | None, *, before: tuple[datetime, str] | None, limit: int
+    ) -> list[CandidateRecord]:
         """Candidates newest first, strictly before ``before`` (created_at, id)."""
 
-    def decide(self, tenant: str, candidate_id: str, status: str, *, at: datetime, text: str | None = None,
-               note: str | None = None) -> CandidateRecord:
+    def decide(
+        self,
+        tenant: str,
+        candidate_id: str,
+        status: str,
+        *,
+        at: datetime,
+        text: str | None = None,
+        note: str | None = None,
+    ) -> CandidateRecord:
         """Move a pending candidate to ``status`` (approved | rejected), optionally with edited
         ``text``. Raises NotFound, or Conflict when it is not pending."""
 

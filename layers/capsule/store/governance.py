@@ -43,21 +43,33 @@ class VersionRecord:
     reason: str = ""
 
 
-def version_of(record: MemoryRecord, number: int, *, replaced_at: datetime, actor: str, reason: str
-               ) -> VersionRecord:
+def version_of(record: MemoryRecord, number: int, *, replaced_at: datetime, actor: str, reason: str) -> VersionRecord:
     """The version a record becomes when it is replaced."""
     return VersionRecord(
-        tenant=record.tenant, memory_id=record.id, number=number, project=record.project, content=record.content,
-        sha256=record.sha256, path=record.path, explanation=record.explanation, meta=dict(record.meta),
-        retention=record.retention, expires_at=record.expires_at, pinned=record.pinned,
-        created_at=record.updated_at, replaced_at=replaced_at, actor=actor, reason=reason,
+        tenant=record.tenant,
+        memory_id=record.id,
+        number=number,
+        project=record.project,
+        content=record.content,
+        sha256=record.sha256,
+        path=record.path,
+        explanation=record.explanation,
+        meta=dict(record.meta),
+        retention=record.retention,
+        expires_at=record.expires_at,
+        pinned=record.pinned,
+        created_at=record.updated_at,
+        replaced_at=replaced_at,
+        actor=actor,
+        reason=reason,
     )
 
 
 @runtime_checkable
 class GovernanceStore(Protocol):
-    def replace(self, before: MemoryRecord, after: MemoryRecord, *, action: str, actor: str, reason: str
-                ) -> MemoryRecord:
+    def replace(
+        self, before: MemoryRecord, after: MemoryRecord, *, action: str, actor: str, reason: str
+    ) -> MemoryRecord:
         """Write ``after`` over the active memory ``before`` was read as, keeping ``before`` as its
         next version and auditing ``action``. Only content, sha256, embedding, model, status, meta,
         explanation, retention, expires_at and updated_at of ``after`` are written. Raises
@@ -66,8 +78,9 @@ class GovernanceStore(Protocol):
     def versions(self, tenant: str, memory_id: str, *, limit: int) -> list[VersionRecord]:
         """The memory's earlier versions, oldest first (at most ``limit``, the newest kept)."""
 
-    def supersede(self, tenant: str, old_id: str, new_id: str, *, at: datetime, actor: str, reason: str
-                  ) -> MemoryRecord:
+    def supersede(
+        self, tenant: str, old_id: str, new_id: str, *, at: datetime, actor: str, reason: str
+    ) -> MemoryRecord:
         """Mark the active memory ``old_id`` superseded by ``new_id``: kept with its content, no
         longer active (``deleted_reason`` 'superseded', never purged as forgotten), audited.
         Raises NotFound."""

@@ -25,14 +25,19 @@ SQLITE_TABLE = """CREATE TABLE IF NOT EXISTS project_policies (
 def sqlite_set(conn: sqlite3.Connection, tenant: str, project: str, values: dict[str, str], at: float) -> None:
     """Set the given policies, keeping the other one as it was; the project exists after it, as
     after setting its retention limit."""
-    conn.execute("INSERT OR IGNORE INTO projects (tenant, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                 (tenant, project, at, at))
-    conn.execute("INSERT OR IGNORE INTO project_policies (tenant, name, updated_at) VALUES (?, ?, ?)",
-                 (tenant, project, at))
+    conn.execute(
+        "INSERT OR IGNORE INTO projects (tenant, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
+        (tenant, project, at, at),
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO project_policies (tenant, name, updated_at) VALUES (?, ?, ?)", (tenant, project, at)
+    )
     for name in FIELDS:
         if values.get(name) is not None:  # the column name is one of FIELDS, never the caller's
-            conn.execute(f"UPDATE project_policies SET {name} = ?, updated_at = ? WHERE tenant = ? AND name = ?",
-                         (values[name], at, tenant, project))
+            conn.execute(
+                f"UPDATE project_policies SET {name} = ?, updated_at = ? WHERE tenant = ? AND name = ?",
+                (values[name], at, tenant, project),
+            )
 
 
 SQLITE_GET = "SELECT secrets_policy, pii_policy FROM project_policies WHERE tenant = ? AND name = ?"

@@ -42,8 +42,9 @@ class LearningStore(Protocol):
     ) -> list[SolutionRecord]:
         """Solutions newest first by (created_at, id), strictly after ``after``."""
 
-    def solutions(self, tenant: str, *, category: str | None, limit: int,
-                  component: str | None = None) -> list[SolutionRecord]:
+    def solutions(
+        self, tenant: str, *, category: str | None, limit: int, component: str | None = None
+    ) -> list[SolutionRecord]:
         """Up to ``limit`` solutions (newest first) with embeddings: the search candidates. With
         ``component``, those whose body names that component or none (the Vector Bridge's rule)."""
 
@@ -72,14 +73,20 @@ class LearningStore(Protocol):
     def get_pattern(self, tenant: str, tag: str, category: str) -> PatternRecord:
         """One pattern. Raises NotFound."""
 
-    def patterns(
-        self, tenant: str, *, category: str | None, min_occurrences: int, limit: int
-    ) -> list[PatternRecord]:
+    def patterns(self, tenant: str, *, category: str | None, min_occurrences: int, limit: int) -> list[PatternRecord]:
         """Patterns, most occurrences first, then most recently seen."""
 
     def link(
-        self, tenant: str, tag: str, category: str, kind: str, target_id: str, *,
-        success: bool, at: datetime, evidence: str | None,
+        self,
+        tenant: str,
+        tag: str,
+        category: str,
+        kind: str,
+        target_id: str,
+        *,
+        success: bool,
+        at: datetime,
+        evidence: str | None,
     ) -> tuple[LinkRecord, bool]:
         """Count one outcome of ``target`` for the pattern; returns the link and whether it counted.
 
@@ -89,8 +96,14 @@ class LearningStore(Protocol):
         """
 
     def links(
-        self, tenant: str, *, tag: str | None = None, category: str | None = None,
-        kind: str | None = None, min_success: int = 0, limit: int = 100,
+        self,
+        tenant: str,
+        *,
+        tag: str | None = None,
+        category: str | None = None,
+        kind: str | None = None,
+        min_success: int = 0,
+        limit: int = 100,
     ) -> list[LinkRecord]:
         """Links matching the filters, most successes first."""
 

@@ -30,11 +30,11 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..core.clock import to_epoch
 from ..config import Settings
+from ..core.clock import to_epoch
 from ..core.errors import Unavailable
-from ..core.retention import NEVER_EVICTED, effective_class, eviction_reason
 from ..core.records import MemoryRecord, WriteOutcome
+from ..core.retention import NEVER_EVICTED, effective_class, eviction_reason
 from . import mongo_counters as counters
 from .mongo_changes import MongoChanges
 from .mongo_client import guarded, shared_client, supports_transactions
@@ -134,8 +134,11 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         from .atlas_setup import ensure_search_indexes, wanted_indexes
 
         with guarded("create the search indexes"):
-            ensure_search_indexes(self.memories, wanted_indexes(dimensions, vector_index=self.vector_index,
-                                                                quantization=quantization), wait_s=0)
+            ensure_search_indexes(
+                self.memories,
+                wanted_indexes(dimensions, vector_index=self.vector_index, quantization=quantization),
+                wait_s=0,
+            )
 
     # ---- inserting ---------------------------------------------------------
 
@@ -147,8 +150,12 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         tenant, project = records[0].tenant, records[0].project
         now = to_epoch(records[0].created_at)
         self._ensure_project(tenant, project, now)
-        return self._in_project(tenant, project, "store the memories",
-                                lambda w: self._insert_body(w, records, limit, dedupe_after, actor, now))
+        return self._in_project(
+            tenant,
+            project,
+            "store the memories",
+            lambda w: self._insert_body(w, records, limit, dedupe_after, actor, now),
+        )
 
     def insert_bulk(
         self, records: Sequence[MemoryRecord], *, limit: int, dedupe_after: datetime | None, actor: str
@@ -161,8 +168,12 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
             doc = self.projects_.find_one({"tenant": tenant, "name": project}, projection=counters.PROJECTION)
             if doc is None or counters.read(self.memories, {**doc, "tenant": tenant})["memories"] <= limit:
                 return []
-        return self._in_project(tenant, project, "evict over the limit",
-                                lambda w: self._enforce_body(w, tenant, project, limit, to_epoch(at), actor))
+        return self._in_project(
+            tenant,
+            project,
+            "evict over the limit",
+            lambda w: self._enforce_body(w, tenant, project, limit, to_epoch(at), actor),
+        )
 
     def _enforce_body(self, w: _Write, tenant: str, project: str, limit: int, now: float, actor: str) -> list[str]:
         doc = self.projects_.find_one({"tenant": tenant, "name": project}, session=w.session)
@@ -172,8 +183,13 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         return evicted
 
     def _insert_body(
-        self, w: _Write, records: Sequence[MemoryRecord], limit: int, dedupe_after: datetime | None,
-        actor: str, now: float,
+        self,
+        w: _Write,
+        records: Sequence[MemoryRecord],
+        limit: int,
+        dedupe_after: datetime | None,
+        actor: str,
+        now: float,
     ) -> WriteOutcome:
         outcome = WriteOutcome(limit=limit)  # built afresh: a transaction may run this twice
         tenant, project = records[0].tenant, records[0].project
@@ -181,7 +197,8 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
             {"tenant": tenant, "name": project},
             {"$inc": {"seq": len(records)}, "$set": {"updated_at": now}},
             projection={"seq": 1, "tenant": 1, "name": 1, **dict.fromkeys(counters.COUNTERS, 1)},
-            return_document=True, session=w.session,
+            return_document=True,
+            session=w.session,
         )
         active = counters.ensure(self.projects_, self.memories, project_doc, w.session)["memories"]
         first_seq = project_doc["seq"] - len(records)
@@ -199,16 +216,26 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         if docs:
             self.memories.insert_many(docs, ordered=True, session=w.session)
         if w.token and docs:  # the commit point without transactions
-            self.memories.update_many({"pending": w.token}, {"$set": {"active": True},
-                                                             "$unset": {"pending": "", "pending_on": ""}})
+            self.memories.update_many(
+                {"pending": w.token}, {"$set": {"active": True}, "$unset": {"pending": "", "pending_on": ""}}
+            )
         # The memories this write returns, new or existing, are never its own victims.
         protected = [*outcome.inserted, *outcome.duplicates.values()]
         active += len(docs)
-        outcome.evicted = self._evict_over_limit(w, tenant, project, limit, now, actor, protected, active,
-                                                 outcome.evicted_classes)
+        outcome.evicted = self._evict_over_limit(
+            w, tenant, project, limit, now, actor, protected, active, outcome.evicted_classes
+        )
         outcome.active_after = active - len(outcome.evicted)
-        counters.add(self.projects_, w.session, tenant, project, now, memories=len(docs) - len(outcome.evicted),
-                     pinned=sum(1 for d in docs if d["pinned"]), forgotten=len(outcome.evicted))
+        counters.add(
+            self.projects_,
+            w.session,
+            tenant,
+            project,
+            now,
+            memories=len(docs) - len(outcome.evicted),
+            pinned=sum(1 for d in docs if d["pinned"]),
+            forgotten=len(outcome.evicted),
+        )
         return outcome
 
     def _new_doc(self, record: MemoryRecord, seq: int, w: _Write) -> dict[str, Any]:
@@ -224,15 +251,30 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         if dedupe_after is None:
             return None
         found = self.memories.find_one(
-            {"tenant": record.tenant, "project": record.project, "sha256": record.sha256, "active": True,
-             "created_at": {"$gte": to_epoch(dedupe_after)}},
-            projection={"id": 1}, sort=[("created_at", 1), ("seq", 1)], session=session,
+            {
+                "tenant": record.tenant,
+                "project": record.project,
+                "sha256": record.sha256,
+                "active": True,
+                "created_at": {"$gte": to_epoch(dedupe_after)},
+            },
+            projection={"id": 1},
+            sort=[("created_at", 1), ("seq", 1)],
+            session=session,
         )
         return found["id"] if found else batch.get(record.sha256)
 
     def _evict_over_limit(
-        self, w: _Write, tenant: str, project: str, limit: int, now: float, actor: str,
-        protected: Sequence[str], active: int, classes: dict[str, str] | None = None,
+        self,
+        w: _Write,
+        tenant: str,
+        project: str,
+        limit: int,
+        now: float,
+        actor: str,
+        protected: Sequence[str],
+        active: int,
+        classes: dict[str, str] | None = None,
     ) -> list[str]:
         """Evict the oldest unpinned beyond ``limit``, given the project's ``active`` count."""
         session = w.session
@@ -240,16 +282,28 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
         evicted: list[str] = []
         if excess <= 0:
             return evicted
-        query = {"tenant": tenant, "project": project, "active": True, "pinned": False,
-                 "retention": {"$nin": list(NEVER_EVICTED)}, "id": {"$nin": list(protected)}}
-        for doc in self.memories.find(query, projection={"id": 1, "retention": 1},
-                                      sort=[("created_at", 1), ("seq", 1)], limit=excess + 8, session=session):
+        query = {
+            "tenant": tenant,
+            "project": project,
+            "active": True,
+            "pinned": False,
+            "retention": {"$nin": list(NEVER_EVICTED)},
+            "id": {"$nin": list(protected)},
+        }
+        for doc in self.memories.find(
+            query,
+            projection={"id": 1, "retention": 1},
+            sort=[("created_at", 1), ("seq", 1)],
+            limit=excess + 8,
+            session=session,
+        ):
             klass = effective_class(doc.get("retention"), False)
             reason = "evicted: " + eviction_reason(limit, klass)
             # Conditional: one pinned (or forgotten) since the find is skipped, never evicted.
             changed = self.memories.update_one(
                 {**query, "id": doc["id"]},
-                {"$set": {**self._forgotten_fields(now, "evicted"), "version": w.version}}, session=session,
+                {"$set": {**self._forgotten_fields(now, "evicted"), "version": w.version}},
+                session=session,
             )
             if changed.modified_count:
                 evicted.append(doc["id"])
@@ -259,4 +313,3 @@ class MongoStore(MongoReads, MongoChanges, MongoProjects, MongoJobs):
             if len(evicted) == excess:
                 break
         return evicted
-

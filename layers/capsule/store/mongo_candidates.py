@@ -46,8 +46,7 @@ def scope_records(memories: Any, tenant: str, projects: Sequence[str] | None, fi
     return [doc_to_record(doc) for doc in docs]
 
 
-def scope_size(projects_coll: Any, memories: Any, tenant: str, projects: Sequence[str] | None,
-               at_least: int) -> int:
+def scope_size(projects_coll: Any, memories: Any, tenant: str, projects: Sequence[str] | None, at_least: int) -> int:
     """Active memories in the scope: the sum of the projects' counters (one small read).
 
     A project written before the counters existed has none: it is counted in the memories,
@@ -83,8 +82,16 @@ class Shortlist(list):
 
 
 def shortlist(
-    memories: Any, tenant: str, projects: Sequence[str] | None, filters: Filters, *, query: str,
-    query_vector: np.ndarray | None, model: str, index: str, search_index: str = atlas_search.SEARCH_INDEX,
+    memories: Any,
+    tenant: str,
+    projects: Sequence[str] | None,
+    filters: Filters,
+    *,
+    query: str,
+    query_vector: np.ndarray | None,
+    model: str,
+    index: str,
+    search_index: str = atlas_search.SEARCH_INDEX,
 ) -> Shortlist:
     """The nearest memories by vector (when there is a query vector) and the best by keyword."""
     docs: dict[str, dict[str, Any]] = {}
@@ -92,19 +99,29 @@ def shortlist(
     failed: list[tuple[str, str]] = []
     if query_vector is not None:
         asked += 1
-        pipeline = vs.vector_pipeline(tenant=tenant, projects=projects, filters=filters,
-                                      query_vector=query_vector, model=model, index=index)
+        pipeline = vs.vector_pipeline(
+            tenant=tenant, projects=projects, filters=filters, query_vector=query_vector, model=model, index=index
+        )
         # One batch: the default first batch (101 documents) would cost a second round trip.
         found = _half(memories, pipeline, vs.VECTOR_LIMIT, "search the vector index", failed, "by meaning")
         for doc in found:
             docs[doc["id"]] = doc
     if query.strip():
         asked += 1
-        pipeline = atlas_search.keyword_pipeline(tenant=tenant, projects=projects, filters=filters, query=query,
-                                                 index=search_index)
+        pipeline = atlas_search.keyword_pipeline(
+            tenant=tenant, projects=projects, filters=filters, query=query, index=search_index
+        )
         # One batch: the matches and the counts after them.
-        found, stats = atlas_search.split_counts(_half(memories, pipeline, len(pipeline) + atlas_search.KEYWORD_LIMIT,
-                                                       "search the keyword index", failed, "by keyword"))
+        found, stats = atlas_search.split_counts(
+            _half(
+                memories,
+                pipeline,
+                len(pipeline) + atlas_search.KEYWORD_LIMIT,
+                "search the keyword index",
+                failed,
+                "by keyword",
+            )
+        )
         for doc in found:
             doc.pop("score", None)
             docs.setdefault(doc["id"], doc)
@@ -113,13 +130,14 @@ def shortlist(
     out = Shortlist(doc_to_record(doc) for doc in docs.values())
     out.keyword_stats = stats
     if failed:
-        (half, reason), = failed
+        ((half, reason),) = failed
         out.degraded = f"the candidates {half} are missing ({reason})"
     return out
 
 
-def _half(memories: Any, pipeline: list[dict[str, Any]], batch: int, what: str,
-          failed: list[tuple[str, str]], half: str) -> list[dict[str, Any]]:
+def _half(
+    memories: Any, pipeline: list[dict[str, Any]], batch: int, what: str, failed: list[tuple[str, str]], half: str
+) -> list[dict[str, Any]]:
     """One half's documents, or none (its failure noted in ``failed``)."""
     try:
         with guarded(what):

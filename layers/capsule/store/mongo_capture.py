@@ -44,7 +44,9 @@ def _record(doc: dict[str, Any]) -> CandidateRecord:
 
 
 def _missing(candidate_id: str) -> NotFound:
-    return NotFound(f"no candidate {candidate_id!r}", details=[{"field": "id", "message": "no such candidate for this tenant"}])
+    return NotFound(
+        f"no candidate {candidate_id!r}", details=[{"field": "id", "message": "no such candidate for this tenant"}]
+    )
 
 
 class MongoCandidateStore:
@@ -54,10 +56,19 @@ class MongoCandidateStore:
 
     def migrate(self) -> None:
         with guarded("create the capture queue's indexes"):
-            self._candidates.create_index([("tenant", ASCENDING), ("project", ASCENDING), ("key", ASCENDING)],
-                                          unique=True, name="candidate_key")
-            self._candidates.create_index([("tenant", ASCENDING), ("project", ASCENDING), ("status", ASCENDING),
-                                           ("created_at", DESCENDING), ("_id", DESCENDING)], name="candidate_recent")
+            self._candidates.create_index(
+                [("tenant", ASCENDING), ("project", ASCENDING), ("key", ASCENDING)], unique=True, name="candidate_key"
+            )
+            self._candidates.create_index(
+                [
+                    ("tenant", ASCENDING),
+                    ("project", ASCENDING),
+                    ("status", ASCENDING),
+                    ("created_at", DESCENDING),
+                    ("_id", DESCENDING),
+                ],
+                name="candidate_recent",
+            )
 
     def add(self, records: Sequence[CandidateRecord]) -> dict[str, str]:
         held: dict[str, str] = {}
@@ -67,14 +78,16 @@ class MongoCandidateStore:
                     self._candidates.insert_one(_doc(record))
                 except DuplicateKeyError:
                     found = self._candidates.find_one(
-                        {"tenant": record.tenant, "project": record.project, "key": record.key}, {"status": 1})
+                        {"tenant": record.tenant, "project": record.project, "key": record.key}, {"status": 1}
+                    )
                     held[record.key] = found["status"] if found else "pending"
         return held
 
     def statuses(self, tenant: str, project: str, keys: Sequence[str]) -> dict[str, str]:
         with guarded("read capture candidates"):
-            docs = self._candidates.find({"tenant": tenant, "project": project, "key": {"$in": list(keys)}},
-                                         {"key": 1, "status": 1})
+            docs = self._candidates.find(
+                {"tenant": tenant, "project": project, "key": {"$in": list(keys)}}, {"key": 1, "status": 1}
+            )
             return {d["key"]: d["status"] for d in docs}
 
     def get(self, tenant: str, candidate_id: str) -> CandidateRecord:
@@ -84,8 +97,9 @@ class MongoCandidateStore:
             raise _missing(candidate_id)
         return _record(doc)
 
-    def list(self, tenant: str, project: str | None, status: str | None, *,
-             before: tuple[datetime, str] | None, limit: int) -> list[CandidateRecord]:
+    def list(
+        self, tenant: str, project: str | None, status: str | None, *, before: tuple[datetime, str] | None, limit: int
+    ) -> list[CandidateRecord]:
         query: dict[str, Any] = {"tenant": tenant}
         if project is not None:
             query["project"] = project
@@ -98,30 +112,46 @@ class MongoCandidateStore:
             docs = self._candidates.find(query).sort([("created_at", DESCENDING), ("_id", DESCENDING)]).limit(limit)
             return [_record(d) for d in docs]
 
-    def decide(self, tenant: str, candidate_id: str, status: str, *, at: datetime, text: str | None = None,
-               note: str | None = None) -> CandidateRecord:
+    def decide(
+        self,
+        tenant: str,
+        candidate_id: str,
+        status: str,
+        *,
+        at: datetime,
+        text: str | None = None,
+        note: str | None = None,
+    ) -> CandidateRecord:
         change: dict[str, Any] = {"status": status, "decided_at": to_epoch(at), "note": note}
         if text is not None:
             change["text"] = text
         with guarded("decide a capture candidate"):
-            doc = self._candidates.find_one_and_update({"_id": candidate_id, "tenant": tenant, "status": "pending"},
-                                                       {"$set": change}, return_document=ReturnDocument.AFTER)
+            doc = self._candidates.find_one_and_update(
+                {"_id": candidate_id, "tenant": tenant, "status": "pending"},
+                {"$set": change},
+                return_document=ReturnDocument.AFTER,
+            )
         if doc is None:
             current = self.get(tenant, candidate_id)  # NotFound when there is none
-            raise Conflict(f"candidate {candidate_id} is already {current.status}",
-                           details=[{"field": "id", "message": f"already {current.status}"}])
+            raise Conflict(
+                f"candidate {candidate_id} is already {current.status}",
+                details=[{"field": "id", "message": f"already {current.status}"}],
+            )
         return _record(doc)
 
     def undo(self, tenant: str, candidate_id: str) -> None:
         with guarded("undo a capture decision"):
-            self._candidates.update_one({"_id": candidate_id, "tenant": tenant},
-                                        {"$set": {"status": "pending", "decided_at": None}})
+            self._candidates.update_one(
+                {"_id": candidate_id, "tenant": tenant}, {"$set": {"status": "pending", "decided_at": None}}
+            )
 
     def link(self, tenant: str, candidate_id: str, memory_id: str) -> CandidateRecord:
         with guarded("link a capture candidate"):
-            doc = self._candidates.find_one_and_update({"_id": candidate_id, "tenant": tenant},
-                                                       {"$set": {"memory_id": memory_id}},
-                                                       return_document=ReturnDocument.AFTER)
+            doc = self._candidates.find_one_and_update(
+                {"_id": candidate_id, "tenant": tenant},
+                {"$set": {"memory_id": memory_id}},
+                return_document=ReturnDocument.AFTER,
+            )
         if doc is None:
             raise _missing(candidate_id)
         return _record(doc)
@@ -133,6 +163,8 @@ class MongoCandidateStore:
 
     def set_threshold(self, tenant: str, project: str, threshold: float, *, at: datetime) -> None:
         with guarded("set the capture threshold"):
-            self._settings.update_one({"_id": f"{tenant}\x00{project}"},
-                                      {"$set": {"tenant": tenant, "project": project, "threshold": threshold,
-                                                "updated_at": to_epoch(at)}}, upsert=True)
+            self._settings.update_one(
+                {"_id": f"{tenant}\x00{project}"},
+                {"$set": {"tenant": tenant, "project": project, "threshold": threshold, "updated_at": to_epoch(at)}},
+                upsert=True,
+            )

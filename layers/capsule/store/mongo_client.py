@@ -47,8 +47,7 @@ CLIENT_OPTIONS: dict[str, Any] = {
 LAMBDA_POOL_SIZE = 2
 SERVER_POOL_SIZE = 10
 IDLE_CLOSE_MS = 60_000  # a pooled connection idle this long is closed, not reused
-LAMBDA_OPTIONS: dict[str, Any] = {"maxPoolSize": LAMBDA_POOL_SIZE, "maxConnecting": 1,
-                                  "serverMonitoringMode": "poll"}
+LAMBDA_OPTIONS: dict[str, Any] = {"maxPoolSize": LAMBDA_POOL_SIZE, "maxConnecting": 1, "serverMonitoringMode": "poll"}
 MONITOR_CONNECTIONS = {"poll": 1, "stream": 2}  # per replica-set member
 
 
@@ -67,6 +66,7 @@ def pool_options(uri: str, environ: Mapping[str, str] | None = None) -> dict[str
     wanted = LAMBDA_OPTIONS if environ.get("AWS_LAMBDA_FUNCTION_NAME") else {"maxPoolSize": SERVER_POOL_SIZE}
     options.update({key: value for key, value in wanted.items() if key.lower() not in given})
     return options
+
 
 OPERATION_S = CLIENT_OPTIONS["timeoutMS"] / 1000
 

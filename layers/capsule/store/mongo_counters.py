@@ -49,8 +49,7 @@ def add(projects: Any, session: Any, tenant: str, project: str, at: float, **del
         update["$inc"] = moved
     # A project without counters yet gets none from here: half-made counters would pass for real
     # ones. Its first insert counts it (ensure), under the same serialisation as this write.
-    projects.update_one({"tenant": tenant, "name": project, "memories": {"$exists": True}}, update,
-                        session=session)
+    projects.update_one({"tenant": tenant, "name": project, "memories": {"$exists": True}}, update, session=session)
 
 
 def read(memories: Any, doc: dict[str, Any]) -> dict[str, int]:

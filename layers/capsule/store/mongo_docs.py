@@ -50,24 +50,43 @@ def decode_vector(value: Any) -> np.ndarray | None:
 
 def record_to_doc(record: MemoryRecord, *, seq: int) -> dict[str, Any]:
     return {
-        "id": record.id, "tenant": record.tenant, "project": record.project,
-        "content": record.content, "path": record.path,
-        "chunk_index": record.chunk_index, "chunk_count": record.chunk_count,
-        "embedding": encode_vector(record.embedding), "model": record.model,
-        "sha256": record.sha256, "occurred_at": to_epoch(record.occurred_at),
-        "created_at": to_epoch(record.created_at), "updated_at": to_epoch(record.updated_at),
-        "accessed_at": None, "pinned": bool(record.pinned), "explanation": record.explanation,
-        "meta": dict(record.meta), "helpful": record.helpful, "unhelpful": record.unhelpful,
-        "deleted_at": None, "deleted_reason": None, "status": record.status,
-        "seq": seq, "active": True, **governance_fields(record), **visibility_fields(record),
+        "id": record.id,
+        "tenant": record.tenant,
+        "project": record.project,
+        "content": record.content,
+        "path": record.path,
+        "chunk_index": record.chunk_index,
+        "chunk_count": record.chunk_count,
+        "embedding": encode_vector(record.embedding),
+        "model": record.model,
+        "sha256": record.sha256,
+        "occurred_at": to_epoch(record.occurred_at),
+        "created_at": to_epoch(record.created_at),
+        "updated_at": to_epoch(record.updated_at),
+        "accessed_at": None,
+        "pinned": bool(record.pinned),
+        "explanation": record.explanation,
+        "meta": dict(record.meta),
+        "helpful": record.helpful,
+        "unhelpful": record.unhelpful,
+        "deleted_at": None,
+        "deleted_reason": None,
+        "status": record.status,
+        "seq": seq,
+        "active": True,
+        **governance_fields(record),
+        **visibility_fields(record),
     }
 
 
 def governance_fields(record: MemoryRecord) -> dict[str, Any]:
     """The governance part of a memory document (capsule.governance)."""
-    return {"retention": record.retention or "auto",
-            "expires_at": None if record.expires_at is None else to_epoch(record.expires_at),
-            "supersedes": record.supersedes, "superseded_by": record.superseded_by}
+    return {
+        "retention": record.retention or "auto",
+        "expires_at": None if record.expires_at is None else to_epoch(record.expires_at),
+        "supersedes": record.supersedes,
+        "superseded_by": record.superseded_by,
+    }
 
 
 def visibility_fields(record: MemoryRecord) -> dict[str, Any]:
@@ -81,17 +100,33 @@ def _time(value: float | None) -> datetime | None:
 
 def doc_to_record(doc: Mapping[str, Any]) -> MemoryRecord:
     return MemoryRecord(
-        id=doc["id"], tenant=doc["tenant"], project=doc["project"], content=doc["content"],
-        path=doc.get("path"), chunk_index=doc.get("chunk_index"), chunk_count=doc.get("chunk_count"),
-        embedding=decode_vector(doc.get("embedding")), model=doc.get("model"), sha256=doc["sha256"],
-        occurred_at=from_epoch(doc["occurred_at"]), created_at=from_epoch(doc["created_at"]),
-        updated_at=from_epoch(doc["updated_at"]), accessed_at=_time(doc.get("accessed_at")),
-        pinned=bool(doc.get("pinned")), explanation=doc.get("explanation"), meta=dict(doc.get("meta") or {}),
-        helpful=int(doc.get("helpful", 0)), unhelpful=int(doc.get("unhelpful", 0)),
-        deleted_at=_time(doc.get("deleted_at")), deleted_reason=doc.get("deleted_reason"),
-        status=doc.get("status", "ready"), retention=doc.get("retention") or "auto",
-        expires_at=_time(doc.get("expires_at")), supersedes=doc.get("supersedes"),
-        superseded_by=doc.get("superseded_by"), visibility=doc.get("visibility") or "private",
+        id=doc["id"],
+        tenant=doc["tenant"],
+        project=doc["project"],
+        content=doc["content"],
+        path=doc.get("path"),
+        chunk_index=doc.get("chunk_index"),
+        chunk_count=doc.get("chunk_count"),
+        embedding=decode_vector(doc.get("embedding")),
+        model=doc.get("model"),
+        sha256=doc["sha256"],
+        occurred_at=from_epoch(doc["occurred_at"]),
+        created_at=from_epoch(doc["created_at"]),
+        updated_at=from_epoch(doc["updated_at"]),
+        accessed_at=_time(doc.get("accessed_at")),
+        pinned=bool(doc.get("pinned")),
+        explanation=doc.get("explanation"),
+        meta=dict(doc.get("meta") or {}),
+        helpful=int(doc.get("helpful", 0)),
+        unhelpful=int(doc.get("unhelpful", 0)),
+        deleted_at=_time(doc.get("deleted_at")),
+        deleted_reason=doc.get("deleted_reason"),
+        status=doc.get("status", "ready"),
+        retention=doc.get("retention") or "auto",
+        expires_at=_time(doc.get("expires_at")),
+        supersedes=doc.get("supersedes"),
+        superseded_by=doc.get("superseded_by"),
+        visibility=doc.get("visibility") or "private",
         subject=doc.get("subject"),
     )
 

@@ -31,9 +31,13 @@ class MongoJobs(ProjectWrites):
             by_project.setdefault((doc["tenant"], doc["project"]), []).append(doc)
         for (tenant, project), group in by_project.items():
             # Purged rows leave no tombstone: the version moves and a reader older than it reloads.
-            self._in_project(tenant, project, "purge forgotten memories",
-                             lambda w, group=group: self._purge(w, group, cutoff, when),  # type: ignore[misc]
-                             purged=True)
+            self._in_project(
+                tenant,
+                project,
+                "purge forgotten memories",
+                lambda w, group=group: self._purge(w, group, cutoff, when),  # type: ignore[misc]
+                purged=True,
+            )
         with guarded("drop abandoned writes"):
             stale = from_epoch(self._wall().timestamp() - PENDING_TTL_S)
             self.memories.delete_many({"pending": {"$ne": None}, "pending_on": {"$lt": stale}})
@@ -41,10 +45,19 @@ class MongoJobs(ProjectWrites):
 
     def _purge(self, w: _Write, docs: list[dict[str, Any]], cutoff: float, when: float) -> None:
         for doc in docs:
-            self._audit(w.session, doc["tenant"], doc["id"], doc["project"], "purge", "retention",
-                        "forgotten longer than the recovery window", when)
-        gone = self.memories.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]},
-                                          "deleted_at": {"$lt": cutoff}}, session=w.session).deleted_count
+            self._audit(
+                w.session,
+                doc["tenant"],
+                doc["id"],
+                doc["project"],
+                "purge",
+                "retention",
+                "forgotten longer than the recovery window",
+                when,
+            )
+        gone = self.memories.delete_many(
+            {"_id": {"$in": [doc["_id"] for doc in docs]}, "deleted_at": {"$lt": cutoff}}, session=w.session
+        ).deleted_count
         drop_versions(self.db, w.session, docs[0]["tenant"], [doc["id"] for doc in docs])
         counters.add(self.projects_, w.session, docs[0]["tenant"], docs[0]["project"], when, forgotten=-gone)
 
@@ -54,12 +67,16 @@ class MongoJobs(ProjectWrites):
         # would scan every memory of every tenant).
         query: dict[str, Any] = {"status": "pending_embedding", "active": True}
         if model is not None:
-            query = {"active": True, "$or": [{"status": "pending_embedding"}, {"model": {"$lt": model}},
-                                             {"model": {"$gt": model}}]}
+            query = {
+                "active": True,
+                "$or": [{"status": "pending_embedding"}, {"model": {"$lt": model}}, {"model": {"$gt": model}}],
+            }
         with guarded("read the pending embeddings"):
-            docs = list(self.memories.find(query,
-                                           projection=RECORD_PROJECTION,
-                                           sort=[("created_at", 1), ("seq", 1)], limit=limit))
+            docs = list(
+                self.memories.find(
+                    query, projection=RECORD_PROJECTION, sort=[("created_at", 1), ("seq", 1)], limit=limit
+                )
+            )
         return [doc_to_record(doc) for doc in docs]
 
     def cache_get(self, model: str, sha256s: Sequence[str], *, fresh_after: datetime) -> dict[str, np.ndarray]:
@@ -67,9 +84,14 @@ class MongoJobs(ProjectWrites):
         found: dict[str, np.ndarray] = {}
         with guarded("read the embedding cache"):
             for start in range(0, len(keys), 500):
-                for doc in self.cache.find({"model": model, "sha256": {"$in": keys[start:start + 500]},
-                                            "created_at": {"$gte": to_epoch(fresh_after)}},
-                                           projection={"sha256": 1, "vector": 1}):
+                for doc in self.cache.find(
+                    {
+                        "model": model,
+                        "sha256": {"$in": keys[start : start + 500]},
+                        "created_at": {"$gte": to_epoch(fresh_after)},
+                    },
+                    projection={"sha256": 1, "vector": 1},
+                ):
                     found[doc["sha256"]] = decode_vector(doc["vector"])  # type: ignore[assignment]  # a cached vector is there
         return found
 
@@ -79,8 +101,10 @@ class MongoJobs(ProjectWrites):
         if not vectors:
             return
         now, wall = to_epoch(at), self._wall()
-        docs = [{"model": model, "sha256": sha, "vector": encode_vector(vec), "created_at": now, "created_on": wall}
-                for sha, vec in vectors.items()]
+        docs = [
+            {"model": model, "sha256": sha, "vector": encode_vector(vec), "created_at": now, "created_on": wall}
+            for sha, vec in vectors.items()
+        ]
         with guarded("write the embedding cache"):
             # Replace: drop the old entries, then insert; a concurrent writer's equal entry is as good.
             self.cache.delete_many({"model": model, "sha256": {"$in": list(vectors)}})

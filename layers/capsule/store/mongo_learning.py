@@ -65,39 +65,71 @@ def _epoch(value: datetime | None) -> float | None:
 
 def _solution_doc(r: SolutionRecord) -> dict[str, Any]:
     return {
-        "id": r.id, "tenant": r.tenant, "title": r.title, "category": r.category, "body": r.body,
-        "embeddings": _binary(r.embeddings), "signatures": 0 if r.embeddings is None else len(r.embeddings),
-        "model": r.model, "success": r.success, "failure": r.failure,
-        "created_at": to_epoch(r.created_at), "updated_at": to_epoch(r.updated_at),
-        "last_applied_at": _epoch(r.last_applied_at), "verified_on": _epoch(r.verified_on),
+        "id": r.id,
+        "tenant": r.tenant,
+        "title": r.title,
+        "category": r.category,
+        "body": r.body,
+        "embeddings": _binary(r.embeddings),
+        "signatures": 0 if r.embeddings is None else len(r.embeddings),
+        "model": r.model,
+        "success": r.success,
+        "failure": r.failure,
+        "created_at": to_epoch(r.created_at),
+        "updated_at": to_epoch(r.updated_at),
+        "last_applied_at": _epoch(r.last_applied_at),
+        "verified_on": _epoch(r.verified_on),
     }
 
 
 def _solution(d: dict[str, Any]) -> SolutionRecord:
     rows = d.get("signatures") or 0
     return SolutionRecord(
-        id=d["id"], tenant=d["tenant"], title=d["title"], category=d["category"], body=d["body"],
-        created_at=from_epoch(d["created_at"]), updated_at=from_epoch(d["updated_at"]),
-        success=d["success"], failure=d["failure"],
-        embeddings=_array(d.get("embeddings"), rows) if rows else None, model=d.get("model"),
-        last_applied_at=from_epoch(d.get("last_applied_at")), verified_on=from_epoch(d.get("verified_on")),
+        id=d["id"],
+        tenant=d["tenant"],
+        title=d["title"],
+        category=d["category"],
+        body=d["body"],
+        created_at=from_epoch(d["created_at"]),
+        updated_at=from_epoch(d["updated_at"]),
+        success=d["success"],
+        failure=d["failure"],
+        embeddings=_array(d.get("embeddings"), rows) if rows else None,
+        model=d.get("model"),
+        last_applied_at=from_epoch(d.get("last_applied_at")),
+        verified_on=from_epoch(d.get("verified_on")),
     )
 
 
 def _pattern(d: dict[str, Any]) -> PatternRecord:
     return PatternRecord(
-        tenant=d["tenant"], tag=d["tag"], category=d["category"], terms=d["terms"], occurrences=d["occurrences"],
-        projects=d["projects"], examples=d["examples"], description=d["description"],
-        created_at=from_epoch(d["created_at"]), updated_at=from_epoch(d["updated_at"]),
-        first_seen=from_epoch(d.get("first_seen")), last_seen=from_epoch(d.get("last_seen")),
-        embedding=_array(d.get("embedding")), model=d.get("model"),
+        tenant=d["tenant"],
+        tag=d["tag"],
+        category=d["category"],
+        terms=d["terms"],
+        occurrences=d["occurrences"],
+        projects=d["projects"],
+        examples=d["examples"],
+        description=d["description"],
+        created_at=from_epoch(d["created_at"]),
+        updated_at=from_epoch(d["updated_at"]),
+        first_seen=from_epoch(d.get("first_seen")),
+        last_seen=from_epoch(d.get("last_seen")),
+        embedding=_array(d.get("embedding")),
+        model=d.get("model"),
     )
 
 
 def _link(d: dict[str, Any]) -> LinkRecord:
     return LinkRecord(
-        tenant=d["tenant"], tag=d["tag"], category=d["category"], kind=d["kind"], target_id=d["target_id"],
-        success=d.get("success", 0), failure=d.get("failure", 0), last_at=from_epoch(d.get("last_at")),
+        tenant=d["tenant"],
+        tag=d["tag"],
+        category=d["category"],
+        kind=d["kind"],
+        target_id=d["target_id"],
+        success=d.get("success", 0),
+        failure=d.get("failure", 0),
+        last_at=from_epoch(d.get("last_at")),
     )
 
 
@@ -151,8 +183,11 @@ class MongoLearningStore:
 
     @_guarded
     def find_solution(self, tenant: str, title: str, category: str) -> SolutionRecord | None:
-        docs = list(self._solutions.find({"tenant": tenant, "title": title, "category": category})
-                    .sort([("created_at", ASCENDING), ("id", ASCENDING)]).limit(1))
+        docs = list(
+            self._solutions.find({"tenant": tenant, "title": title, "category": category})
+            .sort([("created_at", ASCENDING), ("id", ASCENDING)])
+            .limit(1)
+        )
         return _solution(docs[0]) if docs else None
 
     def _query(self, tenant: str, category: str | None) -> dict[str, Any]:
@@ -168,26 +203,28 @@ class MongoLearningStore:
         query = self._query(tenant, category)
         if after is not None:
             query["$or"] = [{"created_at": {"$lt": after[0]}}, {"created_at": after[0], "id": {"$lt": after[1]}}]
-        docs = self._solutions.find(query, {"embeddings": 0}).sort(
-            [("created_at", DESCENDING), ("id", DESCENDING)]).limit(limit)
+        docs = (
+            self._solutions.find(query, {"embeddings": 0})
+            .sort([("created_at", DESCENDING), ("id", DESCENDING)])
+            .limit(limit)
+        )
         return [_solution({**d, "signatures": 0}) for d in docs]
 
     @_guarded
-    def solutions(self, tenant: str, *, category: str | None, limit: int,
-                  component: str | None = None) -> list[SolutionRecord]:
+    def solutions(
+        self, tenant: str, *, category: str | None, limit: int, component: str | None = None
+    ) -> list[SolutionRecord]:
         query = self._query(tenant, category)
         if component is not None:  # those naming it and those naming none (COMPAT.md §1.7)
             query["body.component"] = {"$in": [component, None]}
-        docs = self._solutions.find(query).sort(
-            [("created_at", DESCENDING), ("id", DESCENDING)]).limit(limit)
+        docs = self._solutions.find(query).sort([("created_at", DESCENDING), ("id", DESCENDING)]).limit(limit)
         return [_solution(d) for d in docs]
 
     @_guarded
     def replace_solution(self, record: SolutionRecord) -> None:
         doc = _solution_doc(record)
         changes = {k: doc[k] for k in ("title", "category", "body", "embeddings", "signatures", "model", "updated_at")}
-        if not self._solutions.update_one({"tenant": record.tenant, "id": record.id},
-                                          {"$set": changes}).matched_count:
+        if not self._solutions.update_one({"tenant": record.tenant, "id": record.id}, {"$set": changes}).matched_count:
             raise NotFound(f"no solution {record.id}")
 
     @_guarded
@@ -214,15 +251,24 @@ class MongoLearningStore:
         solution = {"tenant": a.tenant, "id": a.solution_id}
         # Saturating: a count at the limit stays there, so it always reads back as valid.
         doc = self._solutions.find_one_and_update(
-            {**solution, column: {"$lt": limits.MAX_COUNT}}, {"$inc": {column: 1}, "$set": times},
+            {**solution, column: {"$lt": limits.MAX_COUNT}},
+            {"$inc": {column: 1}, "$set": times},
             return_document=ReturnDocument.AFTER,
         ) or self._solutions.find_one_and_update(solution, {"$set": times}, return_document=ReturnDocument.AFTER)
         if doc is None:
             raise NotFound(f"no solution {a.solution_id}")
-        self._applications.insert_one({
-            "id": a.id, "tenant": a.tenant, "solution_id": a.solution_id, "success": a.success,
-            "project": a.project, "error": a.error, "context": a.context, "at": to_epoch(a.at),
-        })
+        self._applications.insert_one(
+            {
+                "id": a.id,
+                "tenant": a.tenant,
+                "solution_id": a.solution_id,
+                "success": a.success,
+                "project": a.project,
+                "error": a.error,
+                "context": a.context,
+                "at": to_epoch(a.at),
+            }
+        )
         return _solution(doc)
 
     @_guarded
@@ -230,8 +276,14 @@ class MongoLearningStore:
         docs = self._applications.find({"tenant": tenant}).sort([("at", DESCENDING), ("_id", DESCENDING)]).limit(limit)
         return [
             ApplicationRecord(
-                id=d["id"], tenant=d["tenant"], solution_id=d["solution_id"], success=d["success"],
-                at=from_epoch(d["at"]), project=d.get("project"), error=d.get("error"), context=d.get("context"),
+                id=d["id"],
+                tenant=d["tenant"],
+                solution_id=d["solution_id"],
+                success=d["success"],
+                at=from_epoch(d["at"]),
+                project=d.get("project"),
+                error=d.get("error"),
+                context=d.get("context"),
             )
             for d in docs
         ]
@@ -245,10 +297,18 @@ class MongoLearningStore:
             {"_id": _link_id(r.tenant, r.tag, r.category)},
             {
                 "$set": {
-                    "tenant": r.tenant, "tag": r.tag, "category": r.category, "terms": r.terms,
-                    "occurrences": r.occurrences, "projects": r.projects, "examples": r.examples,
-                    "description": r.description, "embedding": _binary(r.embedding), "model": r.model,
-                    "first_seen": _epoch(r.first_seen), "last_seen": _epoch(r.last_seen),
+                    "tenant": r.tenant,
+                    "tag": r.tag,
+                    "category": r.category,
+                    "terms": r.terms,
+                    "occurrences": r.occurrences,
+                    "projects": r.projects,
+                    "examples": r.examples,
+                    "description": r.description,
+                    "embedding": _binary(r.embedding),
+                    "model": r.model,
+                    "first_seen": _epoch(r.first_seen),
+                    "last_seen": _epoch(r.last_seen),
                     "updated_at": to_epoch(r.updated_at),
                 },
                 "$setOnInsert": {"created_at": to_epoch(r.created_at)},
@@ -264,18 +324,27 @@ class MongoLearningStore:
         return _pattern(doc)
 
     @_guarded
-    def patterns(
-        self, tenant: str, *, category: str | None, min_occurrences: int, limit: int
-    ) -> list[PatternRecord]:
+    def patterns(self, tenant: str, *, category: str | None, min_occurrences: int, limit: int) -> list[PatternRecord]:
         query = {**self._query(tenant, category), "occurrences": {"$gte": min_occurrences}}
-        docs = self._patterns.find(query).sort(
-            [("occurrences", DESCENDING), ("last_seen", DESCENDING), ("tag", ASCENDING)]).limit(limit)
+        docs = (
+            self._patterns.find(query)
+            .sort([("occurrences", DESCENDING), ("last_seen", DESCENDING), ("tag", ASCENDING)])
+            .limit(limit)
+        )
         return [_pattern(d) for d in docs]
 
     @_guarded
     def link(
-        self, tenant: str, tag: str, category: str, kind: str, target_id: str, *,
-        success: bool, at: datetime, evidence: str | None,
+        self,
+        tenant: str,
+        tag: str,
+        category: str,
+        kind: str,
+        target_id: str,
+        *,
+        success: bool,
+        at: datetime,
+        evidence: str | None,
     ) -> tuple[LinkRecord, bool]:
         link_id = _link_id(tenant, tag, category, kind, target_id)
         fields = {"tenant": tenant, "tag": tag, "category": category, "kind": kind, "target_id": target_id}
@@ -290,14 +359,21 @@ class MongoLearningStore:
         if counted:
             update["$inc"] = {"success" if success else "failure": 1}
             update["$set"] = {"last_at": to_epoch(at)}
-        doc = self._links.find_one_and_update({"_id": link_id}, update, upsert=True,
-                                              return_document=ReturnDocument.AFTER)
+        doc = self._links.find_one_and_update(
+            {"_id": link_id}, update, upsert=True, return_document=ReturnDocument.AFTER
+        )
         return _link(doc), counted  # type: ignore[arg-type]  # upserted: there is one
 
     @_guarded
     def links(
-        self, tenant: str, *, tag: str | None = None, category: str | None = None,
-        kind: str | None = None, min_success: int = 0, limit: int = 100,
+        self,
+        tenant: str,
+        *,
+        tag: str | None = None,
+        category: str | None = None,
+        kind: str | None = None,
+        min_success: int = 0,
+        limit: int = 100,
     ) -> list[LinkRecord]:
         query: dict[str, Any] = {"tenant": tenant}
         for name, value in (("tag", tag), ("category", category), ("kind", kind)):

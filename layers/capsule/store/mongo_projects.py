@@ -29,9 +29,14 @@ class MongoProjects(ProjectWrites):
             docs = list(self.projects_.find(scope, projection=counters.PROJECTION))
             counts = [counters.read(self.memories, {**doc, "tenant": tenant}) for doc in docs]
         stats = [
-            ProjectStats(project=doc["name"], memories=c["memories"], pinned=c["pinned"], forgotten=c["forgotten"],
-                         retention_limit=doc.get("retention_limit"),
-                         last_activity=from_epoch(max(doc["updated_at"], doc.get("last_activity") or 0.0)))
+            ProjectStats(
+                project=doc["name"],
+                memories=c["memories"],
+                pinned=c["pinned"],
+                forgotten=c["forgotten"],
+                retention_limit=doc.get("retention_limit"),
+                last_activity=from_epoch(max(doc["updated_at"], doc.get("last_activity") or 0.0)),
+            )
             for doc, c in zip(docs, counts)
         ]
         return sorted(stats, key=lambda s: s.last_activity, reverse=True)  # type: ignore[arg-type, return-value]  # always set (from_epoch of a number)
@@ -41,8 +46,10 @@ class MongoProjects(ProjectWrites):
         with guarded("set the retention limit"):
             self.projects_.update_one(
                 {"tenant": tenant, "name": project},
-                {"$set": {"retention_limit": int(limit), "updated_at": now},
-                 "$setOnInsert": {"created_at": now, **NEW_PROJECT}},
+                {
+                    "$set": {"retention_limit": int(limit), "updated_at": now},
+                    "$setOnInsert": {"created_at": now, **NEW_PROJECT},
+                },
                 upsert=True,
             )
 
@@ -55,11 +62,14 @@ class MongoProjects(ProjectWrites):
         """Set the limit only where the project has none of its own; returns the one it keeps."""
         now = to_epoch(at)
         with guarded("set the retention limit"):
-            self.projects_.update_one({"tenant": tenant, "name": project},
-                                      {"$setOnInsert": {"created_at": now, "updated_at": now, "retention_limit": None,
-                                                        **NEW_PROJECT}}, upsert=True)
+            self.projects_.update_one(
+                {"tenant": tenant, "name": project},
+                {"$setOnInsert": {"created_at": now, "updated_at": now, "retention_limit": None, **NEW_PROJECT}},
+                upsert=True,
+            )
             before = self.projects_.find_one_and_update(
-                {"tenant": tenant, "name": project, "retention_limit": None}, {"$set": {"retention_limit": int(limit)}})
+                {"tenant": tenant, "name": project, "retention_limit": None}, {"$set": {"retention_limit": int(limit)}}
+            )
             if before is not None:
                 return None
             doc = self.projects_.find_one({"tenant": tenant, "name": project}, projection={"retention_limit": 1})
@@ -73,17 +83,31 @@ class MongoProjects(ProjectWrites):
 
     def projects_labelled(self, tenant: str, label: str, *, limit: int = 2) -> list[str]:
         with guarded("read the projects"):
-            docs = self.projects_.find({"tenant": tenant, "name": {"$regex": "/" + re.escape(label) + r"\Z"}},
-                                       projection={"name": 1}, sort=[("name", 1)], limit=limit)
+            docs = self.projects_.find(
+                {"tenant": tenant, "name": {"$regex": "/" + re.escape(label) + r"\Z"}},
+                projection={"name": 1},
+                sort=[("name", 1)],
+                limit=limit,
+            )
             return [d["name"] for d in docs]
 
     def project_names(self, tenant: str) -> list[str]:
         with guarded("read the projects"):
-            return sorted(set(self.projects_.distinct("name", {"tenant": tenant}))
-                          | set(self.memories.distinct("project", {"tenant": tenant})))
+            return sorted(
+                set(self.projects_.distinct("name", {"tenant": tenant}))
+                | set(self.memories.distinct("project", {"tenant": tenant}))
+            )
 
-    def merge_project(self, tenant: str, source: str, target: str, *, at: datetime, actor: str,
-                      default_limit: int = limits.DEFAULT_RETENTION_LIMIT) -> dict[str, int]:
+    def merge_project(
+        self,
+        tenant: str,
+        source: str,
+        target: str,
+        *,
+        at: datetime,
+        actor: str,
+        default_limit: int = limits.DEFAULT_RETENTION_LIMIT,
+    ) -> dict[str, int]:
         from .mongo_project_merge import merge_project
 
         with guarded("merge the projects"):
@@ -98,22 +122,28 @@ class MongoProjects(ProjectWrites):
                 return {}
         done = settle_store(self, at=at)
         with guarded("merge the projects"):
-            self.db["meta"].replace_one({"_id": "project_identity"}, {"_id": "project_identity", "version": 1},
-                                        upsert=True)
+            self.db["meta"].replace_one(
+                {"_id": "project_identity"}, {"_id": "project_identity", "version": 1}, upsert=True
+            )
         return done
 
     def set_guard_policies(self, tenant: str, project: str, values: dict[str, str], *, at: datetime) -> None:
         now = to_epoch(at)
         with guarded("set the project's guard policies"):
-            self.projects_.update_one({"tenant": tenant, "name": project},
-                                      {"$set": guard_policies.mongo_update(values, now),
-                                       "$setOnInsert": {"created_at": now, "retention_limit": None, **NEW_PROJECT}},
-                                      upsert=True)
+            self.projects_.update_one(
+                {"tenant": tenant, "name": project},
+                {
+                    "$set": guard_policies.mongo_update(values, now),
+                    "$setOnInsert": {"created_at": now, "retention_limit": None, **NEW_PROJECT},
+                },
+                upsert=True,
+            )
 
     def guard_policies(self, tenant: str, project: str) -> dict[str, str | None]:
         with guarded("read the project's guard policies"):
-            doc = self.projects_.find_one({"tenant": tenant, "name": project},
-                                          projection={name: 1 for name in guard_policies.FIELDS})
+            doc = self.projects_.find_one(
+                {"tenant": tenant, "name": project}, projection={name: 1 for name in guard_policies.FIELDS}
+            )
         return guard_policies.from_doc(doc)
 
     def audit_log(self, tenant: str, *, memory_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
@@ -123,7 +153,14 @@ class MongoProjects(ProjectWrites):
         with guarded("read the audit log"):
             docs = list(self.audit.find(query, sort=[("_id", -1)], limit=limit))
         return [
-            AuditRecord(tenant=d["tenant"], memory_id=d["memory_id"], project=d["project"], action=d["action"],
-                        actor=d["actor"], reason=d["reason"], at=from_epoch(d["at"]))
+            AuditRecord(
+                tenant=d["tenant"],
+                memory_id=d["memory_id"],
+                project=d["project"],
+                action=d["action"],
+                actor=d["actor"],
+                reason=d["reason"],
+                at=from_epoch(d["at"]),
+            )
             for d in docs
         ]

@@ -30,33 +30,54 @@ class MongoReads(ProjectWrites):
 
     def get(self, tenant: str, memory_id: str, *, include_forgotten: bool = False) -> MemoryRecord:
         with guarded("read the memory"):
-            doc = self.memories.find_one({"tenant": tenant, "id": memory_id, "pending": None},
-                                         projection=RECORD_PROJECTION)
+            doc = self.memories.find_one(
+                {"tenant": tenant, "id": memory_id, "pending": None}, projection=RECORD_PROJECTION
+            )
         if doc is None or (doc.get("deleted_at") is not None and not include_forgotten):
             raise NotFound(f"no memory {memory_id}")
         return doc_to_record(doc)
 
     def ids_with_prefix(self, tenant: str, prefix: str, *, limit: int) -> list[str]:
         with guarded("look up the id"):
-            docs = self.memories.find({"tenant": tenant, "id": {"$gte": prefix, "$lt": prefix + "\U0010ffff"},
-                                       "pending": None}, projection={"id": 1}).sort("id", 1).limit(limit)
+            docs = (
+                self.memories.find(
+                    {"tenant": tenant, "id": {"$gte": prefix, "$lt": prefix + "\U0010ffff"}, "pending": None},
+                    projection={"id": 1},
+                )
+                .sort("id", 1)
+                .limit(limit)
+            )
             return [doc["id"] for doc in docs if doc["id"].startswith(prefix)]
 
     def get_many(self, tenant: str, ids: Sequence[str]) -> list[MemoryRecord]:
         with guarded("read the memories"):
-            docs = list(self.memories.find({"tenant": tenant, "id": {"$in": list(dict.fromkeys(ids))}, "pending": None},
-                                           projection=RECORD_PROJECTION))
+            docs = list(
+                self.memories.find(
+                    {"tenant": tenant, "id": {"$in": list(dict.fromkeys(ids))}, "pending": None},
+                    projection=RECORD_PROJECTION,
+                )
+            )
         return [doc_to_record(doc) for doc in docs]
 
     def list(
-        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int,
+        self,
+        tenant: str,
+        project: str,
+        *,
+        pinned_only: bool,
+        after: Cursor | None,
+        limit: int,
         retention: str | None = None,
         forgotten: bool = False,
-        visibility: Sequence[str] = (), subjects: Sequence[str] = (),
+        visibility: Sequence[str] = (),
+        subjects: Sequence[str] = (),
     ) -> list[MemoryRecord]:
         # A forgotten memory is inactive and not a pending write; `recent` serves both states.
-        query: dict[str, Any] = ({"tenant": tenant, "project": project, "active": False, "pending": None}
-                                 if forgotten else {"tenant": tenant, "project": project, "active": True})
+        query: dict[str, Any] = (
+            {"tenant": tenant, "project": project, "active": False, "pending": None}
+            if forgotten
+            else {"tenant": tenant, "project": project, "active": True}
+        )
         if pinned_only:
             query["pinned"] = True
         if after is not None:
@@ -65,13 +86,21 @@ class MongoReads(ProjectWrites):
             query = class_query(query, retention)
         query = visibility_query(query, visibility, subjects)
         with guarded("list the memories"):
-            docs = list(self.memories.find(query, projection=RECORD_PROJECTION,
-                                           sort=[("created_at", -1), ("id", -1)], limit=limit))
+            docs = list(
+                self.memories.find(
+                    query, projection=RECORD_PROJECTION, sort=[("created_at", -1), ("id", -1)], limit=limit
+                )
+            )
         return [doc_to_record(doc) for doc in docs]
 
     def previous_in_session(self, tenant: str, project: str, session: str | int, *, before: datetime) -> str | None:
-        query = {"tenant": tenant, "project": project, "active": True, "meta.session": session,
-                 "occurred_at": {"$lt": to_epoch(before)}}
+        query = {
+            "tenant": tenant,
+            "project": project,
+            "active": True,
+            "meta.session": session,
+            "occurred_at": {"$lt": to_epoch(before)},
+        }
         with guarded("read the turn before"):
             doc = self.memories.find_one(query, projection={"content": 1}, sort=[("occurred_at", -1), ("seq", -1)])
         return None if doc is None else doc["content"]
@@ -80,44 +109,68 @@ class MongoReads(ProjectWrites):
         return mc.scope_records(self.memories, tenant, projects, filters)
 
     def nearest_candidates(
-        self, tenant: str, projects: Sequence[str] | None, filters: Filters, *, query: str,
-        query_vector: np.ndarray | None, model: str,
+        self,
+        tenant: str,
+        projects: Sequence[str] | None,
+        filters: Filters,
+        *,
+        query: str,
+        query_vector: np.ndarray | None,
+        model: str,
     ) -> builtins.list[MemoryRecord] | None:
         """A shortlist from the cluster's indexes (:mod:`.mongo_candidates`), or None: the
         scope is small enough to read whole (or ``vector_search_min`` is not set)."""
         if self.vector_search_min is None:
             return None
-        if mc.scope_size(self.projects_, self.memories, tenant, projects, self.vector_search_min) \
-                < self.vector_search_min:
+        if (
+            mc.scope_size(self.projects_, self.memories, tenant, projects, self.vector_search_min)
+            < self.vector_search_min
+        ):
             return None
-        return mc.shortlist(self.memories, tenant, projects, filters, query=query, query_vector=query_vector,
-                            model=model, index=self.vector_index)
+        return mc.shortlist(
+            self.memories,
+            tenant,
+            projects,
+            filters,
+            query=query,
+            query_vector=query_vector,
+            model=model,
+            index=self.vector_index,
+        )
 
     def change_markers(self, tenant: str, projects: Sequence[str] | None) -> dict[str, int]:
         query: dict[str, Any] = {"tenant": tenant}
         if projects is not None:
             query["name"] = {"$in": list(projects)}
         with guarded("read the project versions"):
-            return {d["name"]: int(d.get("version", 0))
-                    for d in self.projects_.find(query, projection={"name": 1, "version": 1})}
+            return {
+                d["name"]: int(d.get("version", 0))
+                for d in self.projects_.find(query, projection={"name": 1, "version": 1})
+            }
 
     def changes_since(self, tenant: str, project: str, since: int, *, columns: bool = False) -> ChangeSet:
         """The version is read before the rows: every row stamped up to it is already visible
         (see ``_in_project``), and a newer row read too is simply applied again later."""
         with guarded("read the changes"):
-            doc = self.projects_.find_one({"tenant": tenant, "name": project},
-                                          projection={"version": 1, "purged_version": 1})
+            doc = self.projects_.find_one(
+                {"tenant": tenant, "name": project}, projection={"version": 1, "purged_version": 1}
+            )
             if doc is None:
                 return ChangeSet(version=0, reset=True)
             version, purged = int(doc.get("version", 0)), int(doc.get("purged_version", 0))
             sort = [("seq", 1)]
             if since <= 0 or since < purged or since > version:
-                rows = self.memories.find({"tenant": tenant, "project": project, "active": True},
-                                          projection=RECORD_PROJECTION, sort=sort)
+                rows = self.memories.find(
+                    {"tenant": tenant, "project": project, "active": True}, projection=RECORD_PROJECTION, sort=sort
+                )
                 return ChangeSet(version=version, changed=[doc_to_record(r) for r in rows], reset=True)
-            rows = list(self.memories.find(
-                {"tenant": tenant, "project": project, "version": {"$gt": since}, "pending": None},
-                projection=WITH_ACTIVE, sort=sort))
+            rows = list(
+                self.memories.find(
+                    {"tenant": tenant, "project": project, "version": {"$gt": since}, "pending": None},
+                    projection=WITH_ACTIVE,
+                    sort=sort,
+                )
+            )
         changes = ChangeSet(version=version)
         for row in rows:
             if row.pop("active"):

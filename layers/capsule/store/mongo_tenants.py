@@ -46,9 +46,11 @@ ID_KEYED = (("memories", "memory"), ("solutions", "solution"), ("solution_applic
 def moved_counts(docs: list[dict[str, Any]]) -> dict[str, int]:
     """What ``docs`` add to their project's counters, as :func:`mongo_counters.count` counts."""
     live = [d for d in docs if d.get("pending") is None]
-    return {"memories": sum(1 for d in live if d.get("active") is True),
-            "pinned": sum(1 for d in live if d.get("active") is True and d.get("pinned") is True),
-            "forgotten": sum(1 for d in live if isinstance(d.get("deleted_at"), float))}
+    return {
+        "memories": sum(1 for d in live if d.get("active") is True),
+        "pinned": sum(1 for d in live if d.get("active") is True and d.get("pinned") is True),
+        "forgotten": sum(1 for d in live if isinstance(d.get("deleted_at"), float)),
+    }
 
 
 class MongoTenantMover:
@@ -60,8 +62,10 @@ class MongoTenantMover:
     def _check_known(self) -> None:
         for name in sorted(set(self._db.list_collection_names()) - set(KNOWN) - set(UNTENANTED) - set(SEALING)):
             if self._db[name].find_one({"tenant": {"$exists": True}}, projection={"_id": 1}) is not None:
-                raise Unavailable(f"cannot merge tenants: the collection {name} holds tenants that "
-                                  "capsule.store.mongo_tenants does not know how to move")
+                raise Unavailable(
+                    f"cannot merge tenants: the collection {name} holds tenants that "
+                    "capsule.store.mongo_tenants does not know how to move"
+                )
 
     def tenants(self) -> list[str]:
         with guarded("list the tenants"):
@@ -82,8 +86,10 @@ class MongoTenantMover:
             raise ValueError("a tenant cannot be merged into itself")
         moved = self.count(source)
         if self._db["data_keys"].find_one({"tenant": source}, projection={"_id": 1}) is not None:
-            raise Conflict(f"tenant {source} has encrypted memories (data keys of its own): they cannot be"
-                           " merged into another tenant, whose keys do not open them")
+            raise Conflict(
+                f"tenant {source} has encrypted memories (data keys of its own): they cannot be"
+                " merged into another tenant, whose keys do not open them"
+            )
         with guarded("merge the tenants"):
             self._refuse_shared_ids(source, target)
             for project in self._projects(source):
@@ -105,11 +111,14 @@ class MongoTenantMover:
             collection = self._db[name]
             ids = collection.find({"tenant": source}, projection={"id": 1})
             while batch := [d["id"] for d in islice(ids, self._batch)]:
-                clash = sorted(d["id"] for d in collection.find({"tenant": target, "id": {"$in": batch}},
-                                                                projection={"id": 1}))
+                clash = sorted(
+                    d["id"] for d in collection.find({"tenant": target, "id": {"$in": batch}}, projection={"id": 1})
+                )
                 if clash:
-                    raise Conflict(f"tenants {source} and {target} both hold {what} id(s) {', '.join(clash[:5])}: "
-                                   "they cannot be merged while both do")
+                    raise Conflict(
+                        f"tenants {source} and {target} both hold {what} id(s) {', '.join(clash[:5])}: "
+                        "they cannot be merged while both do"
+                    )
 
     def _move_principals(self, source: str, target: str) -> None:
         """The source's principal scopes go to the target only when it has none: the target's
@@ -131,37 +140,60 @@ class MongoTenantMover:
         old = projects.find_one({"tenant": source, "name": project}) or {}
         now = float(old.get("updated_at") or 0.0)
         try:
-            projects.update_one({"tenant": target, "name": project},
-                                {"$setOnInsert": {"retention_limit": old.get("retention_limit"),
-                                                  "created_at": float(old.get("created_at") or now),
-                                                  "updated_at": now, **NEW_PROJECT}}, upsert=True)
+            projects.update_one(
+                {"tenant": target, "name": project},
+                {
+                    "$setOnInsert": {
+                        "retention_limit": old.get("retention_limit"),
+                        "created_at": float(old.get("created_at") or now),
+                        "updated_at": now,
+                        **NEW_PROJECT,
+                    }
+                },
+                upsert=True,
+            )
         except DuplicateKeyError:
             pass  # created by a concurrent write: as good
         if old.get("retention_limit") is not None:  # the target's own limit, when it has one, wins
-            projects.update_one({"tenant": target, "name": project, "retention_limit": None},
-                                {"$set": {"retention_limit": old["retention_limit"]}})
+            projects.update_one(
+                {"tenant": target, "name": project, "retention_limit": None},
+                {"$set": {"retention_limit": old["retention_limit"]}},
+            )
         while self._db["memories"].find_one({"tenant": source, "project": project}, projection={"_id": 1}):
             # The store's write path: one write to the target project per batch.
-            self._store._in_project(target, project, "merge the tenants",
-                                    lambda w: self._move_batch(w, source, target, project))
+            self._store._in_project(
+                target, project, "merge the tenants", lambda w: self._move_batch(w, source, target, project)
+            )
         projects.delete_one({"tenant": source, "name": project})
 
     def _move_batch(self, w: Any, source: str, target: str, project: str) -> int:
         memories = self._db["memories"]
-        batch = list(memories.find({"tenant": source, "project": project}, projection=MOVED_FIELDS,
-                                   sort=[("seq", 1), ("_id", 1)], limit=self._batch, session=w.session))
+        batch = list(
+            memories.find(
+                {"tenant": source, "project": project},
+                projection=MOVED_FIELDS,
+                sort=[("seq", 1), ("_id", 1)],
+                limit=self._batch,
+                session=w.session,
+            )
+        )
         if not batch:
             return 0
         # Numbers after the target's, in the source's order: reserve the batch's span of seq.
         low, high = int(batch[0].get("seq") or 0), int(batch[-1].get("seq") or 0)
         doc = self._db["projects"].find_one_and_update(
-            {"tenant": target, "name": project}, {"$inc": {"seq": high - low + 1}},
-            projection={"seq": 1}, return_document=True, session=w.session)
+            {"tenant": target, "name": project},
+            {"$inc": {"seq": high - low + 1}},
+            projection={"seq": 1},
+            return_document=True,
+            session=w.session,
+        )
         offset = int(doc["seq"]) - high
         memories.update_many(
             {"_id": {"$in": [d["_id"] for d in batch]}, "tenant": source},
             [{"$set": {"tenant": target, "version": w.version, "seq": {"$add": [{"$ifNull": ["$seq", 0]}, offset]}}}],
-            session=w.session)
+            session=w.session,
+        )
         # The project counters move with their memories, in the same write (mongo_counters).
         moved, at = moved_counts(batch), max(float(d.get("updated_at") or 0.0) for d in batch)
         counters.add(self._db["projects"], w.session, target, project, at, **moved)
@@ -186,7 +218,8 @@ class MongoTenantMover:
             fields = {k: doc[k] for k in ("tag", "category", "kind", "target_id")}
             update: dict[str, Any] = {
                 "$inc": {"success": doc.get("success", 0), "failure": doc.get("failure", 0)},
-                "$addToSet": {"merged_from": doc["_id"]}, "$setOnInsert": {**fields, "tenant": target},
+                "$addToSet": {"merged_from": doc["_id"]},
+                "$setOnInsert": {**fields, "tenant": target},
             }
             if doc.get("last_at") is not None:
                 update["$max"] = {"last_at": doc["last_at"]}

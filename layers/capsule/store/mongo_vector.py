@@ -27,7 +27,7 @@ from ..core.records import Filters
 from .mongo_docs import RECORD_PROJECTION, encode_vector
 
 INDEX_FILE = Path(__file__).with_name("atlas") / "vector_index.json"
-VECTOR_LIMIT = 200          # nearest memories taken from the index
+VECTOR_LIMIT = 200  # nearest memories taken from the index
 # ANN breadth per result: Atlas's guidance is at least 20x the limit (recall of the HNSW walk,
 # more so with quantized vectors), and it accepts at most 10,000.
 NUM_CANDIDATES_FACTOR = 20
@@ -43,8 +43,9 @@ def _index_file() -> dict[str, Any]:
     return json.loads(INDEX_FILE.read_text())
 
 
-def vector_index_definition(dimensions: int, *, name: str | None = None, quantization: str | None = None
-                            ) -> dict[str, Any]:
+def vector_index_definition(
+    dimensions: int, *, name: str | None = None, quantization: str | None = None
+) -> dict[str, Any]:
     """The shipped Atlas Vector Search index, sized for ``dimensions``; ``quantization`` (none,
     scalar, binary) replaces the shipped ``scalar``. Atlas keeps the full-fidelity vectors on disk
     and re-scores a quantized search's candidates with them, so both cost little recall."""
@@ -109,20 +110,28 @@ def _vector_prefilter(scope: dict[str, Any], model: str) -> dict[str, Any]:
 
 
 def vector_pipeline(
-    *, tenant: str, projects: Sequence[str] | None, filters: Filters, query_vector: np.ndarray,
-    model: str, index: str, limit: int = VECTOR_LIMIT,
+    *,
+    tenant: str,
+    projects: Sequence[str] | None,
+    filters: Filters,
+    query_vector: np.ndarray,
+    model: str,
+    index: str,
+    limit: int = VECTOR_LIMIT,
 ) -> list[dict[str, Any]]:
     """The aggregation that returns the ``limit`` nearest active memories, as documents."""
-    stages: list[dict[str, Any]] = [{
-        "$vectorSearch": {
-            "index": index,
-            "path": "embedding",
-            "queryVector": encode_vector(query_vector),
-            "numCandidates": min(MAX_NUM_CANDIDATES, limit * NUM_CANDIDATES_FACTOR),
-            "limit": limit,
-            "filter": _vector_prefilter(scope_filter(tenant, projects, filters), model),
+    stages: list[dict[str, Any]] = [
+        {
+            "$vectorSearch": {
+                "index": index,
+                "path": "embedding",
+                "queryVector": encode_vector(query_vector),
+                "numCandidates": min(MAX_NUM_CANDIDATES, limit * NUM_CANDIDATES_FACTOR),
+                "limit": limit,
+                "filter": _vector_prefilter(scope_filter(tenant, projects, filters), model),
+            }
         }
-    }]
+    ]
     if filters.path_prefix:
         stages.append({"$match": post_filter(filters)})
     stages.append({"$project": RECORD_PROJECTION})

@@ -21,8 +21,16 @@ from ..core import deadline as request_deadline
 from ..core.errors import Unavailable
 from .mongo_client import guarded
 
-NEW_PROJECT = {"seq": 0, "version": 0, "purged_version": 0, "lock": None, "lock_until": 0.0,
-               "memories": 0, "pinned": 0, "forgotten": 0}
+NEW_PROJECT = {
+    "seq": 0,
+    "version": 0,
+    "purged_version": 0,
+    "lock": None,
+    "lock_until": 0.0,
+    "memories": 0,
+    "pinned": 0,
+    "forgotten": 0,
+}
 T = TypeVar("T")
 
 
@@ -61,8 +69,9 @@ class ProjectWrites:
     _wall: Callable[[], datetime]
     _sleep: Callable[[float], None]
 
-    def _in_project(self, tenant: str, project: str, what: str, body: Callable[[_Write], T], *,
-                    purged: bool = False) -> T:
+    def _in_project(
+        self, tenant: str, project: str, what: str, body: Callable[[_Write], T], *, purged: bool = False
+    ) -> T:
         """Run ``body`` as one write to the project, under the project's next version.
 
         With transactions the version bump is the transaction's first write (the conflict that
@@ -82,15 +91,18 @@ class ProjectWrites:
                 self.projects_.update_one({"tenant": tenant, "name": project, "lock": token}, {"$set": raised})
                 return result
 
-    def _versioned_txn(self, session: Any, tenant: str, project: str, body: Callable[[_Write], T],
-                       purged: bool) -> T:
+    def _versioned_txn(self, session: Any, tenant: str, project: str, body: Callable[[_Write], T], purged: bool) -> T:
         doc = self.projects_.find_one_and_update(
-            {"tenant": tenant, "name": project}, {"$inc": {"version": 1}},
-            projection={"version": 1}, return_document=True, session=session,
+            {"tenant": tenant, "name": project},
+            {"$inc": {"version": 1}},
+            projection={"version": 1},
+            return_document=True,
+            session=session,
         )
         if purged:
-            self.projects_.update_one({"_id": doc["_id"]}, {"$set": {"purged_version": doc["version"]}},
-                                      session=session)
+            self.projects_.update_one(
+                {"_id": doc["_id"]}, {"$set": {"purged_version": doc["version"]}}, session=session
+            )
         return body(_Write(session, doc["version"], None))
 
     def _ensure_project(self, tenant: str, project: str, now: float) -> None:
@@ -100,8 +112,7 @@ class ProjectWrites:
             try:
                 self.projects_.update_one(
                     {"tenant": tenant, "name": project},
-                    {"$setOnInsert": {"retention_limit": None, "created_at": now, "updated_at": now,
-                                      **NEW_PROJECT}},
+                    {"$setOnInsert": {"retention_limit": None, "created_at": now, "updated_at": now, **NEW_PROJECT}},
                     upsert=True,
                 )
             except DuplicateKeyError:
@@ -118,12 +129,16 @@ class ProjectWrites:
                 self.memories.delete_many({"pending": token})  # nothing of a failed write stays
                 raise
             finally:
-                self.projects_.update_one({"tenant": tenant, "name": project, "lock": token},
-                                          {"$set": {"lock": None, "lock_until": 0.0}})
+                self.projects_.update_one(
+                    {"tenant": tenant, "name": project, "lock": token}, {"$set": {"lock": None, "lock_until": 0.0}}
+                )
 
     def _acquire(self, tenant: str, project: str, token: str) -> None:
         # The wait is bounded by what the request has left too (guarded gives the database calls theirs).
-        deadline, delay = time.monotonic() + request_deadline.budget(self._lock_wait_s, what="wait for the project"), 0.005
+        deadline, delay = (
+            time.monotonic() + request_deadline.budget(self._lock_wait_s, what="wait for the project"),
+            0.005,
+        )
         while True:
             wall = self._wall().timestamp()
             taken = self.projects_.find_one_and_update(
@@ -138,10 +153,26 @@ class ProjectWrites:
             delay = min(delay * 2, 0.2)
 
     def _forgotten_fields(self, now: float, reason: str) -> dict[str, Any]:
-        return {"active": False, "deleted_at": now, "deleted_reason": reason, "updated_at": now,
-                "deleted_on": self._wall()}
+        return {
+            "active": False,
+            "deleted_at": now,
+            "deleted_reason": reason,
+            "updated_at": now,
+            "deleted_on": self._wall(),
+        }
 
-    def _audit(self, session: Any, tenant: str, memory_id: str, project: str, action: str, actor: str,
-               reason: str, at: float) -> None:
-        self.audit.insert_one({"tenant": tenant, "memory_id": memory_id, "project": project, "action": action,
-                               "actor": actor, "reason": reason, "at": at}, session=session)
+    def _audit(
+        self, session: Any, tenant: str, memory_id: str, project: str, action: str, actor: str, reason: str, at: float
+    ) -> None:
+        self.audit.insert_one(
+            {
+                "tenant": tenant,
+                "memory_id": memory_id,
+                "project": project,
+                "action": action,
+                "actor": actor,
+                "reason": reason,
+                "at": at,
+            },
+            session=session,
+        )

@@ -31,9 +31,12 @@ class SQLiteRedaction:
         found: list[VersionRecord] = []
         ids = list(dict.fromkeys(memory_ids))
         for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            rows = self._db._read(f"SELECT {_VERSION_COLUMNS} FROM memory_versions WHERE tenant = ? AND memory_id IN "
-                                  f"({', '.join('?' * len(part))}) ORDER BY memory_id, number", (tenant, *part))
+            part = ids[start : start + 500]
+            rows = self._db._read(
+                f"SELECT {_VERSION_COLUMNS} FROM memory_versions WHERE tenant = ? AND memory_id IN "
+                f"({', '.join('?' * len(part))}) ORDER BY memory_id, number",
+                (tenant, *part),
+            )
             found += [_row_to_version(row) for row in rows]
         return found
 
@@ -43,8 +46,11 @@ class SQLiteRedaction:
             conn.executemany(
                 "UPDATE memory_versions SET content = ?, sha256 = ?, explanation = ?, meta = ?, reason = ? "
                 "WHERE tenant = ? AND memory_id = ? AND number = ?",
-                [(v.content, v.sha256, v.explanation, json.dumps(v.meta), v.reason, tenant, v.memory_id, v.number)
-                 for v in rows])
+                [
+                    (v.content, v.sha256, v.explanation, json.dumps(v.meta), v.reason, tenant, v.memory_id, v.number)
+                    for v in rows
+                ],
+            )
             return conn.total_changes - before
 
 
@@ -70,8 +76,16 @@ class MongoRedaction:
             for v in rows:
                 found += self._versions.update_one(
                     {"tenant": tenant, "memory_id": v.memory_id, "number": v.number},
-                    {"$set": {"content": v.content, "sha256": v.sha256, "explanation": v.explanation,
-                              "meta": dict(v.meta), "reason": v.reason}}).matched_count
+                    {
+                        "$set": {
+                            "content": v.content,
+                            "sha256": v.sha256,
+                            "explanation": v.explanation,
+                            "meta": dict(v.meta),
+                            "reason": v.reason,
+                        }
+                    },
+                ).matched_count
         return found
 
 

@@ -35,9 +35,11 @@ class SQLiteScopeSettings:
 
     def set_principal_rules(self, tenant: str, rules: list[dict[str, Any]], *, at: datetime) -> None:
         with self._db._write() as conn:
-            conn.execute("INSERT INTO principal_scopes (tenant, rules, updated_at) VALUES (?, ?, ?) "
-                         "ON CONFLICT (tenant) DO UPDATE SET rules = excluded.rules, updated_at = excluded.updated_at",
-                         (tenant, json.dumps(rules), to_epoch(at)))
+            conn.execute(
+                "INSERT INTO principal_scopes (tenant, rules, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (tenant) DO UPDATE SET rules = excluded.rules, updated_at = excluded.updated_at",
+                (tenant, json.dumps(rules), to_epoch(at)),
+            )
 
 
 class MongoScopeSettings:
@@ -59,8 +61,9 @@ class MongoScopeSettings:
         from .mongo_client import guarded
 
         with guarded("set the principal scopes"):
-            self._rules.update_one({"tenant": tenant}, {"$set": {"rules": rules, "updated_at": to_epoch(at)}},
-                                   upsert=True)
+            self._rules.update_one(
+                {"tenant": tenant}, {"$set": {"rules": rules, "updated_at": to_epoch(at)}}, upsert=True
+            )
 
 
 def scope_settings(memories: object) -> ScopeSettings:

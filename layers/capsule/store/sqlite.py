@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.clock import from_epoch, to_epoch
-from ..core.retention import effective_class, eviction_reason
 from ..core.records import MemoryRecord, WriteOutcome
+from ..core.retention import effective_class, eviction_reason
 from . import guard_policies, sqlite_bulk, sqlite_counts, sqlite_governance_schema
 from .sqlite_changes import SQLiteChanges
 from .sqlite_index_columns import DEFER_VECTORS_FROM, SQLiteIndexColumns
@@ -55,8 +55,9 @@ DEDUPE_LOOKUP = (
 class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects, SQLiteJobs):
     """The :class:`~capsule.store.base.MemoryStore` on one SQLite file."""
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0,
-                 defer_vectors_from: int = DEFER_VECTORS_FROM) -> None:
+    def __init__(
+        self, path: str | Path, *, busy_timeout_s: float = 30.0, defer_vectors_from: int = DEFER_VECTORS_FROM
+    ) -> None:
         super().__init__(path, busy_timeout_s=busy_timeout_s)
         self.defer_vectors_from = defer_vectors_from
 
@@ -75,8 +76,7 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
             conn.execute("CREATE TABLE IF NOT EXISTS store_info (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
             conn.execute(guard_policies.SQLITE_TABLE)
             sqlite_counts.ensure(conn)
-            conn.execute("INSERT OR IGNORE INTO store_info (name, value) VALUES ('identity', ?)",
-                         (uuid.uuid4().hex,))
+            conn.execute("INSERT OR IGNORE INTO store_info (name, value) VALUES ('identity', ?)", (uuid.uuid4().hex,))
         # One checkout, one project (capsule.core.project_identity): split names merged, once per database.
         self.settle_identity(at=datetime.now(UTC))
 
@@ -110,8 +110,14 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
             (tenant, project, now, now),
         ).fetchone()[0]
 
-    def _insert_rows(self, conn: sqlite3.Connection, records: Sequence[MemoryRecord], params: Iterable[tuple],
-                     dedupe_after: datetime | None, outcome: WriteOutcome) -> None:
+    def _insert_rows(
+        self,
+        conn: sqlite3.Connection,
+        records: Sequence[MemoryRecord],
+        params: Iterable[tuple],
+        dedupe_after: datetime | None,
+        outcome: WriteOutcome,
+    ) -> None:
         """INSERT_MEMORY of each record but those a memory already says (since ``dedupe_after``),
         row by row: a match may be a row this very write made."""
         for record, values in zip(records, params):
@@ -122,14 +128,24 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
             conn.execute(INSERT_MEMORY, values)
             outcome.inserted.append(record.id)
 
-    def _settle_limit(self, conn: sqlite3.Connection, outcome: WriteOutcome, tenant: str, project: str, limit: int,
-                      now: float, actor: str, version: int) -> None:
+    def _settle_limit(
+        self,
+        conn: sqlite3.Connection,
+        outcome: WriteOutcome,
+        tenant: str,
+        project: str,
+        limit: int,
+        now: float,
+        actor: str,
+        version: int,
+    ) -> None:
         """Evict over the project's limit. The memories this write returns, new or existing, are
         never its own victims."""
         protected = [*outcome.inserted, *outcome.duplicates.values()]
         active = self._active_count(conn, tenant, project)
-        outcome.evicted = self._evict_over_limit(conn, tenant, project, limit, now, actor, protected, version,
-                                                 active=active, classes=outcome.evicted_classes)
+        outcome.evicted = self._evict_over_limit(
+            conn, tenant, project, limit, now, actor, protected, version, active=active, classes=outcome.evicted_classes
+        )
         outcome.active_after = active - len(outcome.evicted)
 
     def insert_bulk(
@@ -142,7 +158,8 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
     ) -> str | None:
         if dedupe_after is None:
             return None
-        row = conn.execute(DEDUPE_LOOKUP,
+        row = conn.execute(
+            DEDUPE_LOOKUP,
             (content_key(record.sha256), record.sha256, record.tenant, record.project, to_epoch(dedupe_after)),
         ).fetchone()
         return row["id"] if row else None
@@ -159,8 +176,17 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
             return self._evict_over_limit(conn, tenant, project, limit, to_epoch(at), actor, [], version)
 
     def _evict_over_limit(
-        self, conn: sqlite3.Connection, tenant: str, project: str, limit: int, now: float,
-        actor: str, protected: Sequence[str], version: int, *, active: int | None = None,
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        project: str,
+        limit: int,
+        now: float,
+        actor: str,
+        protected: Sequence[str],
+        version: int,
+        *,
+        active: int | None = None,
         classes: dict[str, str] | None = None,
     ) -> list[str]:
         if active is None:
@@ -193,9 +219,17 @@ class SQLiteStore(SQLiteReads, SQLiteChanges, SQLiteIndexColumns, SQLiteProjects
     def as_stored(record: MemoryRecord) -> MemoryRecord:
         """A record just inserted as :meth:`get` would read it back, without reading it: its
         times as stored (UTC, to the microsecond), everything else as written."""
+
         def stored(value: Any) -> Any:  # datetime -> datetime, None -> None
             return None if value is None else from_epoch(to_epoch(value))
 
-        return replace(record, occurred_at=stored(record.occurred_at), created_at=stored(record.created_at),
-                       updated_at=stored(record.updated_at), expires_at=stored(record.expires_at),
-                       accessed_at=None, deleted_at=None, deleted_reason=None)
+        return replace(
+            record,
+            occurred_at=stored(record.occurred_at),
+            created_at=stored(record.created_at),
+            updated_at=stored(record.updated_at),
+            expires_at=stored(record.expires_at),
+            accessed_at=None,
+            deleted_at=None,
+            deleted_reason=None,
+        )

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..core.clock import to_epoch
-from ..search.index import pack_row, sign_codes, stable_key
 from ..core.records import MemoryRecord, WriteOutcome
+from ..search.index import pack_row, sign_codes, stable_key
 from ..search.signbits import PACKED
 
 # Page cache of a bulk write (KiB, SQLite's negative form): enough for the pages 50,000 rows
@@ -51,8 +51,9 @@ def bulk_params(records: Sequence[MemoryRecord]) -> list[tuple[Any, ...]]:
     return [record_params(r, row) for r, row in zip(records, packed)]
 
 
-def _packed_rows(records: Sequence[MemoryRecord], keys: list[int], occurred: list[float],
-                 created: list[float]) -> list[bytes | None]:
+def _packed_rows(
+    records: Sequence[MemoryRecord], keys: list[int], occurred: list[float], created: list[float]
+) -> list[bytes | None]:
     """:func:`capsule.search.signbits.pack_row` of the records whose vectors share the batch's most
     common size, in one pass (None for the others)."""
     sizes = [0 if r.embedding is None else int(np.asarray(r.embedding).size) for r in records]
@@ -70,8 +71,9 @@ def _packed_rows(records: Sequence[MemoryRecord], keys: list[int], occurred: lis
     head["occurred"] = [occurred[i] for i in chosen]
     head["created"] = [created[i] for i in chosen]
     matrix = np.stack([np.asarray(records[i].embedding, dtype=np.float32) for i in chosen])
-    table = np.concatenate((head.view(np.uint8).reshape(len(chosen), PACKED.itemsize),
-                            sign_codes(matrix, words).view(np.uint8)), axis=1)
+    table = np.concatenate(
+        (head.view(np.uint8).reshape(len(chosen), PACKED.itemsize), sign_codes(matrix, words).view(np.uint8)), axis=1
+    )
     for i, row in zip(chosen, table):
         out[i] = row.tobytes()
     return out
@@ -89,8 +91,9 @@ def larger_cache(conn) -> Iterator[None]:
         conn.execute(f"PRAGMA cache_size = {int(before)}")
 
 
-def insert_bulk(store, records: Sequence[MemoryRecord], *, limit: int, dedupe_after: datetime | None,
-                actor: str) -> WriteOutcome:
+def insert_bulk(
+    store, records: Sequence[MemoryRecord], *, limit: int, dedupe_after: datetime | None, actor: str
+) -> WriteOutcome:
     """``SQLiteStore.insert`` for a large batch of one project (see the module's doc)."""
     from .sqlite_rows import INSERT_MEMORY
 

@@ -41,8 +41,20 @@ CREATE TABLE IF NOT EXISTS capture_settings (
 );
 """
 
-_BODY = ("text", "score", "reason", "kind", "tags", "role", "session", "occurred_at", "decided_at", "memory_id",
-         "note", "extra")
+_BODY = (
+    "text",
+    "score",
+    "reason",
+    "kind",
+    "tags",
+    "role",
+    "session",
+    "occurred_at",
+    "decided_at",
+    "memory_id",
+    "note",
+    "extra",
+)
 
 
 def _when(value: float | None) -> datetime | None:
@@ -59,8 +71,15 @@ def _body(record: CandidateRecord) -> str:
 def _record(row: sqlite3.Row) -> CandidateRecord:
     body = json.loads(row["body"])
     body["occurred_at"], body["decided_at"] = _when(body["occurred_at"]), _when(body["decided_at"])
-    return CandidateRecord(id=row["id"], tenant=row["tenant"], project=row["project"], key=row["key"],
-                           status=row["status"], created_at=from_epoch(row["created_at"]), **body)
+    return CandidateRecord(
+        id=row["id"],
+        tenant=row["tenant"],
+        project=row["project"],
+        key=row["key"],
+        status=row["status"],
+        created_at=from_epoch(row["created_at"]),
+        **body,
+    )
 
 
 class SQLiteCandidateStore:
@@ -76,36 +95,45 @@ class SQLiteCandidateStore:
         held: dict[str, str] = {}
         with self._db._write() as conn:
             for r in records:
-                row = conn.execute("SELECT status FROM capture_candidates WHERE tenant = ? AND project = ? AND key = ?",
-                                   (r.tenant, r.project, r.key)).fetchone()
+                row = conn.execute(
+                    "SELECT status FROM capture_candidates WHERE tenant = ? AND project = ? AND key = ?",
+                    (r.tenant, r.project, r.key),
+                ).fetchone()
                 if row is not None:
                     held[r.key] = row["status"]
                     continue
-                conn.execute("INSERT INTO capture_candidates (id, tenant, project, key, body, status, created_at) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (r.id, r.tenant, r.project, r.key, _body(r), r.status, to_epoch(r.created_at)))
+                conn.execute(
+                    "INSERT INTO capture_candidates (id, tenant, project, key, body, status, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (r.id, r.tenant, r.project, r.key, _body(r), r.status, to_epoch(r.created_at)),
+                )
         return held
 
     def statuses(self, tenant: str, project: str, keys: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         keys = list(keys)
         for start in range(0, len(keys), 500):
-            part = keys[start:start + 500]
+            part = keys[start : start + 500]
             rows = self._db._read(
                 f"SELECT key, status FROM capture_candidates WHERE tenant = ? AND project = ? "
-                f"AND key IN ({', '.join('?' * len(part))})", (tenant, project, *part))
+                f"AND key IN ({', '.join('?' * len(part))})",
+                (tenant, project, *part),
+            )
             found.update((r["key"], r["status"]) for r in rows)
         return found
 
     def get(self, tenant: str, candidate_id: str) -> CandidateRecord:
         rows = self._db._read("SELECT * FROM capture_candidates WHERE tenant = ? AND id = ?", (tenant, candidate_id))
         if not rows:
-            raise NotFound(f"no candidate {candidate_id!r}",
-                           details=[{"field": "id", "message": "no such candidate for this tenant"}])
+            raise NotFound(
+                f"no candidate {candidate_id!r}",
+                details=[{"field": "id", "message": "no such candidate for this tenant"}],
+            )
         return _record(rows[0])
 
-    def list(self, tenant: str, project: str | None, status: str | None, *,
-             before: tuple[datetime, str] | None, limit: int) -> list[CandidateRecord]:
+    def list(
+        self, tenant: str, project: str | None, status: str | None, *, before: tuple[datetime, str] | None, limit: int
+    ) -> list[CandidateRecord]:
         where: list[str] = ["tenant = ?"]
         params: list[Any] = [tenant]
         if project is not None:
@@ -117,29 +145,46 @@ class SQLiteCandidateStore:
         if before is not None:
             where.append("(created_at < ? OR (created_at = ? AND id < ?))")
             params += [to_epoch(before[0]), to_epoch(before[0]), before[1]]
-        rows = self._db._read(f"SELECT * FROM capture_candidates WHERE {' AND '.join(where)} "
-                              "ORDER BY created_at DESC, id DESC LIMIT ?", (*params, limit))
+        rows = self._db._read(
+            f"SELECT * FROM capture_candidates WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?",
+            (*params, limit),
+        )
         return [_record(r) for r in rows]
 
     def _update(self, conn: sqlite3.Connection, record: CandidateRecord) -> None:
-        conn.execute("UPDATE capture_candidates SET body = ?, status = ? WHERE tenant = ? AND id = ?",
-                     (_body(record), record.status, record.tenant, record.id))
+        conn.execute(
+            "UPDATE capture_candidates SET body = ?, status = ? WHERE tenant = ? AND id = ?",
+            (_body(record), record.status, record.tenant, record.id),
+        )
 
     def _locked(self, conn: sqlite3.Connection, tenant: str, candidate_id: str) -> CandidateRecord:
-        row = conn.execute("SELECT * FROM capture_candidates WHERE tenant = ? AND id = ?",
-                           (tenant, candidate_id)).fetchone()
+        row = conn.execute(
+            "SELECT * FROM capture_candidates WHERE tenant = ? AND id = ?", (tenant, candidate_id)
+        ).fetchone()
         if row is None:
-            raise NotFound(f"no candidate {candidate_id!r}",
-                           details=[{"field": "id", "message": "no such candidate for this tenant"}])
+            raise NotFound(
+                f"no candidate {candidate_id!r}",
+                details=[{"field": "id", "message": "no such candidate for this tenant"}],
+            )
         return _record(row)
 
-    def decide(self, tenant: str, candidate_id: str, status: str, *, at: datetime, text: str | None = None,
-               note: str | None = None) -> CandidateRecord:
+    def decide(
+        self,
+        tenant: str,
+        candidate_id: str,
+        status: str,
+        *,
+        at: datetime,
+        text: str | None = None,
+        note: str | None = None,
+    ) -> CandidateRecord:
         with self._db._write() as conn:
             record = self._locked(conn, tenant, candidate_id)
             if record.status != "pending":
-                raise Conflict(f"candidate {candidate_id} is already {record.status}",
-                               details=[{"field": "id", "message": f"already {record.status}"}])
+                raise Conflict(
+                    f"candidate {candidate_id} is already {record.status}",
+                    details=[{"field": "id", "message": f"already {record.status}"}],
+                )
             record.status, record.decided_at, record.note = status, at, note
             record.text = text if text is not None else record.text
             self._update(conn, record)
@@ -159,12 +204,16 @@ class SQLiteCandidateStore:
         return record
 
     def threshold(self, tenant: str, project: str) -> float | None:
-        rows = self._db._read("SELECT threshold FROM capture_settings WHERE tenant = ? AND project = ?",
-                              (tenant, project))
+        rows = self._db._read(
+            "SELECT threshold FROM capture_settings WHERE tenant = ? AND project = ?", (tenant, project)
+        )
         return rows[0]["threshold"] if rows else None
 
     def set_threshold(self, tenant: str, project: str, threshold: float, *, at: datetime) -> None:
         with self._db._write() as conn:
-            conn.execute("INSERT INTO capture_settings (tenant, project, threshold, updated_at) VALUES (?, ?, ?, ?) "
-                         "ON CONFLICT (tenant, project) DO UPDATE SET threshold = excluded.threshold, "
-                         "updated_at = excluded.updated_at", (tenant, project, threshold, to_epoch(at)))
+            conn.execute(
+                "INSERT INTO capture_settings (tenant, project, threshold, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (tenant, project) DO UPDATE SET threshold = excluded.threshold, "
+                "updated_at = excluded.updated_at",
+                (tenant, project, threshold, to_epoch(at)),
+            )

@@ -47,8 +47,9 @@ class Checkpointer:
             self._count = self._rows = 0
             if self._thread is None:
                 self._wake = threading.Event()
-                self._thread = threading.Thread(target=self._loop, args=(self._wake,), name="capsule-checkpoint",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._loop, args=(self._wake,), name="capsule-checkpoint", daemon=True
+                )
                 self._thread.start()
             wake = self._wake
         wake.set()  # type: ignore[union-attr]  # made with the thread, above

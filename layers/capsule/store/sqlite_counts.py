@@ -34,25 +34,32 @@ TABLE = """CREATE TABLE IF NOT EXISTS project_counts (
 
 # A row's share of its project's counts; pinned counts the active pinned ones, forgotten the
 # forgotten or evicted ones not yet purged (what SQLiteStore.projects reports).
-_ACTIVE, _PINNED, _FORGOTTEN = ("{r}.deleted_at IS NULL", "({r}.deleted_at IS NULL AND {r}.pinned = 1)",
-                                "{r}.deleted_at IS NOT NULL")
+_ACTIVE, _PINNED, _FORGOTTEN = (
+    "{r}.deleted_at IS NULL",
+    "({r}.deleted_at IS NULL AND {r}.pinned = 1)",
+    "{r}.deleted_at IS NOT NULL",
+)
 
 
 def _add(r: str) -> str:
-    return ("INSERT INTO project_counts (tenant, name, active, pinned, forgotten, last_activity) "
-            f"VALUES ({r}.tenant, {r}.project, {_ACTIVE.format(r=r)}, {_PINNED.format(r=r)}, "
-            f"{_FORGOTTEN.format(r=r)}, {r}.updated_at) ON CONFLICT (tenant, name) DO UPDATE SET "
-            "active = active + excluded.active, pinned = pinned + excluded.pinned, "
-            "forgotten = forgotten + excluded.forgotten, last_activity = max(last_activity, excluded.last_activity);")
+    return (
+        "INSERT INTO project_counts (tenant, name, active, pinned, forgotten, last_activity) "
+        f"VALUES ({r}.tenant, {r}.project, {_ACTIVE.format(r=r)}, {_PINNED.format(r=r)}, "
+        f"{_FORGOTTEN.format(r=r)}, {r}.updated_at) ON CONFLICT (tenant, name) DO UPDATE SET "
+        "active = active + excluded.active, pinned = pinned + excluded.pinned, "
+        "forgotten = forgotten + excluded.forgotten, last_activity = max(last_activity, excluded.last_activity);"
+    )
 
 
 # A project left with no row goes (a tenant moved away or purged leaves nothing behind). Its
 # last activity never goes back: a purge or a move is no older than what it removes.
-_REMOVE = ("UPDATE project_counts SET active = active - (OLD.deleted_at IS NULL), "
-           "pinned = pinned - (OLD.deleted_at IS NULL AND OLD.pinned = 1), "
-           "forgotten = forgotten - (OLD.deleted_at IS NOT NULL) WHERE tenant = OLD.tenant AND name = OLD.project; "
-           "DELETE FROM project_counts WHERE tenant = OLD.tenant AND name = OLD.project "
-           "AND active <= 0 AND forgotten <= 0;")
+_REMOVE = (
+    "UPDATE project_counts SET active = active - (OLD.deleted_at IS NULL), "
+    "pinned = pinned - (OLD.deleted_at IS NULL AND OLD.pinned = 1), "
+    "forgotten = forgotten - (OLD.deleted_at IS NOT NULL) WHERE tenant = OLD.tenant AND name = OLD.project; "
+    "DELETE FROM project_counts WHERE tenant = OLD.tenant AND name = OLD.project "
+    "AND active <= 0 AND forgotten <= 0;"
+)
 
 TRIGGERS = {
     "memories_count_insert": f"AFTER INSERT ON memories BEGIN {_add('NEW')} END",
@@ -72,17 +79,21 @@ TRIGGERS = {
     ),
 }
 
-REBUILD = ("INSERT INTO project_counts (tenant, name, active, pinned, forgotten, last_activity) "
-           f"SELECT tenant, project, sum({_ACTIVE.format(r='m')}), sum({_PINNED.format(r='m')}), "
-           f"sum({_FORGOTTEN.format(r='m')}), max(updated_at) FROM memories m GROUP BY tenant, project")
+REBUILD = (
+    "INSERT INTO project_counts (tenant, name, active, pinned, forgotten, last_activity) "
+    f"SELECT tenant, project, sum({_ACTIVE.format(r='m')}), sum({_PINNED.format(r='m')}), "
+    f"sum({_FORGOTTEN.format(r='m')}), max(updated_at) FROM memories m GROUP BY tenant, project"
+)
 
 # Per project of a tenant, its settings row and its kept counts: one probe per project, no
 # read of the memories (a project without a memory has no counts row).
-STATS = ("SELECT p.name AS project, p.retention_limit AS retention_limit, coalesce(c.active, 0) AS memories, "
-         "coalesce(c.pinned, 0) AS pinned, coalesce(c.forgotten, 0) AS forgotten, "
-         "max(coalesce(c.last_activity, p.updated_at), p.updated_at) AS last_activity "
-         "FROM projects p LEFT JOIN project_counts c ON c.tenant = p.tenant AND c.name = p.name "
-         "WHERE p.tenant = ? ORDER BY last_activity DESC")
+STATS = (
+    "SELECT p.name AS project, p.retention_limit AS retention_limit, coalesce(c.active, 0) AS memories, "
+    "coalesce(c.pinned, 0) AS pinned, coalesce(c.forgotten, 0) AS forgotten, "
+    "max(coalesce(c.last_activity, p.updated_at), p.updated_at) AS last_activity "
+    "FROM projects p LEFT JOIN project_counts c ON c.tenant = p.tenant AND c.name = p.name "
+    "WHERE p.tenant = ? ORDER BY last_activity DESC"
+)
 STATS_ONE = STATS.replace("WHERE p.tenant = ?", "WHERE p.tenant = ? AND p.name = ?")  # a restore's one project
 
 

@@ -10,8 +10,8 @@ import sqlite3
 from typing import Any
 
 from ..core.clock import from_epoch, to_epoch
-from ..core.retention import NEVER_EVICTED
 from ..core.records import MemoryRecord
+from ..core.retention import NEVER_EVICTED
 
 MIGRATION = """
     ALTER TABLE memories ADD COLUMN retention TEXT NOT NULL DEFAULT 'auto';
@@ -48,20 +48,30 @@ COLUMNS = "retention, expires_at, supersedes, superseded_by"
 EVICTABLE = f"retention NOT IN ({', '.join(repr(c) for c in NEVER_EVICTED)})"
 
 # A memory's effective class as SQL (capsule.core.retention.effective_class).
-EFFECTIVE_SQL = ("CASE WHEN retention = 'auto' THEN CASE WHEN pinned = 1 THEN 'irreplaceable' "
-                 "ELSE 'replaceable' END ELSE retention END")
+EFFECTIVE_SQL = (
+    "CASE WHEN retention = 'auto' THEN CASE WHEN pinned = 1 THEN 'irreplaceable' "
+    "ELSE 'replaceable' END ELSE retention END"
+)
 
 
 def params(r: MemoryRecord) -> tuple[Any, ...]:
     """The governance columns' values, in :data:`COLUMNS` order."""
-    return (r.retention or "auto", None if r.expires_at is None else to_epoch(r.expires_at),
-            r.supersedes, r.superseded_by)
+    return (
+        r.retention or "auto",
+        None if r.expires_at is None else to_epoch(r.expires_at),
+        r.supersedes,
+        r.superseded_by,
+    )
 
 
 def fields(row: sqlite3.Row) -> dict[str, Any]:
     """The governance fields of a record read with :data:`COLUMNS`."""
-    return {"retention": row["retention"], "expires_at": from_epoch(row["expires_at"]),
-            "supersedes": row["supersedes"], "superseded_by": row["superseded_by"]}
+    return {
+        "retention": row["retention"],
+        "expires_at": from_epoch(row["expires_at"]),
+        "supersedes": row["supersedes"],
+        "superseded_by": row["superseded_by"],
+    }
 
 
 def class_filter(retention: str | None) -> tuple[str, list[Any]]:

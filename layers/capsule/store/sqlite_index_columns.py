@@ -11,10 +11,10 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from ..search import terms
 from ..core.errors import Unavailable
-from ..search.index import pack_row, stable_key
 from ..core.records import ChangeSet, IndexColumns
+from ..search import terms
+from ..search.index import pack_row, stable_key
 from .sqlite_connection import SQLiteConnections
 from .sqlite_rows import COLUMNS, facets, row_to_record
 
@@ -34,8 +34,9 @@ class SQLiteIndexColumns(SQLiteConnections):
 
     def changes_since(self, tenant: str, project: str, since: int, *, columns: bool = False) -> ChangeSet:
         with self._snapshot() as conn:
-            row = conn.execute("SELECT version, purged_version FROM projects WHERE tenant = ? AND name = ?",
-                               (tenant, project)).fetchone()
+            row = conn.execute(
+                "SELECT version, purged_version FROM projects WHERE tenant = ? AND name = ?", (tenant, project)
+            ).fetchone()
             if row is None:
                 return ChangeSet(version=0, reset=True)
             if since <= 0 or since < row["purged_version"] or since > row["version"]:
@@ -44,12 +45,15 @@ class SQLiteIndexColumns(SQLiteConnections):
                 else:
                     rows = conn.execute(
                         f"SELECT {COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL "
-                        "ORDER BY seq", (tenant, project)).fetchall()
+                        "ORDER BY seq",
+                        (tenant, project),
+                    ).fetchall()
                     return ChangeSet(version=row["version"], changed=[row_to_record(r) for r in rows], reset=True)
             else:
                 rows = conn.execute(
                     f"SELECT {COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND version > ? ORDER BY seq",
-                    (tenant, project, since)).fetchall()
+                    (tenant, project, since),
+                ).fetchall()
                 loaded = None
         if loaded is not None:
             self._store_derived(stale)
@@ -62,8 +66,9 @@ class SQLiteIndexColumns(SQLiteConnections):
                 changes.removed.append(r["id"])
         return changes
 
-    def _index_columns(self, conn: sqlite3.Connection, tenant: str, project: str
-                       ) -> tuple[IndexColumns, list[tuple[str, tuple]]]:
+    def _index_columns(
+        self, conn: sqlite3.Connection, tenant: str, project: str
+    ) -> tuple[IndexColumns, list[tuple[str, tuple]]]:
         """Every active row of the project as the columns an index needs, in one read.
 
         A project of at least ``defer_vectors_from`` rows comes as packed rows (key, times,
@@ -78,8 +83,9 @@ class SQLiteIndexColumns(SQLiteConnections):
         and returned as updates, to be stored for next time.
         """
         where = "WHERE tenant = ? AND project = ? AND deleted_at IS NULL"
-        count = conn.execute(f"SELECT count(*) FROM memories INDEXED BY memories_load {where}",
-                             (tenant, project)).fetchone()[0]
+        count = conn.execute(
+            f"SELECT count(*) FROM memories INDEXED BY memories_load {where}", (tenant, project)
+        ).fetchone()[0]
         defer = count >= self.defer_vectors_from
         cursor = conn.cursor()
         cursor.row_factory = None  # plain tuples: a Row per memory costs more than the read
@@ -97,7 +103,9 @@ class SQLiteIndexColumns(SQLiteConnections):
         cursor.execute(
             f"SELECT {columns}, model, CASE WHEN terms_version = ? THEN terms END, "
             f"CASE WHEN terms_version IS ? THEN NULL ELSE content END, helpful, unhelpful, {meta} "
-            f"{source} {where} ORDER BY seq", (terms.TOKENIZER, terms.TOKENIZER, tenant, project))
+            f"{source} {where} ORDER BY seq",
+            (terms.TOKENIZER, terms.TOKENIZER, tenant, project),
+        )
         out = IndexColumns([], [], bytearray(), [], [], [], [], [], [], [], [])
         packed: list[bytes | None] = []
         stale: list[tuple[str, tuple]] = []
@@ -141,47 +149,76 @@ class SQLiteIndexColumns(SQLiteConnections):
         return out, stale
 
     @staticmethod
-    def _refacet(tenant: str, ids: Sequence[str], metas: Sequence[str | None],
-                 stale: list[tuple[str, tuple]]) -> list[str | None]:
+    def _refacet(
+        tenant: str, ids: Sequence[str], metas: Sequence[str | None], stale: list[tuple[str, tuple]]
+    ) -> list[str | None]:
         """Facets for rows written before they were kept (their whole meta came, marked "!")."""
         out: list[str | None] = []
         for memory_id, meta in zip(ids, metas):
             if meta is not None and meta[0] == "!":
                 meta = facets(json.loads(meta[1:]))
-                stale.append(("UPDATE memories SET facets = ? WHERE tenant = ? AND id = ? AND facets IS NULL",
-                              (meta, tenant, memory_id)))
+                stale.append(
+                    (
+                        "UPDATE memories SET facets = ? WHERE tenant = ? AND id = ? AND facets IS NULL",
+                        (meta, tenant, memory_id),
+                    )
+                )
             out.append(meta or None)
         return out
 
     @staticmethod
-    def _repack(conn: sqlite3.Connection, tenant: str, ids: list[str], packed: list[bytes | None],
-                stale: list[tuple[str, tuple]]) -> None:
+    def _repack(
+        conn: sqlite3.Connection,
+        tenant: str,
+        ids: list[str],
+        packed: list[bytes | None],
+        stale: list[tuple[str, tuple]],
+    ) -> None:
         """Packed rows for the rows that lack one (written before they were kept)."""
         missing = [i for i, row in enumerate(packed) if row is None] if None in packed else []
         for start in range(0, len(missing), 500):
-            part = missing[start:start + 500]
-            found = {row[0]: row[1:] for row in conn.execute(
-                "SELECT id, sort_key, occurred_at, created_at, embedding FROM memories WHERE tenant = ? "
-                f"AND id IN ({', '.join('?' * len(part))})", (tenant, *[ids[i] for i in part]))}
+            part = missing[start : start + 500]
+            found = {
+                row[0]: row[1:]
+                for row in conn.execute(
+                    "SELECT id, sort_key, occurred_at, created_at, embedding FROM memories WHERE tenant = ? "
+                    f"AND id IN ({', '.join('?' * len(part))})",
+                    (tenant, *[ids[i] for i in part]),
+                )
+            }
             for i in part:
                 key, occurred, created, blob = found[ids[i]]
                 vector = None if blob is None else np.frombuffer(blob, dtype="<f4")
                 packed[i] = pack_row(stable_key(ids[i]) if key is None else key, occurred, created, vector)
                 # Only where still missing: a vector set meanwhile came with its own packed row.
-                stale.append(("UPDATE memories SET packed = ? WHERE tenant = ? AND id = ? AND packed IS NULL",
-                              (packed[i], tenant, ids[i])))
+                stale.append(
+                    (
+                        "UPDATE memories SET packed = ? WHERE tenant = ? AND id = ? AND packed IS NULL",
+                        (packed[i], tenant, ids[i]),
+                    )
+                )
 
     @staticmethod
-    def _refresh(tenant: str, ids: Sequence[str], keys: list[int | None], hashed: list[bytes | None],
-                 contents: Sequence[str | None], stale: list[tuple[str, tuple]]) -> None:
+    def _refresh(
+        tenant: str,
+        ids: Sequence[str],
+        keys: list[int | None],
+        hashed: list[bytes | None],
+        contents: Sequence[str | None],
+        stale: list[tuple[str, tuple]],
+    ) -> None:
         """Tie-break keys and term hashes for rows that lack them or hold another tokenizer's."""
         for i, content in enumerate(contents):
             if keys[i] is None:
                 keys[i] = stable_key(ids[i])
             if content is not None:
                 hashed[i] = terms.encode(content)
-                stale.append((("UPDATE memories SET terms = ?, terms_version = ?, sort_key = ? "
-                               "WHERE tenant = ? AND id = ?"), (hashed[i], terms.TOKENIZER, keys[i], tenant, ids[i])))
+                stale.append(
+                    (
+                        ("UPDATE memories SET terms = ?, terms_version = ?, sort_key = ? WHERE tenant = ? AND id = ?"),
+                        (hashed[i], terms.TOKENIZER, keys[i], tenant, ids[i]),
+                    )
+                )
 
     def _store_derived(self, stale: list[tuple[str, tuple]]) -> None:
         """Keep recomputed term hashes and sign bits; derived data, so no version bump, and a
@@ -213,11 +250,13 @@ class _DeferredVectors:
         # Forgotten rows too: an index may still hold one whose forgetting it has not read yet.
         found: dict[str, bytes] = {}
         for start in range(0, len(ids), 500):
-            part = list(ids[start:start + 500])
+            part = list(ids[start : start + 500])
             rows = self.store._read(
                 # "+model": look the ids up by their unique key (tenant, id), not the model's range.
                 f"SELECT id, embedding FROM memories WHERE tenant = ? AND +model IS ? AND embedding IS NOT NULL "
-                f"AND id IN ({', '.join('?' * len(part))})", (self.tenant, model, *part))
+                f"AND id IN ({', '.join('?' * len(part))})",
+                (self.tenant, model, *part),
+            )
             found.update((row[0], row[1]) for row in rows)
         return found
 
@@ -227,7 +266,9 @@ class _DeferredVectors:
             cursor.row_factory = None
             cursor.execute(
                 "SELECT id, embedding FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL "
-                "AND model IS ? AND embedding IS NOT NULL ORDER BY seq", (self.tenant, self.project, model))
+                "AND model IS ? AND embedding IS NOT NULL ORDER BY seq",
+                (self.tenant, self.project, model),
+            )
             while chunk := cursor.fetchmany(2048):
                 yield chunk
         except sqlite3.Error as exc:

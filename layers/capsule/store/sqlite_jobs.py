@@ -26,15 +26,25 @@ class SQLiteJobs(SQLiteConnections):
                 (to_epoch(before),),
             ).fetchall()
             for row in rows:
-                self._audit(conn, row["tenant"], row["id"], row["project"], "purge", "retention",
-                            "forgotten longer than the recovery window", when)
+                self._audit(
+                    conn,
+                    row["tenant"],
+                    row["id"],
+                    row["project"],
+                    "purge",
+                    "retention",
+                    "forgotten longer than the recovery window",
+                    when,
+                )
             for tenant, project in {(row["tenant"], row["project"]) for row in rows}:
                 # Purged rows leave no tombstone: a reader older than this must reload.
                 version = self._bump(conn, tenant, project)
-                conn.execute("UPDATE projects SET purged_version = ? WHERE tenant = ? AND name = ?",
-                             (version, tenant, project))
-            conn.execute(f"DELETE FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ? {kept}",
-                         (to_epoch(before),))
+                conn.execute(
+                    "UPDATE projects SET purged_version = ? WHERE tenant = ? AND name = ?", (version, tenant, project)
+                )
+            conn.execute(
+                f"DELETE FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ? {kept}", (to_epoch(before),)
+            )
             sqlite_governance_schema.drop_versions(conn, [(row["tenant"], row["id"]) for row in rows])
         return len(rows)
 
@@ -43,13 +53,18 @@ class SQLiteJobs(SQLiteConnections):
         # seq: as one statement with ORs and ORDER BY seq LIMIT, SQLite walked the whole table in
         # seq order looking for them, and on a store with nothing pending read every row. Oldest
         # first within each branch (a model switch leaves one other model, in seq order).
-        found = self._read(f"SELECT seq, {COLUMNS} FROM memories INDEXED BY memories_pending "
-                           "WHERE status != 'ready' AND deleted_at IS NULL ORDER BY seq LIMIT ?", (limit,))
+        found = self._read(
+            f"SELECT seq, {COLUMNS} FROM memories INDEXED BY memories_pending "
+            "WHERE status != 'ready' AND deleted_at IS NULL ORDER BY seq LIMIT ?",
+            (limit,),
+        )
         if model is not None:  # in index order (model, then seq): no sort of a whole range
             for where, params in (("model IS NULL", ()), ("model < ?", (model,)), ("model > ?", (model,))):
-                found += self._read(f"SELECT seq, {COLUMNS} FROM memories INDEXED BY memories_model "
-                                    f"WHERE deleted_at IS NULL AND {where} ORDER BY model, seq LIMIT ?",
-                                    (*params, limit))
+                found += self._read(
+                    f"SELECT seq, {COLUMNS} FROM memories INDEXED BY memories_model "
+                    f"WHERE deleted_at IS NULL AND {where} ORDER BY model, seq LIMIT ?",
+                    (*params, limit),
+                )
         rows = sorted({row["seq"]: row for row in found}.values(), key=lambda row: row["seq"])[:limit]
         return [row_to_record(row) for row in rows]
 
@@ -57,7 +72,7 @@ class SQLiteJobs(SQLiteConnections):
         found: dict[str, np.ndarray] = {}
         keys = list(dict.fromkeys(sha256s))
         for start in range(0, len(keys), 500):
-            part = keys[start:start + 500]
+            part = keys[start : start + 500]
             rows = self._read(
                 f"SELECT sha256, vector FROM embedding_cache WHERE model = ? AND created_at >= ? "
                 f"AND sha256 IN ({', '.join('?' * len(part))})",

@@ -36,20 +36,28 @@ class SQLiteKeyStore:
         from ..crypto.keys import DataKeyRow  # cryptography loads only where keys are used
 
         rows = self._db._read("SELECT * FROM data_keys WHERE tenant = ? ORDER BY version", (tenant,))
-        return [DataKeyRow(r["tenant"], r["kid"], r["version"], bytes(r["wrapped"]), r["wrapped_by"],
-                           from_epoch(r["created_at"])) for r in rows]
+        return [
+            DataKeyRow(
+                r["tenant"], r["kid"], r["version"], bytes(r["wrapped"]), r["wrapped_by"], from_epoch(r["created_at"])
+            )
+            for r in rows
+        ]
 
     def add_data_key(self, row) -> bool:
         at = to_epoch(row.created_at)
         with self._db._write() as conn:
-            done = conn.execute("INSERT OR IGNORE INTO data_keys VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                (row.tenant, row.version, row.kid, row.wrapped, row.wrapped_by, at, at)).rowcount
+            done = conn.execute(
+                "INSERT OR IGNORE INTO data_keys VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (row.tenant, row.version, row.kid, row.wrapped, row.wrapped_by, at, at),
+            ).rowcount
         return bool(done)
 
     def rewrap_data_key(self, tenant: str, version: int, wrapped: bytes, wrapped_by: str, *, was: str) -> bool:
         with self._db._write() as conn:
-            done = conn.execute("UPDATE data_keys SET wrapped = ?, wrapped_by = ? WHERE tenant = ? AND version = ?"
-                                " AND wrapped_by = ?", (wrapped, wrapped_by, tenant, version, was)).rowcount
+            done = conn.execute(
+                "UPDATE data_keys SET wrapped = ?, wrapped_by = ? WHERE tenant = ? AND version = ? AND wrapped_by = ?",
+                (wrapped, wrapped_by, tenant, version, was),
+            ).rowcount
         return bool(done)
 
     def encryption_mode(self, tenant: str, project: str) -> str | None:
@@ -58,18 +66,22 @@ class SQLiteKeyStore:
 
     def set_encryption_mode(self, tenant: str, project: str, mode: str, *, at: datetime) -> None:
         with self._db._write() as conn:
-            conn.execute("INSERT INTO project_encryption VALUES (?, ?, ?, ?) ON CONFLICT (tenant, name)"
-                         " DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
-                         (tenant, project, mode, to_epoch(at)))
+            conn.execute(
+                "INSERT INTO project_encryption VALUES (?, ?, ?, ?) ON CONFLICT (tenant, name)"
+                " DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at",
+                (tenant, project, mode, to_epoch(at)),
+            )
 
     # ---- re-sealing (capsule.sealing.reseal) ------------------------------------------
 
     def stale_ids(self, tenant: str, current: str, *, all_projects: list[str], limit: int) -> list[str]:
         """Ids of the tenant's memories sealed under another data key than ``current`` (a
         ``kid.version``), and of unsealed ones in ``all_projects`` (set to encrypt every memory)."""
-        sql = ("SELECT id FROM memories WHERE tenant = ? AND ((content LIKE 'cme1.%' AND content NOT LIKE ?)"
-               f" OR (project IN ({', '.join('?' * len(all_projects))}) AND content NOT LIKE 'cme1.%'))"
-               " ORDER BY seq LIMIT ?")
+        sql = (
+            "SELECT id FROM memories WHERE tenant = ? AND ((content LIKE 'cme1.%' AND content NOT LIKE ?)"
+            f" OR (project IN ({', '.join('?' * len(all_projects))}) AND content NOT LIKE 'cme1.%'))"
+            " ORDER BY seq LIMIT ?"
+        )
         rows = self._db._read(sql, (tenant, f"cme1.{current}.%", *all_projects, limit))
         return [r["id"] for r in rows]
 
@@ -89,6 +101,16 @@ class SQLiteKeyStore:
             done = conn.execute(
                 "UPDATE memories SET content = ?, meta = ?, explanation = ?, terms = ?, terms_version = ?, facets = ?,"
                 " component = NULL, category = NULL WHERE tenant = ? AND id = ? AND content = ?",
-                (record.content, json.dumps(record.meta), record.explanation, terms.encode_record(record),
-                 terms.TOKENIZER, facets(record.meta), record.tenant, record.id, was)).rowcount
+                (
+                    record.content,
+                    json.dumps(record.meta),
+                    record.explanation,
+                    terms.encode_record(record),
+                    terms.TOKENIZER,
+                    facets(record.meta),
+                    record.tenant,
+                    record.id,
+                    was,
+                ),
+            ).rowcount
         return bool(done)

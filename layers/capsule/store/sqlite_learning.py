@@ -23,8 +23,10 @@ from .base import Cursor
 from .sqlite import SQLiteStore
 from .sqlite_rows import decode_vector, encode_vector
 
-_SOLUTION = ("id, tenant, title, category, body, embeddings, signatures, model, success, failure, created_at, "
-             "updated_at, last_applied_at, verified_on")
+_SOLUTION = (
+    "id, tenant, title, category, body, embeddings, signatures, model, success, failure, created_at, "
+    "updated_at, last_applied_at, verified_on"
+)
 # Search candidates for a component: those naming it and those naming none (COMPAT.md §1.7).
 _COMPONENT = " AND (json_extract(body, '$.component') IS NULL OR json_extract(body, '$.component') = ?)"
 
@@ -36,11 +38,18 @@ def _matrix(blob: bytes | None, rows: int) -> np.ndarray | None:
 
 def _solution(row: sqlite3.Row, *, with_embeddings: bool = True) -> SolutionRecord:
     return SolutionRecord(
-        id=row["id"], tenant=row["tenant"], title=row["title"], category=row["category"],
-        body=json.loads(row["body"]), created_at=from_epoch(row["created_at"]),
-        updated_at=from_epoch(row["updated_at"]), success=row["success"], failure=row["failure"],
+        id=row["id"],
+        tenant=row["tenant"],
+        title=row["title"],
+        category=row["category"],
+        body=json.loads(row["body"]),
+        created_at=from_epoch(row["created_at"]),
+        updated_at=from_epoch(row["updated_at"]),
+        success=row["success"],
+        failure=row["failure"],
         embeddings=_matrix(row["embeddings"], row["signatures"]) if with_embeddings else None,
-        model=row["model"], last_applied_at=from_epoch(row["last_applied_at"]),
+        model=row["model"],
+        last_applied_at=from_epoch(row["last_applied_at"]),
         verified_on=from_epoch(row["verified_on"]),
     )
 
@@ -48,18 +57,32 @@ def _solution(row: sqlite3.Row, *, with_embeddings: bool = True) -> SolutionReco
 def _pattern(row: sqlite3.Row) -> PatternRecord:
     body = json.loads(row["body"])
     return PatternRecord(
-        tenant=row["tenant"], tag=row["tag"], category=row["category"], terms=body["terms"],
-        occurrences=row["occurrences"], projects=body["projects"], examples=body["examples"],
-        description=body["description"], created_at=from_epoch(row["created_at"]),
-        updated_at=from_epoch(row["updated_at"]), first_seen=from_epoch(row["first_seen"]),
-        last_seen=from_epoch(row["last_seen"]), embedding=decode_vector(row["embedding"]), model=row["model"],
+        tenant=row["tenant"],
+        tag=row["tag"],
+        category=row["category"],
+        terms=body["terms"],
+        occurrences=row["occurrences"],
+        projects=body["projects"],
+        examples=body["examples"],
+        description=body["description"],
+        created_at=from_epoch(row["created_at"]),
+        updated_at=from_epoch(row["updated_at"]),
+        first_seen=from_epoch(row["first_seen"]),
+        last_seen=from_epoch(row["last_seen"]),
+        embedding=decode_vector(row["embedding"]),
+        model=row["model"],
     )
 
 
 def _link(row: sqlite3.Row) -> LinkRecord:
     return LinkRecord(
-        tenant=row["tenant"], tag=row["tag"], category=row["category"], kind=row["kind"],
-        target_id=row["target_id"], success=row["success"], failure=row["failure"],
+        tenant=row["tenant"],
+        tag=row["tag"],
+        category=row["category"],
+        kind=row["kind"],
+        target_id=row["target_id"],
+        success=row["success"],
+        failure=row["failure"],
         last_at=from_epoch(row["last_at"]),
     )
 
@@ -92,10 +115,22 @@ class SQLiteLearningStore:
             try:
                 conn.execute(
                     f"INSERT INTO solutions ({_SOLUTION}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (record.id, record.tenant, record.title, record.category, json.dumps(record.body),
-                     encode_vector(record.embeddings), rows, record.model, record.success, record.failure,
-                     to_epoch(record.created_at), to_epoch(record.updated_at), _epoch(record.last_applied_at),
-                     _epoch(record.verified_on)),
+                    (
+                        record.id,
+                        record.tenant,
+                        record.title,
+                        record.category,
+                        json.dumps(record.body),
+                        encode_vector(record.embeddings),
+                        rows,
+                        record.model,
+                        record.success,
+                        record.failure,
+                        to_epoch(record.created_at),
+                        to_epoch(record.updated_at),
+                        _epoch(record.last_applied_at),
+                        _epoch(record.verified_on),
+                    ),
                 )
             except sqlite3.IntegrityError as exc:
                 raise Conflict(f"solution {record.id} already exists") from exc
@@ -127,8 +162,9 @@ class SQLiteLearningStore:
         rows = self._read(sql + " ORDER BY created_at DESC, id DESC LIMIT ?", [*params, limit])
         return [_solution(row, with_embeddings=False) for row in rows]
 
-    def solutions(self, tenant: str, *, category: str | None, limit: int,
-                  component: str | None = None) -> list[SolutionRecord]:
+    def solutions(
+        self, tenant: str, *, category: str | None, limit: int, component: str | None = None
+    ) -> list[SolutionRecord]:
         sql, params = f"SELECT {_SOLUTION} FROM solutions WHERE tenant = ?", [tenant]
         if category is not None:
             sql += " AND category = ?"
@@ -145,8 +181,17 @@ class SQLiteLearningStore:
             changed = conn.execute(
                 "UPDATE solutions SET title = ?, category = ?, body = ?, embeddings = ?, signatures = ?, "
                 "model = ?, updated_at = ? WHERE tenant = ? AND id = ?",
-                (record.title, record.category, json.dumps(record.body), encode_vector(record.embeddings), rows,
-                 record.model, to_epoch(record.updated_at), record.tenant, record.id),
+                (
+                    record.title,
+                    record.category,
+                    json.dumps(record.body),
+                    encode_vector(record.embeddings),
+                    rows,
+                    record.model,
+                    to_epoch(record.updated_at),
+                    record.tenant,
+                    record.id,
+                ),
             ).rowcount
             if not changed:
                 raise NotFound(f"no solution {record.id}")
@@ -162,11 +207,14 @@ class SQLiteLearningStore:
         with self._db._write() as conn:
             if not conn.execute("DELETE FROM solutions WHERE tenant = ? AND id = ?", (tenant, solution_id)).rowcount:
                 raise NotFound(f"no solution {solution_id}")
-            conn.execute("DELETE FROM solution_applications WHERE tenant = ? AND solution_id = ?",
-                         (tenant, solution_id))
+            conn.execute(
+                "DELETE FROM solution_applications WHERE tenant = ? AND solution_id = ?", (tenant, solution_id)
+            )
             for table in ("pattern_links", "pattern_evidence"):
-                conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND kind = 'solution' AND target_id = ?",
-                             (tenant, solution_id))
+                conn.execute(
+                    f"DELETE FROM {table} WHERE tenant = ? AND kind = 'solution' AND target_id = ?",
+                    (tenant, solution_id),
+                )
 
     def record_application(self, application: ApplicationRecord) -> SolutionRecord:
         a = application
@@ -179,7 +227,7 @@ class SQLiteLearningStore:
                 # Saturating: a count at the limit stays there, so it always reads back as valid.
                 f"UPDATE solutions SET {column} = min({column} + 1, ?), last_applied_at = ?{verified} "
                 "WHERE tenant = ? AND id = ?",
-                (limits.MAX_COUNT, *at, a.tenant, a.solution_id)
+                (limits.MAX_COUNT, *at, a.tenant, a.solution_id),
             ).rowcount
             if not changed:
                 raise NotFound(f"no solution {a.solution_id}")
@@ -188,8 +236,9 @@ class SQLiteLearningStore:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (a.id, a.tenant, a.solution_id, int(a.success), a.project, a.error, a.context, to_epoch(a.at)),
             )
-            row = conn.execute(f"SELECT {_SOLUTION} FROM solutions WHERE tenant = ? AND id = ?",
-                               (a.tenant, a.solution_id)).fetchone()
+            row = conn.execute(
+                f"SELECT {_SOLUTION} FROM solutions WHERE tenant = ? AND id = ?", (a.tenant, a.solution_id)
+            ).fetchone()
         return _solution(row)
 
     def applications(self, tenant: str, *, limit: int) -> list[ApplicationRecord]:
@@ -198,8 +247,14 @@ class SQLiteLearningStore:
         )
         return [
             ApplicationRecord(
-                id=r["id"], tenant=r["tenant"], solution_id=r["solution_id"], success=bool(r["success"]),
-                at=from_epoch(r["at"]), project=r["project"], error=r["error"], context=r["context"],
+                id=r["id"],
+                tenant=r["tenant"],
+                solution_id=r["solution_id"],
+                success=bool(r["success"]),
+                at=from_epoch(r["at"]),
+                project=r["project"],
+                error=r["error"],
+                context=r["context"],
             )
             for r in rows
         ]
@@ -208,8 +263,9 @@ class SQLiteLearningStore:
 
     def upsert_pattern(self, record: PatternRecord) -> None:
         r = record
-        body = json.dumps({"terms": r.terms, "projects": r.projects, "examples": r.examples,
-                           "description": r.description})
+        body = json.dumps(
+            {"terms": r.terms, "projects": r.projects, "examples": r.examples, "description": r.description}
+        )
         with self._db._write() as conn:
             conn.execute(
                 "INSERT INTO patterns (tenant, tag, category, body, occurrences, embedding, model, first_seen, "
@@ -217,20 +273,30 @@ class SQLiteLearningStore:
                 "ON CONFLICT (tenant, tag, category) DO UPDATE SET body = excluded.body, "
                 "occurrences = excluded.occurrences, embedding = excluded.embedding, model = excluded.model, "
                 "first_seen = excluded.first_seen, last_seen = excluded.last_seen, updated_at = excluded.updated_at",
-                (r.tenant, r.tag, r.category, body, r.occurrences, encode_vector(r.embedding), r.model,
-                 _epoch(r.first_seen), _epoch(r.last_seen), to_epoch(r.created_at), to_epoch(r.updated_at)),
+                (
+                    r.tenant,
+                    r.tag,
+                    r.category,
+                    body,
+                    r.occurrences,
+                    encode_vector(r.embedding),
+                    r.model,
+                    _epoch(r.first_seen),
+                    _epoch(r.last_seen),
+                    to_epoch(r.created_at),
+                    to_epoch(r.updated_at),
+                ),
             )
 
     def get_pattern(self, tenant: str, tag: str, category: str) -> PatternRecord:
-        rows = self._read("SELECT * FROM patterns WHERE tenant = ? AND tag = ? AND category = ?",
-                          (tenant, tag, category))
+        rows = self._read(
+            "SELECT * FROM patterns WHERE tenant = ? AND tag = ? AND category = ?", (tenant, tag, category)
+        )
         if not rows:
             raise NotFound(f"no pattern '{tag}' in category '{category}'")
         return _pattern(rows[0])
 
-    def patterns(
-        self, tenant: str, *, category: str | None, min_occurrences: int, limit: int
-    ) -> list[PatternRecord]:
+    def patterns(self, tenant: str, *, category: str | None, min_occurrences: int, limit: int) -> list[PatternRecord]:
         sql, params = "SELECT * FROM patterns WHERE tenant = ? AND occurrences >= ?", [tenant, min_occurrences]
         if category is not None:
             sql += " AND category = ?"
@@ -239,18 +305,30 @@ class SQLiteLearningStore:
         return [_pattern(row) for row in rows]
 
     def link(
-        self, tenant: str, tag: str, category: str, kind: str, target_id: str, *,
-        success: bool, at: datetime, evidence: str | None,
+        self,
+        tenant: str,
+        tag: str,
+        category: str,
+        kind: str,
+        target_id: str,
+        *,
+        success: bool,
+        at: datetime,
+        evidence: str | None,
     ) -> tuple[LinkRecord, bool]:
         key = (tenant, tag, category, kind, target_id)
         column = "success" if success else "failure"
         with self._db._write() as conn:
             counted = True
             if evidence is not None:
-                counted = conn.execute(
-                    "INSERT OR IGNORE INTO pattern_evidence (tenant, tag, category, kind, target_id, evidence) "
-                    "VALUES (?, ?, ?, ?, ?, ?)", (*key, evidence),
-                ).rowcount == 1
+                counted = (
+                    conn.execute(
+                        "INSERT OR IGNORE INTO pattern_evidence (tenant, tag, category, kind, target_id, evidence) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (*key, evidence),
+                    ).rowcount
+                    == 1
+                )
             if counted:
                 conn.execute(
                     f"INSERT INTO pattern_links (tenant, tag, category, kind, target_id, {column}, last_at) "
@@ -265,13 +343,20 @@ class SQLiteLearningStore:
                 )
             row = conn.execute(
                 "SELECT * FROM pattern_links WHERE tenant = ? AND tag = ? AND category = ? AND kind = ? "
-                "AND target_id = ?", key,
+                "AND target_id = ?",
+                key,
             ).fetchone()
         return _link(row), counted
 
     def links(
-        self, tenant: str, *, tag: str | None = None, category: str | None = None,
-        kind: str | None = None, min_success: int = 0, limit: int = 100,
+        self,
+        tenant: str,
+        *,
+        tag: str | None = None,
+        category: str | None = None,
+        kind: str | None = None,
+        min_success: int = 0,
+        limit: int = 100,
     ) -> list[LinkRecord]:
         sql, params = "SELECT * FROM pattern_links WHERE tenant = ? AND success >= ?", [tenant, min_success]
         for column, value in (("tag", tag), ("category", category), ("kind", kind)):

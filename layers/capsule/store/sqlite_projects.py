@@ -28,8 +28,11 @@ class SQLiteProjects(SQLiteConnections):
             rows = self._read(sqlite_counts.STATS_ONE, (tenant, only))
         return [
             ProjectStats(
-                project=row["project"], memories=row["memories"], pinned=row["pinned"],
-                forgotten=row["forgotten"], retention_limit=row["retention_limit"],
+                project=row["project"],
+                memories=row["memories"],
+                pinned=row["pinned"],
+                forgotten=row["forgotten"],
+                retention_limit=row["retention_limit"],
                 last_activity=from_epoch(row["last_activity"]),
             )
             for row in rows
@@ -52,8 +55,9 @@ class SQLiteProjects(SQLiteConnections):
         """Set the limit only where the project has none of its own; returns the one it keeps
         (None: the deployment's default applied and ``limit`` is now set)."""
         with self._write() as conn:
-            row = conn.execute("SELECT retention_limit FROM projects WHERE tenant = ? AND name = ?",
-                               (tenant, project)).fetchone()
+            row = conn.execute(
+                "SELECT retention_limit FROM projects WHERE tenant = ? AND name = ?", (tenant, project)
+            ).fetchone()
             if row is not None and row["retention_limit"] is not None:
                 return row["retention_limit"]
             conn.execute(
@@ -70,17 +74,30 @@ class SQLiteProjects(SQLiteConnections):
 
     def projects_labelled(self, tenant: str, label: str, *, limit: int = 2) -> list[str]:
         """Path projects whose basename is ``label`` (the tenant's rows only: a short scan)."""
-        rows = self._read("SELECT name FROM projects WHERE tenant = ? AND substr(name, -(length(?) + 1)) = '/' || ? "
-                          "ORDER BY name LIMIT ?", (tenant, label, label, limit))
+        rows = self._read(
+            "SELECT name FROM projects WHERE tenant = ? AND substr(name, -(length(?) + 1)) = '/' || ? "
+            "ORDER BY name LIMIT ?",
+            (tenant, label, label, limit),
+        )
         return [row["name"] for row in rows]
 
     def project_names(self, tenant: str) -> list[str]:
-        rows = self._read("SELECT name FROM projects WHERE tenant = ? UNION "
-                          "SELECT DISTINCT project FROM memories WHERE tenant = ?", (tenant, tenant))
+        rows = self._read(
+            "SELECT name FROM projects WHERE tenant = ? UNION SELECT DISTINCT project FROM memories WHERE tenant = ?",
+            (tenant, tenant),
+        )
         return [row[0] for row in rows]
 
-    def merge_project(self, tenant: str, source: str, target: str, *, at: datetime, actor: str,
-                      default_limit: int = limits.DEFAULT_RETENTION_LIMIT) -> dict[str, int]:
+    def merge_project(
+        self,
+        tenant: str,
+        source: str,
+        target: str,
+        *,
+        at: datetime,
+        actor: str,
+        default_limit: int = limits.DEFAULT_RETENTION_LIMIT,
+    ) -> dict[str, int]:
         """Move every memory of ``source`` into ``target`` in one write; an active memory whose
         content ``target`` already holds is kept there once (the copy is forgotten, recoverable,
         its pin and votes carried over). The target keeps its own settings, taking the source's
@@ -90,32 +107,52 @@ class SQLiteProjects(SQLiteConnections):
             return {}
         now = to_epoch(at)
         with self._write() as conn:
-            if not conn.execute("SELECT 1 FROM memories WHERE tenant = ? AND project = ? UNION ALL "
-                                "SELECT 1 FROM projects WHERE tenant = ? AND name = ? LIMIT 1",
-                                (tenant, source, tenant, source)).fetchone():
+            if not conn.execute(
+                "SELECT 1 FROM memories WHERE tenant = ? AND project = ? UNION ALL "
+                "SELECT 1 FROM projects WHERE tenant = ? AND name = ? LIMIT 1",
+                (tenant, source, tenant, source),
+            ).fetchone():
                 return {}
             dupes = conn.execute(
                 "SELECT s.id AS id, min(t.id) AS kept, s.pinned AS pinned, s.helpful AS helpful, "
                 "s.unhelpful AS unhelpful FROM memories s JOIN memories t ON t.tenant = s.tenant AND t.project = ? "
                 "AND t.sha256 = s.sha256 AND t.deleted_at IS NULL "
                 "WHERE s.tenant = ? AND s.project = ? AND s.deleted_at IS NULL GROUP BY s.id",
-                (target, tenant, source)).fetchall()
+                (target, tenant, source),
+            ).fetchall()
             self._merge_settings(conn, tenant, source, target, now)
             version = self._bump(conn, tenant, target)
             for d in dupes:
-                conn.execute("UPDATE memories SET pinned = max(pinned, ?), helpful = helpful + ?, "
-                             "unhelpful = unhelpful + ?, updated_at = ?, version = ? WHERE tenant = ? AND id = ?",
-                             (d["pinned"], d["helpful"], d["unhelpful"], now, version, tenant, d["kept"]))
-                conn.execute("UPDATE memories SET deleted_at = ?, deleted_reason = 'merged', updated_at = ? "
-                             "WHERE tenant = ? AND id = ?", (now, now, tenant, d["id"]))
-                self._audit(conn, tenant, d["id"], target, "merge", actor,
-                            f"merged: project '{source}' is the checkout '{target}', which holds the same content"
-                            f" as memory {d['kept']}", now)
-            moved = conn.execute("UPDATE memories SET project = ?, version = ? WHERE tenant = ? AND project = ?",
-                                 (target, version, tenant, source)).rowcount
+                conn.execute(
+                    "UPDATE memories SET pinned = max(pinned, ?), helpful = helpful + ?, "
+                    "unhelpful = unhelpful + ?, updated_at = ?, version = ? WHERE tenant = ? AND id = ?",
+                    (d["pinned"], d["helpful"], d["unhelpful"], now, version, tenant, d["kept"]),
+                )
+                conn.execute(
+                    "UPDATE memories SET deleted_at = ?, deleted_reason = 'merged', updated_at = ? "
+                    "WHERE tenant = ? AND id = ?",
+                    (now, now, tenant, d["id"]),
+                )
+                self._audit(
+                    conn,
+                    tenant,
+                    d["id"],
+                    target,
+                    "merge",
+                    actor,
+                    f"merged: project '{source}' is the checkout '{target}', which holds the same content"
+                    f" as memory {d['kept']}",
+                    now,
+                )
+            moved = conn.execute(
+                "UPDATE memories SET project = ?, version = ? WHERE tenant = ? AND project = ?",
+                (target, version, tenant, source),
+            ).rowcount
             for table in self._project_tables(conn):
-                conn.execute(f"UPDATE OR IGNORE {table} SET project = ? WHERE tenant = ? AND project = ?",
-                             (target, tenant, source))
+                conn.execute(
+                    f"UPDATE OR IGNORE {table} SET project = ? WHERE tenant = ? AND project = ?",
+                    (target, tenant, source),
+                )
             conn.execute("DELETE FROM projects WHERE tenant = ? AND name = ?", (tenant, source))
             self._raise_to_hold(conn, tenant, target, default_limit)
         return {"moved": moved - len(dupes), "deduplicated": len(dupes)}
@@ -129,8 +166,12 @@ class SQLiteProjects(SQLiteConnections):
             "retention_limit = coalesce(retention_limit, excluded.retention_limit), "
             "ephemeral_ttl = coalesce(ephemeral_ttl, excluded.ephemeral_ttl), "
             "created_at = min(created_at, excluded.created_at), updated_at = max(updated_at, ?)",
-            (target, tenant, source, now))
-        for table, columns in (("project_policies", ("secrets_policy", "pii_policy")), ("project_encryption", ("mode",))):
+            (target, tenant, source, now),
+        )
+        for table, columns in (
+            ("project_policies", ("secrets_policy", "pii_policy")),
+            ("project_encryption", ("mode",)),
+        ):
             exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
             if not exists:
                 continue
@@ -138,9 +179,11 @@ class SQLiteProjects(SQLiteConnections):
                 conn.execute(f"UPDATE {table} SET name = ? WHERE tenant = ? AND name = ?", (target, tenant, source))
             else:  # the target's own settings win; the source's fill what it lacks
                 for column in columns:
-                    conn.execute(f"UPDATE {table} SET {column} = coalesce({column}, (SELECT {column} FROM {table} "
-                                 "WHERE tenant = ? AND name = ?)) WHERE tenant = ? AND name = ?",
-                                 (tenant, source, tenant, target))
+                    conn.execute(
+                        f"UPDATE {table} SET {column} = coalesce({column}, (SELECT {column} FROM {table} "
+                        "WHERE tenant = ? AND name = ?)) WHERE tenant = ? AND name = ?",
+                        (tenant, source, tenant, target),
+                    )
                 conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND name = ?", (tenant, source))
 
     @staticmethod
@@ -149,21 +192,30 @@ class SQLiteProjects(SQLiteConnections):
         capture candidates, applications); the audit keeps where things happened."""
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         skip = {"memories", "audit", "projects", "project_counts"}
-        return [n for n in names if n not in skip and not n.startswith("sqlite_")
-                and {"tenant", "project"} <= {c[1] for c in conn.execute(f'PRAGMA table_info("{n}")')}]
+        return [
+            n
+            for n in names
+            if n not in skip
+            and not n.startswith("sqlite_")
+            and {"tenant", "project"} <= {c[1] for c in conn.execute(f'PRAGMA table_info("{n}")')}
+        ]
 
     @staticmethod
     def _raise_to_hold(conn, tenant: str, project: str, default_limit: int) -> None:
-        row = conn.execute("SELECT retention_limit FROM projects WHERE tenant = ? AND name = ?",
-                           (tenant, project)).fetchone()
+        row = conn.execute(
+            "SELECT retention_limit FROM projects WHERE tenant = ? AND name = ?", (tenant, project)
+        ).fetchone()
         own = row["retention_limit"] if row else None
         if own == 0:
             return  # no rolling limit
-        held = conn.execute("SELECT count(*) FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL",
-                            (tenant, project)).fetchone()[0]
+        held = conn.execute(
+            "SELECT count(*) FROM memories WHERE tenant = ? AND project = ? AND deleted_at IS NULL", (tenant, project)
+        ).fetchone()[0]
         if held > (own or default_limit):
-            conn.execute("UPDATE projects SET retention_limit = ? WHERE tenant = ? AND name = ?",
-                         (min(held, limits.MAX_RETENTION_LIMIT), tenant, project))
+            conn.execute(
+                "UPDATE projects SET retention_limit = ? WHERE tenant = ? AND name = ?",
+                (min(held, limits.MAX_RETENTION_LIMIT), tenant, project),
+            )
 
     def settle_identity(self, *, at: datetime) -> dict[str, dict[str, int]]:
         """The identity migration, once per database (``store_info`` remembers it ran): every
@@ -193,8 +245,13 @@ class SQLiteProjects(SQLiteConnections):
         rows = self._read(sql + " ORDER BY id DESC LIMIT ?", [*params, limit])
         return [
             AuditRecord(
-                tenant=r["tenant"], memory_id=r["memory_id"], project=r["project"], action=r["action"],
-                actor=r["actor"], reason=r["reason"], at=from_epoch(r["at"]),
+                tenant=r["tenant"],
+                memory_id=r["memory_id"],
+                project=r["project"],
+                action=r["action"],
+                actor=r["actor"],
+                reason=r["reason"],
+                at=from_epoch(r["at"]),
             )
             for r in rows
         ]

@@ -31,8 +31,10 @@ class SQLiteReads(SQLiteConnections):
 
     def ids_with_prefix(self, tenant: str, prefix: str, *, limit: int) -> list[str]:
         # A range on the unique key (tenant, id) (LIKE would fold case and read '_' as a wildcard).
-        rows = self._read("SELECT id FROM memories WHERE tenant = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
-                          (tenant, prefix, prefix + "\U0010ffff", limit))
+        rows = self._read(
+            "SELECT id FROM memories WHERE tenant = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?",
+            (tenant, prefix, prefix + "\U0010ffff", limit),
+        )
         return [row["id"] for row in rows if row["id"].startswith(prefix)]
 
     def get_many(self, tenant: str, ids: Sequence[str]) -> list[MemoryRecord]:
@@ -40,18 +42,27 @@ class SQLiteReads(SQLiteConnections):
         found: list[MemoryRecord] = []
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), 500):
-            part = unique[start:start + 500]
+            part = unique[start : start + 500]
             # One probe each of the unique key (tenant, id) (migration 14).
-            rows = self._read(f"SELECT {NO_VECTOR} FROM memories WHERE tenant = ? "
-                              f"AND id IN ({', '.join('?' * len(part))})", (tenant, *part))
+            rows = self._read(
+                f"SELECT {NO_VECTOR} FROM memories WHERE tenant = ? AND id IN ({', '.join('?' * len(part))})",
+                (tenant, *part),
+            )
             found.extend(row_to_record(row) for row in rows)
         return found
 
     def list(
-        self, tenant: str, project: str, *, pinned_only: bool, after: Cursor | None, limit: int,
+        self,
+        tenant: str,
+        project: str,
+        *,
+        pinned_only: bool,
+        after: Cursor | None,
+        limit: int,
         retention: str | None = None,
         forgotten: bool = False,
-        visibility: Sequence[str] = (), subjects: Sequence[str] = (),
+        visibility: Sequence[str] = (),
+        subjects: Sequence[str] = (),
     ) -> list[MemoryRecord]:
         state = "IS NOT NULL" if forgotten else "IS NULL"  # memories_recent serves both
         sql = f"SELECT {COLUMNS} FROM memories WHERE tenant = ? AND project = ? AND deleted_at {state}"

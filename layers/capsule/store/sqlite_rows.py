@@ -9,21 +9,25 @@ from typing import Any
 
 import numpy as np
 
-from ..search import terms
 from ..core.clock import from_epoch, to_epoch
-from ..search.index import pack_row, stable_key
 from ..core.records import MemoryRecord
+from ..search import terms
+from ..search.index import pack_row, stable_key
 from . import sqlite_governance_schema, sqlite_visibility_schema
 
 COLUMNS = (
     "id, tenant, project, content, path, chunk_index, chunk_count, embedding, model, sha256, "
     "occurred_at, created_at, updated_at, accessed_at, pinned, explanation, meta, helpful, "
-    "unhelpful, deleted_at, deleted_reason, status, " + sqlite_governance_schema.COLUMNS + ", "
+    "unhelpful, deleted_at, deleted_reason, status, "
+    + sqlite_governance_schema.COLUMNS
+    + ", "
     + sqlite_visibility_schema.COLUMNS
 )
 # The INSERT of a whole row (sqlite_transfer uses it too): record_params's values, then the version.
-INSERT_MEMORY = (f"INSERT INTO memories ({COLUMNS}, component, category, terms, terms_version, sort_key, packed, "
-                 f"facets, version) VALUES ({', '.join('?' * (len(COLUMNS.split(',')) + 8))})")
+INSERT_MEMORY = (
+    f"INSERT INTO memories ({COLUMNS}, component, category, terms, terms_version, sort_key, packed, "
+    f"facets, version) VALUES ({', '.join('?' * (len(COLUMNS.split(',')) + 8))})"
+)
 
 NO_VECTOR = COLUMNS.replace("embedding,", "NULL AS embedding,")
 
@@ -70,14 +74,37 @@ def record_params(r: MemoryRecord, packed: bytes | None = None) -> tuple[Any, ..
     caller made them already (sqlite_bulk packs a batch's rows in one pass)."""
     key, occurred, created = stable_key(r.id), to_epoch(r.occurred_at), to_epoch(r.created_at)
     return (
-        r.id, r.tenant, r.project, r.content, r.path, r.chunk_index, r.chunk_count,
-        encode_vector(r.embedding), r.model, r.sha256, occurred,
-        created, to_epoch(r.updated_at), None, int(r.pinned), r.explanation,
-        json.dumps(r.meta), r.helpful, r.unhelpful, None, None, r.status,
+        r.id,
+        r.tenant,
+        r.project,
+        r.content,
+        r.path,
+        r.chunk_index,
+        r.chunk_count,
+        encode_vector(r.embedding),
+        r.model,
+        r.sha256,
+        occurred,
+        created,
+        to_epoch(r.updated_at),
+        None,
+        int(r.pinned),
+        r.explanation,
+        json.dumps(r.meta),
+        r.helpful,
+        r.unhelpful,
+        None,
+        None,
+        r.status,
         *sqlite_governance_schema.params(r),
-        *sqlite_visibility_schema.params(r), r.meta.get("component"), r.meta.get("category"),
-        terms.encode_record(r), terms.TOKENIZER, key,
-        pack_row(key, occurred, created, r.embedding) if packed is None else packed, facets(r.meta),
+        *sqlite_visibility_schema.params(r),
+        r.meta.get("component"),
+        r.meta.get("category"),
+        terms.encode_record(r),
+        terms.TOKENIZER,
+        key,
+        pack_row(key, occurred, created, r.embedding) if packed is None else packed,
+        facets(r.meta),
     )
 
 

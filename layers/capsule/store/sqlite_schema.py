@@ -30,8 +30,12 @@ def rebuild_ids_per_tenant(conn: sqlite3.Connection, table: str, key: str, numbe
     no ``seq`` is ever handed out twice. Triggers go with the old table: a table that has any
     makes them again itself (the memories' count triggers: ``migrate``)."""
     table_sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()[0]
-    indexes = [row[0] for row in conn.execute(
-        "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", (table,))]
+    indexes = [
+        row[0]
+        for row in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", (table,)
+        )
+    ]
     rebuilt_name = f"{table}_rebuilt"
     rebuilt = table_sql.replace("id TEXT NOT NULL UNIQUE", "id TEXT NOT NULL", 1)
     # A table once renamed is stored as CREATE TABLE "name": either form is this table's.
@@ -42,8 +46,10 @@ def rebuild_ids_per_tenant(conn: sqlite3.Connection, table: str, key: str, numbe
     conn.execute(rebuilt)
     conn.execute(f"INSERT INTO {rebuilt_name} ({columns}) SELECT {columns} FROM {table} ORDER BY seq")
     conn.execute("DELETE FROM sqlite_sequence WHERE name = ?", (rebuilt_name,))
-    conn.execute("INSERT INTO sqlite_sequence (name, seq) SELECT ?, seq FROM sqlite_sequence WHERE name = ?",
-                 (rebuilt_name, table))
+    conn.execute(
+        "INSERT INTO sqlite_sequence (name, seq) SELECT ?, seq FROM sqlite_sequence WHERE name = ?",
+        (rebuilt_name, table),
+    )
     conn.execute(f"DROP TABLE {table}")
     conn.execute(f"ALTER TABLE {rebuilt_name} RENAME TO {table}")
     for sql in indexes:

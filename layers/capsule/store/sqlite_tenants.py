@@ -17,8 +17,16 @@ from .sqlite import SQLiteStore
 # Tables whose rows simply change tenant (their keys do not include the tenant).
 RETAGGED = ("feedback", "audit", "solutions", "solution_applications", "memory_versions")
 # Tables keyed by tenant, combined with what the target already holds.
-COMBINED = ("projects", "memories", "patterns", "pattern_links", "pattern_evidence", "project_policies",
-            "project_encryption", "principal_scopes")
+COMBINED = (
+    "projects",
+    "memories",
+    "patterns",
+    "pattern_links",
+    "pattern_evidence",
+    "project_policies",
+    "project_encryption",
+    "principal_scopes",
+)
 # Encryption at rest (capsule.crypto): a tenant's sealed memories are bound to it and to its data
 # keys, so a tenant that has data keys is not moved (its memories would no longer open).
 SEALING = ("data_keys",)
@@ -88,15 +96,20 @@ class SQLiteTenantMover:
 
     def _tables(self, conn: sqlite3.Connection) -> list[str]:
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return [n for n in names if n not in DERIVED
-                and "tenant" in {c[1] for c in conn.execute(f'PRAGMA table_info("{n}")')}]
+        return [
+            n
+            for n in names
+            if n not in DERIVED and "tenant" in {c[1] for c in conn.execute(f'PRAGMA table_info("{n}")')}
+        ]
 
     def _check_known(self, conn: sqlite3.Connection) -> list[str]:
         tables = self._tables(conn)
         unknown = sorted(set(tables) - set(RETAGGED) - set(COMBINED) - set(SEALING))
         if unknown:
-            raise Unavailable(f"cannot merge tenants: the table(s) {', '.join(unknown)} hold tenants that "
-                              "capsule.store.sqlite_tenants does not know how to move")
+            raise Unavailable(
+                f"cannot merge tenants: the table(s) {', '.join(unknown)} hold tenants that "
+                "capsule.store.sqlite_tenants does not know how to move"
+            )
         return tables
 
     def tenants(self) -> list[str]:
@@ -108,8 +121,10 @@ class SQLiteTenantMover:
 
     def count(self, tenant: str) -> dict[str, int]:
         with self._store._snapshot() as conn:
-            counts = {t: conn.execute(f"SELECT count(*) FROM {t} WHERE tenant = ?", (tenant,)).fetchone()[0]
-                      for t in self._check_known(conn)}
+            counts = {
+                t: conn.execute(f"SELECT count(*) FROM {t} WHERE tenant = ?", (tenant,)).fetchone()[0]
+                for t in self._check_known(conn)
+            }
         return {t: n for t, n in counts.items() if n}
 
     def move(self, source: str, target: str) -> dict[str, int]:
@@ -119,25 +134,41 @@ class SQLiteTenantMover:
         with self._store._write() as conn:
             self._check_known(conn)
             if conn.execute("SELECT 1 FROM data_keys WHERE tenant = ? LIMIT 1", (source,)).fetchone():
-                raise Conflict(f"tenant {source} has encrypted memories (data keys of its own): they cannot be"
-                               " merged into another tenant, whose keys do not open them")
+                raise Conflict(
+                    f"tenant {source} has encrypted memories (data keys of its own): they cannot be"
+                    " merged into another tenant, whose keys do not open them"
+                )
             # Ids are unique per tenant (migrations 14, 15): two tenants may each hold one id, and
             # one tenant cannot hold both rows (an operator's command; no tenant's caller sees it).
             for table, what in ID_KEYED:
-                clash = [r[0] for r in conn.execute(
-                    f"SELECT s.id FROM {table} s JOIN {table} t ON t.tenant = ? AND t.id = s.id WHERE s.tenant = ? "
-                    "ORDER BY s.id LIMIT 5", (target, source))]
+                clash = [
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT s.id FROM {table} s JOIN {table} t ON t.tenant = ? AND t.id = s.id WHERE s.tenant = ? "
+                        "ORDER BY s.id LIMIT 5",
+                        (target, source),
+                    )
+                ]
                 if clash:
-                    raise Conflict(f"tenants {source} and {target} both hold {what} id(s) {', '.join(clash)}: "
-                                   "they cannot be merged while both do")
-            moved = {t: conn.execute(f"SELECT count(*) FROM {t} WHERE tenant = ?", (source,)).fetchone()[0]
-                     for t in (*COMBINED, *RETAGGED)}
+                    raise Conflict(
+                        f"tenants {source} and {target} both hold {what} id(s) {', '.join(clash)}: "
+                        "they cannot be merged while both do"
+                    )
+            moved = {
+                t: conn.execute(f"SELECT count(*) FROM {t} WHERE tenant = ?", (source,)).fetchone()[0]
+                for t in (*COMBINED, *RETAGGED)
+            }
             self._move_projects(conn, source, target)
             for table in RETAGGED:
                 conn.execute(f"UPDATE {table} SET tenant = ? WHERE tenant = ?", (target, source))
-            for sql, table in ((_PATTERNS, "patterns"), (_LINKS, "pattern_links"), (_EVIDENCE, "pattern_evidence"),
-                               (_POLICIES, "project_policies"), (_ENCRYPTION, "project_encryption"),
-                               (_PRINCIPALS, "principal_scopes")):
+            for sql, table in (
+                (_PATTERNS, "patterns"),
+                (_LINKS, "pattern_links"),
+                (_EVIDENCE, "pattern_evidence"),
+                (_POLICIES, "project_policies"),
+                (_ENCRYPTION, "project_encryption"),
+                (_PRINCIPALS, "principal_scopes"),
+            ):
                 conn.execute(sql, (target, source))
                 conn.execute(f"DELETE FROM {table} WHERE tenant = ?", (source,))
         return {t: n for t, n in moved.items() if n}
@@ -148,6 +179,8 @@ class SQLiteTenantMover:
         for name in sorted(names):
             conn.execute(_PROJECT, (target, source, name))
             version = SQLiteStore._bump(conn, target, name)
-            conn.execute("UPDATE memories SET tenant = ?, version = ? WHERE tenant = ? AND project = ?",
-                         (target, version, source, name))
+            conn.execute(
+                "UPDATE memories SET tenant = ?, version = ? WHERE tenant = ? AND project = ?",
+                (target, version, source, name),
+            )
         conn.execute("DELETE FROM projects WHERE tenant = ?", (source,))

@@ -23,8 +23,9 @@ Position = tuple[int, int]
 
 @runtime_checkable
 class SyncStore(Protocol):
-    def changed_page(self, tenant: str, project: str, *, after: Position | None, limit: int
-                     ) -> list[tuple[Position, MemoryRecord]]:
+    def changed_page(
+        self, tenant: str, project: str, *, after: Position | None, limit: int
+    ) -> list[tuple[Position, MemoryRecord]]:
         """Up to ``limit`` memories (with embeddings, forgotten ones too) stamped after ``after``,
         in (version, seq) order, each with its position."""
 
@@ -32,8 +33,9 @@ class SyncStore(Protocol):
         """The stored rows of these ids (with embeddings, forgotten ones too) and their positions;
         unknown ids are left out."""
 
-    def replace_memories(self, tenant: str, project: str, records: Sequence[MemoryRecord], *,
-                         quiet_since: int | None = None) -> tuple[int, bool]:
+    def replace_memories(
+        self, tenant: str, project: str, records: Sequence[MemoryRecord], *, quiet_since: int | None = None
+    ) -> tuple[int, bool]:
         """Write these whole rows of one project atomically (replacing the rows of the same ids,
         inserting the others) under the project's next version. Returns that version, and whether
         the project's version just before this write was ``quiet_since`` (nothing else was

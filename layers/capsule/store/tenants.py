@@ -79,17 +79,22 @@ class MergeReport:
         lines = []
         for m in self.moves:
             lines.append(f"{verb} {_describe(m.counts)} from {m.source} into {m.target}")
-            lines += [f"  {'raised' if self.applied else 'would raise'} the retention limit of {m.target} "
-                      f"project {project} to {limit}, the memories it holds merged" for project, limit in
-                      sorted(m.raised.items())]
+            lines += [
+                f"  {'raised' if self.applied else 'would raise'} the retention limit of {m.target} "
+                f"project {project} to {limit}, the memories it holds merged"
+                for project, limit in sorted(m.raised.items())
+            ]
         if not self.applied:
             lines.append("dry run: nothing changed (run again with --apply)")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, object]:
-        return {"applied": self.applied,
-                "moves": [{"from": m.source, "to": m.target, "counts": m.counts, "raised_limits": m.raised}
-                          for m in self.moves]}
+        return {
+            "applied": self.applied,
+            "moves": [
+                {"from": m.source, "to": m.target, "counts": m.counts, "raised_limits": m.raised} for m in self.moves
+            ],
+        }
 
 
 def _describe(counts: dict[str, int]) -> str:
@@ -103,8 +108,7 @@ def plan(tenants: Iterable[str], *, role: str | None = None) -> list[tuple[str, 
     return sorted(p for p in pairs if role is None or p[1] == role)
 
 
-def raised_limits(source: Iterable[ProjectStats], target: Iterable[ProjectStats], default_limit: int
-                  ) -> dict[str, int]:
+def raised_limits(source: Iterable[ProjectStats], target: Iterable[ProjectStats], default_limit: int) -> dict[str, int]:
     """``project -> limit`` for each merged project that would hold more active memories than
     its limit (the target's, else the source's, else ``default_limit``)."""
     held = {p.project: p for p in target}
@@ -118,8 +122,15 @@ def raised_limits(source: Iterable[ProjectStats], target: Iterable[ProjectStats]
     return raised
 
 
-def merge(mover: TenantMover, *, apply: bool = False, role: str | None = None, store: Any = None,
-          default_limit: int = DEFAULT_RETENTION_LIMIT, at: datetime | None = None) -> MergeReport:
+def merge(
+    mover: TenantMover,
+    *,
+    apply: bool = False,
+    role: str | None = None,
+    store: Any = None,
+    default_limit: int = DEFAULT_RETENTION_LIMIT,
+    at: datetime | None = None,
+) -> MergeReport:
     """Merge every session tenant into its role's tenant (``apply=False``: only count).
 
     ``store`` (the memory store the mover works on) lets the merge keep every merged memory

@@ -50,16 +50,18 @@ class Written:
 
 @runtime_checkable
 class TransferStore(Protocol):
-    def memory_pages(self, tenant: str, project: str | None, *, page: int, after: str | None = None
-                     ) -> Iterator[list[tuple[str, MemoryRecord]]]:
+    def memory_pages(
+        self, tenant: str, project: str | None, *, page: int, after: str | None = None
+    ) -> Iterator[list[tuple[str, MemoryRecord]]]:
         """Every memory (forgotten ones included, with embeddings) of the tenant or one project,
         ``page`` at a time in insertion order."""
 
     def feedback_of(self, tenant: str, memory_ids: Sequence[str]) -> list[FeedbackRow]:
         """The votes kept for these memories, oldest first."""
 
-    def audit_pages(self, tenant: str, project: str | None, *, page: int, after: str | None = None
-                    ) -> Iterator[list[tuple[str, AuditRecord]]]:
+    def audit_pages(
+        self, tenant: str, project: str | None, *, page: int, after: str | None = None
+    ) -> Iterator[list[tuple[str, AuditRecord]]]:
         """Every audit record of the tenant or project, oldest first."""
 
     def existing_memories(self, tenant: str, ids: Sequence[str]) -> dict[str, bool]:
@@ -80,8 +82,9 @@ class TransferStore(Protocol):
     def put_audit(self, tenant: str, rows: Sequence[AuditRecord]) -> Written:
         """Keep these audit records; one equal to a kept one is present."""
 
-    def application_pages(self, tenant: str, *, page: int, after: str | None = None
-                          ) -> Iterator[list[tuple[str, ApplicationRecord]]]:
+    def application_pages(
+        self, tenant: str, *, page: int, after: str | None = None
+    ) -> Iterator[list[tuple[str, ApplicationRecord]]]:
         """Every solution application, oldest first."""
 
     def put_applications(self, tenant: str, rows: Sequence[ApplicationRecord]) -> Written:
@@ -90,8 +93,9 @@ class TransferStore(Protocol):
     def put_link(self, link: LinkRecord) -> bool:
         """Store a pattern link with its counts unless it exists; True when written."""
 
-    def evidence_pages(self, tenant: str, *, page: int, after: str | None = None
-                       ) -> Iterator[list[tuple[str, EvidenceRow]]]:
+    def evidence_pages(
+        self, tenant: str, *, page: int, after: str | None = None
+    ) -> Iterator[list[tuple[str, EvidenceRow]]]:
         """Every piece of link evidence (what keeps mining idempotent)."""
 
     def put_evidence(self, tenant: str, rows: Sequence[EvidenceRow]) -> Written:

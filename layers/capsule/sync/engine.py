@@ -25,7 +25,7 @@ from .state import SEEN_ALL, Watermarks
 
 BATCH_ITEMS = 100
 BATCH_BYTES = 768 * 1024  # under the API's 1 MB body limit with the envelope
-MAX_PAGES = 1_000_000    # a bound on every loop; a real sync ends long before
+MAX_PAGES = 1_000_000  # a bound on every loop; a real sync ends long before
 
 
 class Peer(Protocol):
@@ -41,8 +41,13 @@ class LocalPeer:
         self.service, self.tenant, self.name = service, tenant, name
 
     def changes(self, project: str, after: list[int] | None, limit: int) -> sm.ChangesPage:
-        return exchange.changes(self.service, self.tenant, project, after=tuple(after) if after else None,  # type: ignore[arg-type]
-                                limit=limit)
+        return exchange.changes(
+            self.service,
+            self.tenant,
+            project,
+            after=tuple(after) if after else None,  # type: ignore[arg-type]
+            limit=limit,
+        )
 
     def apply(self, request: dict[str, Any]) -> sm.ApplyResult:
         return exchange.apply(self.service, self.tenant, request)
@@ -70,13 +75,16 @@ class SyncReport:
         return sum(getattr(m, name) for m in self.moves)
 
     def explanation(self) -> str:
-        parts = [f"{m.direction} {m.project}: {m.applied} written, {m.unchanged} already so, "
-                 f"{len(m.conflicts)} conflict(s)" for m in self.moves]
+        parts = [
+            f"{m.direction} {m.project}: {m.applied} written, {m.unchanged} already so, {len(m.conflicts)} conflict(s)"
+            for m in self.moves
+        ]
         return "; ".join(parts) or "nothing to sync"
 
 
-def _chunks(items: list[dict[str, Any]], positions: list[list[int]]
-            ) -> Iterator[tuple[list[dict[str, Any]], list[int]]]:
+def _chunks(
+    items: list[dict[str, Any]], positions: list[list[int]]
+) -> Iterator[tuple[list[dict[str, Any]], list[int]]]:
     """Batches of at most BATCH_ITEMS items and about BATCH_BYTES, each with its last position."""
     batch: list[dict[str, Any]] = []
     size = 0
@@ -96,8 +104,9 @@ def _chunks(items: list[dict[str, Any]], positions: list[list[int]]
 Progress = Callable[[int], None]
 
 
-def move(source: Peer, target: Peer, project: str, marks: Watermarks, direction: str, *,
-         progress: Progress | None = None) -> Moved:
+def move(
+    source: Peer, target: Peer, project: str, marks: Watermarks, direction: str, *, progress: Progress | None = None
+) -> Moved:
     """Move one project's changes from ``source`` to ``target``; ``direction`` names the
     source's watermark (push: local -> remote; pull: remote -> local)."""
     other = "pull" if direction == "push" else "push"
@@ -119,7 +128,9 @@ def move(source: Peer, target: Peer, project: str, marks: Watermarks, direction:
             moved.applied += result.applied
             moved.unchanged += result.unchanged
             moved.votes += result.votes
-            moved.conflicts += [{**c.model_dump(), "project": project, "direction": direction} for c in result.conflicts]
+            moved.conflicts += [
+                {**c.model_dump(), "project": project, "direction": direction} for c in result.conflicts
+            ]
             if progress:
                 progress(len(batch))
         if not page.more:
@@ -127,8 +138,15 @@ def move(source: Peer, target: Peer, project: str, marks: Watermarks, direction:
     return moved
 
 
-def run_sync(local: Peer, remote: Peer, projects: list[str] | None, direction: str, marks: Watermarks, *,
-             progress: Progress | None = None) -> SyncReport:
+def run_sync(
+    local: Peer,
+    remote: Peer,
+    projects: list[str] | None,
+    direction: str,
+    marks: Watermarks,
+    *,
+    progress: Progress | None = None,
+) -> SyncReport:
     """Push, pull or both (push first) for each project (None: every project of either side)."""
     if direction not in ("push", "pull", "both"):
         raise ValueError(direction)

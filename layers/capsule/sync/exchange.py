@@ -12,7 +12,6 @@ says so. Under ``refuse`` the request is refused (422 naming the item), nothing 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 from ..core import wire
@@ -30,8 +29,15 @@ PAGE_BYTES = wire.PAGE_BUDGET  # items summed as Lambda sends them (capsule.core
 RULE = "latest change wins per field; counters take the larger; a forget wins over an older edit"
 
 
-def changes(service: MemoryService, tenant: str, project: str, *, after: Position | None, limit: int,
-            max_bytes: int = PAGE_BYTES) -> sm.ChangesPage:
+def changes(
+    service: MemoryService,
+    tenant: str,
+    project: str,
+    *,
+    after: Position | None,
+    limit: int,
+    max_bytes: int = PAGE_BYTES,
+) -> sm.ChangesPage:
     if not 1 <= limit <= sm.MAX_ITEMS:
         raise InvalidInput(f"limit must be between 1 and {sm.MAX_ITEMS}", field="limit")
     version = service.store.change_markers(tenant, [project]).get(project, 0)
@@ -49,8 +55,14 @@ def changes(service: MemoryService, tenant: str, project: str, *, after: Positio
             break
         items.append(item)
         positions.append(list(position))
-    return sm.ChangesPage(project=project, items=items, positions=positions, version=version,
-                          model=service.embedder.model_id, more=len(items) < len(found))
+    return sm.ChangesPage(
+        project=project,
+        items=items,
+        positions=positions,
+        version=version,
+        model=service.embedder.model_id,
+        more=len(items) < len(found),
+    )
 
 
 def _guarded(service: MemoryService, tenant: str, project: str, parsed: list) -> tuple[list, str]:
@@ -74,11 +86,15 @@ def _guarded(service: MemoryService, tenant: str, project: str, parsed: list) ->
         out.append((cleaned_record, kept_votes, names))
     if not kinds:
         return out, ""
-    text = (f" Guard: redacted {', '.join(sorted(kinds))} before writing ({rows} memory row(s), {votes_redacted} "
-            f"vote context(s)), by project '{project}''s secrets and personal-data policies.")
+    text = (
+        f" Guard: redacted {', '.join(sorted(kinds))} before writing ({rows} memory row(s), {votes_redacted} "
+        f"vote context(s)), by project '{project}''s secrets and personal-data policies."
+    )
     if reembed:
-        text += (f" {reembed} memory(ies) whose content changed got a new sha256 and did not keep the vector they "
-                 "carried: they are pending_embedding, embedded by this side's backfill job.")
+        text += (
+            f" {reembed} memory(ies) whose content changed got a new sha256 and did not keep the vector they "
+            "carried: they are pending_embedding, embedded by this side's backfill job."
+        )
     return out, text
 
 
@@ -93,8 +109,10 @@ def apply(service: MemoryService, tenant: str, request: sm.ApplyRequest | dict) 
     for n, (record, _, _) in enumerate(parsed):
         position, own = kept.get(record.id, (None, None))
         if own is not None and own.project != req.project:
-            raise InvalidInput(f"items[{n}].memory.project: memory {record.id} is in project '{own.project}' here",
-                               field=f"items[{n}].memory.project")
+            raise InvalidInput(
+                f"items[{n}].memory.project: memory {record.id} is in project '{own.project}' here",
+                field=f"items[{n}].memory.project",
+            )
         changed_here = position is not None and (base is None or position > base)
         outcome = merge(own, record, kept_changed=changed_here, own_model=service.embedder.model_id)
         if outcome.conflict:
@@ -104,18 +122,28 @@ def apply(service: MemoryService, tenant: str, request: sm.ApplyRequest | dict) 
         else:
             writes.append(outcome.record)
     if writes:
-        version, quiet = store.replace_memories(tenant, req.project, writes,
-                                                quiet_since=0 if base is None else base[0])
+        version, quiet = store.replace_memories(tenant, req.project, writes, quiet_since=0 if base is None else base[0])
     else:
         version = service.store.change_markers(tenant, [req.project]).get(req.project, 0)
         quiet = version == (0 if base is None else base[0])
     votes = [vote for _, record_votes, _ in parsed for vote in record_votes]
     kept_votes = transfer_store(service.store).put_feedback(tenant, votes).written if votes else 0
     unknown = sorted({name for _, _, names in parsed for name in names})
-    text = (f"Merged {len(parsed)} memory row(s) into project '{req.project}': {len(writes)} written, "
-            f"{unchanged} already so, {len(conflicts)} conflict(s) resolved ({RULE}).")
+    text = (
+        f"Merged {len(parsed)} memory row(s) into project '{req.project}': {len(writes)} written, "
+        f"{unchanged} already so, {len(conflicts)} conflict(s) resolved ({RULE})."
+    )
     if unknown:
         text += f" Fields this side does not know were not kept: {', '.join(unknown)}."
     text += redacted
-    return sm.ApplyResult(project=req.project, applied=len(writes), unchanged=unchanged, votes=kept_votes,
-                          conflicts=conflicts, version=version, quiet=quiet, unknown_fields=unknown, explanation=text)
+    return sm.ApplyResult(
+        project=req.project,
+        applied=len(writes),
+        unchanged=unchanged,
+        votes=kept_votes,
+        conflicts=conflicts,
+        version=version,
+        quiet=quiet,
+        unknown_fields=unknown,
+        explanation=text,
+    )

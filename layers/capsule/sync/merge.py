@@ -28,9 +28,20 @@ from typing import Any
 
 from ..core.records import MemoryRecord
 
-FIXED = frozenset({"id", "tenant", "project", "created_at"})   # a memory's identity: never merged
-SPECIAL = frozenset({"helpful", "unhelpful", "accessed_at", "updated_at", "deleted_at", "deleted_reason",
-                     "embedding", "model", "status"})
+FIXED = frozenset({"id", "tenant", "project", "created_at"})  # a memory's identity: never merged
+SPECIAL = frozenset(
+    {
+        "helpful",
+        "unhelpful",
+        "accessed_at",
+        "updated_at",
+        "deleted_at",
+        "deleted_reason",
+        "embedding",
+        "model",
+        "status",
+    }
+)
 QUIET = frozenset({"accessed_at", "updated_at", "helpful", "unhelpful"})  # merged without a conflict
 
 
@@ -41,8 +52,8 @@ def generic_fields() -> list[str]:
 
 @dataclass
 class Merged:
-    record: MemoryRecord | None            # None: nothing to write (the kept row already says it all)
-    winners: dict[str, str] = field(default_factory=dict)   # field -> "kept" | "arrived", where they differed
+    record: MemoryRecord | None  # None: nothing to write (the kept row already says it all)
+    winners: dict[str, str] = field(default_factory=dict)  # field -> "kept" | "arrived", where they differed
     conflict: bool = False
 
 

@@ -16,9 +16,32 @@ from ..transfer import format as fmt
 from ..transfer.export import feedback_row, memory_row
 from ..transfer.importer import memory_record
 
-EXPORTED = frozenset({"id", "tenant", "project", "content", "sha256", "path", "chunk_index", "chunk_count",
-                      "embedding", "model", "status", "pinned", "explanation", "meta", "helpful", "unhelpful",
-                      "occurred_at", "created_at", "updated_at", "accessed_at", "deleted_at", "deleted_reason"})
+EXPORTED = frozenset(
+    {
+        "id",
+        "tenant",
+        "project",
+        "content",
+        "sha256",
+        "path",
+        "chunk_index",
+        "chunk_count",
+        "embedding",
+        "model",
+        "status",
+        "pinned",
+        "explanation",
+        "meta",
+        "helpful",
+        "unhelpful",
+        "occurred_at",
+        "created_at",
+        "updated_at",
+        "accessed_at",
+        "deleted_at",
+        "deleted_reason",
+    }
+)
 _TIME = "$time"
 
 
@@ -52,13 +75,16 @@ def _parsed(row: Any, kind: type, where: str) -> Any:
     return parsed
 
 
-def from_item(tenant: str, project: str, item: dict[str, Any], where: str
-              ) -> tuple[MemoryRecord, list[FeedbackRow], list[str]]:
+def from_item(
+    tenant: str, project: str, item: dict[str, Any], where: str
+) -> tuple[MemoryRecord, list[FeedbackRow], list[str]]:
     """The record and votes of one item, and the names of fields this side does not know."""
     row = _parsed(item["memory"], fmt.Memory, f"{where}.memory")
     if row.project != project:
-        raise InvalidInput(f"{where}.memory.project: the memory belongs to '{row.project}', not '{project}'",
-                           field=f"{where}.memory.project")
+        raise InvalidInput(
+            f"{where}.memory.project: the memory belongs to '{row.project}', not '{project}'",
+            field=f"{where}.memory.project",
+        )
     known = {f.name for f in fields(MemoryRecord)} - EXPORTED
     given = item.get("fields") or {}
     unknown = sorted(set(given) - known)
@@ -72,7 +98,8 @@ def from_item(tenant: str, project: str, item: dict[str, Any], where: str
     for n, vote in enumerate(item.get("votes") or []):
         parsed = _parsed(vote, fmt.Feedback, f"{where}.votes[{n}]")
         if parsed.memory_id != record.id:
-            raise InvalidInput(f"{where}.votes[{n}].memory_id: a vote of another memory",
-                               field=f"{where}.votes[{n}].memory_id")
+            raise InvalidInput(
+                f"{where}.votes[{n}].memory_id: a vote of another memory", field=f"{where}.votes[{n}].memory_id"
+            )
         votes.append(FeedbackRow(parsed.memory_id, parsed.helpful, parsed.context, parsed.at))
     return record, votes, unknown

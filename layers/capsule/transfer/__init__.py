@@ -17,5 +17,9 @@ def open_sources(service) -> Sources:
     """The stores behind a built :class:`~capsule.service.memory_service.MemoryService`."""
     from ..store.sides import open_learning_store, transfer_store
 
-    return Sources(service.store, open_learning_store(service.store, service.settings),
-                   transfer_store(service.store), policies=service.guard_policies)
+    return Sources(
+        service.store,
+        open_learning_store(service.store, service.settings),
+        transfer_store(service.store),
+        policies=service.guard_policies,
+    )

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from ..embedders.base import Embedder
 from ..core.errors import InvalidInput, Unavailable
+from ..embedders.base import Embedder
 from .export import Sources
 from .foreign import BadValue, Pending, clean_meta, kept_vector, new_memory, parse_vector, stable_id, write_memories
 from .report import DataImportResult, Tally
@@ -32,9 +32,19 @@ PAGE = 500
 KNOWN = {"_id", "content", "embedding", "embeddingNorm", "createdAt", "pinned", "explanation"}
 
 
-def import_capsule_mongo(src: Sources, tenant: str, uri: str, *, project: str, embedder: Embedder,
-                         database: str | None = None, collection: str = "memories", client: Any = None,
-                         source_model: str = MODEL, page: int = PAGE) -> DataImportResult:
+def import_capsule_mongo(
+    src: Sources,
+    tenant: str,
+    uri: str,
+    *,
+    project: str,
+    embedder: Embedder,
+    database: str | None = None,
+    collection: str = "memories",
+    client: Any = None,
+    source_model: str = MODEL,
+    page: int = PAGE,
+) -> DataImportResult:
     """Read the first Capsule's collection at ``uri`` into ``project`` of ``tenant``."""
     if not project.strip():
         raise InvalidInput("the project the memories go into cannot be empty", field="project")
@@ -56,8 +66,10 @@ def import_capsule_mongo(src: Sources, tenant: str, uri: str, *, project: str, e
         named = ", ".join(f"{name} ({n})" for name, n in sorted(extra.items()))
         tally.notes.append(f"Fields the first Capsule did not write were left behind: {named}.")
     if embedder.model_id != source_model:
-        tally.notes.append(f"Vectors were made by {source_model}; this deployment embeds with {embedder.model_id}: "
-                           "the backfill job (capsule jobs run backfill) embeds the memories.")
+        tally.notes.append(
+            f"Vectors were made by {source_model}; this deployment embeds with {embedder.model_id}: "
+            "the backfill job (capsule jobs run backfill) embeds the memories."
+        )
     return tally.result()
 
 
@@ -111,6 +123,16 @@ def _memory(tenant: str, project: str, doc: dict[str, Any], embedder: Embedder, 
     vector = parse_vector(doc.get("embedding"), "embedding")
     memory_id = stable_id("capsule-mongo", tenant, project, doc["_id"])
     meta = clean_meta({"source": "capsule-mongo"}, "meta")
-    record = new_memory(tenant, project, memory_id, content, at=created, path=None, meta=meta,
-                        embedding=kept_vector(vector, source_model, embedder), pinned=pinned, explanation=explanation)
+    record = new_memory(
+        tenant,
+        project,
+        memory_id,
+        content,
+        at=created,
+        path=None,
+        meta=meta,
+        embedding=kept_vector(vector, source_model, embedder),
+        pinned=pinned,
+        explanation=explanation,
+    )
     return Pending(0, record)

@@ -57,71 +57,159 @@ def memory_row(r: MemoryRecord) -> dict[str, Any]:
     vector, dims = fmt.encode_vector(r.embedding)
     purge = None if r.deleted_at is None else r.deleted_at + timedelta(days=limits.FORGET_RECOVERABLE_DAYS)
     return {
-        "kind": "memory", "id": r.id, "project": r.project, "content": r.content, "sha256": r.sha256,
-        "path": r.path, "chunk_index": r.chunk_index, "chunk_count": r.chunk_count,
-        "embedding": vector, "dims": dims, "model": r.model, "status": r.status, "pinned": r.pinned,
-        "explanation": r.explanation, "meta": r.meta, "helpful": r.helpful, "unhelpful": r.unhelpful,
-        "occurred_at": fmt.when(r.occurred_at), "created_at": fmt.when(r.created_at),
-        "updated_at": fmt.when(r.updated_at), "accessed_at": fmt.when(r.accessed_at),
-        "deleted_at": fmt.when(r.deleted_at), "deleted_reason": r.deleted_reason, "purge_after": fmt.when(purge),
-        "retention": r.retention or "auto", "expires_at": fmt.when(r.expires_at), "supersedes": r.supersedes,
-        "superseded_by": r.superseded_by, "visibility": r.visibility or "private", "subject": r.subject,
+        "kind": "memory",
+        "id": r.id,
+        "project": r.project,
+        "content": r.content,
+        "sha256": r.sha256,
+        "path": r.path,
+        "chunk_index": r.chunk_index,
+        "chunk_count": r.chunk_count,
+        "embedding": vector,
+        "dims": dims,
+        "model": r.model,
+        "status": r.status,
+        "pinned": r.pinned,
+        "explanation": r.explanation,
+        "meta": r.meta,
+        "helpful": r.helpful,
+        "unhelpful": r.unhelpful,
+        "occurred_at": fmt.when(r.occurred_at),
+        "created_at": fmt.when(r.created_at),
+        "updated_at": fmt.when(r.updated_at),
+        "accessed_at": fmt.when(r.accessed_at),
+        "deleted_at": fmt.when(r.deleted_at),
+        "deleted_reason": r.deleted_reason,
+        "purge_after": fmt.when(purge),
+        "retention": r.retention or "auto",
+        "expires_at": fmt.when(r.expires_at),
+        "supersedes": r.supersedes,
+        "superseded_by": r.superseded_by,
+        "visibility": r.visibility or "private",
+        "subject": r.subject,
     }
 
 
 def version_row(v: VersionRecord) -> dict[str, Any]:
-    return {"kind": "version", "memory_id": v.memory_id, "number": v.number, "project": v.project,
-            "content": v.content, "sha256": v.sha256, "path": v.path, "explanation": v.explanation,
-            "meta": v.meta, "retention": v.retention, "expires_at": fmt.when(v.expires_at), "pinned": v.pinned,
-            "created_at": fmt.when(v.created_at), "replaced_at": fmt.when(v.replaced_at), "actor": v.actor,
-            "reason": v.reason}
+    return {
+        "kind": "version",
+        "memory_id": v.memory_id,
+        "number": v.number,
+        "project": v.project,
+        "content": v.content,
+        "sha256": v.sha256,
+        "path": v.path,
+        "explanation": v.explanation,
+        "meta": v.meta,
+        "retention": v.retention,
+        "expires_at": fmt.when(v.expires_at),
+        "pinned": v.pinned,
+        "created_at": fmt.when(v.created_at),
+        "replaced_at": fmt.when(v.replaced_at),
+        "actor": v.actor,
+        "reason": v.reason,
+    }
 
 
 def feedback_row(f: FeedbackRow) -> dict[str, Any]:
-    return {"kind": "feedback", "memory_id": f.memory_id, "helpful": f.helpful, "context": f.context,
-            "at": fmt.when(f.at)}
+    return {
+        "kind": "feedback",
+        "memory_id": f.memory_id,
+        "helpful": f.helpful,
+        "context": f.context,
+        "at": fmt.when(f.at),
+    }
 
 
 def audit_row(a: AuditRecord) -> dict[str, Any]:
-    return {"kind": "audit", "memory_id": a.memory_id, "project": a.project, "action": a.action,
-            "actor": a.actor, "reason": a.reason, "at": fmt.when(a.at)}
+    return {
+        "kind": "audit",
+        "memory_id": a.memory_id,
+        "project": a.project,
+        "action": a.action,
+        "actor": a.actor,
+        "reason": a.reason,
+        "at": fmt.when(a.at),
+    }
 
 
 def solution_row(s: SolutionRecord) -> dict[str, Any]:
     vectors, dims = fmt.encode_vector(s.embeddings)
     return {
-        "kind": "solution", "id": s.id, "title": s.title, "category": s.category, "body": s.body,
-        "success": s.success, "failure": s.failure, "embeddings": vectors,
-        "signatures": 0 if s.embeddings is None else len(s.embeddings), "dims": dims, "model": s.model,
-        "created_at": fmt.when(s.created_at), "updated_at": fmt.when(s.updated_at),
-        "last_applied_at": fmt.when(s.last_applied_at), "verified_on": fmt.when(s.verified_on),
+        "kind": "solution",
+        "id": s.id,
+        "title": s.title,
+        "category": s.category,
+        "body": s.body,
+        "success": s.success,
+        "failure": s.failure,
+        "embeddings": vectors,
+        "signatures": 0 if s.embeddings is None else len(s.embeddings),
+        "dims": dims,
+        "model": s.model,
+        "created_at": fmt.when(s.created_at),
+        "updated_at": fmt.when(s.updated_at),
+        "last_applied_at": fmt.when(s.last_applied_at),
+        "verified_on": fmt.when(s.verified_on),
     }
 
 
 def application_row(a: ApplicationRecord) -> dict[str, Any]:
-    return {"kind": "application", "id": a.id, "solution_id": a.solution_id, "success": a.success,
-            "project": a.project, "error": a.error, "context": a.context, "at": fmt.when(a.at)}
+    return {
+        "kind": "application",
+        "id": a.id,
+        "solution_id": a.solution_id,
+        "success": a.success,
+        "project": a.project,
+        "error": a.error,
+        "context": a.context,
+        "at": fmt.when(a.at),
+    }
 
 
 def pattern_row(p: PatternRecord) -> dict[str, Any]:
     vector, dims = fmt.encode_vector(p.embedding)
     return {
-        "kind": "pattern", "tag": p.tag, "category": p.category, "terms": p.terms, "occurrences": p.occurrences,
-        "projects": p.projects, "examples": p.examples, "description": p.description, "embedding": vector,
-        "dims": dims, "model": p.model, "first_seen": fmt.when(p.first_seen), "last_seen": fmt.when(p.last_seen),
-        "created_at": fmt.when(p.created_at), "updated_at": fmt.when(p.updated_at),
+        "kind": "pattern",
+        "tag": p.tag,
+        "category": p.category,
+        "terms": p.terms,
+        "occurrences": p.occurrences,
+        "projects": p.projects,
+        "examples": p.examples,
+        "description": p.description,
+        "embedding": vector,
+        "dims": dims,
+        "model": p.model,
+        "first_seen": fmt.when(p.first_seen),
+        "last_seen": fmt.when(p.last_seen),
+        "created_at": fmt.when(p.created_at),
+        "updated_at": fmt.when(p.updated_at),
     }
 
 
 def link_row(link: LinkRecord) -> dict[str, Any]:
-    return {"kind": "link", "tag": link.tag, "category": link.category, "target_kind": link.kind,
-            "target_id": link.target_id, "success": link.success, "failure": link.failure,
-            "last_at": fmt.when(link.last_at)}
+    return {
+        "kind": "link",
+        "tag": link.tag,
+        "category": link.category,
+        "target_kind": link.kind,
+        "target_id": link.target_id,
+        "success": link.success,
+        "failure": link.failure,
+        "last_at": fmt.when(link.last_at),
+    }
 
 
 def evidence_row(e: EvidenceRow) -> dict[str, Any]:
-    return {"kind": "evidence", "tag": e.tag, "category": e.category, "target_kind": e.kind,
-            "target_id": e.target_id, "evidence": e.evidence}
+    return {
+        "kind": "evidence",
+        "tag": e.tag,
+        "category": e.category,
+        "target_kind": e.kind,
+        "target_id": e.target_id,
+        "evidence": e.evidence,
+    }
 
 
 # ---- sections: each yields (key, rows) per page; key None: the section is done --------
@@ -131,8 +219,13 @@ Page = Iterator[tuple[str | None, list[dict[str, Any]]]]
 
 
 def _projects(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
-    yield None, [{"kind": "project", "name": s.project, "retention_limit": s.retention_limit}
-                 for s in src.memories.projects(tenant, only=project)]
+    yield (
+        None,
+        [
+            {"kind": "project", "name": s.project, "retention_limit": s.retention_limit}
+            for s in src.memories.projects(tenant, only=project)
+        ],
+    )
 
 
 def _memories(src: Sources, tenant: str, project: str | None, after: str | None, page: int) -> Page:
@@ -205,7 +298,7 @@ def _versions(src: Sources, tenant: str, project: str | None, after: str | None,
     for versions in pages:
         first, seen = seen, seen + len(versions)
         if seen > skip:
-            yield str(seen), [version_row(v) for v in versions[max(0, skip - first):]]
+            yield str(seen), [version_row(v) for v in versions[max(0, skip - first) :]]
 
 
 SECTIONS = (_projects, _memories, _audit, _solutions, _applications, _patterns, _links, _evidence, _versions)
@@ -240,31 +333,54 @@ class Position(BaseModel):
         return position
 
 
-def export_chunks(src: Sources, tenant: str, project: str | None = None, *, start: Position | None = None,
-                  clock: Clock = system_clock, page: int = PAGE,
-                  keep: Callable[[dict[str, Any]], bool] | None = None) -> Iterator[tuple[Position, list[str]]]:
+def export_chunks(
+    src: Sources,
+    tenant: str,
+    project: str | None = None,
+    *,
+    start: Position | None = None,
+    clock: Clock = system_clock,
+    page: int = PAGE,
+    keep: Callable[[dict[str, Any]], bool] | None = None,
+) -> Iterator[tuple[Position, list[str]]]:
     """The export in chunks of lines, each with the position just after it (``start``: go on
     from a position an earlier call gave; None: from the header). ``keep``: the rows a limited
     caller receives (capsule.authz.export_keep; None: every row)."""
     begin = start or Position(project=project, section=0, after=None, counts={})
     counts: Counter[str] = Counter(begin.counts)
     if start is None:
-        yield begin, [fmt.dumps({"kind": "header", "format": fmt.FORMAT, "version": fmt.VERSION, "tenant": tenant,
-                                 "project": project, "exported_at": fmt.when(clock())})]
+        yield (
+            begin,
+            [
+                fmt.dumps(
+                    {
+                        "kind": "header",
+                        "format": fmt.FORMAT,
+                        "version": fmt.VERSION,
+                        "tenant": tenant,
+                        "project": project,
+                        "exported_at": fmt.when(clock()),
+                    }
+                )
+            ],
+        )
     for index in range(begin.section, len(SECTIONS)):
         after = begin.after if index == begin.section else None
         for key, rows in SECTIONS[index](src, tenant, project, after, page):
             rows = rows if keep is None else [row for row in rows if keep(row)]
             counts.update(row["kind"] for row in rows)
             where = (index, key) if key is not None else (index + 1, None)
-            yield Position(project=project, section=where[0], after=where[1], counts=dict(counts)), \
-                [fmt.dumps(row) for row in rows]
+            yield (
+                Position(project=project, section=where[0], after=where[1], counts=dict(counts)),
+                [fmt.dumps(row) for row in rows],
+            )
     done = Position(project=project, section=len(SECTIONS), after=None, counts=dict(counts))
     yield done, [fmt.dumps({"kind": "end", "counts": dict(sorted(counts.items()))})]
 
 
-def export_lines(src: Sources, tenant: str, project: str | None = None, *, clock: Clock = system_clock,
-                 page: int = PAGE) -> Iterator[str]:
+def export_lines(
+    src: Sources, tenant: str, project: str | None = None, *, clock: Clock = system_clock, page: int = PAGE
+) -> Iterator[str]:
     """The whole export as lines of text (each ends with a newline): header, rows, end."""
     for _, lines in export_chunks(src, tenant, project, clock=clock, page=page):
         yield from lines
@@ -278,10 +394,18 @@ class ExportPage:
     next_cursor: str | None
 
 
-def export_page(src: Sources, tenant: str, project: str | None, cursor: str | None, *, max_bytes: int,
-                clock: Clock = system_clock, page: int = 100,
-                keep: Callable[[dict[str, Any]], bool] | None = None,
-                size_of: Callable[[str], int] = len) -> ExportPage:
+def export_page(
+    src: Sources,
+    tenant: str,
+    project: str | None,
+    cursor: str | None,
+    *,
+    max_bytes: int,
+    clock: Clock = system_clock,
+    page: int = 100,
+    keep: Callable[[dict[str, Any]], bool] | None = None,
+    size_of: Callable[[str], int] = len,
+) -> ExportPage:
     """Lines of the export from ``cursor``: whole chunks while ``size_of`` their text stays
     within ``max_bytes`` (a chunk is ``page`` memories and their votes; the hosted API passes
     :func:`capsule.core.wire.wrapped_bytes`, the size Lambda sends). A chunk that would pass it is

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from ..embedders.base import Embedder
 from ..core.models import MemoryMeta
 from ..core.records import MemoryRecord
-from ..store.transfer import FeedbackRow
 from ..core.text import sha256
+from ..embedders.base import Embedder
+from ..store.transfer import FeedbackRow
 from .export import Sources
 from .report import Tally
 
@@ -61,8 +61,9 @@ def parse_vector(text: Any, field: str) -> np.ndarray | None:
     return np.asarray(values, dtype=np.float32)
 
 
-def kept_vector(vector: np.ndarray | None, source_model: str, embedder: Embedder
-                ) -> tuple[np.ndarray | None, str | None, str]:
+def kept_vector(
+    vector: np.ndarray | None, source_model: str, embedder: Embedder
+) -> tuple[np.ndarray | None, str | None, str]:
     """(embedding, model, status): the source's vector when it was made by the model this
     deployment embeds with (same id and size), unit length; else none, for the backfill job."""
     if vector is None or embedder.model_id != source_model or len(vector) != embedder.dim:
@@ -83,15 +84,41 @@ def clean_meta(meta: dict[str, Any], field: str) -> dict[str, Any]:
         raise BadValue(f"{field}.{where}" if where else field, err["msg"]) from None
 
 
-def new_memory(tenant: str, project: str, memory_id: str, content: str, *, at: datetime, path: str | None,
-               meta: dict[str, Any], embedding: tuple[np.ndarray | None, str | None, str],
-               pinned: bool = False, explanation: str | None = None, helpful: int = 0, unhelpful: int = 0
-               ) -> MemoryRecord:
+def new_memory(
+    tenant: str,
+    project: str,
+    memory_id: str,
+    content: str,
+    *,
+    at: datetime,
+    path: str | None,
+    meta: dict[str, Any],
+    embedding: tuple[np.ndarray | None, str | None, str],
+    pinned: bool = False,
+    explanation: str | None = None,
+    helpful: int = 0,
+    unhelpful: int = 0,
+) -> MemoryRecord:
     vector, model, status = embedding
     return MemoryRecord(
-        id=memory_id, tenant=tenant, project=project, content=content, sha256=sha256(content),
-        occurred_at=at, created_at=at, updated_at=at, path=path, embedding=vector, model=model,
-        pinned=pinned, explanation=explanation, meta=meta, helpful=helpful, unhelpful=unhelpful, status=status)
+        id=memory_id,
+        tenant=tenant,
+        project=project,
+        content=content,
+        sha256=sha256(content),
+        occurred_at=at,
+        created_at=at,
+        updated_at=at,
+        path=path,
+        embedding=vector,
+        model=model,
+        pinned=pinned,
+        explanation=explanation,
+        meta=meta,
+        helpful=helpful,
+        unhelpful=unhelpful,
+        status=status,
+    )
 
 
 @dataclass

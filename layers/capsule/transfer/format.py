@@ -75,8 +75,11 @@ def _meta_keys(meta: dict[str, Any]) -> dict[str, Any]:
 # What _meta_keys admits: any JSON whose object keys keep META_KEY_PATTERN at every level (its depth
 # limit, MAX_META_DEPTH, is left unstated). Unlike a stored memory's meta, numbers are not bounded here.
 ExportMeta = TypeAliasType(
-    "ExportMeta", Annotated[dict[MetaKey, "ExportMetaValue"], Field(json_schema_extra={"additionalProperties": False})])
-ExportMetaValue = TypeAliasType("ExportMetaValue", "str | int | float | bool | None | list[ExportMetaValue] | ExportMeta")
+    "ExportMeta", Annotated[dict[MetaKey, "ExportMetaValue"], Field(json_schema_extra={"additionalProperties": False})]
+)
+ExportMetaValue = TypeAliasType(
+    "ExportMetaValue", "str | int | float | bool | None | list[ExportMetaValue] | ExportMeta"
+)
 Meta = Annotated[dict[str, Any], AfterValidator(_meta_keys), SchemaOf(ExportMeta)]
 
 
@@ -117,8 +120,9 @@ class Project(_Row):
 
 class Memory(_Row):
     # _vector's rules, as JSON Schema: a vector comes with its dims and the model that made it.
-    model_config = ConfigDict(json_schema_extra={"allOf": [together("embedding", "dims"),
-                                                           {"anyOf": [absent("embedding"), given("model")]}]})
+    model_config = ConfigDict(
+        json_schema_extra={"allOf": [together("embedding", "dims"), {"anyOf": [absent("embedding"), given("model")]}]}
+    )
 
     kind: Literal["memory"]
     id: Id
@@ -283,13 +287,36 @@ class End(_Row):
 
 
 Row = Annotated[
-    Header | Project | Memory | Feedback | Audit | Solution | Application | Pattern | Link | Evidence | MemoryVersion | End,
+    Header
+    | Project
+    | Memory
+    | Feedback
+    | Audit
+    | Solution
+    | Application
+    | Pattern
+    | Link
+    | Evidence
+    | MemoryVersion
+    | End,
     Field(discriminator="kind"),
 ]
 ROWS: dict[str, type[_Row]] = {
     m.model_fields["kind"].annotation.__args__[0]: m  # type: ignore[union-attr]
-    for m in (Header, Project, Memory, Feedback, Audit, Solution, Application, Pattern, Link, Evidence,
-              MemoryVersion, End)
+    for m in (
+        Header,
+        Project,
+        Memory,
+        Feedback,
+        Audit,
+        Solution,
+        Application,
+        Pattern,
+        Link,
+        Evidence,
+        MemoryVersion,
+        End,
+    )
 }
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Row)
 

@@ -29,9 +29,9 @@ from typing import Any
 
 from ..core.clock import Clock, system_clock
 from ..core.errors import Conflict, InvalidInput, NotFound
-from ..guard import stored as guard
 from ..core.learning_records import ApplicationRecord, LinkRecord, PatternRecord, SolutionRecord
 from ..core.records import AuditRecord, MemoryRecord
+from ..guard import stored as guard
 from ..store.governance import VersionRecord
 from ..store.transfer import EvidenceRow, FeedbackRow, Written
 from . import format as fmt
@@ -44,21 +44,43 @@ _BATCHED = ("memory", "feedback", "audit", "application", "evidence", "version")
 
 def memory_record(tenant: str, row: fmt.Memory) -> MemoryRecord:
     return MemoryRecord(
-        id=row.id, tenant=tenant, project=row.project, content=row.content, sha256=row.sha256,
-        occurred_at=row.occurred_at, created_at=row.created_at, updated_at=row.updated_at, path=row.path,
-        chunk_index=row.chunk_index, chunk_count=row.chunk_count, embedding=fmt.decode_vector(row.embedding),
-        model=row.model, pinned=row.pinned, explanation=row.explanation, meta=dict(row.meta),
-        helpful=row.helpful, unhelpful=row.unhelpful, accessed_at=row.accessed_at, deleted_at=row.deleted_at,
-        deleted_reason=row.deleted_reason, status=row.status, retention=row.retention, expires_at=row.expires_at,
-        supersedes=row.supersedes, superseded_by=row.superseded_by, visibility=row.visibility, subject=row.subject,
+        id=row.id,
+        tenant=tenant,
+        project=row.project,
+        content=row.content,
+        sha256=row.sha256,
+        occurred_at=row.occurred_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        path=row.path,
+        chunk_index=row.chunk_index,
+        chunk_count=row.chunk_count,
+        embedding=fmt.decode_vector(row.embedding),
+        model=row.model,
+        pinned=row.pinned,
+        explanation=row.explanation,
+        meta=dict(row.meta),
+        helpful=row.helpful,
+        unhelpful=row.unhelpful,
+        accessed_at=row.accessed_at,
+        deleted_at=row.deleted_at,
+        deleted_reason=row.deleted_reason,
+        status=row.status,
+        retention=row.retention,
+        expires_at=row.expires_at,
+        supersedes=row.supersedes,
+        superseded_by=row.superseded_by,
+        visibility=row.visibility,
+        subject=row.subject,
     )
 
 
 class Importer:
     """One import run into one tenant (:meth:`run` once)."""
 
-    def __init__(self, src: Sources, tenant: str, *, source: str = "the input", batch: int = BATCH,
-                 clock: Clock = system_clock) -> None:
+    def __init__(
+        self, src: Sources, tenant: str, *, source: str = "the input", batch: int = BATCH, clock: Clock = system_clock
+    ) -> None:
         self.src, self.tenant, self.batch, self.clock = src, tenant, batch, clock
         self.tally = Tally(source)
         self._kind: str | None = None  # the batch being gathered: its kind and (line, row)s
@@ -66,8 +88,12 @@ class Importer:
         self._policy_of = src.policies or guard.store_policies(src.memories)
         self._policies: dict[str, Any] = {}  # project -> Policies (projects are few)
         self._writers: dict[str, Callable[[list[tuple[int, Any]]], None]] = {
-            "memory": self._memories, "feedback": self._feedback, "audit": self._audit,
-            "application": self._applications, "evidence": self._evidence, "version": self._versions,
+            "memory": self._memories,
+            "feedback": self._feedback,
+            "audit": self._audit,
+            "application": self._applications,
+            "evidence": self._evidence,
+            "version": self._versions,
         }
 
     def run(self, lines: Iterable[str | bytes]) -> DataImportResult:
@@ -109,8 +135,14 @@ class Importer:
             self._kind = kind
             self._rows.append((number, row))
             return
-        {"project": self._project, "solution": self._solution, "pattern": self._pattern, "link": self._link,
-         "end": self._end, "header": self._second_header}[kind](number, row)  # type: ignore[operator]
+        {
+            "project": self._project,
+            "solution": self._solution,
+            "pattern": self._pattern,
+            "link": self._link,
+            "end": self._end,
+            "header": self._second_header,
+        }[kind](number, row)  # type: ignore[operator]
 
     def _flush(self) -> None:
         kind, rows = self._kind, self._rows
@@ -173,11 +205,31 @@ class Importer:
     def _versions(self, rows: list[tuple[int, fmt.MemoryVersion]]) -> None:
         versions, numbers = [], []
         for number, r in rows:
-            version = self._guarded("version", number, partial(self._clean_version, VersionRecord(
-                tenant=self.tenant, memory_id=r.memory_id, number=r.number, project=r.project, content=r.content,
-                sha256=r.sha256, path=r.path, explanation=r.explanation, meta=dict(r.meta), retention=r.retention,
-                expires_at=r.expires_at, pinned=r.pinned, created_at=r.created_at, replaced_at=r.replaced_at,
-                actor=r.actor, reason=r.reason)))
+            version = self._guarded(
+                "version",
+                number,
+                partial(
+                    self._clean_version,
+                    VersionRecord(
+                        tenant=self.tenant,
+                        memory_id=r.memory_id,
+                        number=r.number,
+                        project=r.project,
+                        content=r.content,
+                        sha256=r.sha256,
+                        path=r.path,
+                        explanation=r.explanation,
+                        meta=dict(r.meta),
+                        retention=r.retention,
+                        expires_at=r.expires_at,
+                        pinned=r.pinned,
+                        created_at=r.created_at,
+                        replaced_at=r.replaced_at,
+                        actor=r.actor,
+                        reason=r.reason,
+                    ),
+                ),
+            )
             if version is not None:
                 versions.append(version)
                 numbers.append(number)
@@ -197,8 +249,7 @@ class Importer:
         votes, numbers = [], []
         for number, r in rows:
             policies = self._policies_of(projects.get(r.memory_id, ""))
-            context = self._guarded("feedback", number, partial(guard.clean_text, r.context, policies,
-                                                                field="context"))
+            context = self._guarded("feedback", number, partial(guard.clean_text, r.context, policies, field="context"))
             if context is not None or r.context is None:
                 votes.append(FeedbackRow(r.memory_id, r.helpful, context, r.at))
                 numbers.append(number)
@@ -208,9 +259,23 @@ class Importer:
     def _audit(self, rows: list[tuple[int, fmt.Audit]]) -> None:
         records, numbers = [], []
         for number, r in rows:
-            record = self._guarded("audit", number, partial(guard.clean_audit, AuditRecord(
-                tenant=self.tenant, memory_id=r.memory_id, project=r.project, action=r.action, actor=r.actor,
-                reason=r.reason, at=r.at), self._policies_of(r.project)))
+            record = self._guarded(
+                "audit",
+                number,
+                partial(
+                    guard.clean_audit,
+                    AuditRecord(
+                        tenant=self.tenant,
+                        memory_id=r.memory_id,
+                        project=r.project,
+                        action=r.action,
+                        actor=r.actor,
+                        reason=r.reason,
+                        at=r.at,
+                    ),
+                    self._policies_of(r.project),
+                ),
+            )
             if record is not None:
                 records.append(record)
                 numbers.append(number)
@@ -219,8 +284,19 @@ class Importer:
 
     def _applications(self, rows: list[tuple[int, fmt.Application]]) -> None:
         # Application ids, like solution ids, are unique per tenant: kept as sent.
-        records = [ApplicationRecord(id=r.id, tenant=self.tenant, solution_id=r.solution_id, success=r.success,
-                                     at=r.at, project=r.project, error=r.error, context=r.context) for _, r in rows]
+        records = [
+            ApplicationRecord(
+                id=r.id,
+                tenant=self.tenant,
+                solution_id=r.solution_id,
+                success=r.success,
+                at=r.at,
+                project=r.project,
+                error=r.error,
+                context=r.context,
+            )
+            for _, r in rows
+        ]
         self._count("application", [n for n, _ in rows], self.src.transfer.put_applications(self.tenant, records))
 
     def _evidence(self, rows: list[tuple[int, fmt.Evidence]]) -> None:
@@ -256,8 +332,9 @@ class Importer:
         title = guard_tree(row.title, self._policies_of(""), found, where="title")
         if not found.redacted:
             return row, set()
-        return row.model_copy(update={"body": body, "title": title, "embeddings": None, "dims": None,
-                                      "model": None}), set(found.redacted)
+        return row.model_copy(
+            update={"body": body, "title": title, "embeddings": None, "dims": None, "model": None}
+        ), set(found.redacted)
 
     def _solution(self, number: int, row: fmt.Solution) -> None:
         learning = self.src.learning
@@ -266,15 +343,24 @@ class Importer:
             return
         # Solution ids are unique per tenant (as memory ids are): another tenant's equal id is
         # no obstacle, and the id is kept as sent.
-        if self._has_solution(row.id) or learning.find_solution(
-                self.tenant, row.title, row.category) is not None:
+        if self._has_solution(row.id) or learning.find_solution(self.tenant, row.title, row.category) is not None:
             self.tally.skipped["solution"] += 1
             return
         record = SolutionRecord(
-            id=row.id, tenant=self.tenant, title=row.title, category=row.category, body=dict(row.body),
-            created_at=row.created_at, updated_at=row.updated_at, success=row.success, failure=row.failure,
+            id=row.id,
+            tenant=self.tenant,
+            title=row.title,
+            category=row.category,
+            body=dict(row.body),
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            success=row.success,
+            failure=row.failure,
             embeddings=fmt.decode_vector(row.embeddings, row.signatures) if row.signatures else None,
-            model=row.model, last_applied_at=row.last_applied_at, verified_on=row.verified_on)
+            model=row.model,
+            last_applied_at=row.last_applied_at,
+            verified_on=row.verified_on,
+        )
         try:
             learning.insert_solution(record)
         except Conflict:  # this tenant's own, written since the look-up above (a concurrent import)
@@ -289,18 +375,39 @@ class Importer:
             return
         except NotFound:
             pass
-        self.src.learning.upsert_pattern(PatternRecord(
-            tenant=self.tenant, tag=row.tag, category=row.category, terms=list(row.terms),
-            occurrences=row.occurrences, projects=list(row.projects), examples=list(row.examples),
-            description=row.description, created_at=row.created_at, updated_at=row.updated_at,
-            first_seen=row.first_seen, last_seen=row.last_seen, embedding=fmt.decode_vector(row.embedding),
-            model=row.model))
+        self.src.learning.upsert_pattern(
+            PatternRecord(
+                tenant=self.tenant,
+                tag=row.tag,
+                category=row.category,
+                terms=list(row.terms),
+                occurrences=row.occurrences,
+                projects=list(row.projects),
+                examples=list(row.examples),
+                description=row.description,
+                created_at=row.created_at,
+                updated_at=row.updated_at,
+                first_seen=row.first_seen,
+                last_seen=row.last_seen,
+                embedding=fmt.decode_vector(row.embedding),
+                model=row.model,
+            )
+        )
         self.tally.imported["pattern"] += 1
 
     def _link(self, number: int, row: fmt.Link) -> None:
-        written = self.src.transfer.put_link(LinkRecord(
-            tenant=self.tenant, tag=row.tag, category=row.category, kind=row.target_kind,
-            target_id=row.target_id, success=row.success, failure=row.failure, last_at=row.last_at))
+        written = self.src.transfer.put_link(
+            LinkRecord(
+                tenant=self.tenant,
+                tag=row.tag,
+                category=row.category,
+                kind=row.target_kind,
+                target_id=row.target_id,
+                success=row.success,
+                failure=row.failure,
+                last_at=row.last_at,
+            )
+        )
         (self.tally.imported if written else self.tally.skipped)["link"] += 1
 
     def _end(self, number: int, row: fmt.End) -> None:
@@ -310,6 +417,7 @@ class Importer:
         self.tally.refuse(number, "kind", "a second header: only the first line is the header")
 
 
-def import_lines(src: Sources, tenant: str, lines: Iterable[str | bytes], *, source: str = "the input",
-                 clock: Clock = system_clock) -> DataImportResult:
+def import_lines(
+    src: Sources, tenant: str, lines: Iterable[str | bytes], *, source: str = "the input", clock: Clock = system_clock
+) -> DataImportResult:
     return Importer(src, tenant, source=source, clock=clock).run(lines)

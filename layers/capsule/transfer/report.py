@@ -29,8 +29,9 @@ class DataImportResult(BaseModel):
     refused: list[Refusal] = Field(description=f"the first {MAX_LISTED} refused rows with their reasons")
     refused_total: int
     complete: bool = Field(description="the input ended where it says it ends (not cut short)")
-    not_placed: list[NotPlaced] = Field(default_factory=list,
-                                        description="source columns not imported as such, each with its reason")
+    not_placed: list[NotPlaced] = Field(
+        default_factory=list, description="source columns not imported as such, each with its reason"
+    )
     explanation: str
 
 
@@ -59,11 +60,15 @@ class Tally:
 
     def _redaction_note(self) -> str:
         rows = ", ".join(f"{n} {kind}" for kind, n in sorted(self.redacted.items()))
-        text = (f" Guard: redacted {', '.join(sorted(self.redacted_kinds))} before writing ({rows} row(s)), by each"
-                " project's secrets and personal-data policies.")
+        text = (
+            f" Guard: redacted {', '.join(sorted(self.redacted_kinds))} before writing ({rows} row(s)), by each"
+            " project's secrets and personal-data policies."
+        )
         if self.reembed:
-            text += (f" {self.reembed} memory(ies) whose content changed got a new sha256 and lost the vector they"
-                     " carried: they are pending_embedding, embedded by the backfill job.")
+            text += (
+                f" {self.reembed} memory(ies) whose content changed got a new sha256 and lost the vector they"
+                " carried: they are pending_embedding, embedded by the backfill job."
+            )
         return text
 
     def unplaced(self, column: str, reason: str) -> None:
@@ -80,8 +85,10 @@ class Tally:
         def said(counts: Counter[str]) -> str:
             return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()) if n) or "nothing"
 
-        text = (f"Read {self.lines} {self.unit}(s) from {self.source}: imported {said(self.imported)}; "
-                f"skipped as already present {said(self.skipped)}; refused {self.refused_total}.")
+        text = (
+            f"Read {self.lines} {self.unit}(s) from {self.source}: imported {said(self.imported)}; "
+            f"skipped as already present {said(self.skipped)}; refused {self.refused_total}."
+        )
         if self.refused:
             first = self.refused[0]
             text += f" First refusal: {self.unit} {first.line}, {first.field}: {first.message}."
@@ -91,12 +98,21 @@ class Tally:
             text += self._redaction_note()
         text += "".join(f" {note}" for note in self.notes)
         if self.not_placed:
-            text += (f" Not placed ({len(self.not_placed)} source column(s), each with its reason in not_placed): "
-                     f"{', '.join(u.column for u in self.not_placed)}.")
+            text += (
+                f" Not placed ({len(self.not_placed)} source column(s), each with its reason in not_placed): "
+                f"{', '.join(u.column for u in self.not_placed)}."
+            )
         return DataImportResult(
-            source=self.source, lines=self.lines, imported=_nonzero(self.imported), skipped=_nonzero(self.skipped),
-            refused=self.refused, refused_total=self.refused_total, complete=self.complete,
-            not_placed=self.not_placed, explanation=text)
+            source=self.source,
+            lines=self.lines,
+            imported=_nonzero(self.imported),
+            skipped=_nonzero(self.skipped),
+            refused=self.refused,
+            refused_total=self.refused_total,
+            complete=self.complete,
+            not_placed=self.not_placed,
+            explanation=text,
+        )
 
 
 def _nonzero(counts: Counter[str]) -> dict[str, int]:

@@ -56,18 +56,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..compat.vector_bridge import KEPT_KEY, meta_request
 from ..core import legacy_ids
 from ..core.clock import Clock, system_clock
-from ..compat.vector_bridge import KEPT_KEY, meta_request
-from ..embedders.base import Embedder
 from ..core.errors import CapsuleError, InvalidInput, NotFound, Unavailable
-from ..core.retention import NO_LIMIT
 from ..core.learning_records import LinkRecord, PatternRecord
-from ..learning.signature import terms
 from ..core.models import MemoryMeta
 from ..core.project_identity import absorb_bare, canonical, label_of
-from ..store.transfer import FeedbackRow
+from ..core.retention import NO_LIMIT
 from ..core.text import sha256
+from ..embedders.base import Embedder
+from ..learning.signature import terms
+from ..store.transfer import FeedbackRow
 from .export import Sources
 from .foreign import BadValue, Pending, kept_vector, new_memory, parse_vector, stable_id, write_memories
 from .report import DataImportResult, Tally
@@ -76,24 +76,66 @@ MODEL = "text-embedding-3-small"  # the Vector Bridge's embedder (1536-d)
 PAGE = 500
 REQUIRED = {
     "projects": {"id", "root_path"},
-    "documents": {"id", "project_id", "path", "chunk", "embedding", "component", "category", "tags", "meta",
-                  "updated_at"},
+    "documents": {
+        "id",
+        "project_id",
+        "path",
+        "chunk",
+        "embedding",
+        "component",
+        "category",
+        "tags",
+        "meta",
+        "updated_at",
+    },
 }
 
 # Every column of the migrations' tables that is read and placed (see the module doc) ...
 PLACED: dict[str, set[str]] = {
     "projects": {"id", "root_path"},
-    "documents": {"id", "project_id", "path", "chunk", "embedding", "meta", "component", "category", "tags",
-                  "content_sha", "updated_at"},
+    "documents": {
+        "id",
+        "project_id",
+        "path",
+        "chunk",
+        "embedding",
+        "meta",
+        "component",
+        "category",
+        "tags",
+        "content_sha",
+        "updated_at",
+    },
     "memory_feedback": {"chunk_id", "helpful", "context", "created_at"},
-    "solutions": {"id", "title", "description", "category", "component", "tags", "project_root", "repo_name",
-                  "package_manager", "monorepo_tool", "success_count", "failure_count", "last_applied_at",
-                  "verified_on", "created_at", "updated_at"},
+    "solutions": {
+        "id",
+        "title",
+        "description",
+        "category",
+        "component",
+        "tags",
+        "project_root",
+        "repo_name",
+        "package_manager",
+        "monorepo_tool",
+        "success_count",
+        "failure_count",
+        "last_applied_at",
+        "verified_on",
+        "created_at",
+        "updated_at",
+    },
     "signatures": {"solution_id", "text", "regexes", "meta"},
     "steps": {"solution_id", "step_order", "kind", "payload", "description", "timeout_ms"},
     "checks": {"solution_id", "check_order", "cmd", "expect_substring", "expect_exit_code", "timeout_ms"},
-    "pattern_solutions": {"pattern_tag", "pattern_category", "solution_id", "success_count", "failure_count",
-                          "updated_at"},
+    "pattern_solutions": {
+        "pattern_tag",
+        "pattern_category",
+        "solution_id",
+        "success_count",
+        "failure_count",
+        "updated_at",
+    },
 }
 # ... and every one that is not, with the reason the report gives.
 _ROW_NUMBER = "a row number; the row itself is placed whole"
@@ -110,26 +152,40 @@ NOT_PLACED: dict[str, dict[str, str]] = {
     },
     "memory_feedback": {"id": _ROW_NUMBER},
     "signatures": {
-        "id": _ROW_NUMBER, "created_at": _PART_TIME,
+        "id": _ROW_NUMBER,
+        "created_at": _PART_TIME,
         "embedding": "a vector of text; this deployment embeds each signature's text itself",
     },
     "steps": {"id": _ROW_NUMBER, "created_at": _PART_TIME},
     "checks": {"id": _ROW_NUMBER, "created_at": _PART_TIME},
     "pattern_solutions": {
-        "id": _ROW_NUMBER, "created_at": "when the link was first made; its last use (updated_at) is kept",
-        "avg_helpful_ratio": ("set only by a maintenance function no tool called (0 in practice); links here "
-                              "rank by their success and failure counts"),
+        "id": _ROW_NUMBER,
+        "created_at": "when the link was first made; its last use (updated_at) is kept",
+        "avg_helpful_ratio": (
+            "set only by a maintenance function no tool called (0 in practice); links here "
+            "rank by their success and failure counts"
+        ),
     },
 }
-PARTS = {"signatures": ["text", "regexes", "meta"],
-         "steps": ["step_order", "kind", "payload", "description", "timeout_ms"],
-         "checks": ["check_order", "cmd", "expect_substring", "expect_exit_code", "timeout_ms"]}
+PARTS = {
+    "signatures": ["text", "regexes", "meta"],
+    "steps": ["step_order", "kind", "payload", "description", "timeout_ms"],
+    "checks": ["check_order", "cmd", "expect_substring", "expect_exit_code", "timeout_ms"],
+}
 RAW_META_KEY = "value"  # where a documents.meta that is not a JSON object is kept
 
 
-def import_vector_bridge(src: Sources, tenant: str, uri: str, *, embedder: Embedder, learning: Any,
-                         connect: Callable[[str], Any] | None = None, clock: Clock = system_clock,
-                         page: int = PAGE) -> DataImportResult:
+def import_vector_bridge(
+    src: Sources,
+    tenant: str,
+    uri: str,
+    *,
+    embedder: Embedder,
+    learning: Any,
+    connect: Callable[[str], Any] | None = None,
+    clock: Clock = system_clock,
+    page: int = PAGE,
+) -> DataImportResult:
     """Read the database at ``uri`` (``postgresql://...``) into ``tenant``; see the module doc."""
     conn = _connect(uri, connect)
     try:
@@ -158,8 +214,9 @@ def _first_line(exc: Exception) -> str:
 
 
 class _Run:
-    def __init__(self, src: Sources, tenant: str, conn: Any, embedder: Embedder, learning: Any, clock: Clock,
-                 page: int) -> None:
+    def __init__(
+        self, src: Sources, tenant: str, conn: Any, embedder: Embedder, learning: Any, clock: Clock, page: int
+    ) -> None:
         self.src, self.tenant, self.conn, self.embedder = src, tenant, conn, embedder
         self.learning, self.clock, self.page = learning, clock, page
         self.tally = Tally("the Vector Bridge database", unit="row")
@@ -189,19 +246,21 @@ class _Run:
             pass
 
     def _columns(self) -> dict[str, set[str]]:
-        rows = self._query("SELECT table_name, column_name FROM information_schema.columns "
-                           "WHERE table_schema = current_schema()")
+        rows = self._query(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+        )
         found: dict[str, set[str]] = defaultdict(set)
         for row in rows:
             found[row["table_name"]].add(row["column_name"])
         for table, needed in REQUIRED.items():
             if table not in found:
-                raise InvalidInput(f"the database has no table '{table}': not a Vector Bridge database",
-                                   field=table)
+                raise InvalidInput(f"the database has no table '{table}': not a Vector Bridge database", field=table)
             missing = sorted(needed - found[table])
             if missing:
-                raise InvalidInput(f"table '{table}' lacks column(s) {', '.join(missing)} of the Vector Bridge "
-                                   "schema", field=f"{table}.{missing[0]}")
+                raise InvalidInput(
+                    f"table '{table}' lacks column(s) {', '.join(missing)} of the Vector Bridge schema",
+                    field=f"{table}.{missing[0]}",
+                )
         return found
 
     def _present(self, table: str, wanted: list[str]) -> list[str]:
@@ -211,8 +270,10 @@ class _Run:
         last: Any = None
         while True:
             keyed = where if last is None else f"({where}) AND id > %s"
-            rows = self._query(f"SELECT {columns} FROM {table} WHERE {keyed} ORDER BY id LIMIT %s",
-                               (() if last is None else (last,)) + (self.page,))
+            rows = self._query(
+                f"SELECT {columns} FROM {table} WHERE {keyed} ORDER BY id LIMIT %s",
+                (() if last is None else (last,)) + (self.page,),
+            )
             if not rows:
                 return
             yield rows
@@ -230,25 +291,34 @@ class _Run:
         ready.add(name)
         merged = absorb_bare(self.src.memories, self.tenant, name, at=self.clock())
         if merged:
-            self.tally.notes.append(f"Project '{label_of(name)}' (the folder's name) was merged into '{name}', the "
-                                    f"same checkout: {merged.get('moved', 0)} memories moved.")
+            self.tally.notes.append(
+                f"Project '{label_of(name)}' (the folder's name) was merged into '{name}', the "
+                f"same checkout: {merged.get('moved', 0)} memories moved."
+            )
         kept = self.src.memories.set_retention_limit_if_unset(self.tenant, name, NO_LIMIT, at=self.clock())
         if kept not in (None, NO_LIMIT):
             self.tally.notes.append(
                 f"Project '{name}' keeps the retention limit of {kept} set before the import: where the import leaves"
                 " it holding more, the next store evicts the oldest unpinned ones beyond it and names them"
-                " (set its retention_limit to 'unlimited' to keep them all).")
+                " (set its retention_limit to 'unlimited' to keep them all)."
+            )
 
     def run(self) -> DataImportResult:
         # One checkout, one project: the root path as the service names it (capsule.core.project_identity).
-        projects = {row["id"]: {**row, "root_path": canonical(row["root_path"]) if isinstance(row["root_path"], str)
-                                else row["root_path"]} for row in self._query("SELECT id, root_path FROM projects")}
+        projects = {
+            row["id"]: {
+                **row,
+                "root_path": canonical(row["root_path"]) if isinstance(row["root_path"], str) else row["root_path"],
+            }
+            for row in self._query("SELECT id, root_path FROM projects")
+        }
         used = self._documents(projects)
         empty = sorted(str(p["root_path"]) for key, p in projects.items() if key not in used and p["root_path"])
         if empty:
             self.tally.notes.append(
                 f"{len(empty)} project(s) had no documents and were not created here (one is, once something is "
-                f"stored in it): {', '.join(empty[:10])}{', ...' if len(empty) > 10 else ''}.")
+                f"stored in it): {', '.join(empty[:10])}{', ...' if len(empty) > 10 else ''}."
+            )
         if {"solutions", "signatures"} <= set(self.columns):
             self._solutions()
         if "pattern_solutions" in self.columns:
@@ -264,23 +334,31 @@ class _Run:
         if not self.embedder_matches():
             notes.append(
                 f"Vectors were made by {MODEL}; this deployment embeds with {self.embedder.model_id}: the memories "
-                "are found by keyword now, and the backfill job (capsule jobs run backfill) embeds them.")
+                "are found by keyword now, and the backfill job (capsule jobs run backfill) embeds them."
+            )
         for kind, ids in self.taken.items():
             shown = ", ".join(map(str, ids[:10])) + (", ..." if len(ids) > 10 else "")
             notes.append(
                 f"{len(ids)} {kind} id(s) of this database ({shown}) already name a {kind} imported here from "
                 f"another Vector Bridge database: these were given new ids, and their old numbers keep naming "
-                f"the first import's.")
+                f"the first import's."
+            )
         if self.odd_meta:
-            notes.append(f"The meta of {len(self.odd_meta)} document(s) was not a JSON object "
-                         f"({', '.join(map(str, self.odd_meta[:10]))}): kept whole as meta.{RAW_META_KEY}.")
+            notes.append(
+                f"The meta of {len(self.odd_meta)} document(s) was not a JSON object "
+                f"({', '.join(map(str, self.odd_meta[:10]))}): kept whole as meta.{RAW_META_KEY}."
+            )
         if self.other_sha:
-            notes.append(f"The content_sha of {len(self.other_sha)} document(s) was not the SHA-256 of its chunk "
-                         f"({', '.join(map(str, self.other_sha[:10]))}): the memories carry their content's own.")
+            notes.append(
+                f"The content_sha of {len(self.other_sha)} document(s) was not the SHA-256 of its chunk "
+                f"({', '.join(map(str, self.other_sha[:10]))}): the memories carry their content's own."
+            )
         if not self.embedder_matches() and "embedding" in self.columns.get("documents", set()):
-            self.tally.unplaced("documents.embedding",
-                                f"made by {MODEL}; this deployment embeds with {self.embedder.model_id}, so the "
-                                "backfill job embeds the memories again")
+            self.tally.unplaced(
+                "documents.embedding",
+                f"made by {MODEL}; this deployment embeds with {self.embedder.model_id}, so the "
+                "backfill job embeds the memories again",
+            )
         for table in sorted(self.columns):
             known, skipped = PLACED.get(table), NOT_PLACED.get(table, {})
             if known is None:
@@ -290,15 +368,19 @@ class _Run:
                 if column in skipped:
                     self.tally.unplaced(f"{table}.{column}", skipped[column])
                 elif column not in known:
-                    self.tally.unplaced(f"{table}.{column}",
-                                        "not a column of the Vector Bridge's migrations: not read")
+                    self.tally.unplaced(f"{table}.{column}", "not a column of the Vector Bridge's migrations: not read")
 
     # ---- documents and their feedback -----------------------------------------------
 
     def _documents(self, projects: dict[Any, dict[str, Any]]) -> set[Any]:
         optional = self._present("documents", ["content_sha"])
-        columns = ", ".join(["id, project_id, path, chunk, embedding::text AS embedding, component, category, tags, "
-                             "meta, updated_at", *optional])
+        columns = ", ".join(
+            [
+                "id, project_id, path, chunk, embedding::text AS embedding, component, category, tags, "
+                "meta, updated_at",
+                *optional,
+            ]
+        )
         used: set[Any] = set()
         for rows in self._pages("documents", columns):
             votes = self._votes([row["id"] for row in rows])
@@ -319,15 +401,17 @@ class _Run:
     def _votes(self, ids: list[Any]) -> dict[Any, list[dict[str, Any]]]:
         if "memory_feedback" not in self.columns:
             return {}
-        rows = self._query("SELECT id, chunk_id, helpful, context, created_at FROM memory_feedback "
-                           "WHERE chunk_id = ANY(%s) ORDER BY id", (ids,))
+        rows = self._query(
+            "SELECT id, chunk_id, helpful, context, created_at FROM memory_feedback "
+            "WHERE chunk_id = ANY(%s) ORDER BY id",
+            (ids,),
+        )
         found: dict[Any, list[dict[str, Any]]] = defaultdict(list)
         for row in rows:
             found[row["chunk_id"]].append(row)
         return found
 
-    def _memory(self, row: dict[str, Any], projects: dict[Any, dict[str, Any]], votes: list[dict[str, Any]]
-                ) -> Pending:
+    def _memory(self, row: dict[str, Any], projects: dict[Any, dict[str, Any]], votes: list[dict[str, Any]]) -> Pending:
         project = projects.get(row["project_id"])
         if project is None or not project["root_path"]:
             raise BadValue("project_id", f"no project {row['project_id']}")
@@ -342,15 +426,27 @@ class _Run:
             self.other_sha.append(row["id"])
         self._project_ready(project["root_path"])
         number = legacy_ids.old_number(row["id"])
-        memory_id = (legacy_ids.vector_bridge_memory(self.tenant, number) if number is not None
-                     else stable_id("vector-bridge", self.tenant, project["root_path"], row["id"]))
+        memory_id = (
+            legacy_ids.vector_bridge_memory(self.tenant, number)
+            if number is not None
+            else stable_id("vector-bridge", self.tenant, project["root_path"], row["id"])
+        )
         good = [v for v in votes if isinstance(v["helpful"], bool) and v["created_at"] is not None]
         record = new_memory(
-            self.tenant, project["root_path"], memory_id, chunk, at=row["updated_at"], path=row["path"], meta=meta,
+            self.tenant,
+            project["root_path"],
+            memory_id,
+            chunk,
+            at=row["updated_at"],
+            path=row["path"],
+            meta=meta,
             embedding=kept_vector(vector, MODEL, self.embedder),
-            helpful=sum(v["helpful"] for v in good), unhelpful=sum(not v["helpful"] for v in good))
-        return Pending(row["id"], record, [FeedbackRow(memory_id, v["helpful"], v["context"], v["created_at"])
-                                           for v in good])
+            helpful=sum(v["helpful"] for v in good),
+            unhelpful=sum(not v["helpful"] for v in good),
+        )
+        return Pending(
+            row["id"], record, [FeedbackRow(memory_id, v["helpful"], v["context"], v["created_at"]) for v in good]
+        )
 
     def _meta(self, row: dict[str, Any]) -> dict[str, Any]:
         """The document's meta as sent, with its component/category/tags columns as our meta fields
@@ -422,8 +518,10 @@ class _Run:
         order = {"steps": "step_order", "checks": "check_order"}.get(table)
         present = self._present(table, PARTS[table])
         sort = f"{order} NULLS LAST, id" if order in self.columns[table] else "id"
-        rows = self._query(f"SELECT id, solution_id, {', '.join(present)} FROM {table} "
-                           f"WHERE solution_id = ANY(%s) ORDER BY {sort}", (ids,))
+        rows = self._query(
+            f"SELECT id, solution_id, {', '.join(present)} FROM {table} WHERE solution_id = ANY(%s) ORDER BY {sort}",
+            (ids,),
+        )
         found: dict[Any, list[dict[str, Any]]] = defaultdict(list)
         for row in rows:
             found[row.pop("solution_id")].append({k: v for k, v in row.items() if k != "id" and v is not None})
@@ -441,8 +539,12 @@ class _Run:
             self.taken["solution"].append(source_id)
             wanted = None
         try:
-            result = self.learning.import_solution(self.tenant, fixpack, source=f"Vector Bridge solution {source_id}",
-                                                   **({"solution_id": wanted} if wanted else {}))
+            result = self.learning.import_solution(
+                self.tenant,
+                fixpack,
+                source=f"Vector Bridge solution {source_id}",
+                **({"solution_id": wanted} if wanted else {}),
+            )
         except InvalidInput as exc:
             self.tally.refuse(source_id, f"solutions.{exc.field or 'row'}", f"solution {source_id}: {exc.message}")
             return
@@ -469,8 +571,11 @@ class _Run:
                 self.tally.lines += 1
                 solution = self.solution_ids.get(row.get("solution_id"))
                 if solution is None:
-                    self.tally.refuse(row["id"], "pattern_solutions.solution_id",
-                                      f"link {row['id']}: solution {row.get('solution_id')} was not imported")
+                    self.tally.refuse(
+                        row["id"],
+                        "pattern_solutions.solution_id",
+                        f"link {row['id']}: solution {row.get('solution_id')} was not imported",
+                    )
                     continue
                 if not row.get("pattern_tag"):
                     self.tally.refuse(row["id"], "pattern_solutions.pattern_tag", f"link {row['id']}: empty tag")
@@ -483,14 +588,32 @@ class _Run:
             self.src.learning.get_pattern(self.tenant, tag, category)
         except NotFound:
             now = self.clock()
-            self.src.learning.upsert_pattern(PatternRecord(
-                tenant=self.tenant, tag=tag, category=category, terms=terms(tag) or [tag.lower()], occurrences=0,
-                projects=[], examples=[], description="Imported with its solution links from the Vector Bridge.",
-                created_at=now, updated_at=now))
-        written = self.src.transfer.put_link(LinkRecord(
-            tenant=self.tenant, tag=tag, category=category, kind="solution", target_id=solution,
-            success=max(0, int(row.get("success_count") or 0)), failure=max(0, int(row.get("failure_count") or 0)),
-            last_at=row.get("updated_at")))
+            self.src.learning.upsert_pattern(
+                PatternRecord(
+                    tenant=self.tenant,
+                    tag=tag,
+                    category=category,
+                    terms=terms(tag) or [tag.lower()],
+                    occurrences=0,
+                    projects=[],
+                    examples=[],
+                    description="Imported with its solution links from the Vector Bridge.",
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        written = self.src.transfer.put_link(
+            LinkRecord(
+                tenant=self.tenant,
+                tag=tag,
+                category=category,
+                kind="solution",
+                target_id=solution,
+                success=max(0, int(row.get("success_count") or 0)),
+                failure=max(0, int(row.get("failure_count") or 0)),
+                last_at=row.get("updated_at"),
+            )
+        )
         (self.tally.imported if written else self.tally.skipped)["link"] += 1
 
 
@@ -513,8 +636,12 @@ def _same_solution(present: Any, fixpack: dict[str, Any]) -> bool:
     return (present.title, present.category) == (fixpack.get("title"), fixpack.get("category", present.category))
 
 
-def fixpack_of(solution: dict[str, Any], signatures: list[dict[str, Any]], steps: list[dict[str, Any]],
-               checks: list[dict[str, Any]]) -> dict[str, Any]:
+def fixpack_of(
+    solution: dict[str, Any],
+    signatures: list[dict[str, Any]],
+    steps: list[dict[str, Any]],
+    checks: list[dict[str, Any]],
+) -> dict[str, Any]:
     """A Vector Bridge solution and its rows as the JSON of its fixpack file: every column of the
     row (the ones the fixpack model does not name are kept under its ``extra``); a null is a
     missing value, so the fixpack format's default applies."""
