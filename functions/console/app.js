@@ -50,7 +50,7 @@
   };
 
   // Answers that arrive after a newer request of the same kind was sent are dropped.
-  const latest = { list: 0, search: 0, candidates: 0 };
+  const latest = { list: 0, search: 0, candidates: 0, table: 0 };
 
   // ---- small helpers ------------------------------------------------------
 
@@ -355,6 +355,14 @@
         $(id).textContent = '';
       }
       $('new-key').value = '';  // a new key is shown once, and not to whoever uses the tab next
+      Object.assign(table, { key: null, rows: [], cursors: [null], page: 0, next: null });
+      table.selected.clear();
+      table.open.clear();
+      $('table-body').replaceChildren();
+      $('whoami').textContent = '';
+      $('principal-scopes').replaceChildren();
+      $('principal-scopes-explanation').textContent = '';
+      shownView = null;
       $('new-key-box').hidden = true;
       $('solution-detail').hidden = true;
       closeDetail();
@@ -385,10 +393,12 @@
       showWorkspace(true);
       applyProjects(result);
       logActivity('Connect', result.explanation || 'Connected.', false);
-      const first = state.project || (state.projects[0] && state.projects[0].project) || '';
+      const asked = parseHash().params.get('project');
+      const first = asked || state.project || (state.projects[0] && state.projects[0].project) || '';
       if (first) await openProject(first);
       else $('project-input').focus();
       renderForgotten();
+      await route();
       return true;
     } catch (error) {
       state.token = '';
@@ -431,7 +441,7 @@
       list.append(el('li', {},
         el('button', {
           type: 'button', class: 'project-item', 'aria-current': current ? 'true' : null,
-          title: info.project, onclick: () => openProject(info.project),
+          title: info.project, onclick: () => go('projects', new URLSearchParams({ project: info.project })),
         },
         el('span', { class: 'project-item-name' }, info.project),
         el('span', { class: 'project-item-counts' }, counts))));
@@ -1453,24 +1463,16 @@
             onclick: (e) => openSolution(s.id, e.currentTarget) },
           el('span', { class: 'solution-item-title' }, s.title),
           el('span', { class: 'project-item-counts' },
-            s.category + ' · ' + plural((s.steps || []).length, 'step', 'steps')
-            + ' · success ' + Math.round(100 * (s.success_rate || 0)) + '%'))));
+            s.category + ' · ' + plural((s.steps || []).length, 'step', 'steps') + ' · '
+            + successText(s.success_count, s.failure_count, s.success_rate)))));
       }
       if (!list.children.length) list.append(el('li', { class: 'empty' }, 'No solutions yet.'));
     });
   }
 
-  function stepText(step) {
-    const payload = step.payload || {};
-    // The payload shapes of capsule.learning.models.SHAPES: the command when there is one, else all of it.
-    const command = payload.command || payload.run || payload.script;
-    return typeof command === 'string' ? command : JSON.stringify(payload);
-  }
-
   function solutionSummary(s) {
     return s.category + (s.component ? ' · ' + s.component : '')
-      + ' · ' + s.success_count + ' succeeded, ' + s.failure_count + ' failed'
-      + ' · success rate ' + Math.round(100 * (s.success_rate || 0)) + '% (lower bound)';
+      + ' · ' + successText(s.success_count, s.failure_count, s.success_rate);
   }
 
   async function openSolution(id, button) {
@@ -1487,11 +1489,12 @@
         el('li', { class: 'step', 'data-kind': step.kind },
           el('span', { class: 'badge' }, step.kind), ' ',
           step.description ? el('span', {}, step.description + ' ') : null,
-          el('code', {}, stepText(step)))));
+          stepBody(step))));
       $('solution-checks').replaceChildren(...(s.checks || []).map((check) =>
         el('li', { class: 'step' }, el('code', {}, check.cmd),
           check.expect_substring ? ' expects "' + check.expect_substring + '"' : '',
           typeof check.expect_exit_code === 'number' ? ' expects exit ' + check.expect_exit_code : '')));
+      $('solution-delete-confirm-box').hidden = true;
       $('solution-detail').hidden = false;
       $('solution-title').focus();
     });
@@ -1617,7 +1620,7 @@
       $('pattern-list').replaceChildren();
       $('golden-list').replaceChildren(...(result.paths || []).map((g) => patternItem(g.pattern,
         el('p', { class: 'golden' }, '→ ' + (g.solution ? g.solution.title : g.fix ? 'the fix in ' + snippet(g.fix.content, 60) : 'no fix') + ': '
-          + g.success + ' worked, ' + g.failure + ' failed (' + Math.round(100 * (g.success_rate || 0)) + '%)'))));
+          + successText(g.success, g.failure, g.success_rate) + ' for this pattern'))));
       if (!$('golden-list').children.length) $('golden-list').append(el('li', { class: 'empty' }, 'No golden paths yet.'));
     });
   }
@@ -1661,6 +1664,7 @@
     await run('Keys', button, async () => {
       const result = await api('GET', '/v1/keys');
       $('keys-explanation').textContent = result.explanation || '';
+      loadWhoami();
       const list = $('key-list');
       list.replaceChildren(...(result.keys || []).map(keyItem));
       if (!list.children.length) list.append(el('li', { class: 'empty' }, 'No API keys yet.'));
@@ -1682,6 +1686,7 @@
     await run('Create key', $('key-create'), async () => {
       const result = await api('POST', '/v1/keys', body);
       $('new-key').value = result.key;
+      $('copy-key').textContent = 'Copy key';
       $('new-key-box').hidden = false;
       $('key-name').value = '';
       say('Create key', result.explanation);
@@ -1858,13 +1863,13 @@
   }
 
   function solutionsFigure(solutions) {
+    // The bars are the API's rate (the lower bound), the same number the list and the detail give.
     const rows = solutions.filter((s) => s.success_count + s.failure_count > 0).slice(0, 10).map((s) => ({
-      label: s.title, worked: s.success_count, tried: s.success_count + s.failure_count,
-      value: s.success_count / (s.success_count + s.failure_count),
+      label: s.title, text: successText(s.success_count, s.failure_count, s.success_rate), value: s.success_rate || 0,
     }));
     if (!rows.length) return emptyFigure('chart-solutions', 'Solution success', 'No outcomes recorded yet.');
-    return figure('chart-solutions', 'Solution success: share of applications that worked', shareBars(rows),
-      rows.map((r) => r.label + ': ' + r.worked + ' of ' + r.tried + ' worked (' + Math.round(100 * r.value) + '%)'));
+    return figure('chart-solutions', 'Solution success (lower bound of the share that worked)', shareBars(rows),
+      rows.map((r) => r.label + ': ' + r.text));
   }
 
   function latencyFigure() {
@@ -1896,6 +1901,709 @@
     });
   }
 
+  // ---- one fact, one form: a solution's success ------------------------------------------------
+
+  /** A success count and its rate, said the same way in the list, the detail, golden paths and the
+   * charts: "4 of 4 succeeded; 51% lower bound" (the API's rate is the Wilson lower bound), or
+   * "never applied" when no outcome was recorded (never "0%"). */
+  function successText(worked, failed, rate) {
+    const ok = Number(worked) || 0;
+    const tried = ok + (Number(failed) || 0);
+    if (!tried) return 'never applied';
+    return ok + ' of ' + tried + ' succeeded; ' + Math.round(100 * (Number(rate) || 0)) + '% lower bound';
+  }
+
+  function successBadge(worked, failed, rate) {
+    return el('span', { class: 'success-rate' }, successText(worked, failed, rate));
+  }
+
+  // ---- solution steps, rendered by kind ----------------------------------------------------------
+
+  function diffLines(text) {
+    return String(text).split('\n').map((line) => {
+      const kind = line.startsWith('@@') ? 'diff-hunk' : line.startsWith('+') && !line.startsWith('+++') ? 'diff-add'
+        : line.startsWith('-') && !line.startsWith('---') ? 'diff-del' : null;
+      return el('span', { class: kind || 'diff-line' }, line + '\n');
+    });
+  }
+
+  /** A step's body by its kind: a command as a command, a patch as a diff, the rest as its fields. */
+  function stepBody(step) {
+    const p = step.payload || {};
+    const str = (v) => (typeof v === 'string' ? v : null);
+    const command = str(p.command) || str(p.run) || (step.kind === 'script' ? str(p.script) : null);
+    if ((step.kind === 'cmd' || step.kind === 'script') && command !== null) {
+      const where = str(p.cwd) ? el('span', { class: 'hint' }, 'in ' + p.cwd) : null;
+      return [el('pre', { class: 'step-body', 'data-render': step.kind }, el('code', { class: 'cmd' }, command)), where];
+    }
+    if (step.kind === 'patch') {
+      if (str(p.diff) !== null) {
+        return [el('pre', { class: 'step-body', 'data-render': 'diff' },
+          el('code', { class: 'diff' }, str(p.file) ? '--- ' + p.file + '\n' : '', diffLines(p.diff)))];
+      }
+      const minus = String(p.search ?? '').split('\n').map((l) => '-' + l).join('\n');
+      const plus = String(p.replace ?? '').split('\n').map((l) => '+' + l).join('\n');
+      return [el('pre', { class: 'step-body', 'data-render': 'diff' },
+        el('code', { class: 'diff' }, diffLines('--- ' + (p.file || '?') + '\n+++ ' + (p.file || '?') + '\n' + minus + '\n' + plus)))];
+    }
+    if (step.kind === 'copy') {
+      const from = p.from || p.src;
+      const to = p.to || p.dst;
+      return [el('pre', { class: 'step-body', 'data-render': 'copy' }, el('code', {}, 'copy ' + from + ' → ' + to))];
+    }
+    if (step.kind === 'env') {
+      const pairs = p.set && typeof p.set === 'object' ? Object.entries(p.set) : [[p.key || p.variable, p.value]];
+      return [el('pre', { class: 'step-body', 'data-render': 'env' },
+        el('code', {}, pairs.map(([k, v]) => k + '=' + v).join('\n') + (p.file ? '\n# in ' + p.file : '')))];
+    }
+    return [el('pre', { class: 'step-body', 'data-render': 'fields' }, el('code', {}, JSON.stringify(p, null, 2)))];
+  }
+
+  // ---- views and their addresses (hash routing) ------------------------------------------------
+
+  const VIEWS = ['memories', 'search', 'projects', 'solutions', 'patterns', 'capture', 'activity', 'keys', 'settings',
+    'transfer'];
+  const DEFAULT_VIEW = 'projects';
+
+  function parseHash() {
+    if (location.hash && !location.hash.startsWith('#/')) {
+      // Not a view's address (an in-page anchor): stay where we are.
+      return { view: shownView || DEFAULT_VIEW, params: new URLSearchParams() };
+    }
+    const raw = location.hash.replace(/^#\/?/, '');
+    const at = raw.indexOf('?');
+    const name = at < 0 ? raw : raw.slice(0, at);
+    return { view: VIEWS.includes(name) ? name : DEFAULT_VIEW, params: new URLSearchParams(at < 0 ? '' : raw.slice(at + 1)) };
+  }
+
+  function hashOf(view, params) {
+    const query = params ? params.toString() : '';
+    return '#/' + view + (query ? '?' + query : '');
+  }
+
+  /** Go to a view (a new entry in the history, so Back returns). */
+  function go(view, params) {
+    const hash = hashOf(view, params);
+    if (location.hash === hash) route();
+    else location.hash = hash;
+  }
+
+  function showView(view) {
+    for (const node of document.querySelectorAll('.view')) node.hidden = node.dataset.view !== view;
+    for (const link of document.querySelectorAll('.nav-link')) {
+      if (link.dataset.nav === view) link.setAttribute('aria-current', 'page');
+      else link.removeAttribute('aria-current');
+    }
+    const title = $('view-' + view + '-title');
+    document.title = (title ? title.textContent + ' · ' : '') + 'Capsule Memory console';
+  }
+
+  let shownView = null;
+
+  async function route() {
+    if (!state.token || $('workspace').hidden) return;
+    const { view, params } = parseHash();
+    const changed = view !== shownView;
+    shownView = view;
+    showView(view);
+    if (changed && document.activeElement && document.activeElement.classList.contains('nav-link')) {
+      $('view-' + view + '-title').focus();
+    }
+    const project = params.get('project');
+    if (project && project !== state.project) await openProject(project);
+    if (view === 'memories') await enterTable(params, changed);
+    else if (view === 'solutions' && !$('solution-list').children.length) await loadSolutions(null, true);
+    else if (view === 'keys' && !$('key-list').children.length) await loadKeys(null, true);
+  }
+
+  // ---- the memory table ------------------------------------------------------------------------
+
+  const table = {
+    key: null, params: null, cursors: [null], page: 0, next: null, rows: [], open: new Set(), selected: new Map(),
+  };
+  const TABLE_FILTERS = [['table-pinned', 'pinned'], ['table-class', 'class'], ['table-tag', 'tag'], ['table-who', 'who'],
+    ['table-since', 'since'], ['table-until', 'until'], ['table-limit', 'limit']];
+  const SORTS = {
+    created_at: (m) => m.created_at,
+    content: (m) => String(m.content).toLowerCase(),
+    tags: (m) => ((m.meta || {}).tags || []).join(',').toLowerCase(),
+    class: (m) => m.effective_retention || m.retention || '',
+    pinned: (m) => (m.pinned ? 1 : 0),
+    votes: (m) => (m.helpful || 0) - (m.unhelpful || 0),
+  };
+
+  function tableParamsFromForm() {
+    const params = new URLSearchParams();
+    const project = $('table-project').value || state.project;
+    if (project) params.set('project', project);
+    for (const [id, name] of TABLE_FILTERS) {
+      const value = $(id).value.trim();
+      if (value && !(name === 'limit' && value === '20')) params.set(name, value);
+    }
+    const current = parseHash().params;
+    for (const name of ['sort', 'dir']) if (current.get(name)) params.set(name, current.get(name));
+    return params;
+  }
+
+  function fillTableForm(params) {
+    const select = $('table-project');
+    const names = state.projects.map((p) => p.project);
+    const project = params.get('project') || state.project;
+    if (project && !names.includes(project)) names.unshift(project);
+    select.replaceChildren(...names.map((n) => el('option', { value: n, selected: n === project }, n)));
+    if (!names.length) select.append(el('option', { value: '' }, 'no projects yet'));
+    for (const [id, name] of TABLE_FILTERS) $(id).value = params.get(name) || (name === 'limit' ? '20' : '');
+  }
+
+  /** What asks the API again (not the sort, which orders the page shown). */
+  function tableKey(params) {
+    const copy = new URLSearchParams(params);
+    copy.delete('sort');
+    copy.delete('dir');
+    copy.sort();
+    return copy.toString();
+  }
+
+  /** Show the table for these parameters; read again when they changed or the view was just opened
+   * (what other views stored or forgot meanwhile shows). */
+  async function enterTable(params, opened) {
+    fillTableForm(params);
+    const key = tableKey(params);
+    table.params = params;
+    if (key !== table.key || opened) {
+      table.key = key;
+      table.cursors = [null];
+      table.page = 0;
+      table.selected.clear();
+      table.open.clear();
+      await loadTablePage();
+    } else {
+      renderTable();
+    }
+  }
+
+  function utcMs(local) {
+    return local ? Date.parse(local + (local.length === 16 ? ':00' : '') + 'Z') : null;
+  }
+
+  /** The narrowing the API cannot do: tag, agent/session/source, time. */
+  function keepRow(memory, params) {
+    const meta = memory.meta || {};
+    const tag = (params.get('tag') || '').toLowerCase();
+    if (tag && !(meta.tags || []).some((t) => String(t).toLowerCase() === tag)) return false;
+    const who = (params.get('who') || '').toLowerCase();
+    if (who) {
+      const fields = ['agent', 'author', 'session', 'session_id', 'source', 'client'].map((k) => meta[k])
+        .filter((v) => typeof v === 'string').map((v) => v.toLowerCase());
+      if (!fields.some((v) => v.includes(who))) return false;
+    }
+    const at = Date.parse(memory.created_at);
+    const since = utcMs(params.get('since'));
+    const until = utcMs(params.get('until'));
+    if (since !== null && at < since) return false;
+    if (until !== null && at >= until) return false;
+    return true;
+  }
+
+  async function loadTablePage() {
+    const params = table.params;
+    const project = params.get('project') || state.project;
+    if (!project) {
+      table.rows = [];
+      renderTable();
+      $('table-explanation').textContent = 'Choose or type a project first.';
+      return;
+    }
+    const query = new URLSearchParams({ project, limit: params.get('limit') || '20' });
+    if (params.get('pinned')) query.set('pinned_only', 'true');
+    if (params.get('class')) query.set('retention', params.get('class'));
+    const cursor = table.cursors[table.page];
+    if (cursor) query.set('cursor', cursor);
+    const ticket = ++latest.table;
+    await run('Memory table', null, async () => {
+      const result = await api('GET', '/v1/memories?' + query.toString());
+      if (ticket !== latest.table) return;
+      table.rows = (result.memories || []).filter((m) => keepRow(m, params));
+      table.fetched = (result.memories || []).length;
+      table.next = result.next_cursor || null;
+      table.cursors[table.page + 1] = table.next;
+      $('table-explanation').textContent = result.explanation || '';
+      renderTable();
+    });
+  }
+
+  function sortedRows() {
+    const params = table.params || new URLSearchParams();
+    const sort = SORTS[params.get('sort')] ? params.get('sort') : 'created_at';
+    const dir = params.get('dir') === 'asc' ? 1 : -1;
+    const pick = SORTS[sort];
+    const rows = [...table.rows];
+    rows.sort((a, b) => (pick(a) < pick(b) ? -1 : pick(a) > pick(b) ? 1 : 0) * dir);
+    for (const th of document.querySelectorAll('#mem-table th[data-col]')) {
+      th.setAttribute('aria-sort', th.dataset.col === sort ? (dir === 1 ? 'ascending' : 'descending') : 'none');
+    }
+    return rows;
+  }
+
+  function rowDetail(m) {
+    const meta = m.meta || {};
+    const fields = [['id', m.id], ['project', m.project], ['created', m.created_at], ['occurred', m.occurred_at],
+      ['updated', m.updated_at], ['class', (m.effective_retention || '') + (m.retention && m.retention !== 'auto' ? ' (set)' : '')],
+      ['visibility', m.visibility], ['subject', m.subject], ['path', m.path],
+      ['chunk', m.chunk ? (m.chunk.index + 1) + ' of ' + m.chunk.of : null], ['expires', m.expires_at],
+      ['votes', '▲ ' + (m.helpful || 0) + '  ▼ ' + (m.unhelpful || 0)]];
+    for (const [k, v] of Object.entries(meta)) {
+      if (k !== 'tags') fields.push(['meta.' + k, typeof v === 'string' ? v : JSON.stringify(v)]);
+    }
+    return el('tr', { class: 'row-detail', 'data-detail-for': m.id },
+      el('td', {}), el('td', { colspan: '6' },
+        el('pre', { class: 'row-content' }, m.content),
+        el('dl', {}, fields.filter(([, v]) => v !== null && v !== undefined && v !== '')
+          .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, String(v))]))));
+  }
+
+  function renderTable() {
+    const body = $('table-body');
+    body.replaceChildren();
+    for (const m of sortedRows()) {
+      const selected = table.selected.has(m.id);
+      const open = table.open.has(m.id);
+      const check = el('input', { type: 'checkbox', 'aria-label': 'Select row ' + shortId(m.id), checked: selected,
+        'data-action': 'select' });
+      check.addEventListener('change', () => {
+        if (check.checked) table.selected.set(m.id, m);
+        else table.selected.delete(m.id);
+        renderTable();
+      });
+      const toggle = el('button', { type: 'button', class: 'row-toggle', 'aria-expanded': String(open),
+        title: 'Show the whole memory' }, snippet(m.content, 160));
+      toggle.addEventListener('click', () => {
+        if (table.open.has(m.id)) table.open.delete(m.id);
+        else table.open.add(m.id);
+        renderTable();
+        const again = body.querySelector('tr[data-id="' + CSS.escape(m.id) + '"] .row-toggle');
+        if (again) again.focus();
+      });
+      body.append(el('tr', { 'data-id': m.id, class: selected ? 'is-selected' : null },
+        el('td', { class: 'col-select' }, check),
+        el('td', { class: 'col-when' }, el('time', { datetime: m.created_at, title: m.created_at }, whenText(m.created_at))),
+        el('td', { class: 'col-content' }, toggle),
+        el('td', { class: 'col-tags' }, ((m.meta || {}).tags || []).map((t) => el('span', { class: 'tag' }, '#' + t + ' '))),
+        el('td', { class: 'col-class' }, m.effective_retention || m.retention || ''),
+        el('td', { class: 'col-pinned' }, m.pinned ? el('span', { class: 'badge badge-pin' }, 'Pinned') : ''),
+        el('td', { class: 'col-votes' }, '▲ ' + (m.helpful || 0) + ' ▼ ' + (m.unhelpful || 0))));
+      if (open) body.append(rowDetail(m));
+    }
+    $('table-empty').hidden = table.rows.length > 0;
+    const pageIds = table.rows.map((m) => m.id);
+    const all = $('table-select-all');
+    all.checked = pageIds.length > 0 && pageIds.every((id) => table.selected.has(id));
+    all.indeterminate = !all.checked && pageIds.some((id) => table.selected.has(id));
+    const count = table.selected.size;
+    $('table-selected').textContent = count + ' selected';
+    for (const id of ['bulk-pin', 'bulk-unpin', 'bulk-export', 'bulk-forget', 'bulk-clear']) $(id).disabled = count === 0;
+    $('table-prev').disabled = table.page === 0;
+    $('table-next').disabled = !table.next;
+    $('table-page').textContent = 'Page ' + (table.page + 1) + ' · ' + plural(table.rows.length, 'row', 'rows')
+      + (table.fetched !== undefined && table.fetched !== table.rows.length ? ' of ' + table.fetched + ' read' : '');
+  }
+
+  function sortBy(column) {
+    const params = new URLSearchParams(parseHash().params);
+    const same = (params.get('sort') || 'created_at') === column;
+    const dir = same ? (params.get('dir') === 'asc' ? 'desc' : 'asc') : (column === 'created_at' ? 'desc' : 'asc');
+    params.set('sort', column);
+    params.set('dir', dir);
+    go('memories', params);
+  }
+
+  async function bulk(operation, button, action) {
+    clearMessages();
+    const chosen = [...table.selected.values()];
+    let done = 0;
+    await run(operation, button, async () => {
+      for (const m of chosen) {
+        await api('POST', memoryPath(m.id, action));
+        done += 1;
+      }
+    });
+    say(operation, done + ' of ' + chosen.length + ' selected memories ' + (action === 'pin' ? 'pinned' : 'unpinned') + '.');
+    await loadTablePage();
+  }
+
+  function askBulkForget() {
+    $('bulk-confirm-text').textContent = 'Forget ' + plural(table.selected.size, 'memory', 'memories')
+      + '? Each can be restored for 30 days.';
+    $('bulk-confirm').hidden = false;
+    $('bulk-forget-confirm').focus();
+  }
+
+  async function bulkForget(button) {
+    clearMessages();
+    const chosen = [...table.selected.values()];
+    let done = 0;
+    await run('Forget selected', button, async () => {
+      for (const m of chosen) {
+        await api('DELETE', memoryPath(m.id));
+        rememberForgotten(m);
+        table.selected.delete(m.id);
+        done += 1;
+      }
+    });
+    $('bulk-confirm').hidden = true;
+    say('Forget selected', 'Forgot ' + done + ' of ' + chosen.length + ' selected memories; restore them from the Projects view for 30 days.');
+    await Promise.all([loadTablePage(), loadProjects()]);
+  }
+
+  function download(name, text, type) {
+    const url = URL.createObjectURL(new Blob([text], { type }));
+    const link = el('a', { href: url, download: name, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 0);
+  }
+
+  function bulkExport() {
+    clearMessages();
+    const chosen = [...table.selected.values()];
+    download('capsule-memories.json', JSON.stringify({ memories: chosen }, null, 2) + '\n', 'application/json');
+    say('Export selected', 'Saved ' + plural(chosen.length, 'memory', 'memories') + ' as capsule-memories.json.');
+  }
+
+  // ---- export and import (the whole product) ----------------------------------------------------
+
+  async function exportData(button) {
+    clearMessages();
+    const whole = $('export-all').checked;
+    if (!whole && !requireProject('Export')) return;
+    const bar = $('export-bar');
+    bar.hidden = false;
+    bar.removeAttribute('value');  // how many pages follow is not known ahead: an indeterminate bar
+    const parts = [];
+    await run('Export', button, async () => {
+      let cursor = null;
+      do {
+        const query = new URLSearchParams();
+        if (!whole) query.set('project', state.project);
+        if (cursor) query.set('cursor', cursor);
+        const page = await apiLines('/v1/export' + (query.toString() ? '?' + query.toString() : ''));
+        parts.push(page.text);
+        cursor = page.next;
+        $('export-progress').textContent = 'Read ' + plural(parts.length, 'page', 'pages')
+          + (cursor ? '; more follows…' : '.');
+      } while (cursor);
+      const text = parts.join('');
+      const name = 'capsule-export' + (whole ? '' : '-' + state.project.replace(/[^A-Za-z0-9_.-]+/g, '_')) + '.jsonl';
+      download(name, text, 'application/x-ndjson');
+      bar.value = 1;
+      const lines = text.split('\n').filter(Boolean).length;
+      $('export-progress').textContent = 'Saved ' + name + ': ' + plural(lines, 'line', 'lines') + ' in '
+        + plural(parts.length, 'page', 'pages') + '.';
+      say('Export', 'Exported ' + (whole ? 'every project' : state.project) + ' (' + plural(lines, 'line', 'lines') + ').');
+    });
+    bar.value = 1;
+  }
+
+  /** Split an export into bodies the API takes: each starts with the header line, none over the limit. */
+  function importParts(text) {
+    const lines = text.split('\n').filter((l) => l.trim());
+    if (!lines.length) return { problem: 'empty' };
+    const header = lines[0] + '\n';
+    const budget = 1048576 - utf8Bytes(header);
+    const parts = [];
+    let current = [];
+    let size = 0;
+    for (const line of lines.slice(1)) {
+      const bytes = utf8Bytes(line) + 1;
+      if (bytes > budget) return { problem: 'holding a line of ' + bytes + ' bytes, over the 1 MiB a request takes' };
+      if (size + bytes > budget && current.length) {
+        parts.push(header + current.join(''));
+        current = [];
+        size = 0;
+      }
+      current.push(line + '\n');
+      size += bytes;
+    }
+    parts.push(header + current.join(''));
+    return { parts };
+  }
+
+  async function importData(event) {
+    event.preventDefault();
+    clearMessages();
+    const file = $('import-data-file').files[0];
+    if (!file) return refuse('Import data', 'import-data-file', 'Choose an export file (JSON Lines).');
+    const text = await file.text();
+    const split = importParts(text);
+    if (split.problem) return refuse('Import data', 'import-data-file', 'The file is ' + split.problem + '.');
+    const bar = $('import-bar');
+    bar.hidden = false;
+    bar.max = split.parts.length;
+    bar.value = 0;
+    const total = { imported: 0, skipped: 0, refused: 0 };
+    await run('Import data', $('import-data-button'), async () => {
+      for (const [i, part] of split.parts.entries()) {
+        const result = await apiText('POST', '/v1/import', part, 'application/x-ndjson');
+        const sum = (o) => Object.values(o || {}).reduce((a, b) => a + b, 0);
+        total.imported += sum(result.imported);
+        total.skipped += sum(result.skipped);
+        total.refused += result.refused_total || 0;
+        bar.value = i + 1;
+        $('import-progress').textContent = 'Sent part ' + (i + 1) + ' of ' + split.parts.length + ': '
+          + total.imported + ' imported, ' + total.skipped + ' already present, ' + total.refused + ' refused.';
+      }
+      $('import-data-file').value = '';
+      say('Import data', 'Imported ' + file.name + ': ' + total.imported + ' rows imported, ' + total.skipped
+        + ' already present, ' + total.refused + ' refused.');
+      await loadProjects();
+    });
+  }
+
+  async function apiText(method, path, text, type) {
+    setPending(1);
+    try {
+      let response;
+      try {
+        response = await fetch(path, { method, cache: 'no-store', body: text,
+          headers: { Accept: 'application/json', 'Content-Type': type, Authorization: 'Bearer ' + state.token } });
+      } catch (exc) {
+        throw new ApiError(0, 'unreachable', 'The server did not answer: ' + exc.message, null);
+      }
+      let data = null;
+      try { data = JSON.parse(await response.text()); } catch (_) { data = null; }
+      if (!response.ok) {
+        const err = (data && data.error) || {};
+        throw new ApiError(response.status, err.code || 'http_' + response.status, err.message || 'HTTP ' + response.status,
+          err.details === undefined ? null : err.details);
+      }
+      return data || {};
+    } finally {
+      setPending(-1);
+    }
+  }
+
+  async function copyKey(button) {
+    const key = $('new-key').value;
+    try {
+      await navigator.clipboard.writeText(key);
+      button.textContent = 'Copied';
+    } catch (_) {
+      $('new-key').select();
+      document.execCommand('copy');
+      button.textContent = 'Copied';
+    }
+  }
+
+  async function loadWhoami() {
+    await run('Scopes', null, async () => {
+      const result = await api('GET', '/v1/scopes/me');
+      $('whoami').textContent = 'This token: ' + (result.who || '?') + ' of tenant ' + (result.tenant || '?') + ' · scope '
+        + JSON.stringify(result.scope || {}) + '. ' + (result.explanation || '');
+    });
+    // Read only here (PUT /v1/scopes/principals sets them); a token that may not read them is told so, quietly.
+    try {
+      const rules = await api('GET', '/v1/scopes/principals');
+      $('principal-scopes-explanation').textContent = rules.explanation || '';
+      $('principal-scopes').replaceChildren(...(rules.rules || []).map((r) =>
+        el('li', { 'data-principal': r.principal }, el('code', {}, r.principal), ' → ', JSON.stringify(r.scope))));
+      if (!$('principal-scopes').children.length) {
+        $('principal-scopes').append(el('li', { class: 'empty' }, 'None: every principal of the tenant has full access.'));
+      }
+    } catch (error) {
+      $('principal-scopes-explanation').textContent = 'Not readable with this token (' + error.status + ' ' + error.code + ').';
+      $('principal-scopes').replaceChildren();
+    }
+  }
+
+  function wireViews() {
+    window.addEventListener('hashchange', () => { route(); });
+    document.querySelector('.skip-link').addEventListener('click', (event) => {
+      event.preventDefault();  // the view's address stays in the bar
+      $('workspace-main').focus();
+    });
+    for (const button of document.querySelectorAll('#mem-table .sort')) {
+      button.addEventListener('click', () => sortBy(button.dataset.sort));
+    }
+    $('table-filter-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      clearMessages();
+      go('memories', tableParamsFromForm());
+    });
+    $('table-reset').addEventListener('click', () => {
+      const params = new URLSearchParams();
+      if (state.project) params.set('project', state.project);
+      go('memories', params);
+    });
+    $('table-project').addEventListener('change', () => go('memories', tableParamsFromForm()));
+    $('table-select-all').addEventListener('change', (event) => {
+      for (const m of table.rows) {
+        if (event.currentTarget.checked) table.selected.set(m.id, m);
+        else table.selected.delete(m.id);
+      }
+      renderTable();
+    });
+    $('table-next').addEventListener('click', () => {
+      if (!table.next) return;
+      table.page += 1;
+      table.open.clear();
+      loadTablePage();
+    });
+    $('table-prev').addEventListener('click', () => {
+      if (table.page === 0) return;
+      table.page -= 1;
+      table.open.clear();
+      loadTablePage();
+    });
+    $('bulk-pin').addEventListener('click', (e) => bulk('Pin selected', e.currentTarget, 'pin'));
+    $('bulk-unpin').addEventListener('click', (e) => bulk('Unpin selected', e.currentTarget, 'unpin'));
+    $('bulk-export').addEventListener('click', bulkExport);
+    $('bulk-forget').addEventListener('click', askBulkForget);
+    $('bulk-clear').addEventListener('click', () => {
+      table.selected.clear();
+      $('bulk-confirm').hidden = true;
+      renderTable();
+    });
+    $('bulk-forget-cancel').addEventListener('click', () => { $('bulk-confirm').hidden = true; $('bulk-forget').focus(); });
+    $('bulk-forget-confirm').addEventListener('click', (e) => bulkForget(e.currentTarget));
+    $('export-button').addEventListener('click', (e) => exportData(e.currentTarget));
+    $('import-data-form').addEventListener('submit', importData);
+    $('copy-key').addEventListener('click', (e) => copyKey(e.currentTarget));
+  }
+
+  // ---- solutions: create, edit, delete ------------------------------------------------------
+
+  let editing = null;  // the solution being edited, or null for a new one
+
+  function stepLine(step) {
+    const p = step.payload || {};
+    const command = typeof p.command === 'string' ? p.command : null;
+    const plain = step.kind === 'cmd' && command !== null && Object.keys(p).length === 1 && !step.description
+      && !command.includes('\n') && !command.trim().startsWith('{');
+    if (plain) return command;
+    const out = { kind: step.kind, payload: p };
+    if (step.description) out.description = step.description;
+    return JSON.stringify(out);
+  }
+
+  function parseSteps(text) {
+    const steps = [];
+    for (const [i, raw] of text.split('\n').entries()) {
+      const line = raw.trim();
+      if (!line) continue;
+      if (line.startsWith('{')) {
+        let step;
+        try {
+          step = JSON.parse(line);
+        } catch (exc) {
+          return { problem: 'Step line ' + (i + 1) + ' is not JSON: ' + exc.message };
+        }
+        if (!step || typeof step !== 'object' || typeof step.kind !== 'string') {
+          return { problem: 'Step line ' + (i + 1) + ' needs a "kind" and a "payload".' };
+        }
+        steps.push(Object.assign({}, step, { step_order: steps.length + 1 }));
+      } else {
+        steps.push({ step_order: steps.length + 1, kind: 'cmd', payload: { command: line } });
+      }
+    }
+    return { steps };
+  }
+
+  function openEditor(solution) {
+    editing = solution;
+    $('solution-editor-summary').textContent = solution ? 'Edit: ' + solution.title : 'New solution';
+    $('sol-title').value = solution ? solution.title : '';
+    $('sol-category').value = solution ? solution.category || '' : '';
+    $('sol-description').value = solution ? solution.description || '' : '';
+    $('sol-signature').value = solution && (solution.signatures || [])[0] ? solution.signatures[0].text : '';
+    $('sol-steps').value = solution ? (solution.steps || []).map(stepLine).join('\n') : '';
+    $('solution-editor').open = true;
+    $('sol-title').focus();
+  }
+
+  function keptSignature(sig) {
+    const out = { text: sig.text };
+    if ((sig.regexes || []).length) out.regexes = sig.regexes;
+    if (sig.meta && Object.keys(sig.meta).length) out.meta = sig.meta;
+    return out;
+  }
+
+  function keptCheck(c) {
+    const out = { check_order: c.check_order, cmd: c.cmd };
+    for (const k of ['expect_substring', 'expect_exit_code', 'timeout_ms']) if (c[k] !== null && c[k] !== undefined) out[k] = c[k];
+    return out;
+  }
+
+  async function saveSolution(event) {
+    event.preventDefault();
+    clearMessages();
+    const operation = editing ? 'Edit solution' : 'Create solution';
+    const title = $('sol-title').value.trim();
+    if (!title) return refuse(operation, 'sol-title', 'A solution needs a title.');
+    const signature = $('sol-signature').value.trim();
+    if (!signature) return refuse(operation, 'sol-signature', 'Give the error it fixes (its signature).');
+    const parsed = parseSteps($('sol-steps').value);
+    if (parsed.problem) return refuse(operation, 'sol-steps', parsed.problem);
+    const body = { title, description: $('sol-description').value.trim(), signatures: [{ text: signature }], steps: parsed.steps };
+    const category = $('sol-category').value.trim();
+    if (category) body.category = category;
+    if (editing) {
+      const others = (editing.signatures || []).slice(1).map(keptSignature);
+      const first = (editing.signatures || [])[0];
+      body.signatures = [first && first.text === signature ? keptSignature(first) : { text: signature }, ...others];
+      body.checks = (editing.checks || []).map(keptCheck);
+      for (const k of ['component', 'tags', 'project_root', 'repo_name', 'package_manager', 'monorepo_tool']) {
+        if (editing[k] !== null && editing[k] !== undefined && !(Array.isArray(editing[k]) && !editing[k].length)) body[k] = editing[k];
+      }
+    }
+    await run(operation, $('sol-save'), async () => {
+      const result = editing
+        ? await api('PUT', '/v1/solutions/' + encodeURIComponent(editing.id), body)
+        : await api('POST', '/v1/solutions', body);
+      editing = null;
+      $('solution-editor').open = false;
+      $('solution-form').reset();
+      $('solution-editor-summary').textContent = 'New solution';
+      await loadSolutions(null, true);
+      await openSolution(result.solution.id, null);
+      say(operation, result.explanation || 'Saved ' + result.solution.title + '.');
+    });
+  }
+
+  async function deleteSolution(button) {
+    const s = state.solution;
+    if (!s) return;
+    await run('Delete solution', button, async () => {
+      const result = await api('DELETE', '/v1/solutions/' + encodeURIComponent(s.id));
+      $('solution-delete-confirm-box').hidden = true;
+      $('solution-detail').hidden = true;
+      state.solution = null;
+      await loadSolutions(null, true);
+      say('Delete solution', (result && result.explanation) || 'Deleted ' + s.title + '.');
+      $('solutions-title').focus();
+    });
+  }
+
+  function wireSolutionEditor() {
+    $('solution-form').addEventListener('submit', saveSolution);
+    $('sol-cancel').addEventListener('click', () => {
+      editing = null;
+      $('solution-form').reset();
+      $('solution-editor-summary').textContent = 'New solution';
+      $('solution-editor').open = false;
+    });
+    $('solution-edit').addEventListener('click', () => { if (state.solution) openEditor(state.solution); });
+    $('solution-delete').addEventListener('click', () => {
+      $('solution-delete-confirm-box').hidden = false;
+      $('solution-delete-confirm').focus();
+    });
+    $('solution-delete-cancel').addEventListener('click', () => {
+      $('solution-delete-confirm-box').hidden = true;
+      $('solution-delete').focus();
+    });
+    $('solution-delete-confirm').addEventListener('click', (e) => deleteSolution(e.currentTarget));
+  }
+
   // ---- wiring ---------------------------------------------------------------
 
   function wire() {
@@ -1920,7 +2628,7 @@
         $('project-input').focus();
         return;
       }
-      openProject(name);
+      go('projects', new URLSearchParams({ project: name }));
     });
     $('restore-form').addEventListener('submit', (event) => {
       event.preventDefault();
@@ -1982,12 +2690,18 @@
       state.cursor = null;
       loadMemories(false);
     });
+    wireViews();
+    wireSolutionEditor();
     $('notice-close').addEventListener('click', () => hideBox('notice'));
     $('alert-close').addEventListener('click', () => hideBox('alert'));
     document.addEventListener('keydown', (event) => {
       const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
       if (event.key === '/' && !typing && !$('workspace').hidden) {
         event.preventDefault();
+        if (parseHash().view !== 'search') {
+          go('search', state.project ? new URLSearchParams({ project: state.project }) : null);
+          showView('search');  // at once, so the field can take the focus now
+        }
         $('search-query').focus();
       }
     });

@@ -202,6 +202,13 @@ def open_project(page: Page, project: str) -> None:
     settle(page)
 
 
+def go(page: Page, view: str) -> None:
+    """Open a view from the side navigation, as a user would."""
+    page.locator(f".nav-link[data-nav='{view}']").click()
+    expect(page.locator(f"#view-{view}")).to_be_visible()
+    settle(page)
+
+
 def store_in_page(page: Page, content: str, tags: str = "", pinned: bool = False) -> None:
     page.get_by_label("Content").fill(content)
     page.get_by_label("Tags", exact=True).fill(tags)
@@ -290,6 +297,7 @@ def test_store_list_search_pin_feedback_forget_restore(page, server):
 
     # Search shows each hit's score and every component, as the API computed them.
     query = "sqlite deadlock writers"
+    go(page, "search")
     page.get_by_label("Query").fill(query)
     page.get_by_label("Query").press("Enter")
     hits = page.locator("#hit-list li.card-item")
@@ -306,6 +314,7 @@ def test_store_list_search_pin_feedback_forget_restore(page, server):
             expect(component.locator(".comp-value")).to_have_text(f"{hit['components'][name]:.3f}")
 
     # Unpin and pin again, from the list; the API agrees each time.
+    go(page, "projects")
     top = card(page, "memory-list", sqlite_id)
     top.get_by_role("button", name="Unpin", exact=False).click()
     expect(notice(page)).to_contain_text("Unpinned")
@@ -318,8 +327,10 @@ def test_store_list_search_pin_feedback_forget_restore(page, server):
     assert server.get(lambda_id)[1]["memory"]["pinned"] is True
 
     # Feedback from a search hit and from the list.
+    go(page, "search")
     card(page, "hit-list", sqlite_id).locator("[data-action='Helpful']").click()
     expect(notice(page)).to_contain_text("Recorded 'helpful'")
+    go(page, "projects")
     expect(card(page, "memory-list", sqlite_id).locator(".votes")).to_contain_text("▲ 1")
     card(page, "memory-list", hostile_id).locator("[data-action='Not helpful']").click()
     expect(notice(page)).to_contain_text("Recorded 'not helpful'")
@@ -344,10 +355,12 @@ def test_store_list_search_pin_feedback_forget_restore(page, server):
     assert server.get(lambda_id)[0] == 200
 
     # Every operation above left its explanation in the activity log.
+    go(page, "activity")
     for word in ("Store", "Search", "Unpin", "Pin", "Helpful", "Not helpful", "Forget", "Restore"):
         expect(page.locator("#activity .act-op", has_text=word).first).to_be_visible()
 
     # The picture of the console for people to look at.
+    go(page, "search")
     page.get_by_label("Query").fill(query)
     page.get_by_label("Query").press("Enter")
     settle(page)
@@ -367,6 +380,7 @@ def test_api_errors_are_shown_with_their_code_and_field(page, server):
     # A search the API would refuse is refused on the page, naming the input; nothing is sent.
     searched = []
     page.on("request", lambda r: searched.append(r.url) if r.url.endswith("/search") else None)
+    go(page, "search")
     page.get_by_label("Query").fill("anything")
     page.get_by_label("With tags").fill("t" * 65)  # a tag is at most 64 characters
     page.get_by_role("button", name="Search", exact=True).click()
@@ -377,6 +391,7 @@ def test_api_errors_are_shown_with_their_code_and_field(page, server):
     assert searched == []
 
     # What only the API knows (64 KiB of UTF-8, not 64 Ki characters) shows its code and the field it named.
+    go(page, "projects")
     page.get_by_label("Content").fill("é" * 40_000)
     page.get_by_role("button", name="Store", exact=True).click()
     alert = page.get_by_role("alert").filter(has_text="Store failed")
@@ -460,6 +475,7 @@ def test_every_control_has_a_name_and_memory_text_stays_text(page, server):
     server.store(project, '</p><button onclick="window.pwned=1">click</button>', pinned=True)
     connect(page, server.token)
     open_project(page, project)
+    go(page, "search")
     page.get_by_label("Query").fill("click")
     page.get_by_label("Query").press("Enter")
     expect(page.locator("#hit-list li.card-item")).to_have_count(1)
@@ -490,11 +506,13 @@ def test_an_error_is_cleared_by_the_next_action_and_by_another_project(page, ser
     alert = page.locator("#alert")
     expect(alert).to_contain_text("Store failed")
     expect(alert).not_to_have_class(re.compile(r"\bis-idle\b"))
+    go(page, "search")
     page.get_by_label("Query").fill("deploys")
     page.get_by_label("Query").press("Enter")
     expect(page.locator("#hit-list li.card-item")).to_have_count(1)
     idle(alert)  # a later success does not keep the old red box
 
+    go(page, "projects")
     page.get_by_role("button", name="Store", exact=True).click()
     expect(alert).to_contain_text("Store failed")
     page.locator(".project-item", has_text=second).click()
@@ -513,6 +531,7 @@ def test_k_is_held_to_the_apis_twenty(page, server):
     open_project(page, project)
     sent = []
     page.on("request", lambda r: sent.append(json.loads(r.post_data)) if r.url.endswith("/search") else None)
+    go(page, "search")
     page.get_by_label("How many").fill("50")
     page.get_by_label("Query").fill("memory about k")
     page.get_by_role("button", name="Search", exact=True).click()
