@@ -51,3 +51,38 @@ def kms_key_arn(value: Any) -> str | None:
     if not isinstance(value, str) or not _KMS_ARN.fullmatch(value):
         raise SystemExit(f"-c kms_key_arn={value!r}: expected a KMS key ARN, arn:aws:kms:REGION:ACCOUNT:key/ID")
     return value
+
+
+ATLAS_NETWORKS = ("privatelink", "nat", "public")
+# What Atlas shows when you add an AWS private endpoint: the endpoint service's name.
+_ENDPOINT_SERVICE = re.compile(r"com\.amazonaws\.vpce\.[a-z0-9-]+\.vpce-svc-[0-9a-f]{8,17}")
+
+
+def atlas_network(value: Any, endpoint_service: Any = None) -> str:
+    """How the functions reach Atlas (infra/atlas_network.py). Unset: PrivateLink when Atlas's
+    endpoint service is given, else public (as before, with the synth's warning)."""
+    if value in (None, ""):
+        return "privatelink" if endpoint_service not in (None, "") else "public"
+    if value not in ATLAS_NETWORKS:
+        raise SystemExit(f"-c atlas_network={value!r}: expected one of {', '.join(ATLAS_NETWORKS)}")
+    return value
+
+
+def atlas_endpoint_service(value: Any, network: str) -> str | None:
+    """The Atlas private endpoint service's name: required with PrivateLink, refused otherwise."""
+    if value in (None, ""):
+        if network == "privatelink":
+            raise SystemExit(
+                "-c atlas_network=privatelink needs -c atlas_endpoint_service=com.amazonaws.vpce."
+                "REGION.vpce-svc-ID: Atlas shows it when you add an AWS private endpoint to the project "
+                "(Network Access > Private Endpoint). Or choose -c atlas_network=nat (a fixed egress "
+                "address for the IP access list) or -c atlas_network=public (0.0.0.0/0, not recommended)"
+            )
+        return None
+    if network != "privatelink":
+        raise SystemExit(f"-c atlas_endpoint_service is for -c atlas_network=privatelink, not {network}")
+    if not isinstance(value, str) or not _ENDPOINT_SERVICE.fullmatch(value):
+        raise SystemExit(
+            f"-c atlas_endpoint_service={value!r}: expected com.amazonaws.vpce.REGION.vpce-svc-ID, as Atlas shows it"
+        )
+    return value

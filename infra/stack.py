@@ -13,6 +13,9 @@ from constructs import Construct
 from functions.routes import ROUTES
 
 from .api import CapsuleApi, Throttle
+from .atlas_auth import ENVIRONMENT as IAM_AUTH_ENVIRONMENT
+from .atlas_auth import DatabaseRoles
+from .atlas_network import AtlasNetwork, NetworkChoice
 from .datakeys import DataKeys
 from .jobs import JOBS, ScheduledJobs
 from .lambdas import RUNTIME, Shared
@@ -36,6 +39,9 @@ class StackOptions:
     vector_search_min: int = 5_000
     # The customer's KMS key that wraps the data keys (encryption at rest); None: the stack makes one.
     kms_key_arn: str | None = None
+    # How the functions reach Atlas (infra/atlas_network.py) and whether they sign in with their roles.
+    network: NetworkChoice = NetworkChoice(mode="public")
+    atlas_iam_auth: bool = False
 
 
 class CapsuleStack(Stack):
@@ -59,6 +65,8 @@ class CapsuleStack(Stack):
             description="capsule-memory library and its runtime dependencies",
         )
         self.data_keys = DataKeys(self, "DataKeys", key_arn=options.kms_key_arn)
+        self.network = AtlasNetwork(self, "AtlasNetwork", choice=options.network)
+        self.database_roles = DatabaseRoles(self, "DatabaseRoles") if options.atlas_iam_auth else None
         shared = Shared(
             code=lambda_.Code.from_asset(str(options.functions_asset)),
             layer=layer,
@@ -74,7 +82,10 @@ class CapsuleStack(Stack):
                 "POWERTOOLS_SERVICE_NAME": "capsule-memory",
                 "POWERTOOLS_METRICS_NAMESPACE": "CapsuleMemory",
                 "POWERTOOLS_PARAMETERS_MAX_AGE": "300",
+                **(IAM_AUTH_ENVIRONMENT if options.atlas_iam_auth else {}),
             },
+            placement=self.network.placement,
+            roles=self.database_roles.by_handler if self.database_roles else {},
         )
         self.api = CapsuleApi(
             self,
@@ -126,6 +137,9 @@ class CapsuleStack(Stack):
             value=self.secret.secret_arn,
             description="Fill in mongodb_uri and the embedding provider's key here",
         )
+        self.network.outputs(self)
+        if self.database_roles:
+            self.database_roles.outputs(self)
         self._acknowledge()
 
     def _acknowledge(self) -> None:

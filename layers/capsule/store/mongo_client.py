@@ -68,6 +68,34 @@ def pool_options(uri: str, environ: Mapping[str, str] | None = None) -> dict[str
     return options
 
 
+# Atlas's AWS IAM authentication: with CAPSULE_MONGODB_AUTH=aws (infra, -c atlas_iam_auth=true) the
+# function signs in as its execution role (the Lambda runtime's AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+# and AWS_SESSION_TOKEN, read by pymongo-auth-aws), so the URI holds no user and no password.
+AUTH_VARIABLE = "CAPSULE_MONGODB_AUTH"
+AWS_AUTH_OPTIONS: dict[str, Any] = {"authMechanism": "MONGODB-AWS", "authSource": "$external"}
+
+
+def auth_options(uri: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The authentication options for ``uri`` in this process: none unless ``CAPSULE_MONGODB_AUTH``
+    is ``aws``; then MONGODB-AWS (unless the URI says it already), and a URI with a user or a
+    password, or another mechanism, is refused rather than used."""
+    environ = os.environ if environ is None else environ
+    mode = environ.get(AUTH_VARIABLE, "").strip().lower()
+    if mode in ("", "uri"):
+        return {}
+    if mode != "aws":
+        raise Unavailable(f"{AUTH_VARIABLE}={mode!r}: expected aws, or unset to use the URI's own credentials")
+    parts = urlsplit(uri)
+    if "@" in parts.netloc:
+        raise Unavailable(
+            f"{AUTH_VARIABLE}=aws: the MongoDB URI must hold no user or password (the function's role signs in)"
+        )
+    given = {key.lower(): value for key, value in parse_qsl(parts.query)}
+    if given.get("authmechanism", "MONGODB-AWS").upper() != "MONGODB-AWS":
+        raise Unavailable(f"{AUTH_VARIABLE}=aws: the MongoDB URI names another authMechanism")
+    return {key: value for key, value in AWS_AUTH_OPTIONS.items() if key.lower() not in given}
+
+
 OPERATION_S = CLIENT_OPTIONS["timeoutMS"] / 1000
 
 _clients: dict[str, Any] = {}
@@ -81,8 +109,9 @@ def shared_client(uri: str, **options: Any) -> Any:
     with _lock:
         client = _clients.get(uri)
         if client is None:
+            chosen = {**CLIENT_OPTIONS, **pool_options(uri), **auth_options(uri), **options}
             try:
-                client = MongoClient(uri, **{**CLIENT_OPTIONS, **pool_options(uri), **options})
+                client = MongoClient(uri, **chosen)
             except Exception as exc:  # ConfigurationError, InvalidURI, ValueError: a bad setting
                 raise Unavailable(f"cannot use the MongoDB URI: {type(exc).__name__}: {exc}") from exc
             _clients[uri] = client
