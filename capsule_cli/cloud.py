@@ -1,4 +1,4 @@
-"""``capsule cloud``: one-off steps for the hosted deployment (see README, Deploy to AWS).
+"""``capsule cloud``: one-off steps for the hosted deployment (see docs/aws.md).
 
 - ``setup-atlas``: make the cluster named by ``CAPSULE_MONGODB_URI`` ready: the collections'
   indexes, the Atlas Vector Search index (sized for the configured embedder, scalar-quantized)
@@ -6,6 +6,8 @@
   it changes nothing (capsule.store.atlas_setup).
 - ``new-api-key``: make an API key for the ``api_key_auth`` deployment; prints the key once
   and the entry to add under ``api_keys`` in the deployment's secret (only its hash).
+- ``precheck``: before a deploy, warn when the account's Lambda concurrency quota is below what
+  the stage's throttle admits (capsule_cli.precheck).
 """
 
 from __future__ import annotations
@@ -102,3 +104,6 @@ def register(subparsers) -> None:
     p.add_argument("--tenant", required=True, help="whose memories the key reaches")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=cmd_new_api_key)
+    from . import precheck  # `capsule cloud precheck`: the account's Lambda concurrency against the throttle
+
+    precheck.register(sub)

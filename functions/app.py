@@ -39,7 +39,7 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 
 from capsule import authz
-from capsule.core import deadline, limits
+from capsule.core import deadline, limits, wire
 from capsule.core.errors import (
     CapsuleError,
     InvalidInput,
@@ -47,7 +47,6 @@ from capsule.core.errors import (
     NotFound,
     PayloadTooLarge,
     Unauthorized,
-    Unavailable,
     UnsupportedMediaType,
 )
 from capsule.core.fielderrors import invalid_input
@@ -56,7 +55,7 @@ from capsule.runtime.service import build_service
 from capsule.service.memory_service import MemoryService
 
 from . import body as bodies
-from . import byok, query_names, routes, scopes
+from . import byok, idempotency, query_names, routes, scopes
 from .body import body_text
 from .body import parse as parse_body
 from .secrets import load_settings
@@ -118,9 +117,11 @@ _ERROR_DESCRIPTIONS = {
     403: "Credentials not accepted (e.g. a SigV4 signature mismatch), or the key's scope does not reach what the "
     "request needs (details name what is missing; x-capsule-scope says what each route needs)",
     404: "No such memory for this caller (another tenant's id is also not found)",
-    409: "The memory's state does not allow it",
+    409: "The memory's state does not allow it; or (code idempotency_in_progress, with Retry-After) a request "
+    "with the same Idempotency-Key is still running",
     412: "If-Match does not match: the memory changed since it was read (nothing was changed)",
-    413: "Body over the limit",
+    413: "Body over the limit; or (code response_too_large) the answer would pass Lambda's 6 MB: details "
+    "name what to reduce",
     415: "The body is not declared as application/json in UTF-8 (Content-Type, required with a body), or is "
     "sent encoded (Content-Encoding other than identity)",
     422: "Invalid input; details name each field",
@@ -151,7 +152,8 @@ def error_responses(*statuses: int) -> dict[int, dict[str, Any]]:
 
 
 def _headers(exc: CapsuleError) -> dict[str, str]:
-    return {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, Unavailable) else {}
+    retry_after = getattr(exc, "retry_after_s", None)  # Unavailable, idempotency.InProgress
+    return {"Retry-After": str(retry_after)} if retry_after is not None else {}
 
 
 def error_response(exc: CapsuleError) -> Response:
@@ -234,7 +236,14 @@ def _responses(endpoint: Endpoint) -> dict[int, dict[str, Any]]:
     returns = typing.get_type_hints(endpoint.function)["return"]
     success = {endpoint.status_code: {"description": "Success", "content": {"application/json": {"model": returns}}}}
     auth = routes.by_name(endpoint.route).auth
-    errors = sorted({*endpoint.errors, *((400, 415) if body_model(endpoint) else ()), *((403,) if auth else ())})
+    errors = sorted(
+        {
+            *endpoint.errors,
+            *((400, 415) if body_model(endpoint) else ()),
+            *((403,) if auth else ()),
+            *((409, 422) if endpoint.route in idempotency.ROUTES else ()),
+        }
+    )
     return {**success, **error_responses(*errors)}
 
 
@@ -387,6 +396,57 @@ def _admit(
     return (text if isinstance(text, MalformedBody) else who), None
 
 
+# ---- the answer's size ------------------------------------------------------------
+
+
+class ResponseTooLarge(InvalidInput):
+    """An answer that Lambda would refuse (over 6 MB as it sends it): the caller asks for less."""
+
+    code = "response_too_large"
+    status = 413
+
+
+# What a caller reduces when a route's answer is too large (the request's fields).
+_REDUCE: dict[str, tuple[str, ...]] = {
+    "search": ("k", "include_superseded"),
+    "solution_search": ("k",),
+    "pattern_detect": ("k",),
+    "pattern_solutions": ("k",),
+    "list": ("limit",),
+    "candidates": ("limit",),
+    "solution_list": ("limit",),
+    "sync_changes": ("limit",),
+}
+_HEADROOM = 16 * 1024  # the status, the headers and the document's keys, beyond the body's escaped size
+
+
+def response_bytes(response: dict[str, Any]) -> int:
+    """About how many bytes Lambda sends for ``response`` (its body escaped again: capsule.core.wire)."""
+    text = response.get("body")
+    body = wire.wrapped_json_bytes(text) if isinstance(text, str) else 0
+    return body + _HEADROOM
+
+
+def fitted(route: routes.Route, response: dict[str, Any]) -> dict[str, Any]:
+    """``response``, or a 413 naming what to ask less of when Lambda would refuse it (a failed
+    invocation, a 502 no retry cures). Counted only for bodies that could be that large: a body
+    of n characters is at most 6n+2 bytes escaped."""
+    text = response.get("body")
+    if not isinstance(text, str) or 6 * len(text) + _HEADROOM < wire.LAMBDA_RESPONSE_BYTES:
+        return response
+    size = response_bytes(response)
+    if size < wire.LAMBDA_RESPONSE_BYTES:
+        return response
+    fields = _REDUCE.get(route.name, ())
+    what = " or ".join(fields) if fields else "what the request asks for"
+    message = (
+        f"the answer would be {size} bytes, over the {wire.LAMBDA_RESPONSE_BYTES} a response may be; reduce {what}"
+    )
+    details = [{"field": name, "message": message} for name in fields] or None
+    logger.warning("answer too large", extra={"route": route.name, "bytes": size})
+    return _refusal(ResponseTooLarge(message, field=None, details=details))
+
+
 def _request_id(event: dict[str, Any]) -> Any:
     """``requestContext.requestId`` (None when absent), what correlation_paths.API_GATEWAY_HTTP names."""
     context = event.get("requestContext") if isinstance(event, dict) else None
@@ -439,9 +499,22 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
                     scopes.within(scopes.admit(route, event, body, admitted, service) if route.auth else scopes.FULL)
                 except CapsuleError as exc:
                     return _refusal(exc)
-                if shortcut is not None and body is not None:
-                    return shortcut.answer(event, body, context)
-                return app.resolve(event, context)
+
+                def run() -> dict[str, Any]:
+                    if shortcut is not None and body is not None:
+                        return fitted(route, shortcut.answer(event, body, context))
+                    return fitted(route, app.resolve(event, context))
+
+                key = idempotency.key_of(event) if route.name in idempotency.ROUTES else None
+                if key is None:
+                    return run()
+                if isinstance(key, CapsuleError):
+                    return _refusal(key)
+                try:
+                    store = idempotency.store_for(service().store)
+                    return idempotency.once(route, key, admitted or "", event, body, store, run, warn=logger.warning)
+                except CapsuleError as exc:
+                    return _refusal(exc)
         finally:
             _tenant.reset(token)
             scopes.reset(reach_token)

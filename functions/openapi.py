@@ -16,7 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn,
 
 from capsule.core import limits
 
-from . import routes
+from . import idempotency, routes
 from .app import Endpoint, new_resolver, register
 
 TITLE = "Capsule Memory"
@@ -53,6 +53,35 @@ def _media_types(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def _idempotency_keys(doc: dict[str, Any]) -> dict[str, Any]:
+    """The ``Idempotency-Key`` header on the writes that honour it (functions.idempotency)."""
+    for route in routes.ROUTES:
+        if route.name not in idempotency.ROUTES:
+            continue
+        operation = doc["paths"][route.path][route.method.lower()]
+        operation.setdefault("parameters", []).append(
+            {
+                "name": idempotency.HEADER,
+                "in": "header",
+                "required": False,
+                "description": (
+                    "A key for this one request (1 to 255 printable ASCII characters, kept per tenant for "
+                    f"{idempotency.TTL_S // 3600} hours): sent again with the same request, the first success is "
+                    f"answered again (header {idempotency.REPLAYED_HEADER}: true) without doing the work twice; "
+                    "with another request it is a 422 naming the header; while the first still runs, a 409 "
+                    "(code idempotency_in_progress) with Retry-After."
+                ),
+                "schema": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": idempotency.MAX_KEY_CHARS,
+                    "pattern": "^[\\x21-\\x2b\\x2d-\\x7e]+$",
+                },
+            }
+        )
+    return doc
+
+
 def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
     """Deep, except that a ``content`` (the media types) replaces the generated one."""
     for key, value in extra.items():
@@ -81,6 +110,6 @@ def document() -> dict[str, Any]:
             ),
         },
     )
-    doc = _media_types(json.loads(text))
+    doc = _idempotency_keys(_media_types(json.loads(text)))
     doc["x-capsule-max-body-bytes"] = limits.MAX_BODY_BYTES
     return doc

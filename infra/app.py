@@ -2,11 +2,15 @@
 
 Context flags (``-c name=value``): ``layer_zip`` (default build/layer.zip), ``build_dir``
 (default build/), ``api_key_auth`` (true: an API-key Lambda authorizer instead of IAM),
-``alarm_email`` (subscribe an address to the alarm topic), ``embedder`` (voyage, the default,
+``alarm_email`` (required by ``cdk synth``/``deploy``: an address to subscribe to the alarm topic, or
+``none`` to decline), ``embedder`` (voyage, the default,
 openai, minilm or hashing: the layer must have been built for it, see layers/build_layer.py),
 ``throttle_rate`` / ``throttle_burst`` (the stage's requests/s and burst, default 200 / 400),
 ``tenant_per_session`` (true: one tenant per assumed-role session instead of per role),
-``vector_search_min`` (default 5000: projects this large are searched through Atlas's indexes).
+``vector_search_min`` (default 5000: projects this large are searched through Atlas's indexes),
+``atlas_network`` (privatelink, nat or public: how the functions reach Atlas, infra/atlas_network.py;
+privatelink needs ``atlas_endpoint_service``; unset: privatelink if that is given, else public, warned),
+``atlas_iam_auth`` (true: the functions sign in to Atlas with their roles, no password: infra/atlas_auth.py).
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from . import context
+from . import alarm_choice, context
 from .api import Throttle
 from .assets import REPO, check_layer_runs, layer_zip, stage_functions
+from .atlas_network import NetworkChoice
 from .stack import CapsuleStack, StackOptions
 
 MAX_THROTTLE = 10_000  # API Gateway's default account limit per region
@@ -38,7 +43,7 @@ def options_from(app: cdk.App) -> StackOptions:
         functions_asset=stage_functions(build_dir),
         layer_zip=zip_path,
         api_key_auth=context.flag(get("api_key_auth"), "api_key_auth"),
-        alarm_email=get("alarm_email"),
+        alarm_email=alarm_choice.address(get("alarm_email")),
         embedder=embedder,
         throttle=throttle,
         tenant_per_session=context.flag(get("tenant_per_session"), "tenant_per_session"),
@@ -46,6 +51,15 @@ def options_from(app: cdk.App) -> StackOptions:
             get("vector_search_min"), "vector_search_min", StackOptions.vector_search_min, maximum=10_000_000
         ),
         kms_key_arn=context.kms_key_arn(get("kms_key_arn")),
+        network=network_choice(get("atlas_network"), get("atlas_endpoint_service"), embedder),
+        atlas_iam_auth=context.flag(get("atlas_iam_auth"), "atlas_iam_auth"),
+    )
+
+
+def network_choice(network: object, endpoint_service: object, embedder: str) -> NetworkChoice:
+    mode = context.atlas_network(network, endpoint_service)
+    return NetworkChoice(
+        mode=mode, endpoint_service=context.atlas_endpoint_service(endpoint_service, mode), embedder=embedder
     )
 
 
@@ -64,7 +78,10 @@ def build_app(app: cdk.App | None = None) -> tuple[cdk.App, CapsuleStack]:
 
 
 def main() -> None:
-    app, _ = build_app()
+    app = cdk.App()
+    # A deploy chooses who hears its alarms: an address, or none said out loud (infra/alarm_choice.py).
+    alarm_choice.address(app.node.try_get_context("alarm_email"), required=True)
+    app, _ = build_app(app)
     app.synth()
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import Aws, CfnOutput, Duration, Stack
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -88,6 +88,15 @@ class Alarms(Construct):
         )
         if alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+        # Who hears the alarms, chosen at synth (infra/alarm_choice.py): subscribe more to this topic.
+        CfnOutput(
+            Stack.of(self),
+            "AlarmTopicArn",
+            value=self.topic.topic_arn,
+            description=f"The alarm topic; subscribed at deploy: {alarm_email}"
+            if alarm_email
+            else "The alarm topic; no one was subscribed at deploy (-c alarm_email=none): subscribe here",
+        )
         self.alarms: list[cloudwatch.Alarm] = []
 
     def _alarm(self, id: str, scope: Construct | None = None, **props) -> cloudwatch.Alarm:

@@ -64,7 +64,7 @@ class RemoteCapture:
             "POST",
             f"/v1/memories/candidates/{quote(candidate_id, safe='')}/approve",
             body=dict(request),
-            idempotent=False,
+            keyed=True,
         )
 
     def reject(self, candidate_id: str, request: Mapping[str, Any]) -> cm.DecisionResult:
@@ -73,7 +73,7 @@ class RemoteCapture:
             "POST",
             f"/v1/memories/candidates/{quote(candidate_id, safe='')}/reject",
             body=dict(request),
-            idempotent=False,
+            keyed=True,
         )
 
     def set_threshold(self, request: Mapping[str, Any]) -> cm.ThresholdResult:

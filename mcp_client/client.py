@@ -16,10 +16,14 @@ model from :mod:`capsule.core.models`::
 Failures are :mod:`capsule.core.errors` exceptions chosen by the HTTP status (422 InvalidInput,
 401 Unauthorized, 403 Forbidden, 404 NotFound, ...), carrying the server's message. A 429,
 a 5xx, a timeout or a connection closed before the answer is retried with exponential backoff
-and full jitter; requests that are not safe to repeat (feedback, solution_apply, pattern_link)
-are retried only when the server says it did nothing (429, 503) or the connection was never
-made. Calls share kept-alive connections (:mod:`mcp_client.transport`). Credentials are never
-logged.
+and full jitter. A write the server does not deduplicate by content (feedback, solution_apply,
+pattern_link, update, revert, a new solution, mining: ``keyed=True``) is sent with one
+``Idempotency-Key`` for the whole logical call, so its retries are answered with the first
+success and never do the work twice (functions.idempotency); a write sent without a key
+(``idempotent=False``) is retried only when the server says it did nothing (429, 503) or the
+connection was never made. A call's retries stop once its time budget (:attr:`Retry.budget_s`)
+is spent, each attempt's timeout cut to what is left, so a tool call waits a bounded time.
+Calls share kept-alive connections (:mod:`mcp_client.transport`). Credentials are never logged.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import json
 import logging
 import random
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -50,6 +55,7 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _WHY = {NotConnected: "not connected", Dropped: "connection closed", TimedOut: "timed out"}  # for the log
 # Statuses after which the server has certainly changed nothing.
 NOTHING_DONE_STATUSES = frozenset({429, 503})
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 _ERRORS_BY_STATUS: dict[int, type[errors.CapsuleError]] = {
     400: errors.InvalidInput,
     413: errors.PayloadTooLarge,
@@ -71,8 +77,10 @@ class Retry:
     attempts: int = 4  # total tries, the first included
     base_s: float = 0.25
     cap_s: float = 4.0
+    budget_s: float = 75.0  # one call's whole wait, its tries and pauses included
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     random: Callable[[], float] = field(default=random.random, repr=False)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         wait = self.random() * min(self.cap_s, self.base_s * 2**attempt)
@@ -149,9 +157,12 @@ class CapsuleClient:
         body: Any = None,
         query: Mapping[str, Any] | None = None,
         idempotent: bool = True,
+        keyed: bool = False,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
-        """Send one request (retrying as the class docstring says) and return the decoded JSON."""
+        """Send one request (retrying as the class docstring says) and return the decoded JSON.
+        ``keyed``: send an ``Idempotency-Key`` (one for every try of this call), which makes the
+        request safe to retry; ``idempotent=False`` without it: retried only when nothing was done."""
         url = self.base_url + path
         params = {
             k: ("true" if v is True else "false" if v is False else v)
@@ -165,23 +176,34 @@ class CapsuleClient:
         if body is not None:
             base_headers["Content-Type"] = "application/json"
         base_headers.update(headers or {})  # signed with the rest
+        if keyed:  # one key for the logical call: a retry is answered, not done again
+            base_headers.setdefault(IDEMPOTENCY_HEADER, uuid.uuid4().hex)
+            idempotent = True
+        started = self.retry.clock()
         for attempt in range(self.retry.attempts):
             last = attempt == self.retry.attempts - 1
             headers = self.auth.headers(method, url, base_headers, data)  # re-signed: the date moves
+            left = self.retry.budget_s - (self.retry.clock() - started)
             try:
-                response = self._send(method, url, headers, data, self.timeout_s)
+                response = self._send(method, url, headers, data, max(0.1, min(self.timeout_s, left)))
             except (NotConnected, Dropped, TimedOut) as exc:
                 # Only a connection never made is safe to repeat for a request that counts.
                 if last or not (idempotent or isinstance(exc, NotConnected)):
                     raise self._no_answer(method, path, exc) from exc
-                self._wait(method, path, attempt, f"{_WHY[type(exc)]} ({exc})")
+                if not self._wait(method, path, attempt, f"{_WHY[type(exc)]} ({exc})", started=started):
+                    raise self._no_answer(method, path, exc) from exc
                 continue
             if response.status < 300:
                 return json.loads(response.body) if response.body else None
-            retryable = response.status in (RETRY_STATUSES if idempotent else NOTHING_DONE_STATUSES)
+            retryable = response.status in (RETRY_STATUSES if idempotent else NOTHING_DONE_STATUSES) or (
+                keyed and response.status == 409 and _in_progress(response.body)
+            )
             if last or not retryable:
                 raise self._refused(error_for(response.status, response.body))
-            self._wait(method, path, attempt, f"HTTP {response.status}", _retry_after(response.headers))
+            if not self._wait(
+                method, path, attempt, f"HTTP {response.status}", _retry_after(response.headers), started=started
+            ):
+                raise self._refused(error_for(response.status, response.body))
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def _no_answer(self, method: str, path: str, exc: Exception) -> errors.Unavailable:
@@ -203,10 +225,17 @@ class CapsuleClient:
             error.args = (error.message,)
         return error
 
-    def _wait(self, method: str, path: str, attempt: int, why: str, retry_after: float | None = None) -> None:
+    def _wait(
+        self, method: str, path: str, attempt: int, why: str, retry_after: float | None = None, *, started: float
+    ) -> bool:
+        """Pause before the next try; False (no pause) when the call's budget would be spent by then."""
         delay = self.retry.delay(attempt, retry_after)
+        if self.retry.clock() - started + delay >= self.retry.budget_s:
+            log.info("%s %s: %s; not retried: the call's %gs are spent", method, path, why, self.retry.budget_s)
+            return False
         log.info("%s %s: %s; retry %d in %.2fs", method, path, why, attempt + 1, delay)
         self.retry.sleep(delay)
+        return True
 
     def _call(self, result: type[M], method: str, path: str, **kwargs: Any) -> M:
         data = self.request(method, path, **kwargs)
@@ -285,6 +314,7 @@ class CapsuleClient:
             f"/v1/memories/{self._id(memory_id)}",
             body=self._body(gm.UpdateRequest, request),
             headers=_if_match(if_match),
+            keyed=True,
         )
 
     def history(self, memory_id: str) -> gm.HistoryResult:
@@ -299,19 +329,20 @@ class CapsuleClient:
             f"/v1/memories/{self._id(memory_id)}/revert",
             body=self._body(gm.RevertRequest, request),
             headers=_if_match(if_match),
+            keyed=True,
         )
 
     def restore(self, memory_id: str) -> models.RestoreResult:
         return self._call(models.RestoreResult, "POST", f"/v1/memories/{self._id(memory_id)}/restore")
 
     def feedback(self, memory_id: str, request: models.FeedbackRequest | Mapping[str, Any]) -> models.MemoryResult:
-        """Vote helpful or not; not retried once sent, so a vote is never counted twice."""
+        """Vote helpful or not; retried under one Idempotency-Key, so a vote is never counted twice."""
         return self._call(
             models.MemoryResult,
             "POST",
             f"/v1/memories/{self._id(memory_id)}/feedback",
             body=self._body(models.FeedbackRequest, request),
-            idempotent=False,
+            keyed=True,
         )
 
     def projects(self) -> models.ProjectsResult:
@@ -325,7 +356,7 @@ class CapsuleClient:
     # ---- learning: solutions (fixpacks) ----------------------------------------
 
     def create_solution(self, fixpack: lm.Fixpack | Mapping[str, Any]) -> lm.SolutionResult:
-        return self._call(lm.SolutionResult, "POST", "/v1/solutions", body=self._body(lm.Fixpack, fixpack))
+        return self._call(lm.SolutionResult, "POST", "/v1/solutions", body=self._body(lm.Fixpack, fixpack), keyed=True)
 
     def list_solutions(self, request: lm.ListSolutionsRequest | Mapping[str, Any] | None = None) -> lm.SolutionList:
         query = validate(lm.ListSolutionsRequest, request or {}).model_dump(mode="json", exclude_none=True)
@@ -336,7 +367,7 @@ class CapsuleClient:
         then sent unchanged, so the keys it keeps under 'extra' are the file's own."""
         body = dict(fixpack_file) if isinstance(fixpack_file, Mapping) else fixpack_file
         lm.read_fixpack_file(body)
-        return self._call(lm.ImportResult, "POST", "/v1/solutions/import", body=body)
+        return self._call(lm.ImportResult, "POST", "/v1/solutions/import", body=body, keyed=True)
 
     def get_solution(self, solution_id: str) -> lm.SolutionResult:
         return self._call(lm.SolutionResult, "GET", f"/v1/solutions/{self._id(solution_id)}")
@@ -358,13 +389,13 @@ class CapsuleClient:
         )
 
     def solution_apply(self, solution_id: str, request: lm.ApplyRequest | Mapping[str, Any]) -> lm.ApplyResult:
-        """Record whether applying a solution worked; not retried once sent (it counts)."""
+        """Record whether applying a solution worked; retried under one Idempotency-Key, so it counts once."""
         return self._call(
             lm.ApplyResult,
             "POST",
             f"/v1/solutions/{self._id(solution_id)}/apply",
             body=self._body(lm.ApplyRequest, request),
-            idempotent=False,
+            keyed=True,
         )
 
     def pattern_detect(self, request: lm.PatternDetectRequest | Mapping[str, Any]) -> lm.PatternDetectResult:
@@ -383,13 +414,13 @@ class CapsuleClient:
         )
 
     def pattern_link(self, request: lm.PatternLinkRequest | Mapping[str, Any]) -> lm.PatternLinkResult:
-        """Record that a solution worked (or not) for a pattern; not retried once sent."""
+        """Record that a solution worked (or not) for a pattern; retried under one Idempotency-Key, counted once."""
         return self._call(
             lm.PatternLinkResult,
             "POST",
             "/v1/patterns/link",
             body=self._body(lm.PatternLinkRequest, request),
-            idempotent=False,
+            keyed=True,
         )
 
     def golden_paths(self, request: lm.GoldenPathsRequest | Mapping[str, Any] | None = None) -> lm.GoldenPathsResult:
@@ -406,6 +437,7 @@ class CapsuleClient:
             "POST",
             "/v1/patterns/mine",
             body=self._body(lm.DetectPatternsRequest, request or {}),
+            keyed=True,
         )
 
 
@@ -413,6 +445,16 @@ def _if_match(sha: str | None) -> dict[str, str]:
     from capsule.governance.models import check_if_match
 
     return {} if check_if_match(sha) is None else {"If-Match": f'"{check_if_match(sha)}"'}
+
+
+def _in_progress(body: bytes) -> bool:
+    """A 409 that says the same key's first request is still running (worth waiting for)."""
+    try:
+        data = json.loads(body or b"null")
+    except ValueError:
+        return False
+    inner = data.get("error") if isinstance(data, dict) else None
+    return isinstance(inner, dict) and inner.get("code") == "idempotency_in_progress"
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

@@ -58,6 +58,8 @@ def test_cdk_synth_runs_offline_without_credentials_and_with_the_api_key_flag(tm
             "throttle_burst=900",
             "-c",
             "tenant_per_session=true",
+            "-c",
+            "alarm_email=none",
         ],
         cwd=REPO,
         env=env,

@@ -171,25 +171,67 @@ def test_a_4xx_is_our_error_at_once_with_the_servers_message(server, waits, stat
         assert caught.value.details == [{"field": "query", "message": "too long"}]
 
 
-def test_a_vote_is_not_repeated_after_a_500_but_is_after_a_503(server, waits):
-    server.then(500, {"error": {"code": "internal", "message": "boom"}})
-    with pytest.raises(errors.Unavailable, match="boom"):
-        client_for(server, waits).feedback("m1", {"helpful": True})
-    assert len(server.requests) == 1
+def _keys(server) -> list[str | None]:
+    return [r["headers"].get("Idempotency-Key") for r in server.requests]
+
+
+def test_a_vote_is_retried_under_one_idempotency_key(server, waits):
+    # The server answers a retried key with its first success (functions.idempotency): a vote
+    # is sent again after a 500 or a 503 and still counted once.
+    server.then(500, {"error": {"code": "internal", "message": "boom"}}).then(200, FEEDBACK_OK)
+    assert client_for(server, waits).feedback("m1", {"helpful": True}).memory.helpful == 1
     server.then(503, {"error": {"code": "unavailable", "message": "nothing changed"}}).then(200, FEEDBACK_OK)
-    result = client_for(server, waits).feedback("m1", {"helpful": True})
-    assert result.memory.helpful == 1 and len(server.requests) == 3
+    client_for(server, waits).feedback("m1", {"helpful": True})
+    keys = _keys(server)
+    assert len(keys) == 4 and all(keys) and keys[0] == keys[1] and keys[2] == keys[3] and keys[0] != keys[2]
 
 
-def test_a_timeout_is_retried_for_a_search_but_not_for_a_vote(server, waits):
+def test_a_key_still_running_is_waited_for_and_a_key_conflict_is_not_retried(server, waits):
+    busy = {"error": {"code": "idempotency_in_progress", "message": "still running"}}
+    server.then(409, busy, {"Retry-After": "1"}).then(200, FEEDBACK_OK)
+    client_for(server, waits).feedback("m1", {"helpful": True})
+    assert len(server.requests) == 2 and waits[-1] >= 1
+    server.then(409, {"error": {"code": "conflict", "message": "the candidate was decided"}})
+    with pytest.raises(errors.Conflict):
+        client_for(server, waits).feedback("m1", {"helpful": True})
+    assert len(server.requests) == 3
+
+
+def test_writes_the_server_deduplicates_and_reads_send_no_key(server, waits):
+    server.then(200, STORE_OK).then(200, SEARCH_OK)
+    client = client_for(server, waits)
+    client.store({"project": "p", "content": "c"})
+    client.search({"project": "p", "query": "q"})
+    assert _keys(server) == [None, None]
+
+
+def test_a_calls_retries_stop_when_its_budget_is_spent(server, waits):
+    now = [0.0]
+
+    def sleep(s: float) -> None:
+        waits.append(s)
+        now[0] += s
+
+    retry = Retry(
+        attempts=10, base_s=1.0, cap_s=4.0, budget_s=5.0, sleep=sleep, random=lambda: 1.0, clock=lambda: now[0]
+    )
+    for _ in range(10):
+        server.then(503, {"error": {"code": "unavailable", "message": "busy"}})
+    client = CapsuleClient(server.url, retry=retry)
+    with pytest.raises(errors.Unavailable, match="busy"):
+        client.projects()
+    # Waits of 1 and 2 s fit the 5 s; the next (4 s) would pass it: three tries, not ten.
+    assert waits == [1.0, 2.0] and len(server.requests) == 3
+
+
+def test_a_timeout_is_retried_for_a_search_and_for_a_keyed_vote(server, waits):
     server.then(200, SEARCH_OK, delay_s=3.0).then(200, SEARCH_OK)
     client = client_for(server, waits, timeout_s=1.0)
     assert client.search({"project": "p", "query": "q"}).results == []
     assert len(server.requests) == 2 and len(waits) == 1
-    server.then(200, FEEDBACK_OK, delay_s=3.0)
-    with pytest.raises(errors.Unavailable, match="may or may not"):
-        client.feedback("m1", {"helpful": True})
-    assert len(server.requests) == 3
+    server.then(200, FEEDBACK_OK, delay_s=3.0).then(200, FEEDBACK_OK)
+    assert client.feedback("m1", {"helpful": True}).memory.helpful == 1
+    assert len(server.requests) == 4 and _keys(server)[2] == _keys(server)[3] is not None
 
 
 def test_an_unreachable_server_is_retried_then_unavailable(waits):
@@ -286,19 +328,19 @@ def test_a_connection_dropped_before_the_answer_is_reopened_and_the_search_sent_
     assert server.connections == 2 and waits == [0.25]
 
 
-def test_a_vote_on_a_dropped_connection_is_not_sent_twice(server, waits):
-    server.then(200, SEARCH_OK).then(DROP, None)
+def test_a_vote_on_a_dropped_connection_is_sent_again_under_its_key(server, waits):
+    server.then(200, SEARCH_OK).then(DROP, None).then(200, FEEDBACK_OK)
     client = client_for(server, waits)
     client.search({"project": "p", "query": "q"})
-    with pytest.raises(errors.Unavailable, match="closed before the answer.*may or may not have been applied"):
-        client.feedback("m1", {"helpful": True})
-    assert [r["path"] for r in server.requests] == ["/v1/memories/search", "/v1/memories/m1/feedback"]
-    assert waits == []
+    assert client.feedback("m1", {"helpful": True}).memory.helpful == 1
+    paths = [r["path"] for r in server.requests]
+    assert paths == ["/v1/memories/search", "/v1/memories/m1/feedback", "/v1/memories/m1/feedback"]
+    assert _keys(server)[1] == _keys(server)[2] is not None and len(waits) == 1
 
 
 def test_a_store_on_a_dropped_connection_is_sent_again_as_the_server_deduplicates_it(server, waits):
     # As before keep-alive: a store is retried (the server answers an identical store within
-    # 48 hours with the memory it already has), a vote is not (test above).
+    # 48 hours with the memory it already has), a vote is sent again under its Idempotency-Key (test above).
     server.then(DROP, None).then(200, STORE_OK)
     result = client_for(server, waits).store({"project": "p", "content": "c"})
     assert result.memory.id == "m1" and len(server.requests) == 2
