@@ -5,7 +5,7 @@ Memory commands (store, search, list, get, pin, unpin, forget, restore, feedback
 limit) ask the running ``capsule serve`` of the same data folder first
 (:mod:`mcp_client.local_server`), which has the library loaded, and call the library directly
 on the embedded store when none answers; so do the other commands the HTTP API serves (capture,
-governance, solutions, export: :func:`served`, :func:`served_pages`). Other command groups
+governance, solutions, export, import: :func:`served`, :func:`served_pages`). Other command groups
 (serve, keys, mcp, hook, install, jobs, solutions, bench, eval) live in their own modules and
 register themselves through :data:`COMMAND_MODULES`. Start-up time is the hooks' and the
 commands' main cost, so heavy modules load where they are used: a command line names the one
@@ -123,6 +123,8 @@ def served(
     query: dict[str, Any] | None = None,
     path: dict[str, str] | None = None,
     headers: dict[str, str] | None = None,
+    raw: bytes | None = None,
+    content_type: str = "application/json",
 ) -> Any:
     """The running ``capsule serve``'s answer for this data folder, or None: run embedded.
 
@@ -130,7 +132,9 @@ def served(
     route's path once this data folder's store names one memory by it; otherwise None, and the
     embedded run resolves it with its own errors (capsule.core.idprefix). ``path`` gives other path
     parameters as they are (a solution's id). A body over the HTTP edge's size limit (413) runs
-    embedded too: the limit is the edge's, nothing was done, and the library applies its own."""
+    embedded too: the limit is the edge's, nothing was done, and the library applies its own.
+    ``raw`` is a body sent as it is, declared as ``content_type``, instead of ``body`` as JSON
+    (``capsule import``'s JSON Lines)."""
     server = _server(args)
     if server is None:
         return None
@@ -143,7 +147,9 @@ def served(
             return None
         params = {**(params or {}), "id": whole}
     try:
-        return server.call(route, body, path_params=params, query=query, headers=headers)
+        return server.call(
+            route, body, path_params=params, query=query, headers=headers, raw=raw, content_type=content_type
+        )
     except (local_server.NotAnswering, errors.PayloadTooLarge):
         return None
 

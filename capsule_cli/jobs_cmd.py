@@ -15,6 +15,10 @@ from . import cli, render
 # capsule.jobs.scheduled' names, written out so `capsule jobs --help` imports no library (checked by
 # tests/cli/test_cli_start.py against capsule.jobs.scheduled.JOB_NAMES).
 JOB_NAMES = ("retention", "mining", "backfill", "redact")
+EMBEDDED_ALWAYS = (
+    "Runs on the local store here, beside a running capsule serve too: a job acts across every tenant, "
+    "which no API key may do."
+)
 
 
 def cmd_run(args: argparse.Namespace) -> None:
@@ -45,9 +49,13 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    jobs = sub.add_parser("jobs", help="run the scheduled jobs (retention, mining, backfill, redact) now")
+    jobs = sub.add_parser(
+        "jobs",
+        help="run the scheduled jobs (retention, mining, backfill, redact) now",
+        description=EMBEDDED_ALWAYS,
+    )
     jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
-    p = jobs_sub.add_parser("run", help="run one job and print what it did")
+    p = jobs_sub.add_parser("run", help="run one job and print what it did", description=EMBEDDED_ALWAYS)
     p.add_argument("name", choices=JOB_NAMES)
     p.add_argument("--max-evictions", type=int, help="retention: evictions per run")
     p.add_argument("--max-tenants", type=int, help="mining: tenants per run")

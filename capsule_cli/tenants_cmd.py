@@ -3,7 +3,8 @@ ARNs into the role's tenant (see :mod:`capsule.store.tenants`).
 
 It works on the store the settings name: the embedded SQLite store, or the hosted MongoDB
 with ``CAPSULE_STORE=mongo CAPSULE_MONGODB_URI=...``. Without ``--apply`` it only says
-what it would move.
+what it would move. Always embedded, a running ``capsule serve`` or not: it acts across
+tenants, which no API key may do (the HTTP API's widest reach is the caller's own tenant).
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ def cmd_merge(args: argparse.Namespace) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("tenants", help="tenant maintenance (hosted deployments)")
+    parser = sub.add_parser(
+        "tenants",
+        help="tenant maintenance (hosted deployments)",
+        description="Runs on the store the settings name, beside a running capsule serve too: it acts "
+        "across tenants, which no API key may do.",
+    )
     actions = parser.add_subparsers(dest="tenants_command", required=True, metavar="ACTION")
     p = actions.add_parser("merge", help="merge tenants stored under assumed-role sessions into their role")
     p.add_argument(

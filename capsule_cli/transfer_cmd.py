@@ -9,19 +9,23 @@ the input was cut short.
 
 Beside a running ``capsule serve`` of the same data folder, ``capsule export`` streams its
 ``GET /v1/export`` pages (no library loaded); the rows are the same, a memory's votes following
-its page of memories. An import runs embedded: the API's import takes one body of at most the
-body limit and names its source "the request body", where the command names the file.
+its page of memories. ``capsule import FILE|-`` of at most the API's body limit
+(:data:`BODY_LIMIT`) posts the file as it is to ``POST /v1/import`` with ``source`` its name, so
+the answer names the file as an embedded run does; a larger file, a name the route's ``source``
+refuses and a file that is not UTF-8 (refused whole by the HTTP edge, line by line here) are
+imported here, the library loaded for it, as are the Vector Bridge and first-Capsule imports.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # capsule.transfer (the library) loads where the data is read or written, not for --help
     from capsule.transfer import DataImportResult
@@ -36,6 +40,9 @@ FOREIGN = ("vector-bridge", "capsule-mongo")
 # an export a running server answers loads no library; tests/cli/test_cli_start.py checks them.
 EXPORT_MEDIA_TYPE = "application/x-ndjson"
 EXPORT_NEXT_CURSOR = "X-Capsule-Next-Cursor"
+# POST /v1/import's body limit and ``source`` parameter (capsule.core.limits, functions.handlers.import_data)
+BODY_LIMIT = 1024 * 1024 + 64 * 1024
+SOURCE_CHARS = 255
 
 
 @contextmanager
@@ -156,24 +163,63 @@ def _learning(service):
     return build_learning(service)
 
 
-def cmd_import(args: argparse.Namespace) -> None:
-    from capsule.transfer import import_lines, open_sources
-    from capsule.transfer.format import read_lines
+class _Rejoined:
+    """A binary stream whose first bytes were read already (``head``), then the rest of ``tail``:
+    standard input read up to the body limit, found longer, and imported here after all."""
 
-    service = cli.service_from(args)
+    def __init__(self, head: bytes, tail: IO[bytes]) -> None:
+        self.head, self.tail = io.BytesIO(head), tail
+
+    def readline(self, size: int = -1) -> bytes:
+        line = self.head.readline(size)
+        if line.endswith(b"\n") or 0 <= size <= len(line):
+            return line
+        return line + self.tail.readline(-1 if size < 0 else size - len(line))
+
+
+def _served_import(args: argparse.Namespace, handle: IO[bytes], name: str) -> tuple[Any, IO[bytes] | _Rejoined]:
+    """The running server's answer to the whole input posted as it is (None: import it here),
+    and the stream to import here from (what was read to try is not lost)."""
+    if not (name.isprintable() and len(name) <= SOURCE_CHARS) or cli._server(args) is None:
+        return None, handle
+    data = handle.read(BODY_LIMIT + 1)
+    rest = _Rejoined(data, handle)
+    if len(data) > BODY_LIMIT:
+        return None, rest
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, rest
+    result = cli.served(args, "import_data", raw=data, content_type=EXPORT_MEDIA_TYPE, query={"source": name})
+    return result, rest
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    result: Any
     if args.source in FOREIGN:
-        result = _foreign(args, service)
+        result = _foreign(args, cli.service_from(args))
     else:
         if args.uri:
             raise InvalidInput(f"unexpected argument {args.uri!r}: an export file takes none", field="uri")
-        with _input(args.source) as handle, Progress("import (bytes)", _size(handle)) as bar:
-            name = "standard input" if args.source == "-" else args.source
-            result = import_lines(
-                open_sources(service), cli.LOCAL_TENANT, _counted(read_lines(handle), bar), source=name
-            )
+        name = "standard input" if args.source == "-" else args.source
+        with _input(args.source) as handle:
+            result, rest = _served_import(args, handle, name)
+            if result is None:
+                result = _import_here(args, rest, name, _size(handle))
     print(render.as_json(result) if args.json else _report(result, "row" if args.source in FOREIGN else "line"))
     if result.refused_total or not result.complete:
         raise CapsuleError(f"{result.refused_total} row(s) refused" + ("" if result.complete else "; input cut short"))
+
+
+def _import_here(
+    args: argparse.Namespace, handle: IO[bytes] | _Rejoined, name: str, size: int | None
+) -> DataImportResult:
+    from capsule.transfer import import_lines, open_sources
+    from capsule.transfer.format import read_lines
+
+    sources = open_sources(cli.service_from(args))
+    with Progress("import (bytes)", size) as bar:
+        return import_lines(sources, cli.LOCAL_TENANT, _counted(read_lines(handle), bar), source=name)
 
 
 def _report(result: DataImportResult, unit: str) -> str:
@@ -196,7 +242,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="import an export file (or -), or: vector-bridge URI, capsule-mongo URI",
         description="capsule import FILE|-  |  vector-bridge postgresql://...  |  "
         "capsule-mongo mongodb://... --project P. Idempotent: a re-run imports "
-        "nothing twice.",
+        "nothing twice. Beside a running capsule serve of this data folder, an export file of "
+        f"at most {BODY_LIMIT:,} bytes (the API's body limit) is imported by it (POST /v1/import); "
+        "a larger one is imported here, loading the library.",
     )
     p.add_argument("source", metavar="FILE|-|vector-bridge|capsule-mongo")
     p.add_argument("uri", nargs="?", help="the database to read (vector-bridge, capsule-mongo)")

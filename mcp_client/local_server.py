@@ -97,15 +97,22 @@ class LocalServer:
         path_params: Mapping[str, str] | None = None,
         query: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        raw: bytes | None = None,
+        content_type: str = "application/json",
         timeout_s: float = REQUEST_TIMEOUT_S,
     ) -> View:
-        """The answer of the route named ``route`` (:mod:`functions.routes`).
+        """The answer of the route named ``route`` (:mod:`functions.routes`): ``body`` sent as
+        JSON, or ``raw`` bytes as they are, declared as ``content_type`` (an import's JSON Lines).
 
         Raises :class:`NotAnswering` before anything was sent (the caller may run embedded
         instead, nothing was done), the library's error for a 4xx, and Unavailable when the
         server failed or stopped answering after the request was sent.
         """
-        status, _, data = self._send(route, body, path_params, query, headers, timeout_s)
+        if raw is not None:
+            headers = {**(headers or {}), "Content-Type": content_type}
+        else:
+            raw = None if body is None else json.dumps(body, default=_jsonable).encode("utf-8")
+        status, _, data = self._send(route, raw, path_params, query, headers, timeout_s)
         return _answer(status, data, self.url)
 
     def page(self, route: str, *, query: Mapping[str, Any], next_header: str, accept: str) -> tuple[bytes, str | None]:
@@ -120,7 +127,7 @@ class LocalServer:
     def _send(
         self,
         route: str,
-        body: Any,
+        payload: bytes | None,
         path_params: Mapping[str, str] | None,
         query: Mapping[str, Any] | None,
         extra: Mapping[str, str] | None,
@@ -136,10 +143,10 @@ class LocalServer:
         if pairs:
             path += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in pairs)
         parts = urlsplit(self.url)
-        payload = None if body is None else json.dumps(body, default=_jsonable).encode("utf-8")
-        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json", **(extra or {})}
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         if payload is not None:
             headers["Content-Type"] = "application/json"
+        headers.update(extra or {})
         try:
             return loopback_http.round_trip(
                 parts.hostname,

@@ -101,3 +101,31 @@ def test_the_export_never_shows_another_tenant(service, call):
     _store(call, BOB, "app", "bob's secret")
     assert "bob's secret" not in _export(call).raw["body"]
     assert _export(call, tenant=None, ok=False).status == 401
+
+
+def test_an_import_names_the_source_it_is_given_and_refuses_a_bad_one(service, call):
+    """``source`` (optional; what ``capsule import FILE`` sends beside a server) is named in the
+    explanation instead of "the request body"; a value the route refuses is a 422 naming it, and
+    a parameter it does not declare is still refused."""
+    _store(call, ALICE, "app", "one memory")
+    body = _export(call).raw["body"]
+    named = call(event("import_data", tenant=BOB, raw_body=body, query={"source": "notes/export.jsonl"}))
+    assert named.status == 200 and named.json["imported"]["memory"] == 1, named
+    assert "notes/export.jsonl" in named.json["explanation"] and "request body" not in named.json["explanation"]
+    unnamed = call(event("import_data", tenant=BOB, raw_body=body))
+    assert "the request body" in unnamed.json["explanation"]
+    for bad in ("tab\there", "x" * 256, ""):
+        refused = call(event("import_data", tenant=BOB, raw_body=body, query={"source": bad}))
+        assert refused.status == 422 and "source" in json.dumps(refused.json["error"]), (bad, refused.json)
+    unknown = call(event("import_data", tenant=BOB, raw_body=body, query={"origin": "notes.jsonl"}))
+    assert unknown.status == 422 and "origin" in unknown.json["error"]["message"], unknown.json
+
+
+def test_an_import_body_is_split_into_lines_as_a_file_is(service, call):
+    """At newlines only, as ``capsule import FILE`` reads: a carriage return between a row's
+    fields (JSON whitespace) does not end the line."""
+    _store(call, ALICE, "app", "one memory")
+    rows = _export(call).raw["body"].splitlines()
+    body = "\n".join([rows[0], rows[1].replace(",", ",\r", 1), *rows[2:]]) + "\n"
+    r = call(event("import_data", tenant=BOB, raw_body=body))
+    assert r.status == 200 and r.json["refused"] == [] and r.json["imported"]["memory"] == 1, r.json

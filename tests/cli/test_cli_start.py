@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from capsule_cli import cli
+from capsule_cli import cli, transfer_cmd
 from capsule_cli.strict_cli import StrictParser
 from tests.conftest import CLI, cli_env
 
@@ -156,7 +156,9 @@ def test_the_other_commands_ask_the_running_server_without_the_library(beside_a_
     assert "API KEY" in ok("keys", "list").stdout
 
 
-def beside(srv, *args: str, embedded: bool = False, stdin: str | None = None) -> subprocess.CompletedProcess:
+def beside(
+    srv, *args: str, embedded: bool = False, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     """``capsule ARGS`` on the server's data folder (with -X importtime): through the server, or
     ``embedded`` as without one (CAPSULE_SERVER=off)."""
     from tests.serve.server import environment
@@ -169,6 +171,7 @@ def beside(srv, *args: str, embedded: bool = False, stdin: str | None = None) ->
         text=True,
         timeout=120,
         env=env,
+        cwd=cwd,
     )
 
 
@@ -541,3 +544,73 @@ def test_the_import_source_limit_written_out_is_the_routes():
     operation = openapi.document()["paths"]["/v1/solutions/import"]["post"]
     (source,) = [p for p in operation["parameters"] if p["name"] == "source"]
     assert [s["maxLength"] for s in source["schema"]["anyOf"] if "maxLength" in s] == [solutions_cmd.SOURCE_CHARS]
+
+
+def test_import_beside_a_server_answers_as_embedded_without_the_library(beside_a_server, tmp_path):
+    """Issue 30: `capsule import FILE|-` posts the file as it is to POST /v1/import with ?source=
+    its name, no library loaded, and answers what an embedded run answers on a twin (the same
+    name in another folder, of another project): a first import, a second (nothing twice), one
+    refusing a line; a file or standard input over the body limit is imported here, alike."""
+    from tests.serve.server import environment
+
+    env = {**environment(), "CAPSULE_DATA_DIR": str(tmp_path / "source"), "CAPSULE_SERVER": "off"}
+    pair = ("import-one", "import-two")
+    for project in pair:
+        for text in ("Vacuum the SQLite file monthly", "Keep the WAL mode on"):
+            done = subprocess.run(
+                [sys.executable, "-m", "capsule_cli", "store", text, "--project", project],
+                env=env,
+                capture_output=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, done.stderr
+        (tmp_path / project).mkdir()
+        file = tmp_path / project / "export.jsonl"
+        done = subprocess.run(
+            [sys.executable, "-m", "capsule_cli", "export", "--project", project, "-o", str(file)],
+            env=env,
+            capture_output=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        lines = file.read_text("utf-8").splitlines(keepends=True)
+        (tmp_path / project / "refusing.jsonl").write_text("".join(lines).replace('"pinned":false', '"pinned":"no"', 1))
+        pad = '{"kind":"note","text":"' + "x" * transfer_cmd.BODY_LIMIT + '"}\n'
+        (tmp_path / project / "large.jsonl").write_text("".join([*lines[:-1], pad, lines[-1]]))
+
+    def same(args, ok=True, lean=True, stdin=None):
+        done = [
+            beside(beside_a_server, *args, cwd=tmp_path / pair[0], stdin=stdin),
+            beside(beside_a_server, *args, cwd=tmp_path / pair[1], stdin=stdin, embedded=True),
+        ]
+        loaded = sorted(m for m in LIBRARY if m in loaded_modules(done[0]))
+        assert loaded == [] if lean else "pydantic" in loaded, (args, loaded, messages(done[0]))
+        assert "pydantic" in loaded_modules(done[1]), args
+        assert (done[0].returncode == 0) is ok and done[0].returncode == done[1].returncode, (args, messages(done[0]))
+        assert _alike(done[0].stdout, pair[0]) == _alike(done[1].stdout, pair[1]), (
+            args,
+            done[0].stdout,
+            done[1].stdout,
+        )
+        assert _alike(messages(done[0]), pair[0]) == _alike(messages(done[1]), pair[1]), (args, messages(done[0]))
+        return done[0].stdout
+
+    first = same(["import", "export.jsonl", "--json"])
+    assert json.loads(first)["imported"]["memory"] == 2 and "from export.jsonl" in json.loads(first)["explanation"]
+    assert "imported nothing" in same(["import", "export.jsonl"])
+    assert "pinned" in same(["import", "refusing.jsonl"], ok=False)
+    same(["import", "large.jsonl"], ok=False, lean=False)  # over the limit: imported here, the same report
+    text = (tmp_path / pair[0] / "large.jsonl").read_text("utf-8")
+    assert "standard input" in same(["import", "-"], ok=False, lean=False, stdin=text)
+    assert "standard input" in same(["import", "-"], stdin=(tmp_path / pair[0] / "export.jsonl").read_text("utf-8"))
+
+
+def test_the_import_limits_written_out_are_the_routes():
+    from capsule.core import limits
+    from functions import openapi
+
+    operation = openapi.document()["paths"]["/v1/import"]["post"]
+    (source,) = [p for p in operation["parameters"] if p["name"] == "source"]
+    assert [s["maxLength"] for s in source["schema"]["anyOf"] if "maxLength" in s] == [transfer_cmd.SOURCE_CHARS]
+    assert source["required"] is False and "application/x-ndjson" in operation["requestBody"]["content"]
+    assert transfer_cmd.BODY_LIMIT == limits.MAX_BODY_BYTES
