@@ -111,9 +111,18 @@ class UnindexedQuery(AssertionError):
 
 
 class IndexedCollection:
-    def __init__(self, inner: Any, indexes: list, txn: TxnClient) -> None:
+    def __init__(self, inner: Any, indexes: list, txn: TxnClient, created: list | None = None) -> None:
         self._inner, self._indexes, self._txn = inner, [([("_id", 1)], {"unique": True}), *indexes], txn
+        self._created = created if created is not None else []
         self.name = inner.name
+
+    def create_index(self, keys: Any, **options: Any) -> Any:
+        """An index the code creates (the learning store's own, say) serves queries as a declared one does."""
+        name = self._inner.create_index(keys, **options)
+        spec = ([(k, v) for k, v in keys], options)
+        self._created.append(spec)
+        self._indexes.append(spec)
+        return name
 
     def __getattr__(self, attr: str) -> Any:
         method = getattr(self._inner, attr)
@@ -214,12 +223,14 @@ class StrictDatabase:
     def __init__(self, client: TxnClient, mock_db: Any, indexes: dict[str, list]) -> None:
         self.client, self._mock, self.name = client, mock_db, mock_db.name
         self._indexes = indexes
+        self._created: dict[str, list] = {}  # indexes made through create_index, by collection
         client.databases[self.name] = self
 
     def list_collection_names(self) -> list[str]:
         return self._mock.list_collection_names()
 
     def __getitem__(self, name: str) -> IndexedCollection:
-        return IndexedCollection(self._mock[name], self._indexes.get(name, []), self.client)
+        created = self._created.setdefault(name, [])
+        return IndexedCollection(self._mock[name], [*self._indexes.get(name, []), *created], self.client, created)
 
     get_collection = __getitem__

@@ -17,7 +17,7 @@ import pytest
 from capsule.config import Settings
 from capsule.core import limits, wire
 from capsule.runtime.service import build_service
-from capsule.store.transfer import transfer_store
+from capsule.store.sides import transfer_store
 from capsule.transfer.export import export_lines
 from functions import app, transfer_app
 from functions.handlers import export as export_handler

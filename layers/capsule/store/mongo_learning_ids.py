@@ -26,7 +26,12 @@ SUPERSEDED = (("solutions", "tenant_1_created_at_-1__id_-1"), ("solution_applica
 
 
 def set_ids(collection: Any) -> int:
-    """Give every document of ``collection`` without an ``id`` its ``_id`` as ``id``; how many."""
+    """Give every document of ``collection`` without an ``id`` its ``_id`` as ``id``; how many.
+
+    A one-time pass over the whole collection, by design (no index can hold a field not yet
+    written); an empty collection, as a new deployment's, is not read at all."""
+    if not collection.estimated_document_count():
+        return 0
     return collection.update_many({"id": {"$exists": False}}, [{"$set": {"id": "$_id"}}]).modified_count
 
 

@@ -22,7 +22,7 @@ from . import mongo_counters as counters
 from .mongo import MongoStore
 from .mongo_client import guarded
 from .mongo_docs import RECORD_PROJECTION, doc_to_record, record_to_doc
-from .mongo_learning import _link_id
+from .mongo_learning import MongoLearningStore, _link_id
 from .transfer import EvidenceRow, FeedbackRow, Written
 
 
@@ -50,6 +50,9 @@ class MongoTransferStore:
     def __init__(self, store: MongoStore) -> None:
         self._store = store
         self._db = store.db
+        # Applications and solutions go in keyed by the learning schema's unique (tenant, id):
+        # make sure it is there (one read once it is) rather than count on the learning side's start.
+        MongoLearningStore(store.db).migrate()
 
     def _pages(
         self,
