@@ -1,5 +1,5 @@
 """A data folder holding one 10,000-memory project embedded with the default MiniLM model, for
-the start-up measurements in the README ("Start-up"):
+the start-up measurements in docs/operations.md ("Start-up"):
 
     python scripts/seed_startup.py DATA_DIR [--memories 10000] [--project startup]
 

@@ -63,6 +63,7 @@ NOT_RUN = {
     "capsule import vector-bridge": "needs the original projects' databases",
     "python3 -m venv .venv && .venv/bin/pip install -e '.[infra,mongo]'": "deploys to an AWS account",
     "aws secretsmanager put-secret-value": "needs an AWS account",
+    "aws iam put-role-policy": "needs an AWS account and a deployed stack",
     "capsule sync both --url https://api.example.com": "needs a remote tenant (tests/serve/test_sync_http.py syncs "
     "with a live capsule serve)",
     "capsule capture transcript.jsonl": "a placeholder transcript (tests/cli/test_capture_cli.py runs capture on "

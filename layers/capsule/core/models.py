@@ -386,7 +386,7 @@ class SearchRequest(_Request):
         le=1,
         description=(
             "A hit needs its meaning (cosine) or keyword score (BM25 over the best match) at least this, or to have "
-            "happened when the query says; default: the deployment's (see the README)."
+            "happened when the query says; default 0.15 (docs/search.md, How a search ranks)."
         ),
     )
     include_superseded: bool = Field(
