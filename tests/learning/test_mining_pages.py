@@ -114,6 +114,15 @@ class Watched:
         return self.inner.candidates(*args, **kwargs)
 
 
+class WatchedPages(Watched):
+    """The SQLite store with its ``outcome_page`` (mining reads only a page's outcome memories whole)."""
+
+    def outcome_page(self, *args, **kwargs):
+        rows, count, last = self.inner.outcome_page(*args, **kwargs)
+        self.largest_read = max(self.largest_read, count)
+        return rows, count, last
+
+
 def _sqlite(tmp_path):
     store = SQLiteStore(tmp_path / "capsule.db")
     store.migrate()
@@ -131,8 +140,12 @@ def _mongo(tmp_path):
     return store, Settings(store="mongo", embedder="hashing", retention_limit=100_000)
 
 
-@pytest.mark.parametrize("backend", [_sqlite, _mongo], ids=["sqlite", "mongo"])
-def test_mining_a_page_at_a_time_finds_what_mining_the_whole_tenant_found(backend, tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    ("backend", "watcher"),
+    [(_sqlite, WatchedPages), (_sqlite, Watched), (_mongo, Watched)],
+    ids=["sqlite-outcome-pages", "sqlite-list", "mongo"],
+)
+def test_mining_a_page_at_a_time_finds_what_mining_the_whole_tenant_found(backend, watcher, tmp_path, monkeypatch):
     made = []
     for name in ("whole", "paged"):
         (tmp_path / name).mkdir()
@@ -159,7 +172,7 @@ def test_mining_a_page_at_a_time_finds_what_mining_the_whole_tenant_found(backen
     monkeypatch.setattr(mining_pages.pages, "__kwdefaults__", {"page": 7})
     monkeypatch.setattr(mining_pages.latest_failures, "__kwdefaults__", {"page": 7})
     monkeypatch.setattr(mining_pages.successes, "__kwdefaults__", {"page": 7})
-    watched = Watched(paged_store)
+    watched = watcher(paged_store)
     paged.memories = watched
     result = paged.detect_patterns("t", {"min_occurrences": 2, "k": 100})
     assert watched.whole_reads == 0 and 0 < watched.largest_read <= 7

@@ -22,8 +22,8 @@ from capsule.embedders import HashingEmbedder
 from capsule.runtime.learning import build_jobs, build_learning
 from capsule.service.memory_service import MemoryService
 from capsule.store import sqlite_connection
+from capsule.store.sides import transfer_store
 from capsule.store.sqlite import SQLiteStore
-from capsule.store.transfer import transfer_store
 from capsule.transfer.export import Sources, export_page
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

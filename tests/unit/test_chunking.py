@@ -77,3 +77,17 @@ def test_code_keeps_functions_whole_with_their_decorators():
         assert chunk.count("@cached") == chunk.count("def function_")
     seen = " ".join(chunks)
     assert all(f"def function_{n}(" in seen for n in range(12))
+
+
+def test_chunkings_token_count_is_the_estimate():
+    """chunking counts ASCII texts without making the matches (issue 32): the same count."""
+    import random
+
+    from capsule.service import chunking
+
+    rng = random.Random(32)
+    alphabet = [chr(c) for c in range(128)] + ["é", "日", "\u00a0"]
+    texts = ["", "a", " ", ".", "a.b", "..a  b__c\x1c\x1fd\x0b\x0c"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(3000)]
+    for text in texts:
+        assert chunking.estimate_tokens(text) == estimate_tokens(text), repr(text)

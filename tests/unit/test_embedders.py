@@ -161,3 +161,51 @@ def test_cache_expiry_boundary(sqlite_store, clock):
     clock.advance(days=59)
     cached.embed(["edge"])
     assert len(cached.inner.calls) == 1
+
+
+def _hashing_token_by_token(texts: list[str], dim: int) -> np.ndarray:
+    """The hashing embedder as first written: each token's features hashed and added one by one."""
+    import hashlib
+
+    from capsule.core.text import tokens
+
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for token in tokens(text):
+            features = [token, *(f"#{token[i : i + 3]}" for i in range(len(token) - 2) if len(token) > 3)]
+            for feature in features:
+                digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+                sign = 1.0 if digest[4] & 1 else -1.0
+                out[row, int.from_bytes(digest[:4], "little") % dim] += sign * (0.5 if feature[0] == "#" else 1.0)
+        if not out[row].any():
+            out[row, 0] = 1.0
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.maximum(norms, 1e-12)
+
+
+def test_hashing_vectors_are_those_of_summing_token_by_token():
+    """Issue 32 computes the vectors a word at a time for a whole batch: the same bits as the
+    token-by-token sum, on several hundred texts (identifiers, statuses, stop words, non-ASCII,
+    repeats, empty texts), whether embedded together or one by one."""
+    import random
+
+    rng = random.Random(32)
+    words = "Redis ECONNREFUSED redis.railway.internal getUserById the a Caroline's don't de-stress ran naïve 日本語".split()
+    words += ["HTTP 503", "SQLSTATE 40001", "v1.2.3", "foo/bar:baz", "HTTPServerError", "e2e", "I", "", "\n\n", "!?"]
+    texts = ["", " ", "the a an", "HTTP 503 http 503 HTTP 503"]
+    for _ in range(400):
+        texts.append(
+            " ".join(
+                rng.choice(words)
+                if rng.random() < 0.6
+                else "".join(rng.choice("abcxyzABC019_-.") for _ in range(rng.randint(1, 9)))
+                for _ in range(rng.randint(0, 40))
+            )
+        )
+    texts.append((REPO / "layers" / "capsule" / "core" / "text.py").read_text())
+    for dim in (64, 384):
+        expected = _hashing_token_by_token(texts, dim)
+        assert HashingEmbedder(dim).embed(texts).tobytes() == expected.tobytes()
+        one_by_one = HashingEmbedder(dim)
+        assert np.vstack([one_by_one.embed([t]) for t in texts]).tobytes() == expected.tobytes()
+    assert HashingEmbedder().embed([]).shape == (0, 384)

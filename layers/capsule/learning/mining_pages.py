@@ -28,16 +28,27 @@ def readable(record: MemoryRecord) -> bool:
 
 
 def pages(memories: Any, tenant: str, *, page: int = PAGE) -> Iterator[list[MemoryRecord]]:
-    """Every active memory of the tenant, ``page`` at a time (project by project, newest first)."""
+    """Every active memory of the tenant that mining may read, ``page`` at a time (project by
+    project, newest first). A store with ``outcome_page`` (SQLite) gives of each page only the
+    memories whose meta names an outcome, which are all :func:`latest_failures` and
+    :func:`successes` keep: the same memories in the same pages, the others never made records.
+    It is looked up on the store's class, so a wrapper that opens what it reads (a sealed store)
+    is read through its own ``list``."""
+    lean = getattr(type(memories), "outcome_page", None) is not None
     for project in sorted(memories.change_markers(tenant, None)):
         after = None
         while True:
-            rows = memories.list(tenant, project, pinned_only=False, after=after, limit=page)
+            if lean:
+                rows, count, last = memories.outcome_page(tenant, project, after=after, limit=page)
+            else:
+                rows = memories.list(tenant, project, pinned_only=False, after=after, limit=page)
+                count = len(rows)
+                last = (to_epoch(rows[-1].created_at), rows[-1].id) if rows else None
             if rows:
                 yield rows
-            if len(rows) < page:
+            if count < page:
                 break
-            after = (to_epoch(rows[-1].created_at), rows[-1].id)
+            after = last
 
 
 def latest_failures(memories: Any, tenant: str, limit: int, *, page: int = PAGE) -> list[MemoryRecord]:

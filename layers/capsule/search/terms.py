@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections import OrderedDict
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
+import re2
 
 from ..core import text
 
@@ -52,9 +54,43 @@ def encode(content: str) -> bytes:
     are kept (words repeat far more than they vary), so a bulk write hashes each word once.
     The same tokens in the same order as :func:`capsule.core.text.tokens` (tests/search/test_tokenizer
     pins it): its words' tokens, then the joined statuses."""
-    parts = [_word_bytes(word) for word in text._WORD.findall(content)]
-    parts.extend(_HASH.pack(term_hash(f"{m.group(1).lower()}_{m.group(2)}")) for m in text._STATUS.finditer(content))
+    found, statuses = words(content)
+    parts = list(map(_word_bytes, found))
+    parts.extend(_HASH.pack(term_hash(status)) for status in statuses)
     return b"".join(parts)
+
+
+# What every match of text._STATUS holds, found by RE2 (a DFA, no lookaround): an ASCII text
+# without it has no status, and text._STATUS's slower pass is skipped. RE2's classes are ASCII,
+# so a text with other characters is always scanned.
+_STATUS_GATE = re2.compile(r"[A-Z][A-Z0-9]{1,15}[ \t]+[0-9]{3}")
+_RECENT: OrderedDict[str, tuple[list[str], list[str]]] = OrderedDict()
+_RECENT_TEXTS = 64  # an ingest's chunks: the embedder reads each, then the store's terms
+_RECENT_CHARS = 16_384  # a longer text is not kept
+
+
+def words(content: str) -> tuple[list[str], list[str]]:
+    """The words of ``content`` (``text._WORD``, in order) and its joined statuses (``http_503``):
+    what :func:`capsule.core.text.tokens` makes its tokens of, a word's tokens being
+    ``text._word_tokens(word, True)``. The last few texts' are kept: a write's texts are read by
+    the embedder (capsule.embedders.hashing) and then for their terms (issue 32). Callers must not
+    change the lists."""
+    kept = _RECENT.get(content)
+    if kept is not None:
+        return kept
+    found = text._WORD.findall(content)
+    if content.isascii() and _STATUS_GATE.search(content.encode("ascii")) is None:
+        statuses: list[str] = []
+    else:
+        statuses = [f"{m.group(1).lower()}_{m.group(2)}" for m in text._STATUS.finditer(content)]
+    if len(content) <= _RECENT_CHARS:
+        while len(_RECENT) >= _RECENT_TEXTS:
+            try:
+                _RECENT.popitem(last=False)  # the oldest (one step under the GIL: threads share the cache)
+            except KeyError:
+                break
+        _RECENT[content] = (found, statuses)
+    return found, statuses
 
 
 _HASH = struct.Struct("<q")

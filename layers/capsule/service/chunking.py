@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..core.text import estimate_tokens
+from ..core import text as _text
 
 CODE_SUFFIXES = frozenset(
     ".py .js .ts .tsx .jsx .go .rs .java .kt .c .h .cc .cpp .hpp .cs .rb .php .swift .scala .sh .sql".split()
@@ -22,6 +22,25 @@ _DEF = re.compile(
     r"^(?:@|def |async def |class |function |export |func |fn |pub |impl |struct |enum |interface |type |"
     r"public |private |protected |static |const |let |var |module |package )"
 )
+
+
+# Each ASCII character as its class in ``\w+|[^\w\s]`` (core.text.estimate_tokens): "a" a word
+# character, " " a space, "." any other.
+_ASCII_CLASS = (
+    bytes(ord("a" if re.fullmatch(r"\w", chr(c)) else " " if re.fullmatch(r"\s", chr(c)) else ".") for c in range(128))
+    + b"." * 128
+)
+
+
+def estimate_tokens(text: str) -> int:
+    """:func:`capsule.core.text.estimate_tokens`, the same count: an ASCII text is counted without
+    making its matches (issue 32: a 10-chunk ingest weighs its pieces some 70 times; 1.9 -> 0.15 ms
+    for 35 kB). Each character mapped to its class, each "other" is a token and each run of word
+    characters one more."""
+    if not text.isascii():
+        return _text.estimate_tokens(text)
+    classes = text.encode("ascii").translate(_ASCII_CLASS)
+    return classes.count(b".") + classes.count(b" a") + classes.count(b".a") + classes.startswith(b"a")
 
 
 @dataclass(frozen=True, slots=True)
