@@ -143,8 +143,8 @@ class SQLiteCandidateStore:
             where.append("status = ?")
             params.append(status)
         if before is not None:
-            where.append("(created_at < ? OR (created_at = ? AND id < ?))")
-            params += [to_epoch(before[0]), to_epoch(before[0]), before[1]]
+            where.append("(created_at, id) < (?, ?)")  # a row value: SQLite jumps to the cursor
+            params += [to_epoch(before[0]), before[1]]
         rows = self._db._read(
             f"SELECT * FROM capture_candidates WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?",
             (*params, limit),

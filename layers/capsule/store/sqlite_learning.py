@@ -157,8 +157,8 @@ class SQLiteLearningStore:
             sql += " AND category = ?"
             params.append(category)
         if after is not None:
-            sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
-            params += [after[0], after[0], after[1]]
+            sql += " AND (created_at, id) < (?, ?)"  # a row value: SQLite jumps to the cursor
+            params += [after[0], after[1]]
         rows = self._read(sql + " ORDER BY created_at DESC, id DESC LIMIT ?", [*params, limit])
         return [_solution(row, with_embeddings=False) for row in rows]
 
