@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.moto_aws import mocked_aws
+
 boto3 = pytest.importorskip("boto3", reason="boto3 is in the 'aws' extra")
 from botocore.stub import Stubber  # noqa: E402
 
@@ -85,10 +87,7 @@ def test_nothing_readable_is_status_2():
 
 
 def test_against_moto_the_failures_are_reported_not_raised(monkeypatch):
-    moto = pytest.importorskip("moto", reason="moto is in the 'dev' extra")
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    with moto.mock_aws():
+    with mocked_aws(monkeypatch, REGION):
         result = precheck.check(
             lambda_client=boto3.client("lambda", region_name=REGION),
             quotas_client=boto3.client("service-quotas", region_name=REGION),

@@ -8,21 +8,16 @@ import pytest
 
 from capsule.core.errors import KeyUnavailable
 from capsule.crypto.wrappers import KmsWrapper
+from tests.support.moto_aws import mocked_aws
 
-moto = pytest.importorskip("moto", reason="moto is in the 'dev' extra")
+pytest.importorskip("moto", reason="moto is in the 'dev' extra")
 boto3 = pytest.importorskip("boto3")
 REGION = "eu-west-1"
 
 
 @pytest.fixture
 def kms(monkeypatch):
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
-    with moto.mock_aws():
+    with mocked_aws(monkeypatch, REGION):
         yield boto3.client("kms", region_name=REGION)
 
 

@@ -13,6 +13,7 @@ import zipfile
 import pytest
 
 from infra import alarm_choice
+from tests.support.moto_aws import mocked_aws
 
 # ---- the choice --------------------------------------------------------------------
 
@@ -100,13 +101,7 @@ REGION, ACCOUNT = "us-east-1", "123456789012"
 
 @pytest.fixture
 def aws(monkeypatch):
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
-    with moto.mock_aws():
+    with mocked_aws(monkeypatch, REGION):
         yield
 
 
