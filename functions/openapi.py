@@ -79,6 +79,10 @@ def _idempotency_keys(doc: dict[str, Any]) -> dict[str, Any]:
                 },
             }
         )
+        # A key's earlier request is stored data: no schema can say the key is taken.
+        operation.setdefault("x-capsule-rules", []).append(
+            {"status": 422, "rule": f"an {idempotency.HEADER} already sent with another request is refused"}
+        )
     return doc
 
 
