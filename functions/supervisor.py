@@ -56,6 +56,8 @@ def listen(host: str, port: int, backlog: int = BACKLOG) -> socket.socket:
 
 REFUSE_READ_S = 2.0  # how long the refuser waits for a request's head and body before answering anyway
 REFUSE_MAX_BYTES = 1 << 20  # what it reads of a body before answering (the rest is read and dropped)
+QUIET_S = 0.2  # at close, the backlog is answered until no connection has arrived for this long
+DRAIN_MAX_S = 2.0  # ... or this long at most
 
 
 def _refusal() -> bytes:
@@ -149,7 +151,14 @@ class Refuser:
         self._stop.set()
         self._thread.join(5)
         if refuse_new(self.sock):
-            self._accept_all(timeout=0.02)  # a handshake under way when the filter came completes
+            # Handshakes under way when the filter came still complete (it drops only a new SYN):
+            # answer until none has arrived for a while, within a bound.
+            quiet_until, give_up = time.monotonic() + QUIET_S, time.monotonic() + DRAIN_MAX_S
+            while time.monotonic() < min(quiet_until, give_up):
+                before = len(self._handlers)
+                self._accept_all(timeout=0.02)
+                if len(self._handlers) != before:
+                    quiet_until = time.monotonic() + QUIET_S
         self._accept_all(timeout=0)
         self.sock.close()
         deadline = time.monotonic() + 2 * REFUSE_READ_S + 1
@@ -160,13 +169,24 @@ class Refuser:
 SO_ATTACH_FILTER = 26  # Linux's socket option for a classic BPF filter
 
 
+# The filter sees a segment from its TCP header: byte 13 holds the flags (SYN 0x02, ACK 0x10).
+_SYN_ONLY = (
+    (0x30, 0, 0, 13),  # BPF_LD|BPF_B|BPF_ABS: A = the flags
+    (0x54, 0, 0, 0x12),  # BPF_ALU|BPF_AND|BPF_K: A &= SYN|ACK
+    (0x15, 0, 1, 0x02),  # BPF_JMP|BPF_JEQ|BPF_K: a SYN without ACK (a new connection)?
+    (0x06, 0, 0, 0),  # BPF_RET|BPF_K: yes, drop it
+    (0x06, 0, 0, 0xFFFFFFFF),  # BPF_RET|BPF_K: no, keep it whole
+)
+
+
 def refuse_new(sock: socket.socket) -> bool:
-    """Attach a socket filter that drops every packet (one instruction: return 0) to the listening
-    socket: no new connection reaches its backlog. Linux only; False where it cannot."""
+    """Attach a socket filter to the listening socket that drops a new connection's SYN: no new
+    connection reaches its backlog, while a handshake already under way (its ACK) completes and
+    is answered rather than reset at close. Linux only; False where it cannot."""
     if not sys.platform.startswith("linux"):
         return False
-    program = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0))  # BPF_RET|BPF_K, k=0
-    fprog = struct.pack("HL", 1, ctypes.addressof(program))
+    program = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *op) for op in _SYN_ONLY))
+    fprog = struct.pack("HL", len(_SYN_ONLY), ctypes.addressof(program))
     try:
         sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
     except OSError:
