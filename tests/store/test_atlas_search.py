@@ -32,6 +32,7 @@ from capsule.store.mongo_docs import record_to_doc  # noqa: E402
 from capsule.store.sqlite import SQLiteStore  # noqa: E402
 from scripts.atlas_fake import DocsCorpus, FakeAtlasDatabase, OperationCounter  # noqa: E402
 from scripts.atlas_fake_search import Analyzer  # noqa: E402
+from tests.store.test_atlas_shortlist import ready_records  # noqa: E402
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 T1_SIZE = 1200  # several times the shortlist (<= 300), so the hosted answer is not the whole project re-ranked
@@ -63,23 +64,7 @@ def corpus_records(tenant: str, project: str, n: int, *, offset: int = 0) -> lis
         f"{SUBJECTS[i % len(SUBJECTS)]} {DETAILS[(i * 3 + i // 8) % len(DETAILS)]} note {i}"
         for i in range(offset, offset + n)
     ]
-    vectors = EMBEDDER.embed(texts)
-    return [
-        MemoryRecord(
-            id=f"{tenant}-{project}-{i}",
-            tenant=tenant,
-            project=project,
-            content=content,
-            sha256=f"{tenant}{project}{i}",
-            occurred_at=T0 - timedelta(hours=i),
-            created_at=T0 - timedelta(hours=i),
-            updated_at=T0,
-            embedding=vector,
-            model=EMBEDDER.model_id,
-            status="ready",
-        )
-        for i, (content, vector) in zip(range(offset, offset + n), zip(texts, vectors))
-    ]
+    return ready_records(tenant, project, texts, start=offset)
 
 
 def make_cluster(ready_after: int = 0):

@@ -46,8 +46,8 @@ class Down:
         raise Unavailable("the provider is down")
 
 
-def memories(tenant: str, project: str, n: int) -> list[MemoryRecord]:
-    texts = [f"{TOPICS[i % len(TOPICS)]} case {i} in {project}" for i in range(n)]
+def ready_records(tenant: str, project: str, texts: list[str], *, start: int = 0) -> list[MemoryRecord]:
+    """Embedded, ready memories of ``texts``, the i-th (from ``start``) an hour older than the one before."""
     vectors = EMBEDDER.embed(texts)
     return [
         MemoryRecord(
@@ -63,8 +63,12 @@ def memories(tenant: str, project: str, n: int) -> list[MemoryRecord]:
             model=EMBEDDER.model_id,
             status="ready",
         )
-        for i, (text, vector) in enumerate(zip(texts, vectors))
+        for i, (text, vector) in enumerate(zip(texts, vectors), start=start)
     ]
+
+
+def memories(tenant: str, project: str, n: int) -> list[MemoryRecord]:
+    return ready_records(tenant, project, [f"{TOPICS[i % len(TOPICS)]} case {i} in {project}" for i in range(n)])
 
 
 @pytest.fixture
