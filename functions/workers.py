@@ -169,8 +169,19 @@ class WorkerServer(uvicorn.Server):
                 pass
 
     def _stop_accepting(self) -> None:
-        for server in getattr(self, "servers", []):
-            server.close()
+        # asyncio's Server.close() between accepting a connection and making its transport (a
+        # task the accept scheduled) fails that task (Server._attach asserts the server still has
+        # its sockets) and leaves the accepted socket to the garbage collector: the client's
+        # request is never read and the kernel resets the connection. So the listener leaves the
+        # loop first (its accept handle, if queued, is cancelled), and the servers close a step
+        # later, once the transports already scheduled are made.
+        servers = list(getattr(self, "servers", []))
+        loop = asyncio.get_running_loop()
+        if isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop):
+            for server in servers:
+                for sock in server.sockets:
+                    loop.remove_reader(sock.fileno())
+        loop.call_soon(lambda: [server.close() for server in servers])
 
 
 def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.connection.Connection) -> None:
@@ -198,6 +209,7 @@ def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.conn
         uvicorn.Config(
             application,
             http=protocol,
+            loop="asyncio",  # _stop_accepting works on asyncio's selector loop
             lifespan="off",
             log_config=None,
             access_log=False,
