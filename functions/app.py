@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import hashlib
 import json
 import re
+import time
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,7 +60,8 @@ from . import body as bodies
 from . import byok, idempotency, query_names, routes, scopes
 from .body import body_text
 from .body import parse as parse_body
-from .secrets import load_settings
+from .secrets import load_settings, secret_arn
+from .secrets import max_age as secret_max_age
 from .shortcut import Shortcut, replaying
 from .tenancy import tenant_of
 
@@ -73,18 +76,60 @@ metrics = Metrics(namespace=NAMESPACE, service=SERVICE_NAME)
 _service: MemoryService | None = None
 
 
+@dataclass
+class _FromSecret:
+    """The secret's values a service was built with (as a digest) and when they were last checked."""
+
+    digest: str
+    checked: float
+
+
+_from_secret: _FromSecret | None = None  # None: not built from the deployment's secret
+
+
 def set_service(service: MemoryService | None) -> None:
     """Use ``service`` for every handler of this process (None: build from the environment)."""
-    global _service
-    _service = service
+    global _service, _from_secret
+    _service, _from_secret = service, None
 
 
 def service() -> MemoryService:
+    global _from_secret
     if _service is None:
         # The environment, plus the deployment's secret when CAPSULE_SECRET_ARN names one.
-        set_service(build_service(load_settings()))
+        settings = load_settings()
+        set_service(build_service(settings))
+        if secret_arn():
+            _from_secret = _FromSecret(_secret_digest(settings), time.monotonic())
+    elif _from_secret is not None and time.monotonic() - _from_secret.checked >= secret_max_age():
+        _refresh_from_secret(_from_secret)
     assert _service is not None
     return _service
+
+
+def _refresh_from_secret(built: _FromSecret) -> None:
+    """A warm container reads the secret again once Powertools' copy has aged out, and builds its
+    service anew when a value changed (a rotated MongoDB password or provider key): otherwise a
+    rotated secret would be seen only by containers started after it. When Secrets Manager cannot
+    answer, the service in hand goes on serving and the next check is a max age later."""
+    global _from_secret
+    built.checked = time.monotonic()
+    try:
+        settings = load_settings()
+    except CapsuleError as exc:
+        logger.warning("the deployment's secret could not be read again; keeping the settings in use", error=str(exc))
+        return
+    digest = _secret_digest(settings)
+    if digest != built.digest:
+        logger.info("the deployment's secret changed; building the service with its new values")
+        set_service(build_service(settings))
+        _from_secret = _FromSecret(digest, built.checked)
+
+
+def _secret_digest(settings: Any) -> str:
+    values = (settings.mongodb_uri, settings.voyage_api_key, settings.openai_api_key)
+    joined = "\x00".join(v.get_secret_value() if v is not None else "" for v in values)
+    return hashlib.sha256(joined.encode()).hexdigest()
 
 
 # ---- the caller ---------------------------------------------------------------

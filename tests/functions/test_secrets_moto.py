@@ -51,3 +51,39 @@ def test_a_secret_that_is_not_a_json_object_is_refused(client):
     listed = client.create_secret(Name="listed", SecretString="[1, 2]")["ARN"]
     with pytest.raises(Unavailable, match="not a JSON object"):
         fetch_secret(listed, boto3_client=client, max_age_s=1)
+
+
+def test_a_rotated_secret_is_used_once_its_max_age_has_passed(client, monkeypatch):
+    """A warm container built its service from the secret: after a rotation it builds it anew with
+    the new values once Powertools' copy has aged out; unchanged values keep the service, and a
+    Secrets Manager that cannot answer leaves the service in hand serving."""
+    import time
+
+    import functions.app as app
+    import functions.secrets as secrets
+
+    arn = client.create_secret(Name="rotating", SecretString=json.dumps({"mongodb_uri": "mongodb://one/"}))["ARN"]
+    monkeypatch.setattr(secrets, "_PROVIDER", None)  # made in moto's world, dropped after
+    monkeypatch.setattr(app, "_service", None)
+    monkeypatch.setattr(app, "_from_secret", None)
+    monkeypatch.setenv("CAPSULE_SECRET_ARN", arn)
+    monkeypatch.setenv("CAPSULE_STORE", "mongo")
+    monkeypatch.setenv("POWERTOOLS_PARAMETERS_MAX_AGE", "1")
+    built: list[str] = []
+
+    def build(settings):
+        built.append(settings.mongodb_uri.get_secret_value())
+        return object()
+
+    monkeypatch.setattr(app, "build_service", build)
+    first = app.service()
+    client.put_secret_value(SecretId=arn, SecretString=json.dumps({"mongodb_uri": "mongodb://two/"}))
+    assert app.service() is first and built == ["mongodb://one/"]  # within the max age: not asked
+    time.sleep(1.1)
+    second = app.service()
+    assert second is not first and built == ["mongodb://one/", "mongodb://two/"]
+    time.sleep(1.1)
+    assert app.service() is second and len(built) == 2  # read again, unchanged: the same service
+    client.delete_secret(SecretId=arn, ForceDeleteWithoutRecovery=True)
+    time.sleep(1.1)
+    assert app.service() is second and len(built) == 2

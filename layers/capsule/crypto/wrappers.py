@@ -15,9 +15,14 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core.errors import InvalidInput, KeyRefused, KeyUnavailable
+from ..core import deadline
+from ..core.errors import InvalidInput, KeyRefused, KeyUnavailable, Unavailable
 
 KEY_BYTES = 32
+KMS_CALL_S = 6.0  # a KMS call's whole budget, retries included, when the request leaves that much
+KMS_CONNECT_S = 1.0  # connecting to KMS's regional endpoint takes milliseconds; more is an outage
+KMS_MIN_ATTEMPT_S = 1.5  # a second attempt only when each would get at least this long
+KMS_STEP_S = 0.25  # clients are kept by budget in steps of this
 from .context import BYOK_HEADER  # noqa: E402
 
 
@@ -152,14 +157,15 @@ class KmsWrapper:
     ``client`` is a botocore KMS client (tests pass one with a Stubber)."""
 
     def __init__(self, client: Any, key_id: str) -> None:
-        self._given = client  # None: a boto3 client made on first use (not at a cold start)
+        self._given = client  # None: boto3 clients made on first use (not at a cold start), by budget
+        self._made: dict[float, Any] = {}
         self.key_id = key_id
         self.id = f"kms:{key_id}"
 
     def new_data_key(self, tenant: str) -> tuple[bytes, bytes]:
         answer = self._call(
             "GenerateDataKey",
-            self._client.generate_data_key,
+            "generate_data_key",
             KeyId=self.key_id,
             KeySpec="AES_256",
             EncryptionContext={"tenant": tenant},
@@ -168,33 +174,55 @@ class KmsWrapper:
 
     def wrap(self, data_key: bytes, tenant: str) -> bytes:
         answer = self._call(
-            "Encrypt", self._client.encrypt, KeyId=self.key_id, Plaintext=data_key, EncryptionContext={"tenant": tenant}
+            "Encrypt", "encrypt", KeyId=self.key_id, Plaintext=data_key, EncryptionContext={"tenant": tenant}
         )
         return answer["CiphertextBlob"]
 
     def unwrap(self, wrapped: bytes, tenant: str) -> bytes:
         answer = self._call(
             "Decrypt",
-            self._client.decrypt,
+            "decrypt",
             KeyId=self.key_id,
             CiphertextBlob=wrapped,
             EncryptionContext={"tenant": tenant},
         )
         return answer["Plaintext"]
 
-    @property
-    def _client(self) -> Any:
-        if self._given is None:
+    def _client(self, seconds: float) -> Any:
+        """A client whose attempts, connection and reads included, end within ``seconds``.
+
+        boto3's defaults (60 s to connect, 60 s to read, several retries) outlast any request, and
+        a Lambda function killed at its timeout answers nothing; so the client is made for the
+        budget: two attempts when there is room, one otherwise. Clients are kept by budget in
+        KMS_STEP_S steps, rounded down (a handful at most: nearly every call has the full one)."""
+        if self._given is not None:
+            return self._given
+        step = max(KMS_STEP_S, seconds - seconds % KMS_STEP_S)
+        client = self._made.get(step)
+        if client is None:
             import boto3  # the 'aws' extra, in the Lambda runtime
+            from botocore.config import Config
 
-            self._given = boto3.client("kms")
-        return self._given
+            attempts = 2 if step >= 2 * KMS_MIN_ATTEMPT_S else 1
+            per_attempt = step / attempts
+            connect = min(KMS_CONNECT_S, per_attempt / 2)
+            config = Config(
+                connect_timeout=connect,
+                read_timeout=per_attempt - connect,
+                retries={"total_max_attempts": attempts, "mode": "standard"},  # the first try included
+            )
+            client = self._made[step] = boto3.client("kms", config=config)
+        return client
 
-    def _call(self, name: str, method: Any, **params: Any) -> dict[str, Any]:
+    def _call(self, name: str, method: str, **params: Any) -> dict[str, Any]:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            return method(**params)
+            seconds = deadline.budget(KMS_CALL_S, what=f"ask AWS KMS to {name}")
+        except Unavailable as exc:
+            raise KeyUnavailable(str(exc)) from exc
+        try:
+            return getattr(self._client(seconds), method)(**params)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "error")
             raise KeyUnavailable(
