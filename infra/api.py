@@ -44,6 +44,9 @@ def route_stack_of(name: str) -> int:
     return zlib.crc32(name.encode()) % ROUTE_STACKS
 
 
+SEARCH_ROUTE = "search"  # the route -c search_start applies to
+
+
 @dataclass(frozen=True)
 class Throttle:
     """The stage's steady rate (requests/s) and burst (the token bucket's size).
@@ -102,8 +105,10 @@ class CapsuleApi(Construct):
         api_key_auth: bool,
         throttle: Throttle = Throttle(),
         functions_asset: Path | None = None,
+        search_start: tuple[str, int] = ("on-demand", 0),
     ) -> None:
         super().__init__(scope, id)
+        self.search_start = search_start
         self.functions: dict[str, lambda_.Function] = {}
         self.routes: dict[str, apigwv2.HttpRoute] = {}
         self.http_api = apigwv2.HttpApi(
@@ -231,6 +236,7 @@ class CapsuleApi(Construct):
         if route.auth:  # the public document needs no store and no secret
             secret.grant_read(fn)
         self.functions[route.name] = fn
+        target = self._started(scope, name, fn) if route.name == SEARCH_ROUTE else fn
         self.routes[route.name] = apigwv2.HttpRoute(
             scope,
             f"{name}Route",
@@ -238,7 +244,30 @@ class CapsuleApi(Construct):
             route_key=apigwv2.HttpRouteKey.with_(route.path, apigwv2.HttpMethod(route.method)),
             # The gateway's own limit, said outright: the function's timeout is below it (functions/routes.py).
             integration=integrations.HttpLambdaIntegration(
-                f"{name}Integration", fn, timeout=Duration.seconds(GATEWAY_TIMEOUT_S)
+                f"{name}Integration", target, timeout=Duration.seconds(GATEWAY_TIMEOUT_S)
             ),
             authorizer=authorizer if route.auth else apigwv2.HttpNoneAuthorizer(),
+        )
+
+    def _started(self, scope: Construct, name: str, fn: lambda_.Function) -> lambda_.IFunction:
+        """The search function as the gateway calls it under ``-c search_start``: itself on demand,
+        or an alias of a published version that Lambda snapshots (SnapStart) or keeps warm
+        (provisioned concurrency). Search is the route whose cold start costs most (numpy, the
+        store's client, the embedder's HTTP pool) and the one an agent waits on."""
+        kind, count = self.search_start
+        if kind == "on-demand":
+            return fn
+        if kind == "snapstart":
+            # A snapshot is taken after the imports; nothing made at import time may be unique
+            # to one environment (connections and clients are made at the first request).
+            cfn = fn.node.default_child
+            assert isinstance(cfn, lambda_.CfnFunction)
+            cfn.snap_start = lambda_.CfnFunction.SnapStartProperty(apply_on="PublishedVersions")
+            return lambda_.Alias(scope, f"{name}Live", alias_name="live", version=fn.current_version)
+        return lambda_.Alias(
+            scope,
+            f"{name}Live",
+            alias_name="live",
+            version=fn.current_version,
+            provisioned_concurrent_executions=count,
         )

@@ -53,6 +53,7 @@ def options_from(app: cdk.App) -> StackOptions:
         kms_key_arn=context.kms_key_arn(get("kms_key_arn")),
         network=network_choice(get("atlas_network"), get("atlas_endpoint_service"), embedder),
         atlas_iam_auth=context.flag(get("atlas_iam_auth"), "atlas_iam_auth"),
+        search_start=context.search_start(get("search_start")),
     )
 
 

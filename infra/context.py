@@ -53,6 +53,28 @@ def kms_key_arn(value: Any) -> str | None:
     return value
 
 
+SEARCH_STARTS = ("on-demand", "snapstart", "provisioned:N")
+MAX_PROVISIONED = 100  # a guard against a typo that would bill 1,000 warm environments
+
+
+def search_start(value: Any) -> tuple[str, int]:
+    """``-c search_start=``: how the search route's function starts. ``on-demand`` (the default:
+    cold starts as they come), ``snapstart`` (Lambda restores a snapshot taken after the imports:
+    no warm capacity to pay for, a restore instead of an import), or ``provisioned:N`` (N
+    environments kept warm, billed by the hour). Lambda allows the last two only apart."""
+    if value in (None, "", "on-demand"):
+        return "on-demand", 0
+    if value == "snapstart":
+        return "snapstart", 0
+    text = str(value)
+    kind, _, count = text.partition(":")
+    if kind == "provisioned" and count.isdigit() and 1 <= int(count) <= MAX_PROVISIONED:
+        return "provisioned", int(count)
+    raise SystemExit(
+        f"-c search_start={value!r}: expected on-demand, snapstart or provisioned:N (N from 1 to {MAX_PROVISIONED})"
+    )
+
+
 ATLAS_NETWORKS = ("privatelink", "nat", "public")
 # What Atlas shows when you add an AWS private endpoint: the endpoint service's name.
 _ENDPOINT_SERVICE = re.compile(r"com\.amazonaws\.vpce\.[a-z0-9-]+\.vpce-svc-[0-9a-f]{8,17}")

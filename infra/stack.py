@@ -42,6 +42,8 @@ class StackOptions:
     # How the functions reach Atlas (infra/atlas_network.py) and whether they sign in with their roles.
     network: NetworkChoice = NetworkChoice(mode="public")
     atlas_iam_auth: bool = False
+    # How the search route's function starts (infra/context.py search_start): kind, warm count.
+    search_start: tuple[str, int] = ("on-demand", 0)
 
 
 class CapsuleStack(Stack):
@@ -95,6 +97,7 @@ class CapsuleStack(Stack):
             api_key_auth=options.api_key_auth,
             throttle=options.throttle,
             functions_asset=options.functions_asset,
+            search_start=options.search_start,
         )
         self.jobs = ScheduledJobs(self, "Jobs", shared=shared, secret=self.secret)
         # The data key only where memories are sealed or opened: not the public document, not the authorizer.
