@@ -172,25 +172,47 @@ def prune(site: Path) -> None:
     shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts: nothing runs them in Lambda
 
 
-def python_for(platform: str, python: str | None) -> str:
-    """The interpreter that compiles the layer's bytecode: it must be the runtime's version."""
-    if platform == "host" or (python is None and "{}.{}".format(*sys.version_info[:2]) == PYTHON_VERSION):
+def python_for(platform: str, python: str | None) -> str | None:
+    """The interpreter that compiles the layer's bytecode: it must be the runtime's version.
+
+    One given with --python must be that version. Without it, ``python3.12`` on PATH is used when
+    it works; when none does (a machine with another Python, a pyenv shim of a version not
+    selected), the layer is built without bytecode and says so: the deploy walk-through works as
+    printed, and each cold start compiles what it imports (--python PATH gives it back)."""
+    if platform == "host" or (python is None and _version_of(sys.executable) == PYTHON_VERSION):
         return python or sys.executable
-    python = python or shutil.which(f"python{PYTHON_VERSION}")
     if python is None:
-        raise SystemExit(
-            f"compiling the layer's bytecode needs Python {PYTHON_VERSION}: pass --python PATH "
-            "(or --no-compile, which costs every cold start its compile time)"
-        )
-    found = subprocess.run(
-        [python, "-c", "import sys; print('{}.{}'.format(*sys.version_info[:2]))"], capture_output=True, text=True
-    ).stdout.strip()
+        found = shutil.which(f"python{PYTHON_VERSION}")
+        if found is None or _version_of(found) != PYTHON_VERSION:
+            print(
+                f"warning: no working python{PYTHON_VERSION} on PATH: the layer ships without bytecode, so each "
+                f"cold start compiles its imports; pass --python PATH to a Python {PYTHON_VERSION} to include it",
+                file=sys.stderr,
+            )
+            return None
+        return found
+    found = _version_of(python)
     if found != PYTHON_VERSION:
         raise SystemExit(
             f"{python} is not a working Python {PYTHON_VERSION} (it says {found or 'nothing'}): "
             f"pass --python PATH to the Python {PYTHON_VERSION} Lambda runs"
         )
     return python
+
+
+def _version_of(python: str) -> str:
+    """'3.12' for a working Python 3.12; '' when it does not run (a pyenv shim of no version)."""
+    if python == sys.executable:
+        return "{}.{}".format(*sys.version_info[:2])
+    try:
+        return subprocess.run(
+            [python, "-c", "import sys; print('{}.{}'.format(*sys.version_info[:2]))"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
 
 
 def compile_tree(site: Path, python: str) -> None:

@@ -61,7 +61,8 @@ NOT_RUN = {
     "./scripts/test": "the test command: it runs this suite (tests/cli/test_test_script.py runs its checks)",
     "capsule bench ": "benchmarks and evals take minutes and need the datasets",
     "capsule import vector-bridge": "needs the original projects' databases",
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[infra,mongo]'": "deploys to an AWS account",
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[infra,mongo]'": "deploys to an AWS account "
+    "(tests/infra/test_deploy_walkthrough.py runs it up to the deploy)",
     "aws secretsmanager put-secret-value": "needs an AWS account",
     "aws iam put-role-policy": "needs an AWS account and a deployed stack",
     "capsule sync both --url https://api.example.com": "needs a remote tenant (tests/serve/test_sync_http.py syncs "
