@@ -50,6 +50,7 @@ ROUTES: tuple[Route, ...] = (
     Route("update", "PATCH", "/v1/memories/{id}", _h("update"), timeout_s=15),
     Route("history", "GET", "/v1/memories/{id}/history", _h("history")),
     Route("revert", "POST", "/v1/memories/{id}/revert", _h("revert"), timeout_s=15),
+    Route("audit", "GET", "/v1/audit", _h("audit")),
     Route("projects", "GET", "/v1/projects", _h("projects")),
     # capture: memories proposed from conversations (capsule.capture)
     Route("capture", "POST", "/v1/memories/capture", _h("capture"), timeout_s=MAX_TIMEOUT_S),

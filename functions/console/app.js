@@ -50,7 +50,7 @@
   };
 
   // Answers that arrive after a newer request of the same kind was sent are dropped.
-  const latest = { list: 0, search: 0, candidates: 0, table: 0 };
+  const latest = { list: 0, search: 0, candidates: 0, table: 0, audit: 0 };
 
   // ---- small helpers ------------------------------------------------------
 
@@ -359,6 +359,9 @@
       table.selected.clear();
       table.open.clear();
       $('table-body').replaceChildren();
+      Object.assign(auditLog, { key: null, params: new URLSearchParams(), cursors: [null], page: 0, next: null });
+      $('audit-log-body').replaceChildren();
+      $('audit-log-explanation').textContent = '';
       $('whoami').textContent = '';
       $('principal-scopes').replaceChildren();
       $('principal-scopes-explanation').textContent = '';
@@ -1128,9 +1131,15 @@
     $('audit-list').replaceChildren();
   }
 
-  // ---- audit records: the API has them in the project's export only ---------------
+  // ---- a memory's audit records (GET /v1/audit?memory_id=) ---------------------------
 
-  const AUDIT_PAGES = 5;  // the export's pages read at most for one memory's records
+  const AUDIT_PAGES = 5;  // pages of 100 read at most for one memory's records (the Activity view pages on)
+
+  function auditItem(row) {
+    return el('li', { class: 'version', 'data-action': row.action },
+      el('strong', {}, row.action), ' ', el('span', { class: 'hint' }, row.at), ' ',
+      el('span', {}, 'by ' + (row.actor || 'unknown') + (row.reason ? ': ' + row.reason : '')));
+  }
 
   async function loadAudit(button) {
     const memory = state.detail;
@@ -1141,27 +1150,102 @@
       let cursor = null;
       let pages = 0;
       do {
-        const params = new URLSearchParams({ project: memory.project });
-        if (cursor) params.set('cursor', cursor);
-        const page = await apiLines('/v1/export?' + params.toString());
-        for (const line of page.text.split('\n')) {
-          if (!line.includes('"audit"')) continue;
-          try {
-            const row = JSON.parse(line);
-            if (row.kind === 'audit' && row.memory_id === memory.id) found.push(row);
-          } catch (_) { /* not a row of ours */ }
-        }
-        cursor = page.next;
+        const query = new URLSearchParams({ memory_id: memory.id, limit: '100' });
+        if (cursor) query.set('cursor', cursor);
+        const page = await api('GET', '/v1/audit?' + query.toString());
+        found.push(...(page.records || []));
+        cursor = page.next_cursor || null;
         pages += 1;
       } while (cursor && pages < AUDIT_PAGES);
+      found.reverse();  // the API answers newest first; a memory's story reads oldest first
       $('audit-explanation').textContent = plural(found.length, 'audit record', 'audit records') + ' of ' + memory.id
-        + ', read from the export of ' + memory.project + (cursor ? ' (its first ' + AUDIT_PAGES + ' pages only).' : '.');
-      $('audit-list').replaceChildren(...found.map((row) => el('li', { class: 'version', 'data-action': row.action },
-        el('strong', {}, row.action), ' ', el('span', { class: 'hint' }, row.at), ' ',
-        el('span', {}, 'by ' + (row.actor || 'unknown') + (row.reason ? ': ' + row.reason : '')))));
+        + ', oldest first' + (cursor ? ' (the latest ' + found.length + '; the Activity view pages through all).' : '.');
+      $('audit-list').replaceChildren(...found.map(auditItem));
       $('audit').hidden = false;
       $('audit-title').focus();
     });
+  }
+
+  // ---- the tenant's audit log (GET /v1/audit), in the Activity view -------------------------
+
+  // [form field, the view's address parameter, the API's query parameter]
+  const AUDIT_FILTERS = [['audit-project', 'audit_project', 'project'], ['audit-action', 'action', 'action'],
+    ['audit-memory', 'memory', 'memory_id']];
+  const AUDIT_PAGE = 25;
+  const auditLog = { key: null, params: new URLSearchParams(), cursors: [null], page: 0, next: null };
+
+  function auditParamsFromForm() {
+    const params = new URLSearchParams();
+    for (const [id, name] of AUDIT_FILTERS) {
+      const value = $(id).value.trim();
+      if (value) params.set(name, value);
+    }
+    return params;
+  }
+
+  function auditQuery(params, cursor) {
+    const query = new URLSearchParams({ limit: String(AUDIT_PAGE) });
+    for (const [, name, apiName] of AUDIT_FILTERS) if (params.get(name)) query.set(apiName, params.get(name));
+    if (cursor) query.set('cursor', cursor);
+    return query;
+  }
+
+  /** Show the audit log for the address's filters; read again when they changed or the view was just opened. */
+  async function enterAudit(params, opened) {
+    for (const [id, name] of AUDIT_FILTERS) $(id).value = params.get(name) || '';
+    $('audit-projects').replaceChildren(...state.projects.map((p) => el('option', { value: p.project })));
+    const key = auditQuery(params, null).toString();
+    if (key === auditLog.key && !opened) return;
+    Object.assign(auditLog, { key, params, cursors: [null], page: 0, next: null });
+    await loadAuditPage();
+  }
+
+  function auditRow(row) {
+    const link = el('a', { href: hashOf('projects', new URLSearchParams({ project: row.project, memory: row.memory_id })),
+      title: row.memory_id, 'aria-label': 'Open memory ' + row.memory_id }, shortId(row.memory_id));
+    return el('tr', { 'data-memory': row.memory_id, 'data-action': row.action },
+      el('td', { class: 'audit-when' }, el('time', { datetime: row.at, title: row.at }, whenText(row.at))),
+      el('td', {}, el('strong', {}, row.action)),
+      el('td', {}, link),
+      el('td', {}, row.project),
+      el('td', {}, row.actor || 'unknown'),
+      el('td', { class: 'audit-reason' }, row.reason || ''));
+  }
+
+  async function loadAuditPage() {
+    const seq = ++latest.audit;
+    await run('Audit log', null, async () => {
+      const query = auditQuery(auditLog.params, auditLog.cursors[auditLog.page]);
+      const result = await api('GET', '/v1/audit?' + query.toString());
+      if (seq !== latest.audit) return;
+      const records = result.records || [];
+      auditLog.next = result.next_cursor || null;
+      $('audit-log-body').replaceChildren(...records.map(auditRow));
+      $('audit-log-empty').hidden = records.length > 0;
+      $('audit-log-explanation').textContent = result.explanation || '';
+      $('audit-page').textContent = 'Page ' + (auditLog.page + 1);
+      $('audit-prev').disabled = auditLog.page === 0;
+      $('audit-next').disabled = !auditLog.next;
+    });
+  }
+
+  function auditNext() {
+    if (!auditLog.next) return;
+    auditLog.cursors[auditLog.page + 1] = auditLog.next;
+    auditLog.page += 1;
+    loadAuditPage();
+  }
+
+  function auditPrev() {
+    if (auditLog.page === 0) return;
+    auditLog.page -= 1;
+    loadAuditPage();
+  }
+
+  /** A link to one memory (#/projects?project=P&memory=ID): its detail, unless it is already open. */
+  async function openMemoryFromAddress(memoryId) {
+    if (state.detail && state.detail.id === memoryId && !$('detail').hidden) return;
+    await showDetail({ id: memoryId }, null);
   }
 
   // ---- edit, history, revert ------------------------------------------------------
@@ -1628,10 +1712,16 @@
   // ---- API keys of the local gateway (functions.keys_api) -----------------------------
 
   const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-  const KEY_SHOWN = new Set(['name', 'tenant', 'created_at']);
+  const KEY_SHOWN = new Set(['name', 'tenant', 'created_at', 'scope', 'scope_text']);
+
+  /** A key's scope in one line, as capsule keys list prints it (the gateway says it: scope_text). */
+  function scopeText(key) {
+    if (key.scope_text) return key.scope_text;
+    return key.scope && Object.keys(key.scope).length ? JSON.stringify(key.scope) : 'full';
+  }
 
   function keyItem(key) {
-    // Fields the gateway may add (scopes, ...) are shown as they come.
+    // Fields the gateway may add beside these are shown as they come.
     const extra = Object.entries(key).filter(([k]) => !KEY_SHOWN.has(k))
       .map(([k, v]) => k + ': ' + (Array.isArray(v) ? v.join(', ') : typeof v === 'object' ? JSON.stringify(v) : v));
     const revoke = el('button', { type: 'button', class: 'btn btn-small btn-danger', 'data-action': 'Revoke',
@@ -1639,6 +1729,7 @@
     const row = el('li', { 'data-name': key.name },
       el('strong', {}, key.name), ' ', el('span', { class: 'badge' }, 'tenant ' + key.tenant), ' ',
       el('span', { class: 'hint' }, 'made ' + (key.created_at || '?')),
+      el('p', { class: 'key-scope-text', 'data-scope': JSON.stringify(key.scope || {}) }, 'scope: ' + scopeText(key)),
       extra.length ? el('p', { class: 'hint key-extra' }, extra.join(' · ')) : null,
       el('div', { class: 'actions' }, revoke));
     revoke.addEventListener('click', () => askRevoke(key, row));
@@ -1671,6 +1762,25 @@
     });
   }
 
+  /** The new key's scope (the shape of PUT /v1/scopes/principals' scope): only what differs from full access. */
+  function scopeFromForm() {
+    const scope = {};
+    if ($('key-access').value !== 'admin') scope.access = $('key-access').value;
+    const projects = parseTags($('key-projects').value);
+    if (projects.length) scope.projects = projects;
+    const subjects = parseTags($('key-subjects').value);
+    if (subjects.length) scope.subjects = subjects;
+    if ($('key-sees').value !== 'private') scope.sees = $('key-sees').value;
+    return scope;
+  }
+
+  function resetScopeForm() {
+    $('key-access').value = 'admin';
+    $('key-projects').value = '';
+    $('key-subjects').value = '';
+    $('key-sees').value = 'private';
+  }
+
   async function createKey(event) {
     event.preventDefault();
     clearMessages();
@@ -1683,12 +1793,15 @@
     const body = { name };
     const tenant = $('key-tenant').value.trim();
     if (tenant) body.tenant = tenant;
+    const scopes = scopeFromForm();
+    if (Object.keys(scopes).length) body.scopes = scopes;
     await run('Create key', $('key-create'), async () => {
       const result = await api('POST', '/v1/keys', body);
       $('new-key').value = result.key;
       $('copy-key').textContent = 'Copy key';
       $('new-key-box').hidden = false;
       $('key-name').value = '';
+      resetScopeForm();
       say('Create key', result.explanation);
       await loadKeys(null, true);
       $('new-key').focus();
@@ -2012,6 +2125,8 @@
     const project = params.get('project');
     if (project && project !== state.project) await openProject(project);
     if (view === 'memories') await enterTable(params, changed);
+    else if (view === 'activity') await enterAudit(params, changed);
+    else if (view === 'projects' && params.get('memory')) await openMemoryFromAddress(params.get('memory'));
     else if (view === 'solutions' && !$('solution-list').children.length) await loadSolutions(null, true);
     else if (view === 'keys' && !$('key-list').children.length) await loadKeys(null, true);
   }
@@ -2443,6 +2558,14 @@
       }
       renderTable();
     });
+    $('audit-filter-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      clearMessages();
+      go('activity', auditParamsFromForm());
+    });
+    $('audit-reset').addEventListener('click', () => { clearMessages(); go('activity'); });
+    $('audit-next').addEventListener('click', auditNext);
+    $('audit-prev').addEventListener('click', auditPrev);
     $('table-next').addEventListener('click', () => {
       if (!table.next) return;
       table.page += 1;

@@ -1,7 +1,7 @@
 """The authorization matrix, generated from the route table: every route x every principal kind
 (full, read-only, project-scoped, shared, public, subject, revoked, other tenant) x the objects
 the route reads or changes (memories in and out of a key's reach, project settings, patterns,
-golden paths, capture candidates, export and sync rows, history, audit).
+golden paths, capture candidates, export and sync rows, history, the audit log).
 
 The expectation is this test's own, not the implementation's: each route says here which
 memories its call reaches (one memory, a memory it would write, every memory of a project, every
@@ -199,6 +199,10 @@ def _build(data_dir: Path) -> World:
             )
         )
         assert r.status == 200, r  # a version in S1's history
+        for name in ("PA", "PB"):  # audit records in pub1: of a private memory of alice's, of bob's public one
+            for route in ("pin", "unpin"):
+                r = _invoke(event(route, path_params={"id": ids[name]}, authorizer=_full()))
+                assert r.status == 200, r
         changes = _invoke(event("sync_changes", query={"project": "secret"}, authorizer=_full()))
         assert changes.status == 200, changes
         item = next(i for i in changes.json["items"] if i["memory"]["id"] == ids["S2"])
@@ -300,6 +304,11 @@ CASES: list[Case] = [
     *_memory_cases("history"),
     *_memory_cases("revert", body={"version": 1}, full=(200, 422)),  # PB has one version only
     _filtered("projects", lambda w: {}),
+    # the audit log: every record names a memory; a limited key sees those of memories it can read
+    _filtered("audit", lambda w: {}, "all"),
+    _filtered("audit", lambda w: {"query": {"project": "secret"}}, "secret"),
+    _filtered("audit", lambda w: {"query": {"project": "pub1"}}, "pub1"),
+    _filtered("audit", lambda w: {"query": {"memory_id": w.ids["PA"]}}, "PA"),
     Case(
         "capture",
         "secret",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
@@ -381,15 +380,10 @@ def test_edit_content_tags_and_class_with_if_match_then_history_and_revert(page,
     expect(page.locator("#detail-content")).to_have_text("the first words")
     expect(versions).to_have_count(4)
 
-    # The audit records the API keeps (in the project's export), each change with who and why.
+    # The memory's audit records (GET /v1/audit?memory_id=), oldest first, each change with who and why.
     page.get_by_role("button", name="Audit records").click()
     settle(page)
-    request = urllib.request.Request(
-        f"{server.base}/v1/export?project={quote(project)}", headers={"Authorization": f"Bearer {server.token}"}
-    )
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        rows = [json.loads(line) for line in answer.read().decode().splitlines() if line.strip()]
-    audit = [r for r in rows if r.get("kind") == "audit" and r["memory_id"] == memory["id"]]
+    audit = server.ok("GET", f"/v1/audit?memory_id={quote(memory['id'])}&limit=100")["records"][::-1]
     assert len(audit) >= 3  # the console's edit, the other client's, the revert
     shown = page.locator("#audit-list li")
     expect(shown).to_have_count(len(audit))

@@ -301,3 +301,114 @@ def test_a_solution_is_created_edited_and_deleted(page, server):
     expect(page.locator("#solution-detail")).to_be_hidden()
     assert server.call("GET", f"/v1/solutions/{solution_id}")[0] == 404
     expect(page.locator(f"#solution-list li[data-id='{solution_id}']")).to_have_count(0)
+
+
+def test_the_activity_view_pages_and_filters_the_tenants_audit_log(page, server):
+    """GET /v1/audit in the Activity view: newest first, paged by the API's cursor, filtered by project,
+    action and memory id (the address keeps the filters), each row a link to its memory."""
+    first, second = "/srv/console-audit-a", "/srv/console-audit-b"
+    many = [server.store(first, f"audited memory {n:02d}") for n in range(14)]
+    for m in many:  # 28 records in the first project: more than a page (25)
+        server.ok("POST", f"/v1/memories/{quote(m['id'])}/pin")
+        server.ok("POST", f"/v1/memories/{quote(m['id'])}/unpin")
+    other = server.store(second, "the other project's memory")
+    server.ok("POST", f"/v1/memories/{quote(other['id'])}/pin")
+    server.ok("DELETE", f"/v1/memories/{quote(other['id'])}?force=true")
+    connect(page, server.token)
+    go(page, "activity")
+    rows = page.locator("#audit-log-body tr[data-memory]")
+    newest = server.ok("GET", "/v1/audit?limit=25")
+    expect(rows).to_have_count(25)
+    assert rows.evaluate_all("rs => rs.map(r => r.dataset.memory)") == [r["memory_id"] for r in newest["records"]]
+    expect(page.locator("#audit-log-explanation")).to_have_text(newest["explanation"])
+
+    # Filtered by project: 28 records, a page of 25 and one of 3, through the API's cursor.
+    page.get_by_label("Audit project").fill(first)
+    page.get_by_role("button", name="Show audit log").click()
+    settle(page)
+    expect(rows).to_have_count(25)
+    page.get_by_role("button", name="Next audit page").click()
+    settle(page)
+    expect(rows).to_have_count(3)
+    expect(page.get_by_role("button", name="Next audit page")).to_be_disabled()
+    oldest = server.ok("GET", f"/v1/audit?project={quote(first)}&limit=100")["records"][25:]
+    assert rows.evaluate_all("rs => rs.map(r => r.dataset.memory)") == [r["memory_id"] for r in oldest]
+    page.get_by_role("button", name="Previous audit page").click()
+    settle(page)
+    expect(rows).to_have_count(25)
+
+    # By action within the other project; the address keeps the filters through a reload.
+    page.get_by_label("Audit project").fill(second)
+    page.get_by_label("Audit action").select_option("forget")
+    page.get_by_role("button", name="Show audit log").click()
+    settle(page)
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-memory", other["id"])
+    expect(rows.first).to_contain_text("forget")
+    assert "audit_project=" in page.evaluate("location.hash") and "action=forget" in page.evaluate("location.hash")
+    page.reload()
+    expect(page.locator("#view-activity")).to_be_visible()
+    settle(page)
+    expect(page.get_by_label("Audit project")).to_have_value(second)
+    expect(page.get_by_label("Audit action")).to_have_value("forget")
+    expect(rows).to_have_count(1)
+
+    # By memory id: its two records; its link opens the memory.
+    target = many[3]
+    page.get_by_role("button", name="All records").click()
+    settle(page)
+    page.get_by_label("Audit memory id").fill(target["id"])
+    page.get_by_role("button", name="Show audit log").click()
+    settle(page)
+    expect(rows).to_have_count(2)
+    assert rows.evaluate_all("rs => rs.map(r => r.dataset.action)") == ["unpin", "pin"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "console-audit.png"))
+    rows.first.get_by_role("link", name=f"Open memory {target['id']}").click()
+    expect(page.locator("#view-projects")).to_be_visible()
+    expect(page.locator("#detail")).to_be_visible()
+    settle(page)
+    expect(page.locator("#detail-content")).to_have_text(target["content"])
+    expect(page.locator("#project-name")).to_have_text(first)
+
+
+def test_a_key_is_created_with_its_scope_and_listed_with_it(page, server):
+    connect(page, server.token)
+    go(page, "keys")
+    page.get_by_label("Name", exact=True).fill("scoped-bot")
+    page.get_by_label("Key access").select_option("read")
+    page.get_by_label("Key projects").fill("/srv/scoped/*, tools")
+    page.get_by_label("Key subjects").fill("bob")
+    page.get_by_label("Key sees").select_option("shared")
+    page.get_by_role("button", name="Create key").click()
+    settle(page)
+    key = page.locator("#new-key").input_value()
+    assert key.startswith("cmk_")
+    expect(notice(page)).to_contain_text("scope: read")
+    wanted = {"access": "read", "projects": ["/srv/scoped/*", "tools"], "subjects": ["bob"], "sees": "shared"}
+    listed = {k["name"]: k for k in server.ok("GET", "/v1/keys")["keys"]}
+    assert listed["scoped-bot"]["scope"] == wanted
+    row = page.locator("#key-list li[data-name='scoped-bot']")
+    expect(row.locator(".key-scope-text")).to_have_text("scope: " + listed["scoped-bot"]["scope_text"])
+    assert json.loads(row.locator(".key-scope-text").get_attribute("data-scope")) == wanted
+    expect(page.get_by_label("Key access")).to_have_value("admin")  # the form is ready for the next key
+    expect(page.get_by_label("Key projects")).to_have_value("")
+
+    # The scope holds: read-only, its projects only.
+    with_key = Api(server.base, key)
+    assert with_key.call("GET", "/v1/memories?project=" + quote("/srv/scoped/one", safe=""))[0] == 200
+    assert with_key.call("GET", "/v1/memories?project=" + quote("/srv/elsewhere", safe=""))[0] == 403
+    assert (
+        with_key.call("POST", "/v1/memories", {"project": "/srv/scoped/one", "content": "x", "subject": "bob"})[0]
+        == 403
+    )
+    me = with_key.ok("GET", "/v1/scopes/me")
+    assert me["scope"]["access"] == "read" and me["scope"]["projects"] == wanted["projects"]
+
+    # A key made with the form left as it is has full access, and says so.
+    page.get_by_label("Name", exact=True).fill("full-bot")
+    page.get_by_role("button", name="Create key").click()
+    settle(page)
+    expect(page.locator("#key-list li[data-name='full-bot'] .key-scope-text")).to_have_text("scope: full")
+    for name in ("scoped-bot", "full-bot"):
+        server.ok("DELETE", f"/v1/keys/{name}")

@@ -210,6 +210,20 @@ def run_paths(store: SQLiteStore, trace: Traced, folder) -> None:
     op("export next page", lambda: export_page(sources, tenant, project, page.next_cursor, max_bytes=20_000, page=100))
     op("export tenant page", lambda: export_page(sources, tenant, None, None, max_bytes=20_000, page=100))
     op("sync page", lambda: changes(service, tenant, project, after=None, limit=100))
+    from capsule.service.audit import audit_page
+
+    def audit(**filters):
+        first = audit_page(service.store, tenant, limit=5, **filters)
+        if first.next_cursor:
+            audit_page(service.store, tenant, limit=5, cursor=first.next_cursor, **filters)
+
+    since = T0 + timedelta(hours=12)
+    op("audit page", lambda: audit())
+    op("audit page project", lambda: audit(project=project))
+    op("audit page project action", lambda: audit(project=project, action="forget"))
+    op("audit page memory", lambda: audit(memory_id=f"{tenant}-{project}-00015"))
+    op("audit page action", lambda: audit(action="forget", since=since))
+    op("audit page time", lambda: audit(since=since, until=T0 + timedelta(days=2)))
     for job in ("retention", "backfill", "mining"):
         op(f"job {job}", lambda job=job: jobs.run(job))
 
@@ -270,6 +284,10 @@ def test_no_statement_of_a_hot_path_scans(traced):
         "history",
         "export page",
         "sync page",
+        "audit page",
+        "audit page project",
+        "audit page memory",
+        "audit page action",
         "job retention",
         "job mining",
         "projects",

@@ -11,8 +11,8 @@ Authorization: one model, checked in one place, for every object a call reads or
   (:class:`~capsule.governance.visibility.Reach`: tenant-bound access level, project patterns,
   subjects, the visibility it sees) against the operation's need.
 - :mod:`.derived` narrows what a call hands back when it is derived from memories (patterns,
-  golden paths, their fixes, export rows): a limited principal sees only what is derived from
-  memories it can read, or nothing.
+  golden paths, their fixes, export rows, audit records): a limited principal sees only what is
+  derived from memories it can read, or nothing.
 
 The tenant itself is never a question here: it comes from the verified identity, and every
 store read is already bound to it.
@@ -20,7 +20,7 @@ store read is already bound to it.
 
 from ..governance.visibility import FULL, Reach
 from .check import Request, authorize
-from .derived import Readable, export_keep, narrow
+from .derived import Readable, audit_keep, export_keep, narrow
 from .needs import NEEDS, OBJECTS, REACHES, UNDECLARED, Need, need_of
 
 Principal = Reach  # what a caller may do; FULL is the tenant's own token and unscoped keys
@@ -36,6 +36,7 @@ __all__ = [
     "Readable",
     "Request",
     "UNDECLARED",
+    "audit_keep",
     "authorize",
     "export_keep",
     "narrow",

@@ -10,6 +10,11 @@ shown to all. A fix memory linked to a pattern is shown when the memory itself i
 
 What is not shown is left out of a list, or withheld in place where the answer has one pattern
 (its tag and category, which the caller named, and nothing derived from memories).
+
+An audit record (who forgot, pinned, changed or evicted which memory, when and why) is about
+one memory: a principal limited to projects sees the records of its projects (it reads every
+memory there); one limited to subjects or to what it sees, the records of memories it can read
+now (a memory purged since cannot be checked, and is not shown).
 """
 
 from __future__ import annotations
@@ -133,6 +138,26 @@ def _narrow(value: Any, readable: Readable) -> Any:
         if narrowed is not field and narrowed != field:
             changes[name] = narrowed
     return value.model_copy(update=changes) if changes else value
+
+
+# ---- audit records ----------------------------------------------------------------------------
+
+
+def audit_keep(readable: Readable) -> Callable[[Any], bool] | None:
+    """Which audit records (anything with ``memory_id`` and ``project``) the principal is shown
+    (None: every record)."""
+    reach = readable.reach
+    if reach.unrestricted:
+        return None
+
+    def keep(record: Any) -> bool:
+        if not reach.allows_project(str(_get(record, "project"))):
+            return False
+        if reach.subjects is None and reach.sees == "private":
+            return True  # it reads every memory of its projects
+        return readable.memory(str(_get(record, "memory_id")))
+
+    return keep
 
 
 # ---- export rows ----------------------------------------------------------------------------

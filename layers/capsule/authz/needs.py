@@ -11,7 +11,9 @@ Reaches (how far one call goes, what :func:`capsule.authz.check.authorize` asks 
   its subject or visibility (export, sync changes, the project's settings: a retention limit
   evicts, a policy rewrites; the capture queue, whose candidates carry no subject or
   visibility): refused to a principal limited to subjects or to what it sees;
-- ``filtered``: the operation narrows what it returns to the principal's reach (list, search);
+- ``filtered``: the operation narrows what it returns to the principal's reach (list, search;
+  the audit log, whose records a limited principal sees only of memories it can read,
+  :func:`capsule.authz.derived.audit_keep`);
 - ``derived``: the answer is derived from memories of any project (patterns, golden paths):
   allowed, and narrowed by :mod:`capsule.authz.derived` to what is derived from memories the
   principal can read;
@@ -84,6 +86,9 @@ NEEDS: dict[str, Need] = {
     "feedback": Need("write", "memory", reads=M, changes=M),
     "update": Need("write", "memory", reads=M, changes=("memory", "history", "audit")),
     "history": Need("read", "memory", reads=("history",)),
+    # the tenant's audit log: a record is about one memory, and shown to a limited principal only
+    # when that memory is one it can read (in its projects; its subject and visibility too)
+    "audit": Need("read", "filtered", reads=("audit",)),
     "revert": Need("write", "memory", reads=("history",), changes=("memory", "history", "audit")),
     # the capture queue: candidates carry no subject or visibility, so only a principal that
     # reads every memory of the project sees or decides them

@@ -28,6 +28,7 @@ import numpy as np
 from ..core.records import AuditRecord, ChangeSet, Filters, MemoryRecord, ProjectStats, WriteOutcome
 
 Cursor = tuple[float, str]  # (created_at epoch seconds, id) of the last item seen
+AuditCursor = tuple[float, str]  # (at epoch seconds, the store's key of the row) of an audit record
 
 
 @runtime_checkable
@@ -180,6 +181,25 @@ class MemoryStore(Protocol):
 
     def audit_log(self, tenant: str, *, memory_id: str | None = None, limit: int = 100) -> builtins.list[AuditRecord]:
         """Audit records, newest first."""
+
+    def audit_page(
+        self,
+        tenant: str,
+        *,
+        project: str | None = None,
+        memory_id: str | None = None,
+        action: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        before: AuditCursor | None = None,
+        limit: int = 100,
+    ) -> builtins.list[tuple[AuditCursor, AuditRecord]]:
+        """The tenant's audit records matching every filter given (``since`` inclusive, ``until``
+        exclusive, on ``at``), newest first by (at, key), strictly before ``before``; at most
+        ``limit``, each with its position (the ``before`` of the next page). ``key`` is the
+        store's own key of the row, as text: a position another store made, or one made up, is
+        simply a place in the order (never refused: the cursor's schema admits it). Every combination of filters reads one index
+        range (the tenant's, a project's, a memory's or an action's records in (at, key) order)."""
 
     def purge_forgotten(self, *, before: datetime, at: datetime | None = None) -> int:
         """Delete for good the memories forgotten before ``before``, each audited as purged

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SCHEMA_VERSION = 8  # 7: scopes; 8: data keys (capsule.store.mongo_keys); bump when INDEXES change: the next cold start creates the new ones
+SCHEMA_VERSION = 9  # 7: scopes; 8: data keys (capsule.store.mongo_keys); 9: the audit log by page; bump when INDEXES change: the next cold start creates the new ones
 DAY = 86_400
 # A day past limits.FORGET_RECOVERABLE_DAYS: the hourly retention job purges (and audits) first;
 # the server's TTL is only the backstop when the job has not run.
@@ -106,6 +106,13 @@ INDEXES: dict[str, list[tuple[list[tuple[str, Any]], dict[str, Any]]]] = {
         ([("tenant", 1), ("memory_id", 1), ("_id", -1)], {"name": "audit_memory"}),
         ([("tenant", 1), ("_id", -1)], {"name": "audit_recent"}),
         ([("tenant", 1), ("project", 1), ("_id", 1)], {"name": "audit_project"}),
+        # Schema 9: the audit log by page (GET /v1/audit, mongo_projects.audit_page), newest first by
+        # (at, _id) within the tenant, a project (and an action), a memory or an action.
+        ([("tenant", 1), ("at", -1), ("_id", -1)], {"name": "audit_at"}),
+        ([("tenant", 1), ("project", 1), ("at", -1), ("_id", -1)], {"name": "audit_project_at"}),
+        ([("tenant", 1), ("project", 1), ("action", 1), ("at", -1), ("_id", -1)], {"name": "audit_project_action_at"}),
+        ([("tenant", 1), ("memory_id", 1), ("at", -1), ("_id", -1)], {"name": "audit_memory_at"}),
+        ([("tenant", 1), ("action", 1), ("at", -1), ("_id", -1)], {"name": "audit_action_at"}),
     ],
     # The transfer's keyset export pages (tenant, _id > last); the learning store's own
     # indexes on this collection are in mongo_learning. (Applications' pages read the learning

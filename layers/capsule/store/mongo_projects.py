@@ -8,6 +8,9 @@ import re
 from datetime import datetime
 from typing import Any
 
+from bson import ObjectId
+from bson.errors import InvalidId
+
 from ..core import limits
 from ..core.clock import from_epoch, to_epoch
 from ..core.records import AuditRecord, ProjectStats
@@ -152,15 +155,70 @@ class MongoProjects(ProjectWrites):
             query["memory_id"] = memory_id
         with guarded("read the audit log"):
             docs = list(self.audit.find(query, sort=[("_id", -1)], limit=limit))
-        return [
-            AuditRecord(
-                tenant=d["tenant"],
-                memory_id=d["memory_id"],
-                project=d["project"],
-                action=d["action"],
-                actor=d["actor"],
-                reason=d["reason"],
-                at=from_epoch(d["at"]),
-            )
-            for d in docs
-        ]
+        return [_audit_record(d) for d in docs]
+
+    def audit_page(
+        self,
+        tenant: str,
+        *,
+        project: str | None = None,
+        memory_id: str | None = None,
+        action: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        before: tuple[float, str] | None = None,
+        limit: int = 100,
+    ) -> list[tuple[tuple[float, str], AuditRecord]]:
+        """One index range per query (mongo_indexes: audit_at, audit_project_at,
+        audit_project_action_at, audit_memory_at, audit_action_at), sorted (at -1, _id -1).
+        A memory's records are read from its range alone, its project and action checked here
+        (a memory has a handful of records)."""
+        query: dict[str, Any] = {"tenant": tenant}
+        residual: dict[str, str] = {}
+        if memory_id is not None:
+            query["memory_id"] = memory_id
+            residual = {k: v for k, v in (("project", project), ("action", action)) if v is not None}
+        else:
+            query.update({k: v for k, v in (("project", project), ("action", action)) if v is not None})
+        bounds: dict[str, float] = {}
+        if since is not None:
+            bounds["$gte"] = to_epoch(since)
+        if until is not None:
+            bounds["$lt"] = to_epoch(until)
+        if bounds:
+            query["at"] = bounds
+        position = before
+        found: list[tuple[tuple[float, str], AuditRecord]] = []
+        while len(found) < limit:
+            page = query if position is None else {**query, "$or": _before(position, bounds)}
+            with guarded("read the audit log"):
+                docs = list(self.audit.find(page, sort=[("at", -1), ("_id", -1)], limit=limit))
+            for d in docs:
+                position = (float(d["at"]), str(d["_id"]))
+                if all(d.get(k) == v for k, v in residual.items()):
+                    found.append((position, _audit_record(d)))
+            if len(docs) < limit or not residual:
+                break
+        return found[:limit]
+
+
+def _before(position: tuple[float, str], bounds: dict[str, float]) -> list[dict[str, Any]]:
+    """(at, _id) < position, as two branches of one index's range (the time bounds kept in each)."""
+    at, key = position
+    try:
+        oid: Any = ObjectId(key)
+    except (InvalidId, TypeError):
+        oid = key  # not an id this store made: a place in BSON's order all the same
+    return [{"at": {**bounds, "$lt": min(at, bounds.get("$lt", at))}}, {"at": at, "_id": {"$lt": oid}}]
+
+
+def _audit_record(d: dict[str, Any]) -> AuditRecord:
+    return AuditRecord(
+        tenant=d["tenant"],
+        memory_id=d["memory_id"],
+        project=d["project"],
+        action=d["action"],
+        actor=d["actor"],
+        reason=d["reason"],
+        at=from_epoch(d["at"]),
+    )

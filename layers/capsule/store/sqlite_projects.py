@@ -243,15 +243,52 @@ class SQLiteProjects(SQLiteConnections):
             sql += " AND memory_id = ?"
             params.append(memory_id)
         rows = self._read(sql + " ORDER BY id DESC LIMIT ?", [*params, limit])
-        return [
-            AuditRecord(
-                tenant=r["tenant"],
-                memory_id=r["memory_id"],
-                project=r["project"],
-                action=r["action"],
-                actor=r["actor"],
-                reason=r["reason"],
-                at=from_epoch(r["at"]),
-            )
-            for r in rows
-        ]
+        return [_audit_record(r) for r in rows]
+
+    def audit_page(
+        self,
+        tenant: str,
+        *,
+        project: str | None = None,
+        memory_id: str | None = None,
+        action: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        before: tuple[float, str] | None = None,
+        limit: int = 100,
+    ) -> list[tuple[tuple[float, str], AuditRecord]]:
+        # Equalities lead an index (migration 16: audit_at, audit_project_at,
+        # audit_project_action_at, audit_memory_at, audit_action_at), (at, id) follow it.
+        sql = "SELECT * FROM audit WHERE tenant = ?"
+        params: list[object] = [tenant]
+        for column, value in (("project", project), ("memory_id", memory_id), ("action", action)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
+        if since is not None:
+            sql += " AND at >= ?"
+            params.append(to_epoch(since))
+        if until is not None:
+            sql += " AND at < ?"
+            params.append(to_epoch(until))
+        if before is not None:
+            at, key = before
+            # A key this store made is a row id; any other text sorts after every integer (SQLite's
+            # order of types): a place in the order all the same, never a refusal the schema does not state.
+            row: object = min(int(key), 2**63 - 1) if key.isascii() and key.isdigit() and len(key) <= 19 else key
+            sql += " AND (at, id) < (?, ?)"
+            params += [at, row]
+        rows = self._read(sql + " ORDER BY at DESC, id DESC LIMIT ?", [*params, limit])
+        return [((r["at"], str(r["id"])), _audit_record(r)) for r in rows]
+
+
+def _audit_record(r) -> AuditRecord:
+    return AuditRecord(
+        tenant=r["tenant"],
+        memory_id=r["memory_id"],
+        project=r["project"],
+        action=r["action"],
+        actor=r["actor"],
+        reason=r["reason"],
+        at=from_epoch(r["at"]),
+    )

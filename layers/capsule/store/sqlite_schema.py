@@ -299,4 +299,15 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     ids_per_tenant,
     # 15: solution and application ids unique per (tenant, id) (issue 31): the same rebuild
     solution_ids_per_tenant,
+    # 16: the audit log read by page (GET /v1/audit, SQLiteProjects.audit_page): newest first by
+    #    (at, id) within the tenant, a project (and an action), a memory or an action, each one
+    #    index range; audit_memory's (tenant, memory_id) is the prefix of audit_memory_at
+    """
+    DROP INDEX IF EXISTS audit_memory;
+    CREATE INDEX IF NOT EXISTS audit_at ON audit (tenant, at, id);
+    CREATE INDEX IF NOT EXISTS audit_project_at ON audit (tenant, project, at, id);
+    CREATE INDEX IF NOT EXISTS audit_project_action_at ON audit (tenant, project, action, at, id);
+    CREATE INDEX IF NOT EXISTS audit_memory_at ON audit (tenant, memory_id, at, id);
+    CREATE INDEX IF NOT EXISTS audit_action_at ON audit (tenant, action, at, id);
+    """,
 ]
