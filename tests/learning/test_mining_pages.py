@@ -115,7 +115,7 @@ class Watched:
 
 
 class WatchedPages(Watched):
-    """The SQLite store with its ``outcome_page`` (mining reads only a page's outcome memories whole)."""
+    """A store with its ``outcome_page`` (mining reads only a page's outcome memories whole)."""
 
     def outcome_page(self, *args, **kwargs):
         rows, count, last = self.inner.outcome_page(*args, **kwargs)
@@ -142,8 +142,8 @@ def _mongo(tmp_path):
 
 @pytest.mark.parametrize(
     ("backend", "watcher"),
-    [(_sqlite, WatchedPages), (_sqlite, Watched), (_mongo, Watched)],
-    ids=["sqlite-outcome-pages", "sqlite-list", "mongo"],
+    [(_sqlite, WatchedPages), (_sqlite, Watched), (_mongo, WatchedPages), (_mongo, Watched)],
+    ids=["sqlite-outcome-pages", "sqlite-list", "mongo-outcome-pages", "mongo-list"],
 )
 def test_mining_a_page_at_a_time_finds_what_mining_the_whole_tenant_found(backend, watcher, tmp_path, monkeypatch):
     made = []

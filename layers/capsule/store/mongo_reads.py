@@ -93,6 +93,34 @@ class MongoReads(ProjectWrites):
             )
         return [doc_to_record(doc) for doc in docs]
 
+    def outcome_page(
+        self, tenant: str, project: str, *, after: Cursor | None, limit: int
+    ) -> tuple[builtins.list[MemoryRecord], int, Cursor | None]:
+        """One page of :meth:`list` (``pinned_only=False``), for mining (capsule.learning.mining_pages):
+        the page's memories whose meta names an outcome (``outcome_status`` failure or success,
+        ``type`` error), in :meth:`list`'s order; how many the page held; and the cursor after its
+        last one. The page comes back as ids, times and two meta fields (about 100 bytes a memory
+        instead of a whole document with its embedding, 4 KiB at 1024 dimensions), on the same
+        ``recent`` index; then only those memories are read whole, by id (issue 32)."""
+        query: dict[str, Any] = {"tenant": tenant, "project": project, "active": True}
+        if after is not None:
+            query["$or"] = [{"created_at": {"$lt": after[0]}}, {"created_at": after[0], "id": {"$lt": after[1]}}]
+        with guarded("list the memories for mining"):
+            rows = list(
+                self.memories.find(
+                    query,
+                    projection={"_id": 0, "id": 1, "created_at": 1, "meta.outcome_status": 1, "meta.type": 1},
+                    sort=[("created_at", -1), ("id", -1)],
+                    limit=limit,
+                )
+            )
+        if not rows:
+            return [], 0, None
+        wanted = [row["id"] for row in rows if _names_an_outcome(row.get("meta") or {})]
+        found = {record.id: record for record in self.get_many(tenant, wanted)} if wanted else {}
+        records = [found[i] for i in wanted if i in found]
+        return records, len(rows), (rows[-1]["created_at"], rows[-1]["id"])
+
     def previous_in_session(self, tenant: str, project: str, session: str | int, *, before: datetime) -> str | None:
         query = {
             "tenant": tenant,
@@ -178,3 +206,9 @@ class MongoReads(ProjectWrites):
             else:
                 changes.removed.append(row["id"])
         return changes
+
+
+def _names_an_outcome(meta: dict[str, Any]) -> bool:
+    """What mining keeps (capsule.learning.mining is_failure / is_success), as SQLite's
+    outcome_page selects it."""
+    return meta.get("outcome_status") in ("failure", "success") or meta.get("type") == "error"
