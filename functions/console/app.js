@@ -1508,25 +1508,45 @@
     return state.projects.find((p) => p.project === state.project) || null;
   }
 
+  // What a project without a policy of its own does (ProjectSettingsRequest's descriptions).
+  const DEFAULT_POLICY = { secrets_policy: 'redact', pii_policy: 'flag' };
+  const POLICY_INPUTS = { secrets_policy: 'settings-secrets', pii_policy: 'settings-pii' };
+
   function renderSettings() {
     const info = currentInfo();
     const input = $('settings-limit');
     if (document.activeElement !== input) input.value = info ? String(info.retention_limit) : '';
+    for (const [name, id] of Object.entries(POLICY_INPUTS)) {
+      if (document.activeElement !== $(id)) $(id).value = (info && info[name]) || DEFAULT_POLICY[name];
+    }
   }
 
   async function saveSettings(event) {
     event.preventDefault();
     clearMessages();
     if (!requireProject('Settings')) return;
+    const info = currentInfo();
+    const body = { project: state.project };
     const raw = $('settings-limit').value.trim();
-    const limit = /^\d+$/.test(raw) ? Number(raw) : NaN;
-    if (!(limit >= 1 && limit <= 1000000)) {  // ProjectSettingsRequest.retention_limit
-      fail('Settings', new ApiError(0, 'invalid', 'The retention limit is a whole number from 1 to 1,000,000.', null));
-      $('settings-limit').focus();
+    if (!info || raw !== String(info.retention_limit)) {  // only what changed is sent
+      const limit = /^\d+$/.test(raw) ? Number(raw) : NaN;
+      if (!(limit >= 1 && limit <= 1000000)) {  // ProjectSettingsRequest.retention_limit
+        fail('Settings', new ApiError(0, 'invalid', 'The retention limit is a whole number from 1 to 1,000,000.', null));
+        $('settings-limit').focus();
+        return;
+      }
+      body.retention_limit = limit;
+    }
+    for (const [name, id] of Object.entries(POLICY_INPUTS)) {
+      const chosen = $(id).value;
+      if (chosen !== ((info && info[name]) || DEFAULT_POLICY[name])) body[name] = chosen;
+    }
+    if (Object.keys(body).length === 1) {
+      say('Settings', 'Nothing changed: the settings shown are the project\'s.');
       return;
     }
     await run('Settings', $('settings-save'), async () => {
-      const result = await api('PUT', '/v1/projects/settings', { project: state.project, retention_limit: limit });
+      const result = await api('PUT', '/v1/projects/settings', body);
       say('Settings', result.explanation);
       applyProjects(result);
     });

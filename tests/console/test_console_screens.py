@@ -936,3 +936,40 @@ def test_the_capture_threshold_is_set_for_the_open_project(page, server):
     )
     assert captured["threshold"] == 0.8  # the API now uses it
     assert set(captured["approved"]) == {c["id"] for c in captured["candidates"] if c["score"] >= 0.8}
+
+
+def test_project_settings_set_the_secrets_and_personal_data_policies(page, server):
+    """The settings view shows the project's policies in force and sends only what changed; a
+    secret stored afterwards meets the new policy."""
+    project = "/srv/console-policies"
+    server.store(project, "a memory so the project exists")
+    connect(page, server.token)
+    open_project(page, project)
+    go(page, "settings")
+    secrets, pii = page.get_by_label("Secrets found in a stored text"), page.get_by_label("Personal data found")
+    expect(secrets).to_have_value("redact")
+    expect(pii).to_have_value("flag")
+
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/projects/settings") else None)
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#notice")).to_contain_text("Nothing changed")
+    assert sent == []
+
+    secrets.select_option("refuse")
+    pii.select_option("redact")
+    page.get_by_role("button", name="Save", exact=True).click()
+    settle(page)
+    expect(page.locator("#alert")).to_have_class(re.compile(r"\bis-idle\b"))
+    assert sent == [{"project": project, "secrets_policy": "refuse", "pii_policy": "redact"}]
+    info = next(p for p in server.ok("GET", "/v1/projects")["projects"] if p["project"] == project)
+    assert (info["secrets_policy"], info["pii_policy"]) == ("refuse", "redact")
+    status, body = server.call(
+        "POST",
+        "/v1/memories",
+        {"project": project, "content": "DATABASE_URL=postgresql://app:Xk9vQ2mLp7RtZw4s@db.internal:5432/prod"},
+    )
+    assert status == 422, body
+    page.reload()
+    go(page, "settings")
+    expect(page.get_by_label("Secrets found in a stored text")).to_have_value("refuse")
