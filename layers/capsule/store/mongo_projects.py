@@ -16,6 +16,7 @@ from ..core.clock import from_epoch, to_epoch
 from ..core.records import AuditRecord, ProjectStats
 from . import guard_policies
 from . import mongo_counters as counters
+from .audit_rows import audit_record
 from .mongo_client import guarded
 from .mongo_writes import NEW_PROJECT, ProjectWrites
 
@@ -155,7 +156,7 @@ class MongoProjects(ProjectWrites):
             query["memory_id"] = memory_id
         with guarded("read the audit log"):
             docs = list(self.audit.find(query, sort=[("_id", -1)], limit=limit))
-        return [_audit_record(d) for d in docs]
+        return [audit_record(d) for d in docs]
 
     def audit_page(
         self,
@@ -196,7 +197,7 @@ class MongoProjects(ProjectWrites):
             for d in docs:
                 position = (float(d["at"]), str(d["_id"]))
                 if all(d.get(k) == v for k, v in residual.items()):
-                    found.append((position, _audit_record(d)))
+                    found.append((position, audit_record(d)))
             if len(docs) < limit or not residual:
                 break
         return found[:limit]
@@ -210,15 +211,3 @@ def _before(position: tuple[float, str], bounds: dict[str, float]) -> list[dict[
     except (InvalidId, TypeError):
         oid = key  # not an id this store made: a place in BSON's order all the same
     return [{"at": {**bounds, "$lt": min(at, bounds.get("$lt", at))}}, {"at": at, "_id": {"$lt": oid}}]
-
-
-def _audit_record(d: dict[str, Any]) -> AuditRecord:
-    return AuditRecord(
-        tenant=d["tenant"],
-        memory_id=d["memory_id"],
-        project=d["project"],
-        action=d["action"],
-        actor=d["actor"],
-        reason=d["reason"],
-        at=from_epoch(d["at"]),
-    )

@@ -19,6 +19,7 @@ from ..core.errors import InvalidInput
 from ..core.learning_records import ApplicationRecord, LinkRecord
 from ..core.records import AuditRecord, MemoryRecord
 from . import mongo_counters as counters
+from .audit_rows import audit_record
 from .mongo import MongoStore
 from .mongo_client import guarded
 from .mongo_docs import RECORD_PROJECTION, doc_to_record, record_to_doc
@@ -105,15 +106,7 @@ class MongoTransferStore:
             yield [
                 (
                     str(d["_id"]),
-                    AuditRecord(
-                        tenant=d["tenant"],
-                        memory_id=d["memory_id"],
-                        project=d["project"],
-                        action=d["action"],
-                        actor=d["actor"],
-                        reason=d["reason"],
-                        at=from_epoch(d["at"]),
-                    ),
+                    audit_record(d),
                 )
                 for d in docs
             ]

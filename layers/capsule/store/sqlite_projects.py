@@ -13,6 +13,7 @@ from ..core import limits
 from ..core.clock import from_epoch, to_epoch
 from ..core.records import AuditRecord, ProjectStats
 from . import guard_policies, sqlite_counts
+from .audit_rows import audit_record
 from .sqlite_connection import SQLiteConnections
 
 
@@ -243,7 +244,7 @@ class SQLiteProjects(SQLiteConnections):
             sql += " AND memory_id = ?"
             params.append(memory_id)
         rows = self._read(sql + " ORDER BY id DESC LIMIT ?", [*params, limit])
-        return [_audit_record(r) for r in rows]
+        return [audit_record(r) for r in rows]
 
     def audit_page(
         self,
@@ -279,16 +280,4 @@ class SQLiteProjects(SQLiteConnections):
             sql += " AND (at, id) < (?, ?)"
             params += [at, row]
         rows = self._read(sql + " ORDER BY at DESC, id DESC LIMIT ?", [*params, limit])
-        return [((r["at"], str(r["id"])), _audit_record(r)) for r in rows]
-
-
-def _audit_record(r) -> AuditRecord:
-    return AuditRecord(
-        tenant=r["tenant"],
-        memory_id=r["memory_id"],
-        project=r["project"],
-        action=r["action"],
-        actor=r["actor"],
-        reason=r["reason"],
-        at=from_epoch(r["at"]),
-    )
+        return [((r["at"], str(r["id"])), audit_record(r)) for r in rows]

@@ -15,6 +15,7 @@ from ..core.clock import from_epoch, to_epoch
 from ..core.errors import InvalidInput
 from ..core.learning_records import ApplicationRecord, LinkRecord
 from ..core.records import AuditRecord, MemoryRecord
+from .audit_rows import audit_record
 from .sqlite import SQLiteStore
 from .sqlite_bulk import bulk_params
 from .sqlite_rows import COLUMNS, INSERT_MEMORY, record_params, row_to_record
@@ -101,15 +102,7 @@ class SQLiteTransferStore:
             yield [
                 (
                     str(r[0]),
-                    AuditRecord(
-                        tenant=r["tenant"],
-                        memory_id=r["memory_id"],
-                        project=r["project"],
-                        action=r["action"],
-                        actor=r["actor"],
-                        reason=r["reason"],
-                        at=from_epoch(r["at"]),
-                    ),
+                    audit_record(r),
                 )
                 for r in rows
             ]
