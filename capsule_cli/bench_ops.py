@@ -13,6 +13,13 @@ export page, retention run, mining run (after a new failure: the tenant read who
 time), mining run with nothing changed since the last (capsule.jobs.scheduled reads no memory then); and
 the mining run's peak memory (one more run after a change, under tracemalloc). Prints a table,
 and the JSON report holds it.
+
+Every size is measured alike: each single operation (and ingest, list page) first runs
+:data:`WARMUP` times uncounted, then ``--op-runs`` times on other memories picked by the same
+stride over the project; each row also gives the median read syscalls of a run (the pages
+SQLite's own cache did not hold). With ``--workdir`` the seeded databases are kept in its
+``seeds`` folder and reused by later runs (:func:`seed`): a million memories seed once. Each
+size is measured in a process of its own and seeded in another (:func:`_apart`).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import gc
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -53,6 +61,7 @@ OPS = (
 )
 EXPORT_PAGE_BYTES = 256 * 1024  # one page the same size at every N (the handler's 4 MB is a whole 1k export)
 SINGLE = ("store", "get", "pin", "forget", "restore", "update", "feedback")  # single-memory operations
+WARMUP = 3  # runs of each single operation (and ingest, list page) before the counted ones, at every size
 
 
 class BenchHashing:
@@ -75,16 +84,35 @@ def _chunks_text(i: int) -> str:
     )
 
 
-def _cpu_ms(fn: Callable[[int], Any], count: int, before: Callable[[int], Any] | None = None) -> list[float]:
-    """CPU ms of each of ``count`` calls of ``fn``; ``before`` runs ahead of each, not counted."""
-    samples = []
-    for i in range(count):
+def _read_calls() -> int | None:
+    """This process's read syscalls so far (Linux; None elsewhere): a page SQLite's own cache
+    lacks is a ``pread`` of the file (or of the WAL), counted in the process's CPU time."""
+    try:
+        with open("/proc/self/io") as io:
+            return next(int(line.split()[1]) for line in io if line.startswith("syscr:"))
+    except (OSError, StopIteration):
+        return None
+
+
+def _cpu_ms(
+    fn: Callable[[int], Any], count: int, before: Callable[[int], Any] | None = None, *, warm: int = 0
+) -> tuple[list[float], list[int]]:
+    """CPU ms of each of ``count`` calls of ``fn`` after ``warm`` calls not counted (the ``i``
+    goes on from them), and the read syscalls of each; ``before`` runs ahead of each, not counted."""
+    samples, reads = [], []
+    for i in range(warm + count):
         if before is not None:
             before(i)
+        calls = _read_calls()
         start = time.process_time()
         fn(i)
-        samples.append((time.process_time() - start) * 1000)
-    return samples
+        cpu = (time.process_time() - start) * 1000
+        after = _read_calls()
+        if i >= warm:
+            samples.append(cpu)
+            if calls is not None and after is not None:
+                reads.append(after - calls - 1)  # less /proc/self/io's own read
+    return samples, reads
 
 
 def peak_mib(fn: Callable[[], Any]) -> float:
@@ -98,7 +126,9 @@ def peak_mib(fn: Callable[[], Any]) -> float:
         tracemalloc.stop()
 
 
-def measure(n: int, projects: int, workdir: Path, repeats: int, job_repeats: int) -> dict[str, Any]:
+def measure(
+    n: int, projects: int, workdir: Path, repeats: int, job_repeats: int, seeds: Path | None = None
+) -> dict[str, Any]:
     from capsule.config import Settings
     from capsule.runtime.learning import build_jobs
     from capsule.service.memory_service import MemoryService
@@ -107,15 +137,13 @@ def measure(n: int, projects: int, workdir: Path, repeats: int, job_repeats: int
     from capsule.transfer.export import export_page
 
     started = time.perf_counter()
-    data = make_dataset(n, DIM, 1, seed=n + DIM)
     db = workdir / f"ops-{n}-{projects}.db"
-    seeded = ingest(db, data, projects=projects)
-    del data
-    gc.collect()
+    seeded = seed(db, n, projects, seeds)
     project = PROJECT if projects == 1 else "p0"
     # The seeded ids of the project the operations run in (memory i is in project p{i % projects}).
     ids = [f"m{i:07d}" for i in range(0, n, projects)]
     store = SQLiteStore(db)
+    store.migrate()  # a kept seed made by an older schema (a no-op otherwise)
     settings = Settings(data_dir=db.parent, retention_limit=1_000_000, query_cache_entries=0)
     service = MemoryService(store, BenchHashing(), settings=settings)
     service.set_project_settings(LOCAL_TENANT, project, {"retention_limit": "unlimited"})  # no evictions at 1M
@@ -139,11 +167,14 @@ def measure(n: int, projects: int, workdir: Path, repeats: int, job_repeats: int
     service.search(LOCAL_TENANT, {"project": project, "query": "warm", "k": 10})
     service.settle()
     service.get(LOCAL_TENANT, ids[0])
-    picks = [ids[(k * 7919) % len(ids)] for k in range(1, 4 * repeats + 1)]  # spread over the project
+    # Each run of an operation on another memory, spread over the project by the same stride at
+    # every size; the first WARMUP runs of each single operation are not counted (at every size alike).
+    runs = repeats + WARMUP
+    picks = [ids[(k * 7919) % len(ids)] for k in range(1, 4 * runs + 1)]
     picks = list(dict.fromkeys(picks))
-    repeats = min(repeats, len(picks) // 4)  # a small project: fewer distinct ids than the ops want
-    forget_ids, pin_ids, update_ids, other = (picks[k * repeats : (k + 1) * repeats] for k in range(4))
-    texts = [_chunks_text(i) for i in range(repeats)]  # made ahead: the ingest's cost, not the bench's
+    runs = min(runs, len(picks) // 4)  # a small project: fewer distinct ids than the ops want
+    forget_ids, pin_ids, update_ids, other = (picks[k * runs : (k + 1) * runs] for k in range(4))
+    texts = [_chunks_text(i) for i in range(runs)]  # made ahead: the ingest's cost, not the bench's
     ops: dict[str, Callable[[int], Any]] = {
         "store": lambda i: service.store_memory(
             LOCAL_TENANT,
@@ -180,14 +211,23 @@ def measure(n: int, projects: int, workdir: Path, repeats: int, job_repeats: int
         "n": n,
         "projects": projects,
         "project_memories": len(ids),
-        "seed": {"seconds": seeded["seconds"], "memories_per_s": seeded["memories_per_s"]},
+        "seed": {
+            "seconds": seeded["seconds"],
+            "memories_per_s": seeded["memories_per_s"],
+            "memories_per_cpu_s": seeded.get("memories_per_cpu_s"),
+            "kept_seed": "kept_seed" in seeded,  # copied from --workdir's seeds, seeded by an earlier run
+        },
         "ops": {},
     }
     checks: dict[str, Any] = {}
     for name in OPS:
-        count = job_repeats if name in ("retention", "mining", "mining_unchanged", "export_page") else repeats
+        job = name in ("retention", "mining", "mining_unchanged", "export_page")
+        warm = 0 if job or runs <= 2 * WARMUP else WARMUP  # a tiny project (--quick) has too few ids
+        count = job_repeats if job else runs - warm
         last: list[Any] = []
-        samples = _cpu_ms(lambda i, last=last, name=name: last.append(ops[name](i)), count, before.get(name))
+        samples, reads = _cpu_ms(
+            lambda i, last=last, name=name: last.append(ops[name](i)), count, before.get(name), warm=warm
+        )
         if name == "ingest10":
             checks["ingest_chunks"] = last[-1].chunks
         elif name == "export_page":
@@ -197,7 +237,9 @@ def measure(n: int, projects: int, workdir: Path, repeats: int, job_repeats: int
         elif name == "list_page":
             checks["list_page_items"] = len(getattr(last[-1], "memories", None) or getattr(last[-1], "items", []))
         median = statistics.median(samples)
-        row = {"cpu_ms": round(median, 3), "min_cpu_ms": round(min(samples), 3), "runs": count}
+        row = {"cpu_ms": round(median, 3), "min_cpu_ms": round(min(samples), 3), "runs": count, "warmup": warm}
+        if reads:  # read syscalls per run (pages SQLite's cache did not hold), median
+            row["read_calls"] = statistics.median(reads)
         if name == "store":
             row["per_cpu_s"] = round(1000 / median) if median else None
         if name == "ingest10":  # chunks stored per CPU-second
@@ -215,6 +257,52 @@ def measure(n: int, projects: int, workdir: Path, repeats: int, job_repeats: int
         path.unlink(missing_ok=True)
     out["seconds"] = round(time.perf_counter() - started, 1)
     return out
+
+
+def seed(db: Path, n: int, projects: int, seeds: Path | None) -> dict[str, Any]:
+    """``db`` seeded with ``n`` memories over ``projects``. With ``seeds`` (``--workdir``) the
+    seeded file is kept there (``seed-{n}-{projects}.db`` and its ingest figures beside it) and a
+    later run copies it instead of seeding again (a million memories take minutes to seed); the
+    operations always run on a copy, so the kept seed stays as seeded."""
+    if seeds is None:
+        return _seeded_apart(db, n, projects)
+    kept, figures = seeds / f"seed-{n}-{projects}.db", seeds / f"seed-{n}-{projects}.json"
+    if not (kept.exists() and figures.exists()):
+        seeds.mkdir(parents=True, exist_ok=True)
+        part = seeds / f"{kept.name}.part"
+        for path in seeds.glob(f"{part.name}*"):
+            path.unlink()
+        result = _seeded_apart(part, n, projects)  # closed: its WAL checkpointed into the file and removed
+        part.replace(kept)
+        for path in seeds.glob(f"{part.name}-*"):
+            path.unlink(missing_ok=True)
+        figures.write_text(json.dumps(result))
+    shutil.copyfile(kept, db)
+    return {**json.loads(figures.read_text()), "kept_seed": str(kept)}
+
+
+def _apart(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """``fn(*args)`` in a new process of its own (spawned: nothing of this one's memory).
+
+    Each size is measured in a fresh process and seeded in another: measured in one process
+    after the smaller sizes (or after seeding), the same 1M operations on the same file cost
+    1.2-2.9x more CPU with the same read syscalls each (get 0.149 ms instead of 0.054; pin
+    0.71 instead of 0.37): the cost of a process's memory after gigabytes were made and freed
+    in it, not of the store's size (bench-results/bench-ops-1k-1m.json's note)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def _seeded_apart(db: Path, n: int, projects: int) -> dict[str, Any]:
+    """:func:`_ingest` in a process of its own (:func:`_apart`), whether the seed is kept or made."""
+    return _apart(_ingest, db, n, projects)
+
+
+def _ingest(db: Path, n: int, projects: int) -> dict[str, Any]:
+    return {**ingest(db, make_dataset(n, DIM, 1, seed=n + DIM), projects=projects), "seeded_by_pid": os.getpid()}
 
 
 def label(result: dict[str, Any]) -> str:
@@ -260,10 +348,13 @@ def cmd_ops(args: argparse.Namespace) -> None:
         plan.append((sizes[-1], args.global_projects))
     started = time.time()
     results = []
+    seeds = Path(args.workdir) / "seeds" if args.workdir else None  # kept seeded databases (see seed)
+    if args.workdir:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="capsule-bench-ops-", dir=args.workdir) as tmp:
         for n, projects in plan:
             print(f"... ops at N={n} over {projects} project(s)", file=sys.stderr, flush=True)
-            results.append(measure(n, projects, Path(tmp), args.op_runs, args.job_runs))
+            results.append(_apart(measure, n, projects, Path(tmp), args.op_runs, args.job_runs, seeds))
             Path(args.out).write_text(json.dumps({"partial": True, "ops": results}, indent=2))
     with_ratios(results)
     report = {

@@ -94,6 +94,14 @@ class SQLiteConnections:
                 # memories' indexes: ~70 KB) in memory: on disk it was a temp file created,
                 # written and deleted by every store.
                 conn.execute("PRAGMA temp_store = MEMORY")
+                # SQLite's default page cache (2 MB) and no mmap, on purpose: at 1M memories in
+                # one project (issue 32, bench-results/bench-ops-1k-1m.json) a single operation
+                # reads 3-17 pages its cache lacks (a get 3, a forget 17: the leaves of a B-tree
+                # one level deeper, at random places), ~3 us of CPU each as a pread of the OS's
+                # page cache. A 64 MB cache_size read the same pages (the interior pages already
+                # fit in 2 MB; the leaves are cold at any size); mmap_size (capped at 2 GiB by
+                # this build) took the preads away but not measurably the CPU, and turns an I/O
+                # error into a signal. Every single operation measured within 1.3x of its 1k cost.
                 queue = lock_path(self.path)
                 write_lock = queue and WriteLock(queue)
                 if queue:  # checkpoints run in the checkpointer's thread (.sqlite_checkpoint)
