@@ -428,6 +428,10 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
+    if args.embedders:  # the offline embedders side by side (issue 38), on every core as a service runs them
+        from .bench_embedders import cmd_embedders
+
+        return cmd_embedders(args)
     if os.environ.get("OPENBLAS_NUM_THREADS") != "1" and not args.any_threads:
         # One BLAS thread, like one Lambda vCPU and like the targets; set before numpy loads.
         env = {
@@ -542,6 +546,11 @@ def register(subparsers) -> None:
         "--ops",
         action="store_true",
         help="instead: CPU per operation (store, ingest, get, ... mining) by size, ratio to the smallest",
+    )
+    p.add_argument(
+        "--embedders",
+        action="store_true",
+        help="instead: the offline embedders (minilm, mpnet): load, query latency, texts/s, memory",
     )
     p.add_argument("--op-runs", type=int, default=20, help="--ops: runs of each single operation")
     p.add_argument("--job-runs", type=int, default=3, help="--ops: runs of export page, retention and mining")

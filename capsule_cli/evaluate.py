@@ -221,7 +221,7 @@ def register(subparsers) -> None:
     q.add_argument("path", help="the LoCoMo JSON file (read in place; its licence forbids copying it)")
     q.add_argument("--mode", action="append", choices=MODES, help="only these modes (repeatable)")
     q.add_argument("--limit", type=int, help="only the first N conversations")
-    q.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])
+    q.add_argument("--embedder", choices=["auto", "minilm", "mpnet", "hashing", "voyage", "openai"])
     q.add_argument("--cache", help="an SQLite file keeping embeddings between runs")
     q.add_argument(
         "--option",

@@ -21,7 +21,7 @@ from .core.fielderrors import from_validation_error
 from .core.paths import default_data_dir
 from .search.ranking import Weights
 
-EmbedderName = Literal["auto", "minilm", "hashing", "voyage", "openai"]
+EmbedderName = Literal["auto", "minilm", "mpnet", "hashing", "voyage", "openai"]
 
 # setting name -> environment variable
 ENVIRONMENT = {

@@ -54,6 +54,7 @@ def pick(env: dict[str, str], *, offline: bool = True):
         ({"VOYAGE_API_KEY": "pa-1", "OPENAI_API_KEY": "sk-1", "CAPSULE_EMBEDDER": "openai"}, True, "openai"),
         ({"VOYAGE_API_KEY": "pa-1", "CAPSULE_EMBEDDER": "hashing"}, True, "hashing"),
         ({"OPENAI_API_KEY": "sk-1", "CAPSULE_EMBEDDER": "minilm"}, True, "minilm"),
+        ({"CAPSULE_EMBEDDER": "mpnet"}, False, "mpnet"),  # only when named: auto never picks it
         ({"VOYAGE_API_KEY": "", "OPENAI_API_KEY": "sk-1"}, True, "openai"),  # an empty key is no key
         ({"VOYAGE_API_KEY": "pa-1", "CAPSULE_EMBEDDER": "auto"}, True, "voyage"),
         ({"VOYAGE_API_KEY": "pa-1"}, False, "voyage"),  # a key is enough: no package, no offline model

@@ -1,4 +1,4 @@
-"""Embedders behind one interface (base.Embedder): MiniLM offline, hashing, remote HTTP, cached, shared.
+"""Embedders behind one interface (base.Embedder): MiniLM and MPNet offline, hashing, remote HTTP, cached, shared.
 May import: capsule.core, config, store (the embedding cache) and what lies below them.
 
 Embedders behind one interface; :func:`build_embedder` picks one from the settings.
@@ -35,6 +35,10 @@ def build_embedder(settings: Settings) -> Embedder:
         embedder = HashingEmbedder()
     elif choice.name == "minilm":
         embedder = minilm.MiniLMEmbedder(settings.model_dir)
+    elif choice.name == "mpnet":
+        from .mpnet import MpnetEmbedder
+
+        embedder = MpnetEmbedder(settings.model_dir)
     elif choice.name == "voyage":
         from .remote import VoyageEmbedder
 

@@ -12,6 +12,10 @@ the first Capsule and ``OPENAI_API_KEY`` in the Vector Bridge:
 |                             | picks OpenAI                                        |
 | neither                     | minilm (offline) when installed, else hashing       |
 
+``auto`` never picks mpnet (all-mpnet-base-v2, 768 dimensions, the ``mpnet`` extra): it is
+~440 MB, about 17x minilm's cost per query, and through the product no better on LoCoMo
+(docs/search.md), so only ``CAPSULE_EMBEDDER=mpnet`` turns it on.
+
 A key is all a hosted embedder needs: both are called over HTTP with the standard library
 (:mod:`capsule.embedders.http`), no client package. ``CAPSULE_EMBEDDER`` naming one overrides
 all of this, and a missing key is then an error.
@@ -33,7 +37,7 @@ PREFERRED_HOSTED = ("voyage", "openai")  # when several keys are set, the first 
 
 @dataclass(frozen=True)
 class EmbedderChoice:
-    name: str  # voyage | openai | minilm | hashing
+    name: str  # voyage | openai | minilm | mpnet | hashing
     reason: str  # why, in words for health and explanations; never a key
 
 
