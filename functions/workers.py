@@ -181,7 +181,12 @@ class WorkerServer(uvicorn.Server):
             for server in servers:
                 for sock in server.sockets:
                     loop.remove_reader(sock.fileno())
-        loop.call_soon(lambda: [server.close() for server in servers])
+        loop.call_soon(_close_all, servers)
+
+
+def _close_all(servers: list[asyncio.Server]) -> None:
+    for server in servers:
+        server.close()
 
 
 def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.connection.Connection) -> None:

@@ -29,6 +29,7 @@ from tests.console.test_console import (  # noqa: F401  (fixtures)
     settle,
 )
 from tests.console.test_console_screens import CAPTURE_EVENTS, FIXPACK
+from tests.console.test_console_views import VIEWS
 
 pytestmark = pytest.mark.slow
 
@@ -42,19 +43,6 @@ VIEWPORT = {"width": 1280, "height": 800}
 TO_DOCS = os.environ.get("CAPSULE_CONSOLE_SCREENSHOTS") == "docs"
 SHOTS = REPO / ("docs" if TO_DOCS else "test-artifacts")
 PROJECT = "/srv/console-a11y"
-# The side navigation's views, each checked again in the dark colour scheme as the test left it.
-VIEWS = (
-    "memories",
-    "search",
-    "projects",
-    "solutions",
-    "patterns",
-    "capture",
-    "activity",
-    "keys",
-    "settings",
-    "transfer",
-)
 
 
 @pytest.fixture(autouse=True)

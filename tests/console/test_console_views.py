@@ -29,6 +29,19 @@ from tests.console.test_console_screens import FIXPACK
 pytestmark = pytest.mark.slow
 
 ARTIFACTS = REPO / "test-artifacts"
+# The side navigation's views, in its order (test_console_a11y checks each too).
+VIEWS = (
+    "memories",
+    "search",
+    "projects",
+    "solutions",
+    "patterns",
+    "capture",
+    "activity",
+    "keys",
+    "settings",
+    "transfer",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -49,18 +62,7 @@ def test_each_view_has_an_address_that_a_link_and_a_reload_return_to(page, serve
     server.store(project, "a memory so the project exists", pinned=True)
     connect(page, server.token)
     # Every view of the navigation, one at a time, marked as the current one.
-    for view in (
-        "memories",
-        "search",
-        "projects",
-        "solutions",
-        "patterns",
-        "capture",
-        "activity",
-        "keys",
-        "settings",
-        "transfer",
-    ):
+    for view in VIEWS:
         go(page, view)
         assert visible_views(page) == [view]
         expect(page.locator(f".nav-link[data-nav='{view}']")).to_have_attribute("aria-current", "page")
