@@ -56,8 +56,8 @@ from capsule.core.models import ErrorResponse
 from capsule.runtime.service import build_service
 from capsule.service.memory_service import MemoryService
 
+from . import async_jobs, byok, idempotency, metering, query_names, routes, scopes
 from . import body as bodies
-from . import byok, idempotency, query_names, routes, scopes
 from .body import body_text
 from .body import parse as parse_body
 from .secrets import load_settings, secret_arn
@@ -90,6 +90,7 @@ _from_secret: _FromSecret | None = None  # None: not built from the deployment's
 def set_service(service: MemoryService | None) -> None:
     """Use ``service`` for every handler of this process (None: build from the environment)."""
     global _service, _from_secret
+    metering.release(logger.warning)  # the counts buffered for the service being replaced
     _service, _from_secret = service, None
 
 
@@ -170,6 +171,7 @@ _ERROR_DESCRIPTIONS = {
     415: "The body is not declared as application/json in UTF-8 (Content-Type, required with a body), or is "
     "sent encoded (Content-Encoding other than identity)",
     422: "Invalid input; details name each field",
+    429: "The tenant's rate limit (requests a minute) is reached; nothing was done; retry after Retry-After seconds",
     503: "A dependency (the store) is unavailable or full; nothing was changed; retry after Retry-After seconds",
     500: "Unexpected error; nothing about it is revealed",
 }
@@ -190,7 +192,7 @@ def error_responses(*statuses: int) -> dict[int, dict[str, Any]]:
         status: {
             "description": _ERROR_DESCRIPTIONS[status],
             "content": {"application/json": {"model": ErrorResponse}},
-            **({"headers": _RETRY_AFTER} if status == 503 else {}),
+            **({"headers": _RETRY_AFTER} if status in (429, 503) else {}),
         }
         for status in statuses
     }
@@ -287,6 +289,7 @@ def _responses(endpoint: Endpoint) -> dict[int, dict[str, Any]]:
             *((400, 415) if body_model(endpoint) else ()),
             *((403,) if auth else ()),
             *((409, 422) if endpoint.route in idempotency.ROUTES else ()),
+            *((429,) if auth and endpoint.route not in metering.EXEMPT else ()),
         }
     )
     return {**success, **error_responses(*errors)}
@@ -515,6 +518,33 @@ def narrowing(route: routes.Route, function: Callable[..., Any]) -> Callable[...
     return narrowed
 
 
+def _accepting(endpoint: Endpoint, route: routes.Route, model: type[BaseModel] | None) -> APIGatewayHttpResolver | None:
+    """For a route that may run as a job (functions.async_jobs): a resolver that validates the
+    request exactly as the route's own does (a bad one is the same 4xx) and, in place of the call,
+    keeps it as a job and answers 202."""
+    if route.name not in async_jobs.ROUTES:
+        return None
+    resolver = new_resolver(model)
+
+    @functools.wraps(endpoint.function)  # Powertools validates against the endpoint's signature
+    def accept(*args: Any, **kwargs: Any) -> Any:
+        event = resolver.current_event.raw_event
+        async_jobs.precheck(route.name, event)
+        chosen = async_jobs.dispatcher()
+        assert chosen is not None  # async_jobs.wanted said so
+        store = async_jobs.store_for(service().store)
+        raise async_jobs.Accepted(async_jobs.accept(route, event, tenant(), store, chosen))
+
+    register(resolver, endpoint, accept)
+
+    @resolver.exception_handler(async_jobs.Accepted)
+    def _accepted(exc: async_jobs.Accepted) -> Response:
+        answer = exc.response
+        return Response(answer["statusCode"], content_types.APPLICATION_JSON, answer["body"], answer["headers"])
+
+    return resolver
+
+
 def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda handler for one endpoint: one resolver, built once per container."""
     route = routes.by_name(endpoint.route)
@@ -524,6 +554,7 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
     register(app, endpoint, replaying(function))
     shortcut = Shortcut.of(app, route, function)
     known_query = query_names.declared(endpoint.function)
+    accepting = _accepting(endpoint, route, model)
 
     def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         admitted, body = _admit(route, event, model is not None)
@@ -544,8 +575,16 @@ def make_handler(endpoint: Endpoint) -> Callable[[dict[str, Any], Any], dict[str
                     scopes.within(scopes.admit(route, event, body, admitted, service) if route.auth else scopes.FULL)
                 except CapsuleError as exc:
                     return _refusal(exc)
+                # counted (functions.metering), and refused with 429 over the tenant's rate limit
+                throttled = metering.admit(route, admitted or "", service, logger.warning)
+                if throttled is not None:
+                    return _refusal(throttled)
 
                 def run() -> dict[str, Any]:
+                    # A job (functions.async_jobs): validated now, run by a worker; not with a
+                    # customer key, which is never kept
+                    if accepting is not None and own_key is None and async_jobs.wanted(route, event, body):
+                        return accepting.resolve(event, context)
                     if shortcut is not None and body is not None:
                         return fitted(route, shortcut.answer(event, body, context))
                     return fitted(route, app.resolve(event, context))

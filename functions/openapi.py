@@ -16,7 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn,
 
 from capsule.core import limits
 
-from . import idempotency, routes
+from . import async_jobs, idempotency, routes
 from .app import Endpoint, new_resolver, register
 
 TITLE = "Capsule Memory"
@@ -86,6 +86,42 @@ def _idempotency_keys(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def _jobs(doc: dict[str, Any]) -> dict[str, Any]:
+    """``Prefer: respond-async`` and the 202 of a job on the routes that may run as one
+    (functions.async_jobs); the job's own route documents itself."""
+    doc["components"]["schemas"]["JobAccepted"] = async_jobs.JobAccepted.model_json_schema()
+    for route in routes.ROUTES:
+        if route.name not in async_jobs.ROUTES:
+            continue
+        operation = doc["paths"][route.path][route.method.lower()]
+        operation.setdefault("parameters", []).append(
+            {
+                "name": "Prefer",
+                "in": "header",
+                "required": False,
+                "description": (
+                    "respond-async (RFC 7240): run the request as a job and answer 202 at once; a request over "
+                    "the synchronous budget becomes one without asking (docs/http-api.md, Jobs). Other "
+                    "preferences are ignored, as RFC 7240 says."
+                ),
+                "schema": {"type": "string"},
+            }
+        )
+        operation["responses"]["202"] = {
+            "description": "Accepted as a job: GET the Location until its status is succeeded or failed",
+            "headers": {
+                "Location": {"description": "The job: /v1/jobs/{id}", "required": True, "schema": {"type": "string"}},
+                "Retry-After": {
+                    "description": "Seconds before a first poll is worth making",
+                    "required": True,
+                    "schema": {"type": "integer", "minimum": 0},
+                },
+            },
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/JobAccepted"}}},
+        }
+    return doc
+
+
 def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
     """Deep, except that a ``content`` (the media types) replaces the generated one."""
     for key, value in extra.items():
@@ -114,6 +150,6 @@ def document() -> dict[str, Any]:
             ),
         },
     )
-    doc = _idempotency_keys(_media_types(json.loads(text)))
+    doc = _jobs(_idempotency_keys(_media_types(json.loads(text))))
     doc["x-capsule-max-body-bytes"] = limits.MAX_BODY_BYTES
     return doc

@@ -51,6 +51,8 @@ ROUTES: tuple[Route, ...] = (
     Route("history", "GET", "/v1/memories/{id}/history", _h("history")),
     Route("revert", "POST", "/v1/memories/{id}/revert", _h("revert"), timeout_s=15),
     Route("audit", "GET", "/v1/audit", _h("audit")),
+    # per-tenant usage counters (functions.metering, capsule.service.usage)
+    Route("usage", "GET", "/v1/usage", _h("usage")),
     Route("projects", "GET", "/v1/projects", _h("projects")),
     # capture: memories proposed from conversations (capsule.capture)
     Route("capture", "POST", "/v1/memories/capture", _h("capture"), timeout_s=MAX_TIMEOUT_S),
@@ -81,6 +83,8 @@ ROUTES: tuple[Route, ...] = (
     # data in and out: capsule.transfer
     Route("export", "GET", "/v1/export", _h("export"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024),
     Route("import_data", "POST", "/v1/import", _h("import_data"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024),
+    # asynchronous jobs: ingest, import and mining past the synchronous budget (functions.async_jobs)
+    Route("job_get", "GET", "/v1/jobs/{id}", _h("job_get"), timeout_s=5, memory_mb=256),
     # one memory across peers: capsule.sync
     Route("sync_changes", "GET", "/v1/sync/changes", _h("sync_changes"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024),
     Route("sync_apply", "POST", "/v1/sync/apply", _h("sync_apply"), timeout_s=MAX_TIMEOUT_S, memory_mb=1024),

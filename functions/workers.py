@@ -134,6 +134,9 @@ def build_gateway(config: WorkerConfig):
         embedder = SharedEmbedder(**config.shared_embedder)
     app.set_service(build_service(config.settings, embedder=embedder))
     warm()
+    from .job_worker import install_local
+
+    install_local()  # asynchronous jobs run on a thread here; those a stopped server left are taken up
     return Gateway(Credentials(config.data_dir), LocalInvoker(), region=config.region)
 
 
@@ -229,3 +232,6 @@ def serve(config: WorkerConfig, sock: socket.socket, ready: multiprocessing.conn
     ready.send(("ready", os.getpid()))
     ready.close()
     server.run(sockets=[sock])
+    from . import app, metering
+
+    metering.release(app.logger.warning)  # drained: the usage counts this worker buffered are written

@@ -7,10 +7,14 @@ Context flags (``-c name=value``): ``layer_zip`` (default build/layer.zip), ``bu
 openai, minilm or hashing: the layer must have been built for it, see layers/build_layer.py),
 ``throttle_rate`` / ``throttle_burst`` (the stage's requests/s and burst, default 200 / 400),
 ``tenant_per_session`` (true: one tenant per assumed-role session instead of per role),
+``tenant_metrics`` (true: a CloudWatch metric per tenant and costly operation, functions/metering.py),
+``tenant_rate_limit`` (requests a tenant may make a minute; unset: no limit),
 ``vector_search_min`` (default 5000: projects this large are searched through Atlas's indexes),
 ``atlas_network`` (privatelink, nat or public: how the functions reach Atlas, infra/atlas_network.py;
 privatelink needs ``atlas_endpoint_service``; unset: privatelink if that is given, else public, warned),
-``atlas_iam_auth`` (true: the functions sign in to Atlas with their roles, no password: infra/atlas_auth.py).
+``atlas_iam_auth`` (true: the functions sign in to Atlas with their roles, no password: infra/atlas_auth.py),
+``secret_rotation_days`` with ``atlas_admin_secret_arn`` (the database password rotated every N days
+between two Atlas users, through an Atlas service account kept in that secret: infra/rotation.py).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ def options_from(app: cdk.App) -> StackOptions:
         rate=context.positive_int(get("throttle_rate"), "throttle_rate", Throttle.rate, maximum=MAX_THROTTLE),
         burst=context.positive_int(get("throttle_burst"), "throttle_burst", Throttle.burst, maximum=MAX_THROTTLE),
     )
+    network = network_choice(get("atlas_network"), get("atlas_endpoint_service"), embedder)
+    atlas_iam_auth = context.flag(get("atlas_iam_auth"), "atlas_iam_auth")
     return StackOptions(
         functions_asset=stage_functions(build_dir),
         layer_zip=zip_path,
@@ -47,13 +53,21 @@ def options_from(app: cdk.App) -> StackOptions:
         embedder=embedder,
         throttle=throttle,
         tenant_per_session=context.flag(get("tenant_per_session"), "tenant_per_session"),
+        tenant_metrics=context.flag(get("tenant_metrics"), "tenant_metrics"),
+        tenant_rate_limit=context.positive_int(get("tenant_rate_limit"), "tenant_rate_limit", 0, maximum=1_000_000),
         vector_search_min=context.positive_int(
             get("vector_search_min"), "vector_search_min", StackOptions.vector_search_min, maximum=10_000_000
         ),
         kms_key_arn=context.kms_key_arn(get("kms_key_arn")),
-        network=network_choice(get("atlas_network"), get("atlas_endpoint_service"), embedder),
-        atlas_iam_auth=context.flag(get("atlas_iam_auth"), "atlas_iam_auth"),
+        network=network,
+        atlas_iam_auth=atlas_iam_auth,
         search_start=context.search_start(get("search_start")),
+        secret_rotation=context.secret_rotation(
+            get("secret_rotation_days"),
+            get("atlas_admin_secret_arn"),
+            route_out=network.mode == "public" or network.needs_internet,
+            atlas_iam_auth=atlas_iam_auth,
+        ),
     )
 
 

@@ -28,6 +28,7 @@ from constructs import Construct
 
 from functions.routes import ROUTES, Route
 
+from .async_jobs import HANDLER as WORKER_HANDLER
 from .jobs import JOBS
 
 GROUPS = {
@@ -50,6 +51,7 @@ def groups_by_handler() -> dict[str, str]:
     """``module:function`` -> group, for every function that opens the database."""
     found = {route.handler: group for route in ROUTES if (group := route_group(route))}
     found.update({job.handler: "Jobs" for job in JOBS})
+    found[WORKER_HANDLER] = "Writers"  # the asynchronous jobs write memories, as their routes do
     return found
 
 

@@ -8,8 +8,8 @@
   Nothing reaches Atlas over the internet and its IP access list can stay empty.
   The functions also call Secrets Manager and KMS (the secret, the data keys) and, with a remote
   embedder (Voyage, OpenAI), the provider's API on the internet. With a local embedder (hashing,
-  minilm) the subnets are isolated (no route out at all) and Secrets Manager and KMS get interface
-  endpoints of their own; with a remote one they need a way out anyway, so a NAT gateway carries
+  minilm) the subnets are isolated (no route out at all) and Secrets Manager, KMS and Lambda (the
+  jobs' worker is invoked) get interface endpoints of their own; with a remote one they need a way out anyway, so a NAT gateway carries
   those calls (HTTPS only) and no AWS-service endpoints are made (they would cost more than they
   save the NAT: :func:`monthly_cost`).
 - ``nat``: the functions in private subnets whose one way out is a NAT gateway with an Elastic
@@ -43,12 +43,14 @@ ATLAS_PRIVATE_PORTS = ec2.Port.tcp_range(1024, 65535)
 ATLAS_PUBLIC_PORTS = ec2.Port.tcp_range(27015, 27017)
 AZS = 2
 CIDR = "10.64.0.0/16"
-# The AWS APIs the functions call: Secrets Manager (functions/secrets.py) and KMS (capsule.crypto).
+# The AWS APIs the functions call: Secrets Manager (functions/secrets.py), KMS (capsule.crypto) and
+# Lambda (the accepting routes invoke the asynchronous jobs' worker: functions/async_jobs.py).
 # Logs and metrics (Powertools' EMF lines) leave through the Lambda service, not the VPC, and
 # MONGODB-AWS sign-in needs none: the function signs an STS request that Atlas sends on.
 AWS_SERVICES = {
     "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
     "Kms": ec2.InterfaceVpcEndpointAwsService.KMS,
+    "Lambda": ec2.InterfaceVpcEndpointAwsService.LAMBDA_,
 }
 # USD a month (730 h) in us-east-1, before traffic (endpoints $0.01/GB, NAT $0.045/GB); Atlas bills its
 # own side of a private endpoint separately.

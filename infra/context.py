@@ -108,3 +108,42 @@ def atlas_endpoint_service(value: Any, network: str) -> str | None:
             f"-c atlas_endpoint_service={value!r}: expected com.amazonaws.vpce.REGION.vpce-svc-ID, as Atlas shows it"
         )
     return value
+
+
+_SECRET_ARN = re.compile(
+    r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}"
+)
+MAX_ROTATION_DAYS = 365  # Secrets Manager's own limit on a rotation schedule's interval
+
+
+def secret_rotation(
+    days: Any, admin_secret_arn: Any, *, route_out: bool, atlas_iam_auth: bool
+) -> tuple[int, str] | None:
+    """``-c secret_rotation_days=N`` with ``-c atlas_admin_secret_arn=ARN``: the database password
+    rotated every N days (infra/rotation.py), or None when neither is given. The pair is refused
+    where rotation could not work: without the other, with no password (IAM sign-in), or with no
+    route to Atlas's Administration API, which is on the public internet only."""
+    if days in (None, "") and admin_secret_arn in (None, ""):
+        return None
+    every = positive_int(days, "secret_rotation_days", 0, maximum=MAX_ROTATION_DAYS)
+    if not every:
+        raise SystemExit("-c atlas_admin_secret_arn is for rotation: give -c secret_rotation_days=N as well")
+    if admin_secret_arn in (None, ""):
+        raise SystemExit(
+            "-c secret_rotation_days needs -c atlas_admin_secret_arn=ARN: a secret of yours holding an Atlas "
+            'service account with the Project Database Access Admin role: {"client_id", "client_secret", "group_id"}'
+        )
+    if not isinstance(admin_secret_arn, str) or not _SECRET_ARN.fullmatch(admin_secret_arn):
+        raise SystemExit(
+            f"-c atlas_admin_secret_arn={admin_secret_arn!r}: expected a secret's full ARN, "
+            "arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-SUFFIX"
+        )
+    if atlas_iam_auth:
+        raise SystemExit("-c secret_rotation_days: with -c atlas_iam_auth=true there is no database password to rotate")
+    if not route_out:
+        raise SystemExit(
+            "-c secret_rotation_days: Atlas's Administration API is on the public internet only, and these "
+            "functions have no route out (PrivateLink with the local embedder); use -c atlas_network=nat, "
+            "or -c atlas_iam_auth=true (no password to rotate)"
+        )
+    return every, admin_secret_arn

@@ -209,15 +209,19 @@ class Alarms(Construct):
             return self
         return stack.node.try_find_child("Alarms") or Construct(stack, "Alarms")
 
+    def failed(self, name: str, fn: lambda_.Function, what: str) -> None:
+        """An alarm on any error of a function nobody calls but a schedule."""
+        self._alarm(
+            f"{name}Failed",
+            metric=fn.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            alarm_description=what,
+        )
+
     def jobs(self, functions: Mapping[str, lambda_.Function], queues: Mapping[str, sqs.Queue]) -> None:
         for name, fn in functions.items():
-            self._alarm(
-                f"{name}Failed",
-                metric=fn.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
-                threshold=0,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                alarm_description=f"the {name} job failed",
-            )
+            self.failed(name, fn, f"the {name} job failed")
             self._alarm(
                 f"{name}DeadLetters",
                 metric=queues[name].metric_approximate_number_of_messages_visible(period=FIVE_MINUTES),

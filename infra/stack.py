@@ -10,9 +10,13 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from functions.async_jobs import ROUTES as ASYNC_ROUTES
+from functions.async_jobs import WORKER_TIMEOUT_S
 from functions.routes import ROUTES
 
 from .api import CapsuleApi, Throttle
+from .async_jobs import NAME as JOB_WORKER
+from .async_jobs import JobWorker
 from .atlas_auth import ENVIRONMENT as IAM_AUTH_ENVIRONMENT
 from .atlas_auth import DatabaseRoles
 from .atlas_network import AtlasNetwork, NetworkChoice
@@ -20,6 +24,7 @@ from .datakeys import DataKeys
 from .jobs import JOBS, ScheduledJobs
 from .lambdas import RUNTIME, Shared
 from .monitoring import Alarms
+from .rotation import SecretRotation
 
 # The one secret's keys (a JSON object). functions/secrets.py reads the same names.
 SECRET_TEMPLATE = '{"mongodb_uri": "", "voyage_api_key": "", "openai_api_key": "", "api_keys": {}}'
@@ -34,6 +39,10 @@ class StackOptions:
     embedder: str = "voyage"
     throttle: Throttle = Throttle()
     tenant_per_session: bool = False  # functions/tenancy.py: one tenant per assumed-role session
+    # functions/metering.py: a metric per tenant and costly operation (a custom metric each, $0.30
+    # a month: docs/aws.md); requests a tenant may make a minute (0: no limit)
+    tenant_metrics: bool = False
+    tenant_rate_limit: int = 0
     # Projects of at least this many memories are searched through the cluster's indexes and
     # never read whole into a function (about 18.5 KiB each decoded: 5,000 is ~90 MB).
     vector_search_min: int = 5_000
@@ -44,6 +53,9 @@ class StackOptions:
     atlas_iam_auth: bool = False
     # How the search route's function starts (infra/context.py search_start): kind, warm count.
     search_start: tuple[str, int] = ("on-demand", 0)
+    # The database password rotated every N days through the Atlas service account in this secret
+    # (infra/rotation.py); None: not rotated (a role's sign-in, -c atlas_iam_auth=true, has none).
+    secret_rotation: tuple[int, str] | None = None
 
 
 class CapsuleStack(Stack):
@@ -77,6 +89,8 @@ class CapsuleStack(Stack):
                 "CAPSULE_EMBEDDER": options.embedder,
                 "CAPSULE_TENANT_PER_SESSION": "true" if options.tenant_per_session else "false",
                 "CAPSULE_MONGODB_VECTOR_SEARCH_MIN": str(options.vector_search_min),
+                "CAPSULE_TENANT_METRICS": "true" if options.tenant_metrics else "false",
+                "CAPSULE_TENANT_RATE_LIMIT": str(options.tenant_rate_limit),
                 # Only the secret's ARN: functions/secrets.py reads the values at run time (cached).
                 "CAPSULE_SECRET_ARN": self.secret.secret_arn,
                 # capsule.crypto: tenants' data keys are wrapped by this KMS key.
@@ -100,9 +114,26 @@ class CapsuleStack(Stack):
             search_start=options.search_start,
         )
         self.jobs = ScheduledJobs(self, "Jobs", shared=shared, secret=self.secret)
+        # Ingest, import and mining past the synchronous budget: accepted with 202, run by the worker.
+        self.job_worker = JobWorker(self, "AsyncJobs", shared=shared, secret=self.secret)
+        # (and the job's route, which hands over again a job whose worker died: functions.async_jobs.read)
+        self.job_worker.accept_from(
+            fn for name, fn in self.api.functions.items() if name in ASYNC_ROUTES or name == "job_get"
+        )
+        self.rotation = None
+        if options.secret_rotation is not None:
+            every_days, admin_secret_arn = options.secret_rotation
+            self.rotation = SecretRotation(
+                self,
+                "SecretRotation",
+                shared=shared,
+                secret=self.secret,
+                admin_secret_arn=admin_secret_arn,
+                every_days=every_days,
+            )
         # The data key only where memories are sealed or opened: not the public document, not the authorizer.
         sealing = [fn for name, fn in self.api.functions.items() if name in {r.name for r in ROUTES if r.auth}]
-        self.data_keys.grant([*sealing, *self.jobs.functions.values()])
+        self.data_keys.grant([*sealing, *self.jobs.functions.values(), self.job_worker.function])
         self.alarms = Alarms(self, "Alarms", alarm_email=options.alarm_email)
         self.alarms.api(self.api.http_api, self.api.access_logs)
         timeouts = {route.name: route.timeout_s for route in ROUTES}
@@ -110,6 +141,11 @@ class CapsuleStack(Stack):
         self.alarms.functions(self.api.functions, timeouts_s=timeouts)
         self.alarms.functions(self.jobs.functions, timeouts_s={job.name: job.timeout_s for job in JOBS})
         self.alarms.jobs(self.jobs.functions, self.jobs.queues)
+        self.alarms.functions({JOB_WORKER: self.job_worker.function}, timeouts_s={JOB_WORKER: WORKER_TIMEOUT_S})
+        if self.rotation is not None:  # a failed rotation keeps AWSCURRENT, but someone must hear of it
+            self.alarms.failed(
+                "SecretRotation", self.rotation.function, "the secret's rotation failed: AWSCURRENT is unchanged"
+            )
         CfnOutput(self, "ApiUrl", value=self.api.http_api.api_endpoint)
         # Callers sign with SigV4 and need execute-api:Invoke on the API: the ARN and a policy to attach.
         api_arn = f"arn:{Aws.PARTITION}:execute-api:{Aws.REGION}:{Aws.ACCOUNT_ID}:{self.api.http_api.api_id}"
@@ -147,14 +183,17 @@ class CapsuleStack(Stack):
 
     def _acknowledge(self) -> None:
         """cdk-nag findings we accept, each with its reason (cdk-nag 3.x: Validations.acknowledge)."""
-        Validations.of(self.secret).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-SMG4",
-                reason="Holds third-party credentials (Atlas, Voyage, OpenAI) that are rotated at their providers; "
-                "Secrets Manager has no rotation function for them",
+        if self.rotation is None:
+            Validations.of(self.secret).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-SMG4",
+                    reason="Rotation is opt-in (-c secret_rotation_days with an Atlas service account); "
+                    "with -c atlas_iam_auth=true there is no database password, and the embedding "
+                    "providers' keys are rotated at the providers",
+                )
             )
-        )
-        for fn in [*self.api.functions.values(), *self.jobs.functions.values()]:
+        rotator = [self.rotation.function] if self.rotation else []
+        for fn in [*self.api.functions.values(), *self.jobs.functions.values(), *rotator, self.job_worker.function]:
             Validations.of(fn).acknowledge(
                 Acknowledgment(
                     id="AwsSolutions-L1",

@@ -23,6 +23,9 @@ success and never do the work twice (functions.idempotency); a write sent withou
 (``idempotent=False``) is retried only when the server says it did nothing (429, 503) or the
 connection was never made. A call's retries stop once its time budget (:attr:`Retry.budget_s`)
 is spent, each attempt's timeout cut to what is left, so a tool call waits a bounded time.
+A request the server accepts as a job (202, functions.async_jobs) is never sent again: the client
+polls the job with backoff for up to ``job_wait_s`` and returns its result as if the call had been
+synchronous (or raises the route's error); past that it raises :class:`StillRunning` naming the job.
 Calls share kept-alive connections (:mod:`mcp_client.transport`). Credentials are never logged.
 """
 
@@ -68,6 +71,18 @@ _ERRORS_BY_STATUS: dict[int, type[errors.CapsuleError]] = {
     429: errors.Unavailable,
     503: errors.Unavailable,
 }
+
+
+# A request answered 202 became a job: polled from the first Retry-After (at least this), each
+# pause 1.5 times the last, at most the cap, within the client's job_wait_s.
+JOB_POLL_FIRST_S, JOB_POLL_GROWTH, JOB_POLL_CAP_S = 0.5, 1.5, 5.0
+
+
+class StillRunning(errors.CapsuleError):
+    """The request became a job that had not finished when the client stopped waiting for it."""
+
+    code = "job_running"
+    status = 202
 
 
 @dataclass(frozen=True)
@@ -122,6 +137,7 @@ class CapsuleClient:
         retry: Retry | None = None,
         send: Callable[..., Response] | None = None,
         user_agent: str = "capsule-memory-client/0.1",
+        job_wait_s: float = 120.0,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise errors.InvalidInput(f"the API URL must start with http:// or https://, got {base_url!r}", field="url")
@@ -131,6 +147,7 @@ class CapsuleClient:
         self.retry = retry or Retry()
         self._send = send or PooledTransport(self.base_url)
         self._user_agent = user_agent
+        self.job_wait_s = job_wait_s  # how long a call waits for a job its request became (202)
 
     def __repr__(self) -> str:
         return f"CapsuleClient({self.base_url!r}, auth={self.auth!r})"
@@ -194,7 +211,10 @@ class CapsuleClient:
                     raise self._no_answer(method, path, exc) from exc
                 continue
             if response.status < 300:
-                return json.loads(response.body) if response.body else None
+                answer = json.loads(response.body) if response.body else None
+                where = _job_location(response, answer)
+                # A 202 is the work accepted as a job (functions.async_jobs): waited for, never sent again.
+                return answer if where is None else self._await_job(where, _retry_after(response.headers))
             retryable = response.status in (RETRY_STATUSES if idempotent else NOTHING_DONE_STATUSES) or (
                 keyed and response.status == 409 and _in_progress(response.body)
             )
@@ -205,6 +225,28 @@ class CapsuleClient:
             ):
                 raise self._refused(error_for(response.status, response.body))
         raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _await_job(self, location: str, first_after: float | None) -> Any:
+        """Poll the job at ``location`` with backoff until it is done, within :attr:`job_wait_s`:
+        its result as the route would have answered, or the route's error; past the bound,
+        :class:`StillRunning` naming the job."""
+        started, pause = self.retry.clock(), max(JOB_POLL_FIRST_S, min(first_after or 0.0, JOB_POLL_CAP_S))
+        job_id = location.rstrip("/").rsplit("/", 1)[-1]
+        while True:
+            if self.retry.clock() - started + pause > self.job_wait_s:
+                raise StillRunning(
+                    f"the work is still running as job {job_id} after {self.job_wait_s:g} s; it goes on on the server: "
+                    f"ask again later (GET {location})",
+                    details=[{"job": job_id, "location": location}],
+                )
+            self.retry.sleep(pause)
+            job = self.request("GET", location)
+            if isinstance(job, dict) and job.get("status") == "succeeded":
+                return job.get("result")
+            if isinstance(job, dict) and job.get("status") == "failed":
+                status = int(job.get("status_code") or 500)
+                raise self._refused(error_for(status, json.dumps({"error": job.get("error") or {}}).encode()))
+            pause = min(pause * JOB_POLL_GROWTH, JOB_POLL_CAP_S)
 
     def _no_answer(self, method: str, path: str, exc: Exception) -> errors.Unavailable:
         if isinstance(exc, NotConnected):
@@ -457,6 +499,15 @@ def _in_progress(body: bytes) -> bool:
     return isinstance(inner, dict) and inner.get("code") == "idempotency_in_progress"
 
 
+def _job_location(response: Response, data: Any) -> str | None:
+    """The job a 202 names (its Location, or the body's), None for any other answer."""
+    if response.status != 202:
+        return None
+    header = next((v for k, v in response.headers.items() if k.lower() == "location"), None)
+    where = header or (data.get("location") if isinstance(data, dict) else None)
+    return where if isinstance(where, str) and where.startswith("/v1/jobs/") else None
+
+
 def _retry_after(headers: Mapping[str, str]) -> float | None:
     value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
     try:
@@ -465,4 +516,4 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         return None
 
 
-__all__ = ["CapsuleClient", "Retry", "Response", "error_for"]  # Response: from .transport
+__all__ = ["CapsuleClient", "Retry", "Response", "StillRunning", "error_for"]  # Response: from .transport

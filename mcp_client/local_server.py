@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -40,6 +41,8 @@ ANNOUNCE_FILE = "serve.json"
 SWITCH = "CAPSULE_SERVER"  # "off" (or 0/no/false): always run embedded
 CONNECT_TIMEOUT_S = 0.05  # loopback answers in well under a millisecond, or refuses at once
 REQUEST_TIMEOUT_S = 30.0  # once connected: as long as an embedded run could take
+# A request the server ran as a job (202): polled from the first pause, each 1.5 times the last, up to the cap.
+JOB_POLL_FIRST_S, JOB_POLL_CAP_S = 0.1, 2.0
 
 # status -> the library's error for it, from the error classes themselves (one place for the mapping)
 _BY_STATUS: dict[int, type[errors.CapsuleError]] = {
@@ -113,7 +116,23 @@ class LocalServer:
         else:
             raw = None if body is None else json.dumps(body, default=_jsonable).encode("utf-8")
         status, _, data = self._send(route, raw, path_params, query, headers, timeout_s)
-        return _answer(status, data, self.url)
+        answer = _answer(status, data, self.url)
+        return self._await_job(answer) if status == 202 and isinstance(answer.get("id"), str) else answer
+
+    def _await_job(self, accepted: View) -> View:
+        """The result of a request the server ran as a job (functions.async_jobs: a long ingest or
+        import), waited for here: a command has no gateway's 30 s to keep, and the job its own
+        deadline. Raises the route's error when the job failed."""
+        pause = JOB_POLL_FIRST_S
+        while True:
+            time.sleep(pause)
+            job = self.call("job_get", path_params={"id": accepted["id"]})
+            if job.get("status") == "succeeded":
+                return job.get("result") or View()
+            if job.get("status") == "failed":
+                failed = json.dumps({"error": job.get("error") or {}}).encode()
+                return _answer(int(job.get("status_code") or 500), failed, self.url)  # raises
+            pause = min(pause * 1.5, JOB_POLL_CAP_S)
 
     def page(self, route: str, *, query: Mapping[str, Any], next_header: str, accept: str) -> tuple[bytes, str | None]:
         """One page of a route whose answer is text in pages (the export's JSON Lines): its body

@@ -57,6 +57,9 @@ ENVIRONMENT = {
     "records_in_ram": "CAPSULE_RECORDS_IN_RAM",
     "session_context_words": "CAPSULE_SESSION_CONTEXT_WORDS",
     "kms_key_id": "CAPSULE_KMS_KEY_ID",
+    "tenant_rate_limit": "CAPSULE_TENANT_RATE_LIMIT",
+    "usage_flush_seconds": "CAPSULE_USAGE_FLUSH_SECONDS",
+    "tenant_metrics": "CAPSULE_TENANT_METRICS",
 }
 
 # setting name -> other environment variables that set it too (the voyageai SDK's 0.x releases
@@ -126,6 +129,13 @@ class Settings(BaseModel):
     # Hosted: the KMS key (id, ARN or alias) that wraps tenants' data keys (capsule.crypto);
     # unset, the embedded store wraps them with a local key file in data_dir.
     kms_key_id: str | None = Field(None, min_length=1, max_length=2048)
+    # Requests a tenant may make a minute over the HTTP API (functions.metering; 0: no limit).
+    # Set, every request is counted by one write that answers the minute's count; unset, counts
+    # are buffered per process and written at most every usage_flush_seconds (capsule.service.usage_meter).
+    tenant_rate_limit: int = Field(0, ge=0, le=1_000_000)
+    usage_flush_seconds: int = Field(60, ge=1, le=3600)
+    # An EMF metric per tenant and costly operation (a CloudWatch custom metric each: docs/aws.md).
+    tenant_metrics: bool = False
 
     @field_validator("voyage_base_url", "openai_base_url")
     @classmethod

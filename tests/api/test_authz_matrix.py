@@ -309,6 +309,7 @@ CASES: list[Case] = [
     _filtered("audit", lambda w: {"query": {"project": "secret"}}, "secret"),
     _filtered("audit", lambda w: {"query": {"project": "pub1"}}, "pub1"),
     _filtered("audit", lambda w: {"query": {"memory_id": w.ids["PA"]}}, "PA"),
+    Case("usage", "-", ("tenant",), lambda w: {}),
     Case(
         "capture",
         "secret",
@@ -358,6 +359,9 @@ CASES: list[Case] = [
     *_project_cases("sync_changes", lambda p: {"query": {"project": p}}),
     Case("sync_apply", "row", ("tenant",), lambda w: {"body": {"project": "secret", "items": [w.sync_row]}}),
     Case("whoami", "-", ("none",), lambda w: {}),
+    # a job is read by its submitter only: every other caller's answer is a missing job's 404
+    # (tests/api/test_async_jobs.py covers jobs that exist)
+    Case("job_get", "-", ("none",), lambda w: {"path_params": {"id": "job_missing"}}, (404,)),
     Case("principal_scopes", "-", ("tenant",), lambda w: {}),
     Case("principal_scopes_set", "-", ("tenant",), lambda w: {"body": {"rules": []}}),
 ]

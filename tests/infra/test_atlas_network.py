@@ -92,7 +92,7 @@ def inline_egress(template: dict, group: str) -> list[dict]:
 
 def assert_every_function_in_the_vpc(template: dict, functions_group: str) -> None:
     functions = of(template, "AWS::Lambda::Function")
-    assert len(functions) == len(ROUTES) + len(JOBS)
+    assert len(functions) == len(ROUTES) + len(JOBS) + 1  # and the asynchronous jobs' worker (infra/async_jobs.py)
     for logical_id, fn in functions.items():
         vpc = fn["Properties"].get("VpcConfig")
         assert vpc, logical_id
@@ -131,13 +131,13 @@ def test_privatelink_endpoints_atlas_and_the_aws_apis_the_functions_call(isolate
     endpoints = {v["Properties"]["ServiceName"] if isinstance(v["Properties"]["ServiceName"], str)
                  else "aws:" + v["Properties"]["ServiceName"]["Fn::Join"][1][-1]: v["Properties"]
                  for v in of(template, "AWS::EC2::VPCEndpoint").values()}  # fmt: skip
-    assert set(endpoints) == {SERVICE, "aws:.secretsmanager", "aws:.kms"}
+    assert set(endpoints) == {SERVICE, "aws:.secretsmanager", "aws:.kms", "aws:.lambda"}
     atlas = endpoints[SERVICE]
     assert atlas["VpcEndpointType"] == "Interface" and atlas["PrivateDnsEnabled"] is False
     assert len(atlas["SubnetIds"]) == 2
     atlas_group = group_of(template, "Atlas private endpoint")
     assert atlas["SecurityGroupIds"] == [{"Fn::GetAtt": [atlas_group, "GroupId"]}]
-    for name in ("aws:.secretsmanager", "aws:.kms"):
+    for name in ("aws:.secretsmanager", "aws:.kms", "aws:.lambda"):
         assert endpoints[name]["PrivateDnsEnabled"] is True, name
 
 
@@ -311,7 +311,7 @@ def test_a_bad_network_context_is_refused_by_name(network, service, named):
 
 def test_monthly_costs_before_traffic():
     assert monthly_cost(NetworkChoice("public")) == 0
-    assert monthly_cost(NetworkChoice("privatelink", SERVICE, "hashing")) == 43.80  # 3 endpoints x 2 AZs
+    assert monthly_cost(NetworkChoice("privatelink", SERVICE, "hashing")) == 58.40  # 4 endpoints x 2 AZs
     assert monthly_cost(NetworkChoice("privatelink", SERVICE, "voyage")) == 51.10  # Atlas's + NAT + EIP
     assert monthly_cost(NetworkChoice("nat", None, "voyage")) == 36.50
 

@@ -197,7 +197,8 @@ def test_every_stack_stays_well_under_cloudformations_500_resources(templates):
     per_share = [sum(route_stack_of(r.name) == n for r in ROUTES) for n in range(ROUTE_STACKS)]
     assert max(per_share) * 9 + 10 * 9 < 250, per_share
     main = next(iter(templates.values()))
-    assert len(resources(main, "AWS::Lambda::Function")) == len(JOBS)  # the routes' are all nested
+    # the routes' are all nested; the scheduled jobs' and the asynchronous jobs' worker are here
+    assert len(resources(main, "AWS::Lambda::Function")) == len(JOBS) + 1
     assert len(resources(main, "AWS::ApiGatewayV2::Route")) == 0
     print("resources per stack:", counts)
 
@@ -243,3 +244,43 @@ def test_the_public_document_has_its_own_small_throttle(template):
     assert PUBLIC_RATE < stage["Properties"]["DefaultRouteSettings"]["ThrottlingRateLimit"]
     # The stage names the route by key: it waits for the nested stack that creates the route.
     assert any("Routes" in d for d in stage.get("DependsOn", [])), stage.get("DependsOn")
+
+
+def test_the_job_worker_runs_15_minutes_and_only_the_accepting_routes_may_invoke_it(template):
+    """functions.async_jobs: ingest, import and mining hand a job to the worker function by name
+    (CAPSULE_JOB_FUNCTION) with lambda:InvokeFunction on it; the worker reads the secret and the
+    data key, as the routes it runs for do."""
+    from functions.async_jobs import FUNCTION_VARIABLE, WORKER_TIMEOUT_S
+    from functions.async_jobs import ROUTES as ACCEPTING
+
+    by_handler = functions_by_handler(template)
+    worker_id, worker = by_handler["functions.job_worker.handler"]
+    assert worker["Timeout"] == WORKER_TIMEOUT_S == 900
+    assert FUNCTION_VARIABLE not in worker["Environment"]["Variables"]
+    worker_role = worker["Role"]["Fn::GetAtt"][0]
+
+    def role_actions(role_id: str) -> list[tuple[str, object]]:
+        found = []
+        for logical_id, statement in _statements(template):
+            policy = template["Resources"][logical_id]["Properties"]
+            if {"Ref": role_id} in policy.get("Roles", []):
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                found += [(a, statement["Resource"]) for a in actions]
+        return found
+
+    invokers = []
+    for route in ROUTES:
+        _, props = by_handler[lambda_handler(route.handler)]
+        invokes = [r for a, r in role_actions(props["Role"]["Fn::GetAtt"][0]) if a == "lambda:InvokeFunction"]
+        env = props["Environment"]["Variables"]
+        if route.name in ACCEPTING or route.name == "job_get":  # job_get: a job whose worker died
+            assert env[FUNCTION_VARIABLE] == {"Ref": worker_id}, route.name
+            assert {"Fn::GetAtt": [worker_id, "Arn"]} in [
+                r for resource in invokes for r in (resource if isinstance(resource, list) else [resource])
+            ], route.name
+            invokers.append(route.name)
+        else:
+            assert FUNCTION_VARIABLE not in env and not invokes, route.name
+    assert sorted(invokers) == sorted([*ACCEPTING, "job_get"])
+    granted = {a for a, _ in role_actions(worker_role)}
+    assert {"secretsmanager:GetSecretValue", "kms:Decrypt", "kms:GenerateDataKey"} <= granted

@@ -139,6 +139,25 @@ def test_a_429_waits_at_least_what_retry_after_says(server, waits):
     assert waits == [1.5]
 
 
+def test_the_tenants_rate_limit_is_retried_within_the_bounded_budget_then_reported(server, waits):
+    """The server's per-tenant rate limit (functions.metering): 429, code rate_limited, Retry-After
+    up to the next minute, nothing done. Each wait is Retry-After capped at the retry's cap, and
+    once the attempts are spent the caller gets Unavailable with the server's message."""
+    limited = {
+        "error": {
+            "code": "rate_limited",
+            "message": "this tenant has made more than 2 requests this minute",
+            "details": [{"field": "rate_limit_per_minute", "limit": 2, "message": "at most 2 requests a minute"}],
+        }
+    }
+    for _ in range(4):
+        server.then(429, limited, {"Retry-After": "37"})
+    with pytest.raises(errors.Unavailable, match="more than 2 requests") as caught:
+        client_for(server, waits).search({"project": "p", "query": "q"})
+    assert len(server.requests) == 4 and waits == [2.0, 2.0, 2.0]
+    assert "HTTP 429" in caught.value.message
+
+
 @pytest.mark.parametrize(
     "status, body, error, text",
     [

@@ -199,6 +199,10 @@ def test_the_json_examples_are_what_the_commands_write_and_what_the_api_takes(li
             assert reply.status == 201, reply
             assert reply.json["memory"]["meta"]["tags"] == example["tags"]
             assert reply.json["memory"]["meta"]["type"] == example["meta"]["type"]
+        elif "series" in example:  # GET /v1/usage's answer, as its model reads it
+            from capsule.service.usage import UsageReport
+
+            assert UsageReport.model_validate(example).model_dump(exclude_unset=True) == example
         else:
             pytest.fail(f"a JSON example this test does not check: {example}")
         checked += 1

@@ -18,7 +18,7 @@ Reaches (how far one call goes, what :func:`capsule.authz.check.authorize` asks 
   allowed, and narrowed by :mod:`capsule.authz.derived` to what is derived from memories the
   principal can read;
 - ``tenant``: every memory of every project (import, sync apply, mining, candidates by id,
-  data keys, principal scopes): only a principal limited in nothing but its access level;
+  data keys, principal scopes, usage counts): only a principal limited in nothing but its access level;
 - ``any``: the tenant's knowledge kept apart from memories (solutions, health, the caller's own
   scope).
 
@@ -46,6 +46,8 @@ OBJECTS = (
     "scope_rules",
     "data_key",
     "service",
+    "usage",
+    "job",
 )
 
 
@@ -89,6 +91,9 @@ NEEDS: dict[str, Need] = {
     # the tenant's audit log: a record is about one memory, and shown to a limited principal only
     # when that memory is one it can read (in its projects; its subject and visibility too)
     "audit": Need("read", "filtered", reads=("audit",)),
+    # the tenant's request counts: tenant-wide (every project's activity, private work too), so
+    # only a principal limited in nothing but its access level reads them
+    "usage": Need("read", "tenant", reads=("usage",)),
     "revert": Need("write", "memory", reads=("history",), changes=("memory", "history", "audit")),
     # the capture queue: candidates carry no subject or visibility, so only a principal that
     # reads every memory of the project sees or decides them
@@ -125,6 +130,10 @@ NEEDS: dict[str, Need] = {
     "import_data": Need("admin", "tenant", changes=("memory", "audit", "history", "pattern", "solution")),
     "sync_changes": Need("admin", "project_all", reads=("sync_row", "memory")),
     "sync_apply": Need("admin", "tenant", reads=("sync_row",), changes=("memory", "sync_row")),
+    # an asynchronous job: read by the caller who submitted it (or a full admin of the tenant;
+    # functions.async_jobs.read), whatever its scope, which was checked when it was accepted and
+    # again when it ran
+    "job_get": Need("read", "any", reads=("job",)),
     # who may do what
     "principal_scopes": Need("admin", "tenant", reads=("scope_rules",)),
     "principal_scopes_set": Need("admin", "tenant", changes=("scope_rules",)),

@@ -1,4 +1,4 @@
-"""The side stores of a memory store (capture queue, governance, transfer, sync, learning), each
+"""The side stores of a memory store (capture queue, jobs, usage, governance, transfer, sync, learning), each
 in the same database, chosen by the memory store's backend.
 
 Kept apart from the contracts (capture.py, governance.py, transfer.py, sync.py) because a
@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from ..config import Settings
 from ..core.errors import InvalidInput
+from .async_jobs import JobStore
 from .base import MemoryStore
 from .capture import CandidateStore
 from .governance import GovernanceStore
 from .learning import LearningStore
 from .sync import SyncStore
 from .transfer import TransferStore
+from .usage import UsageStore
 
 
 def candidate_store(memories: object) -> CandidateStore:
@@ -31,6 +33,45 @@ def candidate_store(memories: object) -> CandidateStore:
         from .mongo_capture import MongoCandidateStore  # needs the 'mongo' extra
 
         store = MongoCandidateStore(memories.db)  # type: ignore[attr-defined]
+    store.migrate()
+    return store
+
+
+def job_store(memories: object) -> JobStore:
+    """The asynchronous jobs in the same database as a memory store, migrated."""
+    memories = getattr(memories, "backing_store", memories)  # a sealed store: its own database
+    from .sqlite import SQLiteStore
+
+    store: JobStore
+    if isinstance(memories, SQLiteStore):
+        from .sqlite_async_jobs import SQLiteJobStore
+
+        store = SQLiteJobStore(memories)
+    else:
+        from .mongo_async_jobs import MongoJobStore  # needs the 'mongo' extra
+
+        store = MongoJobStore(memories.db)  # type: ignore[attr-defined]
+    store.migrate()
+    return store
+
+
+def usage_store(memories: object) -> UsageStore | None:
+    """The usage counters in the same database as a memory store, migrated; None for a store
+    kept in no database of ours (a test's stand-in), whose requests are then not counted."""
+    memories = getattr(memories, "backing_store", memories)  # a sealed store: its own database
+    from .sqlite import SQLiteStore
+
+    store: UsageStore
+    if isinstance(memories, SQLiteStore):
+        from .sqlite_usage import SQLiteUsageStore
+
+        store = SQLiteUsageStore(memories)
+    elif hasattr(memories, "db"):
+        from .mongo_usage import MongoUsageStore  # needs the 'mongo' extra
+
+        store = MongoUsageStore(memories.db)
+    else:
+        return None
     store.migrate()
     return store
 

@@ -114,15 +114,7 @@ class Importer:
         return self.tally.result()
 
     def _header(self, first: tuple[int, str | bytes] | None) -> None:
-        what = f"the first line must be the {fmt.FORMAT} header"
-        if first is None:
-            raise InvalidInput(f"the input is empty: {what}", field="line 1")
-        try:
-            row = fmt.parse_row(first[1])
-        except fmt.BadRow as bad:
-            raise InvalidInput(f"line 1: {bad.field}: {bad.message} ({what})", field=f"line 1: {bad.field}") from None
-        if not isinstance(row, fmt.Header):
-            raise InvalidInput(f"line 1 is a '{getattr(row, 'kind', '?')}' row: {what}", field="line 1: kind")
+        check_header(None if first is None else first[1])
 
     def _take(self, number: int, row: Any) -> None:
         kind = row.kind
@@ -415,6 +407,20 @@ class Importer:
 
     def _second_header(self, number: int, row: fmt.Header) -> None:
         self.tally.refuse(number, "kind", "a second header: only the first line is the header")
+
+
+def check_header(first: str | bytes | None) -> None:
+    """Refuse (InvalidInput, naming line 1) an input whose first line is not the header: the one
+    refusal of a whole input, which the edge also makes before it accepts an import as a job."""
+    what = f"the first line must be the {fmt.FORMAT} header"
+    if first is None:
+        raise InvalidInput(f"the input is empty: {what}", field="line 1")
+    try:
+        row = fmt.parse_row(first)
+    except fmt.BadRow as bad:
+        raise InvalidInput(f"line 1: {bad.field}: {bad.message} ({what})", field=f"line 1: {bad.field}") from None
+    if not isinstance(row, fmt.Header):
+        raise InvalidInput(f"line 1 is a '{getattr(row, 'kind', '?')}' row: {what}", field="line 1: kind")
 
 
 def import_lines(
