@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, unquote
 
 from capsule.core.errors import CapsuleError, NotFound
 
-from . import keys_api, routes
+from . import keys_api, routes, sync_status
 from .auth import HttpRequest, authorize
 from .credentials import Credentials
 
@@ -235,6 +235,8 @@ class Gateway:
             return local
         if keys_api.owns(path) and not self.router.allowed(path):  # the route table's /v1/keys/rotate first
             return self._keys(request)
+        if sync_status.owns(path) and not self.router.allowed(path):  # capsule sync's watermarks here
+            return self._sync_status(request)
         # HEAD is GET without the body (the HTTP server drops it), as every HTTP server answers it.
         match = self.router.match("GET" if method == "HEAD" else method, path)
         if match is None:
@@ -288,6 +290,26 @@ class Gateway:
             status, payload = keys_api.handle(
                 request,
                 self.credentials,
+                lambda: authorize(
+                    request,
+                    bearers=self.credentials.bearers,
+                    sigv4_keys=self.credentials.sigv4_key,
+                    now=self.clock(),
+                    region=self.region,
+                ),
+            )
+        except CapsuleError as exc:
+            return error_reply(exc)
+        return json_reply(status, payload, **{"Cache-Control": "no-store"})
+
+    def _sync_status(self, request: HttpRequest) -> Reply:
+        """What capsule sync left in the data folder (functions.sync_status): local only, like the keys."""
+        if request.method not in sync_status.METHODS:
+            return method_not_allowed(request.method, request.raw_path, sync_status.METHODS)
+        try:
+            status, payload = sync_status.handle(
+                request,
+                self.credentials.data_dir,
                 lambda: authorize(
                     request,
                     bearers=self.credentials.bearers,

@@ -365,6 +365,8 @@
       $('whoami').textContent = '';
       $('principal-scopes').replaceChildren();
       $('principal-scopes-explanation').textContent = '';
+      for (const id of ['sync-targets', 'usage-chart', 'usage-totals-body']) $(id).replaceChildren();
+      for (const id of ['sync-explanation', 'usage-explanation', 'usage-limit']) $(id).textContent = '';
       shownView = null;
       $('new-key-box').hidden = true;
       $('solution-detail').hidden = true;
@@ -765,6 +767,12 @@
       $('search-results').hidden = false;
       logActivity('Search', result.explanation || '', false);
     });
+  }
+
+  /** A datetime-local text (read as UTC) as RFC 3339; what does not parse goes as written (the API names it). */
+  function utcIso(raw) {
+    const at = new Date(raw + (raw.length === 16 ? ':00' : '') + 'Z');
+    return Number.isNaN(at.getTime()) ? raw : at.toISOString();
   }
 
   /** A datetime-local value (read as UTC) as the API's ISO time, or '' when empty. */
@@ -1170,7 +1178,8 @@
 
   // [form field, the view's address parameter, the API's query parameter]
   const AUDIT_FILTERS = [['audit-project', 'audit_project', 'project'], ['audit-action', 'action', 'action'],
-    ['audit-memory', 'memory', 'memory_id']];
+    ['audit-memory', 'memory', 'memory_id'], ['audit-since', 'since', 'since'], ['audit-until', 'until', 'until']];
+  const AUDIT_TIMES = ['since', 'until'];  // datetime-local in the address (read as UTC), RFC 3339 for the API
   const AUDIT_PAGE = 25;
   const auditLog = { key: null, params: new URLSearchParams(), cursors: [null], page: 0, next: null };
 
@@ -1185,7 +1194,10 @@
 
   function auditQuery(params, cursor) {
     const query = new URLSearchParams({ limit: String(AUDIT_PAGE) });
-    for (const [, name, apiName] of AUDIT_FILTERS) if (params.get(name)) query.set(apiName, params.get(name));
+    for (const [, name, apiName] of AUDIT_FILTERS) {
+      const value = params.get(name);
+      if (value) query.set(apiName, AUDIT_TIMES.includes(name) ? utcIso(value) : value);
+    }
     if (cursor) query.set('cursor', cursor);
     return query;
   }
@@ -2094,8 +2106,8 @@
 
   // ---- views and their addresses (hash routing) ------------------------------------------------
 
-  const VIEWS = ['memories', 'search', 'projects', 'solutions', 'patterns', 'capture', 'activity', 'keys', 'settings',
-    'transfer'];
+  const VIEWS = ['memories', 'search', 'projects', 'solutions', 'patterns', 'capture', 'activity', 'usage', 'keys',
+    'settings', 'transfer', 'sync'];
   const DEFAULT_VIEW = 'projects';
 
   function parseHash() {
@@ -2146,6 +2158,8 @@
     if (project && project !== state.project) await openProject(project);
     if (view === 'memories') await enterTable(params, changed);
     else if (view === 'activity') await enterAudit(params, changed);
+    else if (view === 'usage') await enterUsage(params);
+    else if (view === 'sync' && changed) await loadSync(null);
     else if (view === 'projects' && params.get('memory')) await openMemoryFromAddress(params.get('memory'));
     else if (view === 'solutions' && !$('solution-list').children.length) await loadSolutions(null, true);
     else if (view === 'keys' && !$('key-list').children.length) await loadKeys(null, true);
@@ -2585,6 +2599,12 @@
     });
     $('audit-reset').addEventListener('click', () => { clearMessages(); go('activity'); });
     $('audit-next').addEventListener('click', auditNext);
+    $('usage-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      clearMessages();
+      go('usage', usageParamsFromForm());
+    });
+    $('sync-refresh').addEventListener('click', (event) => { clearMessages(); loadSync(event.currentTarget); });
     $('audit-prev').addEventListener('click', auditPrev);
     $('table-next').addEventListener('click', () => {
       if (!table.next) return;
@@ -2612,6 +2632,166 @@
     $('export-button').addEventListener('click', (e) => exportData(e.currentTarget));
     $('import-data-form').addEventListener('submit', importData);
     $('copy-key').addEventListener('click', (e) => copyKey(e.currentTarget));
+  }
+
+  // ---- sync status (GET /v1/sync/status: the local gateway's own route) -----------------------
+
+  function markText(mark) {
+    if (!mark) return 'never';
+    return 'version ' + mark.version + (mark.seq === null ? ', every row' : ', row ' + mark.seq);
+  }
+
+  function timeCell(iso) {
+    return iso ? el('td', {}, el('time', { datetime: iso, title: iso }, whenText(iso))) : el('td', {}, 'never');
+  }
+
+  function syncTarget(target, n) {
+    const id = 'sync-target-' + n;
+    return el('section', { class: 'sync-target', 'data-target': target.target, 'aria-labelledby': id },
+      el('h3', { id }, el('code', {}, target.target)),
+      el('p', { class: 'hint' }, 'State last saved ', el('time', { datetime: target.saved_at, title: target.saved_at },
+        whenText(target.saved_at)), '; ' + plural(target.projects.length, 'project', 'projects') + '.'),
+      el('div', { class: 'table-wrap' }, el('table', { class: 'mem-table sync-table' },
+        el('caption', { class: 'sr-only' }, 'Last push and pull of each project with ' + target.target),
+        el('thead', {}, el('tr', {}, ...['Project', 'Last push', 'Pushed', 'Last pull', 'Pulled'].map((h) =>
+          el('th', { scope: 'col' }, h)))),
+        el('tbody', {}, ...target.projects.map((p) => el('tr', { 'data-project': p.project },
+          el('th', { scope: 'row' }, p.project), el('td', {}, markText(p.push)), timeCell(p.pushed_at),
+          el('td', {}, markText(p.pull)), timeCell(p.pulled_at)))))));
+  }
+
+  async function loadSync(button) {
+    const box = $('sync-targets');
+    let result;
+    try {
+      if (button) button.disabled = true;
+      result = await api('GET', '/v1/sync/status');
+    } catch (error) {
+      box.replaceChildren();
+      if (error.status === 404 || error.status === 403) {
+        $('sync-explanation').textContent = error.status === 404
+          ? 'Sync status is not available on this server: only a local capsule serve answers it.'
+          : 'Only the gateway\'s own token (capsule keys token) reads the sync status; this key cannot.';
+      } else {
+        $('sync-explanation').textContent = '';
+        fail('Sync status', error);
+      }
+      return;
+    } finally {
+      if (button) button.disabled = false;
+    }
+    const targets = result.targets || [];
+    $('sync-explanation').textContent = result.explanation || '';
+    box.replaceChildren(...(targets.length ? targets.map(syncTarget)
+      : [el('p', { class: 'empty', id: 'sync-none' }, 'No sync target configured.')]));
+  }
+
+  // ---- usage over time (GET /v1/usage) ----------------------------------------------------------
+
+  const USAGE_RANGES = { '24h': 24 * 3600e3, '7d': 7 * 86400e3, '30d': 30 * 86400e3 };
+  const USAGE_BUCKETS = { hour: 3600e3, day: 86400e3 };
+  const latestUsage = { seq: 0 };
+
+  function usageParamsFromForm() {
+    return new URLSearchParams({ range: $('usage-range').value, bucket: $('usage-bucket').value });
+  }
+
+  /** The range asked for: whole buckets ending with the current one, [since, until). */
+  function usageWindow(params, now) {
+    const range = USAGE_RANGES[params.get('range')] ? params.get('range') : '24h';
+    const bucket = USAGE_BUCKETS[params.get('bucket')] ? params.get('bucket') : 'hour';
+    const size = USAGE_BUCKETS[bucket];
+    const until = Math.floor(now / size) * size + size;
+    return { range, bucket, size, since: until - USAGE_RANGES[range], until };
+  }
+
+  const isoZ = (ms) => new Date(ms).toISOString().replace('.000Z', 'Z');
+
+  function usageLabel(start, bucket) {
+    return bucket === 'day' ? start.slice(0, 10) : start.slice(0, 10) + ' ' + start.slice(11, 16);
+  }
+
+  /** Vertical bars, one per bucket of the range (empty ones stay blank); aria-hidden, the table says it. */
+  function usageBars(series, win) {
+    const W = 640;
+    const H = 180;
+    const pad = { l: 40, r: 8, t: 10, b: 22 };
+    const slots = Math.round((win.until - win.since) / win.size);
+    const step = (W - pad.l - pad.r) / slots;
+    const top = Math.max(1, ...series.map((b) => b.requests));
+    const chart = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, 'aria-hidden': 'true', class: 'usage-chart' },
+      svg('line', { x1: pad.l, y1: H - pad.b, x2: W - pad.r, y2: H - pad.b, class: 'axis' }),
+      svg('text', { x: 2, y: pad.t + 8, class: 'chart-note' }, String(top)),
+      svg('text', { x: 2, y: H - pad.b, class: 'chart-note' }, '0'),
+      svg('text', { x: pad.l, y: H - 4, class: 'chart-note' }, usageLabel(isoZ(win.since), win.bucket)),
+      svg('text', { x: W - pad.r, y: H - 4, class: 'chart-note', 'text-anchor': 'end' },
+        usageLabel(isoZ(win.until - win.size), win.bucket)));
+    for (const b of series) {
+      const slot = Math.floor((Date.parse(b.start) - win.since) / win.size);
+      if (slot < 0 || slot >= slots) continue;
+      const height = ((H - pad.t - pad.b) * b.requests) / top;
+      chart.append(svg('rect', { x: (pad.l + slot * step + step * 0.1).toFixed(1), y: (H - pad.b - height).toFixed(1),
+        width: Math.max(0.5, step * 0.8).toFixed(1), height: height.toFixed(1), class: 'bar-all', 'data-start': b.start }));
+    }
+    return chart;
+  }
+
+  function operationsText(ops) {
+    return Object.entries(ops || {}).sort((a, b) => b[1] - a[1]).map(([op, n]) => op + ' ' + n).join(', ');
+  }
+
+  function renderUsage(result, win) {
+    const series = (result.series || []).slice().sort((a, b) => (a.start < b.start ? -1 : 1));
+    const total = series.reduce((n, b) => n + b.requests, 0);
+    const byOp = {};
+    for (const b of series) for (const [op, n] of Object.entries(b.operations || {})) byOp[op] = (byOp[op] || 0) + n;
+    const limit = result.rate_limit_per_minute;
+    $('usage-limit').textContent = limit === null || limit === undefined
+      ? 'No rate limit is set on this server.' : 'Rate limit: ' + limit + ' requests per minute.';
+    $('usage-explanation').textContent = result.explanation || '';
+    const unit = win.bucket === 'day' ? 'day' : 'hour';
+    const caption = 'Requests per ' + unit + ', ' + usageLabel(isoZ(win.since), win.bucket) + ' to '
+      + usageLabel(isoZ(win.until), win.bucket) + ' (UTC): ' + plural(total, 'request', 'requests') + ' in all';
+    const rows = series.map((b) => el('tr', { 'data-start': b.start },
+      el('th', { scope: 'row' }, el('time', { datetime: b.start }, usageLabel(b.start, win.bucket))),
+      el('td', {}, String(b.requests)), el('td', {}, operationsText(b.operations))));
+    $('usage-chart').replaceChildren(el('figure', { id: 'usage-figure', 'aria-labelledby': 'usage-figure-caption' },
+      el('figcaption', { id: 'usage-figure-caption' }, caption),
+      series.length ? usageBars(series, win) : el('p', { class: 'empty' }, 'No requests in this range.'),
+      series.length ? el('table', { class: 'sr-only', id: 'usage-table' },
+        el('caption', {}, 'Requests per ' + unit + ' (only the ' + unit + 's with requests)'),
+        el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, unit === 'day' ? 'Day (UTC)' : 'Hour starting (UTC)'),
+          el('th', { scope: 'col' }, 'Requests'), el('th', { scope: 'col' }, 'By operation'))),
+        el('tbody', {}, ...rows)) : null));
+    const ops = Object.entries(byOp).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    $('usage-totals-body').replaceChildren(...ops.map(([op, n]) => el('tr', { 'data-operation': op },
+      el('th', { scope: 'row' }, op), el('td', {}, String(n)))),
+    el('tr', { class: 'usage-total' }, el('th', { scope: 'row' }, 'All operations'), el('td', {}, String(total))));
+  }
+
+  /** Show the usage for the address's range and bucket (read again on each visit: it only grows). */
+  async function enterUsage(params) {
+    const win = usageWindow(params, Date.now());
+    $('usage-range').value = win.range;
+    $('usage-bucket').value = win.bucket;
+    const seq = ++latestUsage.seq;
+    const query = new URLSearchParams({ since: isoZ(win.since), until: isoZ(win.until), bucket: win.bucket });
+    let result;
+    try {
+      result = await api('GET', '/v1/usage?' + query.toString());
+    } catch (error) {
+      if (seq !== latestUsage.seq) return;
+      const missing = error.status === 404;
+      $('usage-unavailable').hidden = !missing;
+      $('usage-body').hidden = true;
+      $('usage-explanation').textContent = '';
+      if (!missing) fail('Usage', error);
+      return;
+    }
+    if (seq !== latestUsage.seq) return;
+    $('usage-unavailable').hidden = true;
+    $('usage-body').hidden = false;
+    renderUsage(result, win);
   }
 
   // ---- solutions: create, edit, delete ------------------------------------------------------

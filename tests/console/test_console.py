@@ -67,8 +67,8 @@ def _free_port() -> int:
 class Api:
     """A tiny client of the running server, to check what the page did."""
 
-    def __init__(self, base: str, token: str) -> None:
-        self.base, self.token = base, token
+    def __init__(self, base: str, token: str, data_dir: Path | None = None) -> None:
+        self.base, self.token, self.data_dir = base, token, data_dir
 
     def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
         data = json.dumps(body).encode() if body is not None else None
@@ -145,7 +145,7 @@ def server(tmp_path_factory):
     )
     try:
         _wait_until_up(proc, base)
-        yield Api(base, _read_token(data_dir))
+        yield Api(base, _read_token(data_dir), data_dir)
     finally:
         proc.terminate()
         try:

@@ -16,6 +16,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
+from capsule.sync.state import Watermarks, state_path
 from tests.conftest import REPO
 from tests.console.test_console import (  # noqa: F401  (fixtures)
     Api,
@@ -218,6 +219,23 @@ def test_every_view_has_no_serious_or_critical_accessibility_violation(page, ser
     _check(page, axe, "settings", found)
     go(page, "transfer")
     _check(page, axe, "transfer", found)
+
+    # Usage over time: the chart, its table and the totals (or, on a server without GET /v1/usage, the
+    # sentence saying so).
+    go(page, "usage")
+    _check(page, axe, "usage", found)
+    _shot(page, "console-usage")
+
+    # Sync: one target capsule sync ran against, with its watermarks.
+    peer = "https://sync.example.com"
+    marks = Watermarks(state_path(server.data_dir / "sync", peer, "local"), peer)
+    marks.set(PROJECT, "push", [3, 17])
+    marks.finished(PROJECT, "push")
+    marks.save()
+    go(page, "sync")
+    expect(page.locator(".sync-target")).to_have_count(1)
+    _check(page, axe, "sync", found)
+    _shot(page, "console-sync")
 
     # The same views in the dark colour scheme (style.css follows prefers-color-scheme): its own contrast.
     page.emulate_media(color_scheme="dark")

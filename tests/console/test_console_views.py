@@ -38,9 +38,11 @@ VIEWS = (
     "patterns",
     "capture",
     "activity",
+    "usage",
     "keys",
     "settings",
     "transfer",
+    "sync",
 )
 
 

@@ -7,6 +7,6 @@ tenant, incremental per peer and project, merged by a documented rule
 """
 
 from .engine import LocalPeer, Peer, SyncReport, run_sync
-from .state import Watermarks, state_path
+from .state import Watermarks, saved_states, state_path
 
-__all__ = ["LocalPeer", "Peer", "SyncReport", "Watermarks", "run_sync", "state_path"]
+__all__ = ["LocalPeer", "Peer", "SyncReport", "Watermarks", "run_sync", "saved_states", "state_path"]

@@ -135,6 +135,8 @@ def move(
                 progress(len(batch))
         if not page.more:
             break
+    marks.finished(project, direction)
+    marks.save()
     return moved
 
 
