@@ -271,5 +271,6 @@ def test_each_rule_a_schema_cannot_state_is_an_x_capsule_rules_entry_with_a_docu
         "solution_import",
         "sync_apply",
         "import_data",
+        "usage",  # the window's span, and until after since
     } | set(idempotency.ROUTES), stated
     assert 412 in stated["update"] and 412 in stated["revert"]
