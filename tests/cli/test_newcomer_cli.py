@@ -152,6 +152,7 @@ def test_a_person_reads_the_same_12_characters_of_an_id_everywhere(tmp_path):
         assert memory_id[:12] in table and memory_id not in table
     assert json.loads(run(tmp_path, "list", "-p", "ids", "--json").stdout)["memories"][0]["id"] == memory_id
     assert "Vacuum the SQLite file monthly" in run(tmp_path, "get", memory_id[:12]).stdout
-    app = (Path(__file__).parents[2] / "functions" / "console" / "app.js").read_text("utf-8")
-    short = app[app.index("function shortId(id) {") :]
+    # The console's formatters (shortId among them) are the ES module format.js that app.js imports.
+    formats = (Path(__file__).parents[2] / "functions" / "console" / "format.js").read_text("utf-8")
+    short = formats[formats.index("function shortId(id) {") :]
     assert short[: short.index("}")].split("{", 1)[1].strip() == "return id.slice(0, 12);"

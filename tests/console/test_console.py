@@ -97,11 +97,11 @@ class Api:
         return self.call("GET", f"/v1/memories/{quote(memory_id)}")
 
 
-def _wait_until_up(proc: subprocess.Popen, base: str) -> None:
+def _wait_until_up(proc: subprocess.Popen, base: str, log: Path) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"capsule serve exited with {proc.returncode}: {proc.stderr.read()}")
+            raise RuntimeError(f"capsule serve exited with {proc.returncode}: {log.read_text(errors='replace')}")
         try:
             with urllib.request.urlopen(base + "/ui", timeout=2) as response:
                 if response.status == 200:
@@ -119,32 +119,35 @@ def _read_token(data_dir: Path) -> str:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("console-data")
+    # The server logs a line per request on stderr: to a file, not a pipe nobody reads while the
+    # tests run (a full pipe would block the server; the console's modules are a request each).
+    log = data_dir.parent / (data_dir.name + "-serve.log")
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [
-            *CLI,
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data_dir),
-            "--embedder",
-            "hashing",
-            "--workers",
-            "2",
-        ],
-        cwd=REPO,
-        env=cli_env(data_dir),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(
+            [
+                *CLI,
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(data_dir),
+                "--embedder",
+                "hashing",
+                "--workers",
+                "2",
+            ],
+            cwd=REPO,
+            env=cli_env(data_dir),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
     try:
-        _wait_until_up(proc, base)
+        _wait_until_up(proc, base, log)
         yield Api(base, _read_token(data_dir), data_dir)
     finally:
         proc.terminate()
@@ -153,7 +156,6 @@ def server(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        proc.stderr.close()
 
 
 # ---- the browser ---------------------------------------------------------------
