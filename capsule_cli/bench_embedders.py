@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-EMBEDDERS = ("minilm", "mpnet")
+# name or name:precision (the mpnet graph CAPSULE_MPNET_PRECISION picks)
+EMBEDDERS = ("minilm", "mpnet", "mpnet:int8")
 QUERIES = 20
 WORDS = (
     "remember the customer asked about invoices last Tuesday because the deployment failed twice "
@@ -47,7 +48,9 @@ def measure(name: str, batches: int) -> dict[str, Any]:
     from capsule.embedders import build_embedder
 
     started = time.perf_counter()
-    embedder = build_embedder(Settings.from_env(embedder=name))
+    embedder_name, _, precision = name.partition(":")
+    settings = {"mpnet_precision": precision} if precision else {}
+    embedder = build_embedder(Settings.from_env(embedder=embedder_name, **settings))
     embedder.embed(["hello"])
     load = time.perf_counter() - started
     latencies = []

@@ -110,3 +110,14 @@ def test_length_batches_keep_similar_lengths():
     assert mpnet.length_batches(lengths, 32, tokens=500) == [[1, 3, 2, 5], [4], [0]]
     assert mpnet.length_batches(lengths, 2, tokens=10_000) == [[1, 3], [2, 5], [4, 0]]
     assert mpnet.length_batches([500], 32, tokens=100) == [[0]]  # one row always runs
+
+
+def test_int8_quantizes_every_linear_layer_but_the_feed_forward_outputs():
+    w, config = tiny_model()
+    graph = build_graph(w, config, mpnet.relative_buckets(36, BUCKETS))
+    weights = {initializer.name: initializer for initializer in graph.graph.initializer}
+    chosen = {node.input[1] for node in graph.graph.node if node.name in mpnet.int8_nodes(graph)}
+    # per layer: the fused q/k/v, the attention's output and the intermediate dense
+    assert len(chosen) == 3 * LAYERS and all(name in weights for name in chosen)
+    assert not any(name.endswith(".output.weight_t") for name in chosen)
+    assert sum(name.endswith(".output.weight_t") for name in weights) == LAYERS  # left in fp32

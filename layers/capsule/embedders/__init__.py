@@ -38,7 +38,7 @@ def build_embedder(settings: Settings) -> Embedder:
     elif choice.name == "mpnet":
         from .mpnet import MpnetEmbedder
 
-        embedder = MpnetEmbedder(settings.model_dir)
+        embedder = MpnetEmbedder(settings.model_dir, precision=settings.mpnet_precision)
     elif choice.name == "voyage":
         from .remote import VoyageEmbedder
 
