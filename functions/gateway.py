@@ -286,37 +286,26 @@ class Gateway:
         allowed = keys_api.methods(request.raw_path)
         if request.method not in allowed:
             return method_not_allowed(request.method, request.raw_path, allowed)
-        try:
-            status, payload = keys_api.handle(
-                request,
-                self.credentials,
-                lambda: authorize(
-                    request,
-                    bearers=self.credentials.bearers,
-                    sigv4_keys=self.credentials.sigv4_key,
-                    now=self.clock(),
-                    region=self.region,
-                ),
-            )
-        except CapsuleError as exc:
-            return error_reply(exc)
-        return json_reply(status, payload, **{"Cache-Control": "no-store"})
+        return self._own(request, lambda who: keys_api.handle(request, self.credentials, who))
 
     def _sync_status(self, request: HttpRequest) -> Reply:
         """What capsule sync left in the data folder (functions.sync_status): local only, like the keys."""
         if request.method not in sync_status.METHODS:
             return method_not_allowed(request.method, request.raw_path, sync_status.METHODS)
+        return self._own(request, lambda who: sync_status.handle(request, self.credentials.data_dir, who))
+
+    def _own(self, request: HttpRequest, handle: Callable[[Callable[[], Any]], tuple[int, Any]]) -> Reply:
+        """A route the gateway answers itself: ``handle`` gets the caller's authorization, to run
+        when it needs it, and gives the status and payload."""
         try:
-            status, payload = sync_status.handle(
-                request,
-                self.credentials.data_dir,
+            status, payload = handle(
                 lambda: authorize(
                     request,
                     bearers=self.credentials.bearers,
                     sigv4_keys=self.credentials.sigv4_key,
                     now=self.clock(),
                     region=self.region,
-                ),
+                )
             )
         except CapsuleError as exc:
             return error_reply(exc)
