@@ -115,7 +115,7 @@ def usage_answer(since: str, until: str, bucket: str) -> dict:
             {"start": first, "requests": 12, "operations": {"search": 5, "store": 7}},
             {"start": second, "requests": 3, "operations": {"search": 3}},
         ],
-        "explanation": f"15 requests in 2 {bucket}s with any.",
+        "explanation": f"15 requests, in 2 {bucket}s that had any.",
     }
 
 
@@ -157,7 +157,7 @@ def test_usage_is_drawn_as_bars_with_a_table_totals_and_the_rate_limit_and_the_a
     expect(page.locator("#usage-totals-body tr[data-operation='store'] td")).to_have_text("7")
     expect(page.locator("#usage-totals-body tr.usage-total td")).to_have_text("15")
     expect(page.locator("#usage-limit")).to_have_text("Rate limit: 600 requests per minute.")
-    expect(page.locator("#usage-explanation")).to_have_text("15 requests in 2 days with any.")
+    expect(page.locator("#usage-explanation")).to_have_text("15 requests, in 2 days that had any.")
 
     page.reload()
     expect(page.locator("#view-usage")).to_be_visible()

@@ -98,8 +98,8 @@ def usage_report(
     series = _buckets(store.hours(tenant, first, last), BUCKET_S[bucket])
     total = sum(b.requests for b in series)
     said = [
-        f"{total} requests in {len(series)} {bucket}{'s' if len(series) != 1 else ''} with any, "
-        f"from {stamp(first)} to {stamp(last)} (UTC, widened to whole {bucket}s)."
+        f"{total} requests from {stamp(first)} to {stamp(last)} (UTC, widened to whole {bucket}s), "
+        f"in {len(series)} {bucket}{'s' if len(series) != 1 else ''} that had any."
     ]
     if rate_limit:
         said.append(f"Each tenant may make {rate_limit} requests a minute; more are answered 429.")
