@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from functions.auth import HttpRequest
-from functions.credentials import Credentials
-from functions.gateway import CONSOLE_DIR, Gateway
+from functions.gateway import CONSOLE_DIR
+from tests.support.gateway import own_gateway
 
 REPO = Path(__file__).parents[2]
 CONSOLE = REPO / "functions" / "console"
@@ -104,21 +104,9 @@ def test_the_modules_are_packaged():
     assert [p.name for p in CONSOLE.iterdir() if p.is_dir()] == []
 
 
-class NoInvoker:
-    """The console's files are the gateway's own: no handler is invoked for them."""
-
-    def invoke(self, handler, event):  # pragma: no cover - reaching it is the failure
-        raise AssertionError(f"/ui invoked {handler}")
-
-    def close(self):
-        pass
-
-
 @pytest.fixture
 def gateway(tmp_path):
-    creds = Credentials(tmp_path / "data")
-    creds.ensure_token()
-    return Gateway(creds, NoInvoker())  # console_dir: the installed functions/console
+    return own_gateway(tmp_path)
 
 
 def test_the_gateway_serves_every_module_as_javascript(gateway):

@@ -6,25 +6,12 @@ import json
 import pytest
 
 from functions.auth import HttpRequest
-from functions.credentials import Credentials
-from functions.gateway import Gateway
-
-
-class NoHandler:
-    """The key routes are the gateway's own: reaching a Lambda handler is a failure."""
-
-    def invoke(self, handler, event):
-        raise AssertionError(f"the keys route reached handler {handler}")
-
-    def close(self):
-        pass
+from tests.support.gateway import own_gateway
 
 
 @pytest.fixture
 def gateway(tmp_path):
-    creds = Credentials(tmp_path / "data")
-    creds.ensure_token()
-    return Gateway(creds, NoHandler())
+    return own_gateway(tmp_path)
 
 
 def call(gateway, method, path, body=None, secret=None):

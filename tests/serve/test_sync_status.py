@@ -8,26 +8,13 @@ import pytest
 
 from capsule.sync.state import SEEN_ALL, Watermarks, state_path
 from functions.auth import HttpRequest
-from functions.credentials import Credentials
-from functions.gateway import Gateway
 from functions.sync_status import redact
-
-
-class NoHandler:
-    """The sync status is the gateway's own: reaching a Lambda handler is a failure."""
-
-    def invoke(self, handler, event):
-        raise AssertionError(f"the sync status reached handler {handler}")
-
-    def close(self):
-        pass
+from tests.support.gateway import own_gateway
 
 
 @pytest.fixture
 def gateway(tmp_path):
-    creds = Credentials(tmp_path / "data")
-    creds.ensure_token()
-    return Gateway(creds, NoHandler())
+    return own_gateway(tmp_path)
 
 
 def call(gateway, method="GET", secret=None, headers=None):

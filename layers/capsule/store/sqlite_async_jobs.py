@@ -10,6 +10,7 @@ from typing import Any
 
 from .async_jobs import DONE, QUEUED, RUNNING, Job
 from .sqlite import SQLiteStore
+from .sqlite_connection import create_schema
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS async_jobs (
@@ -62,8 +63,7 @@ class SQLiteJobStore:
 
     def migrate(self) -> None:
         with self._db._write() as conn:
-            for statement in filter(str.strip, SCHEMA.split(";")):
-                conn.execute(statement)
+            create_schema(conn, SCHEMA)
 
     def create(self, job: Job) -> None:
         with self._db._write() as conn:

@@ -17,6 +17,7 @@ from ..core.clock import from_epoch, to_epoch
 from ..core.errors import Conflict, NotFound
 from .capture import CandidateRecord
 from .sqlite import SQLiteStore
+from .sqlite_connection import create_schema
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS capture_candidates (
@@ -88,8 +89,7 @@ class SQLiteCandidateStore:
 
     def migrate(self) -> None:
         with self._db._write() as conn:
-            for statement in filter(str.strip, SCHEMA.split(";")):
-                conn.execute(statement)
+            create_schema(conn, SCHEMA)
 
     def add(self, records: Sequence[CandidateRecord]) -> dict[str, str]:
         held: dict[str, str] = {}

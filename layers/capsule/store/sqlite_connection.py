@@ -260,3 +260,10 @@ class SQLiteConnections:
             "INSERT INTO audit (tenant, memory_id, project, action, actor, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (tenant, memory_id, project, action, actor, reason, at),
         )
+
+
+def create_schema(conn: sqlite3.Connection, script: str) -> None:
+    """Run ``script``'s ``;``-separated statements (CREATE ... IF NOT EXISTS) in the caller's
+    transaction: ``executescript`` would commit it first. No statement may hold a ``;`` itself."""
+    for statement in filter(str.strip, script.split(";")):
+        conn.execute(statement)

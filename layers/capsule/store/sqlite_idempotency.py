@@ -9,6 +9,7 @@ from typing import Any
 
 from .idempotency import COMPLETED, IN_PROGRESS, IdempotencyRecord
 from .sqlite import SQLiteStore
+from .sqlite_connection import create_schema
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS idempotency_keys (
@@ -30,8 +31,7 @@ class SQLiteIdempotencyStore:
 
     def migrate(self) -> None:
         with self._db._write() as conn:
-            for statement in filter(str.strip, SCHEMA.split(";")):
-                conn.execute(statement)
+            create_schema(conn, SCHEMA)
 
     def claim(self, tenant: str, key: str, fingerprint: str, *, now: float, lease_s: float) -> IdempotencyRecord | None:
         with self._db._write() as conn:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 from .sqlite import SQLiteStore
+from .sqlite_connection import create_schema
 from .usage import HOUR_S, KEEP_DAYS, MINUTE_S, Counts, UsageHour, check_operation, hour_of
 
 SCHEMA = """
@@ -39,8 +40,7 @@ class SQLiteUsageStore:
 
     def migrate(self) -> None:
         with self._db._write() as conn:
-            for statement in filter(str.strip, SCHEMA.split(";")):
-                conn.execute(statement)
+            create_schema(conn, SCHEMA)
             conn.execute("DELETE FROM usage_hours WHERE hour < ?", (hour_of(self._clock()) - KEEP_DAYS * 24 * HOUR_S,))
 
     def count(self, tenant: str, operation: str, at: float) -> int:
