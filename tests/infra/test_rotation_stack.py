@@ -45,7 +45,7 @@ def test_the_secret_rotates_every_n_days_through_the_rotation_function(rotating)
     assert props["RotationRules"]["ScheduleExpression"] == "rate(30 days)"
     function_id = props["RotationLambdaARN"]["Fn::GetAtt"][0]
     function = main["Resources"][function_id]["Properties"]
-    assert function["Handler"] == "functions.rotation.handler" or function["Handler"].startswith("functions.rotation")
+    assert function["Handler"] == "functions.rotation.handler"
     assert function["Environment"]["Variables"]["CAPSULE_ATLAS_ADMIN_SECRET_ARN"] == ADMIN
 
 
