@@ -297,3 +297,38 @@ def test_mining_reads_a_tenant_again_only_when_something_it_depends_on_changed(w
         "t", solution.id, {"success": True, "project": "a", "error": "E11000 duplicate key error"}
     )
     assert world.jobs.run("mining").counts["tenants"] == 1  # an application is evidence: read again
+
+
+def test_scheduler_continues_a_backfill_that_left_memories_to_embed(world):
+    # A switch of embedder re-embeds every memory: at the embedder's pace, not one budget per
+    # interval; a backfill the embedder failed waits for its interval.
+    from capsule_cli.scheduler import CONTINUE_S, Scheduler
+
+    class Budgeted:
+        def __init__(self, jobs):
+            self.jobs = jobs
+
+        def run(self, name):
+            return self.jobs.run(name, batch=2, max_batches=1)
+
+    world.embedder.down = True
+    for i in range(5):
+        world.remember("p", f"note {i}")
+    ticks = _Ticks()
+    scheduler = Scheduler(Budgeted(world.jobs), {"backfill": 300}, first_delay_s=0, monotonic=ticks)
+    assert scheduler.run_due() == ["backfill"] and scheduler.reports[-1].counts["embedded"] == 0
+    ticks.now = CONTINUE_S
+    assert scheduler.run_due() == []  # the embedder failed: not before the interval
+    world.embedder.down = False
+    ticks.now = 300
+    assert scheduler.run_due() == ["backfill"] and scheduler.reports[-1].counts == {
+        "embedded": 2,
+        "pending": 3,
+        "solutions": 0,
+    }
+    ticks.now = 300 + CONTINUE_S
+    assert scheduler.run_due() == ["backfill"]
+    ticks.now = 300 + 2 * CONTINUE_S
+    assert scheduler.run_due() == ["backfill"] and scheduler.reports[-1].counts["pending"] == 0
+    ticks.now = 300 + 3 * CONTINUE_S
+    assert scheduler.run_due() == []  # none left: back to the interval

@@ -143,3 +143,11 @@ class IndexPostings(IndexRows):
             alive = self.alive[: self.n]
             self._stats = (int(alive.sum()), float(self.length[: self.n][alive].sum()))
         return self._stats
+
+    def unembedded(self) -> int:
+        """How many active rows have no vector of the index's model (stored while the embedder
+        was down, or under another model before a switch): found by keyword until the backfill
+        embeds them. Computed once per change."""
+        if self._unembedded is None:
+            self._unembedded = int((self.alive[: self.n] & ~self.has_vec[: self.n]).sum())
+        return self._unembedded

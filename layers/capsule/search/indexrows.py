@@ -137,6 +137,7 @@ class IndexRows:
         """Forget what was derived from the rows for searches (they changed), and count it."""
         self.changes += 1
         self._stats: tuple[int, float] | None = None
+        self._unembedded: int | None = None  # see IndexPostings.unembedded
         self.scores = TermScores()
         # What a search derives from every row's signals (capsule.search.hybrid), kept until they change.
         self.derived: dict[str, np.ndarray | bool] = {}

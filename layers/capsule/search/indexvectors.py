@@ -112,6 +112,7 @@ class IndexVectors(IndexRows):
                 target[row] = np.frombuffer(blob, dtype="<f4")
             else:
                 self.has_vec[row] = False
+                self._unembedded = None  # recounted (IndexPostings.unembedded)
             self.filled[row] = True
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:

@@ -156,11 +156,17 @@ class ServiceSearch:
         indexes = self._shortlist(tenant, projects, filters, req.query, query_vector) or self._indexes(
             tenant, projects, markers, filters
         )
-        hits, searched = self._search_locked(indexes, filters, req, query_vector, weights)
+        hits, searched, unembedded = self._search_locked(indexes, filters, req, query_vector, weights)
         scope = "every project" if req.global_ else f"project '{req.project}'"
         explanation = f"Searched {searched} memories in {scope} ({req.mode}); {describe(hits, weights)}."
         if embed_error:
             explanation += f" Ranked by keyword only: the embedder is unavailable ({embed_error})."
+        elif unembedded:
+            explanation += (
+                f" {unembedded} of the memories searched have no vector of {self.embedder.model_id} yet (stored "
+                "while the embedder was down or under another model): found by keyword until the backfill job "
+                "embeds them."
+            )
         degraded = getattr(indexes[0], "degraded", "") if indexes else ""
         if degraded:
             explanation += f" Partial candidates: {degraded}."
@@ -200,7 +206,9 @@ class ServiceSearch:
         req: models.SearchRequest,
         query_vector: np.ndarray | None,
         weights: Weights,
-    ) -> tuple[list, int]:
+    ) -> tuple[list, int, int]:
+        """The hits, how many memories were searched, and how many of them have no vector of the
+        current model (0 without a query vector: then none is compared by meaning anyway)."""
         options = self._options
         if req.min_relevance is not None:
             options = replace(options, min_relevance=req.min_relevance)
@@ -218,8 +226,11 @@ class ServiceSearch:
                 options=options,
             )
             if len(indexes) > 1:  # candidates chosen across the projects, not per project
-                return search_global(indexes, codes=self._tenant_codes, **args)
-            return search_indexes(indexes, **args)
+                hits, searched = search_global(indexes, codes=self._tenant_codes, **args)
+            else:
+                hits, searched = search_indexes(indexes, **args)
+            unembedded = 0 if query_vector is None else sum(index.unembedded() for index in indexes)
+            return hits, searched, unembedded
         finally:
             for index in reversed(indexes):
                 index.lock.release()
