@@ -41,7 +41,10 @@ def test_the_backfill_moves_every_memory_to_the_new_model_while_searches_answer(
         before = memories.search("t", query)
         assert set(_ids(before)[:2]) == {ids[0], ids[4]}
         assert all(hit.components.vector == 0 for hit in before.results)
-        assert "5 of the memories searched have no vector of hashing-v1-768 yet" in before.explanation
+        assert "5 memories in project 'p' have no vector of hashing-v1-768 yet" in before.explanation
+        everywhere = memories.search("t", {"global": True, "query": "redis password", "k": 3})
+        assert "5 memories in the projects searched have no vector" in everywhere.explanation
+        assert "no vector" not in memories.search("t", {**query, "mode": "bm25"}).explanation
 
         # One batch: the report says how many moved and how many remain, searches still answer.
         partial = jobs.run("backfill", batch=2, max_batches=1)
@@ -49,7 +52,7 @@ def test_the_backfill_moves_every_memory_to_the_new_model_while_searches_answer(
         assert "3 remain" in partial.explanation
         during = memories.search("t", query)
         assert set(_ids(during)[:2]) == {ids[0], ids[4]}
-        assert "3 of the memories searched have no vector" in during.explanation
+        assert "3 memories in project 'p' have no vector" in during.explanation
 
         done = jobs.run("backfill")
         assert done.complete and done.counts == {"embedded": 3, "pending": 0, "solutions": 0}

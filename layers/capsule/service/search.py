@@ -162,10 +162,10 @@ class ServiceSearch:
         if embed_error:
             explanation += f" Ranked by keyword only: the embedder is unavailable ({embed_error})."
         elif unembedded:
+            where = "the projects searched" if req.global_ else scope
             explanation += (
-                f" {unembedded} of the memories searched have no vector of {self.embedder.model_id} yet (stored "
-                "while the embedder was down or under another model): found by keyword until the backfill job "
-                "embeds them."
+                f" {unembedded} memories in {where} have no vector of {self.embedder.model_id} yet (stored while the "
+                "embedder was down or under another model): found by keyword until the backfill job embeds them."
             )
         degraded = getattr(indexes[0], "degraded", "") if indexes else ""
         if degraded:
@@ -207,8 +207,8 @@ class ServiceSearch:
         query_vector: np.ndarray | None,
         weights: Weights,
     ) -> tuple[list, int, int]:
-        """The hits, how many memories were searched, and how many of them have no vector of the
-        current model (0 without a query vector: then none is compared by meaning anyway)."""
+        """The hits, how many memories were searched, and how many active memories of the indexes
+        have no vector of the current model (0 without a query vector: none is compared by meaning)."""
         options = self._options
         if req.min_relevance is not None:
             options = replace(options, min_relevance=req.min_relevance)
