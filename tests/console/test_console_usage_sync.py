@@ -202,7 +202,9 @@ def test_the_audit_log_filters_by_time_through_the_api_and_the_address_keeps_it(
     assert parse_qs(urlsplit(sent.value.url).query)["since"] == ["2020-01-01T00:00:00.000Z"]
     expect(rows).to_have_count(1)
 
-    later = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    # Seconds other than 00: a datetime-local input drops ":00" from its value (it read
+    # "...T17:57" once, when the clock stood at a whole minute).
+    later = (datetime.now(UTC) + timedelta(days=1)).replace(second=30).strftime("%Y-%m-%dT%H:%M:%S")
     page.get_by_label("Audit since (UTC)").fill(later)
     page.get_by_role("button", name="Show audit log").click()
     settle(page)
