@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from capsule.core import errors
+from capsule.core.embedder_names import EMBEDDER_NAMES
 from capsule.core.errors import CapsuleError
 from mcp_client import local_server, project_name
 
@@ -471,7 +472,7 @@ def _common(parser: argparse.ArgumentParser, *, project: bool = True) -> None:
     parser.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
     parser.add_argument(
         "--embedder",
-        choices=["auto", "minilm", "hashing", "voyage", "openai"],
+        choices=EMBEDDER_NAMES,
         help="which embedder (default: CAPSULE_EMBEDDER, else auto)",
     )
     if project:

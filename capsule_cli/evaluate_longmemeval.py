@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from capsule import InvalidInput
+from capsule.core.embedder_names import EMBEDDER_NAMES
 
 from .evaluate_common import MODES, TENANT, build_eval_service, prewarm, scores, store_turns
 
@@ -196,7 +197,7 @@ def register(sub) -> None:
     q.add_argument("path", help="the LongMemEval JSON file (read in place)")
     q.add_argument("--mode", action="append", choices=MODES, help="only these modes (repeatable)")
     q.add_argument("--limit", type=int, help="only the first N questions")
-    q.add_argument("--embedder", choices=["auto", "minilm", "mpnet", "hashing", "voyage", "openai"])
+    q.add_argument("--embedder", choices=EMBEDDER_NAMES)
     q.add_argument("--cache", help="an SQLite file keeping embeddings between runs")
     q.add_argument(
         "--option", action="append", metavar="NAME=VALUE", help="override a search option, e.g. window=off (repeatable)"

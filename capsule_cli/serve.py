@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from capsule.core.embedder_names import EMBEDDER_NAMES
 from capsule.core.errors import InvalidInput, Unavailable
 from mcp_client import local_server
 
@@ -177,7 +178,7 @@ def register(subparsers) -> None:
     p.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
     p.add_argument(
         "--embedder",
-        choices=["auto", "minilm", "hashing", "voyage", "openai"],
+        choices=EMBEDDER_NAMES,
         help="which embedder (default: CAPSULE_EMBEDDER, else auto)",
     )
     p.add_argument(

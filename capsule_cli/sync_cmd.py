@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from capsule.core.embedder_names import EMBEDDER_NAMES
 from capsule.core.errors import CapsuleError
 from mcp_client.auth_methods import METHODS
 
@@ -117,5 +118,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
-    p.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])
+    p.add_argument("--embedder", choices=EMBEDDER_NAMES)
     p.set_defaults(run=cmd_sync)

@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:  # capsule.transfer (the library) loads where the data is read or written, not for --help
     from capsule.transfer import DataImportResult
 
+from capsule.core.embedder_names import EMBEDDER_NAMES
 from capsule.core.errors import CapsuleError, InvalidInput
 
 from . import cli, render
@@ -234,7 +235,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--project", "-p", help="one project only (default: every project)")
     p.add_argument("--output", "-o", help="the file to write (default, or -: standard output)")
     p.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
-    p.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])
+    p.add_argument("--embedder", choices=EMBEDDER_NAMES)
     p.set_defaults(run=cmd_export)
 
     p = sub.add_parser(
@@ -259,5 +260,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--data-dir", help="data folder (default ~/.capsule, or CAPSULE_DATA_DIR)")
-    p.add_argument("--embedder", choices=["auto", "minilm", "hashing", "voyage", "openai"])
+    p.add_argument("--embedder", choices=EMBEDDER_NAMES)
     p.set_defaults(run=cmd_import)

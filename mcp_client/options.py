@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from capsule.core.embedder_names import EMBEDDER_NAMES
+
 from .auth_methods import METHODS
 
 TYPE_CHECKING = False
@@ -44,7 +46,7 @@ def connection_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--embedder",
-        choices=["auto", "minilm", "hashing", "voyage", "openai"],
+        choices=EMBEDDER_NAMES,
         help="embedded: which embedder (default: CAPSULE_EMBEDDER, else auto)",
     )
 
