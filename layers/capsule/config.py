@@ -16,11 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, V
 from pydantic_core import PydanticCustomError
 
 from .core import limits
-from .core.embedder_names import EmbedderName
 from .core.errors import InvalidInput
 from .core.fielderrors import from_validation_error
 from .core.paths import default_data_dir
 from .search.ranking import Weights
+
+# The names of capsule.core.embedder_names.EMBEDDER_NAMES, as the type checker reads them.
+EmbedderName = Literal["auto", "minilm", "mpnet", "hashing", "voyage", "openai"]
 
 # setting name -> environment variable
 ENVIRONMENT = {

@@ -242,3 +242,12 @@ def test_fail_fast_retries_after_the_cool_down():
     with pytest.raises(Unavailable, match="^m could not embed: ConnectionError$"):
         embedder.embed(["x"])
     assert Down.calls == 2
+
+
+def test_the_commands_offer_exactly_the_embedders_the_settings_take():
+    from typing import get_args
+
+    from capsule.config import EmbedderName
+    from capsule.core.embedder_names import EMBEDDER_NAMES
+
+    assert get_args(EmbedderName) == EMBEDDER_NAMES

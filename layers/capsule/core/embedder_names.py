@@ -1,11 +1,7 @@
-"""The embedders a setting or a command's ``--embedder`` may name: one list for both.
+"""The embedders a setting or a command's ``--embedder`` may name.
 
-Kept apart from capsule.config (pydantic, ~0.3 s to import) so the commands and hooks that only
-register their options do not pay for the settings."""
+A plain tuple, importing nothing: the commands and hooks that only register their options load
+neither capsule.config (pydantic, ~0.3 s) nor typing. capsule.config's ``EmbedderName`` spells
+the same names for the type checker; tests/unit/test_embedder_choice.py holds them equal."""
 
-from __future__ import annotations
-
-from typing import Literal, get_args
-
-EmbedderName = Literal["auto", "minilm", "mpnet", "hashing", "voyage", "openai"]
-EMBEDDER_NAMES: tuple[str, ...] = get_args(EmbedderName)
+EMBEDDER_NAMES = ("auto", "minilm", "mpnet", "hashing", "voyage", "openai")
