@@ -5,8 +5,8 @@
 import { latest, PAGE_SIZE, saveForgotten, state, VOTES_KEY } from './state.js';
 import { $, el } from './dom.js';
 import { fixed, parseTags, shortId, snippet, whenText } from './format.js';
-import { api, ApiError, memoryPath } from './api.js';
-import { clearMessages, fail, run, say } from './messages.js';
+import { api, memoryPath } from './api.js';
+import { clearMessages, run, say } from './messages.js';
 import { refuse, tagsProblem } from './limits.js';
 import { openProject, showDetail } from './router.js';
 import { loadProjects, requireProject } from './projects.js';
@@ -238,8 +238,7 @@ async function storeMemory(event) {
   if (!requireProject('Store')) return;
   const content = $('store-content').value;
   if (!content.trim()) {
-    fail('Store', new ApiError(0, 'invalid', 'Write something to remember first.', null));
-    $('store-content').focus();
+    refuse('Store', 'store-content', 'Write something to remember first.');
     return;
   }
   const tags = parseTags($('store-tags').value);
@@ -264,23 +263,19 @@ async function storeMemory(event) {
   });
 }
 
-async function pinMemory(item, button) {
-  await run('Pin', button, async () => {
-    const result = await api('POST', memoryPath(item.id, 'pin'));
-    say('Pin', result.explanation);
+/** Pin or unpin (``action``: 'pin' or 'unpin'), named as the button says. */
+async function setPinned(action, item, button) {
+  const operation = action === 'pin' ? 'Pin' : 'Unpin';
+  await run(operation, button, async () => {
+    const result = await api('POST', memoryPath(item.id, action));
+    say(operation, result.explanation);
     updateCards(result.memory);
     await afterChange();
   });
 }
 
-async function unpinMemory(item, button) {
-  await run('Unpin', button, async () => {
-    const result = await api('POST', memoryPath(item.id, 'unpin'));
-    say('Unpin', result.explanation);
-    updateCards(result.memory);
-    await afterChange();
-  });
-}
+const pinMemory = (item, button) => setPinned('pin', item, button);
+const unpinMemory = (item, button) => setPinned('unpin', item, button);
 
 /** The pinned view and the project counts change with a pin; reload them, keep the rest. */
 async function afterChange() {
@@ -366,8 +361,7 @@ export function wireMemories() {
     event.preventDefault();
     const id = $('restore-id').value.trim();
     if (!id) {
-      fail('Restore', new ApiError(0, 'invalid', 'Type the id of a forgotten memory.', null));
-      $('restore-id').focus();
+      refuse('Restore', 'restore-id', 'Type the id of a forgotten memory.');
       return;
     }
     restoreMemory(id, event.submitter || null).then(() => { $('restore-id').value = ''; });

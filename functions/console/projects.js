@@ -8,6 +8,7 @@ import { api, ApiError } from './api.js';
 import { clearMessages, fail, run, say } from './messages.js';
 import { go } from './router.js';
 import { renderDashboard } from './charts.js';
+import { refuse } from './limits.js';
 
 // ---- projects -----------------------------------------------------------
 
@@ -83,8 +84,7 @@ async function saveSettings(event) {
   if (!info || raw !== String(info.retention_limit)) {  // only what changed is sent
     const limit = /^\d+$/.test(raw) ? Number(raw) : NaN;
     if (!(limit >= 1 && limit <= 1000000)) {  // ProjectSettingsRequest.retention_limit
-      fail('Settings', new ApiError(0, 'invalid', 'The retention limit is a whole number from 1 to 1,000,000.', null));
-      $('settings-limit').focus();
+      refuse('Settings', 'settings-limit', 'The retention limit is a whole number from 1 to 1,000,000.');
       return;
     }
     body.retention_limit = limit;
@@ -111,8 +111,7 @@ export function wireProjects() {
     event.preventDefault();
     const name = $('project-input').value.trim();
     if (!name) {
-      fail('Open project', new ApiError(0, 'invalid', 'Type a project name.', null));
-      $('project-input').focus();
+      refuse('Open project', 'project-input', 'Type a project name.');
       return;
     }
     go('projects', new URLSearchParams({ project: name }));

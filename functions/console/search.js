@@ -4,8 +4,8 @@
 import { latest, state } from './state.js';
 import { $, el } from './dom.js';
 import { parseTags } from './format.js';
-import { api, ApiError } from './api.js';
-import { fail, logActivity, run } from './messages.js';
+import { api } from './api.js';
+import { logActivity, run } from './messages.js';
 import { refuse, tagsProblem } from './limits.js';
 import { recordLatency } from './charts.js';
 import { requireProject } from './projects.js';
@@ -30,8 +30,7 @@ async function search(event) {
   const query = $('search-query').value.trim();
   const global = $('search-global').checked;
   if (!query) {
-    fail('Search', new ApiError(0, 'invalid', 'Type what to look for.', null));
-    $('search-query').focus();
+    refuse('Search', 'search-query', 'Type what to look for.');
     return;
   }
   if (!global && !requireProject('Search')) return;
