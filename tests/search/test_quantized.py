@@ -205,3 +205,57 @@ def test_a_copy_cut_short_leaves_no_file(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         build(np.ones((10_000, 8), dtype=np.float32), 10_000, tmp_path / "m.quant")
     assert len(calls) == 2 and not list(tmp_path.iterdir())
+
+
+def test_copies_of_one_index_made_at_once_in_one_process_do_not_share_a_file(tmp_path):
+    # Two services over one folder (a test's, or serve's HTTP and MCP sides) may copy the same
+    # index at once: a file named only for the process was truncated under the other's
+    # mapping, and the write into it killed the process (SIGBUS).
+    import threading
+
+    matrix = np.random.default_rng(6).standard_normal((20_000, 64)).astype(np.float32)
+    made, start = [], threading.Barrier(4)
+
+    def copy() -> None:
+        start.wait()
+        made.append(build(matrix, 20_000, tmp_path / "m.quant"))
+
+    threads = [threading.Thread(target=copy) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 4 and all(m is not None and m.n == 20_000 for m in made)
+    assert np.array_equal(made[0].codes, build(matrix, 20_000).codes)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.quant.codes.npy", "m.quant.meta.npy"]
+
+
+def test_a_full_disk_is_an_error_before_a_row_is_written(tmp_path, monkeypatch):
+    # A row written through a mapping into a sparse file's hole on a full disk is a SIGBUS,
+    # not an OSError: the files' blocks are allocated first, so a full disk fails there.
+    import errno
+    import os
+
+    from capsule.search.matrix import Spill
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(OSError):
+        build(np.ones((5000, 8), dtype=np.float32), 5000, tmp_path / "m.quant")
+    with pytest.raises(OSError):
+        Spill(tmp_path / "s.npy", 5000, 8)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_file_system_without_allocation_still_gets_the_copy(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    def unsupported(fd, offset, length):
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(os, "posix_fallocate", unsupported)
+    copy = build(np.ones((5000, 8), dtype=np.float32), 5000, tmp_path / "m.quant")
+    assert copy is not None and copy.n == 5000

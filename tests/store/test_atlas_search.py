@@ -273,11 +273,12 @@ def test_the_hosted_answers_are_the_embedded_stores(cluster, tmp_path):
         "sqlite deadlock under load",
         "import cycle loader in ci",
     ]
+    on_cluster, on_sqlite = service(store), service(local)
     for query in queries:
         for mode in ("hybrid", "bm25", "vector"):
             request = {"project": "big", "query": query, "k": 5, "mode": mode}
-            hosted = [h.id for h in service(store).search("t1", request).results]
-            embedded = [h.id for h in service(local).search("t1", request).results]
+            hosted = [h.id for h in on_cluster.search("t1", request).results]
+            embedded = [h.id for h in on_sqlite.search("t1", request).results]
             assert hosted == embedded, (query, mode)
 
 

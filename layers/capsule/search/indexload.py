@@ -11,6 +11,7 @@ every array at once from columns, where a change adds records one by one.
 
 from __future__ import annotations
 
+import logging
 import mmap
 
 import numpy as np
@@ -21,6 +22,8 @@ from .indexrows import id_of, outcome_of
 from .indexvectors import IndexVectors
 from .matrix import RESIDENT_MAX, Spill
 from .signbits import Packed, sign_codes
+
+logger = logging.getLogger("capsule.search.indexload")
 
 EAGER_RECORDS = 20_000  # a smaller project loaded as columns fetches its records at once
 
@@ -129,9 +132,15 @@ class IndexLoading(IndexVectors, IndexPostings):
         """Sign bits now, vectors later: the matrix is allocated but not touched (the OS maps
         its pages when they are first written), each row filled when first needed."""
         n = len(usable)
+        spill = None
         if n * self.dim * 4 > RESIDENT_MAX and self.spill_path is not None:
-            self._spill = Spill(self.spill_path(), n, self.dim)
-            self.matrix = self._spill.matrix
+            try:
+                spill = Spill(self.spill_path(), n, self.dim)
+            except OSError as exc:  # a full disk: RAM, as for a smaller index
+                logger.warning("could not spill the vectors of %s/%s to a file: %s", self.tenant, self.project, exc)
+        if spill is not None:
+            self._spill = spill
+            self.matrix = spill.matrix
         else:
             self.matrix = self._lazy = _lazy_zeros(n, self.dim)
         self.filled = ~usable

@@ -14,6 +14,7 @@ file (:func:`spill`), then maps it read-only (:func:`seal`): the process never h
 from __future__ import annotations
 
 import ctypes
+import errno
 import logging
 import mmap
 import os
@@ -273,12 +274,35 @@ def blocked_dot(matrix, query: np.ndarray, n: int, block: int = 65536) -> np.nda
     return out
 
 
+def new_npy(path: Path, dtype, shape: tuple[int, ...]) -> np.memmap:
+    """A new ``.npy`` file of ``shape``, mapped for writing, its disk blocks allocated first.
+
+    A mapped page written into a hole of a sparse file on a full disk does not fail a call: the
+    kernel kills the process (SIGBUS). Allocating the whole file up front turns a full disk into
+    an OSError here, before a row is written; the caller removes the file."""
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.posix_fallocate(fd, 0, os.fstat(fd).st_size)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):  # a file system that cannot: as before
+            del out
+            raise
+    finally:
+        os.close(fd)
+    return out
+
+
 class Spill:
     """A matrix being filled straight into a ``.npy`` file (not RAM), then mapped read-only."""
 
     def __init__(self, path: Path, rows: int, dim: int) -> None:
         self.path = path
-        writable = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(rows, dim))
+        try:
+            writable = new_npy(path, np.float32, (rows, dim))
+        except OSError:
+            path.unlink(missing_ok=True)
+            raise
         self.offset = writable.offset
         del writable  # the header is written; rows go through a mapping of our own
         # Held open: the file may be unlinked (a newer snapshot replaced it) while this maps it.

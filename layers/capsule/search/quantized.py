@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .matrix import new_npy
 
 # Indexes with at least this many rows get a copy (beside their snapshot): one project's
 # candidates are read about as fast either way below 100,000, but a global search over many
@@ -112,19 +115,23 @@ def build(values, n: int, path: Path | None = None) -> Quantized | None:
         codes, meta = np.empty((n, dim), dtype=np.int8), np.empty((n, 3), dtype=np.float32)
         _fill(values, n, codes, meta)
         return Quantized(codes, meta)
+    # Named for this call: two indexes of one process (two services over one folder) may make
+    # the same copy at once, and a file truncated under another's mapping kills the process.
+    unique = f"{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    temporary = {part: path.with_name(f"{path.name}.{part}.{unique}.tmp.npy") for part in ("codes", "meta")}
     try:
-        codes = np.lib.format.open_memmap(_temporary(path, "codes"), mode="w+", dtype=np.int8, shape=(n, dim))
-        meta = np.lib.format.open_memmap(_temporary(path, "meta"), mode="w+", dtype=np.float32, shape=(n, 3))
+        codes = new_npy(temporary["codes"], np.int8, (n, dim))
+        meta = new_npy(temporary["meta"], np.float32, (n, 3))
         _fill(values, n, codes, meta)
         codes.flush()
         meta.flush()
         del codes, meta
         for part in ("codes", "meta"):
-            os.chmod(_temporary(path, part), 0o600)
-            os.replace(_temporary(path, part), files(path)[part])
-    finally:  # a full disk leaves no half-written file behind
+            os.chmod(temporary[part], 0o600)
+            os.replace(temporary[part], files(path)[part])
+    finally:  # a full disk (an OSError from new_npy) leaves no half-written file behind
         for part in ("codes", "meta"):
-            _temporary(path, part).unlink(missing_ok=True)
+            temporary[part].unlink(missing_ok=True)
     return load(path)
 
 
@@ -154,7 +161,3 @@ def load(path: Path) -> Quantized | None:
     if codes.ndim != 2 or meta.shape != (len(codes), 3) or codes.dtype != np.int8:
         return None
     return Quantized(codes, meta)
-
-
-def _temporary(path: Path, part: str) -> Path:
-    return path.with_name(f"{path.name}.{part}.{os.getpid()}.tmp.npy")

@@ -34,7 +34,7 @@ import numpy as np
 
 from . import quantized, terms
 from .index import ProjectIndex
-from .matrix import PREAD_FROM, SplitRows, map_npy
+from .matrix import PREAD_FROM, SplitRows, map_npy, new_npy
 from .tenanttables import TenantTables
 
 logger = logging.getLogger("capsule.search.snapshot")
@@ -264,7 +264,7 @@ def _read_records(state: dict, handle, whole_records: Callable[[int], bool]) -> 
 def _write_rows(path: Path, values, n: int | None, block: int = 65536) -> None:
     """Save the first ``n`` rows (None: all) of an array, mapped or split, a block at a time."""
     n = len(values) if n is None else n
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=values.dtype, shape=(n, *values.shape[1:]))
+    out = new_npy(path, values.dtype, (n, *values.shape[1:]))
     for start in range(0, n, block):
         stop = min(n, start + block)
         out[start:stop] = values[start:stop]
