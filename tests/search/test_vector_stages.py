@@ -173,6 +173,40 @@ def test_a_large_matrix_read_from_the_store_goes_to_a_file(data, tmp_path, monke
     store.close()
 
 
+@needs_faiss
+def test_a_full_disk_keeps_a_large_matrix_read_from_the_store_in_ram(data, tmp_path, monkeypatch):
+    """With no room for the spill file (its blocks are allocated first: ENOSPC, not a SIGBUS
+    at the first row written), the vectors are read into RAM and the answers are the same."""
+    import errno
+    import os
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(indexload, "RESIDENT_MAX", 0)
+    db = tmp_path / "capsule.db"
+    store = SQLiteStore(db, defer_vectors_from=1000)
+    store.migrate()
+    store.insert(records(data, 0, 5000), limit=1_000_000, dedupe_after=None, actor="t")
+    table = dict(zip(data.query_texts, data.queries))
+    settings = Settings(data_dir=tmp_path, retention_limit=1_000_000, query_cache_entries=0, index_snapshot_min=0)
+    resident = MemoryService(SQLiteStore(db, defer_vectors_from=1000), TableEmbedder(table, DIM), settings=settings)
+    expected = [resident.search("t", {"project": "p", "query": text, "k": 10}).results for text in data.query_texts[:5]]
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    settings = Settings(data_dir=tmp_path, retention_limit=1_000_000, query_cache_entries=0, index_snapshot_min=1)
+    lazy = MemoryService(SQLiteStore(db, defer_vectors_from=1000), TableEmbedder(table, DIM), settings=settings)
+    got = [lazy.search("t", {"project": "p", "query": text, "k": 10}).results for text in data.query_texts[:5]]
+    lazy.settle()
+    assert [[(h.id, h.score) for h in r] for r in got] == [[(h.id, h.score) for h in r] for r in expected]
+    index = lazy.indexes.get("t", "p", MODEL)
+    assert index.deferred is None and not is_mapped(index.matrix)
+    assert not list(tmp_path.glob("index/*.npy"))  # nothing half-written left behind
+    for s in (lazy, resident):
+        s.store.close()
+    store.close()
+
+
 def test_workers_share_the_snapshot_and_never_answer_from_before_a_write(data, tmp_path):
     """Two services over one database (two workers): the second maps the snapshot the first
     wrote; a write acknowledged by the first is in the second's next answer (the delta since
